@@ -1,0 +1,207 @@
+/*
+ * Single-precision GEMM for WebAssembly SIMD128: out[b] (+)= op(A[b]) . op(B[b]).
+ *
+ * Is: a packed, cache-blocked GEMM (Goto/BLIS loop order) with a register-blocked MR x NR
+ * micro-kernel of f32x4 accumulators, plus the thread partition: every thread of a call runs
+ * sgemm_thread() with its own index over the same shared memory and writes a disjoint part of out.
+ * Is not: a memory allocator or a thread pool. The TypeScript loader (wasm-backend.ts) owns the
+ * memory layout and the workers; it writes a Params block and hands each thread its scratch area.
+ *
+ * Numerics: plain IEEE mul then add (SIMD128 has no FMA); built WITHOUT -ffast-math so that NaN and
+ * Inf propagate exactly as in the js spec. Each output element is summed by one thread in the same
+ * order whatever the thread count, so results are bitwise identical for 1, 2, ... threads.
+ *
+ * Legend: M, N, K = matrix sizes; MR x NR = micro-tile; MC, KC, NC = cache blocks; mr, nr, mc, kc,
+ * nc = the (possibly partial) sizes of the current tile/block.
+ */
+#include <stdint.h>
+#include <wasm_simd128.h>
+
+#define MR 6
+#define NR 8
+#define KC 256
+#define MC 120
+#define NC 2048
+
+/* Layout shared with wasm-backend.ts (int32 words, in this order). */
+typedef struct {
+  const float *a;
+  const float *b;
+  float *c;
+  int32_t batch, M, K, N;
+  int32_t transposeA, transposeB;
+  int32_t aBatchStride, bBatchStride;
+  int32_t accumulate;
+  uint8_t *scratch;               /* first thread's scratch area */
+  int32_t scratchBytesPerThread;  /* must be >= sgemm_scratch_bytes() */
+} Params;
+
+/* Strided view of one operand: element (row, col) is at data[row * rowStride + col * colStride]. */
+typedef struct {
+  const float *data;
+  int32_t rowStride, colStride;
+} View;
+
+__attribute__((export_name("sgemm_scratch_bytes"))) int32_t sgemm_scratch_bytes(void) {
+  return (int32_t)sizeof(float) * (MC * KC + KC * NC + MR * NR) + 64;
+}
+
+/* Packs rows [i0, i0+mc) x cols [p0, p0+kc) of A into MR-row panels: panel r holds, for each k,
+ * MR consecutive values; rows past mc are zero (their products land only in discarded tile rows). */
+static void packA(View A, int i0, int mc, int p0, int kc, float *restrict out) {
+  for (int r = 0; r < mc; r += MR) {
+    int mr = mc - r < MR ? mc - r : MR;
+    const float *base = A.data + (i0 + r) * A.rowStride + p0 * A.colStride;
+    if (A.colStride == 1) {
+      for (int ii = 0; ii < mr; ii++) {
+        const float *src = base + ii * A.rowStride;
+        for (int k = 0; k < kc; k++) out[k * MR + ii] = src[k];
+      }
+    } else {
+      for (int k = 0; k < kc; k++) {
+        const float *src = base + k * A.colStride;
+        for (int ii = 0; ii < mr; ii++) out[k * MR + ii] = src[ii * A.rowStride];
+      }
+    }
+    for (int ii = mr; ii < MR; ii++)
+      for (int k = 0; k < kc; k++) out[k * MR + ii] = 0.0f;
+    out += MR * kc;
+  }
+}
+
+/* Packs rows [p0, p0+kc) x cols [j0, j0+nc) of B into NR-column panels (zero-padded past nc). */
+static void packB(View B, int p0, int kc, int j0, int nc, float *restrict out) {
+  for (int s = 0; s < nc; s += NR) {
+    int nr = nc - s < NR ? nc - s : NR;
+    const float *base = B.data + p0 * B.rowStride + (j0 + s) * B.colStride;
+    if (B.colStride == 1 && nr == NR) {
+      for (int k = 0; k < kc; k++) {
+        const float *src = base + k * B.rowStride;
+        wasm_v128_store(out + k * NR, wasm_v128_load(src));
+        wasm_v128_store(out + k * NR + 4, wasm_v128_load(src + 4));
+      }
+    } else if (B.colStride == 1) {
+      for (int k = 0; k < kc; k++) {
+        const float *src = base + k * B.rowStride;
+        for (int jj = 0; jj < NR; jj++) out[k * NR + jj] = jj < nr ? src[jj] : 0.0f;
+      }
+    } else {
+      for (int jj = 0; jj < nr; jj++) {
+        const float *src = base + jj * B.colStride;
+        for (int k = 0; k < kc; k++) out[k * NR + jj] = src[k * B.rowStride];
+      }
+      for (int jj = nr; jj < NR; jj++)
+        for (int k = 0; k < kc; k++) out[k * NR + jj] = 0.0f;
+    }
+    out += NR * kc;
+  }
+}
+
+/* The micro-kernel: an MR x NR tile of C (+)= packed A panel . packed B panel over kc steps.
+ * overwrite: store instead of adding (first K block of a non-accumulating product).
+ * Partial tiles (mr < MR or nr < NR) go through `tile` so the arithmetic is the same as full ones. */
+static void microKernel(int kc, const float *restrict a, const float *restrict b, float *restrict c,
+                        int ldc, int mr, int nr, int overwrite, float *restrict tile) {
+  v128_t acc[MR][2];
+#pragma clang loop unroll(full)
+  for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = wasm_f32x4_splat(0.0f);
+  for (int k = 0; k < kc; k++) {
+    v128_t b0 = wasm_v128_load(b);
+    v128_t b1 = wasm_v128_load(b + 4);
+#pragma clang loop unroll(full)
+    for (int i = 0; i < MR; i++) {
+      v128_t ai = wasm_v128_load32_splat(a + i);
+      acc[i][0] = wasm_f32x4_add(acc[i][0], wasm_f32x4_mul(ai, b0));
+      acc[i][1] = wasm_f32x4_add(acc[i][1], wasm_f32x4_mul(ai, b1));
+    }
+    a += MR;
+    b += NR;
+  }
+  if (mr == MR && nr == NR) {
+#pragma clang loop unroll(full)
+    for (int i = 0; i < MR; i++) {
+      float *row = c + i * ldc;
+      if (overwrite) {
+        wasm_v128_store(row, acc[i][0]);
+        wasm_v128_store(row + 4, acc[i][1]);
+      } else {
+        wasm_v128_store(row, wasm_f32x4_add(wasm_v128_load(row), acc[i][0]));
+        wasm_v128_store(row + 4, wasm_f32x4_add(wasm_v128_load(row + 4), acc[i][1]));
+      }
+    }
+    return;
+  }
+#pragma clang loop unroll(full)
+  for (int i = 0; i < MR; i++) {
+    wasm_v128_store(tile + i * NR, acc[i][0]);
+    wasm_v128_store(tile + i * NR + 4, acc[i][1]);
+  }
+  for (int i = 0; i < mr; i++)
+    for (int j = 0; j < nr; j++)
+      c[i * ldc + j] = overwrite ? tile[i * NR + j] : c[i * ldc + j] + tile[i * NR + j];
+}
+
+/* One product's sub-block: rows [m0, m1) x cols [n0, n1) of C (row-major, leading dimension N). */
+static void gemmBlock(View A, View B, float *C, int N, int K, int m0, int m1, int n0, int n1,
+                      int accumulate, uint8_t *scratch) {
+  float *packedA = (float *)(((uintptr_t)scratch + 15) & ~(uintptr_t)15);
+  float *packedB = packedA + MC * KC;
+  float *tile = packedB + KC * NC;
+  for (int jc = n0; jc < n1; jc += NC) {
+    int nc = n1 - jc < NC ? n1 - jc : NC;
+    for (int pc = 0; pc < K; pc += KC) {
+      int kc = K - pc < KC ? K - pc : KC;
+      int overwrite = pc == 0 && !accumulate;
+      packB(B, pc, kc, jc, nc, packedB);
+      for (int ic = m0; ic < m1; ic += MC) {
+        int mc = m1 - ic < MC ? m1 - ic : MC;
+        packA(A, ic, mc, pc, kc, packedA);
+        for (int jr = 0; jr < nc; jr += NR) {
+          int nr = nc - jr < NR ? nc - jr : NR;
+          for (int ir = 0; ir < mc; ir += MR) {
+            int mr = mc - ir < MR ? mc - ir : MR;
+            microKernel(kc, packedA + ir * kc, packedB + jr * kc, C + (ic + ir) * N + jc + jr, N,
+                        mr, nr, overwrite, tile);
+          }
+        }
+      }
+    }
+  }
+}
+
+/* Splits [0, units) into `parts` near-equal contiguous ranges; returns range `index` as [*lo, *hi). */
+static void splitRange(int units, int parts, int index, int *lo, int *hi) {
+  int base = units / parts, extra = units % parts;
+  *lo = index * base + (index < extra ? index : extra);
+  *hi = *lo + base + (index < extra ? 1 : 0);
+}
+
+/* Runs thread `index` of `count`'s share of the product described by `p`. Batches are split when
+ * there are at least as many as threads; otherwise every product is split along M or N (whichever
+ * has more micro-tiles) so that each thread writes disjoint output elements. K=0 is the caller's. */
+__attribute__((export_name("sgemm_thread"))) void sgemm_thread(const Params *p, int index,
+                                                                int count) {
+  int M = p->M, K = p->K, N = p->N;
+  View A = {0, p->transposeA ? 1 : K, p->transposeA ? M : 1};
+  View B = {0, p->transposeB ? 1 : N, p->transposeB ? K : 1};
+  uint8_t *scratch = p->scratch + (intptr_t)index * p->scratchBytesPerThread;
+  int b0 = 0, b1 = p->batch, m0 = 0, m1 = M, n0 = 0, n1 = N;
+  if (count > 1 && p->batch >= count) {
+    splitRange(p->batch, count, index, &b0, &b1);
+  } else if (count > 1) {
+    int mTiles = (M + MR - 1) / MR, nTiles = (N + NR - 1) / NR, lo, hi;
+    if (mTiles >= nTiles) {
+      splitRange(mTiles, count, index, &lo, &hi);
+      m0 = lo * MR, m1 = hi * MR < M ? hi * MR : M;
+    } else {
+      splitRange(nTiles, count, index, &lo, &hi);
+      n0 = lo * NR, n1 = hi * NR < N ? hi * NR : N;
+    }
+    if (m0 >= m1 || n0 >= n1) return;
+  }
+  for (int bi = b0; bi < b1; bi++) {
+    A.data = p->a + (intptr_t)bi * p->aBatchStride;
+    B.data = p->b + (intptr_t)bi * p->bBatchStride;
+    gemmBlock(A, B, p->c + (intptr_t)bi * M * N, N, K, m0, m1, n0, n1, p->accumulate, scratch);
+  }
+}

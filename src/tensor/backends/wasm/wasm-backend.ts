@@ -1,0 +1,192 @@
+/**
+ * The `wasm` backend: the SIMD128 GEMM of kernels.c, run over one shared WebAssembly memory by the
+ * calling thread plus worker_threads (worker.mjs), behind the synchronous Backend interface.
+ *
+ * Is: the memory layout (params, per-thread scratch, operand copies), the copy-in/copy-out, and the
+ * dispatch: the calling thread wakes the workers with Atomics.notify, does its own share, then
+ * Atomics.waits for the rest. Is not: the arithmetic (kernels.c) nor backend selection (select.ts).
+ *
+ * Memory is wasm32: operands of one call (A + B + out) must fit in 4 GiB minus the scratch.
+ */
+import { readFileSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
+import type { Backend, MatmulShape } from '../../backend.js';
+
+/** Options of createWasmBackend. */
+export interface WasmBackendOptions {
+  /** Threads that share each large product, the calling thread included (default 2). */
+  threads?: number;
+  /** Products with fewer multiply-adds than this run on the calling thread only (default 2^19). */
+  parallelThreshold?: number;
+}
+
+// Control words shared with worker.mjs (Int32 indices).
+const CONTROL_GENERATION = 0;
+const CONTROL_PENDING = 1;
+const CONTROL_PARAMS = 2;
+const CONTROL_COUNT = 3;
+const CONTROL_STOP = 4;
+const CONTROL_READY = 5;
+const CONTROL_FAILED = 6;
+const CONTROL_WORDS = 8;
+
+const PAGE_BYTES = 65536;
+const MAX_PAGES = 65536; // 4 GiB, as declared by the module (--max-memory)
+const INITIAL_PAGES = 32; // >= the module's declared minimum (data + 16 KiB stack)
+const PARAMS_WORDS = 14; // sizeof(Params) / 4 in kernels.c
+const WORKER_START_TIMEOUT_MS = 30_000;
+
+interface KernelExports {
+  sgemm_thread(params: number, index: number, count: number): void;
+  sgemm_scratch_bytes(): number;
+  __heap_base: WebAssembly.Global;
+}
+
+let compiled: WebAssembly.Module | undefined;
+
+/** Compiles kernels.wasm once per process (synchronous: Node allows it for any module size). */
+function kernelModule(): WebAssembly.Module {
+  compiled ??= new WebAssembly.Module(readFileSync(new URL('./kernels.wasm', import.meta.url)));
+  return compiled;
+}
+
+const align = (value: number, to: number): number => Math.ceil(value / to) * to;
+
+/** Elements an operand must hold: the last batch block's offset plus one block. */
+function operandLength(batch: number, stride: number, block: number): number {
+  return stride === 0 ? block : (batch - 1) * stride + block;
+}
+
+function checkShape(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void {
+  const { batch, M, K, N, aBatchStride, bBatchStride } = shape;
+  for (const [field, value] of Object.entries({ batch, M, K, N, aBatchStride, bBatchStride })) {
+    if (!Number.isInteger(value) || value < 0) {
+      throw new Error(`wasm matmul: shape.${field} must be a non-negative integer, got ${value}`);
+    }
+  }
+  const need = [
+    ['a', a, operandLength(batch, aBatchStride, M * K)],
+    ['b', b, operandLength(batch, bBatchStride, K * N)],
+    ['out', out, batch * M * N],
+  ] as const;
+  for (const [name, array, length] of need) {
+    if (array.length < length) {
+      throw new Error(
+        `wasm matmul: ${name} has ${array.length} elements but batch=${batch} M=${M} K=${K} N=${N} ` +
+          `(aBatchStride=${aBatchStride}, bBatchStride=${bBatchStride}) needs ${length}`,
+      );
+    }
+  }
+}
+
+/** Creates a wasm backend; throws if WebAssembly SIMD or shared memory is unavailable. */
+export function createWasmBackend(options: WasmBackendOptions = {}): Backend {
+  const threads = options.threads ?? 2;
+  if (!Number.isInteger(threads) || threads < 1 || threads > 64) {
+    throw new Error(`wasm backend: threads must be an integer in 1..64, got ${threads}`);
+  }
+  const parallelThreshold = options.parallelThreshold ?? 1 << 19;
+  const module = kernelModule();
+  const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: MAX_PAGES, shared: true });
+  const kernels = new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as KernelExports;
+
+  // Layout: [module data | params | scratch per thread | A | B | out], grown per call as needed.
+  const paramsAddress = align(kernels.__heap_base.value as number, 64);
+  const scratchBytes = align(kernels.sgemm_scratch_bytes(), 64);
+  const scratchAddress = paramsAddress + 64;
+  const dataAddress = scratchAddress + threads * scratchBytes;
+  ensureBytes(dataAddress);
+
+  const control = new Int32Array(new SharedArrayBuffer(CONTROL_WORDS * 4));
+  const workers: Worker[] = [];
+  for (let index = 1; index < threads; index++) {
+    const worker = new Worker(new URL('./worker.mjs', import.meta.url), {
+      workerData: { module, memory, control: control.buffer, index },
+    });
+    worker.unref(); // an idle backend must not keep the process alive
+    workers.push(worker);
+  }
+  let workersReady = threads === 1;
+  let disposed = false;
+
+  function ensureBytes(bytes: number): void {
+    const pages = Math.ceil(bytes / PAGE_BYTES);
+    if (pages > MAX_PAGES) {
+      throw new Error(`wasm matmul: operands need ${bytes} bytes, over the 4 GiB of wasm32 memory`);
+    }
+    const current = memory.buffer.byteLength / PAGE_BYTES;
+    if (pages > current) memory.grow(pages - current);
+  }
+
+  /** Blocks until every worker has instantiated the module (only before the first parallel call). */
+  function awaitWorkers(): void {
+    const deadline = Date.now() + WORKER_START_TIMEOUT_MS;
+    for (;;) {
+      const ready = Atomics.load(control, CONTROL_READY);
+      if (ready === workers.length) break;
+      if (Date.now() > deadline) throw new Error(`wasm backend: only ${ready} of ${workers.length} workers started`);
+      Atomics.wait(control, CONTROL_READY, ready, 100);
+    }
+    workersReady = true;
+  }
+
+  function runParallel(): void {
+    if (!workersReady) awaitWorkers();
+    Atomics.store(control, CONTROL_PARAMS, paramsAddress);
+    Atomics.store(control, CONTROL_COUNT, threads);
+    Atomics.store(control, CONTROL_PENDING, workers.length);
+    Atomics.add(control, CONTROL_GENERATION, 1);
+    Atomics.notify(control, CONTROL_GENERATION);
+    kernels.sgemm_thread(paramsAddress, 0, threads);
+    for (;;) {
+      const pending = Atomics.load(control, CONTROL_PENDING);
+      if (pending === 0) break;
+      Atomics.wait(control, CONTROL_PENDING, pending);
+    }
+    if (Atomics.exchange(control, CONTROL_FAILED, 0) !== 0) {
+      throw new Error('wasm matmul: a worker thread failed (see its message above)');
+    }
+  }
+
+  function matmul(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void {
+    if (disposed) throw new Error('wasm matmul: backend was disposed');
+    checkShape(a, b, out, shape);
+    const { batch, M, K, N, aBatchStride, bBatchStride, accumulate } = shape;
+    const outLength = batch * M * N;
+    if (outLength === 0) return;
+    if (K === 0) {
+      if (!accumulate) out.fill(0, 0, outLength);
+      return;
+    }
+    const aLength = operandLength(batch, aBatchStride, M * K);
+    const bLength = operandLength(batch, bBatchStride, K * N);
+    const aAddress = dataAddress;
+    const bAddress = align(aAddress + aLength * 4, 64);
+    const outAddress = align(bAddress + bLength * 4, 64);
+    ensureBytes(outAddress + outLength * 4);
+
+    const heap = new Float32Array(memory.buffer);
+    heap.set(a.subarray(0, aLength), aAddress / 4);
+    heap.set(b.subarray(0, bLength), bAddress / 4);
+    if (accumulate) heap.set(out.subarray(0, outLength), outAddress / 4);
+    new Int32Array(memory.buffer, paramsAddress, PARAMS_WORDS).set([
+      aAddress, bAddress, outAddress, batch, M, K, N, shape.transposeA ? 1 : 0, shape.transposeB ? 1 : 0,
+      aBatchStride, bBatchStride, accumulate ? 1 : 0, scratchAddress, scratchBytes,
+    ]);
+
+    if (workers.length > 0 && batch * M * N * K >= parallelThreshold) runParallel();
+    else kernels.sgemm_thread(paramsAddress, 0, 1);
+    out.set(heap.subarray(outAddress / 4, outAddress / 4 + outLength));
+  }
+
+  function dispose(): void {
+    if (disposed) return;
+    disposed = true;
+    Atomics.store(control, CONTROL_STOP, 1);
+    Atomics.add(control, CONTROL_GENERATION, 1);
+    Atomics.notify(control, CONTROL_GENERATION);
+    for (const worker of workers) void worker.terminate();
+  }
+
+  return { name: 'wasm', threads, matmul, dispose };
+}

@@ -1,0 +1,40 @@
+/**
+ * A wasm backend worker thread: instantiates the GEMM module over the shared memory it is given and
+ * runs its share of each product when the calling thread bumps the generation counter.
+ *
+ * Is: plain JavaScript (not TypeScript) so that the same file runs under tsx/vitest and from dist/
+ * without a build step. Is not: a general thread pool; it only knows `sgemm_thread`.
+ * The control-word layout is defined in wasm-backend.ts (CONTROL_*); keep the two in sync.
+ */
+import { workerData } from 'node:worker_threads';
+
+const GENERATION = 0;
+const PENDING = 1;
+const PARAMS = 2;
+const COUNT = 3;
+const STOP = 4;
+const READY = 5;
+const FAILED = 6;
+
+const { module, memory, control, index } = workerData;
+const words = new Int32Array(control);
+const instance = new WebAssembly.Instance(module, { env: { memory } });
+const run = instance.exports.sgemm_thread;
+
+Atomics.add(words, READY, 1);
+Atomics.notify(words, READY);
+
+let seen = 0;
+for (;;) {
+  Atomics.wait(words, GENERATION, seen);
+  seen = Atomics.load(words, GENERATION);
+  if (Atomics.load(words, STOP) !== 0) break;
+  try {
+    run(Atomics.load(words, PARAMS), index, Atomics.load(words, COUNT));
+  } catch (error) {
+    // The calling thread cannot see this exception; flag it so it can throw instead of hanging.
+    Atomics.store(words, FAILED, 1);
+    console.error(`grpo wasm worker ${index}:`, error);
+  }
+  if (Atomics.sub(words, PENDING, 1) === 1) Atomics.notify(words, PENDING);
+}
