@@ -1,0 +1,242 @@
+/*
+ * Packed, cache-blocked SGEMM driver (Goto/BLIS loop order) with fork-join threading.
+ *
+ * Is: blocking (NC/KC/MC), packing of op(A) and op(B) into micro-panels (which is where transposes are
+ * absorbed), edge tiles, batching with broadcast strides, accumulate, and splitting the work over threads.
+ * Is not: the arithmetic inner loop (kernels-*.c) or the JavaScript binding (addon.c).
+ *
+ * Loop order per task: jc (NC cols of B, in L3) -> pc (KC depth) -> pack B -> ic (MC rows, A block in L2)
+ * -> pack A -> jr (NR: one B micro-panel stays in L1) -> ir (MR) -> micro-kernel.
+ */
+#include "gemm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "thread-pool.h"
+
+#define KC 256
+#define MC_TARGET 336
+#define NC_TARGET 4096
+/* Below this many flops the pool's wake-up latency costs more than a second thread saves. */
+#define PARALLEL_MIN_FLOPS 4.0e6
+
+typedef struct {
+  float *pack_a; /* MC x KC */
+  float *pack_b; /* KC x NC */
+} workspace;
+
+struct gemm_context {
+  const gemm_kernel *kernel;
+  int threads;
+  int64_t mc, nc;
+  thread_pool *pool;
+  workspace *spaces;
+};
+
+static float *alloc_floats(int64_t count) {
+  size_t bytes = ((size_t)count * sizeof(float) + 63) & ~(size_t)63;
+  return aligned_alloc(64, bytes);
+}
+
+gemm_context *gemm_context_create(const gemm_kernel *kernel, int threads) {
+  if (threads < 1) threads = 1;
+  gemm_context *ctx = calloc(1, sizeof *ctx);
+  if (!ctx) return NULL;
+  ctx->kernel = kernel;
+  ctx->threads = threads;
+  ctx->mc = (MC_TARGET / kernel->mr) * kernel->mr;
+  ctx->nc = (NC_TARGET / kernel->nr) * kernel->nr;
+  ctx->spaces = calloc((size_t)threads, sizeof(workspace));
+  ctx->pool = thread_pool_create(threads);
+  if (!ctx->spaces || !ctx->pool) {
+    gemm_context_destroy(ctx);
+    return NULL;
+  }
+  for (int t = 0; t < threads; t++) {
+    ctx->spaces[t].pack_a = alloc_floats(ctx->mc * KC);
+    ctx->spaces[t].pack_b = alloc_floats(KC * ctx->nc);
+    if (!ctx->spaces[t].pack_a || !ctx->spaces[t].pack_b) {
+      gemm_context_destroy(ctx);
+      return NULL;
+    }
+  }
+  return ctx;
+}
+
+void gemm_context_destroy(gemm_context *ctx) {
+  if (!ctx) return;
+  thread_pool_destroy(ctx->pool);
+  if (ctx->spaces)
+    for (int t = 0; t < ctx->threads; t++) {
+      free(ctx->spaces[t].pack_a);
+      free(ctx->spaces[t].pack_b);
+    }
+  free(ctx->spaces);
+  free(ctx);
+}
+
+int gemm_context_threads(const gemm_context *ctx) { return ctx->threads; }
+const gemm_kernel *gemm_context_kernel(const gemm_context *ctx) { return ctx->kernel; }
+
+/* One product's operands: A, B and C of batch element b with the shape's strides. */
+typedef struct {
+  const float *a, *b;
+  float *c;
+  const gemm_shape *shape;
+} operands;
+
+/* Packs op(A)[i0:i0+mc, p0:p0+kc] into MR-row panels, k-major inside a panel, zero-padding rows. */
+static void pack_a(const operands *op, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int mr, float *dst) {
+  const gemm_shape *s = op->shape;
+  for (int64_t ip = 0; ip < mc; ip += mr, dst += (int64_t)mr * kc) {
+    int64_t rows = mc - ip < mr ? mc - ip : mr;
+    if (s->transpose_a) { /* stored [K, M]: a panel row of k is contiguous in i */
+      for (int64_t k = 0; k < kc; k++) {
+        const float *src = op->a + (p0 + k) * s->M + i0 + ip;
+        float *d = dst + k * mr;
+        for (int64_t r = 0; r < rows; r++) d[r] = src[r];
+        for (int64_t r = rows; r < mr; r++) d[r] = 0.0f;
+      }
+    } else {
+      for (int64_t r = 0; r < rows; r++) {
+        const float *src = op->a + (i0 + ip + r) * s->K + p0;
+        for (int64_t k = 0; k < kc; k++) dst[k * mr + r] = src[k];
+      }
+      for (int64_t r = rows; r < mr; r++)
+        for (int64_t k = 0; k < kc; k++) dst[k * mr + r] = 0.0f;
+    }
+  }
+}
+
+/* Packs op(B)[p0:p0+kc, j0:j0+nc] into NR-column panels, k-major inside a panel, zero-padding columns. */
+static void pack_b(const operands *op, int64_t p0, int64_t kc, int64_t j0, int64_t nc, int nr, float *dst) {
+  const gemm_shape *s = op->shape;
+  for (int64_t jp = 0; jp < nc; jp += nr, dst += (int64_t)nr * kc) {
+    int64_t cols = nc - jp < nr ? nc - jp : nr;
+    if (s->transpose_b) { /* stored [N, K]: a column of op(B) is contiguous in k */
+      for (int64_t col = 0; col < cols; col++) {
+        const float *src = op->b + (j0 + jp + col) * s->K + p0;
+        for (int64_t k = 0; k < kc; k++) dst[k * nr + col] = src[k];
+      }
+      for (int64_t col = cols; col < nr; col++)
+        for (int64_t k = 0; k < kc; k++) dst[k * nr + col] = 0.0f;
+    } else {
+      for (int64_t k = 0; k < kc; k++) {
+        const float *src = op->b + (p0 + k) * s->N + j0 + jp;
+        float *d = dst + k * nr;
+        memcpy(d, src, (size_t)cols * sizeof(float));
+        for (int64_t col = cols; col < nr; col++) d[col] = 0.0f;
+      }
+    }
+  }
+}
+
+/* Edge tile: run the full kernel into a scratch tile, then write (or add) only the valid part. */
+static void edge_tile(const gemm_kernel *kernel, int64_t kc, const float *pa, const float *pb, float *c,
+                      int64_t ldc, int64_t rows, int64_t cols, int add) {
+  float tile[16 * 64] __attribute__((aligned(64)));
+  kernel->kernel(kc, pa, pb, kernel->nr, tile, kernel->nr, 0);
+  for (int64_t i = 0; i < rows; i++) {
+    float *ci = c + i * ldc;
+    const float *ti = tile + i * kernel->nr;
+    if (add)
+      for (int64_t j = 0; j < cols; j++) ci[j] += ti[j];
+    else
+      for (int64_t j = 0; j < cols; j++) ci[j] = ti[j];
+  }
+}
+
+/* Computes rows [m0,m1) x cols [n0,n1) of one product with this thread's workspace. */
+static void gemm_block(const gemm_context *ctx, workspace *space, const operands *op, int64_t m0, int64_t m1,
+                       int64_t n0, int64_t n1) {
+  const gemm_shape *s = op->shape;
+  const gemm_kernel *kernel = ctx->kernel;
+  const int mr = kernel->mr, nr = kernel->nr;
+  const int64_t N = s->N;
+  if (s->K == 0) { /* empty sum: out = 0, or unchanged when accumulating */
+    if (!s->accumulate)
+      for (int64_t i = m0; i < m1; i++) memset(op->c + i * N + n0, 0, (size_t)(n1 - n0) * sizeof(float));
+    return;
+  }
+  for (int64_t jc = n0; jc < n1; jc += ctx->nc) {
+    int64_t nc = n1 - jc < ctx->nc ? n1 - jc : ctx->nc;
+    for (int64_t pc = 0; pc < s->K; pc += KC) {
+      int64_t kc = s->K - pc < KC ? s->K - pc : KC;
+      int add = s->accumulate || pc > 0;
+      pack_b(op, pc, kc, jc, nc, nr, space->pack_b);
+      for (int64_t ic = m0; ic < m1; ic += ctx->mc) {
+        int64_t mc = m1 - ic < ctx->mc ? m1 - ic : ctx->mc;
+        pack_a(op, ic, mc, pc, kc, mr, space->pack_a);
+        for (int64_t jr = 0; jr < nc; jr += nr) {
+          const float *pb = space->pack_b + jr * kc;
+          int64_t cols = nc - jr < nr ? nc - jr : nr;
+          for (int64_t ir = 0; ir < mc; ir += mr) {
+            const float *pa = space->pack_a + ir * kc;
+            int64_t rows = mc - ir < mr ? mc - ir : mr;
+            float *c = op->c + (ic + ir) * N + jc + jr;
+            if (rows == mr && cols == nr)
+              kernel->kernel(kc, pa, pb, nr, c, N, add);
+            else
+              edge_tile(kernel, kc, pa, pb, c, N, rows, cols, add);
+          }
+        }
+      }
+    }
+  }
+}
+
+typedef struct {
+  const gemm_context *ctx;
+  const float *a, *b;
+  float *out;
+  const gemm_shape *shape;
+  int64_t parts;      /* pieces each product is split into */
+  int split_n;        /* 1: split over N (in NR units), 0: over M (in MR units) */
+  int64_t tasks;      /* batch * parts */
+  int threads_used;
+} job;
+
+static void piece(int64_t extent, int64_t unit, int64_t part, int64_t parts, int64_t *start, int64_t *end) {
+  int64_t units = (extent + unit - 1) / unit;
+  int64_t first = units * part / parts, last = units * (part + 1) / parts;
+  *start = first * unit < extent ? first * unit : extent;
+  *end = last * unit < extent ? last * unit : extent;
+}
+
+static void run_job(void *raw, int thread_index) {
+  const job *j = raw;
+  if (thread_index >= j->threads_used) return;
+  const gemm_shape *s = j->shape;
+  int64_t first = j->tasks * thread_index / j->threads_used;
+  int64_t last = j->tasks * (thread_index + 1) / j->threads_used;
+  for (int64_t task = first; task < last; task++) {
+    int64_t batch_index = task / j->parts, part = task % j->parts;
+    operands op = {j->a + batch_index * s->a_batch_stride, j->b + batch_index * s->b_batch_stride,
+                   j->out + batch_index * s->M * s->N, s};
+    int64_t m0 = 0, m1 = s->M, n0 = 0, n1 = s->N;
+    if (j->split_n)
+      piece(s->N, j->ctx->kernel->nr, part, j->parts, &n0, &n1);
+    else
+      piece(s->M, j->ctx->kernel->mr, part, j->parts, &m0, &m1);
+    if (m1 > m0 && n1 > n0) gemm_block(j->ctx, &j->ctx->spaces[thread_index], &op, m0, m1, n0, n1);
+  }
+}
+
+int gemm_run(gemm_context *ctx, const float *a, const float *b, float *out, const gemm_shape *s) {
+  if (s->batch <= 0 || s->M <= 0 || s->N <= 0) return 0;
+  double flops = 2.0 * (double)s->batch * (double)s->M * (double)s->N * (double)s->K;
+  int threads = flops < PARALLEL_MIN_FLOPS ? 1 : ctx->threads;
+  job j = {ctx, a, b, out, s, 1, 0, s->batch, threads};
+  if (threads > 1 && s->batch % threads != 0) {
+    /* Uneven batches: split each product too, along the longer side, so every thread gets equal work. */
+    j.parts = threads;
+    j.split_n = s->N >= s->M;
+    j.tasks = s->batch * threads;
+  }
+  if (threads == 1)
+    run_job(&j, 0);
+  else
+    thread_pool_run(ctx->pool, run_job, &j);
+  return 0;
+}

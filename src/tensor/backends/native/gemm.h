@@ -1,0 +1,54 @@
+/*
+ * Packed, cache-blocked single-precision matrix product for the `native` backend.
+ *
+ * Is: the shared driver interface (blocking, packing, threading) and the micro-kernel descriptor that
+ * each instruction-set file (kernels-avx512.c, kernels-avx2.c, kernels-generic.c) provides.
+ * Is not: the N-API binding (addon.c) or the thread pool itself (thread-pool.h).
+ *
+ * Legend: C[M,N] (+)= op(A)[M,K] * op(B)[K,N]; MR x NR is the register tile of a micro-kernel,
+ * MC x KC the A block kept in L2, KC x NC the B block, kc the depth of one micro-kernel call.
+ */
+#ifndef GRPO_GEMM_H
+#define GRPO_GEMM_H
+
+#include <stdint.h>
+
+/*
+ * c[0..MR)[0..NR) (+)= sum_k a[k*MR + i] * b[k*ldb + j]; `a` is a packed panel, `b` a packed panel
+ * (ldb = NR) or rows of B read in place (ldb = N).
+ * add == 0 overwrites c without reading it (so NaN garbage in `out` never leaks in).
+ */
+typedef void (*micro_kernel_fn)(int64_t kc, const float *a, const float *b, int64_t ldb, float *c, int64_t ldc,
+                                int add);
+
+typedef struct {
+  const char *name;
+  int mr;
+  int nr;
+  micro_kernel_fn kernel;
+} gemm_kernel;
+
+/* Each returns NULL when the instruction set was not compiled in or the CPU lacks it. */
+const gemm_kernel *gemm_kernel_avx512(void);
+const gemm_kernel *gemm_kernel_avx2(void);
+const gemm_kernel *gemm_kernel_generic(void);
+
+typedef struct {
+  int64_t batch, M, K, N;
+  int transpose_a, transpose_b;
+  int64_t a_batch_stride, b_batch_stride;
+  int accumulate;
+} gemm_shape;
+
+typedef struct gemm_context gemm_context;
+
+/* Creates a context with `threads` threads (the caller counts as one) using kernel `k`. */
+gemm_context *gemm_context_create(const gemm_kernel *k, int threads);
+void gemm_context_destroy(gemm_context *ctx);
+int gemm_context_threads(const gemm_context *ctx);
+const gemm_kernel *gemm_context_kernel(const gemm_context *ctx);
+
+/* Runs the batched product; returns 0, or -1 when a workspace allocation failed. */
+int gemm_run(gemm_context *ctx, const float *a, const float *b, float *out, const gemm_shape *shape);
+
+#endif

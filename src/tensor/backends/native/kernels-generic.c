@@ -1,0 +1,27 @@
+/*
+ * Portable micro-kernel: a 4 x 16 tile in plain C that the compiler may auto-vectorize.
+ *
+ * Is: the fallback for CPUs (or architectures) without AVX2, so the addon is always correct.
+ * Is not: fast; on x86-64 with AVX2 or AVX-512 the dispatcher never picks it unless asked to.
+ */
+#include "gemm.h"
+
+#define MR 4
+#define NR 16
+
+static void kernel_4x16(int64_t kc, const float *restrict a, const float *restrict b, int64_t ldb,
+                        float *restrict c, int64_t ldc, int add) {
+  float acc[MR][NR] = {{0}};
+  for (int64_t k = 0; k < kc; k++) {
+    for (int i = 0; i < MR; i++)
+      for (int j = 0; j < NR; j++) acc[i][j] += a[i] * b[j];
+    a += MR;
+    b += ldb;
+  }
+  for (int i = 0; i < MR; i++)
+    for (int j = 0; j < NR; j++) c[i * ldc + j] = add ? c[i * ldc + j] + acc[i][j] : acc[i][j];
+}
+
+static const gemm_kernel generic_kernel = {"generic", MR, NR, kernel_4x16};
+
+const gemm_kernel *gemm_kernel_generic(void) { return &generic_kernel; }
