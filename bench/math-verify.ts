@@ -1,0 +1,106 @@
+/**
+ * Math-verifier evaluation on real data: the fraction of GSM8K test and MATH-500 gold answers that
+ * verify against the final answer of their own reference solution, and the false-positive rate on
+ * constructed wrong answers (perturbed gold answers and other problems' answers).
+ * Run: `npm run bench -- math-verify [--json] [--show-failures]`. Not a test; it prints numbers.
+ */
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { answersMatch, goldAnswer, verifyMathAnswer } from '../src/rewards/math.js';
+
+const dataRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'shared', 'data');
+
+function readJsonl(path: string): Array<Record<string, unknown>> {
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+/** A wrong version of an answer: the first digit bumped by one, or a letter/word changed. */
+export function perturbAnswer(answer: string): string {
+  const digit = /\d/.exec(answer);
+  if (digit) return answer.slice(0, digit.index) + String((Number(digit[0]) + 1) % 10) + answer.slice(digit.index + 1);
+  return `${answer}q`;
+}
+
+/** An equivalent rewrite of a gold answer, in the forms models write: a/b for \\frac, 1,234, 12.0, units, no \\boxed. */
+export function rewriteEquivalent(answer: string): string {
+  let text = answer.replace(/\\d?frac\{([^{}]+)\}\{([^{}]+)\}/g, '($1)/($2)').replace(/\\left|\\right/g, '');
+  if (/^\d{4,}$/.test(text)) text = Number(text).toLocaleString('en-US');
+  else if (/^-?\d+$/.test(text)) text = `${text}.0 units`;
+  return text;
+}
+
+interface Case {
+  solution: string;
+  gold: string;
+}
+
+function evaluate(name: string, cases: Case[], showFailures: boolean): Record<string, number | string> {
+  let verified = 0;
+  let rewrittenVerified = 0;
+  let perturbedPositives = 0;
+  let swappedPositives = 0;
+  let swappedCount = 0;
+  const failures: string[] = [];
+  cases.forEach(({ solution, gold }, index) => {
+    if (verifyMathAnswer(solution, gold)) verified++;
+    else failures.push(`${name}#${index}: gold=${JSON.stringify(gold)} solution tail=${JSON.stringify(solution.slice(-160))}`);
+    const rewritten = `so the answer is $${rewriteEquivalent(gold)}$.`;
+    if (verifyMathAnswer(rewritten, gold)) rewrittenVerified++;
+    else failures.push(`${name}#${index}: rewrite ${JSON.stringify(rewritten)} !~ ${JSON.stringify(gold)}`);
+    const wrong = perturbAnswer(gold);
+    if (answersMatch(wrong, gold)) {
+      perturbedPositives++;
+      failures.push(`${name}#${index}: FALSE POSITIVE perturbed ${JSON.stringify(wrong)} ~ ${JSON.stringify(gold)}`);
+    }
+    const other = cases[(index + 7) % cases.length]!.gold;
+    if (other.replace(/\s/g, '') !== gold.replace(/\s/g, '')) {
+      swappedCount++;
+      if (answersMatch(other, gold)) {
+        swappedPositives++;
+        failures.push(`${name}#${index}: other problem's answer ${JSON.stringify(other)} ~ ${JSON.stringify(gold)}`);
+      }
+    }
+  });
+  if (showFailures) for (const line of failures) console.log(line);
+  return {
+    dataset: name,
+    rows: cases.length,
+    goldVerified: verified / cases.length,
+    rewrittenVerified: rewrittenVerified / cases.length,
+    perturbedFalsePositives: perturbedPositives,
+    swappedPairs: swappedCount,
+    swappedFalsePositives: swappedPositives,
+  };
+}
+
+/** Prints the verification fractions for GSM8K and MATH-500. */
+export async function main(argv: string[]): Promise<void> {
+  const showFailures = argv.includes('--show-failures');
+  const json = argv.includes('--json');
+  const gsm8k = readJsonl(join(dataRoot, 'gsm8k', 'test.jsonl')).map((row) => {
+    const solution = String(row.answer);
+    return { solution, gold: goldAnswer(solution) };
+  });
+  const gsm8kNoMarker = gsm8k.map(({ solution, gold }) => ({ solution: solution.replace(/\n?####[^\n]*$/, ''), gold }));
+  const math500 = readJsonl(join(dataRoot, 'math500', 'test.jsonl')).map((row) => ({ solution: String(row.solution), gold: String(row.answer) }));
+  const results = [
+    evaluate('gsm8k', gsm8k, showFailures),
+    evaluate('gsm8k-without-####-line (last number)', gsm8kNoMarker, false),
+    evaluate('math500', math500, showFailures),
+  ];
+  for (const result of results) {
+    if (json) console.log(JSON.stringify(result));
+    else {
+      const fraction = (result.goldVerified as number) * 100;
+      console.log(
+        `${result.dataset}: ${fraction.toFixed(2)}% of ${result.rows} gold answers verify; ` +
+          `${((result.rewrittenVerified as number) * 100).toFixed(2)}% of rewritten equivalents verify; false positives: ` +
+          `${result.perturbedFalsePositives} perturbed, ${result.swappedFalsePositives}/${result.swappedPairs} other-problem answers`,
+      );
+    }
+  }
+}

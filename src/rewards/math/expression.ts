@@ -1,0 +1,279 @@
+/**
+ * A small parser and evaluator for the LaTeX-flavoured arithmetic found in final answers:
+ * numbers, + − × ÷ ^, implicit multiplication, `\frac`, `\sqrt[n]{}`, `\pi`, `\infty`, `!`,
+ * `|x|`, common functions, and single-letter or Greek variables. Answers with variables are
+ * compared by evaluating both sides at random points (a probabilistic identity check).
+ *
+ * It is not a computer-algebra system: no simplification, no solving, no complex arithmetic
+ * (`i` is treated as a variable, which is exact for polynomials in i with real coefficients).
+ */
+
+/** A parsed expression: evaluate it with values for its free variables. */
+export interface Expression {
+  evaluate(variables: ReadonlyMap<string, number>): number;
+  variables: ReadonlySet<string>;
+}
+
+type Evaluator = (variables: ReadonlyMap<string, number>) => number;
+
+const FUNCTIONS: Record<string, (x: number) => number> = {
+  sin: Math.sin, cos: Math.cos, tan: Math.tan, sec: (x) => 1 / Math.cos(x), csc: (x) => 1 / Math.sin(x),
+  cot: (x) => 1 / Math.tan(x), arcsin: Math.asin, arccos: Math.acos, arctan: Math.atan,
+  ln: Math.log, log: Math.log10, exp: Math.exp, sinh: Math.sinh, cosh: Math.cosh, tanh: Math.tanh,
+};
+const GREEK = new Set(['alpha', 'beta', 'gamma', 'delta', 'theta', 'lambda', 'mu', 'sigma', 'phi', 'omega', 'tau', 'rho', 'epsilon']);
+
+interface Token {
+  kind: 'number' | 'name' | 'command' | 'symbol';
+  text: string;
+}
+
+/** Splits LaTeX-ish text into tokens; throws on characters it does not understand. */
+function tokenize(source: string): Token[] {
+  const tokens: Token[] = [];
+  let index = 0;
+  while (index < source.length) {
+    const rest = source.slice(index);
+    const space = /^\s+/.exec(rest);
+    const number = /^(?:\d+(?:\.\d*)?|\.\d+)/.exec(rest);
+    const command = /^\\([a-zA-Z]+)/.exec(rest);
+    if (space) index += space[0].length;
+    else if (number) {
+      tokens.push({ kind: 'number', text: number[0] });
+      index += number[0].length;
+    } else if (command) {
+      tokens.push({ kind: 'command', text: command[1]! });
+      index += command[0].length;
+    } else if (/^[a-zA-Z]/.test(rest)) {
+      const word = /^[a-zA-Z]+/.exec(rest)![0];
+      const fn = Object.keys(FUNCTIONS).find((name) => word.startsWith(name) && name.length > 1);
+      const taken = fn ?? word[0]!; // "sin" is a function; "xy" is x·y
+      tokens.push({ kind: fn ? 'command' : 'name', text: taken });
+      index += taken.length;
+    } else if ('+-*/^()[]{}!|'.includes(rest[0]!)) {
+      tokens.push({ kind: 'symbol', text: rest[0]! });
+      index += 1;
+    } else throw new Error(`unexpected "${rest[0]}"`);
+  }
+  return tokens;
+}
+
+/** Recursive-descent parser over the token list. */
+class Parser {
+  private position = 0;
+  readonly variables = new Set<string>();
+  constructor(private readonly tokens: Token[]) {}
+
+  private peek(): Token | undefined {
+    return this.tokens[this.position];
+  }
+  private isSymbol(text: string): boolean {
+    const token = this.peek();
+    return token?.kind === 'symbol' && token.text === text;
+  }
+  private expect(text: string): void {
+    if (!this.isSymbol(text)) throw new Error(`expected "${text}"`);
+    this.position++;
+  }
+
+  parseAll(): Evaluator {
+    const result = this.expression();
+    if (this.position !== this.tokens.length) throw new Error(`unexpected "${this.peek()!.text}"`);
+    return result;
+  }
+
+  private expression(): Evaluator {
+    let left = this.term();
+    while (this.isSymbol('+') || this.isSymbol('-')) {
+      const minus = this.tokens[this.position++]!.text === '-';
+      const right = this.term();
+      const previous = left;
+      left = minus ? (v) => previous(v) - right(v) : (v) => previous(v) + right(v);
+    }
+    return left;
+  }
+
+  private startsAtom(): boolean {
+    const token = this.peek();
+    if (!token) return false;
+    if (token.kind !== 'symbol') return !(token.kind === 'command' && ['cdot', 'times', 'div'].includes(token.text));
+    return token.text === '(' || token.text === '{' || token.text === '[';
+  }
+
+  private term(): Evaluator {
+    let left = this.unary();
+    for (;;) {
+      const token = this.peek();
+      let divide = false;
+      if (token?.kind === 'symbol' && (token.text === '*' || token.text === '/')) divide = token.text === '/';
+      else if (token?.kind === 'command' && ['cdot', 'times', 'div'].includes(token.text)) divide = token.text === 'div';
+      else if (!this.startsAtom()) return left;
+      else {
+        const right = this.power(); // implicit multiplication binds like ×, without a leading sign
+        const previous = left;
+        left = (v) => previous(v) * right(v);
+        continue;
+      }
+      this.position++;
+      const right = this.unary();
+      const previous = left;
+      left = divide ? (v) => previous(v) / right(v) : (v) => previous(v) * right(v);
+    }
+  }
+
+  private unary(): Evaluator {
+    if (this.isSymbol('-')) {
+      this.position++;
+      const operand = this.unary();
+      return (v) => -operand(v);
+    }
+    if (this.isSymbol('+')) {
+      this.position++;
+      return this.unary();
+    }
+    return this.power();
+  }
+
+  private power(): Evaluator {
+    const base = this.postfix();
+    if (!this.isSymbol('^')) return base;
+    this.position++;
+    const exponent = this.isSymbol('-') ? this.unary() : this.postfix();
+    return (v) => base(v) ** exponent(v);
+  }
+
+  private postfix(): Evaluator {
+    let value = this.atom();
+    while (this.isSymbol('!')) {
+      this.position++;
+      const inner = value;
+      value = (v) => factorial(inner(v));
+    }
+    return value;
+  }
+
+  private group(open: string, close: string): Evaluator {
+    this.expect(open);
+    const inner = this.expression();
+    this.expect(close);
+    return inner;
+  }
+
+  private atom(): Evaluator {
+    const token = this.peek();
+    if (!token) throw new Error('unexpected end');
+    if (token.kind === 'number') {
+      this.position++;
+      const value = Number(token.text);
+      return () => value;
+    }
+    if (token.kind === 'name') {
+      this.position++;
+      this.variables.add(token.text);
+      return (v) => v.get(token.text) ?? Number.NaN;
+    }
+    if (token.kind === 'command') return this.commandAtom(token.text);
+    if (token.text === '(') return this.group('(', ')');
+    if (token.text === '{') return this.group('{', '}');
+    if (token.text === '[') return this.group('[', ']');
+    if (token.text === '|') {
+      const inner = this.group('|', '|');
+      return (v) => Math.abs(inner(v));
+    }
+    throw new Error(`unexpected "${token.text}"`);
+  }
+
+  private commandAtom(name: string): Evaluator {
+    this.position++;
+    if (name === 'frac') {
+      const numerator = this.postfix();
+      const denominator = this.postfix();
+      return (v) => numerator(v) / denominator(v);
+    }
+    if (name === 'sqrt') {
+      const degree = this.isSymbol('[') ? this.group('[', ']') : () => 2;
+      const radicand = this.postfix();
+      return (v) => root(radicand(v), degree(v));
+    }
+    if (name === 'pi') return () => Math.PI;
+    if (name === 'infty') return () => Number.POSITIVE_INFINITY;
+    if (GREEK.has(name)) {
+      this.variables.add(name);
+      return (v) => v.get(name) ?? Number.NaN;
+    }
+    const fn = FUNCTIONS[name];
+    if (!fn) throw new Error(`unknown command \\${name}`);
+    let exponent: Evaluator = () => 1;
+    if (this.isSymbol('^')) {
+      this.position++;
+      exponent = this.postfix(); // \sin^2 x
+    }
+    const argument = this.power();
+    return (v) => fn(argument(v)) ** exponent(v);
+  }
+}
+
+function factorial(n: number): number {
+  if (!Number.isInteger(n) || n < 0 || n > 170) return Number.NaN;
+  let product = 1;
+  for (let k = 2; k <= n; k++) product *= k;
+  return product;
+}
+
+function root(x: number, degree: number): number {
+  if (x < 0 && Number.isInteger(degree) && degree % 2 === 1) return -((-x) ** (1 / degree));
+  return x ** (1 / degree);
+}
+
+/** Parses an answer into an {@link Expression}; returns null when it is not arithmetic this parser knows. */
+export function parseExpression(source: string): Expression | null {
+  try {
+    const tokens = tokenize(source);
+    if (tokens.length === 0) return null;
+    const parser = new Parser(tokens);
+    const evaluate = parser.parseAll();
+    return { evaluate, variables: parser.variables };
+  } catch {
+    return null;
+  }
+}
+
+/** Relative-and-absolute closeness used for all numeric comparisons. */
+export function numbersClose(a: number, b: number, relativeTolerance = 1e-6): boolean {
+  if (a === b) return true; // includes equal infinities
+  if (!Number.isFinite(a) || !Number.isFinite(b)) return false;
+  return Math.abs(a - b) <= relativeTolerance * Math.max(Math.abs(a), Math.abs(b)) || Math.abs(a - b) <= 1e-12;
+}
+
+/** A deterministic pseudo-random generator, so verification never depends on luck between runs. */
+function mulberry32(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * True when two expressions agree: equal values when closed, else equal at 6 random points
+ * (variables drawn from [0.5, 2.5], where roots and logs are defined); points where both are
+ * undefined are skipped, and at least 3 points must be defined.
+ */
+export function expressionsEqual(left: Expression, right: Expression): boolean {
+  const names = [...new Set([...left.variables, ...right.variables])];
+  if (names.length === 0) return numbersClose(left.evaluate(new Map()), right.evaluate(new Map()));
+  const random = mulberry32(12345);
+  let checked = 0;
+  for (let trial = 0; trial < 6; trial++) {
+    const point = new Map(names.map((name) => [name, 0.5 + 2 * random()] as const));
+    const a = left.evaluate(point);
+    const b = right.evaluate(point);
+    if (Number.isNaN(a) && Number.isNaN(b)) continue;
+    if (!numbersClose(a, b, 1e-8)) return false;
+    checked++;
+  }
+  return checked >= 3;
+}

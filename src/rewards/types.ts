@@ -1,0 +1,105 @@
+/**
+ * Reward function types: what a reward sees (strings, token ids, dataset columns, its group, the
+ * step) and what it returns (a number, or `null` for "not applicable").
+ *
+ * This file is types only. It knows nothing about tensors, models or how rewards are run; the
+ * runner with timeouts and the failure policy is `run.ts`, combination is `combine.ts`.
+ */
+
+/** One chat message, as in the OpenAI chat format. */
+export interface ChatMessage {
+  role: string;
+  content: string;
+}
+
+/** Everything a reward may look at for one completion. */
+export interface RewardInput {
+  /** The prompt as plain text, or as chat messages for conversational datasets. */
+  prompt: string | readonly ChatMessage[];
+  /** The decoded completion text (untrusted model output). */
+  completion: string;
+  /** The completion's token ids (empty when only text is known, e.g. from the CLI). */
+  completionIds: readonly number[];
+  /** The dataset row's columns (e.g. `answer`, `tests`, `schema`). */
+  row: Readonly<Record<string, unknown>>;
+  /** The other completions for the same prompt, this one included, in sampling order. */
+  group: readonly string[];
+  /** This completion's position inside `group`. */
+  indexInGroup: number;
+  /** The training step (0-based); lets rewards anneal or schedule themselves. */
+  step: number;
+  /** True when generation stopped at the max-token limit rather than at a stop token. */
+  truncated?: boolean;
+  /** Aborted when the runner gives up on this call (timeout); long-running rewards should honour it. */
+  signal?: AbortSignal;
+}
+
+/** A reward score: a finite number, or `null` when the reward does not apply to this sample. */
+export type RewardValue = number | null;
+
+/** A per-completion reward: a plain, optionally async function. Parameterised rewards are factories returning one. */
+export type RewardFn = (input: RewardInput) => RewardValue | Promise<RewardValue>;
+
+/**
+ * A reward that needs the whole group at once (pairwise win-rate, length among correct peers).
+ * It receives every completion of one prompt and returns one score per completion, in order.
+ */
+export interface GroupReward {
+  /** Marks the group form; per-completion rewards are plain functions. */
+  readonly scope: 'group';
+  scoreGroup(inputs: readonly RewardInput[], signal?: AbortSignal): readonly RewardValue[] | Promise<readonly RewardValue[]>;
+}
+
+/** Either form of reward. */
+export type Reward = RewardFn | GroupReward;
+
+/** Wraps a group-scoring function as a {@link GroupReward}. */
+export function groupReward(
+  scoreGroup: (inputs: readonly RewardInput[], signal?: AbortSignal) => readonly RewardValue[] | Promise<readonly RewardValue[]>,
+): GroupReward {
+  return { scope: 'group', scoreGroup };
+}
+
+/** True when `reward` is the group form. */
+export function isGroupReward(reward: Reward): reward is GroupReward {
+  return typeof reward !== 'function' && reward.scope === 'group';
+}
+
+/** A weight that may change with the training step (annealing schedules, see `combine.ts`). */
+export type RewardWeight = number | ((step: number) => number);
+
+/** A reward with its name and weight in the combination. Weight 0 = logged metric only. */
+export interface NamedReward {
+  name: string;
+  reward: Reward;
+  weight: RewardWeight;
+}
+
+/** Fills the fields a caller often does not have (ids, group, step) for a single completion. */
+export function makeRewardInput(partial: Partial<RewardInput> & { completion: string }): RewardInput {
+  return {
+    prompt: partial.prompt ?? '',
+    completion: partial.completion,
+    completionIds: partial.completionIds ?? [],
+    row: partial.row ?? {},
+    group: partial.group ?? [partial.completion],
+    indexInGroup: partial.indexInGroup ?? 0,
+    step: partial.step ?? 0,
+    truncated: partial.truncated,
+    signal: partial.signal,
+  };
+}
+
+/** Reads a string column from a row, with an error naming the column when it is missing or not a string. */
+export function stringColumn(row: Readonly<Record<string, unknown>>, column: string, rewardName: string): string {
+  const value = row[column];
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  throw new Error(`${rewardName}: dataset row has no string column "${column}" (got ${value === undefined ? 'nothing' : typeof value})`);
+}
+
+/** Text of the last message if the prompt is a chat, else the prompt itself. */
+export function promptText(prompt: RewardInput['prompt']): string {
+  if (typeof prompt === 'string') return prompt;
+  return prompt.map((message) => message.content).join('\n');
+}
