@@ -1,0 +1,228 @@
+/**
+ * Tests of the `native` backend against the executable spec `matmulJs`, on every instruction-set path
+ * this CPU supports (avx512 / avx2 / generic) with 1 and 2 threads.
+ *
+ * Tolerance: both implementations accumulate in float32 in different orders, so each is within
+ * K·2⁻²⁴·Σ|a||b| of the exact sum (first-order bound); we allow twice that per element (their difference)
+ * with a 2x margin. Non-finite values must match exactly in kind (NaN / +Inf / -Inf).
+ * When the addon is not built the suite is skipped with a printed reason, unless GRPO_REQUIRE_NATIVE=1
+ * (CI), in which case it fails.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import type { MatmulShape } from '../../backend.js';
+import { matmulJs } from '../js.js';
+import { loadNativeBackend, nativeAddonStatus, type NativeBackend } from './native-backend.js';
+
+const status = nativeAddonStatus();
+const required = process.env.GRPO_REQUIRE_NATIVE === '1';
+if (!status.available && !required) console.warn(`native backend tests skipped: ${status.reason}`);
+
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    return state / 2 ** 31 - 1; // uniform in [-1, 1)
+  };
+}
+
+function randomArray(length: number, seed: number): Float32Array {
+  const next = random(seed);
+  return Float32Array.from({ length }, next);
+}
+
+function makeShape(M: number, K: number, N: number, extra: Partial<MatmulShape> = {}): MatmulShape {
+  return { batch: 1, M, K, N, transposeA: false, transposeB: false, aBatchStride: M * K, bBatchStride: K * N,
+    accumulate: false, ...extra };
+}
+
+interface Case {
+  label: string;
+  shape: MatmulShape;
+  a: Float32Array;
+  b: Float32Array;
+  initial: Float32Array;
+}
+
+function makeCase(label: string, shape: MatmulShape, seed: number): Case {
+  const { batch, M, K, N } = shape;
+  const aLength = batch === 0 ? 0 : (batch - 1) * shape.aBatchStride + M * K;
+  const bLength = batch === 0 ? 0 : (batch - 1) * shape.bBatchStride + K * N;
+  // Without accumulate the output starts as NaN garbage, which must be overwritten, never read.
+  const initial = shape.accumulate ? randomArray(batch * M * N, seed + 2) : new Float32Array(batch * M * N).fill(NaN);
+  return { label, shape, a: randomArray(aLength, seed), b: randomArray(bLength, seed + 1), initial };
+}
+
+/** Runs matmulJs for the expected values and for Σ|a||b| (the error scale of each element). */
+function expectedOf(testCase: Case): { value: Float32Array; scale: Float32Array } {
+  const value = testCase.initial.slice();
+  matmulJs(testCase.a, testCase.b, value, testCase.shape);
+  const scale = new Float32Array(value.length);
+  matmulJs(testCase.a.map(Math.abs), testCase.b.map(Math.abs), scale, { ...testCase.shape, accumulate: false });
+  if (testCase.shape.accumulate) for (let i = 0; i < scale.length; i++) scale[i] += Math.abs(testCase.initial[i]);
+  return { value, scale };
+}
+
+function expectAgrees(actual: Float32Array, expected: Float32Array, scale: Float32Array, K: number, label: string) {
+  expect(actual.length).toBe(expected.length);
+  const relative = 4 * (K + 1) * 2 ** -24;
+  let bad = -1;
+  for (let i = 0; i < actual.length && bad < 0; i++) {
+    const x = actual[i];
+    const y = expected[i];
+    if (Number.isFinite(y)) {
+      if (!(Math.abs(x - y) <= relative * scale[i] + 1e-30)) bad = i;
+    } else if (!Object.is(x, y) && !(Number.isNaN(x) && Number.isNaN(y))) bad = i;
+  }
+  if (bad >= 0) expect.fail(`${label}: element ${bad} is ${actual[bad]}, matmulJs gives ${expected[bad]}`);
+}
+
+function buildCases(): Case[] {
+  const cases: Case[] = [];
+  let seed = 1;
+  const sizes = [1, 7, 33];
+  for (const M of sizes) for (const K of sizes) for (const N of sizes) {
+    cases.push(makeCase(`${M}x${K}x${N}`, makeShape(M, K, N), seed++));
+  }
+  for (const [M, K, N] of [[257, 257, 257], [15, 300, 65], [29, 5, 95], [700, 40, 37], [3, 7, 4100], [1, 513, 33]]) {
+    cases.push(makeCase(`${M}x${K}x${N}`, makeShape(M, K, N), seed++));
+  }
+  for (const transposeA of [false, true]) for (const transposeB of [false, true]) {
+    for (const [M, K, N] of [[33, 257, 7], [257, 33, 129], [130, 130, 130]]) {
+      const label = `${M}x${K}x${N} tA=${transposeA} tB=${transposeB}`;
+      cases.push(makeCase(label, makeShape(M, K, N, { transposeA, transposeB }), seed++));
+    }
+  }
+  const [M, K, N] = [45, 70, 90];
+  for (const batch of [2, 3]) {
+    const strides: Array<[number, number]> = [[0, K * N], [M * K, 0], [0, 0], [M * K + 5, K * N + 3]];
+    for (const [aBatchStride, bBatchStride] of strides) {
+      const shape = makeShape(M, K, N, { batch, aBatchStride, bBatchStride, transposeB: batch === 3 });
+      cases.push(makeCase(`batch ${batch} strides ${aBatchStride}/${bBatchStride}`, shape, seed++));
+    }
+  }
+  cases.push(makeCase('batch 3 of 130x130x130', makeShape(130, 130, 130, { batch: 3 }), seed++));
+  for (const [M, K, N] of [[7, 33, 1], [300, 300, 300], [5, 1, 5]]) {
+    cases.push(makeCase(`${M}x${K}x${N} accumulate`, makeShape(M, K, N, { accumulate: true }), seed++));
+  }
+  cases.push(makeCase('batch 2 accumulate tA', makeShape(20, 600, 40, { batch: 2, accumulate: true, transposeA: true }), seed++));
+  return cases;
+}
+
+function withNonFinite(): Case[] {
+  const make = (label: string, edit: (c: Case) => void): Case => {
+    const testCase = makeCase(label, makeShape(33, 40, 70), 999);
+    edit(testCase);
+    return testCase;
+  };
+  return [
+    make('NaN in A row 3', (c) => void (c.a[3 * 40 + 17] = NaN)),
+    make('+Inf in B column 5', (c) => void (c.b[11 * 70 + 5] = Infinity)),
+    make('-Inf in A, +Inf in B', (c) => {
+      c.a[0] = -Infinity; // row 0, k 0
+      c.b[69] = Infinity; // k 0, column 69 → row 0 column 69 gets -Inf·Inf = -Inf, others ±Inf
+    }),
+    make('Inf times zero', (c) => {
+      c.a[5 * 40 + 2] = 0;
+      c.b[2 * 70 + 9] = Infinity; // row 5, column 9: 0·Inf = NaN
+    }),
+  ];
+}
+
+const zeroSizeShapes: Array<[string, MatmulShape]> = [
+  ['M = 0', makeShape(0, 5, 6)],
+  ['N = 0', makeShape(5, 6, 0)],
+  ['K = 0 overwrite', makeShape(4, 0, 9)],
+  ['K = 0 accumulate', makeShape(4, 0, 9, { accumulate: true })],
+  ['batch = 0', makeShape(3, 3, 3, { batch: 0 })],
+  ['K = 0 batch 2 transposed', makeShape(3, 0, 5, { batch: 2, transposeA: true, transposeB: true })],
+];
+
+describe.skipIf(!status.available && !required)('native backend', () => {
+  const backends: NativeBackend[] = [];
+  afterAll(() => backends.forEach((backend) => backend.dispose()));
+  const isas = status.isas.length > 0 ? status.isas : (['generic'] as const);
+
+  it('is available (GRPO_REQUIRE_NATIVE=1 makes a missing addon a failure)', () => {
+    expect(status.available, status.reason).toBe(true);
+    const auto = loadNativeBackend({ threads: 1 });
+    expect(auto).not.toBeNull();
+    backends.push(auto!);
+    expect(auto!.name).toBe('native');
+    expect(auto!.isa).toBe(status.isas[0]);
+  });
+
+  const cases = buildCases();
+  const nonFinite = withNonFinite();
+  const expected = new Map<Case, { value: Float32Array; scale: Float32Array }>();
+  const expectedFor = (testCase: Case) => {
+    if (!expected.has(testCase)) expected.set(testCase, expectedOf(testCase));
+    return expected.get(testCase)!;
+  };
+
+  for (const isa of isas) {
+    for (const threads of [1, 2]) {
+      describe(`${isa}, ${threads} thread(s)`, () => {
+        const get = (): NativeBackend => {
+          const backend = loadNativeBackend({ isa, threads });
+          if (!backend) throw new Error(`native backend unavailable: ${status.reason}`);
+          backends.push(backend);
+          return backend;
+        };
+
+        it('agrees with matmulJs on odd shapes, transposes, batch strides and accumulate', () => {
+          const backend = get();
+          expect(backend.isa).toBe(isa);
+          expect(backend.threads).toBe(threads);
+          for (const testCase of cases) {
+            const out = testCase.initial.slice();
+            backend.matmul(testCase.a, testCase.b, out, testCase.shape);
+            const { value, scale } = expectedFor(testCase);
+            expectAgrees(out, value, scale, testCase.shape.K, testCase.label);
+          }
+        });
+
+        it('propagates NaN and Inf like matmulJs', () => {
+          const backend = get();
+          for (const testCase of nonFinite) {
+            const out = testCase.initial.slice();
+            backend.matmul(testCase.a, testCase.b, out, testCase.shape);
+            const { value, scale } = expectedFor(testCase);
+            expect(value.some((x) => !Number.isFinite(x)), testCase.label).toBe(true);
+            expectAgrees(out, value, scale, testCase.shape.K, testCase.label);
+          }
+        });
+
+        it('handles zero-size dimensions', () => {
+          const backend = get();
+          for (const [label, shape] of zeroSizeShapes) {
+            const size = shape.batch * shape.M * shape.N;
+            const out = new Float32Array(size + 1).fill(7); // one guard element past the end
+            backend.matmul(randomArray(64, 1), randomArray(64, 2), out, shape);
+            const want = new Float32Array(size + 1).fill(7);
+            if (!shape.accumulate) want.fill(0, 0, size);
+            expect(Array.from(out), label).toEqual(Array.from(want));
+          }
+        });
+      });
+    }
+  }
+
+  it('rejects bad arguments with a message naming the field', () => {
+    const backend = loadNativeBackend({ threads: 1 });
+    expect(backend).not.toBeNull();
+    backends.push(backend!);
+    const shape = makeShape(4, 5, 6);
+    const a = new Float32Array(20);
+    const b = new Float32Array(30);
+    expect(() => backend!.matmul(a, b, new Float32Array(23), shape)).toThrow(/out has 23 elements.*needs 24/);
+    expect(() => backend!.matmul(a, new Float32Array(29), new Float32Array(24), shape)).toThrow(/b has 29/);
+    expect(() => backend!.matmul(a, b, new Float32Array(24), { ...shape, K: -1 })).toThrow(/shape.K/);
+    const notFloats = new Float64Array(20) as unknown as Float32Array;
+    expect(() => backend!.matmul(notFloats, b, new Float32Array(24), shape)).toThrow(/a must be a Float32Array/);
+    expect(() => loadNativeBackend({ threads: 0 })).toThrow(/options.threads/);
+    expect(() => loadNativeBackend({ isa: 'sse' as 'auto' })).toThrow(/options.isa/);
+    backend!.dispose();
+    backend!.dispose(); // safe twice
+    expect(() => backend!.matmul(a, b, new Float32Array(24), shape)).toThrow(/after dispose/);
+  });
+});

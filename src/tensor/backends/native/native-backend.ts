@@ -1,0 +1,170 @@
+/**
+ * The `native` backend: loads the N-API addon that node-gyp builds at install time (binding.gyp,
+ * build/Release/grpo_native.node) and wraps its SGEMM behind the Backend interface.
+ *
+ * Is: finding and loading the addon once per process, option and argument checks with clear messages,
+ * and `nativeAddonStatus()` so callers can say why native is unavailable. The addon works in place on
+ * the Float32Arrays (no copies) and picks AVX-512, AVX2 or portable C at run time.
+ * Is not: backend selection (select.ts decides between native, wasm and js) or the kernels (*.c here).
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { availableParallelism } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Backend, MatmulShape } from '../../backend.js';
+
+/** Instruction-set paths the addon can run; `auto` picks the best one the CPU supports. */
+export type NativeIsa = 'auto' | 'avx512' | 'avx2' | 'generic';
+
+/** Options of loadNativeBackend. */
+export interface NativeBackendOptions {
+  /** Threads that share each large product, the calling thread included (default min(2, cores)). */
+  threads?: number;
+  /** Force an instruction-set path, e.g. to test AVX2 on an AVX-512 machine (default 'auto'). */
+  isa?: NativeIsa;
+}
+
+/** A native backend instance; `isa` says which micro-kernel it runs. */
+export interface NativeBackend extends Backend {
+  readonly isa: Exclude<NativeIsa, 'auto'>;
+}
+
+/** Whether the addon could be loaded, from where, and if not, why. */
+export interface NativeAddonStatus {
+  available: boolean;
+  path: string | null;
+  reason: string;
+  /** Instruction sets this CPU and build support, best first (empty when unavailable). */
+  isas: Array<Exclude<NativeIsa, 'auto'>>;
+}
+
+interface Addon {
+  createContext(threads: number, isa: NativeIsa): object;
+  destroyContext(handle: object): void;
+  matmul(
+    handle: object, a: Float32Array, b: Float32Array, out: Float32Array, batch: number, M: number, K: number,
+    N: number, transposeA: boolean, transposeB: boolean, aBatchStride: number, bBatchStride: number,
+    accumulate: boolean,
+  ): void;
+  contextInfo(handle: object): { isa: Exclude<NativeIsa, 'auto'>; threads: number; mr: number; nr: number };
+  supportedIsas(): Array<Exclude<NativeIsa, 'auto'>>;
+}
+
+const ADDON_FILE = join('build', 'Release', 'grpo_native.node');
+const ISAS: readonly NativeIsa[] = ['auto', 'avx512', 'avx2', 'generic'];
+
+let loaded: { addon: Addon | null; status: NativeAddonStatus } | undefined;
+
+/** Candidate addon paths: $GRPO_NATIVE_ADDON, then build/Release under each ancestor of this file. */
+function candidatePaths(): string[] {
+  const fromEnvironment = process.env.GRPO_NATIVE_ADDON;
+  if (fromEnvironment) return [resolve(fromEnvironment)];
+  const paths: string[] = [];
+  // src/tensor/backends/native and dist/tensor/backends/native both sit four levels below the package root.
+  let directory = dirname(fileURLToPath(import.meta.url));
+  for (let level = 0; level < 6; level++) {
+    paths.push(join(directory, ADDON_FILE));
+    directory = dirname(directory);
+  }
+  return paths;
+}
+
+function loadAddon(): { addon: Addon | null; status: NativeAddonStatus } {
+  if (loaded) return loaded;
+  const paths = candidatePaths();
+  const path = paths.find((candidate) => existsSync(candidate));
+  if (!path) {
+    const reason = `addon not built: no ${ADDON_FILE} found (looked in ${paths.join(', ')}); ` +
+      'build it with `npx node-gyp rebuild` (needs a C compiler)';
+    loaded = { addon: null, status: { available: false, path: null, reason, isas: [] } };
+    return loaded;
+  }
+  try {
+    const addon = createRequire(import.meta.url)(path) as Addon;
+    const isas = addon.supportedIsas();
+    loaded = { addon, status: { available: true, path, reason: `loaded ${path} (${isas.join(', ')})`, isas } };
+  } catch (error) {
+    const reason = `addon at ${path} failed to load: ${(error as Error).message}`;
+    loaded = { addon: null, status: { available: false, path, reason, isas: [] } };
+  }
+  return loaded;
+}
+
+/** Reports whether the native addon is present and loadable, without creating threads. */
+export function nativeAddonStatus(): NativeAddonStatus {
+  return loadAddon().status;
+}
+
+function checkOptions(options: NativeBackendOptions): { threads: number; isa: NativeIsa } {
+  const threads = options.threads ?? Math.min(2, availableParallelism());
+  if (!Number.isInteger(threads) || threads < 1 || threads > 256) {
+    throw new RangeError(`native backend: options.threads must be an integer from 1 to 256, got ${threads}`);
+  }
+  const isa = options.isa ?? 'auto';
+  if (!ISAS.includes(isa)) {
+    throw new RangeError(`native backend: options.isa must be one of ${ISAS.join(', ')}, got '${String(isa)}'`);
+  }
+  return { threads, isa };
+}
+
+/** Elements an operand must hold: the last batch block's offset plus one block (0 if there are none). */
+function operandLength(batch: number, stride: number, block: number): number {
+  return batch === 0 || block === 0 ? 0 : (batch - 1) * stride + block;
+}
+
+/** Throws a message naming the offending field or array; the addon re-checks bounds for memory safety. */
+export function checkMatmulArguments(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void {
+  for (const field of ['batch', 'M', 'K', 'N', 'aBatchStride', 'bBatchStride'] as const) {
+    const value = shape[field];
+    if (!Number.isSafeInteger(value) || value < 0) {
+      throw new RangeError(`matmul: shape.${field} must be a non-negative integer, got ${value}`);
+    }
+  }
+  const { batch, M, K, N } = shape;
+  const arrays = { a, b, out };
+  const needed = {
+    a: operandLength(batch, shape.aBatchStride, M * K),
+    b: operandLength(batch, shape.bBatchStride, K * N),
+    out: batch * M * N,
+  };
+  for (const name of ['a', 'b', 'out'] as const) {
+    const array = arrays[name];
+    if (!(array instanceof Float32Array)) throw new TypeError(`matmul: ${name} must be a Float32Array`);
+    if (array.length < needed[name]) {
+      throw new RangeError(
+        `matmul: ${name} has ${array.length} elements but shape ` +
+          `(batch ${batch}, M ${M}, K ${K}, N ${N}) needs ${needed[name]}`,
+      );
+    }
+  }
+}
+
+/**
+ * Creates a native backend with its own thread pool, or returns null when the addon is not built or
+ * cannot load here (see nativeAddonStatus for the reason). Throws on bad options or an unsupported isa.
+ */
+export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBackend | null {
+  const { threads, isa } = checkOptions(options);
+  const { addon } = loadAddon();
+  if (!addon) return null;
+  let handle: object | null = addon.createContext(threads, isa);
+  const info = addon.contextInfo(handle);
+  return {
+    name: 'native',
+    threads: info.threads,
+    isa: info.isa,
+    matmul(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void {
+      if (handle === null) throw new Error('native backend: matmul called after dispose()');
+      checkMatmulArguments(a, b, out, shape);
+      addon.matmul(
+        handle, a, b, out, shape.batch, shape.M, shape.K, shape.N, shape.transposeA, shape.transposeB,
+        shape.aBatchStride, shape.bBatchStride, shape.accumulate,
+      );
+    },
+    dispose(): void {
+      if (handle !== null) addon.destroyContext(handle);
+      handle = null;
+    },
+  };
+}
