@@ -1,0 +1,206 @@
+/**
+ * Loading and saving a model checkpoint in the Hugging Face folder layout: config.json,
+ * model.safetensors (or a sharded model.safetensors.index.json), generation_config.json and the
+ * tokenizer files, which are copied through untouched. Every tensor the config implies is checked by
+ * name and shape before any compute starts.
+ *
+ * This module does not build the model or run it; it hands the forward pass a map of named float32
+ * arrays with the HF names (model.layers.N.self_attn.q_proj.weight, ...), weights as [out, in].
+ */
+import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { type ModelConfig, loadModelConfig, toHfConfig } from './config.js';
+import { type StoredTensor, encodeSafetensors, readSafetensorsFolder } from './safetensors.js';
+
+/** A checkpoint in memory: config, named float32 tensors, generation defaults and the files it came from. */
+export interface Checkpoint {
+  config: ModelConfig;
+  tensors: Map<string, StoredTensor>;
+  /** The parsed generation_config.json, or null when the folder has none. */
+  generationConfig: Record<string, unknown> | null;
+  /** Absolute paths of the files that were read. */
+  files: string[];
+}
+
+/** Tokenizer and chat-template files a checkpoint folder may hold; saving copies whichever exist. */
+export const TOKENIZER_FILES = [
+  'tokenizer.json',
+  'tokenizer_config.json',
+  'special_tokens_map.json',
+  'tokenizer.model',
+  'vocab.json',
+  'merges.txt',
+  'added_tokens.json',
+  'chat_template.jinja',
+  'chat_template.json',
+];
+
+// Buffers some older exports carry that are recomputed from the config, never learned.
+const IGNORED_TENSOR_PATTERN = /\.rotary_emb\.inv_freq$/;
+
+/** The HF tensor names and shapes a model with this config has, in a stable order (embeddings, layers, norm, head). */
+export function expectedTensorShapes(config: ModelConfig): Map<string, number[]> {
+  const { hiddenSize: H, intermediateSize: I, headDim: D, numHeads, numKeyValueHeads, vocabSize: V } = config;
+  const shapes = new Map<string, number[]>();
+  shapes.set('model.embed_tokens.weight', [V, H]);
+  for (let layer = 0; layer < config.numLayers; layer++) {
+    const prefix = `model.layers.${layer}`;
+    shapes.set(`${prefix}.input_layernorm.weight`, [H]);
+    shapes.set(`${prefix}.self_attn.q_proj.weight`, [numHeads * D, H]);
+    shapes.set(`${prefix}.self_attn.k_proj.weight`, [numKeyValueHeads * D, H]);
+    shapes.set(`${prefix}.self_attn.v_proj.weight`, [numKeyValueHeads * D, H]);
+    if (config.attentionBias) {
+      shapes.set(`${prefix}.self_attn.q_proj.bias`, [numHeads * D]);
+      shapes.set(`${prefix}.self_attn.k_proj.bias`, [numKeyValueHeads * D]);
+      shapes.set(`${prefix}.self_attn.v_proj.bias`, [numKeyValueHeads * D]);
+    }
+    if (config.qkNorm) {
+      shapes.set(`${prefix}.self_attn.q_norm.weight`, [D]);
+      shapes.set(`${prefix}.self_attn.k_norm.weight`, [D]);
+    }
+    shapes.set(`${prefix}.self_attn.o_proj.weight`, [H, numHeads * D]);
+    if (config.attentionOutputBias) shapes.set(`${prefix}.self_attn.o_proj.bias`, [H]);
+    shapes.set(`${prefix}.post_attention_layernorm.weight`, [H]);
+    shapes.set(`${prefix}.mlp.gate_proj.weight`, [I, H]);
+    shapes.set(`${prefix}.mlp.up_proj.weight`, [I, H]);
+    shapes.set(`${prefix}.mlp.down_proj.weight`, [H, I]);
+  }
+  shapes.set('model.norm.weight', [H]);
+  if (!config.tieWordEmbeddings) shapes.set('lm_head.weight', [V, H]);
+  return shapes;
+}
+
+/**
+ * Checks tensors against the config and returns them in the expected order; `fileOf` names where each
+ * tensor came from for the error message. Tied checkpoints that also store lm_head.weight have it dropped.
+ */
+export function checkTensors(
+  config: ModelConfig,
+  tensors: Map<string, StoredTensor>,
+  fileOf: (name: string) => string,
+): Map<string, StoredTensor> {
+  const expected = expectedTensorShapes(config);
+  const ordered = new Map<string, StoredTensor>();
+  for (const [name, shape] of expected) {
+    const tensor = tensors.get(name);
+    if (!tensor) throw new Error(`${fileOf(name)}: missing tensor "${name}" (expected shape [${shape.join(', ')}])`);
+    const same = tensor.shape.length === shape.length && tensor.shape.every((d, i) => d === shape[i]);
+    if (!same) {
+      throw new Error(`${fileOf(name)}: tensor "${name}" has shape [${tensor.shape.join(', ')}], expected [${shape.join(', ')}] from the config`);
+    }
+    ordered.set(name, tensor);
+  }
+  const unexpected = [...tensors.keys()].filter(
+    (name) => !expected.has(name) && !IGNORED_TENSOR_PATTERN.test(name) && !(config.tieWordEmbeddings && name === 'lm_head.weight'),
+  );
+  if (unexpected.length > 0) {
+    const list = unexpected.slice(0, 5).map((name) => `"${name}"`).join(', ');
+    throw new Error(
+      `${fileOf(unexpected[0])}: ${unexpected.length} tensor(s) not used by a ${config.modelType} model with this config: ${list}${unexpected.length > 5 ? ', ...' : ''} (does config.json match the weights?)`,
+    );
+  }
+  return ordered;
+}
+
+function readJsonFile(file: string): Record<string, unknown> {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new Error(`${file}: not valid JSON (${(error as Error).message})`);
+  }
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new Error(`${file}: must contain a JSON object`);
+  return json as Record<string, unknown>;
+}
+
+/** Loads a Hugging Face checkpoint folder, checking every tensor's name and shape against its config.json. */
+export function loadCheckpoint(directory: string): Checkpoint {
+  const root = resolve(directory);
+  if (!existsSync(root)) throw new Error(`${root}: checkpoint folder does not exist`);
+  const configFile = join(root, 'config.json');
+  if (!existsSync(configFile)) throw new Error(`${configFile}: missing (a checkpoint folder needs config.json)`);
+  const config = loadModelConfig(configFile);
+  const { tensors, tensorFiles } = readSafetensorsFolder(root);
+  const weightFiles = [...new Set(tensorFiles.values())];
+  const fileOf = (name: string): string => tensorFiles.get(name) ?? (weightFiles.length === 1 ? weightFiles[0] : join(root, 'model.safetensors.index.json'));
+  const checked = checkTensors(config, tensors, fileOf);
+  const generationFile = join(root, 'generation_config.json');
+  const generationConfig = existsSync(generationFile) ? readJsonFile(generationFile) : null;
+  const files = [configFile, ...weightFiles, ...(generationConfig ? [generationFile] : [])];
+  for (const name of TOKENIZER_FILES) if (existsSync(join(root, name))) files.push(join(root, name));
+  return { config, tensors: checked, generationConfig, files };
+}
+
+/** What saveCheckpoint writes: the config, the tensors, optional generation defaults and a folder to copy tokenizer files from. */
+export interface SaveCheckpointInput {
+  config: ModelConfig;
+  tensors: Map<string, StoredTensor>;
+  generationConfig?: Record<string, unknown> | null;
+  /** Folder whose tokenizer files (and generation_config.json, if none is given) are copied through. */
+  sourceDir?: string;
+}
+
+function writeFileDurably(file: string, bytes: Buffer | string): void {
+  const data = typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes;
+  const fd = openSync(file, 'w');
+  try {
+    let done = 0;
+    while (done < data.length) done += writeSync(fd, data, done, data.length - done);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function defaultGenerationConfig(config: ModelConfig): Record<string, unknown> {
+  const eos = config.eosTokenIds.length === 1 ? config.eosTokenIds[0] : config.eosTokenIds;
+  return { bos_token_id: config.bosTokenId, eos_token_id: config.eosTokenIds.length === 0 ? null : eos };
+}
+
+/**
+ * Writes a checkpoint folder that transformers loads as it is. The folder is built beside the target
+ * and renamed into place, so a crash leaves either the old folder or the new one, never half of one.
+ */
+export function saveCheckpoint(directory: string, input: SaveCheckpointInput): void {
+  const target = resolve(directory);
+  const ordered = checkTensors(input.config, input.tensors, () => `saveCheckpoint(${target})`);
+  const stamp = `${process.pid}-${Date.now()}`;
+  const temporary = join(dirname(target), `.${basename(target)}.tmp-${stamp}`);
+  mkdirSync(temporary, { recursive: true });
+  try {
+    writeFileDurably(join(temporary, 'config.json'), `${JSON.stringify(toHfConfig(input.config), null, 2)}\n`);
+    // transformers refuses safetensors files whose metadata lacks format "pt".
+    writeFileDurably(join(temporary, 'model.safetensors'), encodeSafetensors(ordered, { dtype: 'F32', metadata: { format: 'pt' } }));
+    const sourceGeneration = input.sourceDir ? join(input.sourceDir, 'generation_config.json') : null;
+    if (input.generationConfig) {
+      writeFileDurably(join(temporary, 'generation_config.json'), `${JSON.stringify(input.generationConfig, null, 2)}\n`);
+    } else if (sourceGeneration && existsSync(sourceGeneration)) {
+      copyFileSync(sourceGeneration, join(temporary, 'generation_config.json'));
+    } else {
+      writeFileDurably(join(temporary, 'generation_config.json'), `${JSON.stringify(defaultGenerationConfig(input.config), null, 2)}\n`);
+    }
+    if (input.sourceDir) {
+      for (const name of TOKENIZER_FILES) {
+        const source = join(input.sourceDir, name);
+        if (existsSync(source)) copyFileSync(source, join(temporary, name));
+      }
+    }
+    replaceFolder(temporary, target, stamp);
+  } catch (error) {
+    rmSync(temporary, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+/** Moves a finished folder onto the target path; an existing target is moved aside first and then removed. */
+function replaceFolder(finished: string, target: string, stamp: string): void {
+  if (!existsSync(target)) {
+    renameSync(finished, target);
+    return;
+  }
+  // rename() cannot replace a non-empty folder, so swap through a sibling; both renames are atomic.
+  const previous = join(dirname(target), `.${basename(target)}.old-${stamp}`);
+  renameSync(target, previous);
+  renameSync(finished, target);
+  rmSync(previous, { recursive: true, force: true });
+}

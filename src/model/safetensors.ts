@@ -1,0 +1,305 @@
+/**
+ * Reading and writing the safetensors format (https://github.com/huggingface/safetensors):
+ * an 8-byte little-endian header length N, N bytes of JSON header
+ * `{ name: { dtype, shape, data_offsets: [begin, end] }, "__metadata__"?: {...} }`, then the raw data,
+ * offsets relative to the end of the header. F32, F16 and BF16 load as Float32Array; other dtypes are
+ * refused by name. Sharded checkpoints (`model.safetensors.index.json`) are resolved here too.
+ *
+ * Large files are never read whole: the header is read first, then each tensor's own byte range.
+ * This module knows nothing of model architectures; checkpoint.ts checks names and shapes.
+ */
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync, writeSync } from 'node:fs';
+import { basename, join } from 'node:path';
+
+/** A dense float32 tensor as stored in a checkpoint: row-major data with its shape. */
+export interface StoredTensor {
+  shape: number[];
+  data: Float32Array;
+}
+
+/** The element types this reader converts to float32. */
+export type SafetensorsDtype = 'F32' | 'F16' | 'BF16';
+
+/** One entry of a safetensors header. */
+export interface SafetensorsEntry {
+  dtype: string;
+  shape: number[];
+  dataOffsets: [number, number];
+}
+
+/** A parsed header: where each tensor lives in the file and the free-form metadata. */
+export interface SafetensorsHeader {
+  entries: Map<string, SafetensorsEntry>;
+  metadata: Record<string, string>;
+  /** Byte offset in the file where the data section starts (8 + header length). */
+  dataStart: number;
+  fileSize: number;
+}
+
+const BYTES_PER_ELEMENT: Record<SafetensorsDtype, number> = { F32: 4, F16: 2, BF16: 2 };
+// The format's own limit on header size; a larger value means a corrupt or foreign file.
+const MAX_HEADER_BYTES = 100_000_000;
+
+function isSupportedDtype(dtype: string): dtype is SafetensorsDtype {
+  return dtype === 'F32' || dtype === 'F16' || dtype === 'BF16';
+}
+
+function readExactly(fd: number, length: number, position: number, file: string, what: string): Buffer {
+  const buffer = Buffer.alloc(length);
+  let done = 0;
+  while (done < length) {
+    const read = readSync(fd, buffer, done, length - done, position + done);
+    if (read === 0) throw new Error(`${file}: truncated while reading ${what} (${done} of ${length} bytes)`);
+    done += read;
+  }
+  return buffer;
+}
+
+function parseEntry(file: string, name: string, raw: unknown, dataLength: number): SafetensorsEntry {
+  const value = raw as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
+  if (typeof value !== 'object' || value === null) throw new Error(`${file}: tensor "${name}" header is not an object`);
+  const { dtype, shape, data_offsets: offsets } = value;
+  if (typeof dtype !== 'string') throw new Error(`${file}: tensor "${name}" has no dtype`);
+  if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0)) {
+    throw new Error(`${file}: tensor "${name}" has an invalid shape ${JSON.stringify(shape)}`);
+  }
+  if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every((o) => Number.isInteger(o) && o >= 0)) {
+    throw new Error(`${file}: tensor "${name}" has invalid data_offsets ${JSON.stringify(offsets)}`);
+  }
+  const [begin, end] = offsets as [number, number];
+  if (end < begin) throw new Error(`${file}: tensor "${name}" has data_offsets end < begin`);
+  if (end > dataLength) {
+    throw new Error(
+      `${file}: tensor "${name}" ends at data byte ${end} but the file has only ${dataLength} data bytes (truncated file?)`,
+    );
+  }
+  if (isSupportedDtype(dtype)) {
+    const expected = (shape as number[]).reduce((a, b) => a * b, 1) * BYTES_PER_ELEMENT[dtype];
+    if (end - begin !== expected) {
+      throw new Error(
+        `${file}: tensor "${name}" (${dtype} ${JSON.stringify(shape)}) should take ${expected} bytes, its offsets give ${end - begin}`,
+      );
+    }
+  }
+  return { dtype, shape: shape as number[], dataOffsets: [begin, end] };
+}
+
+/** Reads and validates the header of a safetensors file from an open file descriptor. */
+function readHeaderFromDescriptor(fd: number, file: string): SafetensorsHeader {
+  const fileSize = fstatSync(fd).size;
+  if (fileSize < 8) throw new Error(`${file}: too short to be a safetensors file (${fileSize} bytes)`);
+  const headerLength = Number(readExactly(fd, 8, 0, file, 'the header length').readBigUInt64LE(0));
+  if (headerLength > MAX_HEADER_BYTES) throw new Error(`${file}: header length ${headerLength} is implausible (corrupt file?)`);
+  if (8 + headerLength > fileSize) throw new Error(`${file}: header of ${headerLength} bytes runs past the end of the file (truncated file?)`);
+  const text = readExactly(fd, headerLength, 8, file, 'the header').toString('utf8');
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`${file}: header is not valid JSON (${(error as Error).message})`);
+  }
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new Error(`${file}: header is not a JSON object`);
+  const dataStart = 8 + headerLength;
+  const entries = new Map<string, SafetensorsEntry>();
+  let metadata: Record<string, string> = {};
+  for (const [name, raw] of Object.entries(json)) {
+    if (name === '__metadata__') metadata = raw as Record<string, string>;
+    else entries.set(name, parseEntry(file, name, raw, fileSize - dataStart));
+  }
+  return { entries, metadata, dataStart, fileSize };
+}
+
+/** Reads only the header of a safetensors file (names, dtypes, shapes, offsets). */
+export function readSafetensorsHeader(file: string): SafetensorsHeader {
+  const fd = openSync(file, 'r');
+  try {
+    return readHeaderFromDescriptor(fd, file);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Converts one IEEE half-precision bit pattern to a number, exactly (subnormals, ±inf, NaN included). */
+export function float16BitsToNumber(bits: number): number {
+  const sign = bits & 0x8000 ? -1 : 1;
+  const exponent = (bits >> 10) & 0x1f;
+  const mantissa = bits & 0x3ff;
+  if (exponent === 0) return sign * mantissa * 2 ** -24; // subnormal (or zero): m · 2^-14 / 1024
+  if (exponent === 0x1f) return mantissa === 0 ? sign * Infinity : NaN;
+  return sign * (1 + mantissa / 1024) * 2 ** (exponent - 15);
+}
+
+/** Converts raw little-endian bytes of the given dtype to float32 values. */
+export function decodeToFloat32(bytes: Buffer, dtype: SafetensorsDtype): Float32Array {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const count = bytes.byteLength / BYTES_PER_ELEMENT[dtype];
+  const out = new Float32Array(count);
+  if (dtype === 'F32') {
+    for (let i = 0; i < count; i++) out[i] = view.getFloat32(i * 4, true);
+  } else if (dtype === 'F16') {
+    // A 64 K lookup table would be faster, but half-precision checkpoints are rare here; exactness matters more.
+    for (let i = 0; i < count; i++) out[i] = float16BitsToNumber(view.getUint16(i * 2, true));
+  } else {
+    // bfloat16 is the top half of a float32: shifting the bits back is exact, NaN payloads included.
+    const bits = new Uint32Array(out.buffer);
+    for (let i = 0; i < count; i++) bits[i] = view.getUint16(i * 2, true) << 16;
+  }
+  return out;
+}
+
+/** Loads every tensor (or only `names`) of one safetensors file as float32, reading each byte range once. */
+export function readSafetensors(file: string, names?: Iterable<string>): Map<string, StoredTensor> {
+  const fd = openSync(file, 'r');
+  try {
+    const header = readHeaderFromDescriptor(fd, file);
+    const wanted = names ? [...names] : [...header.entries.keys()];
+    const tensors = new Map<string, StoredTensor>();
+    for (const name of wanted) {
+      const entry = header.entries.get(name);
+      if (!entry) throw new Error(`${file}: has no tensor "${name}"`);
+      if (!isSupportedDtype(entry.dtype)) {
+        throw new Error(`${file}: tensor "${name}" has dtype ${entry.dtype}; supported dtypes are F32, F16, BF16`);
+      }
+      const [begin, end] = entry.dataOffsets;
+      const bytes = readExactly(fd, end - begin, header.dataStart + begin, file, `tensor "${name}"`);
+      tensors.set(name, { shape: [...entry.shape], data: decodeToFloat32(bytes, entry.dtype) });
+    }
+    return tensors;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Rounds float32 values to bfloat16 bits with round-to-nearest-even, the way torch does (NaN stays NaN). */
+function encodeBfloat16(data: Float32Array, out: DataView, offset: number): void {
+  const bits = new Uint32Array(data.buffer, data.byteOffset, data.length);
+  for (let i = 0; i < data.length; i++) {
+    const x = bits[i];
+    const isNaN = (x & 0x7fffffff) > 0x7f800000;
+    const rounded = isNaN ? (x >>> 16) | 0x40 : (x + 0x7fff + ((x >>> 16) & 1)) >>> 16;
+    out.setUint16(offset + i * 2, rounded & 0xffff, true);
+  }
+}
+
+/** Rounds one number to IEEE half-precision bits, round-to-nearest-even, overflow to ±inf. */
+export function numberToFloat16Bits(value: number): number {
+  if (Number.isNaN(value)) return 0x7e00;
+  const sign = value < 0 || Object.is(value, -0) ? 0x8000 : 0;
+  const magnitude = Math.abs(value);
+  if (magnitude >= 65520) return sign | 0x7c00; // rounds past the largest half (65504)
+  if (magnitude < 2 ** -14) return sign | roundHalfEven(magnitude * 2 ** 24); // subnormal range; may round up to the smallest normal
+  const exponent = Math.floor(Math.log2(magnitude));
+  const normalised = exponent + (magnitude >= 2 ** (exponent + 1) ? 1 : magnitude < 2 ** exponent ? -1 : 0);
+  const mantissa = roundHalfEven((magnitude / 2 ** normalised - 1) * 1024);
+  // A mantissa that rounds to 1024 carries into the exponent; the bit arithmetic does that for us.
+  return sign | (((normalised + 15) << 10) + mantissa);
+}
+
+function roundHalfEven(x: number): number {
+  const floor = Math.floor(x);
+  const rest = x - floor;
+  if (rest > 0.5) return floor + 1;
+  if (rest < 0.5) return floor;
+  return floor % 2 === 0 ? floor : floor + 1;
+}
+
+/** Options for writing: the stored dtype (F32 keeps values bit-exact) and free-form string metadata. */
+export interface WriteSafetensorsOptions {
+  dtype?: SafetensorsDtype;
+  metadata?: Record<string, string>;
+}
+
+/** Builds a complete safetensors file in memory; tensors are laid out in the given order. */
+export function encodeSafetensors(tensors: Map<string, StoredTensor>, options: WriteSafetensorsOptions = {}): Buffer {
+  const dtype = options.dtype ?? 'F32';
+  const header: Record<string, unknown> = {};
+  if (options.metadata) header.__metadata__ = options.metadata;
+  let offset = 0;
+  for (const [name, tensor] of tensors) {
+    const count = tensor.shape.reduce((a, b) => a * b, 1);
+    if (count !== tensor.data.length) {
+      throw new Error(`tensor "${name}": shape ${JSON.stringify(tensor.shape)} needs ${count} values, data has ${tensor.data.length}`);
+    }
+    const size = count * BYTES_PER_ELEMENT[dtype];
+    header[name] = { dtype, shape: tensor.shape, data_offsets: [offset, offset + size] };
+    offset += size;
+  }
+  let headerText = JSON.stringify(header);
+  // The format asks for the data section to start 8-byte aligned; pad the JSON with spaces.
+  headerText += ' '.repeat((8 - (Buffer.byteLength(headerText) % 8)) % 8);
+  const headerBytes = Buffer.from(headerText, 'utf8');
+  const out = Buffer.alloc(8 + headerBytes.length + offset);
+  out.writeBigUInt64LE(BigInt(headerBytes.length), 0);
+  headerBytes.copy(out, 8);
+  const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
+  let position = 8 + headerBytes.length;
+  for (const tensor of tensors.values()) {
+    if (dtype === 'F32') {
+      Buffer.from(tensor.data.buffer, tensor.data.byteOffset, tensor.data.byteLength).copy(out, position);
+    } else if (dtype === 'BF16') {
+      encodeBfloat16(tensor.data, view, position);
+    } else {
+      for (let i = 0; i < tensor.data.length; i++) view.setUint16(position + i * 2, numberToFloat16Bits(tensor.data[i]), true);
+    }
+    position += tensor.data.length * BYTES_PER_ELEMENT[dtype];
+  }
+  return out;
+}
+
+/** Writes tensors to one safetensors file (F32 by default, which round-trips bit-exactly). */
+export function writeSafetensors(file: string, tensors: Map<string, StoredTensor>, options: WriteSafetensorsOptions = {}): void {
+  const bytes = encodeSafetensors(tensors, options);
+  const fd = openSync(file, 'w');
+  try {
+    let done = 0;
+    while (done < bytes.length) done += writeSync(fd, bytes, done, bytes.length - done);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The file names holding a checkpoint's weights: the single file, or the shards named by the index. */
+export function listWeightFiles(directory: string): { files: string[]; weightMap: Map<string, string> | null } {
+  const single = join(directory, 'model.safetensors');
+  const indexFile = join(directory, 'model.safetensors.index.json');
+  if (existsSync(indexFile)) {
+    let index: { weight_map?: Record<string, unknown> };
+    try {
+      index = JSON.parse(readFileSync(indexFile, 'utf8'));
+    } catch (error) {
+      throw new Error(`${indexFile}: not valid JSON (${(error as Error).message})`);
+    }
+    if (typeof index.weight_map !== 'object' || index.weight_map === null) throw new Error(`${indexFile}: has no "weight_map" object`);
+    const weightMap = new Map<string, string>();
+    for (const [name, shard] of Object.entries(index.weight_map)) {
+      if (typeof shard !== 'string' || shard !== basename(shard)) {
+        throw new Error(`${indexFile}: weight_map["${name}"] must be a file name in the same folder, got ${JSON.stringify(shard)}`);
+      }
+      weightMap.set(name, shard);
+    }
+    const files = [...new Set(weightMap.values())];
+    for (const shard of files) {
+      if (!existsSync(join(directory, shard))) throw new Error(`${indexFile}: names shard ${shard}, which is missing from ${directory}`);
+    }
+    return { files, weightMap };
+  }
+  if (existsSync(single)) return { files: ['model.safetensors'], weightMap: null };
+  throw new Error(`${directory}: no model.safetensors or model.safetensors.index.json (is this a Hugging Face checkpoint folder?)`);
+}
+
+/** Loads all tensors of a checkpoint folder, single-file or sharded, checking that the index agrees with the shards. */
+export function readSafetensorsFolder(directory: string): { tensors: Map<string, StoredTensor>; tensorFiles: Map<string, string> } {
+  const { files, weightMap } = listWeightFiles(directory);
+  const tensors = new Map<string, StoredTensor>();
+  const tensorFiles = new Map<string, string>();
+  for (const file of files) {
+    const path = join(directory, file);
+    const names = weightMap ? [...weightMap].filter(([, shard]) => shard === file).map(([name]) => name) : undefined;
+    for (const [name, tensor] of readSafetensors(path, names)) {
+      if (tensors.has(name)) throw new Error(`${directory}: tensor "${name}" appears in both ${tensorFiles.get(name)} and ${file}`);
+      tensors.set(name, tensor);
+      tensorFiles.set(name, path);
+    }
+  }
+  return { tensors, tensorFiles };
+}
