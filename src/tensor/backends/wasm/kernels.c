@@ -17,11 +17,25 @@
 #include <stdint.h>
 #include <wasm_simd128.h>
 
-#define MR 6
+/* Tile and block sizes (overridable with -D for tuning). 4 x 8 is the largest micro-tile whose
+ * accumulators, B vectors and broadcasts fit the 15 xmm registers V8 allocates on x64 without
+ * spilling (6 x 8, the native choice, spills 8 vectors per k step under V8 and runs slower). */
+#ifndef MR
+#define MR 4
+#endif
+#ifndef NR
 #define NR 8
+#endif
+#ifndef KC
 #define KC 256
+#endif
+#ifndef MC
 #define MC 120
+#endif
+#ifndef NC
 #define NC 2048
+#endif
+#define NV (NR / 4) /* f32x4 vectors per micro-tile row */
 
 /* Layout shared with wasm-backend.ts (int32 words, in this order). */
 typedef struct {
@@ -77,8 +91,7 @@ static void packB(View B, int p0, int kc, int j0, int nc, float *restrict out) {
     if (B.colStride == 1 && nr == NR) {
       for (int k = 0; k < kc; k++) {
         const float *src = base + k * B.rowStride;
-        wasm_v128_store(out + k * NR, wasm_v128_load(src));
-        wasm_v128_store(out + k * NR + 4, wasm_v128_load(src + 4));
+        for (int v = 0; v < NV; v++) wasm_v128_store(out + k * NR + 4 * v, wasm_v128_load(src + 4 * v));
       }
     } else if (B.colStride == 1) {
       for (int k = 0; k < kc; k++) {
@@ -102,17 +115,20 @@ static void packB(View B, int p0, int kc, int j0, int nc, float *restrict out) {
  * Partial tiles (mr < MR or nr < NR) go through `tile` so the arithmetic is the same as full ones. */
 static void microKernel(int kc, const float *restrict a, const float *restrict b, float *restrict c,
                         int ldc, int mr, int nr, int overwrite, float *restrict tile) {
-  v128_t acc[MR][2];
+  v128_t acc[MR][NV];
 #pragma clang loop unroll(full)
-  for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = wasm_f32x4_splat(0.0f);
+  for (int i = 0; i < MR; i++)
+#pragma clang loop unroll(full)
+    for (int v = 0; v < NV; v++) acc[i][v] = wasm_f32x4_splat(0.0f);
   for (int k = 0; k < kc; k++) {
-    v128_t b0 = wasm_v128_load(b);
-    v128_t b1 = wasm_v128_load(b + 4);
+    v128_t bv[NV];
+#pragma clang loop unroll(full)
+    for (int v = 0; v < NV; v++) bv[v] = wasm_v128_load(b + 4 * v);
 #pragma clang loop unroll(full)
     for (int i = 0; i < MR; i++) {
       v128_t ai = wasm_v128_load32_splat(a + i);
-      acc[i][0] = wasm_f32x4_add(acc[i][0], wasm_f32x4_mul(ai, b0));
-      acc[i][1] = wasm_f32x4_add(acc[i][1], wasm_f32x4_mul(ai, b1));
+#pragma clang loop unroll(full)
+      for (int v = 0; v < NV; v++) acc[i][v] = wasm_f32x4_add(acc[i][v], wasm_f32x4_mul(ai, bv[v]));
     }
     a += MR;
     b += NR;
@@ -121,21 +137,18 @@ static void microKernel(int kc, const float *restrict a, const float *restrict b
 #pragma clang loop unroll(full)
     for (int i = 0; i < MR; i++) {
       float *row = c + i * ldc;
-      if (overwrite) {
-        wasm_v128_store(row, acc[i][0]);
-        wasm_v128_store(row + 4, acc[i][1]);
-      } else {
-        wasm_v128_store(row, wasm_f32x4_add(wasm_v128_load(row), acc[i][0]));
-        wasm_v128_store(row + 4, wasm_f32x4_add(wasm_v128_load(row + 4), acc[i][1]));
+#pragma clang loop unroll(full)
+      for (int v = 0; v < NV; v++) {
+        v128_t sum = overwrite ? acc[i][v] : wasm_f32x4_add(wasm_v128_load(row + 4 * v), acc[i][v]);
+        wasm_v128_store(row + 4 * v, sum);
       }
     }
     return;
   }
 #pragma clang loop unroll(full)
-  for (int i = 0; i < MR; i++) {
-    wasm_v128_store(tile + i * NR, acc[i][0]);
-    wasm_v128_store(tile + i * NR + 4, acc[i][1]);
-  }
+  for (int i = 0; i < MR; i++)
+#pragma clang loop unroll(full)
+    for (int v = 0; v < NV; v++) wasm_v128_store(tile + i * NR + 4 * v, acc[i][v]);
   for (int i = 0; i < mr; i++)
     for (int j = 0; j < nr; j++)
       c[i * ldc + j] = overwrite ? tile[i * NR + j] : c[i * ldc + j] + tile[i * NR + j];
