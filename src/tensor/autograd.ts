@@ -1,0 +1,104 @@
+/**
+ * Reverse-mode autograd: the graph node type, the no-grad scope, and `backward` (topological sort,
+ * then each node's gradient rule in reverse order, accumulating into leaf `.grad`).
+ *
+ * Is not: the gradient rules themselves — those sit next to each op in primitives.ts and fused.ts.
+ * Gradients are plain Float32Arrays inside backward; only leaves get a `.grad` Tensor. No double
+ * backward (gradients of gradients) is supported, and none is needed by GRPO or SFT.
+ */
+import type { Tensor } from './tensor.js';
+
+/** How a tensor was computed: its inputs and a rule mapping the output gradient to input gradients. */
+export interface GradNode {
+  readonly opName: string;
+  readonly inputs: readonly Tensor[];
+  /** Returns one gradient per input (same size as that input), or null where none flows. */
+  readonly backward: (gradOutput: Float32Array) => (Float32Array | null)[];
+}
+
+let gradEnabled = true;
+
+/** Runs `fn` without recording the graph (sampling, evaluation, reference-model passes). */
+export function noGrad<T>(fn: () => T): T {
+  const previous = gradEnabled;
+  gradEnabled = false;
+  try {
+    return fn();
+  } finally {
+    gradEnabled = previous;
+  }
+}
+
+export function isGradEnabled(): boolean {
+  return gradEnabled;
+}
+
+/** True when an op on these inputs must record a node. */
+export function needsGrad(inputs: readonly Tensor[]): boolean {
+  return gradEnabled && inputs.some((input) => input.requiresGrad);
+}
+
+function topologicalOrder(root: Tensor): Tensor[] {
+  const order: Tensor[] = [];
+  const visited = new Set<Tensor>();
+  // Iterative DFS: transformer graphs are deep enough to overflow a recursive one.
+  const stack: [Tensor, number][] = [[root, 0]];
+  visited.add(root);
+  while (stack.length > 0) {
+    const top = stack[stack.length - 1];
+    const [tensor, nextInput] = top;
+    const inputs = tensor.node?.inputs ?? [];
+    if (nextInput < inputs.length) {
+      top[1]++;
+      const input = inputs[nextInput];
+      if (input.requiresGrad && !visited.has(input)) {
+        visited.add(input);
+        stack.push([input, 0]);
+      }
+    } else {
+      order.push(tensor);
+      stack.pop();
+    }
+  }
+  return order;
+}
+
+/** Back-propagates from `root` with the given seed gradient (1 for a scalar when omitted). */
+export function runBackward(root: Tensor, seed?: Float32Array): void {
+  if (!root.requiresGrad) {
+    throw new Error('backward: the tensor does not require grad (no parameter or input with requiresGrad reached it)');
+  }
+  if (!seed && root.size !== 1) {
+    throw new Error(`backward: an implicit gradient needs a scalar, got shape [${root.shape.join(', ')}]`);
+  }
+  const gradients = new Map<Tensor, Float32Array>();
+  gradients.set(root, seed ?? new Float32Array([1]));
+  const order = topologicalOrder(root);
+  const stored = new Set<Float32Array>();
+  for (let index = order.length - 1; index >= 0; index--) {
+    const tensor = order[index];
+    const gradient = gradients.get(tensor);
+    if (!gradient) continue;
+    gradients.delete(tensor); // free intermediate gradients as soon as they are consumed
+    if (!tensor.node) {
+      tensor.accumulateGrad(gradient);
+      continue;
+    }
+    const inputGradients = tensor.node.backward(gradient);
+    tensor.node.inputs.forEach((input, inputIndex) => {
+      const inputGradient = inputGradients[inputIndex];
+      if (!inputGradient || !input.requiresGrad) return;
+      const existing = gradients.get(input);
+      if (!existing) {
+        // Copy when the rule handed back the same buffer it received (e.g. add, reshape), since
+        // we may add into it later.
+        // Also copy when a rule handed one buffer to two inputs.
+        const owned = inputGradient === gradient || stored.has(inputGradient) ? inputGradient.slice() : inputGradient;
+        stored.add(owned);
+        gradients.set(input, owned);
+      } else {
+        for (let i = 0; i < existing.length; i++) existing[i] += inputGradient[i];
+      }
+    });
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * Backend selection: which kernel backend the tensor layer uses, chosen once per process.
+ *
+ * Is: the registry of backend factories (js, wasm, native), the default choice (explicit
+ * setBackend(), else env GRPO_BACKEND, else the fastest that loads: native, wasm, js), the thread
+ * count (option, else env GRPO_THREADS, else min(2, CPU count)), and the one line printed to stderr
+ * naming the choice. Is not: any kernel code.
+ */
+import { availableParallelism } from 'node:os';
+import type { Backend } from '../backend.js';
+import { createJsBackend } from './js.js';
+import { createWasmBackend } from './wasm/wasm-backend.js';
+
+/** Options every backend factory accepts. */
+export interface BackendOptions {
+  /** Threads for large kernels, the calling thread included (default: env GRPO_THREADS, else min(2, CPUs)). */
+  threads?: number;
+}
+
+type BackendFactory = (options: { threads: number }) => Backend;
+
+/**
+ * Hook for the future N-API `native` backend: returns null while the addon is absent (not built,
+ * no compiler at install), so selection falls back to wasm. Replace the body with a call into
+ * `./native/` once its loader exists; the rest of selection needs no change.
+ */
+function loadNativeBackend(_options: { threads: number }): Backend | null {
+  return null;
+}
+
+const factories: Record<string, BackendFactory> = {
+  js: () => createJsBackend(),
+  wasm: (options) => createWasmBackend({ threads: options.threads }),
+  native: (options) => {
+    const backend = loadNativeBackend(options);
+    if (!backend) throw new Error('backend "native" is not available: the native addon is not built');
+    return backend;
+  },
+};
+
+/** Backend names in order of preference when none is requested. */
+const preference = ['native', 'wasm', 'js'];
+
+/** The names createBackend() accepts. */
+export const backendNames: readonly string[] = Object.keys(factories);
+
+let current: Backend | undefined;
+let ownsCurrent = false;
+
+function defaultThreads(): number {
+  const fromEnv = process.env.GRPO_THREADS;
+  if (fromEnv !== undefined && fromEnv !== '') {
+    const threads = Number(fromEnv);
+    if (!Number.isInteger(threads) || threads < 1) {
+      throw new Error(`GRPO_THREADS must be a positive integer, got "${fromEnv}"`);
+    }
+    return threads;
+  }
+  return Math.max(1, Math.min(2, availableParallelism()));
+}
+
+/** Creates a backend by name; throws an error listing the known names for an unknown one. */
+export function createBackend(name: string, options: BackendOptions = {}): Backend {
+  const factory = Object.hasOwn(factories, name) ? factories[name] : undefined;
+  if (!factory) throw new Error(`unknown backend "${name}"; known backends: ${backendNames.join(', ')}`);
+  return factory({ threads: options.threads ?? defaultThreads() });
+}
+
+function announce(backend: Backend): void {
+  if (process.env.GRPO_QUIET === '1' || process.env.VITEST) return;
+  const threads = backend.threads === 1 ? '1 thread' : `${backend.threads} threads`;
+  process.stderr.write(`grpo: backend ${backend.name} (${threads})\n`);
+}
+
+/** The first backend in preference order that loads (js always does). */
+function createFastest(options: BackendOptions): Backend {
+  for (const name of preference) {
+    try {
+      return createBackend(name, options);
+    } catch {
+      // Not available here (no addon, no WebAssembly SIMD/threads): try the next one.
+    }
+  }
+  throw new Error('no backend could be created'); // unreachable: js always loads
+}
+
+/** The process-wide backend, created on first use from env GRPO_BACKEND or the fastest available. */
+export function getBackend(): Backend {
+  if (!current) {
+    const requested = process.env.GRPO_BACKEND;
+    current = requested ? createBackend(requested) : createFastest({});
+    ownsCurrent = true;
+    announce(current);
+  }
+  return current;
+}
+
+/**
+ * Replaces the process-wide backend with a named one (created here, with `options`) or a given
+ * instance (owned by the caller). A backend this module created is disposed when replaced.
+ */
+export function setBackend(nameOrBackend: string | Backend, options: BackendOptions = {}): Backend {
+  const next = typeof nameOrBackend === 'string' ? createBackend(nameOrBackend, options) : nameOrBackend;
+  if (current && ownsCurrent && current !== next) current.dispose();
+  current = next;
+  ownsCurrent = typeof nameOrBackend === 'string';
+  announce(current);
+  return current;
+}

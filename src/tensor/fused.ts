@@ -1,0 +1,268 @@
+/**
+ * Fused ops with hand-written gradients, used where a composite would be slow or would materialise
+ * large intermediates: RMSNorm, rotary position embedding, causal attention (GQA, masks, KV-cache
+ * offset), log-softmax-gather (per-token logprobs of chosen ids) and cross-entropy.
+ *
+ * Legend: B = batch, T = query length, S = key length, Hq/Hkv = query/key-value heads, D = head
+ * dim, N = rows, V = vocabulary. Is not: a model — shapes follow the HF Llama conventions but no
+ * weights live here. Each op is gradient-checked in fused.test.ts.
+ */
+import { needsGrad } from './autograd.js';
+import { getBackend } from './backends/select.js';
+import { mul } from './elementwise.js';
+import { sum } from './primitives.js';
+import { formatShape, sizeOf } from './shape.js';
+import { Tensor, tensor } from './tensor.js';
+
+function record(result: Tensor, opName: string, inputs: Tensor[], backward: (g: Float32Array) => (Float32Array | null)[]): Tensor {
+  if (needsGrad(inputs)) {
+    result.requiresGrad = true;
+    result.node = { opName, inputs, backward };
+  }
+  return result;
+}
+
+/** y = x / sqrt(mean(x², last axis) + eps) · weight, as HF's LlamaRMSNorm (computed in float32). */
+export function rmsNorm(x: Tensor, weight: Tensor, eps: number): Tensor {
+  const D = x.shape[x.rank - 1];
+  if (weight.rank !== 1 || weight.shape[0] !== D) {
+    throw new Error(`rmsNorm: weight shape ${formatShape(weight.shape)} does not match input ${formatShape(x.shape)}`);
+  }
+  const rows = D === 0 ? 0 : x.size / D;
+  const inverseRms = new Float32Array(rows);
+  const output = new Float32Array(x.size);
+  const w = weight.data;
+  for (let r = 0; r < rows; r++) {
+    const base = r * D;
+    let squares = 0;
+    for (let i = 0; i < D; i++) squares += x.data[base + i] * x.data[base + i];
+    const scale = 1 / Math.sqrt(squares / D + eps);
+    inverseRms[r] = scale;
+    for (let i = 0; i < D; i++) output[base + i] = x.data[base + i] * scale * w[i];
+  }
+  return record(new Tensor(output, x.shape), 'rmsNorm', [x, weight], (g) => {
+    const gradX = new Float32Array(x.size);
+    const gradW = new Float32Array(D);
+    for (let r = 0; r < rows; r++) {
+      const base = r * D;
+      const scale = inverseRms[r];
+      // With n = x·scale: dW = Σ g·n; dn = g·w; dx = scale·(dn − n·mean(dn·n)).
+      let dot = 0;
+      for (let i = 0; i < D; i++) {
+        const normalized = x.data[base + i] * scale;
+        gradW[i] += g[base + i] * normalized;
+        dot += g[base + i] * w[i] * normalized;
+      }
+      dot /= D;
+      for (let i = 0; i < D; i++) gradX[base + i] = scale * (g[base + i] * w[i] - x.data[base + i] * scale * dot);
+    }
+    return [gradX, gradW];
+  });
+}
+
+/**
+ * Rotary embedding with HF's rotate-half convention on x: [B, T, H, D]. `positions` holds T (shared)
+ * or B·T absolute positions; `inverseFrequencies` has D/2 entries (scaling already applied).
+ */
+export function rope(x: Tensor, positions: Int32Array, inverseFrequencies: Float32Array): Tensor {
+  const [B, T, H, D] = x.shape;
+  const half = D / 2;
+  if (x.rank !== 4 || inverseFrequencies.length !== half || (positions.length !== T && positions.length !== B * T)) {
+    throw new Error(`rope: input ${formatShape(x.shape)}, ${positions.length} positions and ${inverseFrequencies.length} frequencies do not fit [B, T, H, D]`);
+  }
+  const cos = new Float32Array(B * T * half);
+  const sin = new Float32Array(B * T * half);
+  for (let bt = 0; bt < B * T; bt++) {
+    const position = positions.length === T ? positions[bt % T] : positions[bt];
+    for (let i = 0; i < half; i++) {
+      // HF multiplies in float32 before taking cos/sin; mimic that rounding.
+      const angle = Math.fround(position * inverseFrequencies[i]);
+      cos[bt * half + i] = Math.cos(angle);
+      sin[bt * half + i] = Math.sin(angle);
+    }
+  }
+  const rotate = (input: Float32Array, direction: 1 | -1): Float32Array => {
+    const output = new Float32Array(input.length);
+    for (let bt = 0; bt < B * T; bt++) {
+      for (let h = 0; h < H; h++) {
+        const base = (bt * H + h) * D;
+        for (let i = 0; i < half; i++) {
+          const c = cos[bt * half + i];
+          const s = sin[bt * half + i] * direction;
+          const first = input[base + i];
+          const second = input[base + half + i];
+          output[base + i] = first * c - second * s;
+          output[base + half + i] = second * c + first * s;
+        }
+      }
+    }
+    return output;
+  };
+  // The rotation is orthogonal, so its gradient is the inverse rotation.
+  return record(new Tensor(rotate(x.data, 1), x.shape), 'rope', [x], (g) => [rotate(g, -1)]);
+}
+
+export interface AttentionOptions {
+  /** Absolute position of the first query (the KV-cache length before these queries). Default S − T. */
+  positionOffset?: number;
+  /** Causal masking: key s is visible to query t when s <= positionOffset + t. Default true. */
+  causal?: boolean;
+  /** Per-key validity [B, S] (1 = attend, 0 = padding). */
+  keyMask?: Uint8Array;
+  /** Additive mask broadcastable to [B, Hq, T, S] (no gradient), e.g. -Infinity to hide keys. */
+  additiveMask?: Tensor;
+}
+
+/**
+ * softmax(q·kᵀ/√D + mask)·v with grouped-query attention: q [B, Hq, T, D], k and v [B, Hkv, S, D],
+ * Hq a multiple of Hkv. Query heads h·rep..h·rep+rep−1 share key-value head h, so each group is one
+ * matmul of rep·T rows. A query that can see no key outputs zeros (not NaN) and gets zero gradient.
+ */
+export function causalAttention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions = {}): Tensor {
+  const [B, Hq, T, D] = q.shape;
+  const [, Hkv, S] = k.shape;
+  if (q.rank !== 4 || k.rank !== 4 || !k.shape.every((dim, i) => dim === v.shape[i]) || k.shape[0] !== B || k.shape[3] !== D || Hq % Hkv !== 0) {
+    throw new Error(`causalAttention: q ${formatShape(q.shape)}, k ${formatShape(k.shape)}, v ${formatShape(v.shape)} do not fit [B,Hq,T,D] / [B,Hkv,S,D]`);
+  }
+  const rep = Hq / Hkv;
+  const offset = options.positionOffset ?? S - T;
+  const causal = options.causal ?? true;
+  const scale = 1 / Math.sqrt(D);
+  const groups = B * Hkv;
+  const rows = rep * T;
+  const backend = getBackend();
+  const probabilities = new Float32Array(groups * rows * S); // [B, Hq, T, S]
+  backend.matmul(q.data, k.data, probabilities, { batch: groups, M: rows, K: D, N: S, transposeA: false, transposeB: true, aBatchStride: rows * D, bBatchStride: S * D, accumulate: false });
+  const additive = options.additiveMask;
+  const maskStrides = additive ? maskStridesFor(additive, B, Hq, T, S) : null;
+  for (let b = 0; b < B; b++) {
+    for (let h = 0; h < Hq; h++) {
+      for (let t = 0; t < T; t++) {
+        const base = ((b * Hq + h) * T + t) * S;
+        const visible = causal ? Math.min(S, offset + t + 1) : S;
+        let rowMax = -Infinity;
+        for (let s = 0; s < S; s++) {
+          let value = s < visible ? probabilities[base + s] * scale : -Infinity;
+          if (options.keyMask && options.keyMask[b * S + s] === 0) value = -Infinity;
+          if (additive && maskStrides) value += additive.data[b * maskStrides[0] + h * maskStrides[1] + t * maskStrides[2] + s];
+          probabilities[base + s] = value;
+          if (value > rowMax) rowMax = value;
+        }
+        if (rowMax === -Infinity) {
+          probabilities.fill(0, base, base + S);
+          continue;
+        }
+        let total = 0;
+        for (let s = 0; s < S; s++) {
+          const e = Math.exp(probabilities[base + s] - rowMax);
+          probabilities[base + s] = e;
+          total += e;
+        }
+        for (let s = 0; s < S; s++) probabilities[base + s] /= total;
+      }
+    }
+  }
+  const output = new Float32Array(B * Hq * T * D);
+  backend.matmul(probabilities, v.data, output, { batch: groups, M: rows, K: S, N: D, transposeA: false, transposeB: false, aBatchStride: rows * S, bBatchStride: S * D, accumulate: false });
+  return record(new Tensor(output, [B, Hq, T, D]), 'causalAttention', [q, k, v], (g) => {
+    // dP = dO·vᵀ; dV = Pᵀ·dO; dScores = P ⊙ (dP − rowsum(dP ⊙ P)) · scale; dQ = dScores·k; dK = dScoresᵀ·q.
+    const gradProbabilities = new Float32Array(probabilities.length);
+    backend.matmul(g, v.data, gradProbabilities, { batch: groups, M: rows, K: D, N: S, transposeA: false, transposeB: true, aBatchStride: rows * D, bBatchStride: S * D, accumulate: false });
+    const gradV = new Float32Array(v.size);
+    backend.matmul(probabilities, g, gradV, { batch: groups, M: S, K: rows, N: D, transposeA: true, transposeB: false, aBatchStride: rows * S, bBatchStride: rows * D, accumulate: false });
+    for (let row = 0; row < groups * rows; row++) {
+      const base = row * S;
+      let dot = 0;
+      for (let s = 0; s < S; s++) dot += gradProbabilities[base + s] * probabilities[base + s];
+      for (let s = 0; s < S; s++) gradProbabilities[base + s] = probabilities[base + s] * (gradProbabilities[base + s] - dot) * scale;
+    }
+    const gradQ = new Float32Array(q.size);
+    backend.matmul(gradProbabilities, k.data, gradQ, { batch: groups, M: rows, K: S, N: D, transposeA: false, transposeB: false, aBatchStride: rows * S, bBatchStride: S * D, accumulate: false });
+    const gradK = new Float32Array(k.size);
+    backend.matmul(gradProbabilities, q.data, gradK, { batch: groups, M: S, K: rows, N: D, transposeA: true, transposeB: false, aBatchStride: rows * S, bBatchStride: rows * D, accumulate: false });
+    return [gradQ, gradK, gradV];
+  });
+}
+
+function maskStridesFor(mask: Tensor, B: number, H: number, T: number, S: number): [number, number, number] {
+  const [mb, mh, mt, ms] = mask.rank === 4 ? mask.shape : [];
+  const fits = (dim: number, full: number) => dim === full || dim === 1;
+  if (mask.rank !== 4 || !fits(mb, B) || !fits(mh, H) || mt !== T || ms !== S) {
+    throw new Error(`causalAttention: additive mask ${formatShape(mask.shape)} does not broadcast to [${B}, ${H}, ${T}, ${S}]`);
+  }
+  return [mb === 1 ? 0 : mh * T * S, mh === 1 ? 0 : T * S, S];
+}
+
+/**
+ * log softmax(logits)[id] per row, without materialising the log-softmax: logits [..., V] and one id
+ * per row → [...]. Its gradient is g·(onehot(id) − softmax), built in backward only.
+ */
+export function logSoftmaxGather(logits: Tensor, ids: Int32Array | readonly number[]): Tensor {
+  const V = logits.shape[logits.rank - 1];
+  const rows = V === 0 ? 0 : logits.size / V;
+  if (ids.length !== rows) {
+    throw new Error(`logSoftmaxGather: ${ids.length} ids for logits ${formatShape(logits.shape)} (${rows} rows)`);
+  }
+  const logNormalizers = new Float64Array(rows);
+  const output = new Float32Array(rows);
+  const data = logits.data;
+  for (let r = 0; r < rows; r++) {
+    const id = ids[r];
+    if (!(id >= 0 && id < V)) throw new Error(`logSoftmaxGather: id ${id} at row ${r} is out of range [0, ${V})`);
+    const base = r * V;
+    let rowMax = -Infinity;
+    for (let i = 0; i < V; i++) if (data[base + i] > rowMax || data[base + i] !== data[base + i]) rowMax = data[base + i];
+    let total = 0;
+    const shift = Number.isFinite(rowMax) ? rowMax : 0;
+    for (let i = 0; i < V; i++) total += Math.exp(data[base + i] - shift);
+    logNormalizers[r] = Math.log(total) + shift;
+    output[r] = data[base + id] - logNormalizers[r];
+  }
+  return record(new Tensor(output, logits.shape.slice(0, -1)), 'logSoftmaxGather', [logits], (g) => {
+    const gradLogits = new Float32Array(logits.size);
+    for (let r = 0; r < rows; r++) {
+      const base = r * V;
+      const gr = g[r];
+      if (gr === 0) continue;
+      for (let i = 0; i < V; i++) gradLogits[base + i] = -gr * Math.exp(data[base + i] - logNormalizers[r]);
+      gradLogits[base + ids[r]] += gr;
+    }
+    return [gradLogits];
+  });
+}
+
+export interface CrossEntropyOptions {
+  /** Targets equal to this are left out of the mean (PyTorch's default, -100). */
+  ignoreIndex?: number;
+}
+
+/** Mean negative log-likelihood of `targets` under logits [..., V], skipping ignored targets. */
+export function crossEntropy(logits: Tensor, targets: Int32Array | readonly number[], options: CrossEntropyOptions = {}): Tensor {
+  const ignoreIndex = options.ignoreIndex ?? -100;
+  const safe = Int32Array.from(targets, (id) => (id === ignoreIndex ? 0 : id));
+  const weights = Float32Array.from(targets, (id) => (id === ignoreIndex ? 0 : 1));
+  const count = weights.reduce((total, w) => total + w, 0);
+  const logprobs = logSoftmaxGather(logits, safe);
+  return mul(sum(mul(logprobs, tensor(weights, logprobs.shape))), -1 / count);
+}
+
+/** Per-row entropy of softmax(logits) [..., V] → Float32Array (a metric; no gradient). */
+export function entropyFromLogits(logits: Tensor): Float32Array {
+  const V = logits.shape[logits.rank - 1];
+  const rows = V === 0 ? 0 : sizeOf(logits.shape) / V;
+  const result = new Float32Array(rows);
+  for (let r = 0; r < rows; r++) {
+    const row = logits.data.subarray(r * V, (r + 1) * V);
+    let rowMax = -Infinity;
+    for (const value of row) if (value > rowMax) rowMax = value;
+    let total = 0;
+    let weighted = 0;
+    for (const value of row) {
+      const e = Math.exp(value - rowMax);
+      total += e;
+      weighted += e * (value - rowMax);
+    }
+    result[r] = Math.log(total) - weighted / total;
+  }
+  return result;
+}

@@ -1,0 +1,24 @@
+/**
+ * Public API of the tensor layer: the Tensor, creation helpers, every op, autograd scopes and
+ * backend selection. Is not: modules, optimisers (src/nn) or anything about models.
+ */
+export { Tensor, tensor, scalar, zeros, ones, full, parameter, type TensorOptions } from './tensor.js';
+export { noGrad, isGradEnabled, type GradNode } from './autograd.js';
+export {
+  neg, exp, log, sqrt, rsqrt, abs, sigmoid, tanh, relu, silu, gelu, square, pow, clamp, where,
+  add, sub, mul, div, maximum, minimum, greater, greaterEqual, less, lessEqual, equal, erf,
+  unaryRules, binaryRules, type Operand, type UnaryOpName, type BinaryOpName,
+} from './elementwise.js';
+export {
+  sum, max, reshape, permute, transpose, slice, concat, gather, indexSelect, embedding, broadcastTo,
+  matmul, type MatmulOptions,
+} from './primitives.js';
+export { mean, logSumExp, logSoftmax, softmax, linear } from './ops.js';
+export {
+  rmsNorm, rope, causalAttention, logSoftmaxGather, crossEntropy, entropyFromLogits,
+  type AttentionOptions, type CrossEntropyOptions,
+} from './fused.js';
+export { sizeOf, formatShape, type Shape } from './shape.js';
+export type { Backend, MatmulShape } from './backend.js';
+export { getBackend, setBackend, createBackend } from './backends/select.js';
+export { Random, randomNormal, randomUniform, type RandomState } from './random.js';

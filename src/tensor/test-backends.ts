@@ -1,0 +1,26 @@
+/**
+ * The backends every backend-dependent test runs on: js (the spec), wasm with 1 and 2 threads, and
+ * native when its addon is built (required when GRPO_REQUIRE_NATIVE=1, as in CI).
+ * Is not: production selection logic (backends/select.ts).
+ */
+import type { Backend } from './backend.js';
+import { createBackend } from './backends/select.js';
+
+export interface BackendUnderTest {
+  name: string;
+  backend: Backend;
+}
+
+export function backendsUnderTest(): BackendUnderTest[] {
+  const list: BackendUnderTest[] = [
+    { name: 'js', backend: createBackend('js') },
+    { name: 'wasm (1 thread)', backend: createBackend('wasm', { threads: 1 }) },
+    { name: 'wasm (2 threads)', backend: createBackend('wasm', { threads: 2 }) },
+  ];
+  try {
+    list.push({ name: 'native', backend: createBackend('native', { threads: 2 }) });
+  } catch (error) {
+    if (process.env.GRPO_REQUIRE_NATIVE === '1') throw error;
+  }
+  return list;
+}
