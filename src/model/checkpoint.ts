@@ -72,7 +72,8 @@ export function expectedTensorShapes(config: ModelConfig): Map<string, number[]>
 
 /**
  * Checks tensors against the config and returns them in the expected order; `fileOf` names where each
- * tensor came from for the error message. Tied checkpoints that also store lm_head.weight have it dropped.
+ * tensor came from for the error message. For tied configs the shared matrix is returned as
+ * model.embed_tokens.weight whichever name stored it, and a duplicate lm_head.weight is dropped.
  */
 export function checkTensors(
   config: ModelConfig,
@@ -82,7 +83,9 @@ export function checkTensors(
   const expected = expectedTensorShapes(config);
   const ordered = new Map<string, StoredTensor>();
   for (const [name, shape] of expected) {
-    const tensor = tensors.get(name);
+    // A tied matrix may be stored under either name (transformers 4.41 kept lm_head.weight for TinyStories).
+    const tiedAlias = config.tieWordEmbeddings && name === 'model.embed_tokens.weight' ? tensors.get('lm_head.weight') : undefined;
+    const tensor = tensors.get(name) ?? tiedAlias;
     if (!tensor) throw new Error(`${fileOf(name)}: missing tensor "${name}" (expected shape [${shape.join(', ')}])`);
     const same = tensor.shape.length === shape.length && tensor.shape.every((d, i) => d === shape[i]);
     if (!same) {
