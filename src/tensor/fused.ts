@@ -107,6 +107,8 @@ export interface AttentionOptions {
   positionOffset?: number;
   /** Causal masking: key s is visible to query t when s <= positionOffset + t. Default true. */
   causal?: boolean;
+  /** Sliding window (Mistral/Qwen): query at position p sees keys s with p − s < window. */
+  window?: number;
   /** Per-key validity [B, S] (1 = attend, 0 = padding). */
   keyMask?: Uint8Array;
   /** Additive mask broadcastable to [B, Hq, T, S] (no gradient), e.g. -Infinity to hide keys. */
@@ -140,9 +142,10 @@ export function causalAttention(q: Tensor, k: Tensor, v: Tensor, options: Attent
       for (let t = 0; t < T; t++) {
         const base = ((b * Hq + h) * T + t) * S;
         const visible = causal ? Math.min(S, offset + t + 1) : S;
+        const firstVisible = options.window === undefined ? 0 : offset + t - options.window + 1;
         let rowMax = -Infinity;
         for (let s = 0; s < S; s++) {
-          let value = s < visible ? probabilities[base + s] * scale : -Infinity;
+          let value = s < visible && s >= firstVisible ? probabilities[base + s] * scale : -Infinity;
           if (options.keyMask && options.keyMask[b * S + s] === 0) value = -Infinity;
           if (additive && maskStrides) value += additive.data[b * maskStrides[0] + h * maskStrides[1] + t * maskStrides[2] + s];
           probabilities[base + s] = value;

@@ -108,6 +108,7 @@ for (const { name, backend } of backendsUnderTest()) {
       ['GQA', 4, 2, 3, 3, {}],
       ['KV-cache offset', 2, 1, 2, 5, {}],
       ['not causal', 2, 2, 3, 4, { causal: false }],
+      ['sliding window', 2, 2, 4, 5, { window: 2 }],
     ] as const)('causalAttention %s', (_label, Hq, Hkv, TQ, S, options) => {
       const B = 2;
       const D = 4;

@@ -1,0 +1,174 @@
+/**
+ * The decoder-only transformer of Llama, Mistral, Qwen2 and Qwen3 checkpoints, in one readable file:
+ * token embedding → N × [RMSNorm → GQA attention with rotate-half RoPE (+ q/k/v biases for Qwen2,
+ * q/k RMSNorm for Qwen3) → residual → RMSNorm → SwiGLU MLP → residual] → RMSNorm → lm_head (tied to
+ * the embedding or not). Parameters keep their Hugging Face names, weights stored [out, in].
+ *
+ * Legend: B = batch, T = new tokens this call, S = keys visible (cache + new), H = hidden size,
+ * Hq/Hkv = query/key-value heads, D = head dim, I = MLP width, V = vocabulary.
+ *
+ * Is not: a sampler (src/sampling drives `forward` with a KV cache) or a checkpoint reader
+ * (checkpoint.ts). The same `forward` serves training (graph recorded) and generation (noGrad + cache).
+ */
+import {
+  add, causalAttention, concat, embedding, linear, matmul, mul, permute, Random, reshape, rmsNorm, rope, silu,
+  Tensor, tensor,
+} from '../tensor/index.js';
+import type { StoredTensor } from './safetensors.js';
+import { computeRopeInverseFrequencies, type ModelConfig } from './config.js';
+import { expectedTensorShapes } from './checkpoint.js';
+
+/** Keys and values of every layer for the sequences of a batch: [B, Hkv, S, D] each. */
+export interface KvCache {
+  keys: (Tensor | null)[];
+  values: (Tensor | null)[];
+  /** Number of positions already stored (S before the next call). */
+  length: number;
+}
+
+export interface ForwardOptions {
+  /** Absolute position of each new token, [T] shared or [B·T]; defaults to cache length + t. */
+  positions?: Int32Array;
+  /** Per-key validity over all S keys, [B·S] (1 = real token, 0 = left padding). */
+  keyMask?: Uint8Array;
+  /** When given, new keys/values are appended to it and attention sees the whole cache. */
+  cache?: KvCache;
+  /** Rows (b·T + t) whose logits are wanted; all rows when omitted. Saves the lm_head on prompts. */
+  logitRows?: Int32Array;
+}
+
+export class Transformer {
+  readonly inverseFrequencies: Float32Array;
+
+  constructor(readonly config: ModelConfig, readonly parameters: Map<string, Tensor>) {
+    this.inverseFrequencies = computeRopeInverseFrequencies(config);
+  }
+
+  /** Builds the model from checked float32 tensors (see loadCheckpoint); they become trainable parameters. */
+  static fromTensors(config: ModelConfig, tensors: Map<string, StoredTensor>): Transformer {
+    const parameters = new Map<string, Tensor>();
+    for (const [name, shape] of expectedTensorShapes(config)) {
+      const stored = tensors.get(name);
+      if (!stored) throw new Error(`Transformer: missing tensor "${name}" (expected shape [${shape.join(', ')}])`);
+      const parameter = tensor(stored.data, shape, { requiresGrad: true });
+      parameter.name = name;
+      parameters.set(name, parameter);
+    }
+    return new Transformer(config, parameters);
+  }
+
+  /** A freshly initialised model: N(0, 0.02) matrices, unit norms, zero biases (as HF's init). */
+  static random(config: ModelConfig, seed: number, standardDeviation = 0.02): Transformer {
+    const random = new Random(seed);
+    const tensors = new Map<string, StoredTensor>();
+    for (const [name, shape] of expectedTensorShapes(config)) {
+      const size = shape.reduce((a, b) => a * b, 1);
+      const data = new Float32Array(size);
+      if (name.endsWith('norm.weight')) data.fill(1);
+      else if (!name.endsWith('.bias')) for (let i = 0; i < size; i++) data[i] = random.normal() * standardDeviation;
+      tensors.set(name, { shape, data });
+    }
+    return Transformer.fromTensors(config, tensors);
+  }
+
+  /** The parameters as stored tensors for saveCheckpoint (shares memory; copy before mutating). */
+  toStoredTensors(): Map<string, StoredTensor> {
+    const stored = new Map<string, StoredTensor>();
+    for (const [name, parameter] of this.parameters) stored.set(name, { shape: [...parameter.shape], data: parameter.data });
+    return stored;
+  }
+
+  createCache(): KvCache {
+    return { keys: new Array(this.config.numLayers).fill(null), values: new Array(this.config.numLayers).fill(null), length: 0 };
+  }
+
+  private weight(name: string): Tensor {
+    const parameter = this.parameters.get(name);
+    if (!parameter) throw new Error(`Transformer: no parameter "${name}"`);
+    return parameter;
+  }
+
+  private optional(name: string): Tensor | null {
+    return this.parameters.get(name) ?? null;
+  }
+
+  /** Logits [B, T, V] (or [rows, V] with logitRows) for token ids laid out [B, T]. */
+  forward(ids: Int32Array, batchSize: number, options: ForwardOptions = {}): Tensor {
+    const hidden = this.hiddenStates(ids, batchSize, options); // [B, T, H]
+    return this.logits(hidden, options.logitRows);
+  }
+
+  /** lm_head over the final hidden states, optionally only at the given rows of [B·T]. */
+  logits(hidden: Tensor, rows?: Int32Array): Tensor {
+    const H = this.config.hiddenSize;
+    const head = this.config.tieWordEmbeddings ? this.weight('model.embed_tokens.weight') : this.weight('lm_head.weight');
+    const flat = reshape(hidden, [-1, H]); // [B·T, H]
+    const selected = rows ? embedding(flat, rows) : flat; // gather rows; its gradient scatters back
+    const logits = matmul(selected, head, { transposeB: true }); // [rows, V]
+    return rows ? logits : reshape(logits, [...hidden.shape.slice(0, -1), this.config.vocabSize]);
+  }
+
+  /** Final-norm hidden states [B, T, H]. */
+  hiddenStates(ids: Int32Array, batchSize: number, options: ForwardOptions = {}): Tensor {
+    const { config } = this;
+    const B = batchSize;
+    const T = ids.length / B;
+    if (!Number.isInteger(T)) throw new Error(`Transformer.forward: ${ids.length} ids do not split into ${B} rows`);
+    for (let i = 0; i < ids.length; i++) {
+      if (!(ids[i] >= 0 && ids[i] < config.vocabSize)) {
+        throw new Error(`Transformer.forward: token id ${ids[i]} at position ${i} is outside the vocabulary [0, ${config.vocabSize})`);
+      }
+    }
+    const past = options.cache?.length ?? 0;
+    const positions = options.positions ?? Int32Array.from({ length: T }, (_, t) => past + t);
+    let x = reshape(embedding(this.weight('model.embed_tokens.weight'), ids), [B, T, config.hiddenSize]); // [B, T, H]
+    for (let layer = 0; layer < config.numLayers; layer++) {
+      const prefix = `model.layers.${layer}`;
+      const attended = this.attention(rmsNorm(x, this.weight(`${prefix}.input_layernorm.weight`), config.rmsNormEps), layer, B, T, positions, options);
+      x = add(x, attended);
+      const normed = rmsNorm(x, this.weight(`${prefix}.post_attention_layernorm.weight`), config.rmsNormEps);
+      const gate = linear(normed, this.weight(`${prefix}.mlp.gate_proj.weight`)); // [B, T, I]
+      const up = linear(normed, this.weight(`${prefix}.mlp.up_proj.weight`)); // [B, T, I]
+      x = add(x, linear(mul(silu(gate), up), this.weight(`${prefix}.mlp.down_proj.weight`))); // [B, T, H]
+    }
+    if (options.cache) options.cache.length = past + T;
+    return rmsNorm(x, this.weight('model.norm.weight'), config.rmsNormEps);
+  }
+
+  private attention(x: Tensor, layer: number, B: number, T: number, positions: Int32Array, options: ForwardOptions): Tensor {
+    const { config } = this;
+    const prefix = `model.layers.${layer}.self_attn`;
+    const D = config.headDim;
+    const project = (name: string, heads: number): Tensor => {
+      const projected = linear(x, this.weight(`${prefix}.${name}_proj.weight`), this.optional(`${prefix}.${name}_proj.bias`)); // [B, T, heads·D]
+      let perHead = reshape(projected, [B, T, heads, D]); // [B, T, heads, D]
+      const norm = name === 'v' ? null : this.optional(`${prefix}.${name}_norm.weight`);
+      if (norm) perHead = rmsNorm(perHead, norm, config.rmsNormEps); // Qwen3: per-head RMSNorm before RoPE
+      if (name !== 'v') perHead = rope(perHead, positions, this.inverseFrequencies);
+      return permute(perHead, [0, 2, 1, 3]); // [B, heads, T, D]
+    };
+    const q = project('q', config.numHeads); // [B, Hq, T, D]
+    let k = project('k', config.numKeyValueHeads); // [B, Hkv, T, D]
+    let v = project('v', config.numKeyValueHeads);
+    const cache = options.cache;
+    if (cache) {
+      const previousKeys = cache.keys[layer];
+      const previousValues = cache.values[layer];
+      if (previousKeys && previousValues) {
+        k = concat([previousKeys, k], 2); // [B, Hkv, S, D]
+        v = concat([previousValues, v], 2);
+      }
+      cache.keys[layer] = k;
+      cache.values[layer] = v;
+    }
+    const S = k.shape[2];
+    const window = config.slidingWindow;
+    const attended = causalAttention(q, k, v, {
+      positionOffset: S - T,
+      keyMask: options.keyMask,
+      window: window !== null && window < S ? window : undefined,
+    }); // [B, Hq, T, D]
+    const merged = reshape(permute(attended, [0, 2, 1, 3]), [B, T, config.numHeads * D]); // [B, T, Hq·D]
+    return linear(merged, this.weight(`${prefix}.o_proj.weight`), this.optional(`${prefix}.o_proj.bias`)); // [B, T, H]
+  }
+}
