@@ -1,0 +1,9 @@
+/**
+ * Public API of the sampling layer: batched KV-cached group generation over token ids and the logit
+ * transforms it composes. Is not: tokenizer-aware.
+ */
+export { generate, type Completion, type GenerateRequest } from './sampler.js';
+export {
+  applyMinP, applyTemperature, applyTopK, applyTopP, argmax, chooseToken, logSoftmaxRow, sampleFromLogits,
+  type SamplingSettings,
+} from './logits.js';

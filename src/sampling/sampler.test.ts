@@ -1,0 +1,87 @@
+/**
+ * The sampler on the real TinyStories checkpoint: the greedy reference continuation, KV-cached
+ * logprobs equal to a full forward of the finished sequences (1e-4), seed reproducibility and batch
+ * independence, top-k = 1 equals greedy, stop ids and max-token limits, and bad requests.
+ */
+import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { loadCheckpoint } from '../model/checkpoint.js';
+import { Transformer } from '../model/transformer.js';
+import { logSoftmax, noGrad, Random } from '../tensor/index.js';
+import { applyMinP, applyTopK, applyTopP, chooseToken } from './logits.js';
+import { generate } from './sampler.js';
+
+const folder = join(new URL('../../', import.meta.url).pathname, '../shared/fixtures/models/tinystories-656k');
+const checkpoint = loadCheckpoint(folder);
+const model = Transformer.fromTensors(checkpoint.config, checkpoint.tensors);
+const reference = JSON.parse(readFileSync(join(folder, 'reference.json'), 'utf8'));
+const prompts = [reference.greedy.prompt_ids as number[], [1, 247, 411], [1, 80, 147, 201, 282]];
+
+describe('generate', () => {
+  it('reproduces the reference greedy continuation (temperature 0)', () => {
+    const [completion] = generate(model, { prompts: [prompts[0]], maxNewTokens: 60, temperature: 0, seed: 0 });
+    expect([...prompts[0], ...completion.ids]).toEqual(reference.greedy.output_ids);
+  });
+
+  it('KV-cached logprobs equal a full forward of each finished sequence (to 1e-4)', () => {
+    const completions = generate(model, { prompts, numSamples: 3, maxNewTokens: 12, temperature: 1, seed: 5 });
+    expect(completions).toHaveLength(9);
+    for (const completion of completions) {
+      const full = [...prompts[completion.promptIndex], ...completion.ids];
+      const logprobs = noGrad(() => logSoftmax(model.forward(Int32Array.from(full.slice(0, -1)), 1)));
+      const V = model.config.vocabSize;
+      const start = prompts[completion.promptIndex].length - 1;
+      completion.ids.forEach((id, i) => expect(Math.abs(logprobs.data[(start + i) * V + id] - completion.logprobs[i])).toBeLessThan(1e-4));
+    }
+  });
+
+  it('same seed → same samples; another seed → different ones; batching does not matter', () => {
+    const request = { prompts, numSamples: 2, maxNewTokens: 10, temperature: 1, seed: 9 };
+    const first = generate(model, request);
+    expect(generate(model, request).map((c) => c.ids)).toEqual(first.map((c) => c.ids));
+    expect(generate(model, { ...request, seed: 10 }).map((c) => c.ids)).not.toEqual(first.map((c) => c.ids));
+    const alone = generate(model, { ...request, prompts: [prompts[1]] });
+    // Prompt 1's generators depend on (seed, promptIndex, sample): compare with promptIndex 0 alone.
+    const againAsFirst = generate(model, { ...request, prompts: [prompts[1], prompts[0]] });
+    expect(againAsFirst.filter((c) => c.promptIndex === 0).map((c) => c.ids)).toEqual(alone.map((c) => c.ids));
+  });
+
+  it('top-k = 1 equals greedy', () => {
+    const greedy = generate(model, { prompts, maxNewTokens: 15, temperature: 0, seed: 1 });
+    const topOne = generate(model, { prompts, maxNewTokens: 15, temperature: 0.8, topK: 1, seed: 2 });
+    expect(topOne.map((c) => c.ids)).toEqual(greedy.map((c) => c.ids));
+  });
+
+  it('respects max new tokens and stop ids, and reports why it stopped', () => {
+    const [long] = generate(model, { prompts: [prompts[0]], maxNewTokens: 7, temperature: 1, seed: 3 });
+    expect(long.ids).toHaveLength(7);
+    expect(long.finishReason).toBe('length');
+    const stopId = long.ids[3];
+    const [stopped] = generate(model, { prompts: [prompts[0]], maxNewTokens: 7, temperature: 1, seed: 3, stopTokenIds: [stopId] });
+    expect(stopped.ids).toEqual(long.ids.slice(0, long.ids.indexOf(stopId) + 1));
+    expect(stopped.finishReason).toBe('stop');
+  });
+
+  it('rejects bad requests clearly', () => {
+    expect(() => generate(model, { prompts: [[]], maxNewTokens: 3, seed: 0 })).toThrow(/prompt 0 is empty/);
+    expect(() => generate(model, { prompts: [[1, 99999]], maxNewTokens: 3, seed: 0 })).toThrow(/prompt 0 token 1 is 99999, outside the vocabulary/);
+    expect(() => generate(model, { prompts: [[1]], maxNewTokens: 3, seed: 0, topP: 0 })).toThrow(/topP/);
+  });
+});
+
+describe('logit transforms', () => {
+  const row = Float32Array.from([Math.log(0.5), Math.log(0.3), Math.log(0.15), Math.log(0.05)]);
+  it('top-k, top-p and min-p keep what they should', () => {
+    expect(Array.from(applyTopK(row, 2)).map(Number.isFinite)).toEqual([true, true, false, false]);
+    expect(Array.from(applyTopP(row, 0.8)).map(Number.isFinite)).toEqual([true, true, false, false]); // 0.5+0.3 reaches 0.8
+    expect(Array.from(applyTopP(row, 0.81)).map(Number.isFinite)).toEqual([true, true, true, false]);
+    expect(Array.from(applyMinP(row, 0.2)).map(Number.isFinite)).toEqual([true, true, true, false]); // 0.05 < 0.2·0.5
+  });
+  it('sampling frequencies follow the probabilities', () => {
+    const random = new Random(4);
+    const counts = [0, 0, 0, 0];
+    for (let i = 0; i < 20000; i++) counts[chooseToken(row, { temperature: 1, topK: 0, topP: 1, minP: 0 }, random).id]++;
+    [0.5, 0.3, 0.15, 0.05].forEach((p, i) => expect(Math.abs(counts[i] / 20000 - p)).toBeLessThan(0.015));
+  });
+});

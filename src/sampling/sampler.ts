@@ -1,0 +1,160 @@
+/**
+ * Batched, KV-cached group sampling over token ids: each prompt is prefilled once, its cache is
+ * copied to its G samples, and all live sequences decode together (left-padded, with per-sequence
+ * positions and a key mask). Finished sequences leave the batch, so a step costs what the live
+ * ones need. Returns ids and the per-token logprobs of the sampled ids (GRPO's old-policy logprobs).
+ *
+ * Legend: B = live sequences, S = cache length (longest prompt + steps so far), Hkv, D as in the model.
+ * Is not: tokenizer-aware (ids in, ids out) or a training forward. Each sequence draws from its own
+ * generator derived from (seed, prompt, sample), so results do not depend on batch composition.
+ */
+import type { KvCache, Transformer } from '../model/transformer.js';
+import { noGrad, Random, Tensor } from '../tensor/index.js';
+import { chooseToken, type SamplingSettings } from './logits.js';
+
+export interface GenerateRequest extends Partial<SamplingSettings> {
+  /** Prompt token ids, one array per prompt (each non-empty). */
+  prompts: number[][];
+  /** Completions per prompt (the GRPO group size G). */
+  numSamples?: number;
+  maxNewTokens: number;
+  /** Generation stops after any of these ids (the stop id is kept in the completion). */
+  stopTokenIds?: number[];
+  seed: number;
+}
+
+export interface Completion {
+  promptIndex: number;
+  sampleIndex: number;
+  ids: number[];
+  /** Logprob of each generated id under logits / temperature (raw logits when greedy). */
+  logprobs: number[];
+  finishReason: 'stop' | 'length';
+}
+
+function validate(request: GenerateRequest, model: Transformer): void {
+  const limit = model.config.vocabSize;
+  if (!Number.isInteger(request.maxNewTokens) || request.maxNewTokens < 0) throw new Error(`generate: maxNewTokens must be a non-negative integer, got ${request.maxNewTokens}`);
+  const numSamples = request.numSamples ?? 1;
+  if (!Number.isInteger(numSamples) || numSamples < 1) throw new Error(`generate: numSamples must be a positive integer, got ${numSamples}`);
+  const temperature = request.temperature ?? 1;
+  if (!(temperature >= 0)) throw new Error(`generate: temperature must be >= 0, got ${temperature}`);
+  if (request.topP !== undefined && !(request.topP > 0 && request.topP <= 1)) throw new Error(`generate: topP must be in (0, 1], got ${request.topP}`);
+  if (request.minP !== undefined && !(request.minP >= 0 && request.minP < 1)) throw new Error(`generate: minP must be in [0, 1), got ${request.minP}`);
+  request.prompts.forEach((prompt, index) => {
+    if (prompt.length === 0) throw new Error(`generate: prompt ${index} is empty (it needs at least one token, e.g. BOS)`);
+    const bad = prompt.findIndex((id) => !(Number.isInteger(id) && id >= 0 && id < limit));
+    if (bad >= 0) throw new Error(`generate: prompt ${index} token ${bad} is ${prompt[bad]}, outside the vocabulary [0, ${limit})`);
+  });
+}
+
+/** Copies rows of a [B, Hkv, S, D] cache tensor into a new batch, left-padding to `length`. */
+function gatherRows(sources: { tensor: Tensor; row: number }[], length: number): Tensor {
+  const [, heads, , headDim] = sources[0].tensor.shape;
+  const output = new Float32Array(sources.length * heads * length * headDim);
+  sources.forEach(({ tensor, row }, b) => {
+    const sourceLength = tensor.shape[2];
+    for (let h = 0; h < heads; h++) {
+      const from = (row * heads + h) * sourceLength * headDim;
+      const to = ((b * heads + h) * length + (length - sourceLength)) * headDim;
+      output.set(tensor.data.subarray(from, from + sourceLength * headDim), to);
+    }
+  });
+  return new Tensor(output, [sources.length, heads, length, headDim]);
+}
+
+interface LiveSequence {
+  completion: Completion;
+  random: Random;
+  nextId: number;
+  position: number;
+}
+
+/** Samples `numSamples` completions for every prompt. */
+export function generate(model: Transformer, request: GenerateRequest): Completion[] {
+  validate(request, model);
+  const settings: SamplingSettings = { temperature: request.temperature ?? 1, topK: request.topK ?? 0, topP: request.topP ?? 1, minP: request.minP ?? 0 };
+  const numSamples = request.numSamples ?? 1;
+  const stop = new Set(request.stopTokenIds ?? model.config.eosTokenIds);
+  const completions: Completion[] = [];
+  if (request.maxNewTokens === 0) {
+    request.prompts.forEach((_, promptIndex) => {
+      for (let s = 0; s < numSamples; s++) completions.push({ promptIndex, sampleIndex: s, ids: [], logprobs: [], finishReason: 'length' });
+    });
+    return completions;
+  }
+  return noGrad(() => {
+    const V = model.config.vocabSize;
+    const live: LiveSequence[] = [];
+    const prefills: { cache: KvCache; length: number }[] = [];
+    // Prefill each prompt once; its G samples start from the same last-position logits.
+    request.prompts.forEach((prompt, promptIndex) => {
+      const cache = model.createCache();
+      const logits = model.forward(Int32Array.from(prompt), 1, { cache, logitRows: Int32Array.of(prompt.length - 1) });
+      prefills.push({ cache, length: prompt.length });
+      for (let sampleIndex = 0; sampleIndex < numSamples; sampleIndex++) {
+        const random = new Random(request.seed * 1_000_003 + promptIndex * 7919 + sampleIndex);
+        const completion: Completion = { promptIndex, sampleIndex, ids: [], logprobs: [], finishReason: 'length' };
+        completions.push(completion);
+        live.push({ completion, random, nextId: -1, position: prompt.length });
+        accept(live[live.length - 1], logits.data.subarray(0, V), settings, stop, request.maxNewTokens);
+      }
+    });
+    // Build the batched cache: every live sequence gets its prompt's cache, left-padded.
+    let active = live.filter((sequence) => sequence.completion.finishReason === 'length' && sequence.completion.ids.length < request.maxNewTokens);
+    if (active.length === 0) return completions;
+    let length = Math.max(...prefills.map((prefill) => prefill.length));
+    const cache = model.createCache();
+    for (let layer = 0; layer < model.config.numLayers; layer++) {
+      cache.keys[layer] = gatherRows(active.map((s) => ({ tensor: prefills[s.completion.promptIndex].cache.keys[layer]!, row: 0 })), length);
+      cache.values[layer] = gatherRows(active.map((s) => ({ tensor: prefills[s.completion.promptIndex].cache.values[layer]!, row: 0 })), length);
+    }
+    cache.length = length;
+    let keyMask = new Uint8Array(active.length * length);
+    active.forEach((s, b) => keyMask.fill(1, b * length + length - prefills[s.completion.promptIndex].length, (b + 1) * length));
+    while (active.length > 0) {
+      const B = active.length;
+      const S = length + 1;
+      const mask = new Uint8Array(B * S);
+      for (let b = 0; b < B; b++) {
+        mask.set(keyMask.subarray(b * length, (b + 1) * length), b * S);
+        mask[b * S + length] = 1;
+      }
+      const logits = model.forward(Int32Array.from(active, (s) => s.nextId), B, {
+        cache,
+        positions: Int32Array.from(active, (s) => s.position),
+        keyMask: mask,
+      }); // [B, 1, V]
+      active.forEach((sequence, b) => {
+        sequence.position++;
+        accept(sequence, logits.data.subarray(b * V, (b + 1) * V), settings, stop, request.maxNewTokens);
+      });
+      length = S;
+      keyMask = mask;
+      // Finished sequences leave the batch: keep only the rows still generating.
+      const keep = active.map((s, b) => ({ s, b })).filter(({ s }) => s.completion.finishReason === 'length' && s.completion.ids.length < request.maxNewTokens);
+      if (keep.length < active.length && keep.length > 0) {
+        for (let layer = 0; layer < model.config.numLayers; layer++) {
+          cache.keys[layer] = gatherRows(keep.map(({ b }) => ({ tensor: cache.keys[layer]!, row: b })), length);
+          cache.values[layer] = gatherRows(keep.map(({ b }) => ({ tensor: cache.values[layer]!, row: b })), length);
+        }
+        const compacted = new Uint8Array(keep.length * length);
+        keep.forEach(({ b }, row) => compacted.set(keyMask.subarray(b * length, (b + 1) * length), row * length));
+        keyMask = compacted;
+      }
+      active = keep.map(({ s }) => s);
+    }
+    return completions;
+  });
+}
+
+/** Chooses the next token for one sequence and records why it stopped, if it did. */
+function accept(sequence: LiveSequence, row: Float32Array, settings: SamplingSettings, stop: Set<number>, maxNewTokens: number): void {
+  const { id, logprob } = chooseToken(row, settings, sequence.random);
+  const completion = sequence.completion;
+  completion.ids.push(id);
+  completion.logprobs.push(logprob);
+  sequence.nextId = id;
+  if (stop.has(id)) completion.finishReason = 'stop';
+  else if (completion.ids.length >= maxNewTokens) completion.finishReason = 'length';
+}
