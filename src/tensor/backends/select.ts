@@ -9,6 +9,7 @@
 import { availableParallelism } from 'node:os';
 import type { Backend } from '../backend.js';
 import { createJsBackend } from './js.js';
+import { loadNativeBackend, nativeAddonStatus } from './native/native-backend.js';
 import { createWasmBackend } from './wasm/wasm-backend.js';
 
 /** Options every backend factory accepts. */
@@ -19,21 +20,14 @@ export interface BackendOptions {
 
 type BackendFactory = (options: { threads: number }) => Backend;
 
-/**
- * Hook for the future N-API `native` backend: returns null while the addon is absent (not built,
- * no compiler at install), so selection falls back to wasm. Replace the body with a call into
- * `./native/` once its loader exists; the rest of selection needs no change.
- */
-function loadNativeBackend(_options: { threads: number }): Backend | null {
-  return null;
-}
-
 const factories: Record<string, BackendFactory> = {
   js: () => createJsBackend(),
   wasm: (options) => createWasmBackend({ threads: options.threads }),
+  // loadNativeBackend returns null when the addon is absent (not built, no compiler at install);
+  // the fastest-available choice then falls through to wasm.
   native: (options) => {
-    const backend = loadNativeBackend(options);
-    if (!backend) throw new Error('backend "native" is not available: the native addon is not built');
+    const backend = loadNativeBackend({ threads: options.threads });
+    if (!backend) throw new Error(`backend "native" is not available: ${nativeAddonStatus().reason}`);
     return backend;
   },
 };
@@ -73,10 +67,11 @@ function announce(backend: Backend): void {
 }
 
 /** The first backend in preference order that loads (js always does). */
-function createFastest(options: BackendOptions): Backend {
+function createFastest(): Backend {
+  const threads = defaultThreads(); // outside the try: a bad GRPO_THREADS is an error, not "unavailable"
   for (const name of preference) {
     try {
-      return createBackend(name, options);
+      return createBackend(name, { threads });
     } catch {
       // Not available here (no addon, no WebAssembly SIMD/threads): try the next one.
     }
@@ -88,7 +83,7 @@ function createFastest(options: BackendOptions): Backend {
 export function getBackend(): Backend {
   if (!current) {
     const requested = process.env.GRPO_BACKEND;
-    current = requested ? createBackend(requested) : createFastest({});
+    current = requested ? createBackend(requested) : createFastest();
     ownsCurrent = true;
     announce(current);
   }

@@ -34,7 +34,7 @@ const PAGE_BYTES = 65536;
 const MAX_PAGES = 65536; // 4 GiB, as declared by the module (--max-memory)
 const INITIAL_PAGES = 32; // >= the module's declared minimum (data + 16 KiB stack)
 const PARAMS_WORDS = 14; // sizeof(Params) / 4 in kernels.c
-const WORKER_START_TIMEOUT_MS = 30_000;
+const WORKER_START_TIMEOUT_MS = 10_000;
 
 interface KernelExports {
   sgemm_thread(params: number, index: number, count: number): void;
@@ -102,6 +102,9 @@ export function createWasmBackend(options: WasmBackendOptions = {}): Backend {
   for (let index = 1; index < threads; index++) {
     const worker = new Worker(new URL('./worker.mjs', import.meta.url), {
       workerData: { module, memory, control: control.buffer, index },
+      // worker.mjs is plain JS: it needs no loader (tsx) and must not inherit flags such as
+      // --input-type or --eval, which make a worker fail before it can signal the calling thread.
+      execArgv: [],
     });
     worker.unref(); // an idle backend must not keep the process alive
     workers.push(worker);
@@ -124,7 +127,10 @@ export function createWasmBackend(options: WasmBackendOptions = {}): Backend {
     for (;;) {
       const ready = Atomics.load(control, CONTROL_READY);
       if (ready === workers.length) break;
-      if (Date.now() > deadline) throw new Error(`wasm backend: only ${ready} of ${workers.length} workers started`);
+      if (Date.now() > deadline) throw new Error(
+          `wasm backend: only ${ready} of ${workers.length} worker threads started within ` +
+            `${WORKER_START_TIMEOUT_MS / 1000} s (could worker.mjs or kernels.wasm not load?)`,
+        );
       Atomics.wait(control, CONTROL_READY, ready, 100);
     }
     workersReady = true;
