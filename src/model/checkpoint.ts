@@ -141,6 +141,8 @@ export interface SaveCheckpointInput {
   generationConfig?: Record<string, unknown> | null;
   /** Folder whose tokenizer files (and generation_config.json, if none is given) are copied through. */
   sourceDir?: string;
+  /** Further files to write, name → text (e.g. CharTokenizer.toHfFiles()); they win over copied ones. */
+  extraFiles?: Record<string, string>;
 }
 
 function writeFileDurably(file: string, bytes: Buffer | string): void {
@@ -187,6 +189,10 @@ export function saveCheckpoint(directory: string, input: SaveCheckpointInput): v
         const source = join(input.sourceDir, name);
         if (existsSync(source)) copyFileSync(source, join(temporary, name));
       }
+    }
+    for (const [name, text] of Object.entries(input.extraFiles ?? {})) {
+      if (name !== basename(name) || name.startsWith('.')) throw new Error(`saveCheckpoint: extra file name ${JSON.stringify(name)} must be a plain file name`);
+      writeFileDurably(join(temporary, name), text);
     }
     replaceFolder(temporary, target, stamp);
   } catch (error) {
