@@ -1,0 +1,168 @@
+/**
+ * Tests of the code-execution reward and its sandbox: real HumanEval/MBPP canonical solutions
+ * pass, wrong ones get partial credit, and hostile programs (infinite loop, fork bomb, huge
+ * output, memory hog, reading the parent's files and environment, network, exit-before-tests)
+ * are contained. Every hostile case is bounded by a short timeout and checks that nothing it
+ * started survives.
+ */
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { afterAll, describe, expect, it } from 'vitest';
+import { codeTests, extractCode, humanEvalRow, mbppRow, runSandboxed, runTests, sandboxCapabilities } from './code.js';
+import { makeRewardInput } from './types.js';
+
+const data = (path: string) => new URL(`../../../shared/data/${path}`, import.meta.url);
+const capabilities = sandboxCapabilities();
+
+/** Pids of processes whose command line mentions a sandbox work dir (none may outlive a run). */
+function sandboxProcesses(): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('grpo-sandbox-')) pids.push(Number(entry));
+    } catch {
+      // ended while we looked
+    }
+  }
+  return pids;
+}
+
+afterAll(() => {
+  expect(sandboxProcesses()).toEqual([]);
+});
+
+describe('extractCode', () => {
+  const cases: Array<[string, string, string]> = [
+    ['Here:\n```python\nx = 1\n```\nand\n```python\nx = 2\n```', 'x = 2\n', 'last python block'],
+    ['```\nplain\n```', 'plain\n', 'untagged block'],
+    ['def f(): pass', 'def f(): pass', 'no fence: the whole text'],
+  ];
+  it.each(cases)('%j → %j (%s)', (completion, expected) => expect(extractCode(completion, 'python')).toBe(expected));
+});
+
+describe('codeTests on real datasets', () => {
+  it('HumanEval canonical solutions pass; a wrong body fails', async () => {
+    const rows = gunzipSync(readFileSync(data('humaneval/HumanEval.jsonl.gz'))).toString('utf8').trim().split('\n').slice(0, 3).map((line) => JSON.parse(line));
+    const reward = codeTests({ prefixColumn: 'prompt' });
+    for (const row of rows) {
+      const columns = humanEvalRow(row);
+      expect(await reward(makeRewardInput({ completion: row.canonical_solution, row: columns }))).toBe(1);
+      expect(await reward(makeRewardInput({ completion: '    return None\n', row: columns }))).toBe(0); // the check asserts fail
+    }
+  });
+
+  it('MBPP canonical solutions pass all asserts; a partly right one gets partial credit', async () => {
+    const rows = readFileSync(data('mbpp/mbpp.jsonl'), 'utf8').trim().split('\n').slice(0, 3).map((line) => JSON.parse(line));
+    const reward = codeTests({ setupColumn: 'setup' });
+    for (const row of rows) expect(await reward(makeRewardInput({ completion: `\`\`\`python\n${row.code}\n\`\`\``, row: mbppRow(row) }))).toBe(1);
+    const tests = ['assert double(1) == 2', 'assert double(2) == 4', 'assert double(0) == 0'];
+    // returns 2 for every input: right for 1 only, so 1 of 3 asserts pass
+    expect(await reward(makeRewardInput({ completion: 'def double(x):\n    return 2', row: { tests } }))).toBeCloseTo(1 / 3, 12);
+  });
+
+  it('runs JavaScript with assert in scope', async () => {
+    const reward = codeTests({ language: 'javascript' });
+    const tests = ['assert.strictEqual(add(1, 2), 3)', 'assert.strictEqual(add(-1, 1), 0)', 'assert.strictEqual(add(2, 2), 5)'];
+    const completion = '```js\nfunction add(a, b) { return a + b; }\n```';
+    expect(await reward(makeRewardInput({ completion, row: { tests } }))).toBeCloseTo(2 / 3, 12); // the third test is wrong on purpose
+  });
+
+  it('a syntax error scores 0, no tests scores null, a bad tests column is an error', async () => {
+    const reward = codeTests();
+    expect(await reward(makeRewardInput({ completion: 'def broken(:', row: { tests: ['assert True'] } }))).toBe(0);
+    expect(await reward(makeRewardInput({ completion: 'x = 1', row: { tests: [] } }))).toBeNull();
+    await expect(reward(makeRewardInput({ completion: 'x = 1', row: { tests: 3 } }))).rejects.toThrow(/column "tests"/);
+  });
+});
+
+describe('sandbox containment', () => {
+  it('reports which layers are active on this machine', () => {
+    // on Linux as root with util-linux every layer is expected; elsewhere the fallbacks apply
+    if (process.platform === 'linux' && process.getuid?.() === 0) expect(capabilities).toEqual({ namespaces: true, separateUser: true, resourceLimits: true });
+    else expect(capabilities.namespaces).toBe(false);
+  });
+
+  it('kills an infinite loop at the wall-clock limit', async () => {
+    const result = await runSandboxed('while True:\n    pass', { language: 'python', timeoutMs: 300 });
+    expect(result.timedOut).toBe(true);
+    expect(result.durationMs).toBeLessThan(3000);
+    expect(sandboxProcesses()).toEqual([]);
+  });
+
+  it('contains a fork bomb and leaves no process behind, even ones that left the process group', async () => {
+    const bomb = 'import os\nwhile True:\n    try:\n        if os.fork() == 0:\n            os.setsid()\n    except OSError:\n        pass';
+    const result = await runSandboxed(bomb, { language: 'python', timeoutMs: 1000, maxProcesses: 16 });
+    expect(result.timedOut).toBe(true);
+    expect(sandboxProcesses()).toEqual([]);
+  });
+
+  it('caps live processes and kills background children when the program exits', async () => {
+    const spawner = 'import os, time\nn = 0\nfor i in range(100):\n    try:\n        if os.fork() == 0:\n            time.sleep(30)\n            os._exit(0)\n        n += 1\n    except OSError:\n        break\nprint(n)';
+    const result = await runSandboxed(spawner, { language: 'python', maxProcesses: 16, timeoutMs: 3000 });
+    expect(result.timedOut).toBe(false); // it exits at once; the sleeping children must not keep it alive
+    if (capabilities.separateUser) expect(Number(result.stdout.trim())).toBe(15); // 16 processes including itself
+    expect(sandboxProcesses()).toEqual([]); // the 30 s sleepers are gone
+  });
+
+  it('stops a program that floods its output', async () => {
+    const result = await runSandboxed('while True:\n    print("x" * 10000)', { language: 'python', timeoutMs: 3000, maxOutputBytes: 50_000 });
+    expect(result.outputTruncated).toBe(true);
+    expect(result.timedOut).toBe(false); // killed for its output, long before the time limit
+    expect(result.stdout.length + result.stderr.length).toBeLessThanOrEqual(50_000);
+  });
+
+  it('refuses memory beyond the limit', async () => {
+    const hog = 'try:\n    block = bytearray(1024 * 1024 * 1024)\n    print("allocated")\nexcept MemoryError:\n    print("refused")';
+    const result = await runSandboxed(hog, { language: 'python', memoryMb: 256, timeoutMs: 3000 });
+    expect(result.stdout.trim()).toBe('refused'); // 1 GiB under a 256 MiB limit
+  });
+
+  it('cannot see the parent environment or read the parent\'s private files', async () => {
+    const secretDir = mkdtempSync(join(tmpdir(), 'grpo-secret-'));
+    const secretFile = join(secretDir, 'secret.txt');
+    writeFileSync(secretFile, 'TOP-SECRET', { mode: 0o600 });
+    process.env.GRPO_TEST_SECRET = 'TOP-SECRET-ENV';
+    try {
+      const probe = `import os\nprint(sorted(os.environ))\nprint(os.listdir('.'))\ntry:\n    print(open(${JSON.stringify(secretFile)}).read())\nexcept OSError as error:\n    print('refused', type(error).__name__)`;
+      const result = await runSandboxed(probe, { language: 'python' });
+      expect(result.stdout).not.toContain('TOP-SECRET');
+      expect(result.stdout).toContain("['HOME', 'LANG', 'PATH']"); // nothing inherited
+      expect(result.stdout).toContain("['main.py']"); // the work dir holds only the program
+      if (capabilities.separateUser) expect(result.stdout).toContain('refused PermissionError');
+    } finally {
+      delete process.env.GRPO_TEST_SECRET;
+      rmSync(secretDir, { recursive: true, force: true });
+    }
+  });
+
+  it('has no network when namespaces are available', async () => {
+    const server = createServer((socket) => socket.end('hello'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as { port: number }).port;
+    try {
+      const probe = `import socket\ntry:\n    socket.create_connection(('127.0.0.1', ${port}), timeout=1).recv(5)\n    print('connected')\nexcept OSError:\n    print('no network')`;
+      const result = await runSandboxed(probe, { language: 'python', timeoutMs: 3000 });
+      expect(result.stdout.trim()).toBe(capabilities.namespaces ? 'no network' : 'connected');
+    } finally {
+      server.close();
+    }
+  });
+
+  it('an exit before the tests or faked result lines do not pass', async () => {
+    const exitEarly = await runTests('import sys\nsys.exit(0)', ['assert True'], { language: 'python' });
+    expect(exitEarly.passed).toBe(0); // SystemExit at load time is a load error
+    const hardExit = await runTests('import os\nos._exit(0)', ['assert True'], { language: 'python' });
+    expect(hardExit.passed).toBe(0); // no result line at all
+    const forged = await runTests('print("deadbeef pass 0")\nimport os\nos._exit(0)', ['assert False'], { language: 'python' });
+    expect(forged.passed).toBe(0); // the nonce cannot be guessed
+  });
+
+  it('removes the work directory', async () => {
+    const result = await runSandboxed('import os\nprint(os.getcwd())', { language: 'python' });
+    expect(() => readdirSync(result.stdout.trim())).toThrow(/ENOENT/);
+  });
+});
