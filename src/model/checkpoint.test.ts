@@ -22,7 +22,9 @@ interface Reference {
   backward: { gradients: Record<string, { shape: number[] }> };
 }
 const readReference = (folder: string): Reference => JSON.parse(readFileSync(join(folder, 'reference.json'), 'utf8'));
-const bits = (data: Float32Array): Uint32Array => new Uint32Array(data.buffer, data.byteOffset, data.length);
+const bytesOf = (data: Float32Array): Buffer => Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+/** Bit-for-bit equality (NaN payloads and -0 included); a byte compare, as deep-equal is slow on large arrays. */
+const sameBits = (a: Float32Array, b: Float32Array): boolean => a.length === b.length && bytesOf(a).equals(bytesOf(b));
 
 /** Reference gradients are keyed by the names in the file; a tied TinyStories stores lm_head.weight. */
 function expectShapesMatchReference(checkpoint: Checkpoint, reference: Reference): void {
@@ -49,7 +51,7 @@ describe('loadCheckpoint', () => {
     );
     // The stored lm_head.weight is the very matrix served as embeddings.
     const raw = readSafetensors(join(tinyStories, 'model.safetensors'), ['lm_head.weight']).get('lm_head.weight')!;
-    expect(bits(checkpoint.tensors.get('model.embed_tokens.weight')!.data)).toEqual(bits(raw.data));
+    expect(sameBits(checkpoint.tensors.get('model.embed_tokens.weight')!.data, raw.data)).toBe(true);
   });
 
   for (const name of FIXTURE_NAMES) {
@@ -90,7 +92,7 @@ describe('saveCheckpoint', () => {
       expect([...back.tensors.keys()]).toEqual([...original.tensors.keys()]);
       for (const [tensorName, tensor] of original.tensors) {
         expect(back.tensors.get(tensorName)!.shape).toEqual(tensor.shape);
-        expect(bits(back.tensors.get(tensorName)!.data)).toEqual(bits(tensor.data));
+        expect(sameBits(back.tensors.get(tensorName)!.data, tensor.data), tensorName).toBe(true);
       }
       expect(readSafetensors(join(target, 'model.safetensors')).size).toBe(original.tensors.size);
     });

@@ -36,6 +36,7 @@ export interface SafetensorsHeader {
   fileSize: number;
 }
 
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 const BYTES_PER_ELEMENT: Record<SafetensorsDtype, number> = { F32: 4, F16: 2, BF16: 2 };
 // The format's own limit on header size; a larger value means a corrupt or foreign file.
 const MAX_HEADER_BYTES = 100_000_000;
@@ -134,7 +135,9 @@ export function decodeToFloat32(bytes: Buffer, dtype: SafetensorsDtype): Float32
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const count = bytes.byteLength / BYTES_PER_ELEMENT[dtype];
   const out = new Float32Array(count);
-  if (dtype === 'F32') {
+  if (dtype === 'F32' && LITTLE_ENDIAN) {
+    new Uint8Array(out.buffer).set(bytes); // same byte order: a plain copy is exact
+  } else if (dtype === 'F32') {
     for (let i = 0; i < count; i++) out[i] = view.getFloat32(i * 4, true);
   } else if (dtype === 'F16') {
     // A 64 K lookup table would be faster, but half-precision checkpoints are rare here; exactness matters more.
