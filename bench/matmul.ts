@@ -1,0 +1,126 @@
+/**
+ * Bench scenario `matmul`: GFLOP/s of single-precision matmul per backend, thread count and shape.
+ *
+ * Is: `npm run bench -- matmul [--json] [--repeats 5] [--threads 1,2] [--backends js,wasm]
+ * [--shapes 512x512x512,...] [--peak-per-core 116]`. Shapes are MxKxN: C[M,N] = A[M,K] · B[K,N],
+ * no transposes. Each line is the best of `repeats` timed runs after one warm-up; peakFraction is
+ * gflops / (threads x peak-per-core), the default peak being 116 GFLOP/s per core (FP32 FMA on the
+ * 2-core Zen4 this project targets). js is single-threaded and slow: it is timed once per shape,
+ * with threads 1 only. With --json, one JSON line per (backend, threads, shape); else a table.
+ * Is not: a test; numbers on a shared machine vary, so compare lines from the same run only.
+ */
+import { performance } from 'node:perf_hooks';
+import type { Backend, MatmulShape } from '../src/tensor/backend.js';
+import { createBackend } from '../src/tensor/backends/select.js';
+
+const DEFAULT_SHAPES = '512x512x512,1024x1024x1024,2048x256x1024,2048x1024x256';
+
+interface Settings {
+  json: boolean;
+  repeats: number;
+  threads: number[];
+  backends: string[];
+  sizes: Array<{ M: number; K: number; N: number }>;
+  peakPerCore: number;
+}
+
+/** One measured line. */
+interface Measurement {
+  backend: string;
+  threads: number;
+  M: number;
+  K: number;
+  N: number;
+  seconds: number;
+  gflops: number;
+  peakFraction: number;
+}
+
+function parseArguments(argv: string[]): Settings {
+  const value = (flag: string, fallback: string): string => {
+    const index = argv.indexOf(flag);
+    return index >= 0 && index + 1 < argv.length ? argv[index + 1] : fallback;
+  };
+  const sizes = value('--shapes', DEFAULT_SHAPES).split(',').map((text) => {
+    const parts = text.split('x').map(Number);
+    if (parts.length !== 3 || !parts.every((part) => Number.isInteger(part) && part > 0)) {
+      throw new Error(`--shapes: '${text}' is not MxKxN with positive integers`);
+    }
+    return { M: parts[0], K: parts[1], N: parts[2] };
+  });
+  const threads = value('--threads', '1,2').split(',').map(Number);
+  const repeats = Number(value('--repeats', '5'));
+  const peakPerCore = Number(value('--peak-per-core', '116'));
+  const backends = value('--backends', 'js,wasm').split(',');
+  if (!threads.every((count) => Number.isInteger(count) && count > 0)) throw new Error('--threads: positive integers');
+  if (!Number.isInteger(repeats) || repeats < 1) throw new Error('--repeats: a positive integer');
+  if (!(peakPerCore > 0)) throw new Error('--peak-per-core: a positive number of GFLOP/s');
+  return { json: argv.includes('--json'), repeats, threads, backends, sizes, peakPerCore };
+}
+
+/** Seeded values in [-1, 1) so every run multiplies the same matrices. */
+function randomMatrix(length: number, seed: number): Float32Array {
+  const out = new Float32Array(length);
+  let state = seed >>> 0 || 1;
+  for (let i = 0; i < length; i++) {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    out[i] = state / 2 ** 31 - 1;
+  }
+  return out;
+}
+
+/** Best wall time in seconds of `repeats` runs after one warm-up run (none for `repeats` = 1). */
+function bestSeconds(backend: Backend, size: { M: number; K: number; N: number }, repeats: number): number {
+  const { M, K, N } = size;
+  const shape: MatmulShape = {
+    batch: 1, M, K, N, transposeA: false, transposeB: false, aBatchStride: 0, bBatchStride: 0, accumulate: false,
+  };
+  const a = randomMatrix(M * K, 1);
+  const b = randomMatrix(K * N, 2);
+  const out = new Float32Array(M * N);
+  if (repeats > 1) backend.matmul(a, b, out, shape);
+  let best = Number.POSITIVE_INFINITY;
+  for (let run = 0; run < repeats; run++) {
+    const start = performance.now();
+    backend.matmul(a, b, out, shape);
+    best = Math.min(best, (performance.now() - start) / 1000);
+  }
+  return best;
+}
+
+function report(measurement: Measurement, json: boolean): void {
+  if (json) {
+    console.log(JSON.stringify(measurement));
+    return;
+  }
+  const { backend, threads, M, K, N, seconds, gflops, peakFraction } = measurement;
+  const shape = `${M}x${K}x${N}`.padEnd(16);
+  console.log(
+    `${backend.padEnd(8)}${String(threads).padStart(7)}  ${shape}${(seconds * 1000).toFixed(2).padStart(10)}` +
+      `${gflops.toFixed(1).padStart(9)}${(peakFraction * 100).toFixed(1).padStart(8)}%`,
+  );
+}
+
+/** Runs the scenario; see the file header for flags. */
+export async function main(argv: string[]): Promise<void> {
+  const settings = parseArguments(argv);
+  if (!settings.json) console.log(`${'backend'.padEnd(8)}threads  ${'MxKxN'.padEnd(16)}        ms   GFLOP/s    peak`);
+  for (const name of settings.backends) {
+    // js has no threads: one line per shape; its plain loops take seconds, so one untimed-warm-up-free run.
+    const threadCounts = name === 'js' ? [1] : settings.threads;
+    for (const threads of threadCounts) {
+      const backend = createBackend(name, { threads });
+      try {
+        if (name === 'js') bestSeconds(backend, { M: 64, K: 64, N: 64 }, 3); // JIT warm-up
+        for (const size of settings.sizes) {
+          const seconds = bestSeconds(backend, size, name === 'js' ? 1 : settings.repeats);
+          const gflops = (2 * size.M * size.K * size.N) / seconds / 1e9;
+          const peakFraction = gflops / (backend.threads * settings.peakPerCore);
+          report({ backend: name, threads: backend.threads, ...size, seconds, gflops, peakFraction }, settings.json);
+        }
+      } finally {
+        backend.dispose();
+      }
+    }
+  }
+}
