@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type Checkpoint, expectedTensorShapes, loadCheckpoint, saveCheckpoint } from './checkpoint.js';
+import { type Checkpoint, expectedTensorShapes, loadCheckpoint, resolveStopTokenIds, saveCheckpoint } from './checkpoint.js';
 import { encodeSafetensors, readSafetensors, writeSafetensors } from './safetensors.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -77,6 +77,20 @@ describe('loadCheckpoint', () => {
     expect(qwen3.get('model.layers.0.self_attn.q_norm.weight')).toEqual([16]);
     expect(qwen3.get('model.layers.0.self_attn.q_proj.weight')).toEqual([32, 32]);
     expect(qwen3.get('model.layers.0.self_attn.o_proj.weight')).toEqual([32, 32]);
+  });
+});
+
+describe('resolveStopTokenIds', () => {
+  const config = loadCheckpoint(join(fixtures, 'qwen2-bias-untied')).config; // eos_token_id 2
+
+  it('merges generation_config and config ids without duplicates', () => {
+    expect(resolveStopTokenIds(config, null)).toEqual([2]);
+    expect(resolveStopTokenIds(config, { eos_token_id: 2 })).toEqual([2]);
+    expect(resolveStopTokenIds(config, { eos_token_id: [5, 2] })).toEqual([5, 2]);
+  });
+
+  it('names an eos id outside the vocabulary', () => {
+    expect(() => resolveStopTokenIds(config, { eos_token_id: [96] })).toThrow(/generation_config\.json: field "eos_token_id" has 96, not a token id below vocab_size 96/);
   });
 });
 

@@ -134,6 +134,21 @@ export function loadCheckpoint(directory: string): Checkpoint {
   return { config, tensors: checked, generationConfig, files };
 }
 
+/**
+ * The ids that end generation: generation_config.json's eos_token_id (a number or a list, e.g. Llama 3's
+ * <|eot_id|> beside <|end_of_text|>) together with config.json's, without duplicates.
+ */
+export function resolveStopTokenIds(config: ModelConfig, generationConfig: Record<string, unknown> | null): number[] {
+  const fromGeneration = generationConfig?.eos_token_id;
+  const list = Array.isArray(fromGeneration) ? fromGeneration : fromGeneration === undefined || fromGeneration === null ? [] : [fromGeneration];
+  for (const id of list) {
+    if (!Number.isInteger(id) || (id as number) < 0 || (id as number) >= config.vocabSize) {
+      throw new Error(`generation_config.json: field "eos_token_id" has ${JSON.stringify(id)}, not a token id below vocab_size ${config.vocabSize}`);
+    }
+  }
+  return [...new Set([...(list as number[]), ...config.eosTokenIds])];
+}
+
 /** What saveCheckpoint writes: the config, the tensors, optional generation defaults and a folder to copy tokenizer files from. */
 export interface SaveCheckpointInput {
   config: ModelConfig;

@@ -130,6 +130,17 @@ export function float16BitsToNumber(bits: number): number {
   return sign * (1 + mantissa / 1024) * 2 ** (exponent - 15);
 }
 
+let float16Values: Float32Array | null = null;
+
+/** All 65,536 half-precision values as float32 (every half is exactly representable), built on first use. */
+function float16Table(): Float32Array {
+  if (!float16Values) {
+    float16Values = new Float32Array(65536);
+    for (let bits = 0; bits < 65536; bits++) float16Values[bits] = float16BitsToNumber(bits);
+  }
+  return float16Values;
+}
+
 /** Converts raw little-endian bytes of the given dtype to float32 values. */
 export function decodeToFloat32(bytes: Buffer, dtype: SafetensorsDtype): Float32Array {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -140,8 +151,8 @@ export function decodeToFloat32(bytes: Buffer, dtype: SafetensorsDtype): Float32
   } else if (dtype === 'F32') {
     for (let i = 0; i < count; i++) out[i] = view.getFloat32(i * 4, true);
   } else if (dtype === 'F16') {
-    // A 64 K lookup table would be faster, but half-precision checkpoints are rare here; exactness matters more.
-    for (let i = 0; i < count; i++) out[i] = float16BitsToNumber(view.getUint16(i * 2, true));
+    const table = float16Table();
+    for (let i = 0; i < count; i++) out[i] = table[view.getUint16(i * 2, true)];
   } else {
     // bfloat16 is the top half of a float32: shifting the bits back is exact, NaN payloads included.
     const bits = new Uint32Array(out.buffer);
