@@ -6,7 +6,9 @@
  * Is not: part of the library or a runtime dependency.
  *
  * usage: matmul-openblas <threads> <repeats> <M>x<K>x<N> [...]   (row-major, no transposes, beta = 0)
+ *        matmul-openblas config                                  (prints OpenBLAS's build/core string)
  */
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -35,6 +37,10 @@ static float *random_floats(size_t count, unsigned *state) {
 }
 
 int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "config") == 0) {
+    printf("%s\n", openblas_get_config());
+    return 0;
+  }
   if (argc < 4) {
     fprintf(stderr, "usage: %s <threads> <repeats> <M>x<K>x<N> [...]\n", argv[0]);
     return 2;

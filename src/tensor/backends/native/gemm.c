@@ -18,6 +18,10 @@
 #define KC 256
 #define MC_TARGET 336
 #define NC_TARGET 4096
+/* Up to this many rows, a transposed B is read by dot products instead of being packed. */
+#define DOT_MAX_M 32
+/* Up to this many rows, a plain B is streamed row by row instead of being packed. */
+#define ROWS_MAX_M 12
 /* Below this many flops the pool's wake-up latency costs more than a second thread saves. */
 #define PARALLEL_MIN_FLOPS 4.0e6
 
@@ -29,7 +33,8 @@ typedef struct {
 struct gemm_context {
   const gemm_kernel *kernel;
   int threads;
-  int64_t mc, nc;
+  int64_t mc, kc, nc;
+  int64_t dot_max_m, rows_max_m;
   thread_pool *pool;
   workspace *spaces;
 };
@@ -45,8 +50,13 @@ gemm_context *gemm_context_create(const gemm_kernel *kernel, int threads) {
   if (!ctx) return NULL;
   ctx->kernel = kernel;
   ctx->threads = threads;
-  ctx->mc = (MC_TARGET / kernel->mr) * kernel->mr;
-  ctx->nc = (NC_TARGET / kernel->nr) * kernel->nr;
+  int64_t mc_target = getenv("GRPO_MC") ? atoi(getenv("GRPO_MC")) : MC_TARGET;
+  int64_t nc_target = getenv("GRPO_NC") ? atoi(getenv("GRPO_NC")) : NC_TARGET;
+  ctx->kc = getenv("GRPO_KC") ? atoi(getenv("GRPO_KC")) : KC;
+  ctx->dot_max_m = getenv("GRPO_DOT") ? atoi(getenv("GRPO_DOT")) : DOT_MAX_M;
+  ctx->rows_max_m = getenv("GRPO_ROWS") ? atoi(getenv("GRPO_ROWS")) : ROWS_MAX_M;
+  ctx->mc = (mc_target / kernel->mr) * kernel->mr;
+  ctx->nc = (nc_target / kernel->nr) * kernel->nr;
   ctx->spaces = calloc((size_t)threads, sizeof(workspace));
   ctx->pool = thread_pool_create(threads);
   if (!ctx->spaces || !ctx->pool) {
@@ -54,8 +64,8 @@ gemm_context *gemm_context_create(const gemm_kernel *kernel, int threads) {
     return NULL;
   }
   for (int t = 0; t < threads; t++) {
-    ctx->spaces[t].pack_a = alloc_floats(ctx->mc * KC);
-    ctx->spaces[t].pack_b = alloc_floats(KC * ctx->nc);
+    ctx->spaces[t].pack_a = alloc_floats(ctx->mc * ctx->kc);
+    ctx->spaces[t].pack_b = alloc_floats(ctx->kc * ctx->nc);
     if (!ctx->spaces[t].pack_a || !ctx->spaces[t].pack_b) {
       gemm_context_destroy(ctx);
       return NULL;
@@ -110,17 +120,23 @@ static void pack_a(const operands *op, int64_t i0, int64_t mc, int64_t p0, int64
 }
 
 /* Packs op(B)[p0:p0+kc, j0:j0+nc] into NR-column panels, k-major inside a panel, zero-padding columns. */
-static void pack_b(const operands *op, int64_t p0, int64_t kc, int64_t j0, int64_t nc, int nr, float *dst) {
+static void pack_b(const operands *op, const gemm_kernel *kernel, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
+                   float *dst) {
   const gemm_shape *s = op->shape;
+  const int nr = kernel->nr;
   for (int64_t jp = 0; jp < nc; jp += nr, dst += (int64_t)nr * kc) {
     int64_t cols = nc - jp < nr ? nc - jp : nr;
-    if (s->transpose_b) { /* stored [N, K]: a column of op(B) is contiguous in k */
-      for (int64_t col = 0; col < cols; col++) {
-        const float *src = op->b + (j0 + jp + col) * s->K + p0;
-        for (int64_t k = 0; k < kc; k++) dst[k * nr + col] = src[k];
+    if (s->transpose_b && kernel->pack_bt) {
+      kernel->pack_bt(op->b + (j0 + jp) * s->K + p0, s->K, kc, cols, dst);
+    } else if (s->transpose_b) {
+      /* Stored [N, K]. Writing dst in order and reading nr rows of B side by side keeps those nr cache
+       * lines in L1 for 16 consecutive k, which beats strided writes into the panel. */
+      const float *src = op->b + (j0 + jp) * s->K + p0;
+      for (int64_t k = 0; k < kc; k++) {
+        float *d = dst + k * nr;
+        for (int64_t col = 0; col < cols; col++) d[col] = src[col * s->K + k];
+        for (int64_t col = cols; col < nr; col++) d[col] = 0.0f;
       }
-      for (int64_t col = cols; col < nr; col++)
-        for (int64_t k = 0; k < kc; k++) dst[k * nr + col] = 0.0f;
     } else {
       for (int64_t k = 0; k < kc; k++) {
         const float *src = op->b + (p0 + k) * s->N + j0 + jp;
@@ -133,10 +149,10 @@ static void pack_b(const operands *op, int64_t p0, int64_t kc, int64_t j0, int64
 }
 
 /* Edge tile: run the full kernel into a scratch tile, then write (or add) only the valid part. */
-static void edge_tile(const gemm_kernel *kernel, int64_t kc, const float *pa, const float *pb, float *c,
-                      int64_t ldc, int64_t rows, int64_t cols, int add) {
+static void edge_tile(const gemm_kernel *kernel, int64_t kc, const float *pa, const float *pb, int64_t ldb,
+                      float *c, int64_t ldc, int64_t rows, int64_t cols, int add) {
   float tile[16 * 64] __attribute__((aligned(64)));
-  kernel->kernel(kc, pa, pb, kernel->nr, tile, kernel->nr, 0);
+  kernel->kernel(kc, pa, pb, ldb, tile, kernel->nr, 0);
   for (int64_t i = 0; i < rows; i++) {
     float *ci = c + i * ldc;
     const float *ti = tile + i * kernel->nr;
@@ -144,6 +160,34 @@ static void edge_tile(const gemm_kernel *kernel, int64_t kc, const float *pa, co
       for (int64_t j = 0; j < cols; j++) ci[j] += ti[j];
     else
       for (int64_t j = 0; j < cols; j++) ci[j] = ti[j];
+  }
+}
+
+/*
+ * Few rows (decoding): no packing of B, which would cost as much as the product. A transposed B is read by
+ * dot products of rows (dot_kernel_fn), a plain B by streaming its rows (row_kernel_fn).
+ */
+static void gemm_block_few_rows(const gemm_context *ctx, workspace *space, const operands *op, int64_t m0,
+                                int64_t m1, int64_t n0, int64_t n1) {
+  const gemm_shape *s = op->shape;
+  const int64_t K = s->K, N = s->N, rows = m1 - m0;
+  for (int64_t pc = 0; pc < K; pc += ctx->kc) {
+    int64_t kc = K - pc < ctx->kc ? K - pc : ctx->kc;
+    const float *a = op->a + m0 * K + pc;
+    int64_t lda = K;
+    if (s->transpose_a) { /* stored [K, M]: copy the few rows of op(A) out, row-major */
+      float *dst = space->pack_a;
+      for (int64_t k = 0; k < kc; k++)
+        for (int64_t r = 0; r < rows; r++) dst[r * kc + k] = op->a[(pc + k) * s->M + m0 + r];
+      a = dst;
+      lda = kc;
+    }
+    float *c = op->c + m0 * N + n0;
+    int add = s->accumulate || pc > 0;
+    if (s->transpose_b)
+      ctx->kernel->dot(rows, n1 - n0, kc, a, lda, op->b + n0 * K + pc, K, c, N, add);
+    else
+      ctx->kernel->rows(rows, n1 - n0, kc, a, lda, op->b + pc * N + n0, N, c, N, add);
   }
 }
 
@@ -159,18 +203,22 @@ static void gemm_block(const gemm_context *ctx, workspace *space, const operands
       for (int64_t i = m0; i < m1; i++) memset(op->c + i * N + n0, 0, (size_t)(n1 - n0) * sizeof(float));
     return;
   }
+  if (m1 - m0 <= (s->transpose_b ? ctx->dot_max_m : ctx->rows_max_m)) {
+    gemm_block_few_rows(ctx, space, op, m0, m1, n0, n1);
+    return;
+  }
   for (int64_t jc = n0; jc < n1; jc += ctx->nc) {
     int64_t nc = n1 - jc < ctx->nc ? n1 - jc : ctx->nc;
-    for (int64_t pc = 0; pc < s->K; pc += KC) {
-      int64_t kc = s->K - pc < KC ? s->K - pc : KC;
+    for (int64_t pc = 0; pc < s->K; pc += ctx->kc) {
+      int64_t kc = s->K - pc < ctx->kc ? s->K - pc : ctx->kc;
       int add = s->accumulate || pc > 0;
-      pack_b(op, pc, kc, jc, nc, nr, space->pack_b);
+      pack_b(op, kernel, pc, kc, jc, nc, space->pack_b);
       for (int64_t ic = m0; ic < m1; ic += ctx->mc) {
         int64_t mc = m1 - ic < ctx->mc ? m1 - ic : ctx->mc;
         pack_a(op, ic, mc, pc, kc, mr, space->pack_a);
         for (int64_t jr = 0; jr < nc; jr += nr) {
-          const float *pb = space->pack_b + jr * kc;
           int64_t cols = nc - jr < nr ? nc - jr : nr;
+          const float *pb = space->pack_b + jr * kc;
           for (int64_t ir = 0; ir < mc; ir += mr) {
             const float *pa = space->pack_a + ir * kc;
             int64_t rows = mc - ir < mr ? mc - ir : mr;
@@ -178,7 +226,7 @@ static void gemm_block(const gemm_context *ctx, workspace *space, const operands
             if (rows == mr && cols == nr)
               kernel->kernel(kc, pa, pb, nr, c, N, add);
             else
-              edge_tile(kernel, kc, pa, pb, c, N, rows, cols, add);
+              edge_tile(kernel, kc, pa, pb, nr, c, N, rows, cols, add);
           }
         }
       }

@@ -21,11 +21,34 @@
 typedef void (*micro_kernel_fn)(int64_t kc, const float *a, const float *b, int64_t ldb, float *c, int64_t ldc,
                                 int add);
 
+/*
+ * c[i*ldc + j] (+)= sum_k a[i*lda + k] * b[j*ldb + k] for i < m, j < n: rows of A against rows of B.
+ * Used instead of packing when B is transposed and M is small (decoding), where packing B would cost
+ * as much as the product itself.
+ */
+typedef void (*dot_kernel_fn)(int64_t m, int64_t n, int64_t kc, const float *a, int64_t lda, const float *b,
+                              int64_t ldb, float *c, int64_t ldc, int add);
+
+/*
+ * c[i*ldc + j] (+)= sum_k a[i*lda + k] * b[k*ldb + j] for i < m, j < n, walking rows of B in order.
+ * Used instead of packing when B is not transposed and M is small: a 32-column strip of a wide B is a
+ * page-crossing strided walk that the prefetchers cannot follow, while whole rows stream.
+ */
+typedef void (*row_kernel_fn)(int64_t m, int64_t n, int64_t kc, const float *a, int64_t lda, const float *b,
+                              int64_t ldb, float *c, int64_t ldc, int add);
+
 typedef struct {
   const char *name;
   int mr;
   int nr;
   micro_kernel_fn kernel;
+  dot_kernel_fn dot;
+  row_kernel_fn rows;
+  /*
+   * Optional (NULL: plain C in gemm.c): packs one NR-column panel of a transposed B,
+   * dst[k*NR + j] = b[j*ldb + k] for j < cols, k < kc, and 0 for cols <= j < NR.
+   */
+  void (*pack_bt)(const float *b, int64_t ldb, int64_t kc, int64_t cols, float *dst);
 } gemm_kernel;
 
 /* Each returns NULL when the instruction set was not compiled in or the CPU lacks it. */

@@ -22,6 +22,30 @@ static void kernel_4x16(int64_t kc, const float *restrict a, const float *restri
     for (int j = 0; j < NR; j++) c[i * ldc + j] = add ? c[i * ldc + j] + acc[i][j] : acc[i][j];
 }
 
-static const gemm_kernel generic_kernel = {"generic", MR, NR, kernel_4x16};
+static void dot_rows(int64_t m, int64_t n, int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                     float *c, int64_t ldc, int add) {
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      float sum = 0.0f;
+      for (int64_t k = 0; k < kc; k++) sum += a[i * lda + k] * b[j * ldb + k];
+      c[i * ldc + j] = add ? c[i * ldc + j] + sum : sum;
+    }
+}
+
+static void axpy_rows(int64_t m, int64_t n, int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
+                      float *c, int64_t ldc, int add) {
+  for (int64_t i = 0; i < m; i++) {
+    float *ci = c + i * ldc;
+    if (!add)
+      for (int64_t j = 0; j < n; j++) ci[j] = 0.0f;
+    for (int64_t k = 0; k < kc; k++) {
+      const float aik = a[i * lda + k];
+      const float *bk = b + k * ldb;
+      for (int64_t j = 0; j < n; j++) ci[j] += aik * bk[j];
+    }
+  }
+}
+
+static const gemm_kernel generic_kernel = {"generic", MR, NR, kernel_4x16, dot_rows, axpy_rows, 0};
 
 const gemm_kernel *gemm_kernel_generic(void) { return &generic_kernel; }

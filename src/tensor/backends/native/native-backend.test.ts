@@ -92,6 +92,16 @@ function buildCases(): Case[] {
       cases.push(makeCase(label, makeShape(M, K, N, { transposeA, transposeB }), seed++));
     }
   }
+  // Few rows: a transposed B takes the dot-product path, a plain B is read in place (gemm.c).
+  for (const [M, K, N, transposeA] of [[1, 17, 5, false], [3, 300, 37, false], [8, 300, 1000, false],
+    [7, 1000, 70, true], [5, 33, 1, true], [4, 16, 4, false]] as const) {
+    const shape = makeShape(M, K, N, { transposeA, transposeB: true });
+    cases.push(makeCase(`small M ${M}x${K}x${N} tA=${transposeA} tB=true`, shape, seed++));
+    cases.push(makeCase(`small M ${M}x${K}x${N} accumulate`, { ...shape, accumulate: true }, seed++));
+  }
+  for (const [M, K, N] of [[20, 300, 700], [28, 9, 64], [29, 40, 96]]) {
+    cases.push(makeCase(`in-place B ${M}x${K}x${N}`, makeShape(M, K, N), seed++));
+  }
   const [M, K, N] = [45, 70, 90];
   for (const batch of [2, 3]) {
     const strides: Array<[number, number]> = [[0, K * N], [M * K, 0], [0, 0], [M * K + 5, K * N + 3]];

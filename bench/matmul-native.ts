@@ -1,0 +1,115 @@
+/**
+ * Bench scenario `matmul-native`: GFLOP/s of the native backend's SGEMM next to OpenBLAS (Debian's
+ * libopenblas, compiled and run by bench/openblas/openblas.ts in the same run), with 1 and 2 threads.
+ *
+ * Is: `npm run bench -- matmul-native [--json] [--repeats 10] [--threads 1,2] [--shapes 512x512x512,...]
+ * [--peak-per-core 116]`; one JSON line per (backend, threads, shape) with gflops and peakFraction,
+ * and on native lines `ratioToOpenblas`. Shapes are MxKxN: C[M,N] = A[M,K] · B[K,N], no transposes.
+ * Is not: a test; numbers on a shared machine vary, so compare lines from the same run only.
+ */
+import { performance } from 'node:perf_hooks';
+import { loadNativeBackend, nativeAddonStatus } from '../src/tensor/backends/native/native-backend.js';
+import { measureOpenblas, type MatmulSize, type OpenblasResult } from './openblas/openblas.js';
+
+const DEFAULT_SHAPES = '512x512x512,1024x1024x1024,2048x256x1024,2048x1024x256';
+
+interface Settings {
+  json: boolean;
+  repeats: number;
+  threads: number[];
+  sizes: MatmulSize[];
+  peakPerCore: number;
+}
+
+function parseArguments(argv: string[]): Settings {
+  const value = (flag: string, fallback: string): string => {
+    const index = argv.indexOf(flag);
+    return index >= 0 && index + 1 < argv.length ? argv[index + 1] : fallback;
+  };
+  const sizes = value('--shapes', DEFAULT_SHAPES).split(',').map((text) => {
+    const parts = text.split('x').map(Number);
+    if (parts.length !== 3 || !parts.every((part) => Number.isInteger(part) && part > 0)) {
+      throw new Error(`--shapes: '${text}' is not MxKxN with positive integers`);
+    }
+    return { M: parts[0], K: parts[1], N: parts[2] };
+  });
+  const threads = value('--threads', '1,2').split(',').map(Number);
+  const repeats = Number(value('--repeats', '10'));
+  const peakPerCore = Number(value('--peak-per-core', '116'));
+  if (!threads.every((count) => Number.isInteger(count) && count > 0)) throw new Error('--threads: positive integers');
+  if (!Number.isInteger(repeats) || repeats < 1) throw new Error('--repeats: a positive integer');
+  return { json: argv.includes('--json'), repeats, threads, sizes, peakPerCore };
+}
+
+function randomArray(length: number, seed: number): Float32Array {
+  let state = seed >>> 0;
+  return Float32Array.from({ length }, () => {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    return state / 2 ** 32 - 0.5;
+  });
+}
+
+/** Best-of-`repeats` seconds of one native product (after one warm-up run). */
+function timeNative(threads: number, size: MatmulSize, repeats: number): { seconds: number; isa: string } {
+  const backend = loadNativeBackend({ threads });
+  if (!backend) throw new Error(nativeAddonStatus().reason);
+  const { M, K, N } = size;
+  const a = randomArray(M * K, 1);
+  const b = randomArray(K * N, 2);
+  const out = new Float32Array(M * N);
+  const shape = { batch: 1, M, K, N, transposeA: false, transposeB: false, aBatchStride: M * K,
+    bBatchStride: K * N, accumulate: false };
+  backend.matmul(a, b, out, shape);
+  let best = Infinity;
+  for (let repeat = 0; repeat < repeats; repeat++) {
+    const start = performance.now();
+    backend.matmul(a, b, out, shape);
+    best = Math.min(best, (performance.now() - start) / 1000);
+  }
+  backend.dispose();
+  return { seconds: best, isa: backend.isa };
+}
+
+function report(settings: Settings, record: Record<string, unknown>): void {
+  if (settings.json) {
+    console.log(JSON.stringify({ scenario: 'matmul-native', ...record }));
+    return;
+  }
+  const { backend, threads, M, K, N, gflops, peakFraction, ratioToOpenblas, error } = record;
+  if (error) console.log(`${backend} threads=${threads}: ${error}`);
+  else {
+    const ratio = ratioToOpenblas === undefined ? '' : `  ${Number(ratioToOpenblas).toFixed(2)}x OpenBLAS`;
+    console.log(`${String(backend).padEnd(8)} t=${threads} ${M}x${K}x${N}`.padEnd(34) +
+      `${Number(gflops).toFixed(1).padStart(7)} GFLOP/s  ${(100 * Number(peakFraction)).toFixed(0)}% of peak${ratio}`);
+  }
+}
+
+/** Runs the scenario; see the file comment for flags. */
+export async function main(argv: string[]): Promise<void> {
+  const settings = parseArguments(argv);
+  const status = nativeAddonStatus();
+  for (const threads of settings.threads) {
+    const peak = settings.peakPerCore * threads;
+    const openblas = measureOpenblas(settings.sizes, threads, settings.repeats);
+    const blasBySize = new Map<string, OpenblasResult>();
+    if ('error' in openblas) report(settings, { backend: 'openblas', threads, error: openblas.error });
+    else {
+      for (const result of openblas.results) {
+        blasBySize.set(`${result.M}x${result.K}x${result.N}`, result);
+        report(settings, { ...result, coreType: openblas.coreType ?? null, peakFraction: result.gflops / peak });
+      }
+    }
+    for (const size of settings.sizes) {
+      const { M, K, N } = size;
+      if (!status.available) {
+        report(settings, { backend: 'native', threads, M, K, N, error: status.reason });
+        continue;
+      }
+      const { seconds, isa } = timeNative(threads, size, settings.repeats);
+      const gflops = (2 * M * K * N) / seconds / 1e9;
+      const blas = blasBySize.get(`${M}x${K}x${N}`);
+      report(settings, { backend: 'native', isa, threads, M, K, N, seconds, gflops, peakFraction: gflops / peak,
+        ...(blas ? { ratioToOpenblas: gflops / blas.gflops } : {}) });
+    }
+  }
+}
