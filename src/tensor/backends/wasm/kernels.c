@@ -48,6 +48,7 @@ typedef struct {
   int32_t accumulate;
   uint8_t *scratch;               /* first thread's scratch area */
   int32_t scratchBytesPerThread;  /* must be >= sgemm_scratch_bytes() */
+  int32_t nextUnit;               /* work-unit counter, 0 at the start of a call (atomic) */
 } Params;
 
 /* Strided view of one operand: element (row, col) is at data[row * rowStride + col * colStride]. */
@@ -189,30 +190,38 @@ static void splitRange(int units, int parts, int index, int *lo, int *hi) {
   *hi = *lo + base + (index < extra ? 1 : 0);
 }
 
-/* Runs thread `index` of `count`'s share of the product described by `p`. Batches are split when
- * there are at least as many as threads; otherwise every product is split along M or N (whichever
- * has more micro-tiles) so that each thread writes disjoint output elements. K=0 is the caller's. */
-__attribute__((export_name("sgemm_thread"))) void sgemm_thread(const Params *p, int index,
-                                                                int count) {
-  int M = p->M, K = p->K, N = p->N;
+/* Runs thread `index` of `count`'s share of the product described by `p`. The work is cut into
+ * units (batch x chunk of M or N rows/columns, whichever has more micro-tiles) and threads claim
+ * units from the shared counter p->nextUnit until none are left, so a thread slowed by another
+ * process on its core does less of the work instead of holding up the call. About 4 units per
+ * thread; M chunks are kept >= MC rows where possible because each one packs all of B again.
+ * Each output element is written by one unit, summed in the same order whatever the partition.
+ * K = 0 is handled by the caller. */
+__attribute__((export_name("sgemm_thread"))) void sgemm_thread(Params *p, int index, int count) {
+  int M = p->M, K = p->K, N = p->N, batch = p->batch;
   View A = {0, p->transposeA ? 1 : K, p->transposeA ? M : 1};
   View B = {0, p->transposeB ? 1 : N, p->transposeB ? K : 1};
   uint8_t *scratch = p->scratch + (intptr_t)index * p->scratchBytesPerThread;
-  int b0 = 0, b1 = p->batch, m0 = 0, m1 = M, n0 = 0, n1 = N;
-  if (count > 1 && p->batch >= count) {
-    splitRange(p->batch, count, index, &b0, &b1);
-  } else if (count > 1) {
-    int mTiles = (M + MR - 1) / MR, nTiles = (N + NR - 1) / NR, lo, hi;
-    if (mTiles >= nTiles) {
-      splitRange(mTiles, count, index, &lo, &hi);
-      m0 = lo * MR, m1 = hi * MR < M ? hi * MR : M;
-    } else {
-      splitRange(nTiles, count, index, &lo, &hi);
-      n0 = lo * NR, n1 = hi * NR < N ? hi * NR : N;
-    }
-    if (m0 >= m1 || n0 >= n1) return;
+  int mTiles = (M + MR - 1) / MR, nTiles = (N + NR - 1) / NR;
+  int splitM = mTiles >= nTiles;
+  int parts = 1;
+  if (count > 1) {
+    int wanted = (4 * count + batch - 1) / batch;
+    int needed = (count + batch - 1) / batch; /* at least one unit per thread */
+    int atLeastMC = M / MC > needed ? M / MC : needed;
+    parts = splitM ? (wanted < atLeastMC ? wanted : atLeastMC) : wanted;
+    int tiles = splitM ? mTiles : nTiles;
+    parts = parts < tiles ? parts : tiles;
   }
-  for (int bi = b0; bi < b1; bi++) {
+  int units = batch * parts;
+  for (;;) {
+    int unit = __atomic_fetch_add(&p->nextUnit, 1, __ATOMIC_RELAXED);
+    if (unit >= units) break;
+    int bi = unit / parts, lo, hi, m0 = 0, m1 = M, n0 = 0, n1 = N;
+    splitRange(splitM ? mTiles : nTiles, parts, unit % parts, &lo, &hi);
+    if (splitM) m0 = lo * MR, m1 = hi * MR < M ? hi * MR : M;
+    else n0 = lo * NR, n1 = hi * NR < N ? hi * NR : N;
+    if (m0 >= m1 || n0 >= n1) continue;
     A.data = p->a + (intptr_t)bi * p->aBatchStride;
     B.data = p->b + (intptr_t)bi * p->bBatchStride;
     gemmBlock(A, B, p->c + (intptr_t)bi * M * N, N, K, m0, m1, n0, n1, p->accumulate, scratch);

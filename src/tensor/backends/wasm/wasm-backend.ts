@@ -33,7 +33,7 @@ const CONTROL_WORDS = 8;
 const PAGE_BYTES = 65536;
 const MAX_PAGES = 65536; // 4 GiB, as declared by the module (--max-memory)
 const INITIAL_PAGES = 32; // >= the module's declared minimum (data + 16 KiB stack)
-const PARAMS_WORDS = 14; // sizeof(Params) / 4 in kernels.c
+const PARAMS_WORDS = 15; // sizeof(Params) / 4 in kernels.c
 const WORKER_START_TIMEOUT_MS = 10_000;
 
 interface KernelExports {
@@ -177,7 +177,7 @@ export function createWasmBackend(options: WasmBackendOptions = {}): Backend {
     if (accumulate) heap.set(out.subarray(0, outLength), outAddress / 4);
     new Int32Array(memory.buffer, paramsAddress, PARAMS_WORDS).set([
       aAddress, bAddress, outAddress, batch, M, K, N, shape.transposeA ? 1 : 0, shape.transposeB ? 1 : 0,
-      aBatchStride, bBatchStride, accumulate ? 1 : 0, scratchAddress, scratchBytes,
+      aBatchStride, bBatchStride, accumulate ? 1 : 0, scratchAddress, scratchBytes, 0,
     ]);
 
     if (workers.length > 0 && batch * M * N * K >= parallelThreshold) runParallel();
