@@ -16,7 +16,8 @@ import type { Backend, MatmulShape } from '../../backend.js';
 export interface WasmBackendOptions {
   /** Threads that share each large product, the calling thread included (default 2). */
   threads?: number;
-  /** Products with fewer multiply-adds than this run on the calling thread only (default 2^19). */
+  /** Products with fewer multiply-adds than this run on the calling thread only (default 2^21:
+   * below about 128^3, waking a worker costs more than it saves on this 2-core machine). */
   parallelThreshold?: number;
 }
 
@@ -85,7 +86,7 @@ export function createWasmBackend(options: WasmBackendOptions = {}): Backend {
   if (!Number.isInteger(threads) || threads < 1 || threads > 64) {
     throw new Error(`wasm backend: threads must be an integer in 1..64, got ${threads}`);
   }
-  const parallelThreshold = options.parallelThreshold ?? 1 << 19;
+  const parallelThreshold = options.parallelThreshold ?? 1 << 21;
   const module = kernelModule();
   const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: MAX_PAGES, shared: true });
   const kernels = new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as KernelExports;
