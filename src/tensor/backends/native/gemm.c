@@ -10,6 +10,8 @@
  */
 #include "gemm.h"
 
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +26,8 @@
 #define ROWS_MAX_M 12
 /* Below this many flops the pool's wake-up latency costs more than a second thread saves. */
 #define PARALLEL_MIN_FLOPS 4.0e6
+/* Rows per thread from which splitting M with a shared packed B beats splitting N. */
+#define SHARED_MIN_ROWS 56
 
 typedef struct {
   float *pack_a; /* MC x KC */
@@ -37,6 +41,7 @@ struct gemm_context {
   int64_t dot_max_m, rows_max_m;
   thread_pool *pool;
   workspace *spaces;
+  float *shared_b; /* KC x NC, packed by all threads together in shared mode */
 };
 
 static float *alloc_floats(int64_t count) {
@@ -63,6 +68,11 @@ gemm_context *gemm_context_create(const gemm_kernel *kernel, int threads) {
     gemm_context_destroy(ctx);
     return NULL;
   }
+  ctx->shared_b = alloc_floats(ctx->kc * ctx->nc);
+  if (!ctx->shared_b) {
+    gemm_context_destroy(ctx);
+    return NULL;
+  }
   for (int t = 0; t < threads; t++) {
     ctx->spaces[t].pack_a = alloc_floats(ctx->mc * ctx->kc);
     ctx->spaces[t].pack_b = alloc_floats(ctx->kc * ctx->nc);
@@ -83,6 +93,7 @@ void gemm_context_destroy(gemm_context *ctx) {
       free(ctx->spaces[t].pack_b);
     }
   free(ctx->spaces);
+  free(ctx->shared_b);
   free(ctx);
 }
 
@@ -191,12 +202,37 @@ static void gemm_block_few_rows(const gemm_context *ctx, workspace *space, const
   }
 }
 
+/* Rows [m0,m1) of C[:, jc:jc+nc] (+)= op(A)[m0:m1, pc:pc+kc] . packed_b (the packed KC x NC block). */
+static void compute_block(const gemm_context *ctx, workspace *space, const operands *op, const float *packed_b,
+                          int64_t m0, int64_t m1, int64_t jc, int64_t nc, int64_t pc, int64_t kc) {
+  const gemm_kernel *kernel = ctx->kernel;
+  const int mr = kernel->mr, nr = kernel->nr;
+  const int64_t N = op->shape->N;
+  const int add = op->shape->accumulate || pc > 0;
+  for (int64_t ic = m0; ic < m1; ic += ctx->mc) {
+    int64_t mc = m1 - ic < ctx->mc ? m1 - ic : ctx->mc;
+    pack_a(op, ic, mc, pc, kc, mr, space->pack_a);
+    for (int64_t jr = 0; jr < nc; jr += nr) {
+      int64_t cols = nc - jr < nr ? nc - jr : nr;
+      const float *pb = packed_b + jr * kc;
+      for (int64_t ir = 0; ir < mc; ir += mr) {
+        const float *pa = space->pack_a + ir * kc;
+        int64_t rows = mc - ir < mr ? mc - ir : mr;
+        float *c = op->c + (ic + ir) * N + jc + jr;
+        if (rows == mr && cols == nr)
+          kernel->kernel(kc, pa, pb, nr, c, N, add);
+        else
+          edge_tile(kernel, kc, pa, pb, nr, c, N, rows, cols, add);
+      }
+    }
+  }
+}
+
 /* Computes rows [m0,m1) x cols [n0,n1) of one product with this thread's workspace. */
 static void gemm_block(const gemm_context *ctx, workspace *space, const operands *op, int64_t m0, int64_t m1,
                        int64_t n0, int64_t n1) {
   const gemm_shape *s = op->shape;
   const gemm_kernel *kernel = ctx->kernel;
-  const int mr = kernel->mr, nr = kernel->nr;
   const int64_t N = s->N;
   if (s->K == 0) { /* empty sum: out = 0, or unchanged when accumulating */
     if (!s->accumulate)
@@ -211,25 +247,8 @@ static void gemm_block(const gemm_context *ctx, workspace *space, const operands
     int64_t nc = n1 - jc < ctx->nc ? n1 - jc : ctx->nc;
     for (int64_t pc = 0; pc < s->K; pc += ctx->kc) {
       int64_t kc = s->K - pc < ctx->kc ? s->K - pc : ctx->kc;
-      int add = s->accumulate || pc > 0;
       pack_b(op, kernel, pc, kc, jc, nc, space->pack_b);
-      for (int64_t ic = m0; ic < m1; ic += ctx->mc) {
-        int64_t mc = m1 - ic < ctx->mc ? m1 - ic : ctx->mc;
-        pack_a(op, ic, mc, pc, kc, mr, space->pack_a);
-        for (int64_t jr = 0; jr < nc; jr += nr) {
-          int64_t cols = nc - jr < nr ? nc - jr : nr;
-          const float *pb = space->pack_b + jr * kc;
-          for (int64_t ir = 0; ir < mc; ir += mr) {
-            const float *pa = space->pack_a + ir * kc;
-            int64_t rows = mc - ir < mr ? mc - ir : mr;
-            float *c = op->c + (ic + ir) * N + jc + jr;
-            if (rows == mr && cols == nr)
-              kernel->kernel(kc, pa, pb, nr, c, N, add);
-            else
-              edge_tile(kernel, kc, pa, pb, nr, c, N, rows, cols, add);
-          }
-        }
-      }
+      compute_block(ctx, space, op, space->pack_b, m0, m1, jc, nc, pc, kc);
     }
   }
 }
@@ -243,6 +262,9 @@ typedef struct {
   int split_n;        /* 1: split over N (in NR units), 0: over M (in MR units) */
   int64_t tasks;      /* batch * parts */
   int threads_used;
+  int shared;         /* 1: every thread takes a slice of M of every product and they pack B together */
+  atomic_int arrived; /* barrier of the shared mode */
+  atomic_int phase;
 } job;
 
 static void piece(int64_t extent, int64_t unit, int64_t part, int64_t parts, int64_t *start, int64_t *end) {
@@ -252,10 +274,58 @@ static void piece(int64_t extent, int64_t unit, int64_t part, int64_t parts, int
   *end = last * unit < extent ? last * unit : extent;
 }
 
+/* Spin barrier: the threads of one job run at the same time, so waits are short; yield if they are not. */
+static void barrier_wait(job *j) {
+  int phase = atomic_load(&j->phase);
+  if (atomic_fetch_add(&j->arrived, 1) == j->threads_used - 1) {
+    atomic_store(&j->arrived, 0);
+    atomic_fetch_add(&j->phase, 1);
+    return;
+  }
+  for (int spins = 0; atomic_load(&j->phase) == phase; spins++) {
+    if (spins > 4000) sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+    else __builtin_ia32_pause();
+#endif
+  }
+}
+
+/*
+ * Shared mode: thread t computes rows slice t of C; the threads pack each KC x NC block of B together
+ * (each a share of its panels) into one buffer, so neither A nor B is packed twice.
+ */
+static void gemm_shared(job *j, int thread_index, const operands *op) {
+  const gemm_context *ctx = j->ctx;
+  const gemm_shape *s = op->shape;
+  const int nr = ctx->kernel->nr;
+  int64_t m0, m1;
+  piece(s->M, ctx->kernel->mr, thread_index, j->threads_used, &m0, &m1);
+  for (int64_t jc = 0; jc < s->N; jc += ctx->nc) {
+    int64_t nc = s->N - jc < ctx->nc ? s->N - jc : ctx->nc;
+    int64_t p0, p1; /* this thread's share of the block's columns, whole panels */
+    piece(nc, nr, thread_index, j->threads_used, &p0, &p1);
+    for (int64_t pc = 0; pc < s->K; pc += ctx->kc) {
+      int64_t kc = s->K - pc < ctx->kc ? s->K - pc : ctx->kc;
+      if (p1 > p0) pack_b(op, ctx->kernel, pc, kc, jc + p0, p1 - p0, ctx->shared_b + p0 * kc);
+      barrier_wait(j);
+      if (m1 > m0) compute_block(ctx, &ctx->spaces[thread_index], op, ctx->shared_b, m0, m1, jc, nc, pc, kc);
+      barrier_wait(j); /* nobody repacks the block while another thread still reads it */
+    }
+  }
+}
+
 static void run_job(void *raw, int thread_index) {
-  const job *j = raw;
+  job *j = raw;
   if (thread_index >= j->threads_used) return;
   const gemm_shape *s = j->shape;
+  if (j->shared) {
+    for (int64_t batch_index = 0; batch_index < s->batch; batch_index++) {
+      operands op = {j->a + batch_index * s->a_batch_stride, j->b + batch_index * s->b_batch_stride,
+                     j->out + batch_index * s->M * s->N, s};
+      gemm_shared(j, thread_index, &op);
+    }
+    return;
+  }
   int64_t first = j->tasks * thread_index / j->threads_used;
   int64_t last = j->tasks * (thread_index + 1) / j->threads_used;
   for (int64_t task = first; task < last; task++) {
@@ -275,12 +345,17 @@ int gemm_run(gemm_context *ctx, const float *a, const float *b, float *out, cons
   if (s->batch <= 0 || s->M <= 0 || s->N <= 0) return 0;
   double flops = 2.0 * (double)s->batch * (double)s->M * (double)s->N * (double)s->K;
   int threads = flops < PARALLEL_MIN_FLOPS ? 1 : ctx->threads;
-  job j = {ctx, a, b, out, s, 1, 0, s->batch, threads};
+  job j = {ctx, a, b, out, s, 1, 0, s->batch, threads, 0, 0, 0};
   if (threads > 1 && s->batch % threads != 0) {
-    /* Uneven batches: split each product too, along the longer side, so every thread gets equal work. */
-    j.parts = threads;
-    j.split_n = s->N >= s->M;
-    j.tasks = s->batch * threads;
+    /* Uneven batches: split each product. With enough rows for every thread, split M and share the
+     * packing of B; otherwise split N (each thread packs the few rows of A it needs). */
+    if (s->K > 0 && s->M >= (int64_t)threads * SHARED_MIN_ROWS) {
+      j.shared = 1;
+    } else {
+      j.parts = threads;
+      j.split_n = 1;
+      j.tasks = s->batch * threads;
+    }
   }
   if (threads == 1)
     run_job(&j, 0);

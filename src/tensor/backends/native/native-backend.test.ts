@@ -83,7 +83,7 @@ function buildCases(): Case[] {
   for (const M of sizes) for (const K of sizes) for (const N of sizes) {
     cases.push(makeCase(`${M}x${K}x${N}`, makeShape(M, K, N), seed++));
   }
-  for (const [M, K, N] of [[257, 257, 257], [15, 300, 65], [29, 5, 95], [700, 40, 37], [3, 7, 4100], [1, 513, 33]]) {
+  for (const [M, K, N] of [[257, 257, 257], [15, 300, 65], [29, 5, 95], [700, 40, 37], [3, 7, 4100], [1, 513, 33], [120, 8, 4100]]) {
     cases.push(makeCase(`${M}x${K}x${N}`, makeShape(M, K, N), seed++));
   }
   for (const transposeA of [false, true]) for (const transposeB of [false, true]) {
