@@ -1,0 +1,57 @@
+/**
+ * Tests of the registry contract and of the built-in registries: unknown names list the known ones,
+ * a taken name cannot be claimed by a different function, and every built-in is listed by `grpo list`.
+ */
+import { describe, expect, it } from 'vitest';
+import { runListCommand } from '../cli/list-command.js';
+import { advantageEstimators, algorithmRegistries, grpoAdvantage, lossAggregations, policyLosses } from './index.js';
+import { UnknownRegistryNameError, createRegistry } from './registry.js';
+
+describe('createRegistry', () => {
+  it('gets what was registered and lists names in order', () => {
+    const registry = createRegistry<(x: number) => number>('doubler');
+    const double = (x: number): number => 2 * x;
+    registry.register('double', double, { description: 'x·2', citation: 'arithmetic' });
+    registry.register('double', double, { description: 'x·2', citation: 'arithmetic' }); // same function: no-op
+    expect(registry.get('double')(3)).toBe(6);
+    expect(registry.names()).toEqual(['double']);
+  });
+  it('throws when a different function claims a taken name, or on bad names', () => {
+    const registry = createRegistry<() => number>('constant');
+    registry.register('one', () => 1, { description: '', citation: '' });
+    expect(() => registry.register('one', () => 1, { description: '', citation: '' })).toThrow(/constant "one" is already registered/);
+    expect(() => registry.register('Not Kebab', () => 1, { description: '', citation: '' })).toThrow(/must be kebab-case/);
+  });
+  it('an unknown name lists the known ones', () => {
+    try {
+      advantageEstimators.get('grp0');
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(UnknownRegistryNameError);
+      expect((error as UnknownRegistryNameError).availableNames).toContain('grpo');
+      expect((error as Error).message).toMatch(/Unknown advantage estimator "grp0". Known advantage estimators: grpo, dr-grpo, rloo/);
+    }
+  });
+});
+
+describe('built-in registries', () => {
+  it('name the issue\'s parts', () => {
+    expect(advantageEstimators.get('grpo')).toBe(grpoAdvantage);
+    expect(advantageEstimators.names()).toEqual(['grpo', 'dr-grpo', 'rloo', 'batch-std', 'mc-grpo', 'ngrpo', 'gdpo', 'stratified', 'seed-grpo', 's-grpo', 'tree', 'single-stream']);
+    expect(policyLosses.names()).toEqual(['ppo-clip', 'cispo', 'dispo', 'gspo', 'gspo-token', 'real', 'reinforce', 'gtpo']);
+    expect(lossAggregations.names()).toEqual(['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum', 'seq-mean-token-sum-norm']);
+  });
+  it('every entry has a description and a citation, and `grpo list` prints each name', () => {
+    const text = runListCommand();
+    for (const registry of algorithmRegistries) {
+      for (const entry of registry.list()) {
+        expect(entry.description.length, entry.name).toBeGreaterThan(10);
+        expect(entry.citation.length, entry.name).toBeGreaterThan(3);
+        expect(text).toContain(`  ${entry.name} `);
+      }
+    }
+    expect(text).toMatch(/^Advantage estimators \(12\)/);
+    expect(text).toContain('Policy losses (8)');
+    expect(text).toContain('KL estimators (3)');
+  });
+});
