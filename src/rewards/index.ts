@@ -1,0 +1,16 @@
+/**
+ * Public API of the rewards layer: types, the runner, combination, the built-in rewards and the
+ * registry of reward factories by name. Imports nothing from tensors.
+ */
+export * from './types.js';
+export * from './run.js';
+export * from './combine.js';
+export * from './math.js';
+export * from './format.js';
+export * from './length.js';
+export * from './group.js';
+export * from './similarity.js';
+export * from './code.js';
+export * from './sql.js';
+export * from './judge.js';
+export * from './factories.js';
