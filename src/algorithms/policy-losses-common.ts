@@ -6,7 +6,7 @@
  * Is: `finishPolicyLoss`, which turns a loss's per-token surrogate [B, T] into `{ loss, metrics }`.
  * Is not: any particular surrogate (policy-losses.ts, policy-losses-sequence.ts).
  */
-import { Tensor, add, mul, noGrad, sub, tensor } from '../tensor/index.js';
+import { Tensor, add, mul, noGrad, sub, tensor, where } from '../tensor/index.js';
 import { type AggregationFn, type AggregationOptions, aggregateLoss } from './aggregate.js';
 import { type KlEstimatorFn, klK3, offPolicyCorrectedKl } from './kl.js';
 
@@ -15,7 +15,7 @@ export type TokenValues = Tensor | ArrayLike<number>;
 
 /** What every policy loss receives. B = sequences, T = padded completion length. */
 export interface PolicyLossInput {
-  /** [B, T] log π_θ of each sampled token (requiresGrad): the only input that carries gradient. */
+  /** [B, T] log π_θ of each sampled token (requiresGrad): the only input that carries gradient; padded positions may hold anything. */
   logprobs: Tensor;
   /** [B, T] log π_old of the sampled tokens under the policy that generated them (trainer-side). */
   oldLogprobs: TokenValues;
@@ -112,11 +112,14 @@ function asConstant(values: TokenValues, shape: number[], field: string): Tensor
 
 /** Checks shapes and converts constants to tensors; advantages [B] are broadcast to [B, T]. */
 export function prepareLossInput(input: PolicyLossInput): PreparedLossInput {
-  const { logprobs } = input;
-  if (logprobs.shape.length !== 2) throw new RangeError(`input.logprobs must be [B, T], got [${logprobs.shape.join(', ')}].`);
-  const [B, T] = logprobs.shape;
-  const oldLogprobs = asConstant(input.oldLogprobs, [B, T], 'oldLogprobs');
+  if (input.logprobs.shape.length !== 2) throw new RangeError(`input.logprobs must be [B, T], got [${input.logprobs.shape.join(', ')}].`);
+  const [B, T] = input.logprobs.shape;
   const mask = Float32Array.from(asConstant(input.mask, [B, T], 'mask').data, (m) => (m ? 1 : 0));
+  // Padded positions may hold anything (−inf, NaN, stale values): replace them by 0 up front, so no
+  // op downstream ever multiplies a zero gradient by a non-finite number; where() routes exactly 0 back.
+  const logprobs = where(tensor(mask, [B, T]), input.logprobs, 0);
+  const oldLogprobs = asConstant(input.oldLogprobs, [B, T], 'oldLogprobs');
+  oldLogprobs.data.forEach((_, i) => { if (!mask[i]) oldLogprobs.data[i] = 0; });
   const advantageData = input.advantages instanceof Tensor ? input.advantages.data : input.advantages;
   let advantages: Tensor;
   if (advantageData.length === B && T !== 1) {
@@ -127,7 +130,9 @@ export function prepareLossInput(input: PolicyLossInput): PreparedLossInput {
     advantages = asConstant(advantageData, [B, T], 'advantages (per token)');
   }
   for (let i = 0; i < B * T; i++) {
-    if (mask[i] && !Number.isFinite(advantages.data[i])) throw new RangeError(`input.advantages is not finite at token ${i} (row ${Math.floor(i / T)}).`);
+    if (!mask[i]) advantages.data[i] = 0;
+    else if (!Number.isFinite(advantages.data[i])) throw new RangeError(`input.advantages is not finite at token ${i} (row ${Math.floor(i / T)}).`);
+    else if (!Number.isFinite(oldLogprobs.data[i])) throw new RangeError(`input.oldLogprobs is not finite at token ${i} (row ${Math.floor(i / T)}).`);
   }
   return { B, T, logprobs, oldLogprobs, advantages, perSequenceAdvantages: advantageData.length === B, mask };
 }

@@ -110,8 +110,8 @@ export function realLoss(input: PolicyLossInput, options: PolicyLossOptions = {}
   const layout = resolveGroups(B, input.groupSizes);
   const temperature = options.temperature ?? 0.5;
   if (!(temperature > 0)) throw new RangeError(`options.temperature must be > 0, got ${temperature}.`);
-  const advantages = sequenceAdvantages(prepared, 'real');
   const labels = input.sequenceLabels;
+  const advantages = labels === undefined ? sequenceAdvantages(prepared, 'real') : new Float32Array(B);
   if (labels !== undefined && labels.length !== B) throw new RangeError(`input.sequenceLabels has ${labels.length} entries but there are ${B} sequences.`);
   const G = layout.groupCount;
   const positive = new Float32Array(G * B);
