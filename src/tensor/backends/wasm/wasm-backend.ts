@@ -86,77 +86,46 @@ export function createWasmBackend(options: WasmBackendOptions = {}): Backend {
   if (!Number.isInteger(threads) || threads < 1 || threads > 64) {
     throw new Error(`wasm backend: threads must be an integer in 1..64, got ${threads}`);
   }
-  const parallelThreshold = options.parallelThreshold ?? 1 << 21;
-  const module = kernelModule();
-  const memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: MAX_PAGES, shared: true });
-  const kernels = new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as KernelExports;
+  return new WasmBackend(threads, options.parallelThreshold ?? 1 << 21);
+}
 
+class WasmBackend implements Backend {
+  readonly name = 'wasm';
+  private readonly memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: MAX_PAGES, shared: true });
+  private readonly kernels: KernelExports;
+  private readonly control = new Int32Array(new SharedArrayBuffer(CONTROL_WORDS * 4));
+  private readonly workers: Worker[] = [];
   // Layout: [module data | params | scratch per thread | A | B | out], grown per call as needed.
-  const paramsAddress = align(kernels.__heap_base.value as number, 64);
-  const scratchBytes = align(kernels.sgemm_scratch_bytes(), 64);
-  const scratchAddress = paramsAddress + 64;
-  const dataAddress = scratchAddress + threads * scratchBytes;
-  ensureBytes(dataAddress);
+  private readonly paramsAddress: number;
+  private readonly scratchAddress: number;
+  private readonly scratchBytes: number;
+  private readonly dataAddress: number;
+  private workersReady: boolean;
+  private disposed = false;
 
-  const control = new Int32Array(new SharedArrayBuffer(CONTROL_WORDS * 4));
-  const workers: Worker[] = [];
-  for (let index = 1; index < threads; index++) {
-    const worker = new Worker(new URL('./worker.mjs', import.meta.url), {
-      workerData: { module, memory, control: control.buffer, index },
-      // worker.mjs is plain JS: it needs no loader (tsx) and must not inherit flags such as
-      // --input-type or --eval, which make a worker fail before it can signal the calling thread.
-      execArgv: [],
-    });
-    worker.unref(); // an idle backend must not keep the process alive
-    workers.push(worker);
-  }
-  let workersReady = threads === 1;
-  let disposed = false;
-
-  function ensureBytes(bytes: number): void {
-    const pages = Math.ceil(bytes / PAGE_BYTES);
-    if (pages > MAX_PAGES) {
-      throw new Error(`wasm matmul: operands need ${bytes} bytes, over the 4 GiB of wasm32 memory`);
+  constructor(readonly threads: number, private readonly parallelThreshold: number) {
+    const module = kernelModule();
+    this.kernels = new WebAssembly.Instance(module, { env: { memory: this.memory } }).exports as unknown as KernelExports;
+    this.paramsAddress = align(this.kernels.__heap_base.value as number, 64);
+    this.scratchBytes = align(this.kernels.sgemm_scratch_bytes(), 64);
+    this.scratchAddress = this.paramsAddress + 64;
+    this.dataAddress = this.scratchAddress + threads * this.scratchBytes;
+    this.ensureBytes(this.dataAddress);
+    for (let index = 1; index < threads; index++) {
+      const worker = new Worker(new URL('./worker.mjs', import.meta.url), {
+        workerData: { module, memory: this.memory, control: this.control.buffer, index },
+        // worker.mjs is plain JS: it needs no loader (tsx) and must not inherit flags such as
+        // --input-type or --eval, which make a worker fail before it can signal the calling thread.
+        execArgv: [],
+      });
+      worker.unref(); // an idle backend must not keep the process alive
+      this.workers.push(worker);
     }
-    const current = memory.buffer.byteLength / PAGE_BYTES;
-    if (pages > current) memory.grow(pages - current);
+    this.workersReady = threads === 1;
   }
 
-  /** Blocks until every worker has instantiated the module (only before the first parallel call). */
-  function awaitWorkers(): void {
-    const deadline = Date.now() + WORKER_START_TIMEOUT_MS;
-    for (;;) {
-      const ready = Atomics.load(control, CONTROL_READY);
-      if (ready === workers.length) break;
-      if (Date.now() > deadline) throw new Error(
-          `wasm backend: only ${ready} of ${workers.length} worker threads started within ` +
-            `${WORKER_START_TIMEOUT_MS / 1000} s (could worker.mjs or kernels.wasm not load?)`,
-        );
-      Atomics.wait(control, CONTROL_READY, ready, 100);
-    }
-    workersReady = true;
-  }
-
-  function runParallel(): void {
-    if (!workersReady) awaitWorkers();
-    Atomics.store(control, CONTROL_PARAMS, paramsAddress);
-    Atomics.store(control, CONTROL_COUNT, threads);
-    Atomics.store(control, CONTROL_PENDING, workers.length);
-    Atomics.add(control, CONTROL_GENERATION, 1);
-    Atomics.notify(control, CONTROL_GENERATION);
-    kernels.sgemm_thread(paramsAddress, 0, threads);
-    for (;;) {
-      const pending = Atomics.load(control, CONTROL_PENDING);
-      if (pending === 0) break;
-      Atomics.wait(control, CONTROL_PENDING, pending);
-    }
-    if (Atomics.exchange(control, CONTROL_FAILED, 0) !== 0) {
-      throw new Error('wasm matmul: a worker thread failed (see its message above)');
-    }
-  }
-
-  function matmul(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void {
-    if (disposed) throw new Error('wasm matmul: backend was disposed');
+  matmul(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void {
+    if (this.disposed) throw new Error('wasm matmul: backend was disposed');
     checkShape(a, b, out, shape);
     const { batch, M, K, N, aBatchStride, bBatchStride, accumulate } = shape;
     const outLength = batch * M * N;
@@ -167,33 +136,76 @@ export function createWasmBackend(options: WasmBackendOptions = {}): Backend {
     }
     const aLength = operandLength(batch, aBatchStride, M * K);
     const bLength = operandLength(batch, bBatchStride, K * N);
-    const aAddress = dataAddress;
+    const aAddress = this.dataAddress;
     const bAddress = align(aAddress + aLength * 4, 64);
     const outAddress = align(bAddress + bLength * 4, 64);
-    ensureBytes(outAddress + outLength * 4);
+    this.ensureBytes(outAddress + outLength * 4);
 
-    const heap = new Float32Array(memory.buffer);
+    const heap = new Float32Array(this.memory.buffer);
     heap.set(a.subarray(0, aLength), aAddress / 4);
     heap.set(b.subarray(0, bLength), bAddress / 4);
     if (accumulate) heap.set(out.subarray(0, outLength), outAddress / 4);
-    new Int32Array(memory.buffer, paramsAddress, PARAMS_WORDS).set([
+    new Int32Array(this.memory.buffer, this.paramsAddress, PARAMS_WORDS).set([
       aAddress, bAddress, outAddress, batch, M, K, N, shape.transposeA ? 1 : 0, shape.transposeB ? 1 : 0,
-      aBatchStride, bBatchStride, accumulate ? 1 : 0, scratchAddress, scratchBytes, 0,
+      aBatchStride, bBatchStride, accumulate ? 1 : 0, this.scratchAddress, this.scratchBytes, 0,
     ]);
-
-    if (workers.length > 0 && batch * M * N * K >= parallelThreshold) runParallel();
-    else kernels.sgemm_thread(paramsAddress, 0, 1);
+    if (this.workers.length > 0 && batch * M * N * K >= this.parallelThreshold) this.runParallel();
+    else this.kernels.sgemm_thread(this.paramsAddress, 0, 1);
     out.set(heap.subarray(outAddress / 4, outAddress / 4 + outLength));
   }
 
-  function dispose(): void {
-    if (disposed) return;
-    disposed = true;
-    Atomics.store(control, CONTROL_STOP, 1);
-    Atomics.add(control, CONTROL_GENERATION, 1);
-    Atomics.notify(control, CONTROL_GENERATION);
-    for (const worker of workers) void worker.terminate();
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    Atomics.store(this.control, CONTROL_STOP, 1);
+    Atomics.add(this.control, CONTROL_GENERATION, 1);
+    Atomics.notify(this.control, CONTROL_GENERATION);
+    for (const worker of this.workers) void worker.terminate();
   }
 
-  return { name: 'wasm', threads, matmul, dispose };
+  private ensureBytes(bytes: number): void {
+    const pages = Math.ceil(bytes / PAGE_BYTES);
+    if (pages > MAX_PAGES) {
+      throw new Error(`wasm matmul: operands need ${bytes} bytes, over the 4 GiB of wasm32 memory`);
+    }
+    const current = this.memory.buffer.byteLength / PAGE_BYTES;
+    if (pages > current) this.memory.grow(pages - current);
+  }
+
+  /** Blocks until every worker has instantiated the module (only before the first parallel call). */
+  private awaitWorkers(): void {
+    const deadline = Date.now() + WORKER_START_TIMEOUT_MS;
+    for (;;) {
+      const ready = Atomics.load(this.control, CONTROL_READY);
+      if (ready === this.workers.length) break;
+      if (Date.now() > deadline) {
+        throw new Error(
+          `wasm backend: only ${ready} of ${this.workers.length} worker threads started within ` +
+            `${WORKER_START_TIMEOUT_MS / 1000} s (could worker.mjs or kernels.wasm not load?)`,
+        );
+      }
+      Atomics.wait(this.control, CONTROL_READY, ready, 100);
+    }
+    this.workersReady = true;
+  }
+
+  /** Wakes the workers, runs the calling thread's share, then waits for theirs (Backend is synchronous). */
+  private runParallel(): void {
+    if (!this.workersReady) this.awaitWorkers();
+    const control = this.control;
+    Atomics.store(control, CONTROL_PARAMS, this.paramsAddress);
+    Atomics.store(control, CONTROL_COUNT, this.threads);
+    Atomics.store(control, CONTROL_PENDING, this.workers.length);
+    Atomics.add(control, CONTROL_GENERATION, 1);
+    Atomics.notify(control, CONTROL_GENERATION);
+    this.kernels.sgemm_thread(this.paramsAddress, 0, this.threads);
+    for (;;) {
+      const pending = Atomics.load(control, CONTROL_PENDING);
+      if (pending === 0) break;
+      Atomics.wait(control, CONTROL_PENDING, pending);
+    }
+    if (Atomics.exchange(control, CONTROL_FAILED, 0) !== 0) {
+      throw new Error('wasm matmul: a worker thread failed (see its message above)');
+    }
+  }
 }
