@@ -1,0 +1,64 @@
+/**
+ * Held-out evaluation: pass@1 with greedy decoding, pass@k with k sampled completions, and the mean
+ * task reward of the greedy answers. Used before and after GRPO and every `evaluation.every` steps.
+ *
+ * Is not: a benchmark harness; it scores one task's held-out split with the task's own check.
+ */
+import type { Example, Task } from '../data/task.js';
+import type { TextTokenizer } from '../model/tokenizer.js';
+import type { Transformer } from '../model/transformer.js';
+import { scoreRewards, weightedSum, weightsAt } from '../rewards/index.js';
+import type { NamedReward } from '../rewards/types.js';
+import { generate } from '../sampling/index.js';
+
+export interface EvaluationSettings {
+  maxNewTokens: number;
+  stopTokenIds: number[];
+  passAtK: number;
+  temperature: number;
+  seed: number;
+}
+
+export interface EvaluationResult {
+  'eval/accuracy': number;
+  'eval/meanReward': number;
+  'eval/passAtK'?: number;
+}
+
+export function encodePrompt(tokenizer: TextTokenizer, example: Example): number[] {
+  return tokenizer.encode(example.prompt, { addSpecialTokens: true });
+}
+
+export async function evaluate(
+  model: Transformer,
+  tokenizer: TextTokenizer,
+  task: Task,
+  examples: readonly Example[],
+  rewards: readonly NamedReward[],
+  settings: EvaluationSettings,
+): Promise<EvaluationResult> {
+  const prompts = examples.map((example) => encodePrompt(tokenizer, example));
+  const greedy = generate(model, { prompts, maxNewTokens: settings.maxNewTokens, temperature: 0, stopTokenIds: settings.stopTokenIds, seed: settings.seed });
+  const texts = greedy.map((completion) => tokenizer.decode(completion.ids, { skipSpecialTokens: true }));
+  const correct = texts.filter((text, i) => task.isCorrect(examples[i], text)).length;
+  const groups = texts.map((text, i) => [{
+    prompt: examples[i].prompt, completion: text, completionIds: greedy[i].ids, row: examples[i], group: [text], indexInGroup: 0, step: 0,
+    truncated: greedy[i].finishReason === 'length',
+  }]);
+  const matrix = await scoreRewards(rewards, groups);
+  const combined = weightedSum(matrix, weightsAt(rewards, 0));
+  const finite = Array.from(combined.rewards).filter(Number.isFinite);
+  const result: EvaluationResult = {
+    'eval/accuracy': correct / examples.length,
+    'eval/meanReward': finite.reduce((a, b) => a + b, 0) / Math.max(1, finite.length),
+  };
+  if (settings.passAtK > 0) {
+    const sampled = generate(model, { prompts, numSamples: settings.passAtK, maxNewTokens: settings.maxNewTokens, temperature: settings.temperature, stopTokenIds: settings.stopTokenIds, seed: settings.seed + 1 });
+    const solved = new Set<number>();
+    for (const completion of sampled) {
+      if (task.isCorrect(examples[completion.promptIndex], tokenizer.decode(completion.ids, { skipSpecialTokens: true }))) solved.add(completion.promptIndex);
+    }
+    result['eval/passAtK'] = solved.size / examples.length;
+  }
+  return result;
+}

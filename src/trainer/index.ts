@@ -1,0 +1,12 @@
+/**
+ * Public API of the trainer: config (schema, validation, presets), run setup, the SFT + GRPO loop,
+ * the replaceable rollout, evaluation and the run folder. Is not: the CLI.
+ */
+export { trainerConfigSchema, validateConfig, type TrainerConfig, type TrainerConfigInput } from './config.js';
+export { applyPreset, mergeConfig, presetConfig, presetList, presetNames } from './presets.js';
+export { createRunContext, knownNames, resolveConfig, type RunContext } from './setup.js';
+export { train, type TrainOptions, type TrainResult } from './trainer.js';
+export { singleTurnRollout, type RolloutFn, type RolloutPrompt, type RolloutSample, type RolloutSettings } from './rollout.js';
+export { evaluate, type EvaluationResult } from './evaluate.js';
+export { RunFolder, type TrainerState } from './run-folder.js';
+export { lossOptionsFor, policyStep, sftStep } from './optimize.js';

@@ -1,0 +1,71 @@
+/**
+ * The rollout step as a replaceable function: prompts in, G completions per prompt out, each with
+ * token ids, old-policy logprobs and a loss mask. The default is single-turn generation with the
+ * in-process sampler; multi-turn tool use, tree rollouts or a remote inference engine plug in by
+ * passing another RolloutFn, without touching the loop.
+ *
+ * Is not: scoring or advantage computation.
+ */
+import type { Example } from '../data/task.js';
+import type { TextTokenizer } from '../model/tokenizer.js';
+import type { Transformer } from '../model/transformer.js';
+import { generate } from '../sampling/index.js';
+
+export interface RolloutPrompt {
+  example: Example;
+  promptIds: number[];
+}
+
+export interface RolloutSettings {
+  groupSize: number;
+  maxNewTokens: number;
+  temperature: number;
+  topK: number;
+  topP: number;
+  minP: number;
+  stopTokenIds: number[];
+  seed: number;
+}
+
+export interface RolloutSample {
+  promptIndex: number;
+  completionIds: number[];
+  /** Log π_old of each completion token (what the sampler saw, under logits / temperature). */
+  oldLogprobs: number[];
+  /** 1 for tokens the policy produced and is trained on; 0 for e.g. tool output in multi-turn rollouts. */
+  lossMask: number[];
+  /** The text rewards see (stop tokens and specials removed). */
+  text: string;
+  truncated: boolean;
+}
+
+export interface RolloutContext {
+  model: Transformer;
+  tokenizer: TextTokenizer;
+}
+
+/** Returns samples grouped by prompt, in prompt order, G per prompt. */
+export type RolloutFn = (context: RolloutContext, prompts: readonly RolloutPrompt[], settings: RolloutSettings) => Promise<RolloutSample[]>;
+
+/** Single-turn generation with the KV-cached group sampler. */
+export const singleTurnRollout: RolloutFn = async ({ model, tokenizer }, prompts, settings) => {
+  const completions = generate(model, {
+    prompts: prompts.map((prompt) => prompt.promptIds),
+    numSamples: settings.groupSize,
+    maxNewTokens: settings.maxNewTokens,
+    temperature: settings.temperature,
+    topK: settings.topK,
+    topP: settings.topP,
+    minP: settings.minP,
+    stopTokenIds: settings.stopTokenIds,
+    seed: settings.seed,
+  });
+  return completions.map((completion) => ({
+    promptIndex: completion.promptIndex,
+    completionIds: completion.ids,
+    oldLogprobs: completion.logprobs,
+    lossMask: completion.ids.map(() => 1),
+    text: tokenizer.decode(completion.ids, { skipSpecialTokens: true }),
+    truncated: completion.finishReason === 'length',
+  }));
+};

@@ -1,0 +1,103 @@
+/**
+ * Builds what a run needs from a validated config: the task, the tokenizer, the model (from a
+ * checkpoint or from scratch), the rewards, and the algorithm functions looked up by name.
+ *
+ * Is not: the loop. Everything here runs before any compute, so bad input fails fast here.
+ */
+import { advantageEstimators, groupFilters, klEstimators, lossAggregations, policyLosses } from '../algorithms/index.js';
+import type { Task } from '../data/task.js';
+import { taskRegistry } from '../data/index.js';
+import { loadCheckpoint, resolveStopTokenIds } from '../model/checkpoint.js';
+import { createSmallConfig } from '../model/config.js';
+import { CharTokenizer } from '../model/char-tokenizer.js';
+import { checkTokenizerFitsModel, loadTokenizer, type TextTokenizer } from '../model/tokenizer.js';
+import { Transformer } from '../model/transformer.js';
+import { rewardFactories } from '../rewards/index.js';
+import type { NamedReward } from '../rewards/types.js';
+import { validateConfig, type KnownNames, type TrainerConfig } from './config.js';
+import { applyPreset, presetNames } from './presets.js';
+
+export function knownNames(): KnownNames {
+  return {
+    advantage: advantageEstimators.names(),
+    loss: policyLosses.names(),
+    aggregation: lossAggregations.names(),
+    klEstimator: klEstimators.names(),
+    groupFilter: groupFilters.names(),
+    task: taskRegistry.names(),
+  };
+}
+
+/** Applies the preset named in the input (if any), then validates. */
+export function resolveConfig(input: unknown): TrainerConfig {
+  const raw = (input ?? {}) as Record<string, unknown>;
+  const preset = raw.preset;
+  if (preset !== undefined && (typeof preset !== 'string' || !presetNames().includes(preset))) {
+    throw new Error(`invalid config:\n- preset: unknown preset ${JSON.stringify(preset)}; known: ${presetNames().join(', ')}`);
+  }
+  const withPreset = typeof preset === 'string' ? applyPreset(preset, raw) : raw;
+  return validateConfig(withPreset, knownNames());
+}
+
+export interface RunContext {
+  config: TrainerConfig;
+  task: Task;
+  tokenizer: TextTokenizer;
+  /** Extra tokenizer files to write into checkpoints (the char tokenizer's HF form). */
+  tokenizerFiles: Record<string, string>;
+  /** Folder tokenizer files are copied from, for checkpoint-based runs. */
+  sourceDirectory?: string;
+  model: Transformer;
+  stopTokenIds: number[];
+  rewards: NamedReward[];
+}
+
+/** Loads or creates everything; `rewards` from a TypeScript recipe replace the configured ones. */
+export function createRunContext(config: TrainerConfig, recipeRewards?: NamedReward[]): RunContext {
+  const task = taskRegistry.get(config.task)(config.taskOptions);
+  let tokenizer: TextTokenizer;
+  let tokenizerFiles: Record<string, string> = {};
+  let model: Transformer;
+  let stopTokenIds: number[];
+  let sourceDirectory: string | undefined;
+  if (config.model.checkpoint) {
+    const checkpoint = loadCheckpoint(config.model.checkpoint);
+    tokenizer = loadTokenizer(config.model.checkpoint);
+    checkTokenizerFitsModel(tokenizer, checkpoint.config, config.model.checkpoint);
+    model = Transformer.fromTensors(checkpoint.config, checkpoint.tensors);
+    stopTokenIds = resolveStopTokenIds(checkpoint.config, checkpoint.generationConfig);
+    sourceDirectory = config.model.checkpoint;
+  } else {
+    const charTokenizer = new CharTokenizer({ alphabet: task.alphabet });
+    tokenizer = charTokenizer;
+    tokenizerFiles = charTokenizer.toHfFiles();
+    const modelConfig = createSmallConfig({
+      vocabSize: charTokenizer.vocabSize,
+      hiddenSize: config.model.hiddenSize,
+      numLayers: config.model.numLayers,
+      numHeads: config.model.numHeads,
+      numKeyValueHeads: config.model.numKeyValueHeads,
+      intermediateSize: config.model.intermediateSize,
+      bosTokenId: charTokenizer.bosTokenId,
+      eosTokenIds: [charTokenizer.eosTokenId],
+    });
+    model = Transformer.random(modelConfig, config.model.initSeed);
+    stopTokenIds = [charTokenizer.eosTokenId];
+  }
+  const rewards = recipeRewards ?? buildRewards(config, task);
+  return { config, task, tokenizer, tokenizerFiles, sourceDirectory, model, stopTokenIds, rewards };
+}
+
+function buildRewards(config: TrainerConfig, task: Task): NamedReward[] {
+  if (config.rewards.length === 0) return task.rewards();
+  const taskRewards = new Map(task.rewards().map((reward) => [reward.name, reward]));
+  return config.rewards.map(({ name, weight, options }) => {
+    const fromTask = taskRewards.get(name);
+    if (fromTask) return { ...fromTask, weight };
+    if (!rewardFactories.has(name)) {
+      const known = [...taskRewards.keys(), ...rewardFactories.names()];
+      throw new Error(`invalid config:\n- rewards: unknown reward "${name}"; known: ${known.join(', ')}`);
+    }
+    return { name, reward: rewardFactories.get(name).create(options), weight };
+  });
+}
