@@ -47,11 +47,17 @@ describe('weightedSum', () => {
 });
 
 describe('rewardColumns (GDPO input, §1.7)', () => {
-  it('hands over one column per reward with its weight', () => {
-    const scores = matrix(['correct', 'format'], [[1, 1], [1, 0], [0, 1], [0, 1]]);
-    const columns = rewardColumns(scores, [1, 1]);
-    expect(columns.names).toEqual(['correct', 'format']);
-    expect(columns.columns.map((column) => Array.from(column))).toEqual([[1, 1, 0, 0], [1, 0, 1, 1]]); // §1.7 test vector inputs
+  it('hands over one column per weighted reward; metrics and invalid samples are left out', () => {
+    const scores = matrix(['correct', 'format', 'length', 'judge'], [[1, 1, 5, 1], [1, 0, 6, 1], [0, 1, 7, 'error'], [0, 1, 8, 0]]);
+    const columns = rewardColumns(scores, [1, 1, 0, 0.5]);
+    expect(columns.names).toEqual(['correct', 'format', 'judge']); // length has weight 0: a metric, not a GDPO component
+    expect(columns.weights).toEqual([1, 1, 0.5]);
+    expect(columns.columns.map((column) => Array.from(column))).toEqual([
+      [1, 1, NaN, 0], // §1.7 correctness inputs, sample 2 invalid (its judge call failed)
+      [1, 0, NaN, 1],
+      [1, 1, NaN, 0],
+    ]);
+    expect(columns.valid).toEqual([true, true, false, true]);
     expect(columns.groupSizes).toEqual([4]);
   });
 });

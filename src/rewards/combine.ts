@@ -74,11 +74,15 @@ export function weightedSum(matrix: RewardMatrix, weights: readonly number[]): C
   return { rewards, valid, invalidCount: valid.filter((keep) => !keep).length };
 }
 
-/** The per-reward columns (NaN = not applicable or failed) and weights, as GDPO (§1.7) consumes them. */
+/**
+ * The per-reward columns and weights as GDPO (§1.7) consumes them: the algorithms layer's
+ * `AdvantageInput.rewardComponents` ([K][N], NaN = not scored) and `rewardWeights` ([K]).
+ */
 export interface RewardColumns {
+  /** Names of the rewards with non-zero weight (weight-0 metrics carry no training signal). */
   names: readonly string[];
   weights: readonly number[];
-  /** One array per reward, one entry per sample. */
+  /** One array per reward, one entry per sample; NaN where not applicable, and for invalid samples. */
   columns: Float64Array[];
   groupSizes: readonly number[];
   valid: boolean[];
@@ -88,12 +92,13 @@ export interface RewardColumns {
 export function rewardColumns(matrix: RewardMatrix, weights: readonly number[]): RewardColumns {
   const valid = validSamples(matrix, weights);
   const width = weights.length;
-  const columns = matrix.names.map((_, column) => {
+  const kept = weights.map((weight, column) => ({ weight, column })).filter(({ weight }) => weight !== 0);
+  const columns = kept.map(({ column }) => {
     const values = new Float64Array(matrix.sampleCount);
-    for (let sample = 0; sample < matrix.sampleCount; sample++) values[sample] = matrix.scores[sample * width + column]!;
+    for (let sample = 0; sample < matrix.sampleCount; sample++) values[sample] = valid[sample] ? matrix.scores[sample * width + column]! : Number.NaN;
     return values;
   });
-  return { names: matrix.names, weights, columns, groupSizes: matrix.groupSizes, valid };
+  return { names: kept.map(({ column }) => matrix.names[column]!), weights: kept.map(({ weight }) => weight), columns, groupSizes: matrix.groupSizes, valid };
 }
 
 /** Per-reward metrics: `reward/<name>/mean` and `/std` over applicable scores, `/nullFraction`, `/failures`. */
