@@ -2,13 +2,17 @@
  * Bench scenario `matmul-native`: GFLOP/s of the native backend's SGEMM next to OpenBLAS (Debian's
  * libopenblas, compiled and run by bench/openblas/openblas.ts in the same run), with 1 and 2 threads.
  *
- * Is: `npm run bench -- matmul-native [--json] [--repeats 10] [--threads 1,2] [--shapes 512x512x512,...]
- * [--peak-per-core 116]`; one JSON line per (backend, threads, shape) with gflops and peakFraction,
+ * Is: `npm run bench -- matmul-native [--json] [--repeats 10] [--rounds 3] [--threads 1,2]
+ * [--shapes 512x512x512,...] [--peak-per-core 116]`; one JSON line per (backend, threads, shape) with gflops and peakFraction,
  * and on native lines `ratioToOpenblas`. Shapes are MxKxN: C[M,N] = A[M,K] · B[K,N], no transposes.
  * Is not: a test; numbers on a shared machine vary, so compare lines from the same run only.
  */
 import { performance } from 'node:perf_hooks';
-import { loadNativeBackend, nativeAddonStatus } from '../src/tensor/backends/native/native-backend.js';
+import {
+  loadNativeBackend,
+  nativeAddonStatus,
+  type NativeBackend,
+} from '../src/tensor/backends/native/native-backend.js';
 import { measureOpenblas, type MatmulSize, type OpenblasResult } from './openblas/openblas.js';
 
 const DEFAULT_SHAPES = '512x512x512,1024x1024x1024,2048x256x1024,2048x1024x256';
@@ -16,6 +20,7 @@ const DEFAULT_SHAPES = '512x512x512,1024x1024x1024,2048x256x1024,2048x1024x256';
 interface Settings {
   json: boolean;
   repeats: number;
+  rounds: number;
   threads: number[];
   sizes: MatmulSize[];
   peakPerCore: number;
@@ -35,10 +40,12 @@ function parseArguments(argv: string[]): Settings {
   });
   const threads = value('--threads', '1,2').split(',').map(Number);
   const repeats = Number(value('--repeats', '10'));
+  const rounds = Number(value('--rounds', '3'));
   const peakPerCore = Number(value('--peak-per-core', '116'));
   if (!threads.every((count) => Number.isInteger(count) && count > 0)) throw new Error('--threads: positive integers');
   if (!Number.isInteger(repeats) || repeats < 1) throw new Error('--repeats: a positive integer');
-  return { json: argv.includes('--json'), repeats, threads, sizes, peakPerCore };
+  if (!Number.isInteger(rounds) || rounds < 1) throw new Error('--rounds: a positive integer');
+  return { json: argv.includes('--json'), repeats, rounds, threads, sizes, peakPerCore };
 }
 
 function randomArray(length: number, seed: number): Float32Array {
@@ -50,9 +57,7 @@ function randomArray(length: number, seed: number): Float32Array {
 }
 
 /** Best-of-`repeats` seconds of one native product (after one warm-up run). */
-function timeNative(threads: number, size: MatmulSize, repeats: number): { seconds: number; isa: string } {
-  const backend = loadNativeBackend({ threads });
-  if (!backend) throw new Error(nativeAddonStatus().reason);
+function timeNative(backend: NativeBackend, size: MatmulSize, repeats: number): number {
   const { M, K, N } = size;
   const a = randomArray(M * K, 1);
   const b = randomArray(K * N, 2);
@@ -66,8 +71,7 @@ function timeNative(threads: number, size: MatmulSize, repeats: number): { secon
     backend.matmul(a, b, out, shape);
     best = Math.min(best, (performance.now() - start) / 1000);
   }
-  backend.dispose();
-  return { seconds: best, isa: backend.isa };
+  return best;
 }
 
 function report(settings: Settings, record: Record<string, unknown>): void {
@@ -84,32 +88,61 @@ function report(settings: Settings, record: Record<string, unknown>): void {
   }
 }
 
+/**
+ * Measures one thread count. Native and OpenBLAS alternate shape by shape for `rounds` rounds and each
+ * keeps its best, so load from other processes on a shared machine hits both alike.
+ */
+function measureThreads(settings: Settings, threads: number, backend: NativeBackend | null): void {
+  const peak = settings.peakPerCore * threads;
+  const key = ({ M, K, N }: MatmulSize) => `${M}x${K}x${N}`;
+  const blas = new Map<string, OpenblasResult>();
+  const native = new Map<string, number>();
+  let blasError: string | undefined;
+  let coreType: string | undefined;
+  for (let round = 0; round < settings.rounds; round++) {
+    for (const size of settings.sizes) {
+      if (blasError === undefined) {
+        const measured = measureOpenblas([size], threads, settings.repeats);
+        if ('error' in measured) blasError = measured.error;
+        else {
+          coreType = measured.coreType;
+          const result = measured.results[0];
+          if (!blas.has(key(size)) || result.gflops > blas.get(key(size))!.gflops) blas.set(key(size), result);
+        }
+      }
+      if (backend) {
+        const seconds = timeNative(backend, size, settings.repeats);
+        native.set(key(size), Math.min(seconds, native.get(key(size)) ?? Infinity));
+      }
+    }
+  }
+  if (blasError !== undefined) report(settings, { backend: 'openblas', threads, error: blasError });
+  for (const result of blas.values()) {
+    report(settings, { ...result, coreType: coreType ?? null, peakFraction: result.gflops / peak });
+  }
+  for (const size of settings.sizes) {
+    const { M, K, N } = size;
+    if (!backend) {
+      report(settings, { backend: 'native', threads, M, K, N, error: nativeAddonStatus().reason });
+      continue;
+    }
+    const seconds = native.get(key(size))!;
+    const gflops = (2 * M * K * N) / seconds / 1e9;
+    const reference = blas.get(key(size));
+    report(settings, { backend: 'native', isa: backend.isa, threads, M, K, N, seconds, gflops,
+      peakFraction: gflops / peak, ...(reference ? { ratioToOpenblas: gflops / reference.gflops } : {}) });
+  }
+}
+
 /** Runs the scenario; see the file comment for flags. */
 export async function main(argv: string[]): Promise<void> {
   const settings = parseArguments(argv);
-  const status = nativeAddonStatus();
   for (const threads of settings.threads) {
-    const peak = settings.peakPerCore * threads;
-    const openblas = measureOpenblas(settings.sizes, threads, settings.repeats);
-    const blasBySize = new Map<string, OpenblasResult>();
-    if ('error' in openblas) report(settings, { backend: 'openblas', threads, error: openblas.error });
-    else {
-      for (const result of openblas.results) {
-        blasBySize.set(`${result.M}x${result.K}x${result.N}`, result);
-        report(settings, { ...result, coreType: openblas.coreType ?? null, peakFraction: result.gflops / peak });
-      }
-    }
-    for (const size of settings.sizes) {
-      const { M, K, N } = size;
-      if (!status.available) {
-        report(settings, { backend: 'native', threads, M, K, N, error: status.reason });
-        continue;
-      }
-      const { seconds, isa } = timeNative(threads, size, settings.repeats);
-      const gflops = (2 * M * K * N) / seconds / 1e9;
-      const blas = blasBySize.get(`${M}x${K}x${N}`);
-      report(settings, { backend: 'native', isa, threads, M, K, N, seconds, gflops, peakFraction: gflops / peak,
-        ...(blas ? { ratioToOpenblas: gflops / blas.gflops } : {}) });
+    const backend = loadNativeBackend({ threads });
+    try {
+      measureThreads(settings, threads, backend);
+    } finally {
+      backend?.dispose();
     }
   }
 }

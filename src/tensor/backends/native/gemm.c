@@ -110,11 +110,15 @@ typedef struct {
 } operands;
 
 /* Packs op(A)[i0:i0+mc, p0:p0+kc] into MR-row panels, k-major inside a panel, zero-padding rows. */
-static void pack_a(const operands *op, int64_t i0, int64_t mc, int64_t p0, int64_t kc, int mr, float *dst) {
+static void pack_a(const operands *op, const gemm_kernel *kernel, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+                   float *dst) {
   const gemm_shape *s = op->shape;
+  const int mr = kernel->mr;
   for (int64_t ip = 0; ip < mc; ip += mr, dst += (int64_t)mr * kc) {
     int64_t rows = mc - ip < mr ? mc - ip : mr;
-    if (s->transpose_a) { /* stored [K, M]: a panel row of k is contiguous in i */
+    if (!s->transpose_a && kernel->pack_a) {
+      kernel->pack_a(op->a + (i0 + ip) * s->K + p0, s->K, kc, rows, dst);
+    } else if (s->transpose_a) { /* stored [K, M]: a panel row of k is contiguous in i */
       for (int64_t k = 0; k < kc; k++) {
         const float *src = op->a + (p0 + k) * s->M + i0 + ip;
         float *d = dst + k * mr;
@@ -213,7 +217,7 @@ static void compute_block(const gemm_context *ctx, workspace *space, const opera
   const int add = op->shape->accumulate || pc > 0;
   for (int64_t ic = m0; ic < m1; ic += ctx->mc) {
     int64_t mc = m1 - ic < ctx->mc ? m1 - ic : ctx->mc;
-    pack_a(op, ic, mc, pc, kc, mr, space->pack_a);
+    pack_a(op, kernel, ic, mc, pc, kc, space->pack_a);
     for (int64_t jr = 0; jr < nc; jr += nr) {
       int64_t cols = nc - jr < nr ? nc - jr : nr;
       const float *pb = packed_b + jr * kc;

@@ -49,6 +49,8 @@ typedef struct {
    * dst[k*NR + j] = b[j*ldb + k] for j < cols, k < kc, and 0 for cols <= j < NR.
    */
   void (*pack_bt)(const float *b, int64_t ldb, int64_t kc, int64_t cols, float *dst);
+  /* Optional (NULL: plain C): packs one MR-row panel of a plain A, dst[k*MR + i] = a[i*lda + k], 0 for i >= rows. */
+  void (*pack_a)(const float *a, int64_t lda, int64_t kc, int64_t rows, float *dst);
 } gemm_kernel;
 
 /* Each returns NULL when the instruction set was not compiled in or the CPU lacks it. */

@@ -181,7 +181,20 @@ AVX512_FN static void pack_bt_32(const float *b, int64_t ldb, int64_t kc, int64_
   }
 }
 
-static const gemm_kernel avx512_kernel = {"avx512", MR, NR, kernel_14x32, dot_4x4, rows_4, pack_bt_32};
+/* Packs a plain-A panel: 14 rows (+2 zero rows) x 16 k transposed at a time, 14 lanes stored per k. */
+AVX512_FN static void pack_a_14(const float *a, int64_t lda, int64_t kc, int64_t rows, float *dst) {
+  for (int64_t k0 = 0; k0 < kc; k0 += 16) {
+    const int64_t kb = kc - k0 < 16 ? kc - k0 : 16;
+    const __mmask16 mask = (__mmask16)((1u << kb) - 1u);
+    __m512 r[16];
+    for (int i = 0; i < 16; i++)
+      r[i] = i < rows ? _mm512_maskz_loadu_ps(mask, a + i * lda + k0) : _mm512_setzero_ps();
+    transpose_16x16(r);
+    for (int64_t k = 0; k < kb; k++) _mm512_mask_storeu_ps(dst + (k0 + k) * MR, (__mmask16)((1u << MR) - 1u), r[k]);
+  }
+}
+
+static const gemm_kernel avx512_kernel = {"avx512", MR, NR, kernel_14x32, dot_4x4, rows_4, pack_bt_32, pack_a_14};
 
 const gemm_kernel *gemm_kernel_avx512(void) {
   __builtin_cpu_init();
