@@ -1,0 +1,71 @@
+/*
+ * Unit tests of the run-folder reader's two guards: JSONL parsing that tolerates a run being
+ * written (half a last line) but names bad lines, and path resolution that refuses escapes.
+ * The HTTP layer over them is tested in server.test.ts.
+ */
+import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NotFoundError, RefusedPathError, parseJsonLines, resolveInside } from './run-files.js';
+
+describe('parseJsonLines', () => {
+  it.each([
+    // [text, steps parsed, nextLine, partialLastLine, problem count]
+    ['', [], 1, false, 0], // an empty file: ask for line 1 again
+    ['{"step":1}\n{"step":2}\n', [1, 2], 3, false, 0], // complete lines
+    ['{"step":1}\n{"step":2', [1], 2, true, 0], // the writer is mid-line: line 2 is re-read later
+    ['{"step":1}\n{"step":2}', [1, 2], 3, false, 0], // last line complete but newline not yet written
+    ['{"step":1}\n\n{"step":3}\n', [1, 3], 4, false, 0], // blank lines are skipped, numbering kept
+    ['{"step":1}\n{"step":\n{"step":3}\n', [1, 3], 4, false, 1], // a broken middle line is a problem
+    ['[1,2]\n{"step":2}\n', [2], 3, false, 1], // not an object
+  ] as const)('%j', (text, steps, nextLine, partialLastLine, problemCount) => {
+    const parsed = parseJsonLines(text, 'metrics.jsonl');
+    expect(parsed.rows.map((row) => row.value.step)).toEqual(steps);
+    expect(parsed.nextLine).toBe(nextLine);
+    expect(parsed.partialLastLine).toBe(partialLastLine);
+    expect(parsed.problems).toHaveLength(problemCount);
+  });
+
+  it('names the file and line of a broken line', () => {
+    const parsed = parseJsonLines('{"step":1}\n{oops}\n', 'samples.jsonl');
+    expect(parsed.problems[0]).toMatch(/^samples\.jsonl line 2: not valid JSON/);
+    expect(parsed.rows[0].line).toBe(1);
+  });
+});
+
+describe('resolveInside', () => {
+  let scratch: string;
+  let root: string;
+
+  beforeAll(async () => {
+    scratch = await realpath(await mkdtemp(join(tmpdir(), 'grpo-resolve-')));
+    root = join(scratch, 'runs');
+    await mkdir(join(root, 'run-a'), { recursive: true });
+    await writeFile(join(root, 'run-a', 'config.json'), '{}');
+    await writeFile(join(scratch, 'outside.json'), '{}');
+    await symlink(join(scratch, 'outside.json'), join(root, 'run-a', 'summary.json'));
+    await symlink(join(root, 'run-a'), join(root, 'alias'));
+  });
+
+  afterAll(async () => {
+    await rm(scratch, { recursive: true, force: true });
+  });
+
+  it('returns the real path of files inside, also through links that stay inside', async () => {
+    expect(await resolveInside(root, ['run-a', 'config.json'])).toBe(join(root, 'run-a', 'config.json'));
+    expect(await resolveInside(root, ['alias', 'config.json'])).toBe(join(root, 'run-a', 'config.json'));
+  });
+
+  it.each([['..'], ['.'], [''], ['run-a', '..', '..'], ['a/b'], ['..\\x'], ['.hidden'], ['x\0y']])(
+    'refuses the segments %j',
+    async (...names) => {
+      await expect(resolveInside(root, names)).rejects.toBeInstanceOf(RefusedPathError);
+    },
+  );
+
+  it('refuses a link to a file outside and reports missing files as not found', async () => {
+    await expect(resolveInside(root, ['run-a', 'summary.json'])).rejects.toBeInstanceOf(RefusedPathError);
+    await expect(resolveInside(root, ['run-a', 'metrics.jsonl'])).rejects.toBeInstanceOf(NotFoundError);
+  });
+});
