@@ -36,6 +36,9 @@
 #define NC 2048
 #endif
 #define NV (NR / 4) /* f32x4 vectors per micro-tile row */
+#if MR % 4 != 0 || NR % 4 != 0
+#error "MR and NR must be multiples of 4 (packing and the micro-kernel work in f32x4 groups)"
+#endif
 
 /* Layout shared with wasm-backend.ts (int32 words, in this order). */
 typedef struct {
@@ -61,53 +64,71 @@ __attribute__((export_name("sgemm_scratch_bytes"))) int32_t sgemm_scratch_bytes(
   return (int32_t)sizeof(float) * (MC * KC + KC * NC + MR * NR) + 64;
 }
 
-/* Packs rows [i0, i0+mc) x cols [p0, p0+kc) of A into MR-row panels: panel r holds, for each k,
- * MR consecutive values; rows past mc are zero (their products land only in discarded tile rows). */
-static void packA(View A, int i0, int mc, int p0, int kc, float *restrict out) {
-  for (int r = 0; r < mc; r += MR) {
-    int mr = mc - r < MR ? mc - r : MR;
-    const float *base = A.data + (i0 + r) * A.rowStride + p0 * A.colStride;
-    if (A.colStride == 1) {
-      for (int ii = 0; ii < mr; ii++) {
-        const float *src = base + ii * A.rowStride;
-        for (int k = 0; k < kc; k++) out[k * MR + ii] = src[k];
-      }
-    } else {
-      for (int k = 0; k < kc; k++) {
-        const float *src = base + k * A.colStride;
-        for (int ii = 0; ii < mr; ii++) out[k * MR + ii] = src[ii * A.rowStride];
-      }
-    }
-    for (int ii = mr; ii < MR; ii++)
-      for (int k = 0; k < kc; k++) out[k * MR + ii] = 0.0f;
-    out += MR * kc;
+/* Writes four rows of n contiguous values transposed: out[k * stride + r] = row r [k], r < 4.
+ * 4 x 4 blocks go through shuffles (pure bit moves, so NaN payloads and -0 survive). */
+static void transpose4(const float *r0, const float *r1, const float *r2, const float *r3, int n,
+                       float *restrict out, int stride) {
+  int k = 0;
+  for (; k + 4 <= n; k += 4) {
+    v128_t v0 = wasm_v128_load(r0 + k), v1 = wasm_v128_load(r1 + k);
+    v128_t v2 = wasm_v128_load(r2 + k), v3 = wasm_v128_load(r3 + k);
+    v128_t t0 = wasm_i32x4_shuffle(v0, v1, 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(v0, v1, 2, 6, 3, 7);
+    v128_t t2 = wasm_i32x4_shuffle(v2, v3, 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(v2, v3, 2, 6, 3, 7);
+    wasm_v128_store(out + (k + 0) * stride, wasm_i32x4_shuffle(t0, t2, 0, 1, 4, 5));
+    wasm_v128_store(out + (k + 1) * stride, wasm_i32x4_shuffle(t0, t2, 2, 3, 6, 7));
+    wasm_v128_store(out + (k + 2) * stride, wasm_i32x4_shuffle(t1, t3, 0, 1, 4, 5));
+    wasm_v128_store(out + (k + 3) * stride, wasm_i32x4_shuffle(t1, t3, 2, 3, 6, 7));
+  }
+  for (; k < n; k++) {
+    out[k * stride + 0] = r0[k], out[k * stride + 1] = r1[k];
+    out[k * stride + 2] = r2[k], out[k * stride + 3] = r3[k];
   }
 }
 
-/* Packs rows [p0, p0+kc) x cols [j0, j0+nc) of B into NR-column panels (zero-padded past nc). */
-static void packB(View B, int p0, int kc, int j0, int nc, float *restrict out) {
-  for (int s = 0; s < nc; s += NR) {
-    int nr = nc - s < NR ? nc - s : NR;
-    const float *base = B.data + p0 * B.rowStride + (j0 + s) * B.colStride;
-    if (B.colStride == 1 && nr == NR) {
-      for (int k = 0; k < kc; k++) {
-        const float *src = base + k * B.rowStride;
-        for (int v = 0; v < NV; v++) wasm_v128_store(out + k * NR + 4 * v, wasm_v128_load(src + 4 * v));
-      }
-    } else if (B.colStride == 1) {
-      for (int k = 0; k < kc; k++) {
-        const float *src = base + k * B.rowStride;
-        for (int jj = 0; jj < NR; jj++) out[k * NR + jj] = jj < nr ? src[jj] : 0.0f;
-      }
-    } else {
-      for (int jj = 0; jj < nr; jj++) {
-        const float *src = base + jj * B.colStride;
-        for (int k = 0; k < kc; k++) out[k * NR + jj] = src[k * B.rowStride];
-      }
-      for (int jj = nr; jj < NR; jj++)
-        for (int k = 0; k < kc; k++) out[k * NR + jj] = 0.0f;
+/* Packs a full panel of `width` (a multiple of 4) lines into k-major order, out[k * width + w] =
+ * line w [k]. Line w starts at base + w * lineStride; along a line, k steps by kStride. */
+static void packPanel(const float *base, int lineStride, int kStride, int kc, int width,
+                      float *restrict out) {
+  if (kStride == 1) {
+    for (int w = 0; w < width; w += 4) {
+      const float *line = base + w * lineStride;
+      transpose4(line, line + lineStride, line + 2 * lineStride, line + 3 * lineStride, kc, out + w,
+                 width);
     }
-    out += NR * kc;
+  } else if (lineStride == 1) {
+    for (int k = 0; k < kc; k++)
+      for (int w = 0; w < width; w += 4)
+        wasm_v128_store(out + k * width + w, wasm_v128_load(base + k * kStride + w));
+  } else {
+    for (int k = 0; k < kc; k++)
+      for (int w = 0; w < width; w++) out[k * width + w] = base[k * kStride + w * lineStride];
+  }
+}
+
+/* The partial last panel (count < width lines) of packPanel, zero-padded: the padding products
+ * land only in tile rows/columns that are never written back. */
+static void packPartialPanel(const float *base, int lineStride, int kStride, int kc, int count,
+                             int width, float *restrict out) {
+  for (int k = 0; k < kc; k++)
+    for (int w = 0; w < width; w++)
+      out[k * width + w] = w < count ? base[k * kStride + w * lineStride] : 0.0f;
+}
+
+/* Packs rows [i0, i0+mc) x cols [p0, p0+kc) of A into MR-row panels: for each k, MR values. */
+static void packA(View A, int i0, int mc, int p0, int kc, float *restrict out) {
+  for (int r = 0; r < mc; r += MR, out += MR * kc) {
+    const float *base = A.data + (i0 + r) * A.rowStride + p0 * A.colStride;
+    if (mc - r >= MR) packPanel(base, A.rowStride, A.colStride, kc, MR, out);
+    else packPartialPanel(base, A.rowStride, A.colStride, kc, mc - r, MR, out);
+  }
+}
+
+/* Packs rows [p0, p0+kc) x cols [j0, j0+nc) of B into NR-column panels: for each k, NR values. */
+static void packB(View B, int p0, int kc, int j0, int nc, float *restrict out) {
+  for (int s = 0; s < nc; s += NR, out += NR * kc) {
+    const float *base = B.data + p0 * B.rowStride + (j0 + s) * B.colStride;
+    if (nc - s >= NR) packPanel(base, B.colStride, B.rowStride, kc, NR, out);
+    else packPartialPanel(base, B.colStride, B.rowStride, kc, nc - s, NR, out);
   }
 }
 
