@@ -2,7 +2,7 @@
  * Math-verifier evaluation on real data: the fraction of GSM8K test and MATH-500 gold answers that
  * verify against the final answer of their own reference solution, and the false-positive rate on
  * constructed wrong answers (perturbed gold answers and other problems' answers).
- * Run: `npm run bench -- math-verify [--json] [--show-failures]`. Not a test; it prints numbers.
+ * Run: `npm run bench -- math-verify [--json] [--show-failures] [--all-pairs]` (--all-pairs: ~10 s). Not a test; it prints numbers.
  */
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -77,6 +77,15 @@ function evaluate(name: string, cases: Case[], showFailures: boolean): Record<st
   };
 }
 
+/** Every ordered pair of distinct MATH-500 gold answers judged equal (for manual review of false positives). */
+function allPairs(golds: string[]): string[] {
+  const equal: string[] = [];
+  golds.forEach((a, i) => golds.forEach((b, j) => {
+    if (i !== j && a !== b && answersMatch(a, b)) equal.push(`${a}  ~  ${b}`);
+  }));
+  return [...new Set(equal)];
+}
+
 /** Prints the verification fractions for GSM8K and MATH-500. */
 export async function main(argv: string[]): Promise<void> {
   const showFailures = argv.includes('--show-failures');
@@ -92,6 +101,10 @@ export async function main(argv: string[]): Promise<void> {
     evaluate('gsm8k-without-####-line (last number)', gsm8kNoMarker, false),
     evaluate('math500', math500, showFailures),
   ];
+  if (argv.includes('--all-pairs')) {
+    const equal = allPairs(math500.map((row) => row.gold));
+    console.log(`math500 all pairs: ${equal.length} ordered pairs of different gold strings judged equal:\n${equal.join('\n')}`);
+  }
   for (const result of results) {
     if (json) console.log(JSON.stringify(result));
     else {

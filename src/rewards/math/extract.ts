@@ -58,8 +58,8 @@ export function lastNumber(text: string): string | null {
 function trimPhrase(answer: string): string {
   return answer
     .trim()
-    .replace(/^[:\s]+/, '')
-    .replace(/[.\s]+$/, '')
+    .replace(/^[:*\s]+/, '')
+    .replace(/[.*\s]+$/, '')
     .replace(/^\$+|\$+$/g, '')
     .trim();
 }

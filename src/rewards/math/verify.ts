@@ -44,8 +44,9 @@ function stripUnits(text: string): string {
 
 /** Canonical text of one answer. */
 export function normaliseAnswer(raw: string): Normalised {
-  let text = raw.trim();
+  let text = raw.trim().replace(/\u2212/g, '-').replace(/[×·]/g, '*').replace(/÷/g, '/');
   text = text.replace(/^\\\[|\\\]$/g, '').replace(/^\\\(|\\\)$/g, '').replace(/^\$+|\$+$/g, '');
+  text = text.replace(/(\d)\s*\\(?:text|mbox|mathrm)\{\s*[a-zA-Z][a-zA-Z\s.]*\}(\^\{?\d\}?)?\s*$/, '$1'); // a unit after a number: "10\text{ m}"
   text = unwrapCommand(text, ['text', 'textbf', 'textit', 'mathrm', 'mathbf', 'mbox', 'operatorname', 'boxed']);
   text = text.replace(/\{\\rm\s+([^}]*)\}/g, '$1');
   text = text
@@ -160,9 +161,8 @@ function structuredMatch(predictedRaw: string, goldRaw: string, depth: number): 
       if (a.open !== b.open || a.close !== b.close) return false; // (1, 2] is not [1, 2]
       return listsMatch(aParts, bParts, a.open !== '{', depth);
     }
-    if (a && a.open !== '(') return false; // an interval is not a bare list
-    if (b && b.open !== '(') return false;
-    return listsMatch(aParts, bParts, Boolean(a || b), depth);
+    if (a || b) return false; // "(-2, 1)" (a point or an interval) is not the solution list "-2, 1"
+    return listsMatch(aParts, bParts, false, depth);
   }
   if (a && b && (a.open !== b.open || a.close !== b.close) && !(a.open === '(' && b.open === '(')) return false;
   return scalarsMatch(predicted, gold);
