@@ -1,9 +1,11 @@
 /**
  * Group rewards: the ones that need every completion of a prompt at once. Pairwise win-rate
- * (Pref-GRPO) and length shaping among correct peers (GRPO-λ).
+ * (Pref-GRPO), length shaping among correct peers (GRPO-λ), and the Trust-GRPO / Posterior-GRPO
+ * process-reward combinators wrapped as group rewards (their maths is in `combine.ts`).
  *
  * Not here: per-completion rewards, or combination of reward columns (`combine.ts`).
  */
+import { outcomeGatedProcessReward, trustWeightedProcessReward, type TrustWeightOptions } from './combine.js';
 import { completionLength, type LengthUnit } from './length.js';
 import { groupReward, type GroupReward, type RewardFn, type RewardInput } from './types.js';
 
@@ -50,5 +52,35 @@ export function lengthAmongCorrect({ correctness, alpha = 0.2, minCorrectFractio
     const shortest = Math.min(...correctLengths);
     const span = Math.max(...correctLengths) - shortest;
     return correct.map((ok, index) => (ok ? 1 - alpha * (span === 0 ? 0 : (lengths[index]! - shortest) / span) : 0));
+  });
+}
+
+/** Scores a group with a per-completion reward, treating `null` as 0 (for the process-reward combinators). */
+async function scoreAll(reward: RewardFn, inputs: readonly RewardInput[], signal?: AbortSignal): Promise<number[]> {
+  return Promise.all(inputs.map(async (input) => (await reward({ ...input, signal })) ?? 0));
+}
+
+/**
+ * Trust-GRPO as a group reward (ALGORITHMS.md §5.6): R = r_o + γ·α·exp(−step/T)·r_t, where
+ * `outcome` gives r_o and `thinking` (a process / thinking reward model) gives r_t ∈ [0, 1].
+ * @example trustWeighted({ outcome: mathAnswer(), thinking: llmJudge({ rubric: 'Is the reasoning sound?' }) })
+ */
+export function trustWeighted({ outcome, thinking, ...options }: { outcome: RewardFn; thinking: RewardFn } & TrustWeightOptions): GroupReward {
+  return groupReward(async (inputs, signal) => {
+    const [outcomes, thoughts] = await Promise.all([scoreAll(outcome, inputs, signal), scoreAll(thinking, inputs, signal)]);
+    return Array.from(trustWeightedProcessReward(outcomes, thoughts, inputs[0]?.step ?? 0, options));
+  });
+}
+
+/**
+ * Posterior-GRPO as a group reward (ALGORITHMS.md §5.7): R = r_o + λ·r_p·1[r_o = 1].
+ * @example outcomeGated({ outcome: mathAnswer(), process: llmJudge({ mode: 'yes-no' }), lambda: 0.5 })
+ */
+export function outcomeGated({ outcome, process, lambda = 0.5 }: { outcome: RewardFn; process: RewardFn; lambda?: number }): GroupReward {
+  return groupReward(async (inputs, signal) => {
+    const outcomes = await scoreAll(outcome, inputs, signal);
+    // the process reward is only needed (and only paid for) where the outcome is a success
+    const processes = await Promise.all(inputs.map(async (input, index) => (outcomes[index] === 1 ? ((await process({ ...input, signal })) ?? 0) : 0)));
+    return Array.from(outcomeGatedProcessReward(outcomes, processes, lambda));
   });
 }

@@ -1,6 +1,6 @@
 /** Table-driven tests of length, repetition, truthfulness and group rewards (ALGORITHMS.md §5.3–5.5, §5.10). */
 import { describe, expect, it } from 'vitest';
-import { lengthAmongCorrect, pairwiseWinRate } from './group.js';
+import { lengthAmongCorrect, outcomeGated, pairwiseWinRate, trustWeighted } from './group.js';
 import { lengthBudget, overlongPenalty, repetitionPenalty, softOverlongPunishment, ternaryTruthfulness } from './length.js';
 import { mathAnswer } from './math.js';
 import { annealedWeight } from './combine.js';
@@ -75,5 +75,23 @@ describe('lengthAmongCorrect (GRPO-λ)', () => {
     expect(await reward.scoreGroup(group(['\\boxed{4}', 'so \\boxed{4}', 'so we get \\boxed{4}', '\\boxed{5}'], '4'))).toEqual([1, 0.85, 0.5, 0]);
     // 1 of 4 correct (< τ): plain 0/1
     expect(await reward.scoreGroup(group(['so we get \\boxed{4}', '1', '2', '3'], '4'))).toEqual([1, 0, 0, 0]);
+  });
+});
+
+describe('trustWeighted and outcomeGated group rewards', () => {
+  const outcome = ({ completion }: RewardInput) => (completion.startsWith('right') ? 1 : 0);
+  const thinking = ({ completion }: RewardInput) => Number(completion.split(' ')[1]);
+  const inputs = (step: number) => ['right 0.3', 'right 0.4', 'wrong 0.8', 'wrong 0.6'].map((completion) => makeRewardInput({ completion, step }));
+  it('Trust-GRPO §5.6 vector through the group form, step taken from the inputs', async () => {
+    const reward = trustWeighted({ outcome, thinking });
+    expect(((await reward.scoreGroup(inputs(0))) as number[]).map((value) => Number(value.toFixed(4)))).toEqual([1.0634, 1.0846, 0.1691, 0.1268]);
+    expect(((await reward.scoreGroup(inputs(500))) as number[]).map((value) => Number(value.toFixed(4)))).toEqual([1.0233, 1.0311, 0.0622, 0.0467]);
+  });
+  it('Posterior-GRPO §5.7 vector, the process reward asked only for successes', async () => {
+    let asked = 0;
+    const process = ({ completion }: RewardInput) => { asked++; return Number(completion.split(' ')[1]); };
+    const group = ['right 0.9', 'right 0.2', 'wrong 0.8', 'wrong 0.1'].map((completion) => makeRewardInput({ completion }));
+    expect(await outcomeGated({ outcome, process, lambda: 0.5 }).scoreGroup(group)).toEqual([1.45, 1.1, 0, 0]);
+    expect(asked).toBe(2);
   });
 });
