@@ -215,7 +215,7 @@ static void splitRange(int units, int parts, int index, int *lo, int *hi) {
  * units (batch x chunk of M or N rows/columns, whichever has more micro-tiles) and threads claim
  * units from the shared counter p->nextUnit until none are left, so a thread slowed by another
  * process on its core does less of the work instead of holding up the call. About 4 units per
- * thread; M chunks are kept >= MC rows where possible because each one packs all of B again.
+ * thread (at least 2); M chunks are kept >= MC rows beyond that because each packs all of B again.
  * Each output element is written by one unit, summed in the same order whatever the partition.
  * K = 0 is handled by the caller. */
 __attribute__((export_name("sgemm_thread"))) void sgemm_thread(Params *p, int index, int count) {
@@ -228,7 +228,7 @@ __attribute__((export_name("sgemm_thread"))) void sgemm_thread(Params *p, int in
   int parts = 1;
   if (count > 1) {
     int wanted = (4 * count + batch - 1) / batch;
-    int needed = (count + batch - 1) / batch; /* at least one unit per thread */
+    int needed = (2 * count + batch - 1) / batch; /* at least two units per thread, for balance */
     int atLeastMC = M / MC > needed ? M / MC : needed;
     parts = splitM ? (wanted < atLeastMC ? wanted : atLeastMC) : wanted;
     int tiles = splitM ? mTiles : nTiles;
