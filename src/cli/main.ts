@@ -1,0 +1,119 @@
+/**
+ * The `grpo` command: argv → typed options → the library. Each subcommand maps its flags 1:1 to
+ * options of a function in this folder or a layer below; there is no logic of its own here.
+ * Is not: a place for defaults — those live in the config schema and the functions it calls.
+ */
+import { Command, InvalidArgumentError } from 'commander';
+import { runListCommand } from './list-command.js';
+import { runGenerateCommand, runScoreCommand } from './model-commands.js';
+import { runRewardCommand } from './reward-command.js';
+import { runTrainCommand } from './train-command.js';
+import { runEvalCommand } from './eval-command.js';
+
+const integer = (value: string): number => {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed)) throw new InvalidArgumentError(`"${value}" is not an integer`);
+  return parsed;
+};
+const number = (value: string): number => {
+  const parsed = Number(value);
+  if (!Number.isFinite(parsed)) throw new InvalidArgumentError(`"${value}" is not a number`);
+  return parsed;
+};
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+export function buildProgram(): Command {
+  const program = new Command('grpo')
+    .description('Reinforcement-learning fine-tuning (GRPO and its family) of language models on a CPU, with TypeScript rewards.')
+    .showHelpAfterError();
+
+  const trainOptions = (command: Command) =>
+    command
+      .argument('[recipe]', 'a recipe: .ts/.js file exporting { config, rewards? }, or a .json/.yaml config (default: the built-in addition run)')
+      .option('--set <key=value>', 'override a config field, e.g. --set grpo.steps=50 (repeatable; values parsed as JSON)', collect)
+      .option('--preset <name>', 'algorithm preset: grpo, dr-grpo, dapo, gspo, cispo, rloo')
+      .option('--resume <runDirectory>', 'continue a run from its last complete checkpoint')
+      .option('--run-name <name>', 'name of the run folder under logging.runsDirectory')
+      .option('--quiet', 'no progress output');
+  trainOptions(program.command('train'))
+    .description('SFT warm start (if configured) then GRPO; writes runs/<id>/ with metrics, samples, checkpoints, summary')
+    .action(async (recipe: string | undefined, options) => {
+      process.exitCode = await runTrainCommand({ recipe, set: options.set, preset: options.preset, resume: options.resume, runName: options.runName, quiet: options.quiet });
+    });
+  trainOptions(program.command('sft'))
+    .description('only the supervised phase of a recipe (completion-only cross-entropy)')
+    .action(async (recipe: string | undefined, options) => {
+      process.exitCode = await runTrainCommand({ recipe, set: options.set, resume: options.resume, runName: options.runName, quiet: options.quiet, sftOnly: true });
+    });
+
+  program.command('eval')
+    .description("held-out accuracy (greedy pass@1, sampled pass@k) of a checkpoint on a built-in task")
+    .requiredOption('--model <directory>', 'checkpoint folder (HF layout)')
+    .option('--task <name>', 'built-in task', 'addition')
+    .option('--examples <n>', 'held-out examples', integer, 200)
+    .option('--pass-at-k <k>', 'also sample k completions per prompt', integer, 0)
+    .option('--max-new-tokens <n>', 'completion length limit', integer, 8)
+    .option('--seed <n>', 'seed', integer, 0)
+    .option('--json', 'print JSON')
+    .action(async (options) => {
+      process.exitCode = await runEvalCommand(options);
+    });
+
+  program.command('generate')
+    .description('sample completions from a checkpoint')
+    .requiredOption('--model <directory>', 'checkpoint folder (HF layout)')
+    .requiredOption('--prompt <text>', 'prompt text')
+    .option('--chat', "wrap the prompt in the tokenizer's chat template as a user message")
+    .option('--max-new-tokens <n>', 'tokens to generate at most', integer, 64)
+    .option('--temperature <t>', '0 = greedy', number, 1)
+    .option('--top-p <p>', 'nucleus sampling mass', number, 1)
+    .option('--top-k <k>', 'keep the k most likely tokens (0 = off)', integer, 0)
+    .option('--seed <n>', 'sampling seed', integer, 0)
+    .option('--num-samples <g>', 'completions for the prompt', integer, 1)
+    .option('--json', 'one JSON line per sample with ids, text and logprobs')
+    .action((options) => runGenerateCommand(options));
+
+  program.command('score')
+    .description('per-token log-probabilities, mean NLL and perplexity of a text under a checkpoint')
+    .requiredOption('--model <directory>', 'checkpoint folder (HF layout)')
+    .option('--text <text>', 'text to score (BOS added as the tokenizer config says)')
+    .option('--ids <ids>', 'comma-separated token ids to score')
+    .option('--json', 'print JSON')
+    .action((options) => runScoreCommand(options));
+
+  program.command('reward')
+    .description('run a built-in reward over a JSONL file of {"completion", ...columns} rows')
+    .argument('<name>', 'reward name (see grpo list)')
+    .requiredOption('--input <file>', 'JSONL input')
+    .option('--options <json>', 'reward options as JSON')
+    .action(async (name: string, options) => {
+      process.exitCode = await runRewardCommand({ name, input: options.input, options: options.options });
+    });
+
+  program.command('list')
+    .description('every registered advantage estimator, policy loss, aggregation, KL estimator, filter, reward, task and preset')
+    .action(async () => {
+      const { runCatalogCommand } = await import('./catalog-command.js');
+      process.stdout.write(`${runListCommand()}\n${runCatalogCommand()}`);
+    });
+
+  program.command('dashboard')
+    .description('serve a read-only local web viewer of run folders')
+    .option('--runs <directory>', 'folder holding run folders', 'runs')
+    .option('--port <n>', 'port (default 6060)', integer)
+    .option('--host <address>', 'address to listen on', '127.0.0.1')
+    .action(async (options) => {
+      const { runDashboardCommand } = await import('../dashboard/server.js');
+      await runDashboardCommand({ runs: options.runs, port: options.port, host: options.host });
+    });
+  return program;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  try {
+    await buildProgram().parseAsync(argv);
+  } catch (error) {
+    process.stderr.write(`grpo: ${(error as Error).message}\n`);
+    process.exitCode = 1;
+  }
+}
