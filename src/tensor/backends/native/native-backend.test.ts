@@ -217,6 +217,26 @@ describe.skipIf(!status.available && !required)('native backend', () => {
     }
   }
 
+  it('is deterministic over many calls, whether the pool spins or sleeps between them', () => {
+    const backend = loadNativeBackend({ threads: 2 });
+    expect(backend).not.toBeNull();
+    backends.push(backend!);
+    const testCase = makeCase('repeated 130x200x150', makeShape(130, 200, 150), 4242);
+    const first = new Float32Array(130 * 150);
+    backend!.matmul(testCase.a, testCase.b, first, testCase.shape);
+    const { value, scale } = expectedOf(testCase);
+    expectAgrees(first, value, scale, testCase.shape.K, testCase.label);
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    for (let call = 0; call < 60; call++) {
+      // Every 10th call waits 2 ms first: longer than the workers' spin, so they are asleep and get woken.
+      if (call % 10 === 0) Atomics.wait(pause, 0, 0, 2);
+      const out = new Float32Array(130 * 150).fill(NaN);
+      backend!.matmul(testCase.a, testCase.b, out, testCase.shape);
+      const differs = out.findIndex((x, i) => x !== first[i]); // bitwise: same partition, same order
+      expect(differs, `call ${call}`).toBe(-1);
+    }
+  });
+
   it('rejects bad arguments with a message naming the field', () => {
     const backend = loadNativeBackend({ threads: 1 });
     expect(backend).not.toBeNull();
