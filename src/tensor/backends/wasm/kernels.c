@@ -204,6 +204,76 @@ static void gemmBlock(View A, View B, float *C, int N, int K, int m0, int m1, in
   }
 }
 
+/* Stores or adds (accumulate) `value` into *c. */
+static inline void put(float *c, float value, int accumulate) { *c = accumulate ? *c + value : value; }
+
+/* M = 1 with B stored [K, N]: c[j] (+)= sum_k a[k] B[k, j] for j in [n0, n1), streaming B once.
+ * No packing: each B element is used once, so packing would cost as much as the product. 32
+ * columns at a time keep 8 independent accumulator chains. */
+static void gemvRows(const float *a, const float *B, int N, int K, float *c, int n0, int n1,
+                     int accumulate) {
+  int j = n0;
+  for (; j + 32 <= n1; j += 32) {
+    v128_t acc[8];
+#pragma clang loop unroll(full)
+    for (int v = 0; v < 8; v++) acc[v] = wasm_f32x4_splat(0.0f);
+    for (int k = 0; k < K; k++) {
+      v128_t ak = wasm_v128_load32_splat(a + k);
+      const float *row = B + k * N + j;
+#pragma clang loop unroll(full)
+      for (int v = 0; v < 8; v++) acc[v] = wasm_f32x4_add(acc[v], wasm_f32x4_mul(ak, wasm_v128_load(row + 4 * v)));
+    }
+#pragma clang loop unroll(full)
+    for (int v = 0; v < 8; v++) {
+      v128_t sum = accumulate ? wasm_f32x4_add(wasm_v128_load(c + j + 4 * v), acc[v]) : acc[v];
+      wasm_v128_store(c + j + 4 * v, sum);
+    }
+  }
+  for (; j < n1; j++) {
+    float sum = 0.0f;
+    for (int k = 0; k < K; k++) sum += a[k] * B[k * N + j];
+    put(c + j, sum, accumulate);
+  }
+}
+
+/* Sum of the four lanes of v, in a fixed order. */
+static inline float laneSum(v128_t v) {
+  return (wasm_f32x4_extract_lane(v, 0) + wasm_f32x4_extract_lane(v, 1)) +
+         (wasm_f32x4_extract_lane(v, 2) + wasm_f32x4_extract_lane(v, 3));
+}
+
+/* M = 1 with B stored transposed [N, K] (x . W^T, the linear-layer case): c[j] (+)= dot(a, B[j, :]),
+ * 8 rows of B at a time, both operands contiguous along k; no packing. */
+static void gemvDots(const float *a, const float *B, int K, float *c, int n0, int n1,
+                     int accumulate) {
+  int K4 = K & ~3;
+  int j = n0;
+  for (; j + 8 <= n1; j += 8) {
+    const float *rows = B + j * K;
+    v128_t acc[8];
+#pragma clang loop unroll(full)
+    for (int r = 0; r < 8; r++) acc[r] = wasm_f32x4_splat(0.0f);
+    for (int k = 0; k < K4; k += 4) {
+      v128_t av = wasm_v128_load(a + k);
+#pragma clang loop unroll(full)
+      for (int r = 0; r < 8; r++) acc[r] = wasm_f32x4_add(acc[r], wasm_f32x4_mul(av, wasm_v128_load(rows + r * K + k)));
+    }
+    for (int r = 0; r < 8; r++) {
+      float sum = laneSum(acc[r]);
+      for (int k = K4; k < K; k++) sum += a[k] * rows[r * K + k];
+      put(c + j + r, sum, accumulate);
+    }
+  }
+  for (; j < n1; j++) {
+    const float *row = B + j * K;
+    v128_t acc = wasm_f32x4_splat(0.0f);
+    for (int k = 0; k < K4; k += 4) acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_v128_load(a + k), wasm_v128_load(row + k)));
+    float sum = laneSum(acc);
+    for (int k = K4; k < K; k++) sum += a[k] * row[k];
+    put(c + j, sum, accumulate);
+  }
+}
+
 /* Splits [0, units) into `parts` near-equal contiguous ranges; returns range `index` as [*lo, *hi). */
 static void splitRange(int units, int parts, int index, int *lo, int *hi) {
   int base = units / parts, extra = units % parts;
@@ -245,6 +315,10 @@ __attribute__((export_name("sgemm_thread"))) void sgemm_thread(Params *p, int in
     if (m0 >= m1 || n0 >= n1) continue;
     A.data = p->a + (intptr_t)bi * p->aBatchStride;
     B.data = p->b + (intptr_t)bi * p->bBatchStride;
-    gemmBlock(A, B, p->c + (intptr_t)bi * M * N, N, K, m0, m1, n0, n1, p->accumulate, scratch);
+    float *C = p->c + (intptr_t)bi * M * N;
+    /* A single row (decoding one sequence): A is contiguous along k whether transposed or not. */
+    if (M == 1 && B.colStride == 1) gemvRows(A.data, B.data, N, K, C, n0, n1, p->accumulate);
+    else if (M == 1) gemvDots(A.data, B.data, K, C, n0, n1, p->accumulate);
+    else gemmBlock(A, B, C, N, K, m0, m1, n0, n1, p->accumulate, scratch);
   }
 }

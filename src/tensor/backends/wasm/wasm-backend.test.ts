@@ -156,6 +156,25 @@ for (const { name, options } of configurations) {
       expect(Number.isNaN(out[0 * 10 + 1])).toBe(true);
     });
 
+    it('propagating NaN and Inf on the single-row (M = 1) paths, B plain and transposed', () => {
+      for (const transposeB of [false, true]) {
+        const [K, N] = [11, 41];
+        const a = randomArray(K, 7);
+        const b = randomArray(K * N, 8);
+        const at = (k: number, j: number): number => (transposeB ? j * K + k : k * N + j);
+        b[at(3, 5)] = Number.NaN; // column 5 (inside the first 32-column / 8-row block)
+        b[at(4, 38)] = Number.POSITIVE_INFINITY; // column 38 (in the tail)
+        b[at(6, 39)] = Number.POSITIVE_INFINITY;
+        b[at(7, 39)] = Number.NEGATIVE_INFINITY; // column 39: Inf - Inf = NaN
+        a[10] = Number.NEGATIVE_INFINITY; // K = 11 is not a multiple of 4: the scalar k tail
+        const shape = makeShape({ M: 1, K, N, transposeB });
+        expectAgreement(backend, a, b, shape);
+        const out = new Float32Array(N);
+        backend.matmul(a, b, out, shape);
+        expect(out.filter((value) => Number.isFinite(value)).length).toBe(0); // a[10] = -Inf reaches every column
+      }
+    });
+
     it('with empty dimensions: K = 0 gives zeros, or leaves out unchanged when accumulating', () => {
       const out = new Float32Array(6).fill(3);
       backend.matmul(new Float32Array(0), new Float32Array(0), out, makeShape({ M: 2, K: 0, N: 3 }));
