@@ -2,8 +2,9 @@
  * Single-precision GEMM for WebAssembly SIMD128: out[b] (+)= op(A[b]) . op(B[b]).
  *
  * Is: a packed, cache-blocked GEMM (Goto/BLIS loop order) with a register-blocked MR x NR
- * micro-kernel of f32x4 accumulators, plus the thread partition: every thread of a call runs
- * sgemm_thread() with its own index over the same shared memory and writes a disjoint part of out.
+ * micro-kernel of f32x4 accumulators; unpacked paths for a single row (M = 1, decoding); and the
+ * thread partition: every thread of a call runs sgemm_thread() over the same shared memory,
+ * claiming work units that write disjoint parts of out.
  * Is not: a memory allocator or a thread pool. The TypeScript loader (wasm-backend.ts) owns the
  * memory layout and the workers; it writes a Params block and hands each thread its scratch area.
  *
