@@ -13,12 +13,13 @@ const margin = { left: 48, right: 12, top: 10, bottom: 22 };
 /** Series colours, picked to stay distinguishable for common colour-vision deficiencies. */
 export const palette = ['#2563eb', '#dc2626', '#16a34a', '#d97706', '#7c3aed', '#0891b2', '#db2777', '#4b5563'];
 
-/** About `count` round tick values covering [min, max]. */
-export function niceTicks(min, max, count = 4) {
+/** About `count` round tick values covering [min, max], spaced at least `minStep` apart. */
+export function niceTicks(min, max, count = 4, minStep = 0) {
   const span = max - min;
   const rough = span / count;
   const magnitude = 10 ** Math.floor(Math.log10(rough));
-  const step = [1, 2, 2.5, 5, 10].map((factor) => factor * magnitude).find((candidate) => span / candidate <= count) ?? 10 * magnitude;
+  const nice = [1, 2, 2.5, 5, 10].map((factor) => factor * magnitude).find((candidate) => span / candidate <= count) ?? 10 * magnitude;
+  const step = Math.max(nice, minStep);
   const ticks = [];
   for (let value = Math.ceil(min / step) * step; value <= max + step * 1e-9; value += step) ticks.push(Number(value.toPrecision(12)));
   return ticks;
@@ -61,7 +62,8 @@ function drawAxes(svg, xRange, yRange, scaleX, scaleY, formatX) {
     svg.append(svgElement('line', { class: 'grid', x1: margin.left, x2: width - margin.right, y1: y, y2: y }));
     svg.append(svgElement('text', { class: 'tick', x: margin.left - 4, y: y + 3, 'text-anchor': 'end' }, formatNumber(tick)));
   }
-  for (const tick of niceTicks(xRange[0], xRange[1], 6)) {
+  // x is a step count: no ticks between whole steps.
+  for (const tick of niceTicks(xRange[0], xRange[1], 6, 1)) {
     const x = scaleX(tick);
     svg.append(svgElement('text', { class: 'tick', x, y: height - 6, 'text-anchor': 'middle' }, formatX(tick)));
   }
