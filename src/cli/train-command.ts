@@ -8,14 +8,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { basename, extname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import YAML from 'yaml';
-import type { NamedReward } from '../rewards/types.js';
-import { createRunContext, mergeConfig, resolveConfig, train, type TrainerConfig } from '../trainer/index.js';
+import { createRunContext, mergeConfig, resolveConfig, train, type Recipe, type TrainerConfig } from '../trainer/index.js';
 import { writeJsonAtomically } from '../trainer/run-folder.js';
 
-export interface Recipe {
-  config: Record<string, unknown>;
-  rewards?: NamedReward[];
-}
 
 /** A recipe file: .ts/.js default-exports `{ config, rewards? }` (or a bare config); .json/.yaml hold a config. */
 export async function loadRecipe(file: string): Promise<Recipe> {

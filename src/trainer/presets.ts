@@ -36,7 +36,7 @@ const presets: Record<string, { description: string; config: PartialConfig }> = 
   cispo: {
     description: 'CISPO (MiniMax-M1): clipped, stop-gradient IS weight on REINFORCE, token-mean, no KL',
     config: {
-      algorithm: { advantage: 'grpo', loss: 'cispo', lossOptions: { epsilonLow: 1e9, epsilonHigh: 0.28 }, aggregation: 'token-mean', klCoefficient: 0 },
+      algorithm: { advantage: 'grpo', loss: 'cispo', lossOptions: { capMode: 'relative', epsilonHigh: 0.28 }, aggregation: 'token-mean', klCoefficient: 0 },
     },
   },
   rloo: {

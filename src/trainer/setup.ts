@@ -17,6 +17,13 @@ import type { NamedReward } from '../rewards/types.js';
 import { validateConfig, type KnownNames, type TrainerConfig } from './config.js';
 import { applyPreset, presetNames } from './presets.js';
 
+/** What a recipe file exports: a config (as written, before defaults) and optional reward functions. */
+export interface Recipe {
+  config: Record<string, unknown>;
+  /** Rewards written in the recipe; they replace the task's and the config's `rewards`. */
+  rewards?: NamedReward[];
+}
+
 export function knownNames(): KnownNames {
   return {
     advantage: advantageEstimators.names(),

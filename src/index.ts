@@ -1,0 +1,22 @@
+/**
+ * The public API of `grpo`: everything a user needs to train with GRPO-family algorithms from
+ * TypeScript — the trainer and its config, rewards, algorithms, models, sampling, data tasks.
+ * The tensor engine is also at `grpo/tensor`, test helpers at `grpo/testing`. No default exports.
+ */
+export * from './algorithms/index.js';
+export * from './rewards/index.js';
+// Both layers have a soft overlong punishment: the reward factory keeps the name, the array form
+// from the algorithms layer is re-exported under a distinct one.
+export { softOverlongPunishment } from './rewards/index.js';
+export { softOverlongPunishment as softOverlongPenalties } from './algorithms/index.js';
+export * from './data/index.js';
+export * from './trainer/index.js';
+export { generate, type Completion, type GenerateRequest, type SamplingSettings } from './sampling/index.js';
+export { Transformer, type KvCache, type ForwardOptions } from './model/transformer.js';
+export { loadCheckpoint, saveCheckpoint, resolveStopTokenIds, type Checkpoint } from './model/checkpoint.js';
+export { loadModelConfig, parseModelConfig, createSmallConfig, toHfConfig, type ModelConfig } from './model/config.js';
+export { loadTokenizer, checkTokenizerFitsModel, type TextTokenizer } from './model/tokenizer.js';
+export { CharTokenizer } from './model/char-tokenizer.js';
+export { applyChatTemplate, encodeChat } from './model/chat-template.js';
+export { AdamW, learningRateAt, clipGradNorm, globalGradNorm, type ScheduleConfig } from './nn/index.js';
+export { getBackend, setBackend, createBackend, noGrad, Tensor, tensor, Random } from './tensor/index.js';
