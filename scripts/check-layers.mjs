@@ -1,0 +1,48 @@
+/**
+ * Lint rule for the layer structure of STYLE.md: each folder of src/ may import only the folders
+ * listed for it (imports go downward), and src/ stays under a line budget. Exits non-zero naming
+ * the file and the import at fault. Run by `npm run lint` (and by .ci/run).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative, dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', 'src');
+const allowed = {
+  tensor: ['tensor'],
+  testing: ['testing', 'tensor'],
+  nn: ['nn', 'tensor'],
+  model: ['model', 'nn', 'tensor'],
+  sampling: ['sampling', 'model', 'nn', 'tensor'],
+  algorithms: ['algorithms', 'tensor'],
+  rewards: ['rewards'],
+  data: ['data', 'rewards'],
+  trainer: ['trainer', 'data', 'rewards', 'algorithms', 'sampling', 'model', 'nn', 'tensor'],
+  dashboard: ['dashboard'],
+  cli: ['cli', 'dashboard', 'trainer', 'data', 'rewards', 'algorithms', 'sampling', 'model', 'nn', 'tensor'],
+};
+const maxSourceLines = 40_000;
+
+const problems = [];
+let sourceLines = 0;
+for (const entry of readdirSync(root, { recursive: true, withFileTypes: true })) {
+  if (!entry.isFile() || !entry.name.endsWith('.ts')) continue;
+  const file = join(entry.parentPath ?? entry.path, entry.name);
+  const text = readFileSync(file, 'utf8');
+  const layer = relative(root, file).split('/')[0];
+  if (!entry.name.endsWith('.test.ts')) sourceLines += text.split('\n').length;
+  // src/index.ts may import every layer; tests are not shipped and may reach testing/ and callers.
+  if (!(layer in allowed) || entry.name.endsWith('.test.ts')) continue;
+  for (const match of text.matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)) {
+    const target = relative(root, resolve(dirname(file), match[1])).split('/')[0];
+    if (target in allowed && !allowed[layer].includes(target)) {
+      problems.push(`${relative(join(root, '..'), file)}: ${layer}/ imports ${target}/ ('${match[1]}'); ${layer}/ may import only ${allowed[layer].join(', ')}`);
+    }
+  }
+}
+if (sourceLines > maxSourceLines) problems.push(`src/ has ${sourceLines} lines of non-test TypeScript, over the budget of ${maxSourceLines}`);
+if (problems.length > 0) {
+  console.error(problems.join('\n'));
+  process.exit(1);
+}
+console.log(`layers ok; src/ has ${sourceLines} lines of non-test TypeScript (budget ${maxSourceLines})`);
