@@ -1,6 +1,7 @@
 /**
  * Copies the non-TypeScript runtime assets of src/ into dist/ after `tsc` (`npm run build`):
- * the committed .wasm kernels and the plain-JS worker files (.mjs), at the same relative paths,
+ * the committed .wasm kernels, the plain-JS worker files (.mjs) and the dashboard's public/ page,
+ * at the same relative paths,
  * because the compiled loaders find them by URL relative to themselves.
  * Is not: a bundler; C sources, tests and TypeScript are left to tsc (or left out).
  */
@@ -15,8 +16,10 @@ const assetExtensions = ['.wasm', '.mjs'];
 
 let copied = 0;
 for (const entry of readdirSync(source, { recursive: true, withFileTypes: true })) {
-  if (!entry.isFile() || !assetExtensions.some((extension) => entry.name.endsWith(extension))) continue;
   const from = join(entry.parentPath ?? entry.path, entry.name);
+  // The dashboard's static page (plain browser files served from dist/dashboard/public/).
+  const isPublicAsset = relative(source, from).startsWith(join('dashboard', 'public'));
+  if (!entry.isFile() || !(isPublicAsset || assetExtensions.some((extension) => entry.name.endsWith(extension)))) continue;
   const to = join(target, relative(source, from));
   mkdirSync(dirname(to), { recursive: true });
   copyFileSync(from, to);
