@@ -6,6 +6,7 @@
  * started survives.
  */
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,13 +18,13 @@ import { makeRewardInput } from './types.js';
 const data = (path: string) => new URL(`../../../shared/data/${path}`, import.meta.url);
 const capabilities = sandboxCapabilities();
 
-/** Pids of processes whose command line mentions a sandbox work dir (none may outlive a run). */
-function sandboxProcesses(): number[] {
+/** Pids of processes whose command line mentions one of this process's sandbox work dirs (none may outlive a run). */
+function sandboxProcesses(marker = `grpo-sandbox-${process.pid}-`): number[] {
   const pids: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('grpo-sandbox-')) pids.push(Number(entry));
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(marker)) pids.push(Number(entry));
     } catch {
       // ended while we looked
     }
@@ -82,7 +83,7 @@ describe('codeTests on real datasets', () => {
 describe('sandbox containment', () => {
   it('reports which layers are active on this machine', () => {
     // on Linux as root with util-linux every layer is expected; elsewhere the fallbacks apply
-    if (process.platform === 'linux' && process.getuid?.() === 0) expect(capabilities).toEqual({ namespaces: true, separateUser: true, resourceLimits: true });
+    if (process.platform === 'linux' && process.getuid?.() === 0) expect(capabilities).toEqual({ namespaces: true, separateUser: true, resourceLimits: true, parentDeathSignal: true });
     else expect(capabilities.namespaces).toBe(false);
   });
 
@@ -106,6 +107,32 @@ describe('sandbox containment', () => {
     expect(result.timedOut).toBe(false); // it exits at once; the sleeping children must not keep it alive
     if (capabilities.separateUser) expect(Number(result.stdout.trim())).toBe(15); // 16 processes including itself
     expect(sandboxProcesses()).toEqual([]); // the 30 s sleepers are gone
+  });
+
+  it('a sandboxed program dies when the process that started it is killed', async () => {
+    if (!capabilities.parentDeathSignal) return; // without setpriv there is no parent-death signal to test
+    const directory = mkdtempSync(join(tmpdir(), 'grpo-parent-'));
+    const script = join(directory, 'parent.mts');
+    const sandboxModule = new URL('./code/sandbox.ts', import.meta.url).pathname;
+    writeFileSync(script, `import { runSandboxed } from ${JSON.stringify(sandboxModule)};\nconsole.log(process.pid);\nawait runSandboxed('import time\\ntime.sleep(60)', { language: 'python', timeoutMs: 60000 });\n`);
+    const parent = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let marker = 'not-started';
+    const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+    try {
+      const parentPid = await new Promise<number>((resolve) => parent.stdout.once('data', (chunk: Buffer) => resolve(Number(String(chunk).trim()))));
+      marker = `grpo-sandbox-${parentPid}-`;
+      const programRunning = () => sandboxProcesses(marker).some((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('python3'));
+      for (let wait = 0; wait < 100 && !programRunning(); wait++) await pause(50);
+      expect(programRunning()).toBe(true); // the 60 s sleeper runs, past all the wrappers
+      await pause(200);
+      parent.kill('SIGKILL');
+      for (let wait = 0; wait < 40 && sandboxProcesses(marker).length > 0; wait++) await pause(50);
+      expect(sandboxProcesses(marker)).toEqual([]); // and is gone with its parent
+    } finally {
+      parent.kill('SIGKILL');
+      for (const pid of sandboxProcesses(marker)) process.kill(pid, 'SIGKILL'); // only if the assertion failed
+      rmSync(directory, { recursive: true, force: true });
+    }
   });
 
   it('stops a program that floods its output', async () => {

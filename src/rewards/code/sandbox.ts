@@ -8,7 +8,8 @@
  * read files that are not world-readable, and RLIMIT_NPROC caps its processes), in its own PID
  * namespace (killing the namespace's init kills every descendant, even ones that called setsid;
  * `/proc` shows only the sandbox's processes) and its own network namespace (no network at all).
- * Without root it falls back to a process group, rlimits and the clean environment.
+ * Without root it falls back to a process group, rlimits and the clean environment. With
+ * `setpriv --pdeathsig` the run is killed even when this process itself dies mid-run.
  *
  * What it does NOT contain: it is process isolation, not a security boundary like a VM or
  * gVisor. The code still sees the host filesystem's world-readable files (e.g. /etc, the source
@@ -64,6 +65,8 @@ export interface SandboxCapabilities {
   separateUser: boolean;
   /** rlimits through `prlimit`. */
   resourceLimits: boolean;
+  /** The sandbox is killed if this process dies mid-run (`setpriv --pdeathsig`). */
+  parentDeathSignal: boolean;
 }
 
 const SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin';
@@ -82,6 +85,7 @@ export function sandboxCapabilities(): SandboxCapabilities {
       namespaces: root && works('unshare', ['--pid', '--fork', '--kill-child', '--net', '--mount-proc', 'true']),
       separateUser: root && works('setpriv', ['--reuid=1', '--regid=1', '--clear-groups', 'true']),
       resourceLimits: process.platform === 'linux' && works('prlimit', ['--nofile=64', 'true']),
+      parentDeathSignal: process.platform === 'linux' && works('setpriv', ['--pdeathsig=SIGKILL', '--', 'true']),
     };
   }
   return capabilities;
@@ -120,6 +124,7 @@ function interpreter(language: SandboxLanguage, file: string, memoryMb: number):
 function wrappedCommand(options: Required<Pick<SandboxOptions, 'language' | 'memoryMb' | 'maxProcesses' | 'maxFileBytes' | 'timeoutMs'>>, file: string, uid: number | null): string[] {
   const layers = sandboxCapabilities();
   const command: string[] = [];
+  if (layers.parentDeathSignal) command.push('setpriv', '--pdeathsig=SIGKILL', '--'); // dies with us, taking the namespace along
   if (layers.namespaces) command.push('unshare', '--pid', '--fork', '--kill-child', '--net', '--mount-proc', '--');
   if (layers.resourceLimits) {
     const bytes = options.memoryMb * 1024 * 1024;
@@ -128,7 +133,8 @@ function wrappedCommand(options: Required<Pick<SandboxOptions, 'language' | 'mem
     if (uid !== null) command.push(`--nproc=${options.maxProcesses}`);
     command.push('--');
   }
-  if (uid !== null) command.push('setpriv', `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--');
+  // changing uid clears the parent-death signal, so the program (the namespace's init) sets it again
+  if (uid !== null) command.push('setpriv', `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--pdeathsig=SIGKILL', '--');
   command.push(...interpreter(options.language, file, options.memoryMb));
   return command;
 }
@@ -144,7 +150,7 @@ export async function runSandboxed(code: string, options: SandboxOptions): Promi
   };
   const maxOutputBytes = options.maxOutputBytes ?? 64 * 1024;
   const uid = sandboxCapabilities().separateUser ? freshUid() : null;
-  const workDir = mkdtempSync(join(tmpdir(), 'grpo-sandbox-'));
+  const workDir = mkdtempSync(join(tmpdir(), `grpo-sandbox-${process.pid}-`)); // the pid lets a test find only its own leftovers
   try {
     const file = join(workDir, options.language === 'python' ? 'main.py' : 'main.js');
     writeFileSync(file, code);
