@@ -7,8 +7,9 @@
  *
  * Loop order per task: jc (NC cols of B, in L3) -> pc (KC depth) -> pack B -> ic (MC rows, A block in L2)
  * -> pack A -> jr (NR: one B micro-panel stays in L1) -> ir (MR) -> micro-kernel.
- * Threads: whole products when the batch divides evenly; otherwise each product is split, over M with one
- * B block packed by all threads together (shared mode), or over N when M is too short for that.
+ * Threads: whole products when the batch divides evenly; otherwise each product is split, over row chunks
+ * handed out dynamically with one B block packed by all threads together (shared mode), or over N when M
+ * is too short for that.
  * Few rows (M <= 12, or <= 32 with a transposed B, as in decoding) skip packing (gemm_block_few_rows).
  * Block sizes were chosen by measurement on a 2-core Sapphire Rapids (48 KiB L1d, 2 MiB L2 per core).
  */
@@ -32,6 +33,8 @@
 #define PARALLEL_MIN_FLOPS 4.0e6
 /* Rows per thread from which splitting M with a shared packed B beats splitting N. */
 #define SHARED_MIN_ROWS 56
+/* Rows of C per work item in shared mode, in micro-tiles: small enough to balance, big enough to reuse B. */
+#define SHARED_CHUNK_TILES 4
 
 typedef struct {
   float *pack_a; /* MC x KC */
@@ -271,6 +274,7 @@ typedef struct {
   int shared;         /* 1: every thread takes a slice of M of every product and they pack B together */
   atomic_int arrived; /* barrier of the shared mode */
   atomic_int phase;
+  atomic_long next_chunk; /* row chunks handed out in shared mode */
 } job;
 
 static void piece(int64_t extent, int64_t unit, int64_t part, int64_t parts, int64_t *start, int64_t *end) {
@@ -297,24 +301,30 @@ static void barrier_wait(job *j) {
 }
 
 /*
- * Shared mode: thread t computes rows slice t of C; the threads pack each KC x NC block of B together
- * (each a share of its panels) into one buffer, so neither A nor B is packed twice.
+ * Shared mode: the threads pack each KC x NC block of B together (each a share of its panels) into one
+ * buffer, then take row chunks of C from a shared counter, so neither operand is packed twice and a
+ * thread slowed by another process on its core simply takes fewer chunks.
  */
 static void gemm_shared(job *j, int thread_index, const operands *op) {
   const gemm_context *ctx = j->ctx;
   const gemm_shape *s = op->shape;
   const int nr = ctx->kernel->nr;
-  int64_t m0, m1;
-  piece(s->M, ctx->kernel->mr, thread_index, j->threads_used, &m0, &m1);
+  const int64_t chunk_rows = (int64_t)SHARED_CHUNK_TILES * ctx->kernel->mr;
+  const int64_t chunks = (s->M + chunk_rows - 1) / chunk_rows;
   for (int64_t jc = 0; jc < s->N; jc += ctx->nc) {
     int64_t nc = s->N - jc < ctx->nc ? s->N - jc : ctx->nc;
     int64_t p0, p1; /* this thread's share of the block's columns, whole panels */
     piece(nc, nr, thread_index, j->threads_used, &p0, &p1);
     for (int64_t pc = 0; pc < s->K; pc += ctx->kc) {
       int64_t kc = s->K - pc < ctx->kc ? s->K - pc : ctx->kc;
+      /* Safe: every thread passed the previous barrier, so nobody still takes chunks from the counter. */
+      if (thread_index == 0) atomic_store(&j->next_chunk, 0);
       if (p1 > p0) pack_b(op, ctx->kernel, pc, kc, jc + p0, p1 - p0, ctx->shared_b + p0 * kc);
       barrier_wait(j);
-      if (m1 > m0) compute_block(ctx, &ctx->spaces[thread_index], op, ctx->shared_b, m0, m1, jc, nc, pc, kc);
+      for (int64_t chunk; (chunk = atomic_fetch_add(&j->next_chunk, 1)) < chunks;) {
+        int64_t m0 = chunk * chunk_rows, m1 = m0 + chunk_rows < s->M ? m0 + chunk_rows : s->M;
+        compute_block(ctx, &ctx->spaces[thread_index], op, ctx->shared_b, m0, m1, jc, nc, pc, kc);
+      }
       barrier_wait(j); /* nobody repacks the block while another thread still reads it */
     }
   }
@@ -351,7 +361,7 @@ int gemm_run(gemm_context *ctx, const float *a, const float *b, float *out, cons
   if (s->batch <= 0 || s->M <= 0 || s->N <= 0) return 0;
   double flops = 2.0 * (double)s->batch * (double)s->M * (double)s->N * (double)s->K;
   int threads = flops < PARALLEL_MIN_FLOPS ? 1 : ctx->threads;
-  job j = {ctx, a, b, out, s, 1, 0, s->batch, threads, 0, 0, 0};
+  job j = {ctx, a, b, out, s, 1, 0, s->batch, threads, 0, 0, 0, 0};
   if (threads > 1 && s->batch % threads != 0) {
     /* Uneven batches: split each product. With enough rows for every thread, split M and share the
      * packing of B; otherwise split N (each thread packs the few rows of A it needs). */
