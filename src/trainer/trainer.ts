@@ -7,9 +7,10 @@
  * Is not: config parsing (config.ts, setup.ts) or maths (algorithms/, rewards/). Every random choice
  * is derived from (seed, step), so a resumed run replays exactly what an uninterrupted one does.
  */
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Example } from '../data/task.js';
-import { loadCheckpoint } from '../model/checkpoint.js';
+import { loadCheckpoint, saveCheckpoint } from '../model/checkpoint.js';
 import { Transformer } from '../model/transformer.js';
 import { AdamW, learningRateAt, Random } from '../nn/index.js';
 import { encodePrompt, evaluate, type EvaluationResult } from './evaluate.js';
@@ -90,7 +91,11 @@ export async function train(context: RunContext, options: TrainOptions): Promise
 
 function resumeFrom(folder: RunFolder, model: Transformer, optimizer: AdamW, progress: ProgressReporter): TrainerState | null {
   const steps = folder.checkpointSteps();
-  if (steps.length === 0) return null;
+  if (steps.length === 0) {
+    folder.truncateLogsAfter(0); // killed before its first checkpoint: start over with clean logs
+    progress.message(`no complete checkpoint in ${folder.directory}; starting the run from the beginning`);
+    return null;
+  }
   const step = steps[steps.length - 1];
   const { state, optimizer: optimizerState, directory } = folder.loadTrainingState(step);
   const restored = Transformer.fromTensors(model.config, loadCheckpoint(directory).tensors);
@@ -149,8 +154,9 @@ async function runGrpo(
   const G = config.sampling.groupSize;
   const examples = task.trainExamples(config.grpo.examples, config.seed + 2);
   const schedule = { kind: config.grpo.schedule, learningRate: config.grpo.learningRate, warmupSteps: config.grpo.warmupSteps, totalSteps: config.grpo.steps };
-  // β = 0 needs no reference model, and none is built.
-  const referenceModel = config.algorithm.klCoefficient > 0 ? cloneModel(model) : null;
+  // β = 0 needs no reference model, and none is built. Otherwise the reference is the policy at
+  // GRPO start, saved once beside the checkpoints so a resumed run uses the same one.
+  const referenceModel = config.algorithm.klCoefficient > 0 ? referenceFor(context, folder, state) : null;
   while (state.phaseStep < config.grpo.steps) {
     const stepStart = Date.now();
     const random = new Random(stepSeed(config.seed, state.step));
@@ -227,9 +233,16 @@ function logSamples(folder: RunFolder, step: number, groups: ScoredGroup[]): voi
   }
 }
 
-function cloneModel(model: Transformer): Transformer {
-  const tensors = new Map([...model.parameters].map(([name, p]) => [name, { shape: [...p.shape], data: p.data.slice() }]));
-  const clone = Transformer.fromTensors(model.config, tensors);
-  for (const parameter of clone.parameters.values()) parameter.requiresGrad = false;
-  return clone;
+function referenceFor(context: RunContext, folder: RunFolder, state: TrainerState): Transformer {
+  const directory = join(folder.checkpointsDirectory, 'reference');
+  let tensors;
+  if (state.phaseStep > 0 && existsSync(join(directory, 'config.json'))) {
+    tensors = loadCheckpoint(directory).tensors;
+  } else {
+    tensors = new Map([...context.model.parameters].map(([name, p]) => [name, { shape: [...p.shape], data: p.data.slice() }]));
+    saveCheckpoint(directory, { config: context.model.config, tensors, extraFiles: context.tokenizerFiles, sourceDir: context.sourceDirectory });
+  }
+  const reference = Transformer.fromTensors(context.model.config, tensors);
+  for (const parameter of reference.parameters.values()) parameter.requiresGrad = false;
+  return reference;
 }
