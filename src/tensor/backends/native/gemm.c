@@ -121,6 +121,8 @@ static void pack_a(const operands *op, const gemm_kernel *kernel, int64_t i0, in
     int64_t rows = mc - ip < mr ? mc - ip : mr;
     if (!s->transpose_a && kernel->pack_a) {
       kernel->pack_a(op->a + (i0 + ip) * s->K + p0, s->K, kc, rows, dst);
+    } else if (s->transpose_a && kernel->pack_at) {
+      kernel->pack_at(op->a + p0 * s->M + i0 + ip, s->M, kc, rows, dst);
     } else if (s->transpose_a) { /* stored [K, M]: a panel row of k is contiguous in i */
       for (int64_t k = 0; k < kc; k++) {
         const float *src = op->a + (p0 + k) * s->M + i0 + ip;

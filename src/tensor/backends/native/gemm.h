@@ -51,6 +51,8 @@ typedef struct {
   void (*pack_bt)(const float *b, int64_t ldb, int64_t kc, int64_t cols, float *dst);
   /* Optional (NULL: plain C): packs one MR-row panel of a plain A, dst[k*MR + i] = a[i*lda + k], 0 for i >= rows. */
   void (*pack_a)(const float *a, int64_t lda, int64_t kc, int64_t rows, float *dst);
+  /* Optional (NULL: plain C): the same for a transposed A, dst[k*MR + i] = a[k*lda + i]. */
+  void (*pack_at)(const float *a, int64_t lda, int64_t kc, int64_t rows, float *dst);
 } gemm_kernel;
 
 /* Each returns NULL when the instruction set was not compiled in or the CPU lacks it. */

@@ -114,7 +114,7 @@ AVX2_FN static void rows_4(int64_t m, int64_t n, int64_t kc, const float *a, int
   }
 }
 
-static const gemm_kernel avx2_kernel = {"avx2", MR, NR, kernel_6x16, dot_2x4, rows_4, 0, 0};
+static const gemm_kernel avx2_kernel = {"avx2", MR, NR, kernel_6x16, dot_2x4, rows_4, 0, 0, 0};
 
 const gemm_kernel *gemm_kernel_avx2(void) {
   __builtin_cpu_init();

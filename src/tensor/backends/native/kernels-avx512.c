@@ -194,7 +194,14 @@ AVX512_FN static void pack_a_14(const float *a, int64_t lda, int64_t kc, int64_t
   }
 }
 
-static const gemm_kernel avx512_kernel = {"avx512", MR, NR, kernel_14x32, dot_4x4, rows_4, pack_bt_32, pack_a_14};
+/* Packs a transposed-A panel: for each k the 14 rows are contiguous, one masked load and store. */
+AVX512_FN static void pack_at_14(const float *a, int64_t lda, int64_t kc, int64_t rows, float *dst) {
+  const __mmask16 load = (__mmask16)((1u << rows) - 1u), store = (__mmask16)((1u << MR) - 1u);
+  for (int64_t k = 0; k < kc; k++) _mm512_mask_storeu_ps(dst + k * MR, store, _mm512_maskz_loadu_ps(load, a + k * lda));
+}
+
+static const gemm_kernel avx512_kernel = {"avx512", MR,         NR,     kernel_14x32, dot_4x4,
+                                          rows_4,   pack_bt_32, pack_a_14, pack_at_14};
 
 const gemm_kernel *gemm_kernel_avx512(void) {
   __builtin_cpu_init();
