@@ -76,7 +76,7 @@ function loadAddon(): { addon: Addon | null; status: NativeAddonStatus } {
   const path = paths.find((candidate) => existsSync(candidate));
   if (!path) {
     const reason = `addon not built: no ${ADDON_FILE} found (looked in ${paths.join(', ')}); ` +
-      'build it with `npx node-gyp rebuild` (needs a C compiler)';
+      'it is built by node-gyp at `npm install` (needs a C compiler); rebuild with `npm run build:native`';
     loaded = { addon: null, status: { available: false, path: null, reason, isas: [] } };
     return loaded;
   }
