@@ -72,7 +72,13 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
     const saved = join(runDirectory, 'config.json');
     if (!existsSync(saved)) throw new Error(`--resume ${runDirectory}: no config.json there (is it a run folder?)`);
     recipe = { config: JSON.parse(readFileSync(saved, 'utf8')) };
-    if (options.recipe) recipe.rewards = (await loadRecipe(options.recipe)).rewards;
+    // A run started from a code recipe needs its functions again: reuse the recorded recipe file.
+    const source = join(runDirectory, 'source.json');
+    const recipeFile = options.recipe ?? (existsSync(source) ? (JSON.parse(readFileSync(source, 'utf8')) as { recipe?: string }).recipe : undefined);
+    if (recipeFile) {
+      const code = await loadRecipe(recipeFile);
+      recipe = { ...recipe, rewards: code.rewards, task: code.task };
+    }
   } else if (options.recipe) {
     recipe = await loadRecipe(options.recipe);
   }
@@ -80,13 +86,14 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
   if (options.preset) raw = { ...raw, preset: options.preset };
   if (options.runName) raw = mergeConfig(raw, { logging: { runName: options.runName } });
   if (options.sftOnly) raw = mergeConfig(raw, { grpo: { steps: 0 } });
-  const config = resolveConfig(raw);
-  const context = createRunContext(config, recipe.rewards);
+  const config = resolveConfig(raw, recipe.task ? [recipe.task.name] : []);
+  const context = createRunContext(config, { rewards: recipe.rewards, task: recipe.task });
   runDirectory ??= join(resolve(config.logging.runsDirectory), config.logging.runName ?? `${defaultRunName(config)}${options.recipe ? `-${basename(options.recipe, extname(options.recipe))}` : ''}`);
   if (!options.resume) {
     if (existsSync(join(runDirectory, 'config.json'))) throw new Error(`run folder ${runDirectory} already exists; use --resume ${runDirectory} or another --run-name`);
     (await import('node:fs')).mkdirSync(runDirectory, { recursive: true });
     writeJsonAtomically(join(runDirectory, 'config.json'), config);
+    if (options.recipe) writeJsonAtomically(join(runDirectory, 'source.json'), { recipe: resolve(options.recipe) });
   }
   process.stderr.write(`grpo: run folder ${runDirectory}\n`);
   const result = await train(context, { runDirectory, resume: Boolean(options.resume), quiet: options.quiet });

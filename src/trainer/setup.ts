@@ -22,6 +22,8 @@ export interface Recipe {
   config: Record<string, unknown>;
   /** Rewards written in the recipe; they replace the task's and the config's `rewards`. */
   rewards?: NamedReward[];
+  /** A task written in the recipe (prompts, held-out split, correctness); replaces `config.task`. */
+  task?: Task;
 }
 
 export function knownNames(): KnownNames {
@@ -35,15 +37,16 @@ export function knownNames(): KnownNames {
   };
 }
 
-/** Applies the preset named in the input (if any), then validates. */
-export function resolveConfig(input: unknown): TrainerConfig {
+/** Applies the preset named in the input (if any), then validates; `extraTasks` are tasks a recipe defines. */
+export function resolveConfig(input: unknown, extraTasks: string[] = []): TrainerConfig {
   const raw = (input ?? {}) as Record<string, unknown>;
   const preset = raw.preset;
   if (preset !== undefined && (typeof preset !== 'string' || !presetNames().includes(preset))) {
     throw new Error(`invalid config:\n- preset: unknown preset ${JSON.stringify(preset)}; known: ${presetNames().join(', ')}`);
   }
   const withPreset = typeof preset === 'string' ? applyPreset(preset, raw) : raw;
-  return validateConfig(withPreset, knownNames());
+  const known = knownNames();
+  return validateConfig(withPreset, { ...known, task: [...known.task, ...extraTasks] });
 }
 
 export interface RunContext {
@@ -59,9 +62,10 @@ export interface RunContext {
   rewards: NamedReward[];
 }
 
-/** Loads or creates everything; `rewards` from a TypeScript recipe replace the configured ones. */
-export function createRunContext(config: TrainerConfig, recipeRewards?: NamedReward[]): RunContext {
-  const task = taskRegistry.get(config.task)(config.taskOptions);
+/** Loads or creates everything; a TypeScript recipe's rewards and task replace the configured ones. */
+export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'config'> = {}): RunContext {
+  const recipeRewards = recipe.rewards;
+  const task = recipe.task ?? taskRegistry.get(config.task)(config.taskOptions);
   let tokenizer: TextTokenizer;
   let tokenizerFiles: Record<string, string> = {};
   let model: Transformer;
