@@ -28,4 +28,9 @@ export interface Task {
   rewards(): NamedReward[];
   /** Whether a completion solves the example (evaluation accuracy). */
   isCorrect(example: Example, completion: string): boolean;
+  /**
+   * Trainer settings that suit this task (a partial config, plain JSON). They sit under the user's
+   * config and any preset: whatever the user sets wins.
+   */
+  recommendedConfig?: Record<string, unknown>;
 }

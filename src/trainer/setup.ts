@@ -15,7 +15,7 @@ import { Transformer } from '../model/transformer.js';
 import { rewardFactories } from '../rewards/index.js';
 import type { NamedReward } from '../rewards/types.js';
 import { validateConfig, type KnownNames, type TrainerConfig } from './config.js';
-import { applyPreset, presetNames } from './presets.js';
+import { applyPreset, mergeConfig, presetNames } from './presets.js';
 
 /** What a recipe file exports: a config (as written, before defaults) and optional reward functions. */
 export interface Recipe {
@@ -45,8 +45,12 @@ export function resolveConfig(input: unknown, extraTasks: string[] = []): Traine
     throw new Error(`invalid config:\n- preset: unknown preset ${JSON.stringify(preset)}; known: ${presetNames().join(', ')}`);
   }
   const withPreset = typeof preset === 'string' ? applyPreset(preset, raw) : raw;
+  // The task's recommended settings sit under everything the user or the preset chose.
+  const taskName = typeof raw.task === 'string' ? raw.task : 'addition';
+  const recommended = taskRegistry.names().includes(taskName) ? taskRegistry.get(taskName)((raw.taskOptions ?? {}) as Record<string, unknown>).recommendedConfig : undefined;
+  const merged = recommended ? mergeConfig(recommended, withPreset) : withPreset;
   const known = knownNames();
-  return validateConfig(withPreset, { ...known, task: [...known.task, ...extraTasks] });
+  return validateConfig(merged, { ...known, task: [...known.task, ...extraTasks] });
 }
 
 export interface RunContext {
