@@ -2,7 +2,7 @@
  * Finite-difference gradient checks for every primitive, composite and fused op, run on every
  * backend (js is the spec; wasm must agree). Tolerances are explained in src/testing/gradcheck.ts.
  */
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gradCheck } from '../testing/gradcheck.js';
 import * as T from './index.js';
 import { backendsUnderTest } from './test-backends.js';
@@ -19,9 +19,14 @@ const positive = (shape: number[]) => T.randomUniform(shape, random, 0.5, 2);
 
 for (const { name, backend } of backendsUnderTest()) {
   describe(`gradients on ${name}`, () => {
-    const previous = T.getBackend();
-    T.setBackend(backend);
+    // Switch in beforeAll, not in the describe body: bodies all run at collection time, before any test.
+    let previous: T.Backend;
+    beforeAll(() => {
+      previous = T.getBackend();
+      T.setBackend(backend);
+    });
     afterAll(() => T.setBackend(previous));
+    it('runs on the intended backend', () => expect(T.getBackend()).toBe(backend));
 
     it.each(['neg', 'exp', 'sigmoid', 'tanh', 'silu', 'gelu', 'square'] as const)('unary %s', (op) => {
       gradCheck((x) => T[op](x), [normal([3, 5])]);
