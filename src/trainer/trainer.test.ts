@@ -7,7 +7,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createRunContext, resolveConfig, train } from './index.js';
+import type { NamedReward } from '../rewards/types.js';
+import { createRunContext, resolveConfig, singleTurnRollout, train, type RolloutFn } from './index.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-trainer-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -56,6 +57,38 @@ describe('trainer smoke test', () => {
     expect(existsSync(join(runDirectory, 'checkpoints', 'step-4', 'model.safetensors'))).toBe(true);
     expect(existsSync(join(runDirectory, 'checkpoints', 'step-4', 'tokenizer.json'))).toBe(true);
     expect(existsSync(join(runDirectory, 'checkpoints', 'reference', 'model.safetensors'))).toBe(true);
+  });
+});
+
+describe('guards', () => {
+  it('skips steps whose loss is not finite, logs them, and stops after maxSkippedSteps in a row', async () => {
+    const config = resolveConfig({ ...tinyConfig, sft: { steps: 0 }, grpo: { ...tinyConfig.grpo, steps: 5 }, optimizer: { maxSkippedSteps: 3 } });
+    // Old logprobs of −1e30 (finite, so accepted) make every ratio infinite: with a negative
+    // advantage the unclipped branch wins and the loss is infinite.
+    const poisoned: RolloutFn = async (rolloutContext, prompts, settings) =>
+      (await singleTurnRollout(rolloutContext, prompts, settings)).map((sample) => ({ ...sample, oldLogprobs: sample.oldLogprobs.map(() => -1e30) }));
+    const alwaysMixed: NamedReward = { name: 'mixed', weight: 1, reward: ({ indexInGroup }) => indexInGroup % 2 };
+    const context = createRunContext(config, { rewards: [alwaysMixed] });
+    const before = new Map([...context.model.parameters].map(([name, p]) => [name, p.data.slice()]));
+    const runDirectory = join(scratch, 'guard');
+    await expect(train(context, { runDirectory, quiet: true, rollout: poisoned })).rejects.toThrow(/3 consecutive steps had a non-finite loss or gradient/);
+    const metrics = readLines(join(runDirectory, 'metrics.jsonl')).filter((m) => 'skippedSteps' in m);
+    expect(metrics.map((m) => m.skippedSteps)).toEqual([1, 1]); // the third skip stops the run before logging
+    for (const [name, parameter] of context.model.parameters) expect(Array.from(parameter.data), name).toEqual(Array.from(before.get(name)!));
+  });
+
+  it('a reward that throws marks its samples invalid (counted per reward) instead of scoring 0', async () => {
+    const config = resolveConfig({ ...tinyConfig, sft: { steps: 0 }, grpo: { ...tinyConfig.grpo, steps: 1 } });
+    const flaky: NamedReward = { name: 'flaky', weight: 1, reward: ({ indexInGroup }) => { if (indexInGroup === 0) throw new Error('boom'); return 1; } };
+    const context = createRunContext(config, { rewards: [flaky] });
+    const runDirectory = join(scratch, 'invalid');
+    await train(context, { runDirectory, quiet: true });
+    const [step] = readLines(join(runDirectory, 'metrics.jsonl')).filter((m) => 'reward/flaky/invalid' in m);
+    expect(step['reward/flaky/invalid']).toBe(4); // one per group of 4 prompts
+    expect(step['train/samples']).toBe(12); // 16 completions, the 4 invalid ones left the loss
+    const [group] = readLines(join(runDirectory, 'samples.jsonl'));
+    expect(group.completions[0].inLoss).toBe(false);
+    expect(group.completions[0].reward).toBeNull();
   });
 });
 
