@@ -118,23 +118,26 @@ export function sumToShape(gradient: Float32Array, gradientShape: Shape, shape: 
 
 interface BinaryRule {
   forward: (a: number, b: number) => number;
-  /** Partial derivatives (d/da, d/db) at (a, b); absent for comparisons (no gradient). */
-  partials?: (a: number, b: number) => [number, number];
+  /** Partial derivatives d/da and d/db at (a, b); absent for comparisons (no gradient). */
+  partialA?: (a: number, b: number) => number;
+  partialB?: (a: number, b: number) => number;
 }
 
 /** The binary primitive table. maximum/minimum split the gradient evenly on ties, like PyTorch. */
 export const binaryRules = {
-  add: { forward: (a, b) => a + b, partials: () => [1, 1] },
-  sub: { forward: (a, b) => a - b, partials: () => [1, -1] },
-  mul: { forward: (a, b) => a * b, partials: (a, b) => [b, a] },
-  div: { forward: (a, b) => a / b, partials: (a, b) => [1 / b, -a / (b * b)] },
+  add: { forward: (a, b) => a + b, partialA: () => 1, partialB: () => 1 },
+  sub: { forward: (a, b) => a - b, partialA: () => 1, partialB: () => -1 },
+  mul: { forward: (a, b) => a * b, partialA: (_a, b) => b, partialB: (a) => a },
+  div: { forward: (a, b) => a / b, partialA: (_a, b) => 1 / b, partialB: (a, b) => -a / (b * b) },
   maximum: {
     forward: (a, b) => (a !== a || b !== b ? NaN : a > b ? a : b),
-    partials: (a, b) => (a > b ? [1, 0] : a < b ? [0, 1] : [0.5, 0.5]),
+    partialA: (a, b) => (a > b ? 1 : a < b ? 0 : 0.5),
+    partialB: (a, b) => (a > b ? 0 : a < b ? 1 : 0.5),
   },
   minimum: {
     forward: (a, b) => (a !== a || b !== b ? NaN : a < b ? a : b),
-    partials: (a, b) => (a < b ? [1, 0] : a > b ? [0, 1] : [0.5, 0.5]),
+    partialA: (a, b) => (a < b ? 1 : a > b ? 0 : 0.5),
+    partialB: (a, b) => (a < b ? 0 : a > b ? 1 : 0.5),
   },
   greater: { forward: (a, b) => (a > b ? 1 : 0) },
   greaterEqual: { forward: (a, b) => (a >= b ? 1 : 0) },
@@ -149,6 +152,14 @@ export type BinaryOpName = keyof typeof binaryRules;
 export type Operand = Tensor | number;
 export const asTensor = (value: Operand): Tensor => (typeof value === 'number' ? scalar(value) : value);
 
+// add/sub/mul are most of a transformer's elementwise work: they get inline loops (the table stays
+// the spec, and the generic path below is what every other op uses).
+const inlineForward: Partial<Record<BinaryOpName, (out: Float32Array, o: number, a: Float32Array, ia: number, sa: number, b: Float32Array, ib: number, sb: number, n: number) => void>> = {
+  add: (out, o, a, ia, sa, b, ib, sb, n) => { for (let i = 0; i < n; i++, ia += sa, ib += sb) out[o + i] = a[ia] + b[ib]; },
+  sub: (out, o, a, ia, sa, b, ib, sb, n) => { for (let i = 0; i < n; i++, ia += sa, ib += sb) out[o + i] = a[ia] - b[ib]; },
+  mul: (out, o, a, ia, sa, b, ib, sb, n) => { for (let i = 0; i < n; i++, ia += sa, ib += sb) out[o + i] = a[ia] * b[ib]; },
+};
+
 function binary(opName: BinaryOpName, left: Operand, right: Operand): Tensor {
   const a = asTensor(left);
   const b = asTensor(right);
@@ -160,7 +171,9 @@ function binary(opName: BinaryOpName, left: Operand, right: Operand): Tensor {
   const aData = a.data;
   const bData = b.data;
   const forward = rule.forward;
+  const inline = inlineForward[opName];
   forEachRun(outShape, [aStrides, bStrides], (outStart, starts, inner, length) => {
+    if (inline) return inline(output, outStart, aData, starts[0], inner[0], bData, starts[1], inner[1], length);
     let aIndex = starts[0];
     let bIndex = starts[1];
     for (let i = 0; i < length; i++, aIndex += inner[0], bIndex += inner[1]) {
@@ -168,32 +181,45 @@ function binary(opName: BinaryOpName, left: Operand, right: Operand): Tensor {
     }
   });
   const result = new Tensor(output, outShape);
-  const partials = rule.partials;
-  if (partials && needsGrad([a, b])) {
+  if (rule.partialA && needsGrad([a, b])) {
     result.requiresGrad = true;
     result.node = {
       opName,
       inputs: [a, b],
-      backward: (gradOutput) => {
-        const gradA = a.requiresGrad ? new Float32Array(output.length) : null;
-        const gradB = b.requiresGrad ? new Float32Array(output.length) : null;
-        forEachRun(outShape, [aStrides, bStrides], (outStart, starts, inner, length) => {
-          let aIndex = starts[0];
-          let bIndex = starts[1];
-          for (let i = 0; i < length; i++, aIndex += inner[0], bIndex += inner[1]) {
-            const [da, db] = partials(aData[aIndex], bData[bIndex]);
-            const g = gradOutput[outStart + i];
-            if (gradA) gradA[outStart + i] = g * da;
-            if (gradB) gradB[outStart + i] = g * db;
-          }
-        });
-        return [
-          gradA && sumToShape(gradA, outShape, a.shape),
-          gradB && sumToShape(gradB, outShape, b.shape),
-        ];
-      },
+      backward: (gradOutput) => [
+        a.requiresGrad ? sumToShape(binaryGradient(opName, rule, 'a', gradOutput, outShape, aData, aStrides, bData, bStrides), outShape, a.shape) : null,
+        b.requiresGrad ? sumToShape(binaryGradient(opName, rule, 'b', gradOutput, outShape, aData, aStrides, bData, bStrides), outShape, b.shape) : null,
+      ],
     };
   }
+  return result;
+}
+
+/** g · ∂(a op b)/∂side over the broadcast output shape (reduced to the input's shape by the caller). */
+function binaryGradient(
+  opName: BinaryOpName, rule: BinaryRule, side: 'a' | 'b', g: Float32Array, outShape: Shape,
+  aData: Float32Array, aStrides: number[], bData: Float32Array, bStrides: number[],
+): Float32Array {
+  if (opName === 'add' || (opName === 'sub' && side === 'a')) return g;
+  if (opName === 'sub') return g.map((value) => -value);
+  const result = new Float32Array(g.length);
+  if (opName === 'mul') {
+    // ∂(a·b)/∂a = b and ∂/∂b = a: multiply by the other operand, walked with its broadcast strides.
+    const other = side === 'a' ? bData : aData;
+    const strides = side === 'a' ? bStrides : aStrides;
+    forEachRun(outShape, [strides], (outStart, starts, inner, length) => {
+      for (let i = 0, j = starts[0]; i < length; i++, j += inner[0]) result[outStart + i] = g[outStart + i] * other[j];
+    });
+    return result;
+  }
+  const partial = side === 'a' ? rule.partialA! : rule.partialB!;
+  forEachRun(outShape, [aStrides, bStrides], (outStart, starts, inner, length) => {
+    let aIndex = starts[0];
+    let bIndex = starts[1];
+    for (let i = 0; i < length; i++, aIndex += inner[0], bIndex += inner[1]) {
+      result[outStart + i] = g[outStart + i] * partial(aData[aIndex], bData[bIndex]);
+    }
+  });
   return result;
 }
 
