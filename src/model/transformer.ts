@@ -11,19 +11,25 @@
  * (checkpoint.ts). The same `forward` serves training (graph recorded) and generation (noGrad + cache).
  */
 import {
-  add, causalAttention, concat, embedding, linear, matmul, mul, permute, Random, reshape, rmsNorm, rope, silu,
-  Tensor, tensor,
+  add, causalAttention, concat, embedding, formatShape, linear, matmul, mul, permute, Random, reshape, rmsNorm, rope,
+  silu, slice, Tensor, tensor,
 } from '../tensor/index.js';
 import type { StoredTensor } from './safetensors.js';
 import { computeRopeInverseFrequencies, type ModelConfig } from './config.js';
 import { expectedTensorShapes } from './checkpoint.js';
 
-/** Keys and values of every layer for the sequences of a batch: [B, Hkv, S, D] each. */
+/**
+ * Keys and values of every layer for the sequences of a batch: [B, Hkv, capacity, D] each, of which
+ * the first `length` positions are filled. The room after them lets a decode step write its key in
+ * place instead of copying the whole cache (which made each token cost O(S) copies).
+ */
 export interface KvCache {
   keys: (Tensor | null)[];
   values: (Tensor | null)[];
   /** Number of positions already stored (S before the next call). */
   length: number;
+  /** Positions to allocate when a layer's tensors are first created or must grow (0 = just enough). */
+  capacityHint?: number;
 }
 
 export interface ForwardOptions {
@@ -78,8 +84,10 @@ export class Transformer {
     return stored;
   }
 
-  createCache(): KvCache {
-    return { keys: new Array(this.config.numLayers).fill(null), values: new Array(this.config.numLayers).fill(null), length: 0 };
+  /** An empty cache; `capacity` (e.g. prompt + max new tokens) avoids regrowing it while decoding. */
+  createCache(capacity = 0): KvCache {
+    const layers = this.config.numLayers;
+    return { keys: new Array(layers).fill(null), values: new Array(layers).fill(null), length: 0, capacityHint: capacity };
   }
 
   private weight(name: string): Tensor {
@@ -151,24 +159,60 @@ export class Transformer {
     let k = project('k', config.numKeyValueHeads); // [B, Hkv, T, D]
     let v = project('v', config.numKeyValueHeads);
     const cache = options.cache;
+    let S = T;
     if (cache) {
-      const previousKeys = cache.keys[layer];
-      const previousValues = cache.values[layer];
-      if (previousKeys && previousValues) {
-        k = concat([previousKeys, k], 2); // [B, Hkv, S, D]
-        v = concat([previousValues, v], 2);
-      }
-      cache.keys[layer] = k;
-      cache.values[layer] = v;
+      S = cache.length + T;
+      if (k.requiresGrad || v.requiresGrad) [k, v] = concatToCache(cache, layer, k, v); // keeps the graph
+      else [k, v] = writeToCache(cache, layer, k, v); // [B, Hkv, capacity ≥ S, D]
     }
-    const S = k.shape[2];
     const window = config.slidingWindow;
     const attended = causalAttention(q, k, v, {
       positionOffset: S - T,
       keyMask: options.keyMask,
       window: window !== null && window < S ? window : undefined,
+      keyLength: S,
     }); // [B, Hq, T, D]
     const merged = reshape(permute(attended, [0, 2, 1, 3]), [B, T, config.numHeads * D]); // [B, T, Hq·D]
     return linear(merged, this.weight(`${prefix}.o_proj.weight`), this.optional(`${prefix}.o_proj.bias`)); // [B, T, H]
   }
+}
+
+/** Appends k, v [B, Hkv, T, D] by concatenation, recording gradients (a cache used while training). */
+function concatToCache(cache: KvCache, layer: number, k: Tensor, v: Tensor): [Tensor, Tensor] {
+  const previousKeys = cache.keys[layer];
+  const previousValues = cache.values[layer];
+  const used = (stored: Tensor): Tensor => (stored.shape[2] === cache.length ? stored : slice(stored, 2, 0, cache.length));
+  const keys = previousKeys && previousValues && cache.length > 0 ? concat([used(previousKeys), k], 2) : k; // [B, Hkv, S, D]
+  const values = previousKeys && previousValues && cache.length > 0 ? concat([used(previousValues), v], 2) : v;
+  cache.keys[layer] = keys;
+  cache.values[layer] = values;
+  return [keys, values];
+}
+
+/** Writes k, v [B, Hkv, T, D] at positions length..length+T−1 in place, growing the room by doubling. */
+function writeToCache(cache: KvCache, layer: number, k: Tensor, v: Tensor): [Tensor, Tensor] {
+  const [B, Hkv, T, D] = k.shape;
+  const past = cache.length;
+  const stored = [cache.keys[layer], cache.values[layer]];
+  const result = [k, v].map((fresh, which) => {
+    let target = stored[which];
+    if (target && (target.shape[0] !== B || target.shape[1] !== Hkv || target.shape[3] !== D)) {
+      throw new Error(`Transformer: KV cache of layer ${layer} holds ${formatShape(target.shape)}, new keys are ${formatShape(fresh.shape)}`);
+    }
+    const capacity = target ? target.shape[2] : 0;
+    if (!target || past + T > capacity) {
+      const grown = Math.max(past + T, cache.capacityHint ?? 0, capacity * 2);
+      const data = new Float32Array(B * Hkv * grown * D);
+      for (let row = 0; row < B * Hkv && target && past > 0; row++) {
+        data.set(target.data.subarray(row * capacity * D, (row * capacity + past) * D), row * grown * D);
+      }
+      target = new Tensor(data, [B, Hkv, grown, D]);
+    }
+    const room = target.shape[2];
+    for (let row = 0; row < B * Hkv; row++) target.data.set(fresh.data.subarray(row * T * D, (row + 1) * T * D), (row * room + past) * D);
+    return target;
+  });
+  cache.keys[layer] = result[0];
+  cache.values[layer] = result[1];
+  return [result[0], result[1]];
 }

@@ -25,19 +25,29 @@ export function argmax(row: Float32Array): number {
   return best;
 }
 
+/** log Σ exp(row) in float64 (max-shifted); logSoftmaxRow(row)[i] is row[i] minus this. */
+export function logNormalizerOf(row: Float32Array): number {
+  // Indexed loops, no iterators or callbacks: this runs over the whole vocabulary per token.
+  let maximum = -Infinity;
+  for (let i = 0; i < row.length; i++) if (row[i] > maximum) maximum = row[i];
+  let total = 0;
+  for (let i = 0; i < row.length; i++) total += Math.exp(row[i] - maximum);
+  return maximum + Math.log(total);
+}
+
 /** log softmax of a row, computed in float64. */
 export function logSoftmaxRow(row: Float32Array): Float64Array {
-  let maximum = -Infinity;
-  for (const value of row) if (value > maximum) maximum = value;
-  let total = 0;
-  for (const value of row) total += Math.exp(value - maximum);
-  const logNormalizer = maximum + Math.log(total);
-  return Float64Array.from(row, (value) => value - logNormalizer);
+  const logNormalizer = logNormalizerOf(row);
+  const output = new Float64Array(row.length);
+  for (let i = 0; i < row.length; i++) output[i] = row[i] - logNormalizer;
+  return output;
 }
 
 export function applyTemperature(row: Float32Array, temperature: number): Float32Array {
   if (temperature === 1) return row.slice();
-  return row.map((value) => value / temperature);
+  const output = new Float32Array(row.length);
+  for (let i = 0; i < row.length; i++) output[i] = row[i] / temperature;
+  return output;
 }
 
 /** Keeps the k largest logits (ties at the threshold are all kept). */
@@ -51,15 +61,37 @@ export function applyTopK(row: Float32Array, k: number): Float32Array {
 export function applyTopP(row: Float32Array, p: number): Float32Array {
   if (p >= 1) return row;
   const logprobs = logSoftmaxRow(row);
-  const order = Array.from(row.keys()).sort((a, b) => logprobs[b] - logprobs[a]);
   const keep = new Uint8Array(row.length);
+  // Sorting the whole vocabulary per token is the slow part: first try only the tokens above a
+  // probability floor. Those are a prefix of the full descending order (ties at the floor
+  // included), so when their mass reaches p the kept set, and the float sums, are the same.
+  for (const floor of [1e-3, 1e-5]) {
+    const logFloor = Math.log(floor);
+    const candidates: number[] = [];
+    for (let i = 0; i < row.length; i++) if (logprobs[i] >= logFloor) candidates.push(i);
+    if (keepNucleus(candidates, logprobs, p, keep)) return maskedCopy(row, keep);
+    keep.fill(0);
+  }
+  keepNucleus(Array.from(row.keys()), logprobs, p, keep);
+  return maskedCopy(row, keep);
+}
+
+/** Marks tokens of `indices` in descending logprob order (stable) until the mass reaches p; true when it did. */
+function keepNucleus(indices: number[], logprobs: Float64Array, p: number, keep: Uint8Array): boolean {
+  indices.sort((a, b) => logprobs[b] - logprobs[a] || a - b);
   let mass = 0;
-  for (const index of order) {
+  for (const index of indices) {
     keep[index] = 1;
     mass += Math.exp(logprobs[index]);
-    if (mass >= p) break;
+    if (mass >= p) return true;
   }
-  return row.map((value, i) => (keep[i] ? value : -Infinity));
+  return false;
+}
+
+function maskedCopy(row: Float32Array, keep: Uint8Array): Float32Array {
+  const output = new Float32Array(row.length);
+  for (let i = 0; i < row.length; i++) output[i] = keep[i] ? row[i] : -Infinity;
+  return output;
 }
 
 /** Keeps tokens whose probability is at least minP times the most likely token's. */
@@ -69,18 +101,20 @@ export function applyMinP(row: Float32Array, minP: number): Float32Array {
   let best = -Infinity;
   for (const value of logprobs) if (value > best) best = value;
   const threshold = best + Math.log(minP);
-  return row.map((value, i) => (logprobs[i] >= threshold ? value : -Infinity));
+  const output = new Float32Array(row.length);
+  for (let i = 0; i < row.length; i++) output[i] = logprobs[i] >= threshold ? row[i] : -Infinity;
+  return output;
 }
 
 /** Draws one id from softmax(row) by inverse CDF with one uniform number. */
-export function sampleFromLogits(row: Float32Array, random: Random): number {
-  const logprobs = logSoftmaxRow(row);
+export function sampleFromLogits(row: Float32Array, random: Random, logNormalizer = logNormalizerOf(row)): number {
   const u = random.uniform();
   let cumulative = 0;
   let last = 0;
-  for (let i = 0; i < logprobs.length; i++) {
-    if (logprobs[i] === -Infinity) continue;
-    cumulative += Math.exp(logprobs[i]);
+  for (let i = 0; i < row.length; i++) {
+    const logprob = row[i] - logNormalizer; // the value logSoftmaxRow(row)[i] holds
+    if (logprob === -Infinity) continue;
+    cumulative += Math.exp(logprob);
     last = i;
     if (u < cumulative) return i;
   }
@@ -91,10 +125,12 @@ export function sampleFromLogits(row: Float32Array, random: Random): number {
 export function chooseToken(row: Float32Array, settings: SamplingSettings, random: Random): { id: number; logprob: number } {
   if (settings.temperature === 0) {
     const id = argmax(row);
-    return { id, logprob: logSoftmaxRow(row)[id] };
+    return { id, logprob: row[id] - logNormalizerOf(row) };
   }
-  const scaled = applyTemperature(row, settings.temperature);
+  const scaled = settings.temperature === 1 ? row : applyTemperature(row, settings.temperature);
   const filtered = applyMinP(applyTopP(applyTopK(scaled, settings.topK), settings.topP), settings.minP);
-  const id = sampleFromLogits(filtered, random);
-  return { id, logprob: logSoftmaxRow(scaled)[id] };
+  const scaledNormalizer = logNormalizerOf(scaled);
+  // Without filters `filtered` is `scaled` itself: one pass over the vocabulary serves both.
+  const id = sampleFromLogits(filtered, random, filtered === scaled ? scaledNormalizer : logNormalizerOf(filtered));
+  return { id, logprob: scaled[id] - scaledNormalizer };
 }

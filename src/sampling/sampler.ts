@@ -48,19 +48,23 @@ function validate(request: GenerateRequest, model: Transformer): void {
   });
 }
 
-/** Copies rows of a [B, Hkv, S, D] cache tensor into a new batch, left-padding to `length`. */
-function gatherRows(sources: { tensor: Tensor; row: number }[], length: number): Tensor {
+/**
+ * Copies the first `used` positions of rows of [B, Hkv, capacity, D] cache tensors into a new batch
+ * [B', Hkv, room, D], left-padded so they end at position `length` (room − length stays free for
+ * the decode steps to write into).
+ */
+function gatherRows(sources: { tensor: Tensor; row: number; used: number }[], length: number, room: number): Tensor {
   const [, heads, , headDim] = sources[0].tensor.shape;
-  const output = new Float32Array(sources.length * heads * length * headDim);
-  sources.forEach(({ tensor, row }, b) => {
-    const sourceLength = tensor.shape[2];
+  const output = new Float32Array(sources.length * heads * room * headDim);
+  sources.forEach(({ tensor, row, used }, b) => {
+    const sourceRoom = tensor.shape[2];
     for (let h = 0; h < heads; h++) {
-      const from = (row * heads + h) * sourceLength * headDim;
-      const to = ((b * heads + h) * length + (length - sourceLength)) * headDim;
-      output.set(tensor.data.subarray(from, from + sourceLength * headDim), to);
+      const from = (row * heads + h) * sourceRoom * headDim;
+      const to = ((b * heads + h) * room + (length - used)) * headDim;
+      output.set(tensor.data.subarray(from, from + used * headDim), to);
     }
   });
-  return new Tensor(output, [sources.length, heads, length, headDim]);
+  return new Tensor(output, [sources.length, heads, room, headDim]);
 }
 
 interface LiveSequence {
@@ -104,10 +108,13 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
     let active = live.filter((sequence) => sequence.completion.finishReason === 'length' && sequence.completion.ids.length < request.maxNewTokens);
     if (active.length === 0) return completions;
     let length = Math.max(...prefills.map((prefill) => prefill.length));
-    const cache = model.createCache();
+    // Room for every step up front: each decode step writes its keys in place, nothing regrows.
+    const room = length + request.maxNewTokens;
+    const cache = model.createCache(room);
     for (let layer = 0; layer < model.config.numLayers; layer++) {
-      cache.keys[layer] = gatherRows(active.map((s) => ({ tensor: prefills[s.completion.promptIndex].cache.keys[layer]!, row: 0 })), length);
-      cache.values[layer] = gatherRows(active.map((s) => ({ tensor: prefills[s.completion.promptIndex].cache.values[layer]!, row: 0 })), length);
+      const prefillOf = (s: LiveSequence) => prefills[s.completion.promptIndex];
+      cache.keys[layer] = gatherRows(active.map((s) => ({ tensor: prefillOf(s).cache.keys[layer]!, row: 0, used: prefillOf(s).length })), length, room);
+      cache.values[layer] = gatherRows(active.map((s) => ({ tensor: prefillOf(s).cache.values[layer]!, row: 0, used: prefillOf(s).length })), length, room);
     }
     cache.length = length;
     let keyMask = new Uint8Array(active.length * length);
@@ -135,8 +142,8 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
       const keep = active.map((s, b) => ({ s, b })).filter(({ s }) => s.completion.finishReason === 'length' && s.completion.ids.length < request.maxNewTokens);
       if (keep.length < active.length && keep.length > 0) {
         for (let layer = 0; layer < model.config.numLayers; layer++) {
-          cache.keys[layer] = gatherRows(keep.map(({ b }) => ({ tensor: cache.keys[layer]!, row: b })), length);
-          cache.values[layer] = gatherRows(keep.map(({ b }) => ({ tensor: cache.values[layer]!, row: b })), length);
+          cache.keys[layer] = gatherRows(keep.map(({ b }) => ({ tensor: cache.keys[layer]!, row: b, used: length })), length, room);
+          cache.values[layer] = gatherRows(keep.map(({ b }) => ({ tensor: cache.values[layer]!, row: b, used: length })), length, room);
         }
         const compacted = new Uint8Array(keep.length * length);
         keep.forEach(({ b }, row) => compacted.set(keyMask.subarray(b * length, (b + 1) * length), row * length));

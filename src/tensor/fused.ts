@@ -113,6 +113,11 @@ export interface AttentionOptions {
   keyMask?: Uint8Array;
   /** Additive mask broadcastable to [B, Hq, T, S] (no gradient), e.g. -Infinity to hide keys. */
   additiveMask?: Tensor;
+  /**
+   * Keys in use along axis 2 of k and v (S; default: all of it). A preallocated KV cache passes its
+   * length here: the rest of the axis is room for later tokens, skipped by stride, never read.
+   */
+  keyLength?: number;
 }
 
 /**
@@ -122,10 +127,15 @@ export interface AttentionOptions {
  */
 export function causalAttention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions = {}): Tensor {
   const [B, Hq, T, D] = q.shape;
-  const [, Hkv, S] = k.shape;
+  const [, Hkv, capacity] = k.shape;
   if (q.rank !== 4 || k.rank !== 4 || !k.shape.every((dim, i) => dim === v.shape[i]) || k.shape[0] !== B || k.shape[3] !== D || Hq % Hkv !== 0) {
     throw new Error(`causalAttention: q ${formatShape(q.shape)}, k ${formatShape(k.shape)}, v ${formatShape(v.shape)} do not fit [B,Hq,T,D] / [B,Hkv,S,D]`);
   }
+  const S = options.keyLength ?? capacity;
+  if (!(Number.isInteger(S) && S >= 0 && S <= capacity)) {
+    throw new Error(`causalAttention: keyLength ${S} is outside the ${capacity} keys of k ${formatShape(k.shape)}`);
+  }
+  const kvStride = capacity * D; // elements between consecutive (b, h) blocks of k and v
   const rep = Hq / Hkv;
   const offset = options.positionOffset ?? S - T;
   const causal = options.causal ?? true;
@@ -134,7 +144,7 @@ export function causalAttention(q: Tensor, k: Tensor, v: Tensor, options: Attent
   const rows = rep * T;
   const backend = getBackend();
   const probabilities = new Float32Array(groups * rows * S); // [B, Hq, T, S]
-  backend.matmul(q.data, k.data, probabilities, { batch: groups, M: rows, K: D, N: S, transposeA: false, transposeB: true, aBatchStride: rows * D, bBatchStride: S * D, accumulate: false });
+  backend.matmul(q.data, k.data, probabilities, { batch: groups, M: rows, K: D, N: S, transposeA: false, transposeB: true, aBatchStride: rows * D, bBatchStride: kvStride, accumulate: false });
   const additive = options.additiveMask;
   const maskStrides = additive ? maskStridesFor(additive, B, Hq, T, S) : null;
   for (let b = 0; b < B; b++) {
@@ -166,12 +176,12 @@ export function causalAttention(q: Tensor, k: Tensor, v: Tensor, options: Attent
     }
   }
   const output = new Float32Array(B * Hq * T * D);
-  backend.matmul(probabilities, v.data, output, { batch: groups, M: rows, K: S, N: D, transposeA: false, transposeB: false, aBatchStride: rows * S, bBatchStride: S * D, accumulate: false });
+  backend.matmul(probabilities, v.data, output, { batch: groups, M: rows, K: S, N: D, transposeA: false, transposeB: false, aBatchStride: rows * S, bBatchStride: kvStride, accumulate: false });
   return record(new Tensor(output, [B, Hq, T, D]), 'causalAttention', [q, k, v], (g) => {
     // dP = dO·vᵀ; dV = Pᵀ·dO; dScores = P ⊙ (dP − rowsum(dP ⊙ P)) · scale; dQ = dScores·k; dK = dScoresᵀ·q.
     const gradProbabilities = new Float32Array(probabilities.length);
-    backend.matmul(g, v.data, gradProbabilities, { batch: groups, M: rows, K: D, N: S, transposeA: false, transposeB: true, aBatchStride: rows * D, bBatchStride: S * D, accumulate: false });
-    const gradV = new Float32Array(v.size);
+    backend.matmul(g, v.data, gradProbabilities, { batch: groups, M: rows, K: D, N: S, transposeA: false, transposeB: true, aBatchStride: rows * D, bBatchStride: kvStride, accumulate: false });
+    const gradV = new Float32Array(groups * S * D);
     backend.matmul(probabilities, g, gradV, { batch: groups, M: S, K: rows, N: D, transposeA: true, transposeB: false, aBatchStride: rows * S, bBatchStride: rows * D, accumulate: false });
     for (let row = 0; row < groups * rows; row++) {
       const base = row * S;
@@ -180,11 +190,19 @@ export function causalAttention(q: Tensor, k: Tensor, v: Tensor, options: Attent
       for (let s = 0; s < S; s++) gradProbabilities[base + s] = probabilities[base + s] * (gradProbabilities[base + s] - dot) * scale;
     }
     const gradQ = new Float32Array(q.size);
-    backend.matmul(gradProbabilities, k.data, gradQ, { batch: groups, M: rows, K: S, N: D, transposeA: false, transposeB: false, aBatchStride: rows * S, bBatchStride: S * D, accumulate: false });
-    const gradK = new Float32Array(k.size);
+    backend.matmul(gradProbabilities, k.data, gradQ, { batch: groups, M: rows, K: S, N: D, transposeA: false, transposeB: false, aBatchStride: rows * S, bBatchStride: kvStride, accumulate: false });
+    const gradK = new Float32Array(groups * S * D);
     backend.matmul(gradProbabilities, q.data, gradK, { batch: groups, M: S, K: rows, N: D, transposeA: true, transposeB: false, aBatchStride: rows * S, bBatchStride: rows * D, accumulate: false });
-    return [gradQ, gradK, gradV];
+    return [gradQ, spreadToCapacity(gradK, groups, S, capacity, D), spreadToCapacity(gradV, groups, S, capacity, D)];
   });
+}
+
+/** Packed [groups, S, D] gradients laid out as [groups, capacity, D] (zeros in the unused room). */
+function spreadToCapacity(packed: Float32Array, groups: number, S: number, capacity: number, D: number): Float32Array {
+  if (S === capacity) return packed;
+  const spread = new Float32Array(groups * capacity * D);
+  for (let group = 0; group < groups; group++) spread.set(packed.subarray(group * S * D, (group + 1) * S * D), group * capacity * D);
+  return spread;
 }
 
 function maskStridesFor(mask: Tensor, B: number, H: number, T: number, S: number): [number, number, number] {

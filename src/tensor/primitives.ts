@@ -118,10 +118,17 @@ export function permute(x: Tensor, axes: readonly number[]): Tensor {
   const outShape = normalized.map((axis) => x.shape[axis]);
   const inputStrides = stridesOf(x.shape);
   const sourceStrides = normalized.map((axis) => inputStrides[axis]);
-  const output = new Float32Array(x.size);
-  forEachRun(outShape, [sourceStrides], (outStart, starts, inner, length) => {
-    for (let i = 0, source = starts[0]; i < length; i++, source += inner[0]) output[outStart + i] = x.data[source];
-  });
+  let output: Float32Array;
+  // Axes of size 1 carry no layout: when the others keep their order (e.g. [B, 1, H, D] → [B, H, 1, D]
+  // in a decode step), the data is already in output order and one block copy does.
+  const moved = normalized.filter((axis) => x.shape[axis] !== 1);
+  if (moved.every((axis, i) => i === 0 || moved[i - 1] < axis)) output = x.data.slice();
+  else {
+    output = new Float32Array(x.size);
+    forEachRun(outShape, [sourceStrides], (outStart, starts, inner, length) => {
+      for (let i = 0, source = starts[0]; i < length; i++, source += inner[0]) output[outStart + i] = x.data[source];
+    });
+  }
   const inverse = new Array<number>(normalized.length);
   normalized.forEach((axis, i) => (inverse[axis] = i));
   return record(new Tensor(output, outShape), 'permute', [x], (g) => [permute(new Tensor(g, outShape), inverse).data]);
