@@ -78,6 +78,7 @@ export async function train(context: RunContext, options: TrainOptions): Promise
     save();
   }
   const evalAfter = await runEval();
+  folder.logMetrics({ step: state.step, phase: 'grpo', ...evalAfter });
   progress.message(`held-out accuracy after GRPO: ${(evalAfter['eval/accuracy'] * 100).toFixed(1)}%`);
   progress.finish();
   const previous = folder.readSummary();
