@@ -15,6 +15,8 @@ import { completionLogprobs, padRows, type TokenSequence } from './sequences.js'
 export interface TrainingSample extends TokenSequence {
   oldLogprobs: readonly number[];
   advantage: number;
+  /** Per-token advantages from a token-level estimator; overrides `advantage` when present. */
+  tokenAdvantages?: ArrayLike<number>;
 }
 
 export interface StepOutcome {
@@ -71,7 +73,9 @@ export function policyStep(
       {
         logprobs,
         oldLogprobs: padRows(micro.map((s) => [...s.oldLogprobs]), Tc),
-        advantages: Float32Array.from(micro, (s) => s.advantage),
+        advantages: micro.some((s) => s.tokenAdvantages)
+          ? padRows(micro.map((s) => (s.tokenAdvantages ? Array.from(s.tokenAdvantages) : s.completionIds.map(() => s.advantage))), Tc)
+          : Float32Array.from(micro, (s) => s.advantage),
         mask,
         refLogprobs,
         entropies,

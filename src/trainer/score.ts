@@ -17,6 +17,8 @@ export interface ScoredBatch {
   matrix: RewardMatrix;
   rewards: Float64Array;
   advantages: Float32Array;
+  /** Per-token advantages when the estimator is token-level (e.g. tree), one array per sample. */
+  tokenAdvantages?: Float32Array[];
   /** 1 = the sample carries gradient. */
   keep: Uint8Array;
   /** 1 per group whose group filter kept it. */
@@ -55,6 +57,7 @@ export async function scoreSamples(
       groupSizes: G,
       rewardComponents: components,
       rewardWeights: weights,
+      completionIds: samples.map((sample) => sample.completionIds),
     },
     config.algorithm.advantageOptions,
   );
@@ -72,7 +75,7 @@ export async function scoreSamples(
   if (config.algorithm.maskTruncated) samples.forEach((sample, i) => { if (sample.truncated) keep[i] = 0; });
   combined.valid.forEach((valid, i) => { if (!valid) keep[i] = 0; });
   return {
-    prompts, samples, matrix, rewards: combined.rewards, advantages: advantageResult.advantages, keep, keepGroups,
+    prompts, samples, matrix, rewards: combined.rewards, advantages: advantageResult.advantages, tokenAdvantages: advantageResult.tokenAdvantages, keep, keepGroups,
     zeroStdGroups: advantageResult.stdIsZero.reduce((a, b) => a + b, 0),
     invalidSamples: combined.invalidCount,
   };
@@ -84,6 +87,7 @@ export interface ScoredGroup {
   samples: RolloutSample[];
   rewards: number[];
   advantages: number[];
+  tokenAdvantages?: Float32Array[];
   keep: number[];
   /** Per-reward scores per sample (null = not applicable or failed), for samples.jsonl. */
   scores: Record<string, number | null>[];
@@ -100,6 +104,7 @@ export function keptGroups(batch: ScoredBatch, groupSize: number): ScoredGroup[]
       samples: indices.map((i) => batch.samples[i]),
       rewards: indices.map((i) => batch.rewards[i]),
       advantages: indices.map((i) => batch.advantages[i]),
+      tokenAdvantages: batch.tokenAdvantages && indices.map((i) => batch.tokenAdvantages![i]),
       keep: indices.map((i) => batch.keep[i]),
       scores: indices.map((i) => Object.fromEntries(batch.matrix.names.map((name, column) => {
         const value = batch.matrix.scores[i * width + column];

@@ -182,7 +182,8 @@ async function runGrpo(
     }
     // 4. Optimisation: μ passes over the kept samples with the stored old logprobs.
     const trainingSamples: TrainingSample[] = groups.flatMap((group) => group.samples.flatMap((sample, i) => (group.keep[i] ? [{
-      promptIds: group.prompt.promptIds, completionIds: sample.completionIds, lossMask: sample.lossMask, oldLogprobs: sample.oldLogprobs, advantage: group.advantages[i],
+      promptIds: group.prompt.promptIds, completionIds: sample.completionIds, lossMask: sample.lossMask, oldLogprobs: sample.oldLogprobs,
+      advantage: group.advantages[i], tokenAdvantages: group.tokenAdvantages?.[i],
     }] : [])));
     optimizer.learningRate = learningRateAt(schedule, state.phaseStep);
     const trainStart = Date.now();
