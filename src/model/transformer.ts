@@ -11,9 +11,10 @@
  * (checkpoint.ts). The same `forward` serves training (graph recorded) and generation (noGrad + cache).
  */
 import {
-  add, causalAttention, concat, embedding, formatShape, linear, matmul, mul, permute, Random, reshape, rmsNorm, rope,
-  silu, slice, Tensor, tensor,
+  add, causalAttention, concat, embedding, formatShape, linear, matmul, permute, Random, reshape, rmsNorm, rope,
+  slice, Tensor, tensor,
 } from '../tensor/index.js';
+import { swiglu } from '../tensor/fused.js';
 import type { StoredTensor } from './safetensors.js';
 import { computeRopeInverseFrequencies, type ModelConfig } from './config.js';
 import { expectedTensorShapes } from './checkpoint.js';
@@ -137,7 +138,7 @@ export class Transformer {
       const normed = rmsNorm(x, this.weight(`${prefix}.post_attention_layernorm.weight`), config.rmsNormEps);
       const gate = linear(normed, this.weight(`${prefix}.mlp.gate_proj.weight`)); // [B, T, I]
       const up = linear(normed, this.weight(`${prefix}.mlp.up_proj.weight`)); // [B, T, I]
-      x = add(x, linear(mul(silu(gate), up), this.weight(`${prefix}.mlp.down_proj.weight`))); // [B, T, H]
+      x = add(x, linear(swiglu(gate, up), this.weight(`${prefix}.mlp.down_proj.weight`))); // [B, T, H]
     }
     if (options.cache) options.cache.length = past + T;
     return rmsNorm(x, this.weight('model.norm.weight'), config.rmsNormEps);

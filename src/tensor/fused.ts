@@ -60,6 +60,39 @@ export function rmsNorm(x: Tensor, weight: Tensor, eps: number): Tensor {
   });
 }
 
+function sigmoidOf(x: number): number {
+  // Two branches so exp never overflows for large |x| (the same formula as elementwise.ts's sigmoid).
+  if (x >= 0) return 1 / (1 + Math.exp(-x));
+  const e = Math.exp(x);
+  return e / (1 + e);
+}
+
+/** silu(gate) ⊙ up, the SwiGLU gate, in one pass (rounded as the two-op composite is, so it equals it). */
+export function swiglu(gate: Tensor, up: Tensor): Tensor {
+  if (gate.rank !== up.rank || gate.shape.some((dim, i) => dim !== up.shape[i])) {
+    throw new Error(`swiglu: gate ${formatShape(gate.shape)} and up ${formatShape(up.shape)} differ`);
+  }
+  const x = gate.data;
+  const u = up.data;
+  const activated = new Float32Array(x.length); // silu(gate), kept for the gradient
+  const output = new Float32Array(x.length);
+  for (let i = 0; i < x.length; i++) {
+    activated[i] = x[i] * sigmoidOf(x[i]);
+    output[i] = activated[i] * u[i];
+  }
+  return record(new Tensor(output, gate.shape), 'swiglu', [gate, up], (g) => {
+    const gradGate = new Float32Array(x.length);
+    const gradUp = new Float32Array(x.length);
+    for (let i = 0; i < x.length; i++) {
+      const sigmoid = sigmoidOf(x[i]);
+      // g·up is rounded to float32 first, as the composite stores it between its two ops.
+      gradGate[i] = Math.fround(g[i] * u[i]) * (sigmoid * (1 + x[i] * (1 - sigmoid)));
+      gradUp[i] = g[i] * activated[i];
+    }
+    return [gradGate, gradUp];
+  });
+}
+
 /**
  * Rotary embedding with HF's rotate-half convention on x: [B, T, H, D]. `positions` holds T (shared)
  * or B·T absolute positions; `inverseFrequencies` has D/2 entries (scaling already applied).
