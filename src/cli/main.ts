@@ -97,6 +97,13 @@ export function buildProgram(): Command {
       process.stdout.write(`${runListCommand()}\n${runCatalogCommand()}`);
     });
 
+  program.command('config')
+    .description('print every config field with its type, default and description (docs/configuration.md)')
+    .action(async () => {
+      const { configReferenceMarkdown } = await import('../trainer/config-docs.js');
+      process.stdout.write(configReferenceMarkdown());
+    });
+
   program.command('dashboard')
     .description('serve a read-only local web viewer of run folders')
     .option('--runs <directory>', 'folder holding run folders', 'runs')

@@ -11,144 +11,106 @@ const positiveInteger = z.number().int().positive();
 const nonNegativeInteger = z.number().int().nonnegative();
 
 const modelSchema = z.object({
-  /** A Hugging Face checkpoint folder; when absent a small model is created from scratch. */
-  checkpoint: z.string().optional(),
-  /** Sizes of a from-scratch model (ignored with `checkpoint`). */
-  hiddenSize: positiveInteger.default(64),
-  numLayers: positiveInteger.default(2),
-  numHeads: positiveInteger.default(4),
-  numKeyValueHeads: positiveInteger.optional(),
-  intermediateSize: positiveInteger.optional(),
-  /** Seed of the from-scratch initialisation. */
-  initSeed: z.number().int().default(0),
+  checkpoint: z.string().optional().describe('A Hugging Face checkpoint folder; when absent a small model is created from scratch.'),
+  hiddenSize: positiveInteger.default(64).describe('Hidden width of a from-scratch model (ignored with `checkpoint`).'),
+  numLayers: positiveInteger.default(2).describe('Transformer blocks of a from-scratch model.'),
+  numHeads: positiveInteger.default(4).describe('Attention (query) heads of a from-scratch model.'),
+  numKeyValueHeads: positiveInteger.optional().describe('Key/value heads (GQA) of a from-scratch model; default numHeads.'),
+  intermediateSize: positiveInteger.optional().describe('SwiGLU width of a from-scratch model; default 8/3 of hidden, rounded to 8.'),
+  initSeed: z.number().int().default(0).describe('Seed of the from-scratch initialisation.'),
 }).strict();
 
 const sftSchema = z.object({
-  /** SFT optimiser steps before GRPO (0 = no SFT phase). */
-  steps: nonNegativeInteger.default(0),
-  /** Demonstrations per SFT step. */
-  batchSize: positiveInteger.default(32),
-  learningRate: z.number().positive().default(3e-3),
-  /** Linear warmup steps of the SFT learning rate. */
-  warmupSteps: nonNegativeInteger.default(20),
-  /** Cosine-decay the SFT learning rate to 10% by the last step. */
-  schedule: z.enum(['constant', 'linear', 'cosine']).default('cosine'),
-  /** Training demonstrations drawn from the task (cycled). */
-  examples: positiveInteger.default(4096),
+  steps: nonNegativeInteger.default(0).describe('SFT optimiser steps before GRPO (0 = no SFT phase).'),
+  batchSize: positiveInteger.default(32).describe('Demonstrations per SFT step.'),
+  learningRate: z.number().positive().default(3e-3).describe('Peak SFT learning rate (AdamW).'),
+  warmupSteps: nonNegativeInteger.default(20).describe('Linear warmup steps of the SFT learning rate.'),
+  schedule: z.enum(['constant', 'linear', 'cosine']).default('cosine').describe('Cosine-decay the SFT learning rate to 10% by the last step.'),
+  examples: positiveInteger.default(4096).describe('Training demonstrations drawn from the task (cycled).'),
 }).strict();
 
 const samplingSchema = z.object({
-  /** Completions per prompt: the group size G. */
-  groupSize: positiveInteger.default(8),
-  maxNewTokens: positiveInteger.default(8),
-  temperature: z.number().positive().default(1),
-  topK: nonNegativeInteger.default(0),
-  topP: z.number().gt(0).lte(1).default(1),
-  minP: z.number().gte(0).lt(1).default(0),
+  groupSize: positiveInteger.default(8).describe('Completions per prompt: the group size G.'),
+  maxNewTokens: positiveInteger.default(8).describe('Completion length limit; a completion cut here counts as truncated.'),
+  temperature: z.number().positive().default(1).describe('Sampling temperature; training logprobs use the same logits / temperature.'),
+  topK: nonNegativeInteger.default(0).describe('Keep the k most likely tokens when sampling (0 = off).'),
+  topP: z.number().gt(0).lte(1).default(1).describe('Nucleus sampling mass (1 = off).'),
+  minP: z.number().gte(0).lt(1).default(0).describe('Drop tokens below minP × the top probability (0 = off).'),
 }).strict();
 
 const grpoSchema = z.object({
-  /** GRPO optimiser steps (each on a fresh batch of prompts, times `iterations`). */
-  steps: nonNegativeInteger.default(100),
-  /** Prompts per step; each gets `sampling.groupSize` completions. */
-  promptsPerStep: positiveInteger.default(16),
-  /** μ: optimisation passes over each generated batch, using the stored old logprobs. */
-  iterations: positiveInteger.default(1),
-  /** Completions per forward/backward micro-batch (gradients accumulate across them). */
-  microBatchSize: positiveInteger.default(64),
-  learningRate: z.number().positive().default(1e-3),
-  warmupSteps: nonNegativeInteger.default(0),
-  schedule: z.enum(['constant', 'linear', 'cosine']).default('constant'),
-  /** Training prompts drawn from the task (cycled). */
-  examples: positiveInteger.default(4096),
+  steps: nonNegativeInteger.default(100).describe('GRPO optimiser steps (each on a fresh batch of prompts, times `iterations`).'),
+  promptsPerStep: positiveInteger.default(16).describe('Prompts per step; each gets `sampling.groupSize` completions.'),
+  iterations: positiveInteger.default(1).describe('μ: optimisation passes over each generated batch, using the stored old logprobs.'),
+  microBatchSize: positiveInteger.default(64).describe('Completions per forward/backward micro-batch (gradients accumulate across them).'),
+  learningRate: z.number().positive().default(1e-3).describe('Peak GRPO learning rate (AdamW).'),
+  warmupSteps: nonNegativeInteger.default(0).describe('Linear warmup steps of the GRPO learning rate.'),
+  schedule: z.enum(['constant', 'linear', 'cosine']).default('constant').describe('GRPO learning-rate schedule after warmup.'),
+  examples: positiveInteger.default(4096).describe('Training prompts drawn from the task (cycled).'),
 }).strict();
 
 const algorithmSchema = z.object({
-  /** Registered advantage estimator (see `grpo list`). */
-  advantage: z.string().default('grpo'),
-  advantageOptions: z.record(z.string(), z.unknown()).default({}),
-  /** Registered policy loss. */
-  loss: z.string().default('ppo-clip'),
-  /** Loss tunables: epsilonLow, epsilonHigh, dualClip, capMode, temperature, ... */
-  lossOptions: z.record(z.string(), z.unknown()).default({}),
-  /** Registered loss aggregation. */
-  aggregation: z.string().default('token-mean'),
-  /** β of the KL penalty against the initial model; 0 loads no reference model. */
-  klCoefficient: z.number().nonnegative().default(0),
-  /** Registered KL estimator used when klCoefficient > 0. */
-  klEstimator: z.string().default('k3'),
-  /** Registered group filter applied after scoring (e.g. drop-zero-variance), or null. */
-  groupFilter: z.string().nullable().default(null),
-  /** With a group filter: extra generation rounds allowed to refill dropped groups per step. */
-  maxRefills: nonNegativeInteger.default(2),
-  /** Drop completions cut off by maxNewTokens from the loss (TRL mask_truncated_completions). */
-  maskTruncated: z.boolean().default(false),
+  advantage: z.string().default('grpo').describe('Registered advantage estimator (see `grpo list`).'),
+  advantageOptions: z.record(z.string(), z.unknown()).default({}).describe('Estimator tunables: epsilon, std (sample|population), singletonGroup, madFloor, alpha, ...'),
+  loss: z.string().default('ppo-clip').describe('Registered policy loss.'),
+  lossOptions: z.record(z.string(), z.unknown()).default({}).describe('Loss tunables: epsilonLow, epsilonHigh, dualClip, capMode, temperature, ...'),
+  aggregation: z.string().default('token-mean').describe('Registered loss aggregation.'),
+  klCoefficient: z.number().nonnegative().default(0).describe('β of the KL penalty against the initial model; 0 loads no reference model.'),
+  klEstimator: z.string().default('k3').describe('Registered KL estimator used when klCoefficient > 0.'),
+  groupFilter: z.string().nullable().default(null).describe('Registered group filter applied after scoring (e.g. dynamic-sampling), or null.'),
+  maxRefills: nonNegativeInteger.default(2).describe('With a group filter: extra generation rounds allowed to refill dropped groups per step.'),
+  maskTruncated: z.boolean().default(false).describe('Drop completions cut off by maxNewTokens from the loss (TRL mask_truncated_completions).'),
 }).strict();
 
 const optimizerSchema = z.object({
-  beta1: z.number().gte(0).lt(1).default(0.9),
-  beta2: z.number().gte(0).lt(1).default(0.99),
-  epsilon: z.number().positive().default(1e-8),
-  weightDecay: z.number().nonnegative().default(0),
-  /** Global gradient-norm clip (0 = off). */
-  maxGradNorm: z.number().nonnegative().default(1),
-  /** Consecutive non-finite steps tolerated before the run stops. */
-  maxSkippedSteps: positiveInteger.default(5),
+  beta1: z.number().gte(0).lt(1).default(0.9).describe('AdamW first-moment decay.'),
+  beta2: z.number().gte(0).lt(1).default(0.99).describe('AdamW second-moment decay.'),
+  epsilon: z.number().positive().default(1e-8).describe('AdamW denominator epsilon.'),
+  weightDecay: z.number().nonnegative().default(0).describe('Decoupled weight decay on matrices (norms and biases are exempt).'),
+  maxGradNorm: z.number().nonnegative().default(1).describe('Global gradient-norm clip (0 = off).'),
+  maxSkippedSteps: positiveInteger.default(5).describe('Consecutive non-finite steps tolerated before the run stops.'),
 }).strict();
 
 const rewardSchema = z.object({
-  /** A built-in reward factory name (see `grpo list`) or a task reward name. */
-  name: z.string(),
-  weight: z.number().default(1),
-  options: z.record(z.string(), z.unknown()).default({}),
+  name: z.string().describe('A built-in reward factory name (see `grpo list`) or a task reward name.'),
+  weight: z.number().default(1).describe('Weight in the combined reward; 0 = logged metric only.'),
+  options: z.record(z.string(), z.unknown()).default({}).describe('Options of the reward factory (validated by it).'),
 }).strict();
 
 const evaluationSchema = z.object({
-  /** Held-out examples scored at each evaluation. */
-  examples: positiveInteger.default(200),
-  /** Evaluate every N GRPO steps (0 = only before and after). */
-  every: nonNegativeInteger.default(0),
-  /** k of pass@k (sampled at the GRPO temperature); 0 = skip. */
-  passAtK: nonNegativeInteger.default(0),
+  examples: positiveInteger.default(200).describe('Held-out examples scored at each evaluation.'),
+  every: nonNegativeInteger.default(0).describe('Evaluate every N GRPO steps (0 = only before and after).'),
+  passAtK: nonNegativeInteger.default(0).describe('k of pass@k (sampled at the GRPO temperature); 0 = skip.'),
 }).strict();
 
 const loggingSchema = z.object({
-  runsDirectory: z.string().default('runs'),
-  /** Run folder name; default: a timestamp plus the task name. */
-  runName: z.string().optional(),
-  /** Write samples.jsonl every N GRPO steps (0 = never). */
-  samplesEvery: nonNegativeInteger.default(1),
-  /** Prompt groups written per sample step. */
-  samplesPerStep: positiveInteger.default(2),
-  /** Print a line (or redraw the bar) every N steps. */
-  printEvery: positiveInteger.default(10),
+  runsDirectory: z.string().default('runs').describe('Folder that holds run folders.'),
+  runName: z.string().optional().describe('Run folder name; default: a timestamp plus the task name.'),
+  samplesEvery: nonNegativeInteger.default(1).describe('Write samples.jsonl every N GRPO steps (0 = never).'),
+  samplesPerStep: positiveInteger.default(2).describe('Prompt groups written per sample step.'),
+  printEvery: positiveInteger.default(10).describe('Print a line (or redraw the bar) every N steps.'),
 }).strict();
 
 const checkpointSchema = z.object({
-  /** Save every N optimiser steps (0 = only at phase ends). */
-  every: nonNegativeInteger.default(50),
-  /** Keep the N most recent step checkpoints (older ones are deleted). */
-  keepLast: positiveInteger.default(2),
+  every: nonNegativeInteger.default(50).describe('Save every N optimiser steps (0 = only at phase ends).'),
+  keepLast: positiveInteger.default(2).describe('Keep the N most recent step checkpoints (older ones are deleted).'),
 }).strict();
 
 export const trainerConfigSchema = z.object({
-  /** Built-in task providing prompts, demonstrations, rewards and evaluation. */
-  task: z.string().default('addition'),
-  taskOptions: z.record(z.string(), z.unknown()).default({}),
-  /** Named recipe whose algorithm settings fill in anything the config leaves out. */
-  preset: z.string().optional(),
-  seed: z.number().int().default(0),
-  model: modelSchema.default(() => modelSchema.parse({})),
-  sft: sftSchema.default(() => sftSchema.parse({})),
-  sampling: samplingSchema.default(() => samplingSchema.parse({})),
-  grpo: grpoSchema.default(() => grpoSchema.parse({})),
-  algorithm: algorithmSchema.default(() => algorithmSchema.parse({})),
-  optimizer: optimizerSchema.default(() => optimizerSchema.parse({})),
-  /** Rewards replacing the task's own; empty = the task's rewards. */
-  rewards: z.array(rewardSchema).default([]),
-  evaluation: evaluationSchema.default(() => evaluationSchema.parse({})),
-  logging: loggingSchema.default(() => loggingSchema.parse({})),
-  checkpoint: checkpointSchema.default(() => checkpointSchema.parse({})),
+  task: z.string().default('addition').describe('Built-in task providing prompts, demonstrations, rewards and evaluation.'),
+  taskOptions: z.record(z.string(), z.unknown()).default({}).describe('Options of the task factory (e.g. teacherCarryErrorRate for addition).'),
+  preset: z.string().optional().describe('Named recipe whose algorithm settings fill in anything the config leaves out.'),
+  seed: z.number().int().default(0).describe('Seed of data order, sampling and evaluation; same seed + config + backend = same run.'),
+  model: modelSchema.default(() => modelSchema.parse({})).describe('The policy model.'),
+  sft: sftSchema.default(() => sftSchema.parse({})).describe('Supervised warm start on task demonstrations.'),
+  sampling: samplingSchema.default(() => samplingSchema.parse({})).describe('Group sampling for rollouts.'),
+  grpo: grpoSchema.default(() => grpoSchema.parse({})).describe('The GRPO phase.'),
+  algorithm: algorithmSchema.default(() => algorithmSchema.parse({})).describe('Advantage estimator, policy loss, aggregation, KL and filters, by registered name.'),
+  optimizer: optimizerSchema.default(() => optimizerSchema.parse({})).describe('AdamW, clipping and the non-finite guard.'),
+  rewards: z.array(rewardSchema).default([]).describe('Rewards replacing the task\'s own; empty = the task\'s rewards.'),
+  evaluation: evaluationSchema.default(() => evaluationSchema.parse({})).describe('Held-out evaluation.'),
+  logging: loggingSchema.default(() => loggingSchema.parse({})).describe('Run folder and console output.'),
+  checkpoint: checkpointSchema.default(() => checkpointSchema.parse({})).describe('Checkpointing for resume.'),
 }).strict();
 
 export type TrainerConfig = z.infer<typeof trainerConfigSchema>;
