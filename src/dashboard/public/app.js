@@ -223,12 +223,16 @@ async function openSampleStep(phase, step) {
 async function refreshSelectedRun() {
   const id = state.selectedId;
   const generation = state.generation;
+  const fromLine = state.nextLine;
   const [run, metrics, samples] = await Promise.all([
     fetchJson(runPath(id)),
-    fetchJson(`${runPath(id)}/metrics?fromLine=${state.nextLine}`).catch((error) => ({ rows: [], nextLine: state.nextLine, problems: [error.message] })),
+    fetchJson(`${runPath(id)}/metrics?fromLine=${fromLine}`).catch((error) => ({ rows: [], nextLine: fromLine, problems: [error.message] })),
     fetchJson(`${runPath(id)}/samples`).catch(() => ({ steps: [], problems: [] })),
   ]);
   if (generation !== state.generation) return null;
+  // Two refreshes can overlap (the timer and a selection); only the first answer for a given
+  // starting line may append, or its rows would be drawn twice.
+  if (fromLine !== state.nextLine) return run;
   state.rows.push(...metrics.rows);
   state.nextLine = metrics.nextLine;
   state.problems = [...metrics.problems, ...samples.problems];
@@ -260,7 +264,11 @@ function showError(error) {
   byId('problems').textContent = error.message;
 }
 
+let polling = false;
+
 async function poll() {
+  if (polling) return; // the previous poll is still waiting for the server
+  polling = true;
   try {
     state.runs = (await fetchJson('api/runs')).runs;
     renderRuns();
@@ -272,6 +280,8 @@ async function poll() {
     byId('live').textContent = live ? `live · refreshing every ${pollMilliseconds / 1000} s · updated ${state.lastUpdate?.toLocaleTimeString() ?? ''}` : '';
   } catch (error) {
     showError(error);
+  } finally {
+    polling = false;
   }
 }
 
