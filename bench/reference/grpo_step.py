@@ -1,0 +1,256 @@
+"""One GRPO step in PyTorch with the shapes of bench/grpo-step.ts, for a side-by-side speed comparison.
+
+Is: a hand-run reference (Debian's python3-torch, never in CI or npm test). For the tinystories-656k
+fixture (weights read from its model.safetensors) and the ~25M random Llama of bench/generate.ts
+(vocab 8192, hidden 512, MLP 1536, 6 layers, 8 heads, tied embeddings, N(0, 0.02) init), it runs
+  1. rollout: the P prompts prefilled in one batch, each prompt's KV cache repeated G times, then a
+     simple decode loop over a preallocated KV cache (temperature 1 multinomial sampling, no stop
+     ids), recording the sampled ids' logprobs (the old-policy logprobs);
+  2. reward: the share of even ids in each completion; GRPO advantages (r - mean) / (std + 1e-4)
+     per group (unbiased std, as the TypeScript estimator);
+  3. training: forward of prompt + completion, logprobs of the completion tokens (lm_head only on
+     the rows that predict them), entropy as a metric, PPO-clip loss (eps 0.2) with token-mean
+     aggregation, backward, grad-norm clip 1.0, AdamW (lr 1e-5, betas 0.9/0.99, eps 1e-8, wd 0);
+after one small untimed warm-up step, with torch.set_num_threads(--threads, default 2). Each model
+runs in its own subprocess so the peak RSS (ru_maxrss) printed is that model's alone. OPENBLAS_CORETYPE
+is set from the CPU flags when unset (see _openblas_core_type: without it Debian's OpenBLAS runs its
+generic kernels on this VM and PyTorch would look 6x slower than it is).
+Prints one JSON line per model with the fields of `npm run bench -- grpo-step --json`.
+
+Run:  /usr/bin/python3 bench/reference/grpo_step.py [--models fixture,random-25m] [--threads 2]
+      [--prompts 8] [--group-size 8] [--prompt-length 32] [--new-tokens 32]
+Is not: a transformers model (plain functions, same maths as src/model/transformer.ts).
+"""
+import argparse
+import json
+import math
+import os
+import resource
+import struct
+import subprocess
+import sys
+import time
+
+
+def _openblas_core_type():
+    """OpenBLAS does not recognise some virtualised CPUs (model name "Intel(R) Xeon(R) Processor") and
+    falls back to generic kernels (~25 GFLOP/s instead of ~150 at 1024^3 here); name the core type
+    from the CPU flags unless the caller set OPENBLAS_CORETYPE. Must run before torch loads OpenBLAS."""
+    try:
+        with open("/proc/cpuinfo") as file:
+            flags = set(next(line for line in file if line.startswith("flags")).split())
+    except (OSError, StopIteration):
+        return
+    core = "SkylakeX" if "avx512f" in flags else "Haswell" if "avx2" in flags else None
+    if core:
+        os.environ.setdefault("OPENBLAS_CORETYPE", core)
+
+
+_openblas_core_type()
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURE = os.path.join(HERE, "../../../shared/fixtures/models/tinystories-656k")
+RANDOM_25M = {"vocab_size": 8192, "hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 6,
+              "num_attention_heads": 8, "num_key_value_heads": 8, "rms_norm_eps": 1e-5, "rope_theta": 10000.0}
+
+
+def read_safetensors(path):
+    with open(path, "rb") as file:
+        (header_length,) = struct.unpack("<Q", file.read(8))
+        header = json.loads(file.read(header_length))
+        data = file.read()
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        if info["dtype"] != "F32":
+            raise ValueError(f"{path}: tensor {name} is {info['dtype']}, this script reads F32 only")
+        start, end = info["data_offsets"]
+        tensors[name] = torch.frombuffer(bytearray(data[start:end]), dtype=torch.float32).reshape(info["shape"]).clone()
+    return tensors
+
+
+def load_model(name):
+    if name == "fixture":
+        with open(os.path.join(FIXTURE, "config.json")) as file:
+            config = json.load(file)
+        weights = read_safetensors(os.path.join(FIXTURE, "model.safetensors"))
+        # Tied embeddings: the file may hold the shared matrix under either name (this one: lm_head).
+        shared = weights.pop("lm_head.weight", None)
+        weights.setdefault("model.embed_tokens.weight", shared)
+    else:
+        config = dict(RANDOM_25M)
+        generator = torch.Generator().manual_seed(7)
+        H, I, V = config["hidden_size"], config["intermediate_size"], config["vocab_size"]
+        weights = {"model.embed_tokens.weight": torch.randn(V, H, generator=generator) * 0.02, "model.norm.weight": torch.ones(H)}
+        for layer in range(config["num_hidden_layers"]):
+            prefix = f"model.layers.{layer}"
+            for proj, shape in [("self_attn.q_proj", (H, H)), ("self_attn.k_proj", (H, H)), ("self_attn.v_proj", (H, H)),
+                                ("self_attn.o_proj", (H, H)), ("mlp.gate_proj", (I, H)), ("mlp.up_proj", (I, H)), ("mlp.down_proj", (H, I))]:
+                weights[f"{prefix}.{proj}.weight"] = torch.randn(*shape, generator=generator) * 0.02
+            weights[f"{prefix}.input_layernorm.weight"] = torch.ones(H)
+            weights[f"{prefix}.post_attention_layernorm.weight"] = torch.ones(H)
+    config["head_dim"] = config["hidden_size"] // config["num_attention_heads"]
+    params = {key: value.requires_grad_(True) for key, value in weights.items()}
+    return config, params
+
+
+def rms_norm(x, weight, eps):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
+def rope(x, positions, config):
+    # x [B, heads, T, D]; rotate-half convention, positions [T] or [B, T].
+    D = config["head_dim"]
+    inverse = 1.0 / (config["rope_theta"] ** (torch.arange(0, D, 2, dtype=torch.float32) / D))
+    angles = positions.to(torch.float32)[..., None] * inverse  # [..., T, D/2]
+    cos = torch.cat([angles.cos(), angles.cos()], -1)
+    sin = torch.cat([angles.sin(), angles.sin()], -1)
+    if cos.dim() == 3:  # per-row positions [B, T, D] -> [B, 1, T, D]
+        cos, sin = cos[:, None], sin[:, None]
+    half = D // 2
+    rotated = torch.cat([-x[..., half:], x[..., :half]], -1)
+    return x * cos + rotated * sin
+
+
+def forward(config, params, ids, positions, cache=None, cache_length=0, rows=None):
+    """Hidden states -> logits. With `cache` (per layer [k, v] of [B, Hkv, capacity, D]) the new keys are
+    written in place at cache_length and attention sees the first cache_length + T of them."""
+    B, T = ids.shape
+    Hq, Hkv, D = config["num_attention_heads"], config["num_key_value_heads"], config["head_dim"]
+    eps = config["rms_norm_eps"]
+    x = params["model.embed_tokens.weight"][ids]
+    for layer in range(config["num_hidden_layers"]):
+        p = f"model.layers.{layer}"
+        h = rms_norm(x, params[f"{p}.input_layernorm.weight"], eps)
+        q = (h @ params[f"{p}.self_attn.q_proj.weight"].t()).view(B, T, Hq, D).transpose(1, 2)
+        k = (h @ params[f"{p}.self_attn.k_proj.weight"].t()).view(B, T, Hkv, D).transpose(1, 2)
+        v = (h @ params[f"{p}.self_attn.v_proj.weight"].t()).view(B, T, Hkv, D).transpose(1, 2)
+        q, k = rope(q, positions, config), rope(k, positions, config)
+        if cache is not None:
+            cache[layer][0][:, :, cache_length:cache_length + T] = k
+            cache[layer][1][:, :, cache_length:cache_length + T] = v
+            k = cache[layer][0][:, :, :cache_length + T]
+            v = cache[layer][1][:, :, :cache_length + T]
+        S = k.shape[2]
+        if Hq != Hkv:
+            k = k.repeat_interleave(Hq // Hkv, dim=1)
+            v = v.repeat_interleave(Hq // Hkv, dim=1)
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(D)
+        if T > 1:
+            mask = torch.ones(T, S, dtype=torch.bool).tril(S - T)
+            scores = scores.masked_fill(~mask, float("-inf"))
+        attended = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, Hq * D)
+        x = x + attended @ params[f"{p}.self_attn.o_proj.weight"].t()
+        h = rms_norm(x, params[f"{p}.post_attention_layernorm.weight"], eps)
+        gate = h @ params[f"{p}.mlp.gate_proj.weight"].t()
+        up = h @ params[f"{p}.mlp.up_proj.weight"].t()
+        x = x + (F.silu(gate) * up) @ params[f"{p}.mlp.down_proj.weight"].t()
+    x = rms_norm(x, params["model.norm.weight"], eps)
+    if rows is not None:
+        x = x[:, rows]
+    return x @ params["model.embed_tokens.weight"].t()
+
+
+@torch.no_grad()
+def rollout(config, params, prompts, group_size, new_tokens, generator):
+    P, L = prompts.shape
+    B = P * group_size
+    Hkv, D = config["num_key_value_heads"], config["head_dim"]
+    cache = [[torch.zeros(P, Hkv, L + new_tokens, D), torch.zeros(P, Hkv, L + new_tokens, D)] for _ in range(config["num_hidden_layers"])]
+    logits = forward(config, params, prompts, torch.arange(L), cache, 0, rows=torch.tensor([L - 1]))[:, 0]  # [P, V]
+    cache = [[k.repeat_interleave(group_size, 0), v.repeat_interleave(group_size, 0)] for k, v in cache]
+    logits = logits.repeat_interleave(group_size, 0)  # [B, V]
+    ids = torch.empty(B, new_tokens, dtype=torch.long)
+    logprobs = torch.empty(B, new_tokens)
+    for step in range(new_tokens):
+        logp = logits.log_softmax(-1)
+        chosen = torch.multinomial(logp.exp(), 1, generator=generator)[:, 0]
+        ids[:, step] = chosen
+        logprobs[:, step] = logp.gather(1, chosen[:, None])[:, 0]
+        if step + 1 < new_tokens:
+            logits = forward(config, params, chosen[:, None], torch.full((1,), L + step), cache, L + step)[:, 0]
+    return ids, logprobs
+
+
+def policy_step(config, params, optimizer, prompts, group_size, ids, old_logprobs, advantages):
+    P, L = prompts.shape
+    B, N = ids.shape
+    full = torch.cat([prompts.repeat_interleave(group_size, 0), ids], 1)  # [B, L + N]
+    optimizer.zero_grad()
+    logits = forward(config, params, full, torch.arange(L + N), rows=torch.arange(L - 1, L + N - 1))  # [B, N, V]
+    logp_all = logits.log_softmax(-1)
+    logprobs = logp_all.gather(2, ids[..., None])[..., 0]
+    with torch.no_grad():
+        entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
+    ratio = (logprobs - old_logprobs).exp()
+    A = advantages[:, None]
+    loss = -torch.min(ratio * A, ratio.clamp(0.8, 1.2) * A).mean()  # token-mean: every token counts once
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(list(params.values()), 1.0)
+    optimizer.step()
+    return loss.item(), entropy.item()
+
+
+def grpo_step(config, params, optimizer, prompts_count, group_size, prompt_length, new_tokens, seed):
+    generator = torch.Generator().manual_seed(seed)
+    prompts = torch.randint(1, config["vocab_size"], (prompts_count, prompt_length), generator=generator)
+    start = time.perf_counter()
+    ids, old_logprobs = rollout(config, params, prompts, group_size, new_tokens, generator)
+    rollout_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    rewards = (ids % 2 == 0).float().mean(1).view(prompts_count, group_size)
+    advantages = ((rewards - rewards.mean(1, keepdim=True)) / (rewards.std(1, keepdim=True) + 1e-4)).view(-1)
+    reward_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    loss, _ = policy_step(config, params, optimizer, prompts, group_size, ids, old_logprobs, advantages)
+    train_seconds = time.perf_counter() - start
+    B = prompts_count * group_size
+    return {"rolloutTokens": B * new_tokens, "rolloutSeconds": rollout_seconds, "trainTokens": B * (prompt_length + new_tokens),
+            "trainSeconds": train_seconds, "rewardSeconds": reward_seconds, "loss": loss}
+
+
+def run_case(arguments):
+    torch.set_num_threads(arguments.threads)
+    torch.manual_seed(0)
+    config, params = load_model(arguments.models)
+    optimizer = torch.optim.AdamW(list(params.values()), lr=1e-5, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.0)
+    grpo_step(config, params, optimizer, 1, 2, arguments.prompt_length, 4, 1)  # warm-up
+    step = grpo_step(config, params, optimizer, arguments.prompts, arguments.group_size, arguments.prompt_length, arguments.new_tokens, 2)
+    step.update({
+        "model": arguments.models, "backend": f"pytorch-{torch.__version__}", "threads": torch.get_num_threads(),
+        "openblasCoreType": os.environ.get("OPENBLAS_CORETYPE", ""),
+        "prompts": arguments.prompts, "groupSize": arguments.group_size, "promptLength": arguments.prompt_length,
+        "newTokens": arguments.new_tokens, "parameters": sum(p.numel() for p in params.values()),
+        "rolloutTokensPerSecond": step["rolloutTokens"] / step["rolloutSeconds"],
+        "trainTokensPerSecond": step["trainTokens"] / step["trainSeconds"],
+        "stepSeconds": step["rolloutSeconds"] + step["rewardSeconds"] + step["trainSeconds"],
+        "peakRssMiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    })
+    print(json.dumps(step), flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--models", default="fixture,random-25m")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--prompts", type=int, default=8)
+    parser.add_argument("--group-size", type=int, default=8)
+    parser.add_argument("--prompt-length", type=int, default=32)
+    parser.add_argument("--new-tokens", type=int, default=32)
+    parser.add_argument("--child", action="store_true", help="run the one model named by --models in this process")
+    arguments = parser.parse_args()
+    if arguments.child:
+        run_case(arguments)
+        return
+    for model in arguments.models.split(","):
+        if model not in ("fixture", "random-25m"):
+            sys.exit(f"--models: unknown model '{model}'; known: fixture, random-25m")
+        rest = [a for a in sys.argv[1:] if not a.startswith("--models") and a != arguments.models]
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--child", "--models", model, *rest], check=True)
+
+
+if __name__ == "__main__":
+    main()
