@@ -15,6 +15,7 @@ import {
   slice, Tensor, tensor,
 } from '../tensor/index.js';
 import { swiglu } from '../tensor/fused.js';
+import { prefixAttention } from '../tensor/prefix-attention.js';
 import type { StoredTensor } from './safetensors.js';
 import { computeRopeInverseFrequencies, type ModelConfig } from './config.js';
 import { expectedTensorShapes } from './checkpoint.js';
@@ -38,10 +39,18 @@ export interface ForwardOptions {
   positions?: Int32Array;
   /** Per-key validity over all S keys, [B·S] (1 = real token, 0 = left padding). */
   keyMask?: Uint8Array;
+  /** Document id of every token, [B·T], for packed rows: tokens attend only within their document. */
+  segmentIds?: Int32Array;
   /** When given, new keys/values are appended to it and attention sees the whole cache. */
   cache?: KvCache;
   /** Rows (b·T + t) whose logits are wanted; all rows when omitted. Saves the lm_head on prompts. */
   logitRows?: Int32Array;
+  /**
+   * Decode steps of groups sharing a prompt (T = 1, no graph): row b continues prompt rowPrefix[b],
+   * whose keys/values sit in prompts[rowPrefix[b]] (stored once per prompt); `cache` then holds only
+   * each row's generated keys. Positions must be given (prompt length + tokens generated).
+   */
+  sharedPrefix?: { prompts: KvCache[]; rowPrefix: Int32Array };
 }
 
 export class Transformer {
@@ -128,6 +137,9 @@ export class Transformer {
         throw new Error(`Transformer.forward: token id ${ids[i]} at position ${i} is outside the vocabulary [0, ${config.vocabSize})`);
       }
     }
+    if (options.sharedPrefix && (!options.cache || !options.positions || T !== 1)) {
+      throw new Error('Transformer.forward: sharedPrefix needs a cache, explicit positions and one token per row');
+    }
     const past = options.cache?.length ?? 0;
     const positions = options.positions ?? Int32Array.from({ length: T }, (_, t) => past + t);
     let x = reshape(embedding(this.weight('model.embed_tokens.weight'), ids), [B, T, config.hiddenSize]); // [B, T, H]
@@ -167,9 +179,17 @@ export class Transformer {
       else [k, v] = writeToCache(cache, layer, k, v); // [B, Hkv, capacity ≥ S, D]
     }
     const window = config.slidingWindow;
-    const attended = causalAttention(q, k, v, {
+    const shared = options.sharedPrefix;
+    const attended = shared && cache ? prefixAttention(q, k, v, S, {
+      keys: shared.prompts.map((prompt) => prompt.keys[layer]!),
+      values: shared.prompts.map((prompt) => prompt.values[layer]!),
+      lengths: shared.prompts.map((prompt) => prompt.length),
+      rowPrefix: shared.rowPrefix,
+      window: window ?? undefined,
+    }) : causalAttention(q, k, v, {
       positionOffset: S - T,
       keyMask: options.keyMask,
+      segmentIds: options.segmentIds,
       window: window !== null && window < S ? window : undefined,
       keyLength: S,
     }); // [B, Hq, T, D]

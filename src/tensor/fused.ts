@@ -147,6 +147,11 @@ export interface AttentionOptions {
   /** Additive mask broadcastable to [B, Hq, T, S] (no gradient), e.g. -Infinity to hide keys. */
   additiveMask?: Tensor;
   /**
+   * Document ids [B, S] of packed sequences: a query sees only keys of its own document (query t
+   * sits at key position positionOffset + t). Packing several examples into one row needs this.
+   */
+  segmentIds?: Int32Array;
+  /**
    * Keys in use along axis 2 of k and v (S; default: all of it). A preallocated KV cache passes its
    * length here: the rest of the axis is room for later tokens, skipped by stride, never read.
    */
@@ -186,10 +191,13 @@ export function causalAttention(q: Tensor, k: Tensor, v: Tensor, options: Attent
         const base = ((b * Hq + h) * T + t) * S;
         const visible = causal ? Math.min(S, offset + t + 1) : S;
         const firstVisible = options.window === undefined ? 0 : offset + t - options.window + 1;
+        const segments = options.segmentIds;
+        const querySegment = segments ? segments[b * S + offset + t] : 0;
         let rowMax = -Infinity;
         for (let s = 0; s < S; s++) {
           let value = s < visible && s >= firstVisible ? probabilities[base + s] * scale : -Infinity;
           if (options.keyMask && options.keyMask[b * S + s] === 0) value = -Infinity;
+          if (segments && segments[b * S + s] !== querySegment) value = -Infinity;
           if (additive && maskStrides) value += additive.data[b * maskStrides[0] + h * maskStrides[1] + t * maskStrides[2] + s];
           probabilities[base + s] = value;
           if (value > rowMax) rowMax = value;

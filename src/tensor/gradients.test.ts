@@ -124,6 +124,10 @@ for (const { name, backend } of backendsUnderTest()) {
       const additive = T.tensor([0, -1, 0.5, 0, 0, 0, 0, 0.25, 0, 0, 0, 0], [1, 1, 3, 4]);
       gradCheck((q, k, v) => T.causalAttention(q, k, v, { keyMask, additiveMask: additive }), [normal([2, 2, 3, 4]), normal([2, 1, 4, 4]), normal([2, 1, 4, 4])]);
     });
+    it('causalAttention with packed documents (segment ids)', () => {
+      const segmentIds = Int32Array.from([0, 0, 1, 1, 1, 0, 1, 1, 2, 2]);
+      gradCheck((q, k, v) => T.causalAttention(q, k, v, { segmentIds }), [normal([2, 2, 5, 4]), normal([2, 1, 5, 4]), normal([2, 1, 5, 4])]);
+    });
     it('logSoftmaxGather and crossEntropy', () => {
       gradCheck((x) => T.logSoftmaxGather(x, Int32Array.from([2, 0, 4])), [normal([3, 5], 2)]);
       gradCheck((x) => T.crossEntropy(x, Int32Array.from([1, -100, 3, 0])), [normal([2, 2, 5], 2)]);

@@ -27,6 +27,7 @@ const sftSchema = z.object({
   warmupSteps: nonNegativeInteger.default(20).describe('Linear warmup steps of the SFT learning rate.'),
   schedule: z.enum(['constant', 'linear', 'cosine']).default('cosine').describe('Cosine-decay the SFT learning rate to 10% by the last step.'),
   examples: positiveInteger.default(4096).describe('Training demonstrations drawn from the task (cycled).'),
+  packLength: nonNegativeInteger.default(0).describe('Pack demonstrations into rows of this many tokens (document-masked attention, positions restart); 0 = one per row, padded.'),
 }).strict();
 
 const samplingSchema = z.object({

@@ -133,7 +133,7 @@ class MetricAccumulator {
 /** Mean next-token cross-entropy over completion tokens only, one optimiser step. */
 export function sftStep(config: TrainerConfig, model: Transformer, optimizer: AdamW, sequences: readonly TokenSequence[]): StepOutcome {
   optimizer.zeroGrad();
-  const { logprobs, mask } = completionLogprobs(model, sequences);
+  const { logprobs, mask } = completionLogprobs(model, sequences, 1, { packLength: config.sft.packLength });
   const count = mask.reduce((a, b) => a + b, 0);
   const lossTensor: Tensor = mul(sum(mul(logprobs, tensor(mask, logprobs.shape))), -1 / Math.max(1, count));
   lossTensor.backward();

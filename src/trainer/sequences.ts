@@ -2,10 +2,11 @@
  * Turning (prompt ids, completion ids) pairs into padded training batches and computing the
  * per-token log-probabilities of the completion tokens under the model, with gradient.
  *
- * Legend: B = sequences in the micro-batch, L = padded full length, Tc = padded completion length.
+ * Legend: B = rows of the forward pass, L = row length, Tc = padded completion length.
  * Is not: sampling (src/sampling) or loss maths (src/algorithms). Only completion positions reach
- * the lm_head (the prompt's logits are never computed), and right padding keeps real tokens at the
- * same positions as during sampling, so the causal mask alone is enough.
+ * the lm_head (the prompt's logits are never computed). Unpacked, right padding keeps real tokens at
+ * the positions they had during sampling, so the causal mask alone is enough; packed, each sequence
+ * restarts its positions and a segment mask keeps documents apart.
  */
 import type { Transformer } from '../model/transformer.js';
 import { entropyFromLogits, logSoftmaxGather, mul, noGrad, reshape, type Tensor } from '../tensor/index.js';
@@ -27,33 +28,88 @@ export interface CompletionLogprobs {
   Tc: number;
 }
 
-/** Per-token logprobs of each completion under `model` (logits divided by `temperature`, as at sampling). */
-export function completionLogprobs(model: Transformer, sequences: readonly TokenSequence[], temperature = 1): CompletionLogprobs {
-  const B = sequences.length;
-  const L = Math.max(...sequences.map((s) => s.promptIds.length + s.completionIds.length));
-  const Tc = Math.max(1, ...sequences.map((s) => s.completionIds.length));
+/** How sequences share the rows of a forward pass. */
+export interface LayoutOptions {
+  /**
+   * Pack several sequences into rows of at most this many tokens (each keeps its own positions and
+   * attends only within itself); 0 = one sequence per row, right-padded.
+   */
+  packLength?: number;
+}
+
+interface RowLayout {
+  ids: Int32Array;
+  B: number;
+  L: number;
+  positions?: Int32Array;
+  segmentIds?: Int32Array;
+  /** Flat row (b·L + t) where each sequence starts. */
+  starts: number[];
+}
+
+/** First-fit packing in order; a sequence longer than packLength gets a row of its own. */
+function layoutRows(sequences: readonly TokenSequence[], packLength: number): RowLayout {
+  const lengths = sequences.map((s) => s.promptIds.length + s.completionIds.length);
+  const rows: number[][] = [];
+  const used: number[] = [];
+  sequences.forEach((_, index) => {
+    const row = packLength > 0 ? used.findIndex((total) => total + lengths[index] <= packLength) : -1;
+    if (row >= 0) {
+      rows[row].push(index);
+      used[row] += lengths[index];
+    } else {
+      rows.push([index]);
+      used.push(lengths[index]);
+    }
+  });
+  const B = rows.length;
+  const L = Math.max(...used);
   const ids = new Int32Array(B * L);
-  const rows = new Int32Array(B * Tc);
-  const targets = new Int32Array(B * Tc);
-  const mask = new Float32Array(B * Tc);
-  sequences.forEach((sequence, b) => {
-    const full = [...sequence.promptIds, ...sequence.completionIds];
-    ids.set(full, b * L);
-    const start = sequence.promptIds.length;
+  const starts = new Array<number>(sequences.length);
+  const positions = packLength > 0 ? new Int32Array(B * L) : undefined;
+  const segmentIds = packLength > 0 ? new Int32Array(B * L).fill(-1) : undefined;
+  rows.forEach((members, b) => {
+    let offset = 0;
+    for (const index of members) {
+      const sequence = sequences[index];
+      starts[index] = b * L + offset;
+      ids.set([...sequence.promptIds, ...sequence.completionIds], b * L + offset);
+      for (let t = 0; t < lengths[index]; t++) {
+        if (positions) positions[b * L + offset + t] = t;
+        if (segmentIds) segmentIds[b * L + offset + t] = index;
+      }
+      offset += lengths[index];
+    }
+    // Padding at the end of a packed row forms its own document, so it never leaks into real ones.
+    if (segmentIds) for (let t = offset; t < L; t++) segmentIds[b * L + t] = sequences.length + b;
+  });
+  return { ids, B, L, positions, segmentIds, starts };
+}
+
+/** Per-token logprobs of each completion under `model` (logits divided by `temperature`, as at sampling). */
+export function completionLogprobs(model: Transformer, sequences: readonly TokenSequence[], temperature = 1, layout: LayoutOptions = {}): CompletionLogprobs {
+  const count = sequences.length;
+  const Tc = Math.max(1, ...sequences.map((s) => s.completionIds.length));
+  const { ids, B, positions, segmentIds, starts } = layoutRows(sequences, layout.packLength ?? 0);
+  const rows = new Int32Array(count * Tc);
+  const targets = new Int32Array(count * Tc);
+  const mask = new Float32Array(count * Tc);
+  sequences.forEach((sequence, index) => {
+    const start = starts[index] + sequence.promptIds.length;
     for (let t = 0; t < Tc; t++) {
       if (t < sequence.completionIds.length) {
-        rows[b * Tc + t] = b * L + start - 1 + t; // the position that predicts completion token t
-        targets[b * Tc + t] = sequence.completionIds[t];
-        mask[b * Tc + t] = sequence.lossMask ? sequence.lossMask[t] : 1;
+        rows[index * Tc + t] = start - 1 + t; // the position that predicts completion token t
+        targets[index * Tc + t] = sequence.completionIds[t];
+        mask[index * Tc + t] = sequence.lossMask ? sequence.lossMask[t] : 1;
       } else {
-        rows[b * Tc + t] = b * L; // padding: any valid row; masked out below
+        rows[index * Tc + t] = starts[index]; // padding: any valid row; masked out by the caller
       }
     }
   });
-  let logits = model.forward(ids, B, { logitRows: rows }); // [B·Tc, V]
+  let logits = model.forward(ids, B, { logitRows: rows, positions, segmentIds }); // [count·Tc, V]
   if (temperature !== 1) logits = mul(logits, 1 / temperature);
   const entropies = noGrad(() => entropyFromLogits(logits));
-  const logprobs = reshape(logSoftmaxGather(logits, targets), [B, Tc]); // [B, Tc]
+  const logprobs = reshape(logSoftmaxGather(logits, targets), [count, Tc]); // [count, Tc]
   return { logprobs, mask, entropies, Tc };
 }
 
