@@ -10,6 +10,7 @@
 import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { type ModelConfig, loadModelConfig, toHfConfig } from './config.js';
+import { readJsonObject } from './json-file.js';
 import { type StoredTensor, encodeSafetensors, readSafetensorsFolder } from './safetensors.js';
 
 /** A checkpoint in memory: config, named float32 tensors, generation defaults and the files it came from. */
@@ -105,17 +106,6 @@ export function checkTensors(
   return ordered;
 }
 
-function readJsonFile(file: string): Record<string, unknown> {
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (error) {
-    throw new Error(`${file}: not valid JSON (${(error as Error).message})`);
-  }
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new Error(`${file}: must contain a JSON object`);
-  return json as Record<string, unknown>;
-}
-
 /** Loads a Hugging Face checkpoint folder, checking every tensor's name and shape against its config.json. */
 export function loadCheckpoint(directory: string): Checkpoint {
   const root = resolve(directory);
@@ -128,7 +118,7 @@ export function loadCheckpoint(directory: string): Checkpoint {
   const fileOf = (name: string): string => tensorFiles.get(name) ?? (weightFiles.length === 1 ? weightFiles[0] : join(root, 'model.safetensors.index.json'));
   const checked = checkTensors(config, tensors, fileOf);
   const generationFile = join(root, 'generation_config.json');
-  const generationConfig = existsSync(generationFile) ? readJsonFile(generationFile) : null;
+  const generationConfig = existsSync(generationFile) ? readJsonObject(generationFile) : null;
   const files = [configFile, ...weightFiles, ...(generationConfig ? [generationFile] : [])];
   for (const name of TOKENIZER_FILES) if (existsSync(join(root, name))) files.push(join(root, name));
   return { config, tensors: checked, generationConfig, files };

@@ -11,6 +11,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import type { ModelConfig } from './config.js';
+import { readJsonObject } from './json-file.js';
 
 /** Options for encoding: whether to add the tokenizer's special tokens (e.g. BOS) around the text. */
 export interface EncodeOptions {
@@ -49,17 +50,6 @@ function tokenString(value: unknown): string | null {
     return (value as { content: string }).content;
   }
   return null;
-}
-
-function readJsonObject(file: string): Record<string, unknown> {
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (error) {
-    throw new Error(`${file}: cannot read as JSON (${(error as Error).message})`);
-  }
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new Error(`${file}: must contain a JSON object`);
-  return json as Record<string, unknown>;
 }
 
 /** Picks the chat template: tokenizer_config.json's `chat_template` (string or named list) or chat_template.jinja / .json. */
