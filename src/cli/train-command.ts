@@ -100,6 +100,6 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
   const before = result.evalBefore?.['eval/accuracy'];
   const after = result.evalAfter?.['eval/accuracy'];
   const percent = (value: number | undefined) => (value === undefined ? 'n/a' : `${(value * 100).toFixed(1)}%`);
-  process.stdout.write(`held-out accuracy: after SFT ${percent(before)}, after GRPO ${percent(after)} (summary: ${join(runDirectory, 'summary.json')})\n`);
+  process.stdout.write(`held-out accuracy: before GRPO ${percent(before)}, after GRPO ${percent(after)} (summary: ${join(runDirectory, 'summary.json')})\n`);
   return 0;
 }
