@@ -14,7 +14,7 @@ import {
   add, causalAttention, concat, embedding, formatShape, linear, matmul, permute, Random, reshape, rmsNorm, rope,
   slice, Tensor, tensor,
 } from '../tensor/index.js';
-import { swiglu } from '../tensor/fused.js';
+import { ropeTable, swiglu, type RopeTable } from '../tensor/fused.js';
 import { prefixAttention } from '../tensor/prefix-attention.js';
 import type { StoredTensor } from './safetensors.js';
 import { computeRopeInverseFrequencies, type ModelConfig } from './config.js';
@@ -142,10 +142,11 @@ export class Transformer {
     }
     const past = options.cache?.length ?? 0;
     const positions = options.positions ?? Int32Array.from({ length: T }, (_, t) => past + t);
+    const angles = ropeTable(positions, this.inverseFrequencies); // shared by every layer's q and k
     let x = reshape(embedding(this.weight('model.embed_tokens.weight'), ids), [B, T, config.hiddenSize]); // [B, T, H]
     for (let layer = 0; layer < config.numLayers; layer++) {
       const prefix = `model.layers.${layer}`;
-      const attended = this.attention(rmsNorm(x, this.weight(`${prefix}.input_layernorm.weight`), config.rmsNormEps), layer, B, T, positions, options);
+      const attended = this.attention(rmsNorm(x, this.weight(`${prefix}.input_layernorm.weight`), config.rmsNormEps), layer, B, T, { positions, angles }, options);
       x = add(x, attended);
       const normed = rmsNorm(x, this.weight(`${prefix}.post_attention_layernorm.weight`), config.rmsNormEps);
       const gate = linear(normed, this.weight(`${prefix}.mlp.gate_proj.weight`)); // [B, T, I]
@@ -156,7 +157,7 @@ export class Transformer {
     return rmsNorm(x, this.weight('model.norm.weight'), config.rmsNormEps);
   }
 
-  private attention(x: Tensor, layer: number, B: number, T: number, positions: Int32Array, options: ForwardOptions): Tensor {
+  private attention(x: Tensor, layer: number, B: number, T: number, rotary: { positions: Int32Array; angles: RopeTable }, options: ForwardOptions): Tensor {
     const { config } = this;
     const prefix = `model.layers.${layer}.self_attn`;
     const D = config.headDim;
@@ -165,7 +166,7 @@ export class Transformer {
       let perHead = reshape(projected, [B, T, heads, D]); // [B, T, heads, D]
       const norm = name === 'v' ? null : this.optional(`${prefix}.${name}_norm.weight`);
       if (norm) perHead = rmsNorm(perHead, norm, config.rmsNormEps); // Qwen3: per-head RMSNorm before RoPE
-      if (name !== 'v') perHead = rope(perHead, positions, this.inverseFrequencies);
+      if (name !== 'v') perHead = rope(perHead, rotary.positions, this.inverseFrequencies, rotary.angles);
       return permute(perHead, [0, 2, 1, 3]); // [B, heads, T, D]
     };
     const q = project('q', config.numHeads); // [B, Hq, T, D]
@@ -230,7 +231,13 @@ function writeToCache(cache: KvCache, layer: number, k: Tensor, v: Tensor): [Ten
       target = new Tensor(data, [B, Hkv, grown, D]);
     }
     const room = target.shape[2];
-    for (let row = 0; row < B * Hkv; row++) target.data.set(fresh.data.subarray(row * T * D, (row + 1) * T * D), (row * room + past) * D);
+    const [to, from, width] = [target.data, fresh.data, T * D];
+    // A plain loop: a decode step copies B·Hkv runs of D values, too short for subarray + set to pay.
+    for (let row = 0; row < B * Hkv; row++) {
+      const sourceStart = row * width;
+      const targetStart = (row * room + past) * D;
+      for (let i = 0; i < width; i++) to[targetStart + i] = from[sourceStart + i];
+    }
     return target;
   });
   cache.keys[layer] = result[0];

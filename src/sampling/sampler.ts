@@ -1,10 +1,10 @@
 /**
- * Batched, KV-cached group sampling over token ids: each prompt is prefilled once, its cache is
- * copied to its G samples, and all live sequences decode together (left-padded, with per-sequence
- * positions and a key mask). Finished sequences leave the batch, so a step costs what the live
+ * Batched, KV-cached group sampling over token ids: each prompt is prefilled once and its cache is
+ * shared by its G samples (never copied: attention reads it once per group), and all live
+ * sequences decode together with per-sequence positions. Finished sequences leave the batch, so a step costs what the live
  * ones need. Returns ids and the per-token logprobs of the sampled ids (GRPO's old-policy logprobs).
  *
- * Legend: B = live sequences, S = cache length (longest prompt + steps so far), Hkv, D as in the model.
+ * Legend: B = live sequences, Hkv, D as in the model; the batched cache holds generated keys only.
  * Is not: tokenizer-aware (ids in, ids out) or a training forward. Each sequence draws from its own
  * generator derived from (seed, prompt, sample), so results do not depend on batch composition.
  */
@@ -48,23 +48,17 @@ function validate(request: GenerateRequest, model: Transformer): void {
   });
 }
 
-/**
- * Copies the first `used` positions of rows of [B, Hkv, capacity, D] cache tensors into a new batch
- * [B', Hkv, room, D], left-padded so they end at position `length` (room − length stays free for
- * the decode steps to write into).
- */
-function gatherRows(sources: { tensor: Tensor; row: number; used: number }[], length: number, room: number): Tensor {
-  const [, heads, , headDim] = sources[0].tensor.shape;
-  const output = new Float32Array(sources.length * heads * room * headDim);
-  sources.forEach(({ tensor, row, used }, b) => {
-    const sourceRoom = tensor.shape[2];
+/** The given rows of a [B, Hkv, capacity, D] cache tensor (first `used` positions) as a new one. */
+function keepRows(tensor: Tensor, rows: number[], used: number): Tensor {
+  const [, heads, capacity, headDim] = tensor.shape;
+  const output = new Float32Array(rows.length * heads * capacity * headDim);
+  rows.forEach((row, b) => {
     for (let h = 0; h < heads; h++) {
-      const from = (row * heads + h) * sourceRoom * headDim;
-      const to = ((b * heads + h) * room + (length - used)) * headDim;
-      output.set(tensor.data.subarray(from, from + used * headDim), to);
+      const from = (row * heads + h) * capacity * headDim;
+      output.set(tensor.data.subarray(from, from + used * headDim), (b * heads + h) * capacity * headDim);
     }
   });
-  return new Tensor(output, [sources.length, heads, room, headDim]);
+  return new Tensor(output, [rows.length, heads, capacity, headDim]);
 }
 
 interface LiveSequence {
@@ -104,50 +98,30 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
         accept(live[live.length - 1], logits.data.subarray(0, V), settings, stop, request.maxNewTokens);
       }
     });
-    // Build the batched cache: every live sequence gets its prompt's cache, left-padded.
+    // Each prompt's keys stay in its own prefill cache, read once per group by the attention
+    // (sharedPrefix); the batched cache holds only the generated keys, so it needs no padding.
     let active = live.filter((sequence) => sequence.completion.finishReason === 'length' && sequence.completion.ids.length < request.maxNewTokens);
-    if (active.length === 0) return completions;
-    let length = Math.max(...prefills.map((prefill) => prefill.length));
-    // Room for every step up front: each decode step writes its keys in place, nothing regrows.
-    const room = length + request.maxNewTokens;
-    const cache = model.createCache(room);
-    for (let layer = 0; layer < model.config.numLayers; layer++) {
-      const prefillOf = (s: LiveSequence) => prefills[s.completion.promptIndex];
-      cache.keys[layer] = gatherRows(active.map((s) => ({ tensor: prefillOf(s).cache.keys[layer]!, row: 0, used: prefillOf(s).length })), length, room);
-      cache.values[layer] = gatherRows(active.map((s) => ({ tensor: prefillOf(s).cache.values[layer]!, row: 0, used: prefillOf(s).length })), length, room);
-    }
-    cache.length = length;
-    let keyMask = new Uint8Array(active.length * length);
-    active.forEach((s, b) => keyMask.fill(1, b * length + length - prefills[s.completion.promptIndex].length, (b + 1) * length));
+    const prompts = prefills.map((prefill) => prefill.cache);
+    const cache = model.createCache(request.maxNewTokens); // room for every step: nothing regrows
     while (active.length > 0) {
       const B = active.length;
-      const S = length + 1;
-      const mask = new Uint8Array(B * S);
-      for (let b = 0; b < B; b++) {
-        mask.set(keyMask.subarray(b * length, (b + 1) * length), b * S);
-        mask[b * S + length] = 1;
-      }
       const logits = model.forward(Int32Array.from(active, (s) => s.nextId), B, {
         cache,
         positions: Int32Array.from(active, (s) => s.position),
-        keyMask: mask,
+        sharedPrefix: { prompts, rowPrefix: Int32Array.from(active, (s) => s.completion.promptIndex) },
       }); // [B, 1, V]
       active.forEach((sequence, b) => {
         sequence.position++;
         accept(sequence, logits.data.subarray(b * V, (b + 1) * V), settings, stop, request.maxNewTokens);
       });
-      length = S;
-      keyMask = mask;
-      // Finished sequences leave the batch: keep only the rows still generating.
+      // Finished sequences leave the batch: keep only the rows still generating (order kept, so
+      // the rows of one prompt stay contiguous).
       const keep = active.map((s, b) => ({ s, b })).filter(({ s }) => s.completion.finishReason === 'length' && s.completion.ids.length < request.maxNewTokens);
       if (keep.length < active.length && keep.length > 0) {
         for (let layer = 0; layer < model.config.numLayers; layer++) {
-          cache.keys[layer] = gatherRows(keep.map(({ b }) => ({ tensor: cache.keys[layer]!, row: b, used: length })), length, room);
-          cache.values[layer] = gatherRows(keep.map(({ b }) => ({ tensor: cache.values[layer]!, row: b, used: length })), length, room);
+          cache.keys[layer] = keepRows(cache.keys[layer]!, keep.map(({ b }) => b), cache.length);
+          cache.values[layer] = keepRows(cache.values[layer]!, keep.map(({ b }) => b), cache.length);
         }
-        const compacted = new Uint8Array(keep.length * length);
-        keep.forEach(({ b }, row) => compacted.set(keyMask.subarray(b * length, (b + 1) * length), row * length));
-        keyMask = compacted;
       }
       active = keep.map(({ s }) => s);
     }

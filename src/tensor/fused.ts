@@ -93,35 +93,51 @@ export function swiglu(gate: Tensor, up: Tensor): Tensor {
   });
 }
 
+/** cos and sin of position · frequency, [positions.length, D/2] each (one table serves every layer). */
+export interface RopeTable {
+  cos: Float32Array;
+  sin: Float32Array;
+}
+
+/** The rotary angles' cos/sin for `positions`, as `rope` computes them (share one across layers). */
+export function ropeTable(positions: Int32Array, inverseFrequencies: Float32Array): RopeTable {
+  const half = inverseFrequencies.length;
+  const cos = new Float32Array(positions.length * half);
+  const sin = new Float32Array(positions.length * half);
+  for (let row = 0; row < positions.length; row++) {
+    for (let i = 0; i < half; i++) {
+      // HF multiplies in float32 before taking cos/sin; mimic that rounding.
+      const angle = Math.fround(positions[row] * inverseFrequencies[i]);
+      cos[row * half + i] = Math.cos(angle);
+      sin[row * half + i] = Math.sin(angle);
+    }
+  }
+  return { cos, sin };
+}
+
 /**
  * Rotary embedding with HF's rotate-half convention on x: [B, T, H, D]. `positions` holds T (shared)
- * or B·T absolute positions; `inverseFrequencies` has D/2 entries (scaling already applied).
+ * or B·T absolute positions; `inverseFrequencies` has D/2 entries (scaling already applied);
+ * `table` is ropeTable(positions, inverseFrequencies) when the caller already has it.
  */
-export function rope(x: Tensor, positions: Int32Array, inverseFrequencies: Float32Array): Tensor {
+export function rope(x: Tensor, positions: Int32Array, inverseFrequencies: Float32Array, table?: RopeTable): Tensor {
   const [B, T, H, D] = x.shape;
   const half = D / 2;
   if (x.rank !== 4 || inverseFrequencies.length !== half || (positions.length !== T && positions.length !== B * T)) {
     throw new Error(`rope: input ${formatShape(x.shape)}, ${positions.length} positions and ${inverseFrequencies.length} frequencies do not fit [B, T, H, D]`);
   }
-  const cos = new Float32Array(B * T * half);
-  const sin = new Float32Array(B * T * half);
-  for (let bt = 0; bt < B * T; bt++) {
-    const position = positions.length === T ? positions[bt % T] : positions[bt];
-    for (let i = 0; i < half; i++) {
-      // HF multiplies in float32 before taking cos/sin; mimic that rounding.
-      const angle = Math.fround(position * inverseFrequencies[i]);
-      cos[bt * half + i] = Math.cos(angle);
-      sin[bt * half + i] = Math.sin(angle);
-    }
-  }
+  const { cos, sin } = table ?? ropeTable(positions, inverseFrequencies);
+  if (cos.length !== positions.length * half) throw new Error(`rope: table of ${cos.length / half} positions for ${positions.length} positions`);
+  const shared = positions.length === T; // one row of angles per t, reused for every b
   const rotate = (input: Float32Array, direction: 1 | -1): Float32Array => {
     const output = new Float32Array(input.length);
     for (let bt = 0; bt < B * T; bt++) {
+      const angleRow = (shared ? bt % T : bt) * half;
       for (let h = 0; h < H; h++) {
         const base = (bt * H + h) * D;
         for (let i = 0; i < half; i++) {
-          const c = cos[bt * half + i];
-          const s = sin[bt * half + i] * direction;
+          const c = cos[angleRow + i];
+          const s = sin[angleRow + i] * direction;
           const first = input[base + i];
           const second = input[base + half + i];
           output[base + i] = first * c - second * s;

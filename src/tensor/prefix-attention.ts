@@ -1,0 +1,147 @@
+/**
+ * Decode-step attention for sequences that share a prompt (a GRPO group): each query sees its
+ * prompt's keys, stored once per prompt, then its own generated keys. The G rows of a group multiply
+ * the prompt keys in one product of G·rep rows, so the prompt part of the KV cache is read once per
+ * group instead of once per row, and it is never copied G times.
+ *
+ * Legend: B = rows (sequences), Hq/Hkv = query/key-value heads, rep = Hq / Hkv, D = head dim,
+ * L = a prompt's length (its keys), S = generated keys per row (the same for every row).
+ * Is not: differentiable (generation runs without a graph; it refuses inputs that need gradients),
+ * or a general attention: one query per row (T = 1), all keys in the past. The softmax runs over the
+ * concatenated scores [prompt keys, generated keys], so the result is causalAttention's over the
+ * concatenated cache up to float rounding of the split P·V sum.
+ */
+import { isGradEnabled } from './autograd.js';
+import { getBackend } from './backends/select.js';
+import { formatShape } from './shape.js';
+import { Tensor } from './tensor.js';
+
+/** The prompts' caches of one layer and which prompt each row continues. */
+export interface SharedPrefix {
+  /** Per prompt: keys and values [1, Hkv, capacity, D], of which the first `lengths[p]` are used. */
+  keys: Tensor[];
+  values: Tensor[];
+  lengths: number[];
+  /** [B] index of each row's prompt; rows of one prompt are contiguous. */
+  rowPrefix: Int32Array;
+  /** Sliding window (Mistral/Qwen): a query at position p sees keys s with p − s < window. */
+  window?: number;
+}
+
+/**
+ * softmax(q·[kPrompt; k]ᵀ/√D)·[vPrompt; v] for q [B, Hq, 1, D] and the rows' own keys and values
+ * [B, Hkv, capacity, D] (first `S` used) → [B, Hq, 1, D].
+ */
+export function prefixAttention(q: Tensor, keys: Tensor, values: Tensor, S: number, prefix: SharedPrefix): Tensor {
+  const [B, Hq, T, D] = q.shape;
+  const [, Hkv, capacity] = keys.shape;
+  if (q.rank !== 4 || T !== 1 || keys.rank !== 4 || keys.shape[0] !== B || keys.shape[3] !== D || Hq % Hkv !== 0
+    || !keys.shape.every((dim, i) => dim === values.shape[i]) || !(S >= 0 && S <= capacity) || prefix.rowPrefix.length !== B) {
+    throw new Error(`prefixAttention: q ${formatShape(q.shape)}, keys ${formatShape(keys.shape)} (${S} used), ${prefix.rowPrefix.length} row prompts do not fit [B,Hq,1,D] / [B,Hkv,S,D]`);
+  }
+  if (isGradEnabled() && (q.requiresGrad || keys.requiresGrad || values.requiresGrad)) {
+    throw new Error('prefixAttention: has no gradient; call it under noGrad (generation only)');
+  }
+  const rep = Hq / Hkv;
+  const backend = getBackend();
+  const ownScores = new Float32Array(B * Hq * S); // [B, Hkv, rep, S]
+  if (S > 0) {
+    backend.matmul(q.data, keys.data, ownScores, { batch: B * Hkv, M: rep, K: D, N: S, transposeA: false, transposeB: true, aBatchStride: rep * D, bBatchStride: capacity * D, accumulate: false });
+  }
+  const output = new Float32Array(B * Hq * D); // [B, Hq, 1, D]
+  for (let start = 0; start < B;) {
+    const p = prefix.rowPrefix[start];
+    let end = start + 1;
+    while (end < B && prefix.rowPrefix[end] === p) end++;
+    groupAttention(q.data, ownScores, output, prefix, p, start, end - start, { Hkv, rep, D, S });
+    start = end;
+  }
+  if (S > 0) {
+    const ownOutput = new Float32Array(B * Hq * D);
+    backend.matmul(ownScores, values.data, ownOutput, { batch: B * Hkv, M: rep, K: S, N: D, transposeA: false, transposeB: false, aBatchStride: rep * S, bBatchStride: capacity * D, accumulate: false });
+    for (let i = 0; i < output.length; i++) output[i] += ownOutput[i];
+  }
+  return new Tensor(output, [B, Hq, 1, D]);
+}
+
+interface Sizes {
+  Hkv: number;
+  rep: number;
+  D: number;
+  S: number;
+}
+
+/**
+ * Rows start..start+count−1 (one prompt p): their prompt scores in one product per key-value head,
+ * the softmax over [prompt scores, own scores] (own scores normalised in place), and the prompt
+ * part of the output written into `output`.
+ */
+function groupAttention(q: Float32Array, ownScores: Float32Array, output: Float32Array, prefix: SharedPrefix, p: number, start: number, count: number, sizes: Sizes): void {
+  const { Hkv, rep, D, S } = sizes;
+  const L = prefix.lengths[p];
+  const promptKeys = prefix.keys[p];
+  const promptCapacity = promptKeys.shape[2];
+  if (promptKeys.shape[1] !== Hkv || promptKeys.shape[3] !== D || L > promptCapacity) {
+    throw new Error(`prefixAttention: prompt ${p} keys ${formatShape(promptKeys.shape)} (${L} used) do not fit ${Hkv} heads of ${D}`);
+  }
+  const rows = count * rep; // query rows per key-value head
+  // Queries of the group regrouped by key-value head: [Hkv, count, rep, D].
+  const grouped = new Float32Array(Hkv * rows * D);
+  for (let i = 0; i < count; i++) {
+    for (let g = 0; g < Hkv; g++) {
+      const from = ((start + i) * Hkv + g) * rep * D;
+      grouped.set(q.subarray(from, from + rep * D), (g * count + i) * rep * D);
+    }
+  }
+  const backend = getBackend();
+  const scores = new Float32Array(Hkv * rows * L); // [Hkv, count, rep, L]
+  backend.matmul(grouped, promptKeys.data, scores, { batch: Hkv, M: rows, K: D, N: L, transposeA: false, transposeB: true, aBatchStride: rows * D, bBatchStride: promptCapacity * D, accumulate: false });
+  // The query sits at absolute position L + S − 1; a window hides keys before firstVisible.
+  const firstVisible = prefix.window === undefined ? 0 : L + S - prefix.window;
+  const scale = 1 / Math.sqrt(D);
+  for (let g = 0; g < Hkv; g++) {
+    for (let i = 0; i < count; i++) {
+      for (let r = 0; r < rep; r++) {
+        const promptBase = ((g * count + i) * rep + r) * L;
+        const ownBase = (((start + i) * Hkv + g) * rep + r) * S;
+        softmaxTwoParts(scores, promptBase, L, ownScores, ownBase, S, scale, firstVisible, L);
+      }
+    }
+  }
+  const promptOutput = new Float32Array(Hkv * rows * D);
+  const promptValues = prefix.values[p];
+  backend.matmul(scores, promptValues.data, promptOutput, { batch: Hkv, M: rows, K: L, N: D, transposeA: false, transposeB: false, aBatchStride: rows * L, bBatchStride: promptCapacity * D, accumulate: false });
+  for (let i = 0; i < count; i++) {
+    for (let g = 0; g < Hkv; g++) {
+      output.set(promptOutput.subarray((g * count + i) * rep * D, (g * count + i + 1) * rep * D), ((start + i) * Hkv + g) * rep * D);
+    }
+  }
+}
+
+/**
+ * In-place softmax of scale·[a[aBase..aBase+aLength), b[bBase..bBase+bLength)] as one row; keys at
+ * absolute positions below firstVisible (a's are 0.., b's are bOffset..) get probability 0.
+ */
+function softmaxTwoParts(a: Float32Array, aBase: number, aLength: number, b: Float32Array, bBase: number, bLength: number, scale: number, firstVisible: number, bOffset: number): void {
+  let rowMax = -Infinity;
+  for (let s = 0; s < aLength; s++) {
+    const value = s >= firstVisible ? a[aBase + s] * scale : -Infinity;
+    a[aBase + s] = value;
+    if (value > rowMax) rowMax = value;
+  }
+  for (let s = 0; s < bLength; s++) {
+    const value = bOffset + s >= firstVisible ? b[bBase + s] * scale : -Infinity;
+    b[bBase + s] = value;
+    if (value > rowMax) rowMax = value;
+  }
+  if (rowMax === -Infinity) {
+    a.fill(0, aBase, aBase + aLength);
+    b.fill(0, bBase, bBase + bLength);
+    return;
+  }
+  let total = 0;
+  for (let s = 0; s < aLength; s++) total += a[aBase + s] = Math.exp(a[aBase + s] - rowMax);
+  for (let s = 0; s < bLength; s++) total += b[bBase + s] = Math.exp(b[bBase + s] - rowMax);
+  for (let s = 0; s < aLength; s++) a[aBase + s] /= total;
+  for (let s = 0; s < bLength; s++) b[bBase + s] /= total;
+}
