@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { loadCheckpoint } from '../model/checkpoint.js';
 import { Transformer } from '../model/transformer.js';
 import { logSoftmax, noGrad, Random } from '../tensor/index.js';
-import { applyMinP, applyTopK, applyTopP, chooseToken } from './logits.js';
+import { applyMinP, applyTopK, applyTopP, chooseToken, logSoftmaxRow } from './logits.js';
 import { generate } from './sampler.js';
 
 const folder = join(new URL('../../', import.meta.url).pathname, '../shared/fixtures/models/tinystories-656k');
@@ -33,6 +33,23 @@ describe('generate', () => {
       const V = model.config.vocabSize;
       const start = prompts[completion.promptIndex].length - 1;
       completion.ids.forEach((id, i) => expect(Math.abs(logprobs.data[(start + i) * V + id] - completion.logprobs[i])).toBeLessThan(1e-4));
+    }
+  });
+
+  it('rows leaving the batch at different steps keep exact logprobs (shared prompt keys, compacted cache)', () => {
+    const stopTokenIds = Array.from({ length: 120 }, (_, i) => 13 * i + 5); // ~6% of the vocabulary: staggered stops
+    const completions = generate(model, { prompts, numSamples: 4, maxNewTokens: 16, temperature: 1.2, seed: 21, stopTokenIds });
+    const lengths = new Set(completions.map((c) => c.ids.length));
+    expect(lengths.size).toBeGreaterThan(2); // the batch really shrank several times
+    for (const completion of completions) {
+      const full = [...prompts[completion.promptIndex], ...completion.ids];
+      const logits = noGrad(() => model.forward(Int32Array.from(full.slice(0, -1)), 1));
+      const V = model.config.vocabSize;
+      const start = prompts[completion.promptIndex].length - 1;
+      completion.ids.forEach((id, i) => {
+        const scaled = logits.data.slice((start + i) * V, (start + i + 1) * V).map((x) => x / 1.2); // logprobs are under logits / T
+        expect(Math.abs(logSoftmaxRow(scaled)[id] - completion.logprobs[i])).toBeLessThan(1e-4);
+      });
     }
   });
 
