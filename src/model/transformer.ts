@@ -12,7 +12,7 @@
  */
 import {
   add, causalAttention, concat, embedding, formatShape, linear, matmul, permute, Random, reshape, rmsNorm, rope,
-  slice, Tensor, tensor,
+  isGradEnabled, slice, Tensor, tensor,
 } from '../tensor/index.js';
 import { ropeTable, swiglu, type RopeTable } from '../tensor/fused.js';
 import { prefixAttention } from '../tensor/prefix-attention.js';
@@ -147,11 +147,11 @@ export class Transformer {
     for (let layer = 0; layer < config.numLayers; layer++) {
       const prefix = `model.layers.${layer}`;
       const attended = this.attention(rmsNorm(x, this.weight(`${prefix}.input_layernorm.weight`), config.rmsNormEps), layer, B, T, { positions, angles }, options);
-      x = add(x, attended);
+      x = residual(x, attended);
       const normed = rmsNorm(x, this.weight(`${prefix}.post_attention_layernorm.weight`), config.rmsNormEps);
       const gate = linear(normed, this.weight(`${prefix}.mlp.gate_proj.weight`)); // [B, T, I]
       const up = linear(normed, this.weight(`${prefix}.mlp.up_proj.weight`)); // [B, T, I]
-      x = add(x, linear(swiglu(gate, up), this.weight(`${prefix}.mlp.down_proj.weight`))); // [B, T, H]
+      x = residual(x, linear(swiglu(gate, up), this.weight(`${prefix}.mlp.down_proj.weight`))); // [B, T, H]
     }
     if (options.cache) options.cache.length = past + T;
     return rmsNorm(x, this.weight('model.norm.weight'), config.rmsNormEps);
@@ -199,6 +199,19 @@ export class Transformer {
   }
 }
 
+/**
+ * x + branch. Without a graph to record, the sum goes into x's own storage: x is always this
+ * forward's fresh stream (the embedding copy or an earlier sum), and a decode step then skips an
+ * allocation and the broadcasting machinery of `add` (same float results).
+ */
+function residual(x: Tensor, branch: Tensor): Tensor {
+  if (isGradEnabled() && (x.requiresGrad || branch.requiresGrad)) return add(x, branch);
+  const [to, from] = [x.data, branch.data];
+  if (to.length !== from.length) throw new Error(`Transformer: residual ${formatShape(x.shape)} and branch ${formatShape(branch.shape)} differ`);
+  for (let i = 0; i < to.length; i++) to[i] += from[i];
+  return x;
+}
+
 /** Appends k, v [B, Hkv, T, D] by concatenation, recording gradients (a cache used while training). */
 function concatToCache(cache: KvCache, layer: number, k: Tensor, v: Tensor): [Tensor, Tensor] {
   const previousKeys = cache.keys[layer];
@@ -231,13 +244,7 @@ function writeToCache(cache: KvCache, layer: number, k: Tensor, v: Tensor): [Ten
       target = new Tensor(data, [B, Hkv, grown, D]);
     }
     const room = target.shape[2];
-    const [to, from, width] = [target.data, fresh.data, T * D];
-    // A plain loop: a decode step copies B·Hkv runs of D values, too short for subarray + set to pay.
-    for (let row = 0; row < B * Hkv; row++) {
-      const sourceStart = row * width;
-      const targetStart = (row * room + past) * D;
-      for (let i = 0; i < width; i++) to[targetStart + i] = from[sourceStart + i];
-    }
+    for (let row = 0; row < B * Hkv; row++) target.data.set(fresh.data.subarray(row * T * D, (row + 1) * T * D), (row * room + past) * D);
     return target;
   });
   cache.keys[layer] = result[0];

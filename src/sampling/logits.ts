@@ -106,19 +106,36 @@ export function applyMinP(row: Float32Array, minP: number): Float32Array {
   return output;
 }
 
-/** Draws one id from softmax(row) by inverse CDF with one uniform number. */
-export function sampleFromLogits(row: Float32Array, random: Random, logNormalizer = logNormalizerOf(row)): number {
-  const u = random.uniform();
+// exp(row − max) of the row being sampled; reused across calls (one row at a time, one thread).
+let exponentials = new Float64Array(0);
+
+/**
+ * Draws one id from softmax(row) by inverse CDF with one uniform number, and returns the row's
+ * log-normaliser too. The exponentials of the normaliser pass are kept and reused by the draw, so a
+ * token costs one exp per vocabulary entry (the inverse CDF compares u·Σe with running sums of e).
+ */
+export function drawFromLogits(row: Float32Array, random: Random): { id: number; logNormalizer: number } {
+  if (exponentials.length < row.length) exponentials = new Float64Array(row.length);
+  let maximum = -Infinity;
+  for (let i = 0; i < row.length; i++) if (row[i] > maximum) maximum = row[i];
+  let total = 0;
+  for (let i = 0; i < row.length; i++) total += exponentials[i] = Math.exp(row[i] - maximum);
+  const logNormalizer = maximum + Math.log(total); // what logNormalizerOf(row) returns
+  const threshold = random.uniform() * total;
   let cumulative = 0;
   let last = 0;
   for (let i = 0; i < row.length; i++) {
-    const logprob = row[i] - logNormalizer; // the value logSoftmaxRow(row)[i] holds
-    if (logprob === -Infinity) continue;
-    cumulative += Math.exp(logprob);
+    if (row[i] === -Infinity) continue;
+    cumulative += exponentials[i];
     last = i;
-    if (u < cumulative) return i;
+    if (threshold < cumulative) return { id: i, logNormalizer };
   }
-  return last; // rounding left u above the total mass: the last kept token
+  return { id: last, logNormalizer }; // rounding left u above the total mass: the last kept token
+}
+
+/** Draws one id from softmax(row) by inverse CDF with one uniform number. */
+export function sampleFromLogits(row: Float32Array, random: Random): number {
+  return drawFromLogits(row, random).id;
 }
 
 /** Picks the next token from raw logits and reports its logprob under logits / temperature. */
@@ -129,8 +146,7 @@ export function chooseToken(row: Float32Array, settings: SamplingSettings, rando
   }
   const scaled = settings.temperature === 1 ? row : applyTemperature(row, settings.temperature);
   const filtered = applyMinP(applyTopP(applyTopK(scaled, settings.topK), settings.topP), settings.minP);
-  const scaledNormalizer = logNormalizerOf(scaled);
-  // Without filters `filtered` is `scaled` itself: one pass over the vocabulary serves both.
-  const id = sampleFromLogits(filtered, random, filtered === scaled ? scaledNormalizer : logNormalizerOf(filtered));
-  return { id, logprob: scaled[id] - scaledNormalizer };
+  const { id, logNormalizer } = drawFromLogits(filtered, random);
+  // Without filters `filtered` is `scaled` itself: the draw's normaliser is the logprob's too.
+  return { id, logprob: scaled[id] - (filtered === scaled ? logNormalizer : logNormalizerOf(scaled)) };
 }
