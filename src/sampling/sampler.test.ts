@@ -36,16 +36,17 @@ describe('generate', () => {
     }
   });
 
-  it('rows leaving the batch at different steps keep exact logprobs (shared prompt keys, compacted cache)', () => {
+  it('rows leaving the batch at different steps keep exact logprobs (shared prompt keys, compacted cache, batched prefill)', () => {
     const stopTokenIds = Array.from({ length: 120 }, (_, i) => 13 * i + 5); // ~6% of the vocabulary: staggered stops
-    const completions = generate(model, { prompts, numSamples: 4, maxNewTokens: 16, temperature: 1.2, seed: 21, stopTokenIds });
+    const samePrompts = [...prompts, [1, 300, 411], [1, 80, 147, 9, 282]]; // equal lengths share a prefill forward
+    const completions = generate(model, { prompts: samePrompts, numSamples: 4, maxNewTokens: 16, temperature: 1.2, seed: 21, stopTokenIds });
     const lengths = new Set(completions.map((c) => c.ids.length));
     expect(lengths.size).toBeGreaterThan(2); // the batch really shrank several times
     for (const completion of completions) {
-      const full = [...prompts[completion.promptIndex], ...completion.ids];
+      const full = [...samePrompts[completion.promptIndex], ...completion.ids];
       const logits = noGrad(() => model.forward(Int32Array.from(full.slice(0, -1)), 1));
       const V = model.config.vocabSize;
-      const start = prompts[completion.promptIndex].length - 1;
+      const start = samePrompts[completion.promptIndex].length - 1;
       completion.ids.forEach((id, i) => {
         const scaled = logits.data.slice((start + i) * V, (start + i + 1) * V).map((x) => x / 1.2); // logprobs are under logits / T
         expect(Math.abs(logSoftmaxRow(scaled)[id] - completion.logprobs[i])).toBeLessThan(1e-4);

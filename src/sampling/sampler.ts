@@ -61,6 +61,41 @@ function keepRows(tensor: Tensor, rows: number[], used: number): Tensor {
   return new Tensor(output, [rows.length, heads, capacity, headDim]);
 }
 
+// Prompts prefilled together stay under this many tokens per forward (attention scores grow as T²).
+const PREFILL_TOKENS_PER_FORWARD = 4096;
+
+/**
+ * Prefills every prompt once: prompts of equal length share a forward (a [P, T] batch, no padding
+ * needed), and each prompt's cache is a zero-copy view of its row of the batched cache.
+ */
+function prefillPrompts(model: Transformer, prompts: number[][]): { caches: KvCache[]; lastLogits: Float32Array[] } {
+  const V = model.config.vocabSize;
+  const caches: KvCache[] = new Array(prompts.length);
+  const lastLogits: Float32Array[] = new Array(prompts.length);
+  const byLength = new Map<number, number[]>();
+  prompts.forEach((prompt, index) => byLength.set(prompt.length, [...(byLength.get(prompt.length) ?? []), index]));
+  for (const [T, members] of byLength) {
+    const perForward = Math.max(1, Math.floor(PREFILL_TOKENS_PER_FORWARD / T));
+    for (let first = 0; first < members.length; first += perForward) {
+      const chunk = members.slice(first, first + perForward);
+      const P = chunk.length;
+      const cache = model.createCache();
+      const ids = Int32Array.from(chunk.flatMap((index) => prompts[index]));
+      const logits = model.forward(ids, P, { cache, logitRows: Int32Array.from(chunk, (_, p) => p * T + T - 1) }); // [P, V]
+      chunk.forEach((index, p) => {
+        lastLogits[index] = logits.data.subarray(p * V, (p + 1) * V);
+        const row = (stored: Tensor | null): Tensor => {
+          const [, heads, capacity, headDim] = stored!.shape;
+          const size = heads * capacity * headDim;
+          return new Tensor(stored!.data.subarray(p * size, (p + 1) * size), [1, heads, capacity, headDim]);
+        };
+        caches[index] = { keys: cache.keys.map(row), values: cache.values.map(row), length: T };
+      });
+    }
+  }
+  return { caches, lastLogits };
+}
+
 interface LiveSequence {
   completion: Completion;
   random: Random;
@@ -84,24 +119,21 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
   return noGrad(() => {
     const V = model.config.vocabSize;
     const live: LiveSequence[] = [];
-    const prefills: { cache: KvCache; length: number }[] = [];
-    // Prefill each prompt once; its G samples start from the same last-position logits.
+    const prefilled = prefillPrompts(model, request.prompts);
+    // Each prompt's G samples start from the same last-position logits.
     request.prompts.forEach((prompt, promptIndex) => {
-      const cache = model.createCache();
-      const logits = model.forward(Int32Array.from(prompt), 1, { cache, logitRows: Int32Array.of(prompt.length - 1) });
-      prefills.push({ cache, length: prompt.length });
       for (let sampleIndex = 0; sampleIndex < numSamples; sampleIndex++) {
         const random = new Random(request.seed * 1_000_003 + promptIndex * 7919 + sampleIndex);
         const completion: Completion = { promptIndex, sampleIndex, ids: [], logprobs: [], finishReason: 'length' };
         completions.push(completion);
         live.push({ completion, random, nextId: -1, position: prompt.length });
-        accept(live[live.length - 1], logits.data.subarray(0, V), settings, stop, request.maxNewTokens);
+        accept(live[live.length - 1], prefilled.lastLogits[promptIndex], settings, stop, request.maxNewTokens);
       }
     });
     // Each prompt's keys stay in its own prefill cache, read once per group by the attention
     // (sharedPrefix); the batched cache holds only the generated keys, so it needs no padding.
     let active = live.filter((sequence) => sequence.completion.finishReason === 'length' && sequence.completion.ids.length < request.maxNewTokens);
-    const prompts = prefills.map((prefill) => prefill.cache);
+    const prompts = prefilled.caches;
     const cache = model.createCache(request.maxNewTokens); // room for every step: nothing regrows
     while (active.length > 0) {
       const B = active.length;
