@@ -49,6 +49,7 @@ for (const { name, backend } of backendsUnderTest()) {
       const composite = T.mul(T.silu(gate), up);
       composite.backward(seed);
       expect(Array.from(fused.data)).toEqual(Array.from(composite.data));
+      expect(Array.from(T.noGrad(() => swiglu(gate, up)).data)).toEqual(Array.from(composite.data)); // generation path
       expect(Array.from(fusedGate)).toEqual(Array.from(gate.grad!.data));
       expect(Array.from(fusedUp)).toEqual(Array.from(up.grad!.data));
       gradCheck((g, u) => swiglu(g, u), [normal([2, 5]), normal([2, 5])]);

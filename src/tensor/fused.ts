@@ -74,8 +74,13 @@ export function swiglu(gate: Tensor, up: Tensor): Tensor {
   }
   const x = gate.data;
   const u = up.data;
-  const activated = new Float32Array(x.length); // silu(gate), kept for the gradient
   const output = new Float32Array(x.length);
+  if (!needsGrad([gate, up])) {
+    // Generation: no gradient, so silu(gate) is not kept (rounded to float32 as the composite stores it).
+    for (let i = 0; i < x.length; i++) output[i] = Math.fround(x[i] * sigmoidOf(x[i])) * u[i];
+    return new Tensor(output, gate.shape);
+  }
+  const activated = new Float32Array(x.length); // silu(gate), kept for the gradient
   for (let i = 0; i < x.length; i++) {
     activated[i] = x[i] * sigmoidOf(x[i]);
     output[i] = activated[i] * u[i];
