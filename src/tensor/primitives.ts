@@ -123,11 +123,17 @@ export function permute(x: Tensor, axes: readonly number[]): Tensor {
   // in a decode step), the data is already in output order and one block copy does.
   const moved = normalized.filter((axis) => x.shape[axis] !== 1);
   if (moved.every((axis, i) => i === 0 || moved[i - 1] < axis)) output = x.data.slice();
-  else {
-    output = new Float32Array(x.size);
+  else if (sourceStrides[sourceStrides.length - 1] === 1) {
+    // The last axis stays last (e.g. [B, T, H, D] → [B, H, T, D]): each run is a contiguous block copy.
+    const copy = new Float32Array(x.size);
+    forEachRun(outShape, [sourceStrides], (outStart, starts, _inner, length) => copy.set(x.data.subarray(starts[0], starts[0] + length), outStart));
+    output = copy;
+  } else {
+    const copy = new Float32Array(x.size);
     forEachRun(outShape, [sourceStrides], (outStart, starts, inner, length) => {
-      for (let i = 0, source = starts[0]; i < length; i++, source += inner[0]) output[outStart + i] = x.data[source];
+      for (let i = 0, source = starts[0]; i < length; i++, source += inner[0]) copy[outStart + i] = x.data[source];
     });
+    output = copy;
   }
   const inverse = new Array<number>(normalized.length);
   normalized.forEach((axis, i) => (inverse[axis] = i));
