@@ -334,16 +334,19 @@ export function entropyFromLogits(logits: Tensor): Float32Array {
   const V = logits.shape[logits.rank - 1];
   const rows = V === 0 ? 0 : sizeOf(logits.shape) / V;
   const result = new Float32Array(rows);
+  const data = logits.data;
   for (let r = 0; r < rows; r++) {
-    const row = logits.data.subarray(r * V, (r + 1) * V);
+    // Indexed loops (no iterators): this runs over the whole vocabulary of every completion token.
+    const base = r * V;
     let rowMax = -Infinity;
-    for (const value of row) if (value > rowMax) rowMax = value;
+    for (let i = 0; i < V; i++) if (data[base + i] > rowMax) rowMax = data[base + i];
     let total = 0;
     let weighted = 0;
-    for (const value of row) {
-      const e = Math.exp(value - rowMax);
+    for (let i = 0; i < V; i++) {
+      const shifted = data[base + i] - rowMax;
+      const e = Math.exp(shifted);
       total += e;
-      weighted += e * (value - rowMax);
+      weighted += e * shifted;
     }
     result[r] = Math.log(total) - weighted / total;
   }
