@@ -1,6 +1,7 @@
 /**
- * The fast paths of the logit transforms against the plain definitions they replace: top-p that
- * sorts only the likely tokens equals a full stable sort (peaked, flat and tied rows), and
+ * The fast paths of the logit transforms against the plain definitions they replace: top-p from a
+ * numeric sort of the values equals the stable index sort of its definition (peaked, flat and
+ * tied rows), and
  * chooseToken's shared log-normaliser gives the same ids and logprobs as separate log-softmaxes.
  */
 import { describe, expect, it } from 'vitest';
@@ -41,7 +42,7 @@ function rows(): Float32Array[] {
   const make = (scale: number) => Float32Array.from({ length: 3000 }, () => random.normal() * scale);
   const tied = make(1);
   for (let i = 0; i < tied.length; i += 3) tied[i] = 2.5; // many exact ties at the top
-  // Flat rows (scale 0.1) need the full-sort fallback; peaked ones (scale 8) stay in the candidates.
+  // Peaked (scale 8) to flat (scale 0.1) rows, many exact ties, and a three-token row.
   return [make(8), make(3), make(1), make(0.1), tied, Float32Array.from([Math.log(0.5), Math.log(0.3), Math.log(0.2)])];
 }
 

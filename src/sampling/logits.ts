@@ -61,36 +61,27 @@ export function applyTopK(row: Float32Array, k: number): Float32Array {
 export function applyTopP(row: Float32Array, p: number): Float32Array {
   if (p >= 1) return row;
   const logprobs = logSoftmaxRow(row);
-  const keep = new Uint8Array(row.length);
-  // Sorting the whole vocabulary per token is the slow part: first try only the tokens above a
-  // probability floor. Those are a prefix of the full descending order (ties at the floor
-  // included), so when their mass reaches p the kept set, and the float sums, are the same.
-  for (const floor of [1e-3, 1e-5]) {
-    const logFloor = Math.log(floor);
-    const candidates: number[] = [];
-    for (let i = 0; i < row.length; i++) if (logprobs[i] >= logFloor) candidates.push(i);
-    if (keepNucleus(candidates, logprobs, p, keep)) return maskedCopy(row, keep);
-    keep.fill(0);
-  }
-  keepNucleus(Array.from(row.keys()), logprobs, p, keep);
-  return maskedCopy(row, keep);
-}
-
-/** Marks tokens of `indices` in descending logprob order (stable) until the mass reaches p; true when it did. */
-function keepNucleus(indices: number[], logprobs: Float64Array, p: number, keep: Uint8Array): boolean {
-  indices.sort((a, b) => logprobs[b] - logprobs[a] || a - b);
+  // The definition walks tokens in stable descending order (ties by index). The running mass depends
+  // only on the values in that order (equal values add equal terms), so a native numeric sort of
+  // the values finds the cut without a comparator sort over token indices; at the cut value, the
+  // lowest indices are kept, as the stable order would.
+  const sorted = logprobs.slice().sort().reverse();
   let mass = 0;
-  for (const index of indices) {
-    keep[index] = 1;
-    mass += Math.exp(logprobs[index]);
-    if (mass >= p) return true;
+  let last = 0;
+  for (; last < sorted.length; last++) {
+    mass += Math.exp(sorted[last]);
+    if (mass >= p) break;
   }
-  return false;
-}
-
-function maskedCopy(row: Float32Array, keep: Uint8Array): Float32Array {
+  if (last === sorted.length) return row.slice(); // rounding kept the mass below p: every token stays
+  const cut = sorted[last];
+  let above = 0;
+  for (let i = 0; i < row.length; i++) if (logprobs[i] > cut) above++;
+  let ties = last + 1 - above; // tokens at the cut value still to keep, lowest index first
   const output = new Float32Array(row.length);
-  for (let i = 0; i < row.length; i++) output[i] = keep[i] ? row[i] : -Infinity;
+  for (let i = 0; i < row.length; i++) {
+    const kept = logprobs[i] > cut || (logprobs[i] === cut && ties-- > 0);
+    output[i] = kept ? row[i] : -Infinity;
+  }
   return output;
 }
 
