@@ -1,8 +1,8 @@
 /**
  * The fast paths of the logit transforms against the plain definitions they replace: top-p from a
  * numeric sort of the values equals the stable index sort of its definition (peaked, flat and
- * tied rows), and
- * chooseToken's shared log-normaliser gives the same ids and logprobs as separate log-softmaxes.
+ * tied rows), and chooseToken's shared log-normaliser gives the same ids and logprobs as separate
+ * log-softmaxes.
  */
 import { describe, expect, it } from 'vitest';
 import { Random } from '../tensor/index.js';
