@@ -72,16 +72,19 @@ export function runBackward(root: Tensor, seed?: Float32Array): void {
     throw new Error(`backward: an implicit gradient needs a scalar, got shape [${root.shape.join(', ')}]`);
   }
   const gradients = new Map<Tensor, Float32Array>();
-  gradients.set(root, seed ?? new Float32Array([1]));
+  // The caller's seed is never written into: copy it.
+  gradients.set(root, seed ? seed.slice() : new Float32Array([1]));
   const order = topologicalOrder(root);
-  const stored = new Set<Float32Array>();
+  const stored = new Set<Float32Array>(gradients.values());
   for (let index = order.length - 1; index >= 0; index--) {
     const tensor = order[index];
     const gradient = gradients.get(tensor);
     if (!gradient) continue;
-    gradients.delete(tensor); // free intermediate gradients as soon as they are consumed
+    // Consumed: nobody else holds this buffer now, so a rule may pass it on (reshape, add) uncopied.
+    gradients.delete(tensor);
+    stored.delete(gradient);
     if (!tensor.node) {
-      tensor.accumulateGrad(gradient);
+      tensor.accumulateGrad(gradient, true);
       continue;
     }
     const inputGradients = tensor.node.backward(gradient);
@@ -90,10 +93,9 @@ export function runBackward(root: Tensor, seed?: Float32Array): void {
       if (!inputGradient || !input.requiresGrad) return;
       const existing = gradients.get(input);
       if (!existing) {
-        // Copy when the rule handed back the same buffer it received (e.g. add, reshape), since
-        // we may add into it later.
-        // Also copy when a rule handed one buffer to two inputs.
-        const owned = inputGradient === gradient || stored.has(inputGradient) ? inputGradient.slice() : inputGradient;
+        // Every stored buffer has exactly one owner, because later gradients are added into it:
+        // copy only when this buffer already went to another input (add hands g to both sides).
+        const owned = stored.has(inputGradient) ? inputGradient.slice() : inputGradient;
         stored.add(owned);
         gradients.set(input, owned);
       } else {

@@ -64,10 +64,13 @@ export class Tensor {
     return Array.from(this.data);
   }
 
-  /** Adds a gradient into `.grad` (used by autograd for leaves and by gradient accumulation). */
-  accumulateGrad(gradient: Float32Array): void {
+  /**
+   * Adds a gradient into `.grad` (used by autograd for leaves and by gradient accumulation).
+   * `owned`: the caller gives the buffer away, so the first gradient is kept without a copy.
+   */
+  accumulateGrad(gradient: Float32Array, owned = false): void {
     if (!this.grad) {
-      this.grad = new Tensor(gradient.slice(), this.shape);
+      this.grad = new Tensor(owned ? gradient : gradient.slice(), this.shape);
       return;
     }
     const target = this.grad.data;
