@@ -4,8 +4,9 @@
  *
  * Is not: a general optimiser framework. Parameters are named tensors; each may opt out of weight
  * decay (norm weights and biases usually do), decided by the caller when it builds the groups.
+ * The loop in `step` is the spec; a backend with the optional `adamwUpdate` kernel runs that instead.
  */
-import type { Tensor } from '../tensor/index.js';
+import { getBackend, type Tensor } from '../tensor/index.js';
 
 export interface AdamWOptions {
   learningRate: number;
@@ -61,6 +62,7 @@ export class AdamW {
     const biasCorrection1 = 1 - Math.pow(this.beta1, t);
     const biasCorrection2Sqrt = Math.sqrt(1 - Math.pow(this.beta2, t));
     const stepSize = lr / biasCorrection1;
+    const backend = getBackend();
     for (const { name, tensor, decay } of this.parameters) {
       if (!tensor.grad) continue;
       const p = tensor.data;
@@ -68,6 +70,11 @@ export class AdamW {
       const m = this.first.get(name)!;
       const v = this.second.get(name)!;
       const decayFactor = decay ? 1 - lr * this.weightDecay : 1;
+      if (backend.adamwUpdate) {
+        const scalars = { beta1: this.beta1, beta2: this.beta2, epsilon: this.epsilon, stepSize, biasCorrection2Sqrt, decayFactor };
+        backend.adamwUpdate(p, g, m, v, scalars);
+        continue;
+      }
       for (let i = 0; i < p.length; i++) {
         const gi = g[i];
         m[i] = this.beta1 * m[i] + (1 - this.beta1) * gi;

@@ -5,6 +5,8 @@
  * Is not: autograd, shapes or broadcasting logic — those live in primitives.ts and are shared by every
  * backend, so a backend only has to get arithmetic right. The `js` backend is the executable spec;
  * every other backend is tested against it (src/tensor/backends/conformance.test.ts).
+ * The row kernels (SwiGLU, RMSNorm, log-sum-exp rows, AdamW) are optional: fused.ts and
+ * nn/optimizer.ts call them when the backend has them and run their own loops (the spec) otherwise.
  */
 
 /** Geometry of a (batched) matrix product `out[b] (+)= op(A[b]) · op(B[b])`. */
@@ -33,6 +35,53 @@ export interface Backend {
   readonly threads: number;
   /** Batched single-precision matrix product; see MatmulShape. `a`, `b`, `out` never alias. */
   matmul(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void;
+  /** out = silu(gate)·up elementwise; `activated`, when given, receives silu(gate). */
+  swigluForward?(gate: Float32Array, up: Float32Array, out: Float32Array, activated: Float32Array | null): void;
+  /** gradGate = (g·up)·σ(gate)(1 + gate(1 − σ(gate))), gradUp = g·activated (activated = silu(gate)). */
+  swigluBackward?(
+    gate: Float32Array, up: Float32Array, activated: Float32Array, gradOut: Float32Array,
+    gradGate: Float32Array, gradUp: Float32Array,
+  ): void;
+  /** RMSNorm over rows [rows, D]: out = x·s·weight, inverseRms[r] = s = 1/√(mean(x²) + eps). */
+  rmsNormForward?(
+    x: Float32Array, weight: Float32Array, rows: number, D: number, eps: number, out: Float32Array,
+    inverseRms: Float32Array,
+  ): void;
+  /** RMSNorm gradients: gradX (overwritten) and gradWeight (overwritten with Σ over rows). */
+  rmsNormBackward?(
+    x: Float32Array, weight: Float32Array, inverseRms: Float32Array, gradOut: Float32Array, rows: number,
+    D: number, gradX: Float32Array, gradWeight: Float32Array,
+  ): void;
+  /**
+   * Per row of logits [rows, V] without `entropy`: shift = row max if finite else 0 and logTotal =
+   * log Σ exp(x − shift). With `entropy`: shift = the row max as is and entropy = softmax entropy.
+   */
+  logSumExpRows?(
+    logits: Float32Array, rows: number, V: number, shift: Float32Array, logTotal: Float64Array,
+    entropy: Float32Array | null,
+  ): void;
+  /** out[r, i] = −rowGrad[r]·exp(x − shift[r] − logTotal[r]); rows with rowGrad 0 are not written. */
+  softmaxGradRows?(
+    logits: Float32Array, rows: number, V: number, shift: Float32Array, logTotal: Float64Array,
+    rowGrad: Float32Array, out: Float32Array,
+  ): void;
+  /** One AdamW step on one parameter, in place on parameter, first and second (see nn/optimizer.ts). */
+  adamwUpdate?(
+    parameter: Float32Array, grad: Float32Array, first: Float32Array, second: Float32Array, step: AdamWStep,
+  ): void;
   /** Releases worker threads, if any. Safe to call more than once. */
   dispose(): void;
+}
+
+/** The scalars of one AdamW step, shared by every parameter of that step. */
+export interface AdamWStep {
+  beta1: number;
+  beta2: number;
+  epsilon: number;
+  /** learningRate / (1 − beta1^t). */
+  stepSize: number;
+  /** √(1 − beta2^t). */
+  biasCorrection2Sqrt: number;
+  /** 1 − learningRate·weightDecay for decayed parameters, else 1. */
+  decayFactor: number;
 }

@@ -5,7 +5,8 @@
  *
  * Legend: B = batch, T = query length, S = key length, Hq/Hkv = query/key-value heads, D = head
  * dim, N = rows, V = vocabulary. Is not: a model — shapes follow the HF Llama conventions but no
- * weights live here. Each op is gradient-checked in fused.test.ts.
+ * weights live here. Each op is gradient-checked in fused.test.ts. The row loops below are the spec; where
+ * the backend has the optional row kernel (Backend.swigluForward etc.) it runs that instead.
  */
 import { needsGrad } from './autograd.js';
 import { getBackend } from './backends/select.js';
@@ -32,32 +33,49 @@ export function rmsNorm(x: Tensor, weight: Tensor, eps: number): Tensor {
   const inverseRms = new Float32Array(rows);
   const output = new Float32Array(x.size);
   const w = weight.data;
-  for (let r = 0; r < rows; r++) {
-    const base = r * D;
-    let squares = 0;
-    for (let i = 0; i < D; i++) squares += x.data[base + i] * x.data[base + i];
-    const scale = 1 / Math.sqrt(squares / D + eps);
-    inverseRms[r] = scale;
-    for (let i = 0; i < D; i++) output[base + i] = x.data[base + i] * scale * w[i];
-  }
+  const forwardBackend = getBackend();
+  if (forwardBackend.rmsNormForward) forwardBackend.rmsNormForward(x.data, w, rows, D, eps, output, inverseRms);
+  else rmsNormRows(x.data, w, rows, D, eps, output, inverseRms);
   return record(new Tensor(output, x.shape), 'rmsNorm', [x, weight], (g) => {
     const gradX = new Float32Array(x.size);
     const gradW = new Float32Array(D);
-    for (let r = 0; r < rows; r++) {
-      const base = r * D;
-      const scale = inverseRms[r];
-      // With n = x·scale: dW = Σ g·n; dn = g·w; dx = scale·(dn − n·mean(dn·n)).
-      let dot = 0;
-      for (let i = 0; i < D; i++) {
-        const normalized = x.data[base + i] * scale;
-        gradW[i] += g[base + i] * normalized;
-        dot += g[base + i] * w[i] * normalized;
-      }
-      dot /= D;
-      for (let i = 0; i < D; i++) gradX[base + i] = scale * (g[base + i] * w[i] - x.data[base + i] * scale * dot);
-    }
+    const backend = getBackend();
+    if (backend.rmsNormBackward) backend.rmsNormBackward(x.data, w, inverseRms, g, rows, D, gradX, gradW);
+    else rmsNormRowsBackward(x.data, w, inverseRms, g, rows, D, gradX, gradW);
     return [gradX, gradW];
   });
+}
+
+/** The spec of Backend.rmsNormForward. */
+function rmsNormRows(x: Float32Array, w: Float32Array, rows: number, D: number, eps: number, output: Float32Array, inverseRms: Float32Array): void {
+  for (let r = 0; r < rows; r++) {
+    const base = r * D;
+    let squares = 0;
+    for (let i = 0; i < D; i++) squares += x[base + i] * x[base + i];
+    const scale = 1 / Math.sqrt(squares / D + eps);
+    inverseRms[r] = scale;
+    for (let i = 0; i < D; i++) output[base + i] = x[base + i] * scale * w[i];
+  }
+}
+
+/** The spec of Backend.rmsNormBackward (gradW accumulates into zeros). */
+function rmsNormRowsBackward(
+  x: Float32Array, w: Float32Array, inverseRms: Float32Array, g: Float32Array, rows: number, D: number,
+  gradX: Float32Array, gradW: Float32Array,
+): void {
+  for (let r = 0; r < rows; r++) {
+    const base = r * D;
+    const scale = inverseRms[r];
+    // With n = x·scale: dW = Σ g·n; dn = g·w; dx = scale·(dn − n·mean(dn·n)).
+    let dot = 0;
+    for (let i = 0; i < D; i++) {
+      const normalized = x[base + i] * scale;
+      gradW[i] += g[base + i] * normalized;
+      dot += g[base + i] * w[i] * normalized;
+    }
+    dot /= D;
+    for (let i = 0; i < D; i++) gradX[base + i] = scale * (g[base + i] * w[i] - x[base + i] * scale * dot);
+  }
 }
 
 function sigmoidOf(x: number): number {
@@ -75,19 +93,33 @@ export function swiglu(gate: Tensor, up: Tensor): Tensor {
   const x = gate.data;
   const u = up.data;
   const output = new Float32Array(x.length);
+  const forwardBackend = getBackend();
   if (!needsGrad([gate, up])) {
+    if (forwardBackend.swigluForward) {
+      forwardBackend.swigluForward(x, u, output, null);
+      return new Tensor(output, gate.shape);
+    }
     // Generation: no gradient, so silu(gate) is not kept (rounded to float32 as the composite stores it).
     for (let i = 0; i < x.length; i++) output[i] = Math.fround(x[i] * sigmoidOf(x[i])) * u[i];
     return new Tensor(output, gate.shape);
   }
   const activated = new Float32Array(x.length); // silu(gate), kept for the gradient
-  for (let i = 0; i < x.length; i++) {
-    activated[i] = x[i] * sigmoidOf(x[i]);
-    output[i] = activated[i] * u[i];
+  if (forwardBackend.swigluForward) {
+    forwardBackend.swigluForward(x, u, output, activated);
+  } else {
+    for (let i = 0; i < x.length; i++) {
+      activated[i] = x[i] * sigmoidOf(x[i]);
+      output[i] = activated[i] * u[i];
+    }
   }
   return record(new Tensor(output, gate.shape), 'swiglu', [gate, up], (g) => {
     const gradGate = new Float32Array(x.length);
     const gradUp = new Float32Array(x.length);
+    const backend = getBackend();
+    if (backend.swigluBackward) {
+      backend.swigluBackward(x, u, activated, g, gradGate, gradUp);
+      return [gradGate, gradUp];
+    }
     for (let i = 0; i < x.length; i++) {
       const sigmoid = sigmoidOf(x[i]);
       // g·up is rounded to float32 first, as the composite stores it between its two ops.
@@ -292,6 +324,19 @@ export function logSoftmaxGather(logits: Tensor, ids: Int32Array | readonly numb
   for (let r = 0; r < rows; r++) {
     const id = ids[r];
     if (!(id >= 0 && id < V)) throw new Error(`logSoftmaxGather: id ${id} at row ${r} is out of range [0, ${V})`);
+  }
+  const forwardBackend = getBackend();
+  // With a row kernel: shift and log Σ exp(x − shift) per row, kept apart for the gradient's exp.
+  const kernelRows = forwardBackend.logSumExpRows ? { shift: new Float32Array(rows), logTotal: new Float64Array(rows) } : null;
+  if (forwardBackend.logSumExpRows && kernelRows) {
+    forwardBackend.logSumExpRows(data, rows, V, kernelRows.shift, kernelRows.logTotal, null);
+    for (let r = 0; r < rows; r++) {
+      logNormalizers[r] = kernelRows.logTotal[r] + kernelRows.shift[r];
+      output[r] = data[r * V + ids[r]] - logNormalizers[r];
+    }
+  }
+  for (let r = 0; r < rows && !kernelRows; r++) {
+    const id = ids[r];
     const base = r * V;
     let rowMax = -Infinity;
     for (let i = 0; i < V; i++) if (data[base + i] > rowMax || data[base + i] !== data[base + i]) rowMax = data[base + i];
@@ -303,6 +348,12 @@ export function logSoftmaxGather(logits: Tensor, ids: Int32Array | readonly numb
   }
   return record(new Tensor(output, logits.shape.slice(0, -1)), 'logSoftmaxGather', [logits], (g) => {
     const gradLogits = new Float32Array(logits.size);
+    const backend = getBackend();
+    if (backend.softmaxGradRows && kernelRows) {
+      backend.softmaxGradRows(data, rows, V, kernelRows.shift, kernelRows.logTotal, g, gradLogits);
+      for (let r = 0; r < rows; r++) if (g[r] !== 0) gradLogits[r * V + ids[r]] += g[r];
+      return [gradLogits];
+    }
     for (let r = 0; r < rows; r++) {
       const base = r * V;
       const gr = g[r];
@@ -335,6 +386,11 @@ export function entropyFromLogits(logits: Tensor): Float32Array {
   const rows = V === 0 ? 0 : sizeOf(logits.shape) / V;
   const result = new Float32Array(rows);
   const data = logits.data;
+  const backend = getBackend();
+  if (backend.logSumExpRows) {
+    backend.logSumExpRows(data, rows, V, new Float32Array(rows), new Float64Array(rows), result);
+    return result;
+  }
   for (let r = 0; r < rows; r++) {
     // Indexed loops (no iterators): this runs over the whole vocabulary of every completion token.
     const base = r * V;

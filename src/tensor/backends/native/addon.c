@@ -7,7 +7,8 @@
  *
  * Exports: createContext(threads, isa) -> handle; destroyContext(handle);
  * matmul(handle, a, b, out, batch, M, K, N, transposeA, transposeB, aBatchStride, bBatchStride, accumulate);
- * contextInfo(handle) -> { isa, threads, mr, nr }; supportedIsas() -> string[] (best first).
+ * contextInfo(handle) -> { isa, threads, mr, nr }; supportedIsas() -> string[] (best first); and the row
+ * kernels of row-kernels-addon.c (SwiGLU, RMSNorm, log-sum-exp rows, softmax gradient, AdamW).
  */
 #define NAPI_VERSION 8
 #include <node_api.h>
@@ -120,13 +121,15 @@ static int get_floats(napi_env env, napi_value value, const char *name, float **
       napi_get_typedarray_info(env, value, &type, length, &raw, NULL, NULL) != napi_ok ||
       type != napi_float32_array) {
     char message[96];
-    snprintf(message, sizeof message, "grpo native matmul: %s must be a Float32Array", name);
+    snprintf(message, sizeof message, "grpo native: %s must be a Float32Array", name);
     napi_throw_type_error(env, NULL, message);
     return 0;
   }
   *data = raw;
   return 1;
 }
+
+#include "row-kernels-addon.c"
 
 /* Elements a batch of `count` blocks of `block` elements spaced `stride` apart reaches. */
 static double extent(double count, double stride, double block) {
@@ -217,6 +220,14 @@ NAPI_MODULE_INIT() {
       {"matmul", NULL, matmul, NULL, NULL, NULL, napi_default, NULL},
       {"contextInfo", NULL, context_info, NULL, NULL, NULL, napi_default, NULL},
       {"supportedIsas", NULL, supported_isas, NULL, NULL, NULL, napi_default, NULL},
+      {"rowExp", NULL, row_exp_binding, NULL, NULL, NULL, napi_default, NULL},
+      {"swigluForward", NULL, swiglu_forward_binding, NULL, NULL, NULL, napi_default, NULL},
+      {"swigluBackward", NULL, swiglu_backward_binding, NULL, NULL, NULL, napi_default, NULL},
+      {"logSumExpRows", NULL, log_sum_exp_binding, NULL, NULL, NULL, napi_default, NULL},
+      {"softmaxGradRows", NULL, softmax_grad_binding, NULL, NULL, NULL, napi_default, NULL},
+      {"rmsNormForward", NULL, rms_norm_forward_binding, NULL, NULL, NULL, napi_default, NULL},
+      {"rmsNormBackward", NULL, rms_norm_backward_binding, NULL, NULL, NULL, napi_default, NULL},
+      {"adamwUpdate", NULL, adamw_binding, NULL, NULL, NULL, napi_default, NULL},
   };
   if (napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties) != napi_ok)
     return NULL;

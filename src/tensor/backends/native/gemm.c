@@ -104,6 +104,7 @@ void gemm_context_destroy(gemm_context *ctx) {
 
 int gemm_context_threads(const gemm_context *ctx) { return ctx->threads; }
 const gemm_kernel *gemm_context_kernel(const gemm_context *ctx) { return ctx->kernel; }
+struct thread_pool *gemm_context_pool(gemm_context *ctx) { return ctx->pool; }
 
 /* One product's operands: A, B and C of batch element b with the shape's strides. */
 typedef struct {

@@ -74,6 +74,8 @@ gemm_context *gemm_context_create(const gemm_kernel *k, int threads);
 void gemm_context_destroy(gemm_context *ctx);
 int gemm_context_threads(const gemm_context *ctx);
 const gemm_kernel *gemm_context_kernel(const gemm_context *ctx);
+/* The context's thread pool, shared with the row kernels (row-kernels.c); one job at a time. */
+struct thread_pool *gemm_context_pool(gemm_context *ctx);
 
 /* Runs the batched product; returns 0, or -1 when a workspace allocation failed. */
 int gemm_run(gemm_context *ctx, const float *a, const float *b, float *out, const gemm_shape *shape);

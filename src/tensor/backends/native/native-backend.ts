@@ -1,6 +1,7 @@
 /**
  * The `native` backend: loads the N-API addon that node-gyp builds at install time (binding.gyp,
- * build/Release/grpo_native.node) and wraps its SGEMM behind the Backend interface.
+ * build/Release/grpo_native.node) and wraps its SGEMM and row kernels (SwiGLU, RMSNorm, log-sum-exp rows,
+ * softmax gradient, AdamW; row-kernels.c) behind the Backend interface.
  *
  * Is: finding and loading the addon once per process, option and argument checks with clear messages,
  * and `nativeAddonStatus()` so callers can say why native is unavailable. The addon works in place on
@@ -12,7 +13,7 @@ import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Backend, MatmulShape } from '../../backend.js';
+import type { AdamWStep, Backend, MatmulShape } from '../../backend.js';
 
 /** Instruction-set paths the addon can run; `auto` picks the best one the CPU supports. */
 export type NativeIsa = 'auto' | 'avx512' | 'avx2' | 'generic';
@@ -49,6 +50,23 @@ interface Addon {
   ): void;
   contextInfo(handle: object): { isa: Exclude<NativeIsa, 'auto'>; threads: number; mr: number; nr: number };
   supportedIsas(): Array<Exclude<NativeIsa, 'auto'>>;
+  rowExp(x: Float32Array, out: Float32Array): void;
+  swigluForward(handle: object, gate: Float32Array, up: Float32Array, out: Float32Array, activated: Float32Array | null): void;
+  swigluBackward(handle: object, gate: Float32Array, up: Float32Array, activated: Float32Array, g: Float32Array, gradGate: Float32Array, gradUp: Float32Array): void;
+  logSumExpRows(handle: object, logits: Float32Array, rows: number, V: number, shift: Float32Array, logTotal: Float64Array, entropy: Float32Array | null): void;
+  softmaxGradRows(handle: object, logits: Float32Array, rows: number, V: number, shift: Float32Array, logTotal: Float64Array, rowGrad: Float32Array, out: Float32Array): void;
+  rmsNormForward(handle: object, x: Float32Array, weight: Float32Array, rows: number, D: number, eps: number, out: Float32Array, inverseRms: Float32Array): void;
+  rmsNormBackward(handle: object, x: Float32Array, weight: Float32Array, inverseRms: Float32Array, g: Float32Array, rows: number, D: number, gradX: Float32Array, gradWeight: Float32Array): void;
+  adamwUpdate(handle: object, parameter: Float32Array, grad: Float32Array, first: Float32Array, second: Float32Array, beta1: number, beta2: number, epsilon: number, stepSize: number, biasCorrection2Sqrt: number, decayFactor: number): void;
+}
+
+/** The addon's vectorised float32 exp on every element (exposed for its accuracy test), or null if not built. */
+export function nativeExp(x: Float32Array): Float32Array | null {
+  const { addon } = loadAddon();
+  if (!addon) return null;
+  const out = new Float32Array(x.length);
+  addon.rowExp(x, out);
+  return out;
 }
 
 const ADDON_FILE = join('build', 'Release', 'grpo_native.node');
@@ -150,6 +168,10 @@ export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBac
   if (!addon) return null;
   let handle: object | null = addon.createContext(threads, isa);
   const info = addon.contextInfo(handle);
+  const live = (op: string): object => {
+    if (handle === null) throw new Error(`native backend: ${op} called after dispose()`);
+    return handle;
+  };
   return {
     name: 'native',
     threads: info.threads,
@@ -160,6 +182,30 @@ export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBac
       addon.matmul(
         handle, a, b, out, shape.batch, shape.M, shape.K, shape.N, shape.transposeA, shape.transposeB,
         shape.aBatchStride, shape.bBatchStride, shape.accumulate,
+      );
+    },
+    swigluForward(gate, up, out, activated) {
+      addon.swigluForward(live('swigluForward'), gate, up, out, activated);
+    },
+    swigluBackward(gate, up, activated, gradOut, gradGate, gradUp) {
+      addon.swigluBackward(live('swigluBackward'), gate, up, activated, gradOut, gradGate, gradUp);
+    },
+    rmsNormForward(x, weight, rows, D, eps, out, inverseRms) {
+      addon.rmsNormForward(live('rmsNormForward'), x, weight, rows, D, eps, out, inverseRms);
+    },
+    rmsNormBackward(x, weight, inverseRms, gradOut, rows, D, gradX, gradWeight) {
+      addon.rmsNormBackward(live('rmsNormBackward'), x, weight, inverseRms, gradOut, rows, D, gradX, gradWeight);
+    },
+    logSumExpRows(logits, rows, V, shift, logTotal, entropy) {
+      addon.logSumExpRows(live('logSumExpRows'), logits, rows, V, shift, logTotal, entropy);
+    },
+    softmaxGradRows(logits, rows, V, shift, logTotal, rowGrad, out) {
+      addon.softmaxGradRows(live('softmaxGradRows'), logits, rows, V, shift, logTotal, rowGrad, out);
+    },
+    adamwUpdate(parameter, grad, first, second, step: AdamWStep) {
+      addon.adamwUpdate(
+        live('adamwUpdate'), parameter, grad, first, second, step.beta1, step.beta2, step.epsilon, step.stepSize,
+        step.biasCorrection2Sqrt, step.decayFactor,
       );
     },
     dispose(): void {
