@@ -49,11 +49,16 @@ INLINE vf load(const float *p) { vf v; memcpy(&v, p, sizeof v); return v; }
 INLINE void store(float *p, vf v) { memcpy(p, &v, sizeof v); }
 /* The first `count` lanes of p (count < LANES), `fill` elsewhere. */
 INLINE vf load_part(const float *p, int64_t count, float fill) {
+  if (count >= LANES) return load(p); /* the common case: one wide load, no lane-by-lane copy */
   float lanes[LANES];
   for (int i = 0; i < LANES; i++) lanes[i] = i < count ? p[i] : fill;
   return load(lanes);
 }
 INLINE void store_part(float *p, vf v, int64_t count) {
+  if (count >= LANES) {
+    store(p, v);
+    return;
+  }
   float lanes[LANES];
   store(lanes, v);
   for (int64_t i = 0; i < count; i++) p[i] = lanes[i];
@@ -76,7 +81,7 @@ INLINE double lane_total(vd v) {
  * expf polynomial, and 2^n applied as two factors so results down to the subnormals come out right.
  */
 INLINE vf exp_v(vf x) {
-  vi is_nan = x != x;
+  /* NaN needs no mask (a lane-wise x != x is slow in GCC's vector lowering): it flows through as NaN. */
   vi tiny = x < -104.0f; /* e^x below half the smallest subnormal */
   vf xc = pick(x > 89.0f, splat(89.0f), pick(tiny, splat(-104.0f), x)); /* 89 still overflows to Inf */
   vf fx = xc * 1.44269504088896341f + 0.5f;
@@ -97,8 +102,7 @@ INLINE vf exp_v(vf x) {
   vf scale1 = (vf)((half + 127) << 23);
   vf scale2 = (vf)((n - half + 127) << 23);
   vf result = y * scale1 * scale2;
-  result = pick(tiny, splat(0.0f), result);
-  return pick(is_nan, x, result);
+  return pick(tiny, splat(0.0f), result);
 }
 
 INLINE vd splat_d(double value) { return (vd){0} + value; }
@@ -110,8 +114,9 @@ INLINE vd pick_d(vl mask, vd yes, vd no) { return (vd)(((vl)yes & mask) | ((vl)n
  */
 INLINE vd exp_nonpositive_d(vd x) {
   const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
-  vl is_nan = x != x, underflow = x < -7.45133219101941108420e+02;
-  vd xc = pick_d(underflow | is_nan, splat_d(-746.0), x);
+  /* NaN needs no mask: every comparison below is false for it and the arithmetic carries it through. */
+  vl underflow = x < -7.45133219101941108420e+02;
+  vd xc = pick_d(underflow, splat_d(-746.0), x);
   vd ax = -xc;
   vl small = ax < 0.34657359027997264; /* |x| ≤ ln2/2 (fdlibm: high word ≤ 0x3fd62e42): k = 0, no reduction */
   vl tiny = ax < 3.725290298461914e-09; /* |x| < 2^-28: 1 + x */
@@ -123,16 +128,16 @@ INLINE vd exp_nonpositive_d(vd x) {
   vd r2 = r * r;
   vd c = r - r2 * (1.66666666666666019037e-01 + r2 * (-2.77777777770155933842e-03 + r2 * (6.61375632143793436117e-05 +
                    r2 * (-1.65339022054652515390e-06 + r2 * 4.13813679705723846039e-08))));
-  vd y_small = 1.0 - ((r * c) / (c - 2.0) - r);
-  vd y = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi);
+  vd quotient = (r * c) / (2.0 - c); /* fdlibm's (x·c)/(c − 2) for k = 0 is exactly −quotient */
+  vd y_small = 1.0 - (-quotient - r);
+  vd y = 1.0 - ((lo - quotient) - hi);
   vl kl = __builtin_convertvector(k, vl);
   vl deep = kl < -1021; /* fdlibm scales by 2^(k+1000) then 2^-1000 there (subnormal results) */
   vd scale1 = (vd)((kl + pick_l(deep, 1000) + 1023) << 52);
   vd scale2 = pick_d(deep, splat_d(9.33263618503218878990e-302), splat_d(1.0));
   vd result = pick_d(small, y_small, y * scale1 * scale2);
   result = pick_d(tiny, 1.0 + xc, result);
-  result = pick_d(underflow, splat_d(0.0), result);
-  return pick_d(is_nan, x, result);
+  return pick_d(underflow, splat_d(0.0), result);
 }
 
 /* 1/(1+e^−x) for x ≥ 0 and e^x/(1+e^x) below, as fused.ts's sigmoidOf (NaN stays NaN). */
@@ -144,14 +149,22 @@ INLINE vd sigmoid_d(vd x) {
 
 /* Eight floats from p (count of them, zeros after) widened to double. */
 INLINE vd load_d(const float *p, int64_t count) {
-  float lanes[8] = {0};
-  for (int64_t i = 0; i < count && i < 8; i++) lanes[i] = p[i];
   vf8 v;
-  memcpy(&v, lanes, sizeof v);
+  if (count >= 8) {
+    memcpy(&v, p, sizeof v);
+  } else {
+    float lanes[8] = {0};
+    for (int64_t i = 0; i < count; i++) lanes[i] = p[i];
+    memcpy(&v, lanes, sizeof v);
+  }
   return __builtin_convertvector(v, vd);
 }
 INLINE void store_d(float *p, vd v, int64_t count) {
   vf8 narrow = __builtin_convertvector(v, vf8);
+  if (count >= 8) {
+    memcpy(p, &narrow, sizeof narrow);
+    return;
+  }
   float lanes[8];
   memcpy(lanes, &narrow, sizeof lanes);
   for (int64_t i = 0; i < count && i < 8; i++) p[i] = lanes[i];
@@ -201,20 +214,18 @@ ROW_TARGETS void row_log_sum_exp(const float *logits, int64_t V, float *shift, d
                                  int64_t begin, int64_t end) {
   for (int64_t r = begin; r < end; r++) {
     const float *row = logits + r * V;
+    /*
+     * The max skips NaN. The JS loops differ there (logSoftmaxGather's max becomes NaN, the entropy's
+     * skips it) but a NaN logit makes the row's sum, and so every output of the row, NaN either way.
+     */
     vf best = splat(-INFINITY);
-    vi nan_seen = (vi){0};
     for (int64_t i = 0; i < V; i += LANES) {
       vf x = i + LANES <= V ? load(row + i) : load_part(row + i, V - i, -INFINITY);
-      nan_seen |= x != x;
       best = pick(x > best, x, best);
     }
     float row_max = -INFINITY;
-    int has_nan = 0;
-    for (int i = 0; i < LANES; i++) {
-      has_nan |= nan_seen[i] != 0;
+    for (int i = 0; i < LANES; i++)
       if (best[i] > row_max) row_max = best[i];
-    }
-    if (has_nan) row_max = NAN;
     /* The entropy uses x − max even when max is not finite (then it is NaN, as in the JS loop). */
     float entropy_shift = entropy ? row_max : (isfinite(row_max) ? row_max : 0.0f);
     vd total = (vd){0}, weighted = (vd){0};
