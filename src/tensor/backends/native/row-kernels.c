@@ -19,10 +19,13 @@
 
 #include "thread-pool.h"
 
+/* A build may define ROW_TARGETS empty to compile one instruction set only (e.g. to test each clone's code). */
+#ifndef ROW_TARGETS
 #if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
 #define ROW_TARGETS __attribute__((target_clones("avx512f", "arch=haswell", "default")))
 #else
 #define ROW_TARGETS
+#endif
 #endif
 /* The helpers are always inlined into the cloned kernels, so the vector ABI warning does not apply. */
 #pragma GCC diagnostic ignored "-Wpsabi"
