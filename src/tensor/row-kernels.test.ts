@@ -6,7 +6,8 @@
  * and gradients) and AdamW bit for bit; RMSNorm within 4 ulp-ish relative (2e-6 relative to the row's
  * scale); logSoftmaxGather logprobs within 2e-6 absolute, gradients within 1e-7 absolute (softmax
  * entries); entropy within 2e-6 absolute. NaN stays NaN and ±Infinity stays ±Infinity as in JS.
- * Sizes are odd (vector tails) and large enough to be split over 2 threads.
+ * Sizes are odd (vector tails) and large enough to be split over 2 threads. Every instruction set this
+ * CPU supports (AVX-512, AVX2, portable) is checked, each being a separate build of the same source.
  * Is not: the PyTorch parity (src/model/transformer.test.ts) or gradient checks (fused.test.ts).
  */
 import { afterEach, describe, expect, it } from 'vitest';
@@ -19,16 +20,15 @@ import { noGrad } from './autograd.js';
 import { Random, randomNormal } from './random.js';
 import { parameter, Tensor } from './tensor.js';
 
-const native = loadNativeBackend({ threads: 2 });
 const js = createBackend('js');
 const initial = getBackend();
 afterEach(() => setBackend(initial));
 
-/** Runs `compute` on the js backend, then on native; returns both results. */
-function onBoth<R>(compute: () => R): { spec: R; kernel: R } {
+/** Runs `compute` on the js backend, then on `native`; returns both results. */
+function onBoth<R>(native: Backend, compute: () => R): { spec: R; kernel: R } {
   setBackend(js);
   const spec = compute();
-  setBackend(native as Backend);
+  setBackend(native);
   const kernel = compute();
   setBackend(initial);
   return { spec, kernel };
@@ -67,22 +67,25 @@ function expectClose(actual: ArrayLike<number>, expected: ArrayLike<number>, tol
   expect(worst, `${label}: worst error in units of the tolerance`).toBeLessThanOrEqual(1);
 }
 
-if (!native) {
+const status = nativeAddonStatus();
+if (!status.available) {
   describe('native row kernels', () => {
     it('are unavailable only where the addon is (set GRPO_REQUIRE_NATIVE=1 to require it)', () => {
       expect(process.env.GRPO_REQUIRE_NATIVE).not.toBe('1');
       expect(nativeAddonStatus().available).toBe(false);
     });
   });
-} else {
-  describe('native row kernels against the JS loops', () => {
+}
+for (const isa of status.isas) {
+  describe(`native row kernels (${isa}) against the JS loops`, () => {
+    const native = loadNativeBackend({ threads: 2, isa })!;
     it('exp is within 2 ulp of Math.exp over the float32 range, with NaN, ±Infinity, overflow and underflow as JS', () => {
       const count = 200_003;
       const x = new Float32Array(count);
       for (let i = 0; i < count; i++) x[i] = -104 + (193 * i) / (count - 1); // -104 .. 89, both ends included
       const specials = Float32Array.from([Number.NaN, Infinity, -Infinity, 88.72, 88.73, 89, 100, -87.5, -100, -103.9, -104.5, 0, -0, 1e-30, -1e-30]);
       const all = new Float32Array([...x, ...specials]);
-      const result = nativeExp(all)!;
+      const result = nativeExp(all, isa)!;
       let worst = 0;
       for (let i = 0; i < all.length; i++) {
         const expected = Math.fround(Math.exp(all[i]));
@@ -101,7 +104,7 @@ if (!native) {
       gateData.set([Number.NaN, Infinity, -Infinity, 0, -0, 800, -800, 1e-10, -1e-10, 0.3465, -0.3466, -40], 0);
       const upData = normalData(size, 2);
       const seed = normalData(size, 3);
-      const { spec, kernel } = onBoth(() => {
+      const { spec, kernel } = onBoth(native, () => {
         const gate = parameter(gateData.slice(), [size]);
         const up = parameter(upData.slice(), [size]);
         const out = swiglu(gate, up);
@@ -121,7 +124,7 @@ if (!native) {
       xData[5 * D + 7] = Number.NaN;
       const weightData = normalData(D, 5);
       const seed = normalData(rows * D, 6);
-      const { spec, kernel } = onBoth(() => {
+      const { spec, kernel } = onBoth(native, () => {
         const x = parameter(xData.slice(), [rows, D]);
         const weight = parameter(weightData.slice(), [D]);
         const out = rmsNorm(x, weight, 1e-5);
@@ -135,7 +138,7 @@ if (!native) {
       expect(Array.from(kernel.gradWeight).every(Number.isNaN)).toBe(true);
       const clean = xData.slice();
       clean[5 * D + 7] = 0;
-      const sums = onBoth(() => {
+      const sums = onBoth(native, () => {
         const x = parameter(clean.slice(), [rows, D]);
         const weight = parameter(weightData.slice(), [D]);
         rmsNorm(x, weight, 1e-5).backward(seed);
@@ -155,7 +158,7 @@ if (!native) {
       ids[6] = 30;
       const rowGrad = normalData(rows, 8);
       rowGrad[9] = 0; // a row the gradient skips
-      const { spec, kernel } = onBoth(() => {
+      const { spec, kernel } = onBoth(native, () => {
         const logits = parameter(data.slice(), [rows, V]);
         const logprobs = logSoftmaxGather(logits, ids);
         logprobs.backward(rowGrad);
@@ -172,7 +175,7 @@ if (!native) {
       data[V + 5] = Number.NaN;
       data[2 * V + 5] = Infinity;
       data[3 * V + 5] = -Infinity;
-      const { spec, kernel } = onBoth(() => entropyFromLogits(new Tensor(data, [rows, V])));
+      const { spec, kernel } = onBoth(native, () => entropyFromLogits(new Tensor(data, [rows, V])));
       // The JS loop gives NaN for all three (a -Inf logit adds 0·(-Inf) to the weighted sum); native must too.
       expect([spec[1], spec[2], spec[3]].every(Number.isNaN) && Number.isFinite(spec[0])).toBe(true);
       expectClose(kernel, spec, () => 2e-6, 'entropy');
@@ -180,7 +183,7 @@ if (!native) {
 
     it('AdamW steps equal the JS loop bit for bit (odd size, decayed and not)', () => {
       const size = 40_009;
-      const { spec, kernel } = onBoth(() => {
+      const { spec, kernel } = onBoth(native, () => {
         const weights = parameter(normalData(size, 10), [size]);
         const norm = parameter(normalData(31, 11), [31]);
         const optimizer = new AdamW([{ name: 'w', tensor: weights, decay: true }, { name: 'n', tensor: norm, decay: false }], { learningRate: 1e-2, weightDecay: 0.1 });

@@ -50,7 +50,7 @@ interface Addon {
   ): void;
   contextInfo(handle: object): { isa: Exclude<NativeIsa, 'auto'>; threads: number; mr: number; nr: number };
   supportedIsas(): Array<Exclude<NativeIsa, 'auto'>>;
-  rowExp(x: Float32Array, out: Float32Array): void;
+  rowExp(x: Float32Array, out: Float32Array, isa: NativeIsa): void;
   swigluForward(handle: object, gate: Float32Array, up: Float32Array, out: Float32Array, activated: Float32Array | null): void;
   swigluBackward(handle: object, gate: Float32Array, up: Float32Array, activated: Float32Array, g: Float32Array, gradGate: Float32Array, gradUp: Float32Array): void;
   logSumExpRows(handle: object, logits: Float32Array, rows: number, V: number, shift: Float32Array, logTotal: Float64Array, entropy: Float32Array | null): void;
@@ -61,11 +61,11 @@ interface Addon {
 }
 
 /** The addon's vectorised float32 exp on every element (exposed for its accuracy test), or null if not built. */
-export function nativeExp(x: Float32Array): Float32Array | null {
+export function nativeExp(x: Float32Array, isa: NativeIsa = 'auto'): Float32Array | null {
   const { addon } = loadAddon();
   if (!addon) return null;
   const out = new Float32Array(x.length);
-  addon.rowExp(x, out);
+  addon.rowExp(x, out, isa);
   return out;
 }
 

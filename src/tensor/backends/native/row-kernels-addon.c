@@ -5,7 +5,7 @@
  * Is: included by addon.c after its helpers (get_handle, get_floats, CHECK), so binding.gyp keeps its
  * source list. Is not: the friendly validation with tensor names (native-backend.ts) or the arithmetic.
  *
- * Exports (registered in addon.c): rowExp(x, out); swigluForward(h, gate, up, out, activated | null);
+ * Exports (registered in addon.c): rowExp(x, out, isa); swigluForward(h, gate, up, out, activated | null);
  * swigluBackward(h, gate, up, activated, g, gradGate, gradUp); logSumExpRows(h, logits, rows, V, shift,
  * logTotal: Float64Array, entropy | null); softmaxGradRows(h, logits, rows, V, shift, logTotal, rowGrad,
  * out); rmsNormForward(h, x, w, rows, D, eps, out, inverseRms); rmsNormBackward(h, x, w, inverseRms, g,
@@ -91,6 +91,7 @@ static napi_value run_handle_job(row_args *a, context_handle *handle, row_job *j
     return NULL;
   }
   handle->busy = 1;
+  job->k = row_kernels_named(gemm_context_kernel(handle->ctx)->name);
   run_rows(gemm_context_pool(handle->ctx), gemm_context_threads(handle->ctx), job);
   handle->busy = 0;
   return NULL;
@@ -99,11 +100,18 @@ static napi_value run_handle_job(row_args *a, context_handle *handle, row_job *j
 static napi_value row_exp_binding(napi_env env, napi_callback_info info) {
   row_args a;
   float *x, *out;
-  size_t length = 0;
-  if (!read_args(env, info, "rowExp", 2, &a) || !get_floats(env, a.argv[0], "x", &x, &length) ||
+  size_t length = 0, isa_length = 0;
+  char isa[32] = {0};
+  if (!read_args(env, info, "rowExp", 3, &a) || !get_floats(env, a.argv[0], "x", &x, &length) ||
       !arg_floats(&a, 1, "out", (double)length, 0, &out))
     return NULL;
-  row_exp(x, out, (int64_t)length);
+  const gemm_kernel *kernel = NULL;
+  if (napi_get_value_string_utf8(env, a.argv[2], isa, sizeof isa, &isa_length) == napi_ok) kernel = kernel_for(isa);
+  if (!kernel) {
+    row_fail(&a, "isa must be one this CPU supports (auto, avx512, avx2, generic)");
+    return NULL;
+  }
+  row_kernels_named(kernel->name)->exp(x, out, (int64_t)length);
   return NULL;
 }
 
@@ -116,7 +124,7 @@ static napi_value swiglu_forward_binding(napi_env env, napi_callback_info info) 
   if (!handle || !get_floats(env, a.argv[1], "gate", &gate, &n) || !arg_floats(&a, 2, "up", (double)n, 0, &up) ||
       !arg_floats(&a, 3, "out", (double)n, 0, &out) || !arg_floats(&a, 4, "activated", (double)n, 1, &activated))
     return NULL;
-  row_job job = {.kind = JOB_SWIGLU_FORWARD, .count = (int64_t)n, .align = LANES, .in = {gate, up}, .out = {out, activated}};
+  row_job job = {.kind = JOB_SWIGLU_FORWARD, .count = (int64_t)n, .align = ROW_ALIGN, .in = {gate, up}, .out = {out, activated}};
   return run_handle_job(&a, handle, &job);
 }
 
@@ -130,7 +138,7 @@ static napi_value swiglu_backward_binding(napi_env env, napi_callback_info info)
       !arg_floats(&a, 3, "activated", (double)n, 0, &activated) || !arg_floats(&a, 4, "g", (double)n, 0, &g) ||
       !arg_floats(&a, 5, "gradGate", (double)n, 0, &grad_gate) || !arg_floats(&a, 6, "gradUp", (double)n, 0, &grad_up))
     return NULL;
-  row_job job = {.kind = JOB_SWIGLU_BACKWARD, .count = (int64_t)n, .align = LANES,
+  row_job job = {.kind = JOB_SWIGLU_BACKWARD, .count = (int64_t)n, .align = ROW_ALIGN,
                  .in = {gate, up, activated, g}, .out = {grad_gate, grad_up}};
   return run_handle_job(&a, handle, &job);
 }
@@ -227,6 +235,6 @@ static napi_value adamw_binding(napi_env env, napi_callback_info info) {
       !arg_number(&a, 8, &k.step_size) || !arg_number(&a, 9, &k.bias_correction2_sqrt) ||
       !arg_number(&a, 10, &k.decay_factor))
     return NULL;
-  row_job job = {.kind = JOB_ADAMW, .count = (int64_t)n, .align = LANES, .in = {g}, .out = {p, m, v}, .adamw = &k};
+  row_job job = {.kind = JOB_ADAMW, .count = (int64_t)n, .align = ROW_ALIGN, .in = {g}, .out = {p, m, v}, .adamw = &k};
   return run_handle_job(&a, handle, &job);
 }

@@ -1,0 +1,371 @@
+/*
+ * The row kernels' arithmetic for one vector width, included by row-kernels.c once per instruction set
+ * with RK_BYTES (vector bytes: 64 AVX-512, 32 AVX2, 16 SSE2/NEON), RK(name) (a per-set name suffix),
+ * RK_TARGET (the function target attribute) and RK_NAME defined. Native-width vectors let GCC keep
+ * every comparison in vector registers (wider-than-hardware vectors made it compare lane by lane).
+ *
+ * Is: SwiGLU (double, fdlibm exp, bit for bit the JS loop), float exp (Cephes, <= 2 ulp), log-sum-exp /
+ * entropy / softmax-gradient rows, RMSNorm rows and AdamW (double, bit for bit the JS loop).
+ * Is not: threading, dispatch or argument checks (row-kernels.c, row-kernels-addon.c).
+ */
+#define LANES (RK_BYTES / 4)
+#define HALF (RK_BYTES / 8)
+#define vf RK(vf)
+#define vi RK(vi)
+#define vf8 RK(vf8)
+#define vd RK(vd)
+#define vl RK(vl)
+#define vi8 RK(vi8)
+#define iota RK(iota)
+#define splat RK(splat)
+#define pick RK(pick)
+#define pick_l RK(pick_l)
+#define load RK(load)
+#define store RK(store)
+#define load_part RK(load_part)
+#define store_part RK(store_part)
+#define widen_sum RK(widen_sum)
+#define lane_total RK(lane_total)
+#define exp_v RK(exp_v)
+#define splat_d RK(splat_d)
+#define pick_d RK(pick_d)
+#define exp_nonpositive_d RK(exp_nonpositive_d)
+#define sigmoid_d RK(sigmoid_d)
+#define load_d RK(load_d)
+#define store_d RK(store_d)
+#define row_exp RK(row_exp)
+#define row_swiglu_forward RK(row_swiglu_forward)
+#define row_swiglu_backward RK(row_swiglu_backward)
+#define row_log_sum_exp RK(row_log_sum_exp)
+#define row_softmax_grad RK(row_softmax_grad)
+#define row_rms_norm_forward RK(row_rms_norm_forward)
+#define row_rms_norm_backward RK(row_rms_norm_backward)
+#define row_adamw RK(row_adamw)
+
+typedef float vf __attribute__((vector_size(RK_BYTES)));
+typedef int32_t vi __attribute__((vector_size(RK_BYTES)));
+typedef float vf8 __attribute__((vector_size(RK_BYTES / 2)));
+typedef double vd __attribute__((vector_size(RK_BYTES)));
+typedef int64_t vl __attribute__((vector_size(RK_BYTES)));
+typedef int32_t vi8 __attribute__((vector_size(RK_BYTES / 2)));
+
+INLINE vi iota(void) {
+  vi lanes;
+  for (int i = 0; i < LANES; i++) lanes[i] = i;
+  return lanes;
+}
+INLINE vf splat(float value) { return (vf){0} + value; }
+INLINE vf pick(vi mask, vf yes, vf no) { return (vf)(((vi)yes & mask) | ((vi)no & ~mask)); }
+INLINE vl pick_l(vl mask, int64_t value) { return ((vl){0} + value) & mask; }
+INLINE vf load(const float *p) { vf v; memcpy(&v, p, sizeof v); return v; }
+INLINE void store(float *p, vf v) { memcpy(p, &v, sizeof v); }
+/* The first `count` lanes of p (count < LANES), `fill` elsewhere. */
+INLINE vf load_part(const float *p, int64_t count, float fill) {
+  if (count >= LANES) return load(p); /* the common case: one wide load, no lane-by-lane copy */
+  float lanes[LANES];
+  for (int i = 0; i < LANES; i++) lanes[i] = i < count ? p[i] : fill;
+  return load(lanes);
+}
+INLINE void store_part(float *p, vf v, int64_t count) {
+  if (count >= LANES) {
+    store(p, v);
+    return;
+  }
+  float lanes[LANES];
+  store(lanes, v);
+  for (int64_t i = 0; i < count; i++) p[i] = lanes[i];
+}
+/* Sum of the 16 float lanes, added in double (two 8-lane halves converted first). */
+INLINE vd widen_sum(vf v) {
+  vf8 low, high;
+  memcpy(&low, &v, sizeof low);
+  memcpy(&high, (const char *)&v + sizeof low, sizeof high);
+  return __builtin_convertvector(low, vd) + __builtin_convertvector(high, vd);
+}
+INLINE double lane_total(vd v) {
+  double total = 0;
+  for (int i = 0; i < HALF; i++) total += v[i];
+  return total;
+}
+
+/*
+ * e^x: x = n·ln2 + r with |r| ≤ ln2/2 (ln2 split in two parts so n·ln2 is exact), e^r from Cephes'
+ * expf polynomial, and 2^n applied as two factors so results down to the subnormals come out right.
+ */
+INLINE vf exp_v(vf x) {
+  /* NaN needs no mask (a lane-wise x != x is slow in GCC's vector lowering): it flows through as NaN. */
+  vi tiny = x < -104.0f; /* e^x below half the smallest subnormal */
+  vf xc = pick(x > 89.0f, splat(89.0f), pick(tiny, splat(-104.0f), x)); /* 89 still overflows to Inf */
+  vf fx = xc * 1.44269504088896341f + 0.5f;
+  vi n = __builtin_convertvector(fx, vi);
+  vf nf = __builtin_convertvector(n, vf);
+  n += (vi)(nf > fx); /* truncation → floor: −1 where it rounded up */
+  nf = __builtin_convertvector(n, vf);
+  vf r = xc - nf * 0.693359375f;
+  r = r + nf * 2.12194440e-4f;
+  vf y = splat(1.9875691500e-4f);
+  y = y * r + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  y = y * (r * r) + r + 1.0f;
+  vi half = n >> 1;
+  vf scale1 = (vf)((half + 127) << 23);
+  vf scale2 = (vf)((n - half + 127) << 23);
+  vf result = y * scale1 * scale2;
+  return pick(tiny, splat(0.0f), result);
+}
+
+INLINE vd splat_d(double value) { return (vd){0} + value; }
+INLINE vd pick_d(vl mask, vd yes, vd no) { return (vd)(((vl)yes & mask) | ((vl)no & ~mask)); }
+
+/*
+ * e^x in double for x ≤ 0, step for step fdlibm's e_exp.c (V8's Math.exp): the same reduction, polynomial
+ * and scaling in the same order without fused multiply-adds, so SwiGLU matches the JS loop bit for bit.
+ */
+INLINE vd exp_nonpositive_d(vd x) {
+  const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
+  /* NaN needs no mask: every comparison below is false for it and the arithmetic carries it through. */
+  vl underflow = x < -7.45133219101941108420e+02;
+  vd xc = pick_d(underflow, splat_d(-746.0), x);
+  vd ax = -xc;
+  vl small = ax < 0.34657359027997264; /* |x| ≤ ln2/2 (fdlibm: high word ≤ 0x3fd62e42): k = 0, no reduction */
+  vl tiny = ax < 3.725290298461914e-09; /* |x| < 2^-28: 1 + x */
+  vd kd_raw = xc * 1.44269504088896338700e+00 - 0.5;
+  vi8 k = __builtin_convertvector(kd_raw, vi8); /* truncation toward zero, as fdlibm's (int) */
+  vd t = __builtin_convertvector(k, vd);
+  vd hi = xc - t * ln2_hi, lo = t * ln2_lo;
+  vd r = pick_d(small, xc, hi - lo);
+  vd r2 = r * r;
+  vd c = r - r2 * (1.66666666666666019037e-01 + r2 * (-2.77777777770155933842e-03 + r2 * (6.61375632143793436117e-05 +
+                   r2 * (-1.65339022054652515390e-06 + r2 * 4.13813679705723846039e-08))));
+  vd quotient = (r * c) / (2.0 - c); /* fdlibm's (x·c)/(c − 2) for k = 0 is exactly −quotient */
+  vd y_small = 1.0 - (-quotient - r);
+  vd y = 1.0 - ((lo - quotient) - hi);
+  vl kl = __builtin_convertvector(k, vl);
+  vl deep = kl < -1021; /* fdlibm scales by 2^(k+1000) then 2^-1000 there (subnormal results) */
+  vd scale1 = (vd)((kl + pick_l(deep, 1000) + 1023) << 52);
+  vd scale2 = pick_d(deep, splat_d(9.33263618503218878990e-302), splat_d(1.0));
+  vd result = pick_d(small, y_small, y * scale1 * scale2);
+  result = pick_d(tiny, 1.0 + xc, result);
+  return pick_d(underflow, splat_d(0.0), result);
+}
+
+/* 1/(1+e^−x) for x ≥ 0 and e^x/(1+e^x) below, as fused.ts's sigmoidOf (NaN stays NaN). */
+INLINE vd sigmoid_d(vd x) {
+  vl positive = x >= 0.0;
+  vd e = exp_nonpositive_d(pick_d(positive, -x, x));
+  return pick_d(positive, splat_d(1.0), e) / (1.0 + e);
+}
+
+/* Eight floats from p (count of them, zeros after) widened to double. */
+INLINE vd load_d(const float *p, int64_t count) {
+  vf8 v;
+  if (count >= HALF) {
+    memcpy(&v, p, sizeof v);
+  } else {
+    float lanes[HALF] = {0};
+    for (int64_t i = 0; i < count; i++) lanes[i] = p[i];
+    memcpy(&v, lanes, sizeof v);
+  }
+  return __builtin_convertvector(v, vd);
+}
+INLINE void store_d(float *p, vd v, int64_t count) {
+  vf8 narrow = __builtin_convertvector(v, vf8);
+  if (count >= HALF) {
+    memcpy(p, &narrow, sizeof narrow);
+    return;
+  }
+  float lanes[HALF];
+  memcpy(lanes, &narrow, sizeof lanes);
+  for (int64_t i = 0; i < count && i < HALF; i++) p[i] = lanes[i];
+}
+
+RK_TARGET void row_exp(const float *x, float *out, int64_t n) {
+  int64_t i = 0;
+  for (; i + LANES <= n; i += LANES) store(out + i, exp_v(load(x + i)));
+  if (i < n) store_part(out + i, exp_v(load_part(x + i, n - i, 0.0f)), n - i);
+}
+
+/*
+ * out = silu(gate)·up; activated (may be NULL) keeps silu(gate) for the backward pass. In double with the
+ * JS loop's roundings: silu rounded to float32, then the float32 product with up.
+ */
+RK_TARGET void row_swiglu_forward(const float *gate, const float *up, float *out, float *activated, int64_t begin,
+                                    int64_t end) {
+  for (int64_t i = begin; i < end; i += HALF) {
+    int64_t count = end - i < HALF ? end - i : HALF;
+    vd x = load_d(gate + i, count);
+    vf8 silu = __builtin_convertvector(x * sigmoid_d(x), vf8);
+    vd product = __builtin_convertvector(silu, vd) * load_d(up + i, count);
+    if (activated) store_d(activated + i, __builtin_convertvector(silu, vd), count);
+    store_d(out + i, product, count);
+  }
+}
+
+/* gradGate = fround(g·up)·σ(x)(1 + x(1 − σ(x))); gradUp = g·silu(x), silu(x) as kept by the forward. */
+RK_TARGET void row_swiglu_backward(const float *gate, const float *up, const float *activated, const float *g,
+                                     float *grad_gate, float *grad_up, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; i += HALF) {
+    int64_t count = end - i < HALF ? end - i : HALF;
+    vd x = load_d(gate + i, count), gi = load_d(g + i, count);
+    vd s = sigmoid_d(x);
+    vd g_up = __builtin_convertvector(__builtin_convertvector(gi * load_d(up + i, count), vf8), vd);
+    store_d(grad_gate + i, g_up * (s * (1.0 + x * (1.0 - s))), count);
+    store_d(grad_up + i, gi * load_d(activated + i, count), count);
+  }
+}
+
+/*
+ * Per row r of logits [rows, V], without entropy (NULL): shift = the row max when finite, else 0, and
+ * log_total = log Σ e^(x − shift), as logSoftmaxGather. With entropy: shift = the row max whatever it is
+ * and entropy = log_total − Σ e^(x − max)(x − max) / Σ e^(x − max), as entropyFromLogits.
+ */
+RK_TARGET void row_log_sum_exp(const float *logits, int64_t V, float *shift, double *log_total, float *entropy,
+                                 int64_t begin, int64_t end) {
+  for (int64_t r = begin; r < end; r++) {
+    const float *row = logits + r * V;
+    /*
+     * The max skips NaN. The JS loops differ there (logSoftmaxGather's max becomes NaN, the entropy's
+     * skips it) but a NaN logit makes the row's sum, and so every output of the row, NaN either way.
+     */
+    vf best = splat(-INFINITY);
+    for (int64_t i = 0; i < V; i += LANES) {
+      vf x = i + LANES <= V ? load(row + i) : load_part(row + i, V - i, -INFINITY);
+      best = pick(x > best, x, best);
+    }
+    float row_max = -INFINITY;
+    for (int i = 0; i < LANES; i++)
+      if (best[i] > row_max) row_max = best[i];
+    /* The entropy uses x − max even when max is not finite (then it is NaN, as in the JS loop). */
+    float entropy_shift = entropy ? row_max : (isfinite(row_max) ? row_max : 0.0f);
+    vd total = (vd){0}, weighted = (vd){0};
+    for (int64_t i = 0; i < V; i += LANES) {
+      int64_t count = V - i < LANES ? V - i : LANES;
+      vi valid = iota() < (int32_t)count;
+      vf shifted = (count == LANES ? load(row + i) : load_part(row + i, count, 0.0f)) - entropy_shift;
+      vf e = exp_v(shifted);
+      total += widen_sum(pick(valid, e, splat(0.0f)));
+      if (entropy) weighted += widen_sum(pick(valid, e * shifted, splat(0.0f)));
+    }
+    double sum = lane_total(total);
+    log_total[r] = log(sum);
+    shift[r] = entropy_shift;
+    if (entropy) entropy[r] = (float)(log_total[r] - lane_total(weighted) / sum);
+  }
+}
+
+/* out[r, i] = −row_grad[r]·e^(x − shift − log_total) (the softmax part of log-softmax-gather's gradient). */
+RK_TARGET void row_softmax_grad(const float *logits, int64_t V, const float *shift, const double *log_total,
+                                  const float *row_grad, float *out, int64_t begin, int64_t end) {
+  for (int64_t r = begin; r < end; r++) {
+    float gr = row_grad[r];
+    if (gr == 0.0f) continue;
+    const float *row = logits + r * V;
+    float row_shift = shift[r];
+    float offset = (float)log_total[r];
+    for (int64_t i = 0; i < V; i += LANES) {
+      int64_t count = V - i < LANES ? V - i : LANES;
+      vf x = count == LANES ? load(row + i) : load_part(row + i, count, 0.0f);
+      store_part(out + r * V + i, -gr * exp_v((x - row_shift) - offset), count);
+    }
+  }
+}
+
+/* RMSNorm forward over rows [begin, end) of x [rows, D]: out = x·s·w with s = 1/√(mean(x²) + eps). */
+RK_TARGET void row_rms_norm_forward(const float *x, const float *w, int64_t D, double eps, float *out,
+                                      float *inverse_rms, int64_t begin, int64_t end) {
+  for (int64_t r = begin; r < end; r++) {
+    const float *row = x + r * D;
+    vd squares = (vd){0};
+    for (int64_t i = 0; i < D; i += LANES) {
+      vf v = i + LANES <= D ? load(row + i) : load_part(row + i, D - i, 0.0f);
+      squares += widen_sum(v * v);
+    }
+    double scale = 1.0 / sqrt(lane_total(squares) / (double)D + eps);
+    inverse_rms[r] = (float)scale;
+    vf s = splat((float)scale);
+    for (int64_t i = 0; i < D; i += LANES) {
+      int64_t count = D - i < LANES ? D - i : LANES;
+      store_part(out + r * D + i, load_part(row + i, count, 0.0f) * s * load_part(w + i, count, 0.0f), count);
+    }
+  }
+}
+
+/* RMSNorm backward: grad_x rows in place; grad_w_part (D floats, zeroed) gets this range's Σ g·n. */
+RK_TARGET void row_rms_norm_backward(const float *x, const float *w, const float *inverse_rms, const float *g,
+                                       int64_t D, float *grad_x, float *grad_w_part, int64_t begin, int64_t end) {
+  for (int64_t r = begin; r < end; r++) {
+    const float *row = x + r * D, *grow = g + r * D;
+    vf s = splat(inverse_rms[r]);
+    vd dot = (vd){0};
+    for (int64_t i = 0; i < D; i += LANES) {
+      int64_t count = D - i < LANES ? D - i : LANES;
+      vf normalized = load_part(row + i, count, 0.0f) * s, gi = load_part(grow + i, count, 0.0f);
+      store_part(grad_w_part + i, load_part(grad_w_part + i, count, 0.0f) + gi * normalized, count);
+      dot += widen_sum(gi * load_part(w + i, count, 0.0f) * normalized);
+    }
+    vf mean = splat((float)(lane_total(dot) / (double)D));
+    for (int64_t i = 0; i < D; i += LANES) {
+      int64_t count = D - i < LANES ? D - i : LANES;
+      vf xi = load_part(row + i, count, 0.0f);
+      vf dx = s * (load_part(grow + i, count, 0.0f) * load_part(w + i, count, 0.0f) - xi * s * mean);
+      store_part(grad_x + r * D + i, dx, count);
+    }
+  }
+}
+
+RK_TARGET void row_adamw(float *p, const float *g, float *m,
+                                                                          float *v, const adamw_scalars *k,
+                                                                          int64_t begin, int64_t end) {
+  const double beta1 = k->beta1, beta2 = k->beta2, one_minus1 = 1 - k->beta1, one_minus2 = 1 - k->beta2;
+  for (int64_t i = begin; i < end; i++) {
+    double gi = g[i];
+    float mi = (float)(beta1 * m[i] + one_minus1 * gi);
+    float vi_ = (float)(beta2 * v[i] + one_minus2 * gi * gi);
+    m[i] = mi;
+    v[i] = vi_;
+    double denominator = sqrt((double)vi_) / k->bias_correction2_sqrt + k->epsilon;
+    p[i] = (float)(p[i] * k->decay_factor - (k->step_size * mi) / denominator);
+  }
+}
+
+static const row_kernel_set RK(row_kernels) = {
+  RK_NAME, row_exp, row_swiglu_forward, row_swiglu_backward, row_log_sum_exp, row_softmax_grad,
+  row_rms_norm_forward, row_rms_norm_backward, row_adamw,
+};
+
+#undef LANES
+#undef HALF
+#undef vf
+#undef vi
+#undef vf8
+#undef vd
+#undef vl
+#undef vi8
+#undef iota
+#undef splat
+#undef pick
+#undef pick_l
+#undef load
+#undef store
+#undef load_part
+#undef store_part
+#undef widen_sum
+#undef lane_total
+#undef exp_v
+#undef splat_d
+#undef pick_d
+#undef exp_nonpositive_d
+#undef sigmoid_d
+#undef load_d
+#undef store_d
+#undef row_exp
+#undef row_swiglu_forward
+#undef row_swiglu_backward
+#undef row_log_sum_exp
+#undef row_softmax_grad
+#undef row_rms_norm_forward
+#undef row_rms_norm_backward
+#undef row_adamw
