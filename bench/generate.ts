@@ -22,6 +22,7 @@ import { createSmallConfig, type ModelConfig } from '../src/model/config.js';
 import { Transformer } from '../src/model/transformer.js';
 import { generate } from '../src/sampling/sampler.js';
 import { getBackend, noGrad, Random, setBackend } from '../src/tensor/index.js';
+import { readFlags } from './_flags.js';
 
 const FIXTURE = new URL('../../shared/fixtures/models/tinystories-656k', import.meta.url).pathname;
 
@@ -40,15 +41,7 @@ interface Settings {
 }
 
 function parseArguments(argv: string[]): Settings {
-  const value = (flag: string, fallback: string): string => {
-    const index = argv.indexOf(flag);
-    return index >= 0 && index + 1 < argv.length ? argv[index + 1] : fallback;
-  };
-  const positive = (flag: string, fallback: string): number => {
-    const parsed = Number(value(flag, fallback));
-    if (!Number.isInteger(parsed) || parsed < 1) throw new Error(`${flag}: a positive integer, got '${value(flag, fallback)}'`);
-    return parsed;
-  };
+  const { value, positive } = readFlags(argv);
   const batches = value('--batches', '1,16,64').split(',').map(Number);
   if (!batches.every((b) => Number.isInteger(b) && b > 0)) throw new Error('--batches: positive integers');
   const models = value('--models', 'fixture,random-25m').split(',');

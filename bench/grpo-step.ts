@@ -29,6 +29,7 @@ import { getBackend, Random, setBackend } from '../src/tensor/index.js';
 import { trainerConfigSchema } from '../src/trainer/config.js';
 import { optimizedParameters, policyStep, type TrainingSample } from '../src/trainer/optimize.js';
 import { RANDOM_25M_SHAPE } from './generate.js';
+import { readFlags } from './_flags.js';
 
 const FIXTURE = new URL('../../shared/fixtures/models/tinystories-656k', import.meta.url).pathname;
 
@@ -43,15 +44,7 @@ interface StepCase {
 }
 
 function parseArguments(argv: string[]): { json: boolean; backends: string[]; models: string[]; shape: Omit<StepCase, 'model' | 'backend'> } {
-  const value = (flag: string, fallback: string): string => {
-    const index = argv.indexOf(flag);
-    return index >= 0 && index + 1 < argv.length ? argv[index + 1] : fallback;
-  };
-  const positive = (flag: string, fallback: string): number => {
-    const parsed = Number(value(flag, fallback));
-    if (!Number.isInteger(parsed) || parsed < 1) throw new Error(`${flag}: a positive integer, got '${value(flag, fallback)}'`);
-    return parsed;
-  };
+  const { value, positive } = readFlags(argv);
   const models = value('--models', 'fixture,random-25m').split(',');
   for (const model of models) if (model !== 'fixture' && model !== 'random-25m') throw new Error(`--models: unknown model '${model}'; known: fixture, random-25m`);
   const shape = {

@@ -12,6 +12,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Backend, MatmulShape } from '../src/tensor/backend.js';
 import { createBackend } from '../src/tensor/backends/select.js';
+import { readFlags } from './_flags.js';
 
 const DEFAULT_SHAPES = '512x512x512,1024x1024x1024,2048x256x1024,2048x1024x256';
 
@@ -37,10 +38,7 @@ interface Measurement {
 }
 
 function parseArguments(argv: string[]): Settings {
-  const value = (flag: string, fallback: string): string => {
-    const index = argv.indexOf(flag);
-    return index >= 0 && index + 1 < argv.length ? argv[index + 1] : fallback;
-  };
+  const { value } = readFlags(argv);
   const sizes = value('--shapes', DEFAULT_SHAPES).split(',').map((text) => {
     const parts = text.split('x').map(Number);
     if (parts.length !== 3 || !parts.every((part) => Number.isInteger(part) && part > 0)) {
