@@ -14,10 +14,8 @@ export {
   matmul, type MatmulOptions,
 } from './primitives.js';
 export { mean, logSumExp, logSoftmax, softmax, linear } from './ops.js';
-export {
-  rmsNorm, rope, causalAttention, logSoftmaxGather, crossEntropy, entropyFromLogits,
-  type AttentionOptions, type CrossEntropyOptions,
-} from './fused.js';
+export { rmsNorm, rope, causalAttention, swiglu, type AttentionOptions } from './fused.js';
+export { logSoftmaxGather, crossEntropy, entropyFromLogits, type CrossEntropyOptions } from './fused-vocabulary.js';
 export { sizeOf, formatShape, type Shape } from './shape.js';
 export type { Backend, MatmulShape } from './backend.js';
 export { getBackend, setBackend, createBackend } from './backends/select.js';
