@@ -2,8 +2,9 @@
  * N-API binding of the row kernels (row-kernels.c): argument reading and length checks (memory safety:
  * every index a kernel touches is inside its array), then one pool job per call.
  *
- * Is: included by addon.c after its helpers (get_handle, get_floats, CHECK), so binding.gyp keeps its
- * source list. Is not: the friendly validation with tensor names (native-backend.ts) or the arithmetic.
+ * Is: included by addon.c after its helpers (get_handle, get_floats, CHECK); the kernels themselves are
+ * their own translation unit (row-kernels.c, through row-kernels.h).
+ * Is not: the friendly validation with tensor names (native-backend.ts) or the arithmetic.
  *
  * Exports (registered in addon.c): rowExp(x, out, isa); swigluForward(h, gate, up, out, activated | null);
  * swigluBackward(h, gate, up, activated, g, gradGate, gradUp); logSumExpRows(h, logits, rows, V, shift,
@@ -12,7 +13,7 @@
  * rows, D, gradX, gradW); adamwUpdate(h, p, g, m, v, beta1, beta2, epsilon, stepSize, biasCorrection2Sqrt,
  * decayFactor).
  */
-#include "row-kernels.c"
+#include "row-kernels.h"
 
 #define MAX_ROW_ARGS 12
 

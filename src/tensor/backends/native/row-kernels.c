@@ -11,14 +11,14 @@
  * the set named like its gemm kernel, so `isa` picks (and tests can force) both paths alike.
  * Is not: argument checking (addon.c checks lengths for memory safety) or gradient bookkeeping.
  *
- * Compiled as part of addon.c (included there), so binding.gyp keeps its source list.
+ * Its own translation unit (binding.gyp); row-kernels.h is the interface the N-API binding uses.
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "thread-pool.h"
+#include "row-kernels.h"
 
 /* The helpers are always inlined into the cloned kernels, so the vector ABI warning does not apply. */
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -29,28 +29,6 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 #define INLINE static inline __attribute__((always_inline))
-
-/* One AdamW step over [begin, end), in double exactly as optimizer.ts (no fused multiply-adds). */
-typedef struct {
-  double beta1, beta2, epsilon, step_size, bias_correction2_sqrt, decay_factor;
-} adamw_scalars;
-
-typedef struct {
-  const char *name;
-  void (*exp)(const float *x, float *out, int64_t n);
-  void (*swiglu_forward)(const float *gate, const float *up, float *out, float *activated, int64_t begin, int64_t end);
-  void (*swiglu_backward)(const float *gate, const float *up, const float *activated, const float *g, float *grad_gate,
-                          float *grad_up, int64_t begin, int64_t end);
-  void (*log_sum_exp)(const float *logits, int64_t V, float *shift, double *log_total, float *entropy, int64_t begin,
-                      int64_t end);
-  void (*softmax_grad)(const float *logits, int64_t V, const float *shift, const double *log_total,
-                       const float *row_grad, float *out, int64_t begin, int64_t end);
-  void (*rms_norm_forward)(const float *x, const float *w, int64_t D, double eps, float *out, float *inverse_rms,
-                           int64_t begin, int64_t end);
-  void (*rms_norm_backward)(const float *x, const float *w, const float *inverse_rms, const float *g, int64_t D,
-                            float *grad_x, float *grad_w_part, int64_t begin, int64_t end);
-  void (*adamw)(float *p, const float *g, float *m, float *v, const adamw_scalars *k, int64_t begin, int64_t end);
-} row_kernel_set;
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define RK(name) name##_avx512
@@ -83,7 +61,7 @@ typedef struct {
 #undef RK_NAME
 
 /* The set for a gemm kernel name ("avx512", "avx2", "generic"); the context already checked the CPU. */
-static const row_kernel_set *row_kernels_named(const char *name) {
+const row_kernel_set *row_kernels_named(const char *name) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   if (strcmp(name, "avx512") == 0) return &row_kernels_avx512;
   if (strcmp(name, "avx2") == 0) return &row_kernels_avx2;
@@ -93,22 +71,6 @@ static const row_kernel_set *row_kernels_named(const char *name) {
 }
 
 /* ---- splitting a kernel over the pool: each thread takes a contiguous share of [0, count). ---- */
-
-typedef enum { JOB_SWIGLU_FORWARD, JOB_SWIGLU_BACKWARD, JOB_LOG_SUM_EXP, JOB_SOFTMAX_GRAD, JOB_RMS_FORWARD,
-               JOB_RMS_BACKWARD, JOB_ADAMW } row_job_kind;
-
-typedef struct {
-  row_job_kind kind;
-  const row_kernel_set *k;
-  int threads;
-  int64_t count, width; /* items (rows or elements) and the row width where there is one */
-  int64_t align;        /* shares start at multiples of this (whole vectors for element-wise jobs) */
-  const float *in[5];
-  float *out[4];
-  double *doubles;
-  double scalar;
-  const adamw_scalars *adamw;
-} row_job;
 
 static void run_row_job(void *arg, int thread) {
   const row_job *j = arg;
@@ -136,13 +98,10 @@ static void run_row_job(void *arg, int thread) {
   }
 }
 
-/* Element-wise jobs split at multiples of 16 elements: whole vectors for every instruction set. */
-#define ROW_ALIGN 16
-
 /* Below this many element visits a second thread's wake-up costs more than it saves. */
 #define ROW_PARALLEL_MIN_WORK 32768
 
-static void run_rows(thread_pool *pool, int threads, row_job *j) {
+void run_rows(thread_pool *pool, int threads, row_job *j) {
   double work = (double)j->count * (double)(j->width > 0 ? j->width : 1);
   j->threads = work < ROW_PARALLEL_MIN_WORK ? 1 : threads;
   if (j->threads == 1)
