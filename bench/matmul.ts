@@ -12,9 +12,8 @@
 import { performance } from 'node:perf_hooks';
 import type { Backend, MatmulShape } from '../src/tensor/backend.js';
 import { createBackend } from '../src/tensor/backends/select.js';
-import { readFlags } from './_flags.js';
+import { DEFAULT_MATMUL_SHAPES, readFlags } from './_flags.js';
 
-const DEFAULT_SHAPES = '512x512x512,1024x1024x1024,2048x256x1024,2048x1024x256';
 
 interface Settings {
   json: boolean;
@@ -38,19 +37,12 @@ interface Measurement {
 }
 
 function parseArguments(argv: string[]): Settings {
-  const { value } = readFlags(argv);
-  const sizes = value('--shapes', DEFAULT_SHAPES).split(',').map((text) => {
-    const parts = text.split('x').map(Number);
-    if (parts.length !== 3 || !parts.every((part) => Number.isInteger(part) && part > 0)) {
-      throw new Error(`--shapes: '${text}' is not MxKxN with positive integers`);
-    }
-    return { M: parts[0], K: parts[1], N: parts[2] };
-  });
-  const threads = value('--threads', '1,2').split(',').map(Number);
+  const { value, shapes, positiveList } = readFlags(argv);
+  const sizes = shapes('--shapes', DEFAULT_MATMUL_SHAPES);
+  const threads = positiveList('--threads', '1,2');
   const repeats = Number(value('--repeats', '5'));
   const peakPerCore = Number(value('--peak-per-core', '116'));
   const backends = value('--backends', 'js,wasm').split(',');
-  if (!threads.every((count) => Number.isInteger(count) && count > 0)) throw new Error('--threads: positive integers');
   if (!Number.isInteger(repeats) || repeats < 1) throw new Error('--repeats: a positive integer');
   if (!(peakPerCore > 0)) throw new Error('--peak-per-core: a positive number of GFLOP/s');
   return { json: argv.includes('--json'), repeats, threads, backends, sizes, peakPerCore };
