@@ -85,7 +85,7 @@ function grpoStep(model: Transformer, optimizer: AdamW, stepCase: StepCase, seed
   const samples: TrainingSample[] = completions.map((c, i) => ({ promptIds: prompts[c.promptIndex], completionIds: c.ids, oldLogprobs: c.logprobs, advantage: advantages[i] }));
   const rewardSeconds = (performance.now() - start) / 1000;
   start = performance.now();
-  const outcome = policyStep(config, model, optimizer, samples, null);
+  const outcome = policyStep(config, model, optimizer, samples);
   const trainSeconds = (performance.now() - start) / 1000;
   const rolloutTokens = completions.reduce((total, c) => total + c.ids.length, 0);
   const trainTokens = samples.reduce((total, s) => total + s.promptIds.length + s.completionIds.length, 0);

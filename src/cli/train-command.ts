@@ -4,7 +4,7 @@
  * before compute, pick the run folder (or resume one), and run the trainer.
  * Is not: the loop (src/trainer) — it only turns files and flags into a config.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { basename, extname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import YAML from 'yaml';
@@ -91,7 +91,7 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
   runDirectory ??= join(resolve(config.logging.runsDirectory), config.logging.runName ?? `${defaultRunName(config)}${options.recipe ? `-${basename(options.recipe, extname(options.recipe))}` : ''}`);
   if (!options.resume) {
     if (existsSync(join(runDirectory, 'config.json'))) throw new Error(`run folder ${runDirectory} already exists; use --resume ${runDirectory} or another --run-name`);
-    (await import('node:fs')).mkdirSync(runDirectory, { recursive: true });
+    mkdirSync(runDirectory, { recursive: true });
     writeJsonAtomically(join(runDirectory, 'config.json'), config);
     if (options.recipe) writeJsonAtomically(join(runDirectory, 'source.json'), { recipe: resolve(options.recipe) });
   }

@@ -17,6 +17,22 @@ export interface TrainingSample extends TokenSequence {
   advantage: number;
   /** Per-token advantages from a token-level estimator; overrides `advantage` when present. */
   tokenAdvantages?: ArrayLike<number>;
+  /** log π_ref of each completion token, when the loss has a KL term (see withReferenceLogprobs). */
+  refLogprobs?: ArrayLike<number>;
+}
+
+/**
+ * The reference model's logprobs of every completion token, computed once per batch (μ passes
+ * reuse them: the reference never changes), in the same micro-batches as training.
+ */
+export function withReferenceLogprobs(config: TrainerConfig, referenceModel: Transformer, samples: readonly TrainingSample[]): TrainingSample[] {
+  const result: TrainingSample[] = [];
+  for (let start = 0; start < samples.length; start += config.grpo.microBatchSize) {
+    const micro = samples.slice(start, start + config.grpo.microBatchSize);
+    const { logprobs, Tc } = noGrad(() => completionLogprobs(referenceModel, micro, config.sampling.temperature));
+    micro.forEach((sample, b) => result.push({ ...sample, refLogprobs: logprobs.data.slice(b * Tc, b * Tc + sample.completionIds.length) }));
+  }
+  return result;
 }
 
 export interface StepOutcome {
@@ -56,7 +72,6 @@ export function policyStep(
   model: Transformer,
   optimizer: AdamW,
   samples: readonly TrainingSample[],
-  referenceModel: Transformer | null,
 ): StepOutcome {
   const options = lossOptionsFor(config);
   const loss = policyLosses.get(config.algorithm.loss);
@@ -68,7 +83,7 @@ export function policyStep(
   for (let start = 0; start < samples.length; start += microBatchSize) {
     const micro = samples.slice(start, start + microBatchSize);
     const { logprobs, mask, entropies, Tc } = completionLogprobs(model, micro, config.sampling.temperature);
-    const refLogprobs = referenceModel ? noGrad(() => completionLogprobs(referenceModel, micro, config.sampling.temperature).logprobs.data) : undefined;
+    const refLogprobs = micro.some((s) => s.refLogprobs) ? padRows(micro.map((s) => Array.from(s.refLogprobs ?? [])), Tc) : undefined;
     const result = loss(
       {
         logprobs,

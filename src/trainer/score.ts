@@ -51,9 +51,11 @@ export async function scoreSamples(
     const value = matrix.scores[sample * width + column];
     return Number.isFinite(value) ? value : null;
   }));
+  // Invalid samples (a reward threw or timed out) are NaN in the sum and `null` to the estimators.
+  const scoredRewards = Array.from(combined.rewards, (value) => (Number.isFinite(value) ? value : null));
   const advantageResult = advantageEstimators.get(config.algorithm.advantage)(
     {
-      rewards: Array.from(combined.rewards, (value) => (Number.isFinite(value) ? value : null)),
+      rewards: scoredRewards,
       groupSizes: G,
       rewardComponents: components,
       rewardWeights: weights,
@@ -65,7 +67,7 @@ export async function scoreSamples(
   let keepGroups: Uint8Array = new Uint8Array(prompts.length).fill(1);
   if (config.algorithm.groupFilter) {
     const filtered = groupFilters.get(config.algorithm.groupFilter)({
-      rewards: Array.from(combined.rewards, (value) => (Number.isFinite(value) ? value : null)),
+      rewards: scoredRewards,
       groupSizes: G,
       truncated: samples.map((sample) => sample.truncated),
     });

@@ -14,7 +14,7 @@ import { loadCheckpoint, saveCheckpoint } from '../model/checkpoint.js';
 import { Transformer } from '../model/transformer.js';
 import { AdamW, learningRateAt, Random } from '../nn/index.js';
 import { encodePrompt, evaluate, type EvaluationResult } from './evaluate.js';
-import { optimizedParameters, policyStep, sftStep, type TrainingSample } from './optimize.js';
+import { optimizedParameters, policyStep, sftStep, withReferenceLogprobs, type TrainingSample } from './optimize.js';
 import { createProgressReporter, type ProgressReporter } from './progress.js';
 import { singleTurnRollout, type RolloutFn, type RolloutPrompt } from './rollout.js';
 import { RunFolder, type TrainerState } from './run-folder.js';
@@ -181,16 +181,17 @@ async function runGrpo(
       groups = [...groups, ...keptGroups(scored, G)].slice(0, config.grpo.promptsPerStep);
     }
     // 4. Optimisation: μ passes over the kept samples with the stored old logprobs.
-    const trainingSamples: TrainingSample[] = groups.flatMap((group) => group.samples.flatMap((sample, i) => (group.keep[i] ? [{
+    const keptSamples: TrainingSample[] = groups.flatMap((group) => group.samples.flatMap((sample, i) => (group.keep[i] ? [{
       promptIds: group.prompt.promptIds, completionIds: sample.completionIds, lossMask: sample.lossMask, oldLogprobs: sample.oldLogprobs,
       advantage: group.advantages[i], tokenAdvantages: group.tokenAdvantages?.[i],
     }] : [])));
+    const trainingSamples = referenceModel && keptSamples.length > 0 ? withReferenceLogprobs(config, referenceModel, keptSamples) : keptSamples;
     optimizer.learningRate = learningRateAt(schedule, state.phaseStep);
     const trainStart = Date.now();
     let stepMetrics: Record<string, number> = {};
     let applied = true;
     for (let iteration = 0; iteration < config.grpo.iterations && trainingSamples.length > 0; iteration++) {
-      const outcome = policyStep(config, model, optimizer, trainingSamples, referenceModel);
+      const outcome = policyStep(config, model, optimizer, trainingSamples);
       stepMetrics = outcome.metrics;
       applied &&= outcome.applied;
     }

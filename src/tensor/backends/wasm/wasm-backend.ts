@@ -21,7 +21,8 @@ export interface WasmBackendOptions {
   parallelThreshold?: number;
 }
 
-// Control words shared with worker.mjs (Int32 indices).
+// Control words shared with worker.mjs (Int32 indices); the worker receives them in workerData, so
+// this is the only place the layout is written down.
 const CONTROL_GENERATION = 0;
 const CONTROL_PENDING = 1;
 const CONTROL_PARAMS = 2;
@@ -113,7 +114,10 @@ class WasmBackend implements Backend {
     this.ensureBytes(this.dataAddress);
     for (let index = 1; index < threads; index++) {
       const worker = new Worker(new URL('./worker.mjs', import.meta.url), {
-        workerData: { module, memory: this.memory, control: this.control.buffer, index },
+        workerData: {
+          module, memory: this.memory, control: this.control.buffer, index,
+          layout: { GENERATION: CONTROL_GENERATION, PENDING: CONTROL_PENDING, PARAMS: CONTROL_PARAMS, COUNT: CONTROL_COUNT, STOP: CONTROL_STOP, READY: CONTROL_READY, FAILED: CONTROL_FAILED },
+        },
         // worker.mjs is plain JS: it needs no loader (tsx) and must not inherit flags such as
         // --input-type or --eval, which make a worker fail before it can signal the calling thread.
         execArgv: [],

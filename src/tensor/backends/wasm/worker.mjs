@@ -4,19 +4,12 @@
  *
  * Is: plain JavaScript (not TypeScript) so that the same file runs under tsx/vitest and from dist/
  * without a build step. Is not: a general thread pool; it only knows `sgemm_thread`.
- * The control-word layout is defined in wasm-backend.ts (CONTROL_*); keep the two in sync.
+ * The control-word layout comes from wasm-backend.ts (CONTROL_*) through workerData.
  */
 import { workerData } from 'node:worker_threads';
 
-const GENERATION = 0;
-const PENDING = 1;
-const PARAMS = 2;
-const COUNT = 3;
-const STOP = 4;
-const READY = 5;
-const FAILED = 6;
-
-const { module, memory, control, index } = workerData;
+const { module, memory, control, index, layout } = workerData;
+const { GENERATION, PENDING, PARAMS, COUNT, STOP, READY, FAILED } = layout;
 const words = new Int32Array(control);
 const instance = new WebAssembly.Instance(module, { env: { memory } });
 const run = instance.exports.sgemm_thread;
