@@ -2,11 +2,12 @@
  * Logit transforms as small pure functions over one row of logits (temperature, top-k, top-p,
  * min-p), the log-softmax of a row, and drawing an id from a row with a seeded generator.
  *
- * Is not: batching or caching (sampler.ts). Removed tokens are set to -Infinity; every transform
+ * chooseTokens does many rows at once, in one backend call when the backend has a draw kernel and no
+ * filter is on. Is not: caching or the decode loop (sampler.ts). Removed tokens are set to -Infinity; every transform
  * keeps at least the most likely token, so a row never becomes empty. Order, as in HF's
  * generate: temperature → top-k → top-p → min-p.
  */
-import type { Random } from '../tensor/index.js';
+import { getBackend, type Random } from '../tensor/index.js';
 
 export interface SamplingSettings {
   /** 0 = greedy (argmax). Logprobs are reported under logits / temperature (TRL's convention). */
@@ -140,4 +141,28 @@ export function chooseToken(row: Float32Array, settings: SamplingSettings, rando
   const { id, logNormalizer } = drawFromLogits(filtered, random);
   // Without filters `filtered` is `scaled` itself: the draw's normaliser is the logprob's too.
   return { id, logprob: scaled[id] - (filtered === scaled ? logNormalizer : logNormalizerOf(scaled)) };
+}
+
+/** Whether no filter changes the distribution (only temperature applies). */
+function unfiltered(settings: SamplingSettings, V: number): boolean {
+  return (settings.topK <= 0 || settings.topK >= V) && settings.topP >= 1 && settings.minP <= 0;
+}
+
+/**
+ * chooseToken for each of `count` rows of `rows` ([count, V]), row r drawing with randoms[r]. When only
+ * a temperature applies and the backend has sampleRows (native), the whole batch is one kernel call with
+ * the same one uniform per row; it draws the same distribution with float32 exponentials, so a
+ * sequence's ids can differ from the JS loop's where a draw falls within rounding of a token boundary.
+ */
+export function chooseTokens(rows: Float32Array, count: number, settings: SamplingSettings, randoms: readonly Random[]): Array<{ id: number; logprob: number }> {
+  const V = count === 0 ? 0 : rows.length / count;
+  const backend = getBackend();
+  if (count > 0 && settings.temperature > 0 && unfiltered(settings, V) && backend.sampleRows) {
+    const uniforms = Float64Array.from(randoms.slice(0, count), (random) => random.uniform());
+    const ids = new Int32Array(count);
+    const logprobs = new Float64Array(count);
+    backend.sampleRows(rows, count, V, settings.temperature, uniforms, ids, logprobs);
+    return Array.from(ids, (id, r) => ({ id, logprob: logprobs[r] }));
+  }
+  return Array.from({ length: count }, (_, r) => chooseToken(rows.subarray(r * V, (r + 1) * V), settings, randoms[r]));
 }

@@ -9,8 +9,8 @@
  * generator derived from (seed, prompt, sample), so results do not depend on batch composition.
  */
 import type { KvCache, Transformer } from '../model/transformer.js';
-import { noGrad, Random, Tensor } from '../tensor/index.js';
-import { chooseToken, type SamplingSettings } from './logits.js';
+import { noGrad, Random, Tensor, withConstantWeights } from '../tensor/index.js';
+import { chooseTokens, type SamplingSettings } from './logits.js';
 
 export interface GenerateRequest extends Partial<SamplingSettings> {
   /** Prompt token ids, one array per prompt (each non-empty). */
@@ -116,7 +116,8 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
     });
     return completions;
   }
-  return noGrad(() => {
+  // Nothing changes the weights while generating: the backend may keep them packed for every step.
+  return withConstantWeights(model.parameters.values(), () => noGrad(() => {
     const V = model.config.vocabSize;
     const live: LiveSequence[] = [];
     const prefilled = prefillPrompts(model, request.prompts);
@@ -127,7 +128,7 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
         const completion: Completion = { promptIndex, sampleIndex, ids: [], logprobs: [], finishReason: 'length' };
         completions.push(completion);
         live.push({ completion, random, nextId: -1, position: prompt.length });
-        accept(live[live.length - 1], prefilled.lastLogits[promptIndex], settings, stop, request.maxNewTokens);
+        accept(live[live.length - 1], chooseTokens(prefilled.lastLogits[promptIndex], 1, settings, [random])[0], stop, request.maxNewTokens);
       }
     });
     // Each prompt's keys stay in its own prefill cache, read once per group by the attention
@@ -142,9 +143,10 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
         positions: Int32Array.from(active, (s) => s.position),
         sharedPrefix: { prompts, rowPrefix: Int32Array.from(active, (s) => s.completion.promptIndex) },
       }); // [B, 1, V]
+      const chosen = chooseTokens(logits.data, B, settings, active.map((sequence) => sequence.random));
       active.forEach((sequence, b) => {
         sequence.position++;
-        accept(sequence, logits.data.subarray(b * V, (b + 1) * V), settings, stop, request.maxNewTokens);
+        accept(sequence, chosen[b], stop, request.maxNewTokens);
       });
       // Finished sequences leave the batch: keep only the rows still generating (order kept, so
       // the rows of one prompt stay contiguous).
@@ -158,12 +160,11 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
       active = keep.map(({ s }) => s);
     }
     return completions;
-  });
+  }));
 }
 
-/** Chooses the next token for one sequence and records why it stopped, if it did. */
-function accept(sequence: LiveSequence, row: Float32Array, settings: SamplingSettings, stop: Set<number>, maxNewTokens: number): void {
-  const { id, logprob } = chooseToken(row, settings, sequence.random);
+/** Records one sequence's chosen token and why it stopped, if it did. */
+function accept(sequence: LiveSequence, { id, logprob }: { id: number; logprob: number }, stop: Set<number>, maxNewTokens: number): void {
   const completion = sequence.completion;
   completion.ids.push(id);
   completion.logprobs.push(logprob);

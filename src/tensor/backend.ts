@@ -5,8 +5,9 @@
  * Is not: autograd, shapes or broadcasting logic — those live in primitives.ts and are shared by every
  * backend, so a backend only has to get arithmetic right. The `js` backend is the executable spec;
  * every other backend is tested against it (src/tensor/backends/conformance.test.ts).
- * The row kernels (SwiGLU, RMSNorm, log-sum-exp rows, AdamW) are optional: fused.ts and
- * nn/optimizer.ts call them when the backend has them and run their own loops (the spec) otherwise.
+ * The row kernels (SwiGLU, RMSNorm, log-sum-exp rows, AdamW, the sampler's draw) are optional: fused.ts,
+ * nn/optimizer.ts and sampling/logits.ts call them when the backend has them and run their own loops (the
+ * spec) otherwise.
  */
 
 /** Geometry of a (batched) matrix product `out[b] (+)= op(A[b]) · op(B[b])`. */
@@ -69,6 +70,22 @@ export interface Backend {
   adamwUpdate?(
     parameter: Float32Array, grad: Float32Array, first: Float32Array, second: Float32Array, step: AdamWStep,
   ): void;
+  /**
+   * One categorical draw per row of logits [rows, V] from softmax(x / temperature) by inverse CDF with
+   * uniforms[r] in [0, 1): ids[r] and logprobs[r] = log softmax(x / temperature)[ids[r]]. A −Inf logit is
+   * never drawn. The spec is sampling/logits.ts's drawFromLogits on the scaled row.
+   */
+  sampleRows?(
+    logits: Float32Array, rows: number, V: number, temperature: number, uniforms: Float64Array, ids: Int32Array,
+    logprobs: Float64Array,
+  ): void;
+  /**
+   * Runs `fn` with the caller's promise that no array in `operands` changes until it returns, so the
+   * backend may keep those arrays, when they are the B of a product, in a faster layout (native packs
+   * weights once for all the decode steps of a generation). Optional: without it `fn` just runs.
+   * Nested calls add to the set; whatever was kept is dropped when the outermost call returns or throws.
+   */
+  withConstantOperands?<T>(operands: Iterable<Float32Array>, fn: () => T): T;
   /** Releases worker threads, if any. Safe to call more than once. */
   dispose(): void;
 }

@@ -18,5 +18,5 @@ export { rmsNorm, rope, causalAttention, swiglu, type AttentionOptions } from '.
 export { logSoftmaxGather, crossEntropy, entropyFromLogits, type CrossEntropyOptions } from './fused-vocabulary.js';
 export { sizeOf, formatShape, type Shape } from './shape.js';
 export type { Backend, MatmulShape } from './backend.js';
-export { getBackend, setBackend, createBackend } from './backends/select.js';
+export { getBackend, setBackend, createBackend, withConstantWeights } from './backends/select.js';
 export { Random, randomNormal, randomUniform, type RandomState } from './random.js';

@@ -91,6 +91,17 @@ export function getBackend(): Backend {
 }
 
 /**
+ * Runs `fn` promising that the tensors' values do not change until it returns (a model's weights while
+ * it generates), so the current backend may keep them in a faster layout for products (see
+ * Backend.withConstantOperands). Changing one of them inside `fn` would give stale products.
+ */
+export function withConstantWeights<T>(tensors: Iterable<{ readonly data: Float32Array }>, fn: () => T): T {
+  const backend = getBackend();
+  if (!backend.withConstantOperands) return fn();
+  return backend.withConstantOperands(Array.from(tensors, (tensor) => tensor.data), fn);
+}
+
+/**
  * Replaces the process-wide backend with a named one (created here, with `options`) or a given
  * instance (owned by the caller). A backend this module created is disposed when replaced.
  */

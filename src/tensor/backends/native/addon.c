@@ -7,8 +7,10 @@
  *
  * Exports: createContext(threads, isa) -> handle; destroyContext(handle);
  * matmul(handle, a, b, out, batch, M, K, N, transposeA, transposeB, aBatchStride, bBatchStride, accumulate);
- * contextInfo(handle) -> { isa, threads, mr, nr }; supportedIsas() -> string[] (best first); and the row
- * kernels of row-kernels-addon.c (SwiGLU, RMSNorm, log-sum-exp rows, softmax gradient, AdamW).
+ * packMatrix(handle, b, K, N, transposeB) -> packed; releasePacked(packed); matmulPacked(handle, a, packed, out,
+ * M, accumulate) (B packed once, for weights that stay constant while decoding);
+ * contextInfo(handle) -> { isa, threads, mr, nr, packedMaxRows }; supportedIsas() -> string[] (best first); and
+ * the row kernels of row-kernels-addon.c (SwiGLU, RMSNorm, log-sum-exp rows, softmax gradient, AdamW).
  */
 #define NAPI_VERSION 8
 #include <node_api.h>
@@ -180,6 +182,113 @@ static napi_value matmul(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* A packed B as a JavaScript external; `packed` is NULL once released. */
+typedef struct {
+  gemm_packed *packed;
+} packed_handle;
+
+static void finalize_packed(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  packed_handle *handle = data;
+  gemm_packed_destroy(handle->packed);
+  free(handle);
+}
+
+static napi_value pack_matrix(napi_env env, napi_callback_info info) {
+  size_t argc = 5;
+  napi_value argv[5];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 5) {
+    napi_throw_type_error(env, NULL, "grpo native packMatrix: expected 5 arguments");
+    return NULL;
+  }
+  context_handle *handle = get_handle(env, argv[0]);
+  if (!handle) return NULL;
+  float *b;
+  size_t b_length;
+  if (!get_floats(env, argv[1], "b", &b, &b_length)) return NULL;
+  int64_t K, N;
+  bool transpose_b;
+  CHECK(napi_get_value_int64(env, argv[2], &K));
+  CHECK(napi_get_value_int64(env, argv[3], &N));
+  CHECK(napi_get_value_bool(env, argv[4], &transpose_b));
+  if (K < 0 || N < 0 || (double)K * (double)N > (double)b_length) {
+    napi_throw_range_error(env, NULL, "grpo native packMatrix: b is too short for K x N (or K, N < 0)");
+    return NULL;
+  }
+  packed_handle *result_handle = calloc(1, sizeof *result_handle);
+  if (result_handle) result_handle->packed = gemm_pack(handle->ctx, b, K, N, transpose_b);
+  if (!result_handle || !result_handle->packed) {
+    free(result_handle);
+    napi_throw_error(env, NULL, "grpo native packMatrix: out of memory");
+    return NULL;
+  }
+  napi_value result;
+  CHECK(napi_create_external(env, result_handle, finalize_packed, NULL, &result));
+  return result;
+}
+
+static packed_handle *get_packed(napi_env env, napi_value value) {
+  void *data = NULL;
+  if (napi_get_value_external(env, value, &data) != napi_ok || !data) {
+    napi_throw_type_error(env, NULL, "grpo native: expected a packed matrix");
+    return NULL;
+  }
+  return data;
+}
+
+static napi_value release_packed(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  packed_handle *handle = argc < 1 ? NULL : get_packed(env, argv[0]);
+  if (!handle) return NULL;
+  gemm_packed_destroy(handle->packed); /* the external itself is freed by its finalizer */
+  handle->packed = NULL;
+  return NULL;
+}
+
+static napi_value matmul_packed(napi_env env, napi_callback_info info) {
+  size_t argc = 6;
+  napi_value argv[6];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc < 6) {
+    napi_throw_type_error(env, NULL, "grpo native matmulPacked: expected 6 arguments");
+    return NULL;
+  }
+  context_handle *handle = get_handle(env, argv[0]);
+  if (!handle) return NULL;
+  packed_handle *packed = get_packed(env, argv[2]);
+  if (!packed) return NULL;
+  if (!packed->packed) {
+    napi_throw_error(env, NULL, "grpo native matmulPacked: the packed matrix was released");
+    return NULL;
+  }
+  float *a, *out;
+  size_t a_length, out_length;
+  if (!get_floats(env, argv[1], "a", &a, &a_length) || !get_floats(env, argv[3], "out", &out, &out_length)) return NULL;
+  int64_t M, K, N;
+  bool accumulate;
+  CHECK(napi_get_value_int64(env, argv[4], &M));
+  CHECK(napi_get_value_bool(env, argv[5], &accumulate));
+  gemm_packed_shape(packed->packed, &K, &N);
+  if (M < 0 || M > gemm_packed_max_rows(handle->ctx) || (double)M * K > (double)a_length ||
+      (double)M * N > (double)out_length) {
+    napi_throw_range_error(env, NULL, "grpo native matmulPacked: M out of range or an array too short for the shape");
+    return NULL;
+  }
+  if (handle->busy) {
+    napi_throw_error(env, NULL, "grpo native matmulPacked: re-entered while a product is running");
+    return NULL;
+  }
+  handle->busy = 1;
+  int status = gemm_run_packed(handle->ctx, a, packed->packed, out, M, accumulate);
+  handle->busy = 0;
+  if (status != 0) napi_throw_error(env, NULL, "grpo native matmulPacked: matrix packed by another backend instance's kernel");
+  return NULL;
+}
+
 static napi_value context_info(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1], result, value;
@@ -196,6 +305,8 @@ static napi_value context_info(napi_env env, napi_callback_info info) {
   CHECK(napi_set_named_property(env, result, "mr", value));
   CHECK(napi_create_int32(env, kernel->nr, &value));
   CHECK(napi_set_named_property(env, result, "nr", value));
+  CHECK(napi_create_int32(env, gemm_packed_max_rows(handle->ctx), &value));
+  CHECK(napi_set_named_property(env, result, "packedMaxRows", value));
   return result;
 }
 
@@ -218,6 +329,9 @@ NAPI_MODULE_INIT() {
       {"createContext", NULL, create_context, NULL, NULL, NULL, napi_default, NULL},
       {"destroyContext", NULL, destroy_context, NULL, NULL, NULL, napi_default, NULL},
       {"matmul", NULL, matmul, NULL, NULL, NULL, napi_default, NULL},
+      {"packMatrix", NULL, pack_matrix, NULL, NULL, NULL, napi_default, NULL},
+      {"releasePacked", NULL, release_packed, NULL, NULL, NULL, napi_default, NULL},
+      {"matmulPacked", NULL, matmul_packed, NULL, NULL, NULL, napi_default, NULL},
       {"contextInfo", NULL, context_info, NULL, NULL, NULL, napi_default, NULL},
       {"supportedIsas", NULL, supported_isas, NULL, NULL, NULL, napi_default, NULL},
       {"rowExp", NULL, row_exp_binding, NULL, NULL, NULL, napi_default, NULL},
@@ -228,6 +342,7 @@ NAPI_MODULE_INIT() {
       {"rmsNormForward", NULL, rms_norm_forward_binding, NULL, NULL, NULL, napi_default, NULL},
       {"rmsNormBackward", NULL, rms_norm_backward_binding, NULL, NULL, NULL, napi_default, NULL},
       {"adamwUpdate", NULL, adamw_binding, NULL, NULL, NULL, napi_default, NULL},
+      {"sampleRows", NULL, sample_rows_binding, NULL, NULL, NULL, napi_default, NULL},
   };
   if (napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties) != napi_ok)
     return NULL;

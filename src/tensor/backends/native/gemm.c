@@ -11,6 +11,8 @@
  * handed out dynamically with one B block packed by all threads together (shared mode), or over N when M
  * is too short for that.
  * Few rows (M <= 12, or <= 32 with a transposed B, as in decoding) skip packing (gemm_block_few_rows).
+ * A B operand that stays constant over many products (weights while decoding) can be packed once
+ * (gemm_pack) and then multiplied without repacking (gemm_run_packed).
  * Block sizes were chosen by measurement on a 2-core Sapphire Rapids (48 KiB L1d, 2 MiB L2 per core).
  */
 #include "gemm.h"
@@ -227,7 +229,15 @@ static void compute_block(const gemm_context *ctx, workspace *space, const opera
     for (int64_t jr = 0; jr < nc; jr += nr) {
       int64_t cols = nc - jr < nr ? nc - jr : nr;
       const float *pb = packed_b + jr * kc;
-      for (int64_t ir = 0; ir < mc; ir += mr) {
+      /* The next panel, a share per row tile, so its lines arrive while this one is in use (a pre-packed B
+       * comes from L3 or memory, not from the L2 block pack_b just wrote). */
+      const char *next = jr + nr < nc ? (const char *)(pb + (int64_t)nr * kc) : NULL;
+      const int64_t lines = (int64_t)nr * kc * (int64_t)sizeof(float) / 64;
+      const int64_t per_tile = (lines + (mc + mr - 1) / mr - 1) / ((mc + mr - 1) / mr);
+      for (int64_t ir = 0, tile = 0; ir < mc; ir += mr, tile++) {
+        if (next)
+          for (int64_t line = tile * per_tile; line < (tile + 1) * per_tile && line < lines; line++)
+            __builtin_prefetch(next + line * 64, 0, 3);
         const float *pa = space->pack_a + ir * kc;
         int64_t rows = mc - ir < mr ? mc - ir : mr;
         float *c = op->c + (ic + ir) * N + jc + jr;
@@ -380,5 +390,104 @@ int gemm_run(gemm_context *ctx, const float *a, const float *b, float *out, cons
     run_job(&j, 0);
   else
     thread_pool_run(ctx->pool, run_job, &j);
+  return 0;
+}
+
+/* ---- B packed once: a constant operand (weights while decoding) multiplied by many small A. ---- */
+
+/*
+ * Layout: depth blocks of KC rows one after another; inside the block that starts at depth pc, the NR-column
+ * panels of all of N (N rounded up to NR, zero-padded), each kc x NR, k-major, exactly as pack_b writes them.
+ * So the panel of column j (a multiple of NR) in block pc starts at pc * n_padded + j * kc.
+ */
+struct gemm_packed {
+  const gemm_kernel *kernel; /* the layout is this kernel's NR */
+  int64_t K, N, n_padded;
+  float *data;
+};
+
+gemm_packed *gemm_pack(const gemm_context *ctx, const float *b, int64_t K, int64_t N, int transpose_b) {
+  const int nr = ctx->kernel->nr;
+  gemm_packed *packed = calloc(1, sizeof *packed);
+  if (!packed) return NULL;
+  packed->kernel = ctx->kernel;
+  packed->K = K;
+  packed->N = N;
+  packed->n_padded = (N + nr - 1) / nr * nr;
+  packed->data = alloc_floats(K * packed->n_padded > 0 ? K * packed->n_padded : 1);
+  if (!packed->data) {
+    free(packed);
+    return NULL;
+  }
+  gemm_shape shape = {1, 0, K, N, 0, transpose_b, 0, 0, 0};
+  operands op = {NULL, b, NULL, &shape};
+  for (int64_t pc = 0; pc < K; pc += ctx->kc) {
+    int64_t kc = K - pc < ctx->kc ? K - pc : ctx->kc;
+    pack_b(&op, ctx->kernel, pc, kc, 0, N, packed->data + pc * packed->n_padded);
+  }
+  return packed;
+}
+
+void gemm_packed_destroy(gemm_packed *packed) {
+  if (!packed) return;
+  free(packed->data);
+  free(packed);
+}
+
+int64_t gemm_packed_bytes(const gemm_packed *packed) {
+  return packed->K * packed->n_padded * (int64_t)sizeof(float);
+}
+
+void gemm_packed_shape(const gemm_packed *packed, int64_t *K, int64_t *N) {
+  *K = packed->K;
+  *N = packed->N;
+}
+
+typedef struct {
+  const gemm_context *ctx;
+  const float *a;
+  const gemm_packed *b;
+  float *out;
+  gemm_shape shape;
+  int threads_used;
+} packed_job;
+
+/* Each thread takes whole NR panels of N and every row of A (M is at most one MC block here). */
+static void run_packed_job(void *raw, int thread_index) {
+  packed_job *j = raw;
+  if (thread_index >= j->threads_used) return;
+  const gemm_context *ctx = j->ctx;
+  const gemm_shape *s = &j->shape;
+  int64_t n0, n1;
+  piece(s->N, ctx->kernel->nr, thread_index, j->threads_used, &n0, &n1);
+  operands op = {j->a, NULL, j->out, s};
+  for (int64_t jc = n0; jc < n1; jc += ctx->nc) {
+    int64_t nc = n1 - jc < ctx->nc ? n1 - jc : ctx->nc;
+    for (int64_t pc = 0; pc < s->K; pc += ctx->kc) {
+      int64_t kc = s->K - pc < ctx->kc ? s->K - pc : ctx->kc;
+      const float *block = j->b->data + pc * j->b->n_padded + jc * kc;
+      compute_block(ctx, &ctx->spaces[thread_index], &op, block, 0, s->M, jc, nc, pc, kc);
+    }
+  }
+}
+
+int gemm_packed_max_rows(const gemm_context *ctx) { return (int)ctx->mc; }
+
+int gemm_run_packed(gemm_context *ctx, const float *a, const gemm_packed *b, float *out, int64_t M, int accumulate) {
+  if (M <= 0 || b->N <= 0) return 0;
+  if (M > ctx->mc || b->kernel != ctx->kernel) return -1;
+  if (b->K == 0) {
+    if (!accumulate) memset(out, 0, (size_t)(M * b->N) * sizeof(float));
+    return 0;
+  }
+  double flops = 2.0 * (double)M * (double)b->N * (double)b->K;
+  int64_t panels = (b->N + ctx->kernel->nr - 1) / ctx->kernel->nr;
+  int threads = flops < PARALLEL_MIN_FLOPS ? 1 : ctx->threads;
+  if (threads > panels) threads = (int)panels;
+  packed_job j = {ctx, a, b, out, {1, M, b->K, b->N, 0, 0, 0, 0, accumulate}, threads};
+  if (threads == 1)
+    run_packed_job(&j, 0);
+  else
+    thread_pool_run(ctx->pool, run_packed_job, &j);
   return 0;
 }

@@ -80,4 +80,20 @@ struct thread_pool *gemm_context_pool(gemm_context *ctx);
 /* Runs the batched product; returns 0, or -1 when a workspace allocation failed. */
 int gemm_run(gemm_context *ctx, const float *a, const float *b, float *out, const gemm_shape *shape);
 
+/*
+ * B packed once for many products with it (a weight while decoding): pack it with gemm_pack, then
+ * gemm_run_packed computes out[M, N] (+)= A[M, K] (row-major, not transposed) . op(B) without repacking.
+ * The packed copy does not follow later changes to `b`; the caller drops it when `b` may change.
+ */
+typedef struct gemm_packed gemm_packed;
+/* NULL when out of memory. */
+gemm_packed *gemm_pack(const gemm_context *ctx, const float *b, int64_t K, int64_t N, int transpose_b);
+void gemm_packed_destroy(gemm_packed *packed);
+int64_t gemm_packed_bytes(const gemm_packed *packed);
+void gemm_packed_shape(const gemm_packed *packed, int64_t *K, int64_t *N);
+/* The most rows gemm_run_packed takes (one A block); larger products use gemm_run. */
+int gemm_packed_max_rows(const gemm_context *ctx);
+/* Returns 0, or -1 when M exceeds gemm_packed_max_rows or `b` was packed for another kernel. */
+int gemm_run_packed(gemm_context *ctx, const float *a, const gemm_packed *b, float *out, int64_t M, int accumulate);
+
 #endif

@@ -191,6 +191,52 @@ describe.skipIf(!status.available && !required)('native backend', () => {
           }
         });
 
+        it('multiplies constant operands through their packed copy, and drops the copy with the scope', () => {
+          const backend = get();
+          // Rows from the packed path's lower limit to one whole A block (MC = 336 for the 14-row kernel);
+          // K and N off the KC = 256 and NR = 32 grid; both transposes of B; accumulate.
+          const shapes = [[8, 300, 45, true], [15, 64, 8192, true], [64, 512, 70, false], [336, 257, 33, true], [20, 5, 1, true]] as const;
+          let seed = 500;
+          for (const [M, K, N, transposeB] of shapes) {
+            for (const accumulate of [false, true]) {
+              const testCase = makeCase(`packed ${M}x${K}x${N} tB=${transposeB}${accumulate ? ' accumulate' : ''}`, makeShape(M, K, N, { transposeB, accumulate }), seed++);
+              const { value, scale } = expectedOf(testCase);
+              backend.withConstantOperands!([testCase.b], () => {
+                for (let call = 0; call < 2; call++) { // the second call reuses the copy made by the first
+                  const out = testCase.initial.slice();
+                  backend.matmul(testCase.a, testCase.b, out, testCase.shape);
+                  expectAgrees(out, value, scale, K, `${testCase.label} call ${call}`);
+                }
+              });
+            }
+          }
+          // A packed copy does not follow its array: after the scope, a changed B is read afresh, and inside
+          // it an array that was not declared constant is never cached.
+          const shape = makeShape(16, 40, 50, { transposeB: true });
+          const a = randomArray(16 * 40, 7);
+          const weight = randomArray(40 * 50, 8);
+          const other = randomArray(40 * 50, 9);
+          const product = (b: Float32Array) => {
+            const out = new Float32Array(16 * 50);
+            backend.matmul(a, b, out, shape);
+            return out;
+          };
+          const fresh = (b: Float32Array) => {
+            const out = new Float32Array(16 * 50);
+            matmulJs(a, b, out, shape);
+            return out;
+          };
+          backend.withConstantOperands!([weight], () => {
+            product(weight);
+            product(other);
+            other.fill(0.5);
+            expect(product(other)).toEqual(product(other.slice()));
+            expect(Math.max(...product(other).map((x, i) => Math.abs(x - fresh(other)[i])))).toBeLessThan(1e-4);
+          });
+          weight.fill(0.25);
+          expect(Math.max(...product(weight).map((x, i) => Math.abs(x - fresh(weight)[i])))).toBeLessThan(1e-4);
+        });
+
         it('propagates NaN and Inf like matmulJs', () => {
           const backend = get();
           for (const testCase of nonFinite) {

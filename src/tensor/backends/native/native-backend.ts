@@ -1,7 +1,8 @@
 /**
  * The `native` backend: loads the N-API addon that node-gyp builds at install time (binding.gyp,
- * build/Release/grpo_native.node) and wraps its SGEMM and row kernels (SwiGLU, RMSNorm, log-sum-exp rows,
- * softmax gradient, AdamW; row-kernels.c) behind the Backend interface.
+ * build/Release/grpo_native.node) and wraps its SGEMM (with packed copies of constant operands) and row
+ * kernels (SwiGLU, RMSNorm, log-sum-exp rows, softmax gradient, AdamW, the sampler's draw; row-kernels.c)
+ * behind the Backend interface.
  *
  * Is: finding and loading the addon once per process, option and argument checks with clear messages,
  * and `nativeAddonStatus()` so callers can say why native is unavailable. The addon works in place on
@@ -24,7 +25,18 @@ export interface NativeBackendOptions {
   threads?: number;
   /** Force an instruction-set path, e.g. to test AVX2 on an AVX-512 machine (default 'auto'). */
   isa?: NativeIsa;
+  /**
+   * Most bytes of packed copies of constant operands kept at once inside withConstantOperands (default
+   * $GRPO_NATIVE_PACK_MB MiB, else 2048 MiB); beyond it products take the ordinary, repacking path.
+   */
+  packBudgetBytes?: number;
 }
+
+/**
+ * Products with a constant B and at most this many rows use a packed copy of B. Below it, the few-rows
+ * kernels that read B in place win (measured in bench/matmul-native.ts's decode shapes).
+ */
+const PACKED_MIN_ROWS = 8;
 
 /** A native backend instance; `isa` says which micro-kernel it runs. */
 export interface NativeBackend extends Backend {
@@ -48,7 +60,10 @@ interface Addon {
     N: number, transposeA: boolean, transposeB: boolean, aBatchStride: number, bBatchStride: number,
     accumulate: boolean,
   ): void;
-  contextInfo(handle: object): { isa: Exclude<NativeIsa, 'auto'>; threads: number; mr: number; nr: number };
+  contextInfo(handle: object): { isa: Exclude<NativeIsa, 'auto'>; threads: number; mr: number; nr: number; packedMaxRows: number };
+  packMatrix(handle: object, b: Float32Array, K: number, N: number, transposeB: boolean): object;
+  releasePacked(packed: object): void;
+  matmulPacked(handle: object, a: Float32Array, packed: object, out: Float32Array, M: number, accumulate: boolean): void;
   supportedIsas(): Array<Exclude<NativeIsa, 'auto'>>;
   rowExp(x: Float32Array, out: Float32Array, isa: NativeIsa): void;
   swigluForward(handle: object, gate: Float32Array, up: Float32Array, out: Float32Array, activated: Float32Array | null): void;
@@ -57,6 +72,7 @@ interface Addon {
   softmaxGradRows(handle: object, logits: Float32Array, rows: number, V: number, shift: Float32Array, logTotal: Float64Array, rowGrad: Float32Array, out: Float32Array): void;
   rmsNormForward(handle: object, x: Float32Array, weight: Float32Array, rows: number, D: number, eps: number, out: Float32Array, inverseRms: Float32Array): void;
   rmsNormBackward(handle: object, x: Float32Array, weight: Float32Array, inverseRms: Float32Array, g: Float32Array, rows: number, D: number, gradX: Float32Array, gradWeight: Float32Array): void;
+  sampleRows(handle: object, logits: Float32Array, rows: number, V: number, temperature: number, uniforms: Float64Array, ids: Int32Array, logprobs: Float64Array): void;
   adamwUpdate(handle: object, parameter: Float32Array, grad: Float32Array, first: Float32Array, second: Float32Array, beta1: number, beta2: number, epsilon: number, stepSize: number, biasCorrection2Sqrt: number, decayFactor: number): void;
 }
 
@@ -114,7 +130,7 @@ export function nativeAddonStatus(): NativeAddonStatus {
   return loadAddon().status;
 }
 
-function checkOptions(options: NativeBackendOptions): { threads: number; isa: NativeIsa } {
+function checkOptions(options: NativeBackendOptions): { threads: number; isa: NativeIsa; packBudgetBytes: number } {
   const threads = options.threads ?? Math.min(2, availableParallelism());
   if (!Number.isInteger(threads) || threads < 1 || threads > 256) {
     throw new RangeError(`native backend: options.threads must be an integer from 1 to 256, got ${threads}`);
@@ -123,7 +139,14 @@ function checkOptions(options: NativeBackendOptions): { threads: number; isa: Na
   if (!ISAS.includes(isa)) {
     throw new RangeError(`native backend: options.isa must be one of ${ISAS.join(', ')}, got '${String(isa)}'`);
   }
-  return { threads, isa };
+  const fromEnvironment = process.env.GRPO_NATIVE_PACK_MB;
+  const packBudgetBytes = options.packBudgetBytes ?? (fromEnvironment === undefined ? 2048 : Number(fromEnvironment)) * 2 ** 20;
+  if (!(packBudgetBytes >= 0)) {
+    throw new RangeError(options.packBudgetBytes === undefined
+      ? `native backend: GRPO_NATIVE_PACK_MB must be a non-negative number of MiB, got '${fromEnvironment}'`
+      : `native backend: options.packBudgetBytes must be a non-negative number, got ${options.packBudgetBytes}`);
+  }
+  return { threads, isa, packBudgetBytes };
 }
 
 /** Elements an operand must hold: the last batch block's offset plus one block (0 if there are none). */
@@ -163,7 +186,7 @@ export function checkMatmulArguments(a: Float32Array, b: Float32Array, out: Floa
  * cannot load here (see nativeAddonStatus for the reason). Throws on bad options or an unsupported isa.
  */
 export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBackend | null {
-  const { threads, isa } = checkOptions(options);
+  const { threads, isa, packBudgetBytes } = checkOptions(options);
   const { addon } = loadAddon();
   if (!addon) return null;
   let handle: object | null = addon.createContext(threads, isa);
@@ -172,6 +195,7 @@ export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBac
     if (handle === null) throw new Error(`native backend: ${op} called after dispose()`);
     return handle;
   };
+  const constant = new ConstantOperands(addon, packBudgetBytes);
   return {
     name: 'native',
     threads: info.threads,
@@ -179,6 +203,14 @@ export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBac
     matmul(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void {
       if (handle === null) throw new Error('native backend: matmul called after dispose()');
       checkMatmulArguments(a, b, out, shape);
+      const { batch, M, K, N } = shape;
+      if (batch === 1 && !shape.transposeA && M >= PACKED_MIN_ROWS && M <= info.packedMaxRows && constant.holds(b)) {
+        const packed = constant.packed(handle, b, K, N, shape.transposeB);
+        if (packed) {
+          addon.matmulPacked(handle, a, packed, out, M, shape.accumulate);
+          return;
+        }
+      }
       addon.matmul(
         handle, a, b, out, shape.batch, shape.M, shape.K, shape.N, shape.transposeA, shape.transposeB,
         shape.aBatchStride, shape.bBatchStride, shape.accumulate,
@@ -202,15 +234,70 @@ export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBac
     softmaxGradRows(logits, rows, V, shift, logTotal, rowGrad, out) {
       addon.softmaxGradRows(live('softmaxGradRows'), logits, rows, V, shift, logTotal, rowGrad, out);
     },
+    sampleRows(logits, rows, V, temperature, uniforms, ids, logprobs) {
+      addon.sampleRows(live('sampleRows'), logits, rows, V, temperature, uniforms, ids, logprobs);
+    },
     adamwUpdate(parameter, grad, first, second, step: AdamWStep) {
       addon.adamwUpdate(
         live('adamwUpdate'), parameter, grad, first, second, step.beta1, step.beta2, step.epsilon, step.stepSize,
         step.biasCorrection2Sqrt, step.decayFactor,
       );
     },
+    withConstantOperands<T>(operands: Iterable<Float32Array>, fn: () => T): T {
+      return constant.run(operands, fn);
+    },
     dispose(): void {
+      constant.clear();
       if (handle !== null) addon.destroyContext(handle);
       handle = null;
     },
   };
+}
+
+/**
+ * The arrays promised constant inside withConstantOperands and the packed copies made of them, each
+ * for one (K, N, transposeB) geometry. Dropped (and their memory freed) when the outermost scope ends.
+ */
+class ConstantOperands {
+  private depth = 0;
+  private readonly arrays = new Set<Float32Array>();
+  private readonly copies = new Map<Float32Array, { key: string; packed: object }>();
+  private bytes = 0;
+
+  constructor(private readonly addon: Addon, private readonly budgetBytes: number) {}
+
+  holds(array: Float32Array): boolean {
+    return this.depth > 0 && this.arrays.has(array);
+  }
+
+  /** The packed copy of `b` for this geometry, made on first use; null when it would exceed the budget. */
+  packed(handle: object, b: Float32Array, K: number, N: number, transposeB: boolean): object | null {
+    const key = `${K}x${N}${transposeB ? 't' : ''}`;
+    const copy = this.copies.get(b);
+    if (copy?.key === key) return copy.packed;
+    if (copy) return null; // one array used with two geometries: keep the first, repack the other each time
+    const bytes = K * N * 4;
+    if (this.bytes + bytes > this.budgetBytes) return null;
+    const packed = this.addon.packMatrix(handle, b, K, N, transposeB);
+    this.copies.set(b, { key, packed });
+    this.bytes += bytes;
+    return packed;
+  }
+
+  run<T>(operands: Iterable<Float32Array>, fn: () => T): T {
+    for (const array of operands) this.arrays.add(array);
+    this.depth++;
+    try {
+      return fn();
+    } finally {
+      if (--this.depth === 0) this.clear();
+    }
+  }
+
+  clear(): void {
+    for (const { packed } of this.copies.values()) this.addon.releasePacked(packed);
+    this.copies.clear();
+    this.arrays.clear();
+    this.bytes = 0;
+  }
 }

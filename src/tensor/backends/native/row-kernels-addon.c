@@ -11,7 +11,8 @@
  * logTotal: Float64Array, entropy | null); softmaxGradRows(h, logits, rows, V, shift, logTotal, rowGrad,
  * out); rmsNormForward(h, x, w, rows, D, eps, out, inverseRms); rmsNormBackward(h, x, w, inverseRms, g,
  * rows, D, gradX, gradW); adamwUpdate(h, p, g, m, v, beta1, beta2, epsilon, stepSize, biasCorrection2Sqrt,
- * decayFactor).
+ * decayFactor); sampleRows(h, logits, rows, V, temperature, uniforms: Float64Array, ids: Int32Array,
+ * logprobs: Float64Array).
  */
 #include "row-kernels.h"
 
@@ -67,9 +68,16 @@ static int arg_doubles(row_args *a, size_t index, const char *name, double neede
   if (napi_is_typedarray(a->env, a->argv[index], &is_typed) != napi_ok || !is_typed ||
       napi_get_typedarray_info(a->env, a->argv[index], &type, &length, &raw, NULL, NULL) != napi_ok ||
       type != napi_float64_array)
-    return row_fail(a, "logTotal must be a Float64Array");
-  if ((double)length < needed) return row_fail(a, "logTotal is too short for the rows");
-  (void)name;
+  {
+    char what[96];
+    snprintf(what, sizeof what, "%s must be a Float64Array", name);
+    return row_fail(a, what);
+  }
+  if ((double)length < needed) {
+    char what[96];
+    snprintf(what, sizeof what, "%s is too short for the rows", name);
+    return row_fail(a, what);
+  }
   *out = raw;
   return 1;
 }
@@ -237,5 +245,35 @@ static napi_value adamw_binding(napi_env env, napi_callback_info info) {
       !arg_number(&a, 10, &k.decay_factor))
     return NULL;
   row_job job = {.kind = JOB_ADAMW, .count = (int64_t)n, .align = ROW_ALIGN, .in = {g}, .out = {p, m, v}, .adamw = &k};
+  return run_handle_job(&a, handle, &job);
+}
+
+static napi_value sample_rows_binding(napi_env env, napi_callback_info info) {
+  row_args a;
+  float *logits;
+  double *uniforms, *logprobs, temperature;
+  int64_t rows, V;
+  if (!read_args(env, info, "sampleRows", 8, &a)) return NULL;
+  context_handle *handle = get_handle(env, a.argv[0]);
+  if (!handle || !arg_count(&a, 2, &rows) || !arg_count(&a, 3, &V) || !arg_number(&a, 4, &temperature) ||
+      !arg_floats(&a, 1, "logits", (double)rows * V, 0, &logits) || !arg_doubles(&a, 5, "uniforms", rows, &uniforms) ||
+      !arg_doubles(&a, 7, "logprobs", rows, &logprobs))
+    return NULL;
+  if (!(temperature > 0) || V < 1 || V > INT32_MAX) {
+    row_fail(&a, "temperature must be > 0 and V between 1 and 2^31 - 1");
+    return NULL;
+  }
+  bool is_typed = false;
+  napi_typedarray_type type;
+  size_t length = 0;
+  void *ids = NULL;
+  if (napi_is_typedarray(env, a.argv[6], &is_typed) != napi_ok || !is_typed ||
+      napi_get_typedarray_info(env, a.argv[6], &type, &length, &ids, NULL, NULL) != napi_ok || type != napi_int32_array ||
+      (double)length < (double)rows) {
+    row_fail(&a, "ids must be an Int32Array with one element per row");
+    return NULL;
+  }
+  row_job job = {.kind = JOB_SAMPLE, .count = rows, .width = V, .align = 1, .in = {logits}, .doubles = logprobs,
+                 .doubles_in = uniforms, .ints = ids, .scalar = temperature};
   return run_handle_job(&a, handle, &job);
 }

@@ -5,7 +5,8 @@
  * every comparison in vector registers (wider-than-hardware vectors made it compare lane by lane).
  *
  * Is: SwiGLU (double, fdlibm exp, bit for bit the JS loop), float exp (Cephes, <= 2 ulp), log-sum-exp /
- * entropy / softmax-gradient rows, RMSNorm rows and AdamW (double, bit for bit the JS loop).
+ * entropy / softmax-gradient rows, RMSNorm rows and AdamW (double, bit for bit the JS loop), and the
+ * categorical draw of one token per row of logits (float exp, sums in double).
  * Is not: threading, dispatch or argument checks (row-kernels.c, row-kernels-addon.c).
  */
 #define LANES (RK_BYTES / 4)
@@ -41,6 +42,8 @@
 #define row_rms_norm_forward RK(row_rms_norm_forward)
 #define row_rms_norm_backward RK(row_rms_norm_backward)
 #define row_adamw RK(row_adamw)
+#define row_sample RK(row_sample)
+#define divide_v RK(divide_v)
 
 typedef float vf __attribute__((vector_size(RK_BYTES)));
 typedef int32_t vi __attribute__((vector_size(RK_BYTES)));
@@ -331,9 +334,83 @@ RK_TARGET void row_adamw(float *p, const float *g, float *m,
   }
 }
 
+/*
+ * Per row r of logits [rows, V]: one draw from softmax(x / temperature) by inverse CDF with uniforms[r], as
+ * sampling/logits.ts's drawFromLogits on the scaled row: with e = e^(x/T − max), the first i whose running
+ * Σ e passes uniforms[r]·Σ e (a −Inf logit is never drawn), and logprobs[r] = x_i/T − (max + log Σ e).
+ * Sums are in double; the running sum is taken a vector at a time and only the crossing vector lane by lane.
+ * A row whose max is not finite (NaN total, as in the JS loop) gives the last index not −Inf and a NaN logprob.
+ */
+/* x / temperature rounded to float32, the division in double as applyTemperature's (T = 1: x itself). */
+INLINE vf divide_v(vf x, double temperature) {
+  if (temperature == 1.0) return x;
+  vf8 low, high;
+  memcpy(&low, &x, sizeof low);
+  memcpy(&high, (const char *)&x + sizeof low, sizeof high);
+  low = __builtin_convertvector(__builtin_convertvector(low, vd) / temperature, vf8);
+  high = __builtin_convertvector(__builtin_convertvector(high, vd) / temperature, vf8);
+  memcpy(&x, &low, sizeof low);
+  memcpy((char *)&x + sizeof low, &high, sizeof high);
+  return x;
+}
+
+RK_TARGET void row_sample(const float *logits, int64_t V, double temperature, const double *uniforms, int32_t *ids,
+                            double *logprobs, int64_t begin, int64_t end) {
+  for (int64_t r = begin; r < end; r++) {
+    const float *row = logits + r * V;
+    vf best = splat(-INFINITY);
+    for (int64_t i = 0; i < V; i += LANES) {
+      vf x = divide_v(i + LANES <= V ? load(row + i) : load_part(row + i, V - i, -INFINITY), temperature);
+      best = pick(x > best, x, best);
+    }
+    float row_max = -INFINITY;
+    for (int i = 0; i < LANES; i++)
+      if (best[i] > row_max) row_max = best[i];
+    int32_t id = -1;
+    double log_normalizer = NAN;
+    if (isfinite(row_max)) {
+      vd totals = (vd){0};
+      for (int64_t i = 0; i < V; i += LANES) {
+        int64_t count = V - i < LANES ? V - i : LANES;
+        vf e = exp_v(divide_v(count == LANES ? load(row + i) : load_part(row + i, count, -INFINITY), temperature) - row_max);
+        totals += widen_sum(e);
+      }
+      double total = lane_total(totals);
+      log_normalizer = row_max + log(total);
+      double threshold = uniforms[r] * total, running = 0;
+      for (int64_t i = 0; i < V && id < 0; i += LANES) {
+        int64_t count = V - i < LANES ? V - i : LANES;
+        vf e = exp_v(divide_v(count == LANES ? load(row + i) : load_part(row + i, count, -INFINITY), temperature) - row_max);
+        double block = lane_total(widen_sum(e));
+        if (!(threshold < running + block)) {
+          running += block;
+          continue;
+        }
+        for (int64_t lane = 0; lane < count; lane++) {
+          running += e[lane];
+          if (threshold < running && row[i + lane] != -INFINITY) {
+            id = (int32_t)(i + lane);
+            break;
+          }
+        }
+      }
+    }
+    if (id < 0) { /* rounding left the threshold above the mass, or the row was not finite: the last drawable */
+      id = 0;
+      for (int64_t i = V - 1; i >= 0; i--)
+        if (row[i] != -INFINITY) {
+          id = (int32_t)i;
+          break;
+        }
+    }
+    ids[r] = id;
+    logprobs[r] = (double)(float)((double)row[id] / temperature) - log_normalizer;
+  }
+}
+
 static const row_kernel_set RK(row_kernels) = {
   RK_NAME, row_exp, row_swiglu_forward, row_swiglu_backward, row_log_sum_exp, row_softmax_grad,
-  row_rms_norm_forward, row_rms_norm_backward, row_adamw,
+  row_rms_norm_forward, row_rms_norm_backward, row_adamw, row_sample,
 };
 
 #undef LANES
@@ -369,3 +446,5 @@ static const row_kernel_set RK(row_kernels) = {
 #undef row_rms_norm_forward
 #undef row_rms_norm_backward
 #undef row_adamw
+#undef row_sample
+#undef divide_v

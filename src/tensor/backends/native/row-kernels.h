@@ -30,12 +30,14 @@ typedef struct {
   void (*rms_norm_backward)(const float *x, const float *w, const float *inverse_rms, const float *g, int64_t D,
                             float *grad_x, float *grad_w_part, int64_t begin, int64_t end);
   void (*adamw)(float *p, const float *g, float *m, float *v, const adamw_scalars *k, int64_t begin, int64_t end);
+  void (*sample)(const float *logits, int64_t V, double temperature, const double *uniforms, int32_t *ids,
+                 double *logprobs, int64_t begin, int64_t end);
 } row_kernel_set;
 
 /* ---- splitting a kernel over the pool: each thread takes a contiguous share of [0, count). ---- */
 
 typedef enum { JOB_SWIGLU_FORWARD, JOB_SWIGLU_BACKWARD, JOB_LOG_SUM_EXP, JOB_SOFTMAX_GRAD, JOB_RMS_FORWARD,
-               JOB_RMS_BACKWARD, JOB_ADAMW } row_job_kind;
+               JOB_RMS_BACKWARD, JOB_ADAMW, JOB_SAMPLE } row_job_kind;
 
 typedef struct {
   row_job_kind kind;
@@ -46,6 +48,8 @@ typedef struct {
   const float *in[5];
   float *out[4];
   double *doubles;
+  const double *doubles_in;
+  int32_t *ints;
   double scalar;
   const adamw_scalars *adamw;
 } row_job;
