@@ -80,6 +80,17 @@ export interface Backend {
     logprobs: Float64Array,
   ): void;
   /**
+   * Decode attention of `rows` queries sharing one prompt (tensor/prefix-attention.ts's loops are the spec):
+   * row b, query head h (key-value head h / (Hq/Hkv)) attends, with softmax(scale·q·k), to the prompt's L keys
+   * then its own S keys; keys at positions below firstVisible (prompt key s at s, own key s at L + s) are
+   * masked, and a row with every key masked gets zeros. q and out are [rows, Hq, D], promptKeys/Values
+   * [Hkv, promptCapacity, D], ownKeys/Values [rows, Hkv, ownCapacity, D].
+   */
+  prefixAttentionRows?(
+    q: Float32Array, promptKeys: Float32Array, promptValues: Float32Array, ownKeys: Float32Array,
+    ownValues: Float32Array, out: Float32Array, dims: PrefixAttentionDims,
+  ): void;
+  /**
    * Runs `fn` with the caller's promise that no array in `operands` changes until it returns, so the
    * backend may keep those arrays, when they are the B of a product, in a faster layout (native packs
    * weights once for all the decode steps of a generation). Optional: without it `fn` just runs.
@@ -88,6 +99,20 @@ export interface Backend {
   withConstantOperands?<T>(operands: Iterable<Float32Array>, fn: () => T): T;
   /** Releases worker threads, if any. Safe to call more than once. */
   dispose(): void;
+}
+
+/** Geometry of one Backend.prefixAttentionRows call. */
+export interface PrefixAttentionDims {
+  rows: number;
+  Hq: number;
+  Hkv: number;
+  D: number;
+  L: number;
+  S: number;
+  promptCapacity: number;
+  ownCapacity: number;
+  firstVisible: number;
+  scale: number;
 }
 
 /** The scalars of one AdamW step, shared by every parameter of that step. */

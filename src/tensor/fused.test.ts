@@ -82,8 +82,10 @@ for (const { name, backend } of backendsUnderTest()) {
       { label: 'GQA, ragged prompts', Hq: 4, Hkv: 2, lengths: [2, 6, 3], groups: [1, 3, 2], generated: 4, window: undefined },
       { label: 'first step (no generated keys yet besides this one)', Hq: 4, Hkv: 1, lengths: [5], groups: [4], generated: 1, window: undefined },
       { label: 'sliding window cutting into the prompt', Hq: 2, Hkv: 1, lengths: [7, 3], groups: [2, 2], generated: 3, window: 4 },
-    ])('prefixAttention equals causalAttention over [prompt, generated] keys: $label', ({ Hq, Hkv, lengths, groups, generated, window }) => {
-      const D = 4;
+      // Head dims off the vector width, and more keys than the native kernel keeps on its stack (1024).
+      { label: 'head dim 20, 1100-key prompt', Hq: 2, Hkv: 1, lengths: [1100, 17], groups: [2, 1], generated: 2, window: undefined, D: 20 },
+      { label: 'head dim 64, window inside the generated keys', Hq: 4, Hkv: 4, lengths: [40], groups: [3], generated: 9, window: 5, D: 64 },
+    ])('prefixAttention equals causalAttention over [prompt, generated] keys: $label', ({ Hq, Hkv, lengths, groups, generated, window, D = 4 }) => {
       const rowPrefix = Int32Array.from(groups.flatMap((count, p) => new Array<number>(count).fill(p)));
       const B = rowPrefix.length;
       const promptKeys = lengths.map((L) => normal([1, Hkv, L, D]));

@@ -9,7 +9,8 @@
  * Is not: differentiable (generation runs without a graph; it refuses inputs that need gradients),
  * or a general attention: one query per row (T = 1), all keys in the past. The softmax runs over the
  * concatenated scores [prompt keys, generated keys], so the result is causalAttention's over the
- * concatenated cache up to float rounding of the split P·V sum.
+ * concatenated cache up to float rounding of the split P·V sum. A backend with prefixAttentionRows
+ * (native) runs the whole of it per group in one fused kernel; the loops here are its spec.
  */
 import { isGradEnabled } from './autograd.js';
 import { getBackend } from './backends/select.js';
@@ -44,6 +45,7 @@ export function prefixAttention(q: Tensor, keys: Tensor, values: Tensor, S: numb
   }
   const rep = Hq / Hkv;
   const backend = getBackend();
+  if (backend.prefixAttentionRows) return prefixAttentionKernel(q, keys, values, S, prefix);
   const ownScores = new Float32Array(B * Hq * S); // [B, Hkv, rep, S]
   if (S > 0) {
     backend.matmul(q.data, keys.data, ownScores, { batch: B * Hkv, M: rep, K: D, N: S, transposeA: false, transposeB: true, aBatchStride: rep * D, bBatchStride: capacity * D, accumulate: false });
@@ -60,6 +62,34 @@ export function prefixAttention(q: Tensor, keys: Tensor, values: Tensor, S: numb
     const ownOutput = new Float32Array(B * Hq * D);
     backend.matmul(ownScores, values.data, ownOutput, { batch: B * Hkv, M: rep, K: S, N: D, transposeA: false, transposeB: false, aBatchStride: rep * S, bBatchStride: capacity * D, accumulate: false });
     for (let i = 0; i < output.length; i++) output[i] += ownOutput[i];
+  }
+  return new Tensor(output, [B, Hq, 1, D]);
+}
+
+/** The same through the backend's fused kernel, one call per prompt group. */
+function prefixAttentionKernel(q: Tensor, keys: Tensor, values: Tensor, S: number, prefix: SharedPrefix): Tensor {
+  const [B, Hq, , D] = q.shape;
+  const [, Hkv, ownCapacity] = keys.shape;
+  const output = new Float32Array(B * Hq * D);
+  const queryRow = Hq * D;
+  const cacheRow = Hkv * ownCapacity * D;
+  for (let start = 0; start < B;) {
+    const p = prefix.rowPrefix[start];
+    let end = start + 1;
+    while (end < B && prefix.rowPrefix[end] === p) end++;
+    const L = prefix.lengths[p];
+    const promptKeys = prefix.keys[p];
+    const promptCapacity = promptKeys.shape[2];
+    if (promptKeys.shape[1] !== Hkv || promptKeys.shape[3] !== D || L > promptCapacity) {
+      throw new Error(`prefixAttention: prompt ${p} keys ${formatShape(promptKeys.shape)} (${L} used) do not fit ${Hkv} heads of ${D}`);
+    }
+    getBackend().prefixAttentionRows!(
+      q.data.subarray(start * queryRow, end * queryRow), promptKeys.data, prefix.values[p].data,
+      keys.data.subarray(start * cacheRow, end * cacheRow), values.data.subarray(start * cacheRow, end * cacheRow),
+      output.subarray(start * queryRow, end * queryRow),
+      { rows: end - start, Hq, Hkv, D, L, S, promptCapacity, ownCapacity, firstVisible: prefix.window === undefined ? 0 : L + S - prefix.window, scale: 1 / Math.sqrt(D) },
+    );
+    start = end;
   }
   return new Tensor(output, [B, Hq, 1, D]);
 }

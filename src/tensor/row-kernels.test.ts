@@ -5,7 +5,7 @@
  * Stated tolerances: the float32 exp within 2 ulp of Math.exp (rounded to float32); SwiGLU (forward
  * and gradients) and AdamW bit for bit; RMSNorm within 4 ulp-ish relative (2e-6 relative to the row's
  * scale); logSoftmaxGather logprobs within 2e-6 absolute, gradients within 1e-7 absolute (softmax
- * entries); entropy within 2e-6 absolute. NaN stays NaN and ±Infinity stays ±Infinity as in JS.
+ * entries); entropy within 2e-6 absolute; prefix attention within 1e-5 absolute. NaN stays NaN and ±Infinity stays ±Infinity as in JS.
  * Sizes are odd (vector tails) and large enough to be split over 2 threads. Every instruction set this
  * CPU supports (AVX-512, AVX2, portable) is checked, each being a separate build of the same source.
  * Is not: the PyTorch parity (src/model/transformer.test.ts) or gradient checks (fused.test.ts).
@@ -17,6 +17,7 @@ import { loadNativeBackend, nativeAddonStatus, nativeExp } from './backends/nati
 import { createBackend, getBackend, setBackend } from './backends/select.js';
 import { rmsNorm, swiglu } from './fused.js';
 import { entropyFromLogits, logSoftmaxGather } from './fused-vocabulary.js';
+import { prefixAttention } from './prefix-attention.js';
 import { noGrad } from './autograd.js';
 import { Random, randomNormal } from './random.js';
 import { parameter, Tensor } from './tensor.js';
@@ -197,6 +198,27 @@ for (const isa of status.isas) {
         return [weights.data, norm.data, state.moments.w.first, state.moments.w.second, state.moments.n.second];
       });
       spec.forEach((expected, i) => expectSameBits(kernel[i], expected, `array ${i}`));
+    });
+
+    it('prefix attention matches the JS loops within 1e-5 (GQA, head dim off the vector width, window, ragged prompts)', () => {
+      for (const [Hq, Hkv, D, window] of [[4, 2, 20, undefined], [8, 8, 64, 30], [2, 1, 7, 3]] as const) {
+        const lengths = [37, 5];
+        const rowPrefix = Int32Array.of(0, 0, 0, 1, 1);
+        const B = rowPrefix.length;
+        const S = 11;
+        const capacity = S + 3;
+        const random = new Random(D);
+        const prompts = lengths.map((L) => ({
+          keys: randomNormal([1, Hkv, L + 2, D], random, 1),
+          values: randomNormal([1, Hkv, L + 2, D], random, 1),
+        }));
+        const keys = randomNormal([B, Hkv, capacity, D], random, 1);
+        const values = randomNormal([B, Hkv, capacity, D], random, 1);
+        const q = randomNormal([B, Hq, 1, D], random, 2);
+        const prefix = { keys: prompts.map((p) => p.keys), values: prompts.map((p) => p.values), lengths, rowPrefix, window };
+        const { spec, kernel } = onBoth(native, () => noGrad(() => prefixAttention(q, keys, values, S, prefix)).data);
+        expectClose(kernel, spec, () => 1e-5, `Hq ${Hq} Hkv ${Hkv} D ${D} window ${window}`);
+      }
     });
 
     it('the addon rejects arrays too short for the stated rows with an error naming the array', () => {

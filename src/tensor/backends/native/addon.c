@@ -343,6 +343,7 @@ NAPI_MODULE_INIT() {
       {"rmsNormBackward", NULL, rms_norm_backward_binding, NULL, NULL, NULL, napi_default, NULL},
       {"adamwUpdate", NULL, adamw_binding, NULL, NULL, NULL, napi_default, NULL},
       {"sampleRows", NULL, sample_rows_binding, NULL, NULL, NULL, napi_default, NULL},
+      {"prefixAttention", NULL, prefix_attention_binding, NULL, NULL, NULL, napi_default, NULL},
   };
   if (napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties) != napi_ok)
     return NULL;

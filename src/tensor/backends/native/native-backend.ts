@@ -1,7 +1,8 @@
 /**
  * The `native` backend: loads the N-API addon that node-gyp builds at install time (binding.gyp,
  * build/Release/grpo_native.node) and wraps its SGEMM (with packed copies of constant operands) and row
- * kernels (SwiGLU, RMSNorm, log-sum-exp rows, softmax gradient, AdamW, the sampler's draw; row-kernels.c)
+ * kernels (SwiGLU, RMSNorm, log-sum-exp rows, softmax gradient, AdamW, the sampler's draw, decode attention
+ * over a shared prompt; row-kernels.c)
  * behind the Backend interface.
  *
  * Is: finding and loading the addon once per process, option and argument checks with clear messages,
@@ -14,7 +15,7 @@ import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { AdamWStep, Backend, MatmulShape } from '../../backend.js';
+import type { AdamWStep, Backend, MatmulShape, PrefixAttentionDims } from '../../backend.js';
 
 /** Instruction-set paths the addon can run; `auto` picks the best one the CPU supports. */
 export type NativeIsa = 'auto' | 'avx512' | 'avx2' | 'generic';
@@ -73,6 +74,11 @@ interface Addon {
   rmsNormForward(handle: object, x: Float32Array, weight: Float32Array, rows: number, D: number, eps: number, out: Float32Array, inverseRms: Float32Array): void;
   rmsNormBackward(handle: object, x: Float32Array, weight: Float32Array, inverseRms: Float32Array, g: Float32Array, rows: number, D: number, gradX: Float32Array, gradWeight: Float32Array): void;
   sampleRows(handle: object, logits: Float32Array, rows: number, V: number, temperature: number, uniforms: Float64Array, ids: Int32Array, logprobs: Float64Array): void;
+  prefixAttention(
+    handle: object, q: Float32Array, promptKeys: Float32Array, promptValues: Float32Array, ownKeys: Float32Array,
+    ownValues: Float32Array, out: Float32Array, rows: number, Hq: number, Hkv: number, D: number, L: number, S: number,
+    promptCapacity: number, ownCapacity: number, firstVisible: number, scale: number,
+  ): void;
   adamwUpdate(handle: object, parameter: Float32Array, grad: Float32Array, first: Float32Array, second: Float32Array, beta1: number, beta2: number, epsilon: number, stepSize: number, biasCorrection2Sqrt: number, decayFactor: number): void;
 }
 
@@ -236,6 +242,12 @@ export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBac
     },
     sampleRows(logits, rows, V, temperature, uniforms, ids, logprobs) {
       addon.sampleRows(live('sampleRows'), logits, rows, V, temperature, uniforms, ids, logprobs);
+    },
+    prefixAttentionRows(q, promptKeys, promptValues, ownKeys, ownValues, out, d: PrefixAttentionDims) {
+      addon.prefixAttention(
+        live('prefixAttentionRows'), q, promptKeys, promptValues, ownKeys, ownValues, out, d.rows, d.Hq, d.Hkv, d.D,
+        d.L, d.S, d.promptCapacity, d.ownCapacity, Math.max(0, d.firstVisible), d.scale,
+      );
     },
     adamwUpdate(parameter, grad, first, second, step: AdamWStep) {
       addon.adamwUpdate(

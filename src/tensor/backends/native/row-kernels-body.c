@@ -6,7 +6,8 @@
  *
  * Is: SwiGLU (double, fdlibm exp, bit for bit the JS loop), float exp (Cephes, <= 2 ulp), log-sum-exp /
  * entropy / softmax-gradient rows, RMSNorm rows and AdamW (double, bit for bit the JS loop), and the
- * categorical draw of one token per row of logits (float exp, sums in double).
+ * categorical draw of one token per row of logits (float exp, sums in double), and decode attention over
+ * a prompt shared by a group of rows.
  * Is not: threading, dispatch or argument checks (row-kernels.c, row-kernels-addon.c).
  */
 #define LANES (RK_BYTES / 4)
@@ -43,6 +44,7 @@
 #define row_rms_norm_backward RK(row_rms_norm_backward)
 #define row_adamw RK(row_adamw)
 #define row_sample RK(row_sample)
+#define row_prefix_attention RK(row_prefix_attention)
 #define divide_v RK(divide_v)
 
 typedef float vf __attribute__((vector_size(RK_BYTES)));
@@ -408,9 +410,73 @@ RK_TARGET void row_sample(const float *logits, int64_t V, double temperature, co
   }
 }
 
+/*
+ * Decode attention of rows that share one prompt (tensor/prefix-attention.ts is the spec): for each work item
+ * w = b·Hq + h in [begin, end) (row b, query head h, key-value head g = h / (Hq/Hkv)), the query q[w·D..] is
+ * scored against the prompt's L keys (prompt_keys[g, s]) and then the row's own S keys (own_keys[b, g, s]):
+ * scale·q·k, keys at positions below first_visible masked (prompt key s sits at s, own key s at L + s), a
+ * softmax with float exp and a double sum, and out[w·D..] = Σ p·v over the same keys. All masked: zeros.
+ */
+RK_TARGET void row_prefix_attention(const attention_dims *d, const float *q, const float *prompt_keys,
+                                      const float *prompt_values, const float *own_keys, const float *own_values,
+                                      float *out, int64_t begin, int64_t end) {
+  const int64_t D = d->D, L = d->L, S = d->S, keys = L + S, rep = d->Hq / d->Hkv;
+  float stack_scores[1024];
+  float *scores = keys <= 1024 ? stack_scores : malloc((size_t)keys * sizeof(float));
+  for (int64_t w = begin; w < end; w++) {
+    float *o = out + w * D;
+    if (!scores) { /* no memory for a long row's scores: NaN, never a silent wrong answer */
+      for (int64_t i = 0; i < D; i++) o[i] = NAN;
+      continue;
+    }
+    const int64_t b = w / d->Hq, g = (w % d->Hq) / rep;
+    const float *query = q + w * D;
+    const float *key_rows[2] = {prompt_keys + g * d->prompt_capacity * D, own_keys + (b * d->Hkv + g) * d->own_capacity * D};
+    const float *value_rows[2] = {prompt_values + g * d->prompt_capacity * D, own_values + (b * d->Hkv + g) * d->own_capacity * D};
+    float row_max = -INFINITY;
+    for (int64_t s = 0; s < keys; s++) {
+      const float *k = s < L ? key_rows[0] + s * D : key_rows[1] + (s - L) * D;
+      vf acc = splat(0.0f);
+      for (int64_t i = 0; i < D; i += LANES) {
+        int64_t count = D - i < LANES ? D - i : LANES;
+        acc += (count == LANES ? load(query + i) : load_part(query + i, count, 0.0f)) *
+               (count == LANES ? load(k + i) : load_part(k + i, count, 0.0f));
+      }
+      float dot = 0.0f;
+      for (int i = 0; i < LANES; i++) dot += acc[i];
+      float score = s >= d->first_visible ? dot * d->scale : -INFINITY;
+      scores[s] = score;
+      if (score > row_max) row_max = score;
+    }
+    if (row_max == -INFINITY) {
+      for (int64_t i = 0; i < D; i++) o[i] = 0.0f;
+      continue;
+    }
+    vd totals = (vd){0};
+    for (int64_t s = 0; s < keys; s += LANES) {
+      int64_t count = keys - s < LANES ? keys - s : LANES;
+      vf e = exp_v((count == LANES ? load(scores + s) : load_part(scores + s, count, -INFINITY)) - row_max);
+      store_part(scores + s, e, count);
+      totals += widen_sum(e);
+    }
+    const float inverse = (float)(1.0 / lane_total(totals));
+    for (int64_t i = 0; i < D; i += LANES) {
+      int64_t count = D - i < LANES ? D - i : LANES;
+      vf acc = splat(0.0f);
+      for (int64_t s = 0; s < keys; s++) {
+        if (scores[s] == 0.0f) continue;
+        const float *v = (s < L ? value_rows[0] + s * D : value_rows[1] + (s - L) * D) + i;
+        acc += splat(scores[s]) * (count == LANES ? load(v) : load_part(v, count, 0.0f));
+      }
+      store_part(o + i, acc * inverse, count);
+    }
+  }
+  if (scores != stack_scores) free(scores);
+}
+
 static const row_kernel_set RK(row_kernels) = {
   RK_NAME, row_exp, row_swiglu_forward, row_swiglu_backward, row_log_sum_exp, row_softmax_grad,
-  row_rms_norm_forward, row_rms_norm_backward, row_adamw, row_sample,
+  row_rms_norm_forward, row_rms_norm_backward, row_adamw, row_sample, row_prefix_attention,
 };
 
 #undef LANES
@@ -447,4 +513,5 @@ static const row_kernel_set RK(row_kernels) = {
 #undef row_rms_norm_backward
 #undef row_adamw
 #undef row_sample
+#undef row_prefix_attention
 #undef divide_v
