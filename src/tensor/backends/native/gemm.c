@@ -229,15 +229,7 @@ static void compute_block(const gemm_context *ctx, workspace *space, const opera
     for (int64_t jr = 0; jr < nc; jr += nr) {
       int64_t cols = nc - jr < nr ? nc - jr : nr;
       const float *pb = packed_b + jr * kc;
-      /* The next panel, a share per row tile, so its lines arrive while this one is in use (a pre-packed B
-       * comes from L3 or memory, not from the L2 block pack_b just wrote). */
-      const char *next = jr + nr < nc ? (const char *)(pb + (int64_t)nr * kc) : NULL;
-      const int64_t lines = (int64_t)nr * kc * (int64_t)sizeof(float) / 64;
-      const int64_t per_tile = (lines + (mc + mr - 1) / mr - 1) / ((mc + mr - 1) / mr);
-      for (int64_t ir = 0, tile = 0; ir < mc; ir += mr, tile++) {
-        if (next)
-          for (int64_t line = tile * per_tile; line < (tile + 1) * per_tile && line < lines; line++)
-            __builtin_prefetch(next + line * 64, 0, 3);
+      for (int64_t ir = 0; ir < mc; ir += mr) {
         const float *pa = space->pack_a + ir * kc;
         int64_t rows = mc - ir < mr ? mc - ir : mr;
         float *c = op->c + (ic + ir) * N + jc + jr;

@@ -274,8 +274,8 @@ describe.skipIf(!status.available && !required)('native backend', () => {
     expectAgrees(first, value, scale, testCase.shape.K, testCase.label);
     const pause = new Int32Array(new SharedArrayBuffer(4));
     for (let call = 0; call < 60; call++) {
-      // Every 10th call waits 2 ms first: longer than the workers' spin, so they are asleep and get woken.
-      if (call % 10 === 0) Atomics.wait(pause, 0, 0, 2);
+      // Every 10th call waits 5 ms first: longer than the workers' spin (about 1 ms), so they are asleep and get woken.
+      if (call % 10 === 0) Atomics.wait(pause, 0, 0, 5);
       const out = new Float32Array(130 * 150).fill(NaN);
       backend!.matmul(testCase.a, testCase.b, out, testCase.shape);
       const differs = out.findIndex((x, i) => x !== first[i]); // bitwise: same partition, same order

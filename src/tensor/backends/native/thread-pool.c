@@ -10,8 +10,12 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-/* About 100 microseconds of pause instructions on a recent x86 core. */
-#define SPIN_LIMIT 2000
+/*
+ * About a millisecond of pause instructions on a recent x86 core: in a decode step the JavaScript between two
+ * products (rope, residuals, sampling) takes up to a few hundred microseconds, and waking a sleeping worker
+ * costs tens of microseconds in a VM, more than a 64-row product's share.
+ */
+#define SPIN_LIMIT 20000
 
 struct thread_pool {
   int threads;
