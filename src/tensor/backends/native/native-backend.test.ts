@@ -297,6 +297,15 @@ describe.skipIf(!status.available && !required)('native backend', () => {
     expect(() => backend!.matmul(notFloats, b, new Float32Array(24), shape)).toThrow(/a must be a Float32Array/);
     expect(() => loadNativeBackend({ threads: 0 })).toThrow(/options.threads/);
     expect(() => loadNativeBackend({ isa: 'sse' as 'auto' })).toThrow(/options.isa/);
+    expect(() => loadNativeBackend({ packBudgetBytes: -1 })).toThrow(/options.packBudgetBytes/);
+    const saved = process.env.GRPO_NATIVE_PACK_MB;
+    process.env.GRPO_NATIVE_PACK_MB = 'lots';
+    try {
+      expect(() => loadNativeBackend()).toThrow(/GRPO_NATIVE_PACK_MB must be a non-negative number of MiB, got 'lots'/);
+    } finally {
+      if (saved === undefined) delete process.env.GRPO_NATIVE_PACK_MB;
+      else process.env.GRPO_NATIVE_PACK_MB = saved;
+    }
     backend!.dispose();
     backend!.dispose(); // safe twice
     expect(() => backend!.matmul(a, b, new Float32Array(24), shape)).toThrow(/after dispose/);
