@@ -3,9 +3,9 @@
  * min-p), the log-softmax of a row, and drawing an id from a row with a seeded generator.
  *
  * chooseTokens does many rows at once, in one backend call when the backend has a draw kernel and no
- * filter is on. Is not: caching or the decode loop (sampler.ts). Removed tokens are set to -Infinity; every transform
- * keeps at least the most likely token, so a row never becomes empty. Order, as in HF's
- * generate: temperature → top-k → top-p → min-p.
+ * filter is on. Is not: caching or the decode loop (sampler.ts). Removed tokens are set to -Infinity;
+ * every transform keeps at least the most likely token, so a row never becomes empty. Order, as in
+ * HF's generate: temperature → top-k → top-p → min-p.
  */
 import { getBackend, type Random } from '../tensor/index.js';
 

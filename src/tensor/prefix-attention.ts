@@ -51,13 +51,7 @@ export function prefixAttention(q: Tensor, keys: Tensor, values: Tensor, S: numb
     backend.matmul(q.data, keys.data, ownScores, { batch: B * Hkv, M: rep, K: D, N: S, transposeA: false, transposeB: true, aBatchStride: rep * D, bBatchStride: capacity * D, accumulate: false });
   }
   const output = new Float32Array(B * Hq * D); // [B, Hq, 1, D]
-  for (let start = 0; start < B;) {
-    const p = prefix.rowPrefix[start];
-    let end = start + 1;
-    while (end < B && prefix.rowPrefix[end] === p) end++;
-    groupAttention(q.data, ownScores, output, prefix, p, start, end - start, { Hkv, rep, D, S });
-    start = end;
-  }
+  forEachGroup(prefix.rowPrefix, (p, start, end) => groupAttention(q.data, ownScores, output, prefix, p, start, end - start, { Hkv, rep, D, S }));
   if (S > 0) {
     const ownOutput = new Float32Array(B * Hq * D);
     backend.matmul(ownScores, values.data, ownOutput, { batch: B * Hkv, M: rep, K: S, N: D, transposeA: false, transposeB: false, aBatchStride: rep * S, bBatchStride: capacity * D, accumulate: false });
@@ -73,25 +67,37 @@ function prefixAttentionKernel(q: Tensor, keys: Tensor, values: Tensor, S: numbe
   const output = new Float32Array(B * Hq * D);
   const queryRow = Hq * D;
   const cacheRow = Hkv * ownCapacity * D;
-  for (let start = 0; start < B;) {
-    const p = prefix.rowPrefix[start];
-    let end = start + 1;
-    while (end < B && prefix.rowPrefix[end] === p) end++;
-    const L = prefix.lengths[p];
-    const promptKeys = prefix.keys[p];
-    const promptCapacity = promptKeys.shape[2];
-    if (promptKeys.shape[1] !== Hkv || promptKeys.shape[3] !== D || L > promptCapacity) {
-      throw new Error(`prefixAttention: prompt ${p} keys ${formatShape(promptKeys.shape)} (${L} used) do not fit ${Hkv} heads of ${D}`);
-    }
+  forEachGroup(prefix.rowPrefix, (p, start, end) => {
+    const { L, promptKeys, promptCapacity } = promptOf(prefix, p, Hkv, D);
     getBackend().prefixAttentionRows!(
       q.data.subarray(start * queryRow, end * queryRow), promptKeys.data, prefix.values[p].data,
       keys.data.subarray(start * cacheRow, end * cacheRow), values.data.subarray(start * cacheRow, end * cacheRow),
       output.subarray(start * queryRow, end * queryRow),
       { rows: end - start, Hq, Hkv, D, L, S, promptCapacity, ownCapacity, firstVisible: prefix.window === undefined ? 0 : L + S - prefix.window, scale: 1 / Math.sqrt(D) },
     );
+  });
+  return new Tensor(output, [B, Hq, 1, D]);
+}
+
+/** Calls fn(prompt, start, end) for each run of rows [start, end) that continue the same prompt. */
+function forEachGroup(rowPrefix: Int32Array, fn: (prompt: number, start: number, end: number) => void): void {
+  for (let start = 0; start < rowPrefix.length;) {
+    let end = start + 1;
+    while (end < rowPrefix.length && rowPrefix[end] === rowPrefix[start]) end++;
+    fn(rowPrefix[start], start, end);
     start = end;
   }
-  return new Tensor(output, [B, Hq, 1, D]);
+}
+
+/** Prompt p's keys and used length, checked against the rows' heads and head dim. */
+function promptOf(prefix: SharedPrefix, p: number, Hkv: number, D: number): { L: number; promptKeys: Tensor; promptCapacity: number } {
+  const L = prefix.lengths[p];
+  const promptKeys = prefix.keys[p];
+  const promptCapacity = promptKeys.shape[2];
+  if (promptKeys.shape[1] !== Hkv || promptKeys.shape[3] !== D || L > promptCapacity) {
+    throw new Error(`prefixAttention: prompt ${p} keys ${formatShape(promptKeys.shape)} (${L} used) do not fit ${Hkv} heads of ${D}`);
+  }
+  return { L, promptKeys, promptCapacity };
 }
 
 interface Sizes {
@@ -108,12 +114,7 @@ interface Sizes {
  */
 function groupAttention(q: Float32Array, ownScores: Float32Array, output: Float32Array, prefix: SharedPrefix, p: number, start: number, count: number, sizes: Sizes): void {
   const { Hkv, rep, D, S } = sizes;
-  const L = prefix.lengths[p];
-  const promptKeys = prefix.keys[p];
-  const promptCapacity = promptKeys.shape[2];
-  if (promptKeys.shape[1] !== Hkv || promptKeys.shape[3] !== D || L > promptCapacity) {
-    throw new Error(`prefixAttention: prompt ${p} keys ${formatShape(promptKeys.shape)} (${L} used) do not fit ${Hkv} heads of ${D}`);
-  }
+  const { L, promptKeys, promptCapacity } = promptOf(prefix, p, Hkv, D);
   const rows = count * rep; // query rows per key-value head
   // Queries of the group regrouped by key-value head: [Hkv, count, rep, D].
   const grouped = new Float32Array(Hkv * rows * D);

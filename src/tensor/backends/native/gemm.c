@@ -426,10 +426,6 @@ void gemm_packed_destroy(gemm_packed *packed) {
   free(packed);
 }
 
-int64_t gemm_packed_bytes(const gemm_packed *packed) {
-  return packed->K * packed->n_padded * (int64_t)sizeof(float);
-}
-
 void gemm_packed_shape(const gemm_packed *packed, int64_t *K, int64_t *N) {
   *K = packed->K;
   *N = packed->N;

@@ -89,7 +89,6 @@ typedef struct gemm_packed gemm_packed;
 /* NULL when out of memory. */
 gemm_packed *gemm_pack(const gemm_context *ctx, const float *b, int64_t K, int64_t N, int transpose_b);
 void gemm_packed_destroy(gemm_packed *packed);
-int64_t gemm_packed_bytes(const gemm_packed *packed);
 void gemm_packed_shape(const gemm_packed *packed, int64_t *K, int64_t *N);
 /* The most rows gemm_run_packed takes (one A block); larger products use gemm_run. */
 int gemm_packed_max_rows(const gemm_context *ctx);
