@@ -27,7 +27,8 @@ import { AdamW } from '../src/nn/index.js';
 import { generate } from '../src/sampling/sampler.js';
 import { getBackend, Random, setBackend } from '../src/tensor/index.js';
 import { trainerConfigSchema } from '../src/trainer/config.js';
-import { optimizedParameters, policyStep, type TrainingSample } from '../src/trainer/optimize.js';
+import { optimizedParameters, policyStep, stepSettingsOf, type TrainingSample } from '../src/trainer/optimize.js';
+import { bindAlgorithm } from '../src/trainer/algorithm.js';
 import { RANDOM_25M_SHAPE } from './generate.js';
 import { readFlags } from './_flags.js';
 
@@ -82,10 +83,11 @@ function grpoStep(model: Transformer, optimizer: AdamW, stepCase: StepCase, seed
   start = performance.now();
   const rewards = completions.map((c) => c.ids.filter((id) => id % 2 === 0).length / Math.max(1, c.ids.length));
   const { advantages } = advantageEstimators.get('grpo')({ rewards, groupSizes: stepCase.groupSize });
-  const samples: TrainingSample[] = completions.map((c, i) => ({ promptIds: prompts[c.promptIndex], completionIds: c.ids, oldLogprobs: c.logprobs, advantage: advantages[i] }));
+  const samples: TrainingSample[] = completions.map((c, i) => ({ promptIds: prompts[c.promptIndex], completionIds: c.ids, oldLogprobs: c.logprobs, advantage: advantages[i], group: c.promptIndex }));
   const rewardSeconds = (performance.now() - start) / 1000;
   start = performance.now();
-  const outcome = policyStep(config, model, optimizer, samples);
+  const bound = bindAlgorithm(config, { sampleRows: [], rolloutProvides: [] });
+  const outcome = policyStep(bound, stepSettingsOf(config), model, optimizer, samples);
   const trainSeconds = (performance.now() - start) / 1000;
   const rolloutTokens = completions.reduce((total, c) => total + c.ids.length, 0);
   const trainTokens = samples.reduce((total, s) => total + s.promptIds.length + s.completionIds.length, 0);

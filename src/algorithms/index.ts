@@ -17,7 +17,9 @@ import { type KlEstimatorFn, klK1, klK2, klK3 } from './kl.js';
 import { type PolicyLossFn } from './policy-losses-common.js';
 import { cispoLoss, dispoLoss, gtpoLoss, ppoClipLoss, reinforceLoss } from './policy-losses.js';
 import { gspoLoss, gspoTokenLoss, realLoss } from './policy-losses-sequence.js';
-import { type Registry, type RegistryEntryInfo, createRegistry } from './registry.js';
+import { type AlgorithmNeed, type Registry, type RegistryEntryInfo, createRegistry } from './registry.js';
+import { advantageOptionSchemas, groupFilterOptionSchemas, lossOptionSchemas, promptSelectorOptionSchemas } from './option-schemas.js';
+import type { ZodType } from 'zod';
 
 export * from './registry.js';
 export * from './advantages-groups.js';
@@ -32,12 +34,16 @@ export * from './policy-losses-common.js';
 export * from './policy-losses.js';
 export * from './policy-losses-sequence.js';
 export * from './policy-losses-gtpo.js';
+export * from './option-schemas.js';
 
-type Builtins<Fn> = [name: string, fn: Fn, description: string, citation: string][];
+type Builtins<Fn> = [name: string, fn: Fn, description: string, citation: string, needs?: AlgorithmNeed[]][];
 
-function filled<Fn>(kind: string, builtins: Builtins<Fn>): Registry<Fn> {
+/** A registry filled with built-ins, each with its option schema (by name) and declared needs. */
+function filled<Fn>(kind: string, builtins: Builtins<Fn>, optionSchemas: Record<string, ZodType>): Registry<Fn> {
   const registry = createRegistry<Fn>(kind);
-  for (const [name, fn, description, citation] of builtins) registry.register(name, fn, { description, citation });
+  for (const [name, fn, description, citation, needs] of builtins) {
+    registry.register(name, fn, { description, citation, options: optionSchemas[name], needs: needs ?? [] });
+  }
   return registry;
 }
 
@@ -50,12 +56,12 @@ export const advantageEstimators = filled<AdvantageFn>('advantage estimator', [
   ['mc-grpo', mcGrpoAdvantage, '(r − median_g)/(MAD_g + 1e-3), the median (pivot) rollout dropped; draw G+1', 'MC-GRPO (#29), lotusroot-kim/MC-GRPO'],
   ['ngrpo', ngrpoAdvantage, 'z-score over the group plus one virtual max-reward sample (all-wrong groups learn)', 'NGRPO (#238), nangongrui-ngr/NGRPO'],
   ['gdpo', gdpoAdvantage, 'z-score each reward per group, weighted sum, z-score over the batch (ε = 1e-4)', 'GDPO (#189), NVlabs/GDPO'],
-  ['stratified', stratifiedAdvantage, 'α·(z-score within stratum) + (1−α)·(group z-score); α required', 'Stratified GRPO (#27), arXiv 2510.06214'],
-  ['seed-grpo', seedGrpoAdvantage, '(r − mean_g)·(1 − α·SE/log G), SE = semantic entropy of answer clusters; α required', 'SEED-GRPO (#215), arXiv 2505.12346'],
-  ['s-grpo', serialGroupAdvantage, 'serial early-exit group: r_k = 1/2^(n_k−1) if correct, A = r − mean', 'S-GRPO (#25), arXiv 2505.07686'],
+  ['stratified', stratifiedAdvantage, 'α·(z-score within stratum) + (1−α)·(group z-score); α and strataFrom required', 'Stratified GRPO (#27), arXiv 2510.06214', ['strata']],
+  ['seed-grpo', seedGrpoAdvantage, '(r − mean_g)·(1 − α·SE/log G), SE = semantic entropy of answer clusters; α required', 'SEED-GRPO (#215), arXiv 2505.12346', ['clusters']],
+  ['s-grpo', serialGroupAdvantage, 'serial early-exit group: r_k = 1/2^(n_k−1) if correct, A = r − mean; needs a serial-exit rollout', 'S-GRPO (#25), arXiv 2505.07686', ['serialRollout']],
   ['tree', treeAdvantage, 'token-level (V(s) − V(root) + V(s) − V(parent))/√leaves over the prefix tree', 'TreeRL, arXiv 2506.11902'],
-  ['single-stream', singleStreamAdvantage, 'r − v(q) with a persistent per-prompt value, z-scored over the batch', 'SPO: Single-stream Policy Optimization (#252)'],
-]);
+  ['single-stream', singleStreamAdvantage, 'r − v(q) with a persistent, KL-adaptive per-prompt value, z-scored over the batch', 'SPO: Single-stream Policy Optimization (#252), arXiv 2509.13232', ['baselines']],
+], advantageOptionSchemas);
 
 /** Policy losses by name (ALGORITHMS.md §2). */
 export const policyLosses = filled<PolicyLossFn>('policy loss', [
@@ -64,10 +70,10 @@ export const policyLosses = filled<PolicyLossFn>('policy loss', [
   ['dispo', dispoLoss, 'CISPO-style weight with separate bounds for A>0 and A<0, optional mask outside', 'DISPO (#229), from the abstract'],
   ['gspo', gspoLoss, 'sequence ratio exp(mean_t log-ratio), clipped per sequence (ε 3e-4/4e-4)', 'GSPO (Qwen 2025); TRL importance_sampling_level="sequence"'],
   ['gspo-token', gspoTokenLoss, 'GSPO ratio with per-token advantages: sg(s)·π/sg(π)', 'GSPO (Qwen 2025); TRL "sequence_token"'],
-  ['real', realLoss, 'rewards as labels: log(1+Σ_pos e^{−s̄/τ}) + log(1+Σ_neg e^{s̄/τ}) per group, τ = 0.5', 'REAL (#244); ms-swift REAL doc'],
+  ['real', realLoss, 'rewards as labels: log(1+Σ_pos e^{−s̄/τ}) + log(1+Σ_neg e^{s̄/τ}) per group, τ = 0.5; whole groups per micro-batch', 'REAL (#244); ms-swift REAL doc', ['wholeGroups']],
   ['reinforce', reinforceLoss, 'on-policy −exp(logπ − sg(logπ))·A, no ratio to π_old, no clip', 'Williams 1992 (REINFORCE with a group baseline)'],
-  ['gtpo', gtpoLoss, 'on-policy −Σ_t ρAδ/|o| with conflict-token weights δ (gtpoTokenWeights)', 'GTPO (#197), winstonsmith1897/GTPO'],
-]);
+  ['gtpo', gtpoLoss, 'on-policy −Σ_t ρAδ/|o|: conflict-token weights δ from the group, entropy filter on A', 'GTPO (#197), winstonsmith1897/GTPO', ['groupTokenWeights']],
+], lossOptionSchemas);
 
 /** Loss aggregation modes by name (ALGORITHMS.md §3). */
 export const lossAggregations = filled<AggregationFn>('loss aggregation', [
@@ -75,36 +81,35 @@ export const lossAggregations = filled<AggregationFn>('loss aggregation', [
   ['seq-mean-token-mean', seqMeanTokenMeanWeights, '(1/N) Σ_i (1/T_i) Σ_t L', 'GRPO (DeepSeekMath)'],
   ['seq-mean-token-sum', seqMeanTokenSumWeights, '(1/N) Σ_i Σ_t L', 'verl agg_loss option'],
   ['seq-mean-token-sum-norm', seqMeanTokenSumNormWeights, 'Σ L / (N·L_max), a constant normaliser', 'Dr. GRPO, arXiv 2503.20783'],
-]);
+], {});
 
 /** KL estimators by name (ALGORITHMS.md §4). */
 export const klEstimators = filled<KlEstimatorFn>('KL estimator', [
   ['k1', klK1, 'log π − log π_ref (unbiased, can be negative; the KL-in-reward default)', 'Schulman 2020, "Approximating KL Divergence"'],
   ['k2', klK2, '½ (log π_ref − log π)² (biased, low variance)', 'Schulman 2020, "Approximating KL Divergence"'],
   ['k3', klK3, '(r − 1) − log r, r = π_ref/π (unbiased, ≥ 0; GRPO)', 'Schulman 2020; DeepSeekMath'],
-]);
+], {});
 
 /** Group filters by name (ALGORITHMS.md §6.1–§6.2). */
 export const groupFilters = filled<GroupFilterFn>('group filter', [
   ['dynamic-sampling', dropZeroVarianceGroups, 'drop groups whose rewards all agree (refill with refillKeptGroups)', 'DAPO dynamic sampling, arXiv 2503.14476'],
   ['drop-all-correct', dropAllCorrectGroups, 'drop only all-correct groups (all-wrong ones stay for NGRPO)', 'NGRPO (#238) filter_groups.strategy=all_correct'],
   ['mask-truncated', maskTruncatedCompletions, 'completions cut at max length leave the loss', 'TRL mask_truncated_completions; DAPO overlong filtering'],
-]);
+], groupFilterOptionSchemas);
 
 /** Prompt selectors by name (ALGORITHMS.md §6.3–§6.4). */
 export const promptSelectors = filled<PromptSelectorFn>('prompt selector', [
   ['knapsack', knapsackAllocation, 'rollouts per prompt maximising Σ P_nz(N,p)·p(1−p)² under a budget (exact DP)', 'Knapsack RL (#258), arXiv 2509.25849'],
   ['vade', vadeSelection, 'top-k prompts by p̃(1−p̃), p̃ ~ Beta posterior (Thompson) or its mean', 'VADE (#262), from the abstract'],
-]);
+], promptSelectorOptionSchemas);
 
-/** Parts that are options of every loss or reward-side helpers rather than registry members, for `grpo list`. */
+/** Options of the step rather than registry members, by the config field that selects them, for `grpo list`. */
 export const algorithmOptions: (RegistryEntryInfo & { name: string })[] = [
-  { name: 'mismatchCorrection', description: 'TIS (min(ratio, C)) or MIS (drop past C) on π_old/π_rollout, per token or per sequence', citation: 'TRL vLLM importance-sampling correction' },
-  { name: 'topEntropyQuantile', description: 'keep only tokens in the top entropy quantile (e.g. 0.2) in the loss', citation: '"Beyond the 80/20 Rule"; TRL top_entropy_quantile' },
-  { name: 'klCoefficient', description: 'β·KL per token in the loss (k1/k2/k3, optional off-policy correction)', citation: 'DeepSeekMath; DeepSeek-V3.2 unbiased KL' },
-  { name: 'klPenalizedRewards', description: 'KL in the reward: r − β·Σ_t k1', citation: 'RLOO / PPO (kl_in_reward)' },
-  { name: 'softOverlongPunishment', description: 'length penalty ramping 0 → −1 over the last L_cache tokens before L_max', citation: 'DAPO Eq. 13; TRL get_soft_overlong_punishment' },
-  { name: 'gtpoTokenWeights', description: 'conflict-token weights (2 for positive, 0 for negative completions) and entropy filter', citation: 'GTPO (#197)' },
+  { name: 'algorithm.mismatchCorrection', description: 'TIS (min(ratio, C)) or MIS (drop past C) on π_old/π_rollout; the trainer recomputes π_old', citation: 'TRL vLLM importance-sampling correction' },
+  { name: 'lossOptions.topEntropyQuantile', description: 'keep only tokens in the top entropy quantile (e.g. 0.2) in the loss', citation: '"Beyond the 80/20 Rule"; TRL top_entropy_quantile' },
+  { name: 'algorithm.klCoefficient', description: 'β·KL per token in the loss (klPlacement loss) or r − β·Σ_t k1 (klPlacement reward)', citation: 'DeepSeekMath; RLOO / PPO kl_in_reward' },
+  { name: 'lossOptions.klOffPolicyCorrection', description: 'multiply the KL term by π_θ/π_old', citation: 'DeepSeek-V3.2 unbiased KL' },
+  { name: 'algorithm.entropyCoefficient', description: 'entropy bonus: −λ_H·H_t per token, aggregated like the policy loss', citation: 'One-shot RLVR (#60)' },
 ];
 
 /** Every registry, in the order `grpo list` prints them. */

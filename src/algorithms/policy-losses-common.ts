@@ -77,6 +77,12 @@ export interface PolicyLossOptions extends AggregationOptions {
   mismatchCorrection?: MismatchCorrection;
   /** Keep only tokens in the top quantile of entropy (e.g. 0.2); needs input.entropies. */
   topEntropyQuantile?: number;
+  /** REAL: labelled groups in the whole accumulated batch (default: those of this call), so micro-batches sum to the batch loss. */
+  globalGroupCount?: number;
+  /** GTPO entropy filter: completions whose mean token entropy exceeds this get A = 0 (default 0.7). */
+  entropyThreshold?: number;
+  /** GTPO entropy filter: otherwise A ← A − entropyCoefficient·H (default 0.1). */
+  entropyCoefficient?: number;
 }
 
 /** What every policy loss returns. */

@@ -128,7 +128,7 @@ export function realLoss(input: PolicyLossInput, options: PolicyLossOptions = {}
     logOnePlusSumExp(mul(meanLogRatio, 1 / temperature), negative, G, B),
   ); // [G]
   const labelled = Float32Array.from({ length: G }, (_, g) => (positive.subarray(g * B, (g + 1) * B).some((v) => v) || negative.subarray(g * B, (g + 1) * B).some((v) => v) ? 1 : 0));
-  const groupCount = Math.max(labelled.reduce((a, b) => a + b, 0), 1);
+  const groupCount = Math.max(options.globalGroupCount ?? labelled.reduce((a, b) => a + b, 0), 1);
   const loss = div(sum(mul(perGroup, tensor(labelled, [G]))), groupCount);
   return { loss, metrics: { ...ratioMetrics(logRatioOf(prepared).data, prepared.mask), policyLoss: loss.item(), labelledGroups: groupCount } };
 }

@@ -9,6 +9,7 @@
  */
 import { type Tensor, clamp, exp, less, minimum, mul, neg, sub, tensor, where } from '../tensor/index.js';
 import { seqMeanTokenMeanWeights, tokenMeanWeights } from './aggregate.js';
+import { gtpoEntropyFilter } from './policy-losses-gtpo.js';
 import {
   type PolicyLossInput, type PolicyLossOptions, type PolicyLossResult, type PreparedLossInput,
   finishPolicyLoss, logRatioOf, prepareLossInput, ratioMetrics,
@@ -154,11 +155,31 @@ export function reinforceLoss(input: PolicyLossInput, options: PolicyLossOptions
 
 /**
  * GTPO loss: −Σ_t ρ·A·δ_t/|o| with ρ = exp(logπ − sg(logπ)) (on-policy, no clipping, no KL),
- * δ = input.tokenWeights from `gtpoTokenWeights`, A after `gtpoEntropyFilter`; default aggregation
+ * δ = input.tokenWeights from `gtpoTokenWeights`; when input.entropies is given, A is first passed
+ * through `gtpoEntropyFilter` with each completion's mean token entropy (A = 0 above
+ * options.entropyThreshold 0.7, else A − options.entropyCoefficient 0.1·H); default aggregation
  * seq-mean-token-mean. GTPO (#197; code winstonsmith1897/GTPO gtpo_training.py).
  */
 export function gtpoLoss(input: PolicyLossInput, options: PolicyLossOptions = {}): PolicyLossResult {
   const prepared = prepareLossInput(input);
-  const surrogate = neg(mul(onPolicyRatio(prepared.logprobs), prepared.advantages));
-  return finishPolicyLoss(prepared, input, options, surrogate, seqMeanTokenMeanWeights, ratioMetrics(logRatioOf(prepared).data, prepared.mask));
+  const metrics = ratioMetrics(logRatioOf(prepared).data, prepared.mask);
+  let advantages = prepared.advantages;
+  if (input.entropies !== undefined) {
+    // The entropy filter acts on each completion's advantage, from its mean token entropy H_i.
+    if (!prepared.perSequenceAdvantages) throw new Error('The gtpo entropy filter needs per-sequence advantages.');
+    const { B, T, mask } = prepared;
+    const meanEntropies = new Float32Array(B);
+    const sequenceAdvantages = new Float32Array(B);
+    for (let b = 0; b < B; b++) {
+      let total = 0;
+      let count = 0;
+      for (let t = 0; t < T; t++) if (mask[b * T + t]) { total += input.entropies[b * T + t]; count++; sequenceAdvantages[b] = prepared.advantages.data[b * T + t]; }
+      meanEntropies[b] = count > 0 ? total / count : 0;
+    }
+    const filtered = gtpoEntropyFilter(sequenceAdvantages, meanEntropies, { threshold: options.entropyThreshold, coefficient: options.entropyCoefficient });
+    metrics.entropyFilteredFraction = meanEntropies.filter((h) => h > (options.entropyThreshold ?? 0.7)).length / Math.max(1, B);
+    advantages = tensor(Float32Array.from({ length: B * T }, (_, i) => (mask[i] ? filtered[Math.floor(i / T)] : 0)), [B, T]);
+  }
+  const surrogate = neg(mul(onPolicyRatio(prepared.logprobs), advantages));
+  return finishPolicyLoss(prepared, input, options, surrogate, seqMeanTokenMeanWeights, metrics);
 }

@@ -7,6 +7,7 @@
  * Is not: a plugin loader — nothing registers itself through a side-effect import; the modules of
  * this folder register their built-ins explicitly in index.ts.
  */
+import type { ZodType } from 'zod';
 
 /** Metadata printed by `grpo list` next to each registered name. */
 export interface RegistryEntryInfo {
@@ -14,7 +15,24 @@ export interface RegistryEntryInfo {
   description: string;
   /** Paper or reference implementation the formula comes from. */
   citation: string;
+  /** The options a config may give this part (a strict zod object); absent = none. */
+  options?: ZodType;
+  /** What the part needs from the data, the rollout or the trainer beyond the common inputs. */
+  needs?: readonly AlgorithmNeed[];
 }
+
+/**
+ * What a part can need besides rewards, logprobs and masks. The trainer supplies each one (or
+ * refuses the config before any compute, naming the part and what is missing):
+ * - `strata`: a stratum key per sample (a dataset column or a rollout statistic, `strataFrom`);
+ * - `clusters`: a semantic cluster id per sample (equivalent final answers);
+ * - `baselines`: a persistent per-prompt value, kept in trainer state and checkpoints;
+ * - `wholeGroups`: every micro-batch holds whole groups, with their sizes;
+ * - `groupTokenWeights`: per-token weights computed from the whole group before micro-batching;
+ * - `serialRollout`: a group's samples are serial early exits of one chain of thought (the rollout
+ *   must say it provides `serialExits`).
+ */
+export type AlgorithmNeed = 'strata' | 'clusters' | 'baselines' | 'wholeGroups' | 'groupTokenWeights' | 'serialRollout';
 
 /** One registered function with its name and metadata. */
 export interface RegistryEntry<Fn> extends RegistryEntryInfo {
@@ -64,7 +82,7 @@ export function createRegistry<Fn>(kind: string): Registry<Fn> {
         if (existing.fn === fn) return;
         throw new Error(`${kind} "${name}" is already registered to a different function.`);
       }
-      entries.set(name, { name, fn, description: info.description, citation: info.citation });
+      entries.set(name, { name, fn, ...info });
     },
     get(name) {
       const entry = entries.get(name);

@@ -72,6 +72,7 @@ for (const { name, backend } of backendsUnderTest()) {
       gradCheck((x) => T.logSumExp(x, -1), [normal([3, 6], 2)]);
       gradCheck((x) => T.logSoftmax(x, 0), [normal([4, 3], 2)]);
       gradCheck((x) => T.softmax(x, -1), [normal([2, 5], 2)]);
+      gradCheck((x) => T.entropy(x, -1), [normal([3, 5], 2)]);
     });
 
     it('reshape, permute, transpose, slice, concat', () => {

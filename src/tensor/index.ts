@@ -13,7 +13,7 @@ export {
   sum, max, reshape, permute, transpose, slice, concat, gather, indexSelect, embedding, broadcastTo,
   matmul, type MatmulOptions,
 } from './primitives.js';
-export { mean, logSumExp, logSoftmax, softmax, linear } from './ops.js';
+export { mean, logSumExp, logSoftmax, softmax, entropy, linear } from './ops.js';
 export { rmsNorm, rope, causalAttention, swiglu, type AttentionOptions } from './fused.js';
 export { logSoftmaxGather, crossEntropy, entropyFromLogits, type CrossEntropyOptions } from './fused-vocabulary.js';
 export { sizeOf, formatShape, type Shape } from './shape.js';

@@ -6,7 +6,7 @@
  * composite would materialise large intermediates (attention, RMSNorm, vocabulary-sized softmax).
  */
 import { noGrad } from './autograd.js';
-import { add, exp, log, mul, sub } from './elementwise.js';
+import { add, exp, log, mul, neg, sub } from './elementwise.js';
 import { matmul, max, reshape, sum } from './primitives.js';
 import { normalizeAxis, sizeOf } from './shape.js';
 import type { Tensor } from './tensor.js';
@@ -45,6 +45,12 @@ export function logSoftmax(x: Tensor, axis = -1): Tensor {
 /** softmax along `axis` as exp(logSoftmax), so it never overflows. */
 export function softmax(x: Tensor, axis = -1): Tensor {
   return exp(logSoftmax(x, axis));
+}
+
+/** Entropy of softmax(x) along `axis`, with gradient: −Σ softmax(x)·logSoftmax(x) (the entropy bonus). */
+export function entropy(x: Tensor, axis = -1): Tensor {
+  const logProbabilities = logSoftmax(x, axis);
+  return neg(sum(mul(exp(logProbabilities), logProbabilities), axis));
 }
 
 /** x · Wᵀ (+ bias) with W stored [out, in] as in PyTorch/HF checkpoints. */

@@ -50,17 +50,29 @@ const grpoSchema = z.object({
   examples: positiveInteger.default(4096).describe('Training prompts drawn from the task (cycled).'),
 }).strict();
 
+const mismatchCorrectionSchema = z.object({
+  mode: z.enum(['truncate', 'mask']).default('truncate').describe("'truncate' (TIS): weight min(ratio, C); 'mask' (MIS): drop tokens or sequences past C."),
+  level: z.enum(['token', 'sequence']).default('token').describe('Ratio per token, or the product over the sequence.'),
+  cap: z.number().positive().default(2).describe('The cap C.'),
+}).strict();
+
 const algorithmSchema = z.object({
   advantage: z.string().default('grpo').describe('Registered advantage estimator (see `grpo list`).'),
-  advantageOptions: z.record(z.string(), z.unknown()).default({}).describe('Estimator tunables: epsilon, std (sample|population), singletonGroup, madFloor, alpha, ...'),
+  advantageOptions: z.record(z.string(), z.unknown()).default({}).describe("The estimator's options, checked against its schema (an unknown key lists the known ones)."),
   loss: z.string().default('ppo-clip').describe('Registered policy loss.'),
-  lossOptions: z.record(z.string(), z.unknown()).default({}).describe('Loss tunables: epsilonLow, epsilonHigh, dualClip, capMode, temperature, ...'),
+  lossOptions: z.record(z.string(), z.unknown()).default({}).describe("The loss's options (epsilonLow, epsilonHigh, dualClip, capMode, temperature, topEntropyQuantile, ...), checked against its schema."),
   aggregation: z.string().default('token-mean').describe('Registered loss aggregation.'),
   klCoefficient: z.number().nonnegative().default(0).describe('β of the KL penalty against the initial model; 0 loads no reference model.'),
-  klEstimator: z.string().default('k3').describe('Registered KL estimator used when klCoefficient > 0.'),
+  klEstimator: z.string().default('k3').describe('Registered KL estimator (in the loss; KL in the reward always uses k1, Σ_t log π − log π_ref).'),
+  klPlacement: z.enum(['loss', 'reward']).default('loss').describe("'loss': β·KL per token in the loss (GRPO); 'reward': r − β·Σ_t k1 before advantages (RLOO/PPO kl_in_reward)."),
+  entropyCoefficient: z.number().nonnegative().default(0).describe('Entropy bonus λ_H: the loss gets −λ_H·H_t per token, aggregated like the policy loss (0 = off).'),
   groupFilter: z.string().nullable().default(null).describe('Registered group filter applied after scoring (e.g. dynamic-sampling), or null.'),
+  groupFilterOptions: z.record(z.string(), z.unknown()).default({}).describe("The group filter's options, checked against its schema."),
   maxRefills: nonNegativeInteger.default(2).describe('With a group filter: extra generation rounds allowed to refill dropped groups per step.'),
   maskTruncated: z.boolean().default(false).describe('Drop completions cut off by maxNewTokens from the loss (TRL mask_truncated_completions).'),
+  promptSelector: z.string().nullable().default(null).describe('Registered prompt selector choosing prompts (and rollouts per prompt) from per-prompt success posteriors kept in trainer state, or null (uniform draw).'),
+  promptSelectorOptions: z.record(z.string(), z.unknown()).default({}).describe("The prompt selector's options, checked against its schema."),
+  mismatchCorrection: mismatchCorrectionSchema.nullable().default(null).describe('Rollout/trainer mismatch correction: the trainer recomputes π_old with its own forward pass and weights tokens by π_old/π_rollout (null = off).'),
 }).strict();
 
 const optimizerSchema = z.object({
@@ -124,6 +136,7 @@ export interface KnownNames {
   aggregation: string[];
   klEstimator: string[];
   groupFilter: string[];
+  promptSelector: string[];
   task: string[];
 }
 
@@ -148,6 +161,7 @@ export function validateConfig(input: unknown, known: KnownNames): TrainerConfig
   checkName('algorithm.aggregation', config.algorithm.aggregation, known.aggregation, 'loss aggregation');
   checkName('algorithm.klEstimator', config.algorithm.klEstimator, known.klEstimator, 'KL estimator');
   checkName('algorithm.groupFilter', config.algorithm.groupFilter, known.groupFilter, 'group filter');
+  checkName('algorithm.promptSelector', config.algorithm.promptSelector, known.promptSelector, 'prompt selector');
   checkName('task', config.task, known.task, 'task');
   const completions = config.grpo.promptsPerStep * config.sampling.groupSize;
   if (config.grpo.microBatchSize > completions) {

@@ -5,34 +5,95 @@
  *
  * Is not: scoring or logging. Returns metrics averaged over micro-batches (weighted by tokens).
  */
-import { klEstimators, lossAggregations, policyLosses, type PolicyLossOptions } from '../algorithms/index.js';
+import { aggregateLoss, gtpoTokenWeights, type PolicyLossOptions } from '../algorithms/index.js';
 import type { Transformer } from '../model/transformer.js';
 import { AdamW, clipGradNorm } from '../nn/index.js';
-import { mul, noGrad, sum, tensor, type Tensor } from '../tensor/index.js';
+import { mul, noGrad, sub, sum, tensor, type Tensor } from '../tensor/index.js';
+import type { BoundAlgorithm } from './algorithm.js';
 import type { TrainerConfig } from './config.js';
 import { completionLogprobs, padRows, type TokenSequence } from './sequences.js';
 
 export interface TrainingSample extends TokenSequence {
+  /** log π_old of each completion token: the sampler's, or the trainer's recomputation under mismatch correction. */
   oldLogprobs: readonly number[];
+  /** The sampler's (rollout engine's) logprobs, when they differ in kind from `oldLogprobs` (mismatch correction). */
+  rolloutLogprobs?: readonly number[];
   advantage: number;
   /** Per-token advantages from a token-level estimator; overrides `advantage` when present. */
   tokenAdvantages?: ArrayLike<number>;
   /** log π_ref of each completion token, when the loss has a KL term (see withReferenceLogprobs). */
   refLogprobs?: ArrayLike<number>;
+  /** Per-token weights computed from the whole group (GTPO conflict tokens). */
+  tokenWeights?: ArrayLike<number>;
+  /** The sample's group in the step batch: micro-batches keep groups whole when the loss needs it. */
+  group: number;
+}
+
+/** The numbers of the step that are not part of the algorithm. */
+export interface StepSettings {
+  microBatchSize: number;
+  /** Sampling temperature: training logprobs use logits / temperature, as the sampler did. */
+  temperature: number;
+  /** L_max of the constant-normaliser aggregation (the completion limit). */
+  maxNewTokens: number;
+  maxGradNorm: number;
+}
+
+export function stepSettingsOf(config: TrainerConfig): StepSettings {
+  return { microBatchSize: config.grpo.microBatchSize, temperature: config.sampling.temperature, maxNewTokens: config.sampling.maxNewTokens, maxGradNorm: config.optimizer.maxGradNorm };
+}
+
+/** Loss-carrying tokens of a sample: its loss mask's ones, or every completion token (id 0 included). */
+export function lossTokenCount(sample: TokenSequence): number {
+  return sample.lossMask ? sample.lossMask.reduce((a: number, b) => a + (b ? 1 : 0), 0) : sample.completionIds.length;
+}
+
+/**
+ * Splits samples into micro-batches of at most `size`; with `wholeGroups`, a group is never split
+ * (a micro-batch closes early rather than cut one), so group-level losses see every member.
+ */
+export function microBatches<S extends { group: number }>(samples: readonly S[], size: number, wholeGroups: boolean): S[][] {
+  if (!wholeGroups) return Array.from({ length: Math.ceil(samples.length / size) }, (_, k) => samples.slice(k * size, (k + 1) * size));
+  const batches: S[][] = [];
+  let current: S[] = [];
+  for (let start = 0; start < samples.length;) {
+    let end = start;
+    while (end < samples.length && samples[end].group === samples[start].group) end++;
+    if (end - start > size) throw new Error(`group ${samples[start].group} has ${end - start} samples, more than grpo.microBatchSize ${size}; the loss needs whole groups`);
+    if (current.length + end - start > size) { batches.push(current); current = []; }
+    current.push(...samples.slice(start, end));
+    start = end;
+  }
+  if (current.length > 0) batches.push(current);
+  return batches;
+}
+
+/** log π_ref (or any frozen model's logprobs) of every completion token, in micro-batches, without gradient. */
+export function frozenLogprobs(model: Transformer, samples: readonly TokenSequence[], settings: Pick<StepSettings, 'microBatchSize' | 'temperature'>): Float32Array[] {
+  const result: Float32Array[] = [];
+  for (let start = 0; start < samples.length; start += settings.microBatchSize) {
+    const micro = samples.slice(start, start + settings.microBatchSize);
+    const { logprobs, Tc } = noGrad(() => completionLogprobs(model, micro, settings.temperature));
+    micro.forEach((sample, b) => result.push(logprobs.data.slice(b * Tc, b * Tc + sample.completionIds.length)));
+  }
+  return result;
 }
 
 /**
  * The reference model's logprobs of every completion token, computed once per batch (μ passes
  * reuse them: the reference never changes), in the same micro-batches as training.
  */
-export function withReferenceLogprobs(config: TrainerConfig, referenceModel: Transformer, samples: readonly TrainingSample[]): TrainingSample[] {
-  const result: TrainingSample[] = [];
-  for (let start = 0; start < samples.length; start += config.grpo.microBatchSize) {
-    const micro = samples.slice(start, start + config.grpo.microBatchSize);
-    const { logprobs, Tc } = noGrad(() => completionLogprobs(referenceModel, micro, config.sampling.temperature));
-    micro.forEach((sample, b) => result.push({ ...sample, refLogprobs: logprobs.data.slice(b * Tc, b * Tc + sample.completionIds.length) }));
-  }
-  return result;
+export function withReferenceLogprobs(settings: StepSettings, referenceModel: Transformer, samples: readonly TrainingSample[]): TrainingSample[] {
+  const reference = frozenLogprobs(referenceModel, samples, settings);
+  return samples.map((sample, i) => ({ ...sample, refLogprobs: reference[i] }));
+}
+
+/** GTPO conflict-token weights of kept samples, computed over each group's kept members (before micro-batching). */
+export function withGroupTokenWeights(bound: BoundAlgorithm, samples: readonly TrainingSample[]): TrainingSample[] {
+  const sizes: number[] = [];
+  samples.forEach((sample, i) => { if (i === 0 || sample.group !== samples[i - 1].group) sizes.push(0); sizes[sizes.length - 1]++; });
+  const weights = gtpoTokenWeights(samples.map((s) => s.completionIds), samples.map((s) => s.advantage), sizes, bound.loss.options);
+  return samples.map((sample, i) => ({ ...sample, tokenWeights: weights[i] }));
 }
 
 export interface StepOutcome {
@@ -41,14 +102,15 @@ export interface StepOutcome {
   applied: boolean;
 }
 
-/** The loss options a config names, resolved to functions (shared by the loop and presets.test.ts). */
-export function lossOptionsFor(config: TrainerConfig): PolicyLossOptions {
+/** The options the bound loss runs with: its own, plus the trainer-side ones (aggregation, KL, global counts). */
+export function lossOptionsFor(bound: BoundAlgorithm, settings: Pick<StepSettings, 'maxNewTokens'>): PolicyLossOptions {
   return {
-    ...(config.algorithm.lossOptions as PolicyLossOptions),
-    aggregation: lossAggregations.get(config.algorithm.aggregation),
-    klCoefficient: config.algorithm.klCoefficient,
-    klEstimator: klEstimators.get(config.algorithm.klEstimator),
-    maxLength: config.sampling.maxNewTokens,
+    ...bound.loss.options,
+    aggregation: bound.aggregation.fn,
+    klCoefficient: bound.klPlacement === 'loss' ? bound.klCoefficient : 0,
+    klEstimator: bound.klEstimator.fn,
+    maxLength: settings.maxNewTokens,
+    mismatchCorrection: bound.mismatchCorrection ?? undefined,
   };
 }
 
@@ -66,25 +128,27 @@ function applyUpdate(model: Transformer, optimizer: AdamW, maxGradNorm: number, 
   return { gradNorm, applied };
 }
 
-/** One policy-gradient update over `samples` (already filtered to those that carry gradient). */
-export function policyStep(
-  config: TrainerConfig,
-  model: Transformer,
-  optimizer: AdamW,
-  samples: readonly TrainingSample[],
-): StepOutcome {
-  const options = lossOptionsFor(config);
-  const loss = policyLosses.get(config.algorithm.loss);
-  const microBatchSize = config.grpo.microBatchSize;
-  const globalTokenCount = samples.reduce((total, s) => total + (s.lossMask ?? s.completionIds).reduce((a: number, b) => a + (b ? 1 : 0), 0), 0);
+/** Groups with at least one sample of non-zero advantage (REAL's labelled groups), over the whole batch. */
+function labelledGroupCount(samples: readonly TrainingSample[]): number {
+  return new Set(samples.filter((s) => s.advantage !== 0).map((s) => s.group)).size;
+}
+
+/**
+ * Runs the bound loss over `samples` in micro-batches and accumulates the parameter gradients
+ * (it does not step). Global token, sequence and group counts make the accumulated gradient equal
+ * the whole batch's in one pass; the entropy bonus is −λ_H·H aggregated like the policy loss.
+ */
+export function accumulatePolicyGradients(bound: BoundAlgorithm, settings: StepSettings, model: Transformer, samples: readonly TrainingSample[]): { lossTotal: number; metrics: Record<string, number> } {
+  const globals = { globalTokenCount: samples.reduce((total, s) => total + lossTokenCount(s), 0), globalSequenceCount: samples.length, globalGroupCount: labelledGroupCount(samples) };
+  const options = { ...lossOptionsFor(bound, settings), ...globals };
+  const wholeGroups = bound.needs.has('wholeGroups');
   const accumulator = new MetricAccumulator();
   let lossTotal = 0;
-  optimizer.zeroGrad();
-  for (let start = 0; start < samples.length; start += microBatchSize) {
-    const micro = samples.slice(start, start + microBatchSize);
-    const { logprobs, mask, entropies, Tc } = completionLogprobs(model, micro, config.sampling.temperature);
-    const refLogprobs = micro.some((s) => s.refLogprobs) ? padRows(micro.map((s) => Array.from(s.refLogprobs ?? [])), Tc) : undefined;
-    const result = loss(
+  for (const micro of microBatches(samples, settings.microBatchSize, wholeGroups)) {
+    const forward = completionLogprobs(model, micro, settings.temperature, { entropyWithGradient: bound.entropyCoefficient > 0 });
+    const { logprobs, mask, entropies, Tc } = forward;
+    const column = (pick: (s: TrainingSample) => ArrayLike<number> | undefined) => (micro.some((s) => pick(s)) ? padRows(micro.map((s) => Array.from(pick(s) ?? [])), Tc) : undefined);
+    const result = bound.loss.fn(
       {
         logprobs,
         oldLogprobs: padRows(micro.map((s) => [...s.oldLogprobs]), Tc),
@@ -92,18 +156,40 @@ export function policyStep(
           ? padRows(micro.map((s) => (s.tokenAdvantages ? Array.from(s.tokenAdvantages) : s.completionIds.map(() => s.advantage))), Tc)
           : Float32Array.from(micro, (s) => s.advantage),
         mask,
-        refLogprobs,
+        refLogprobs: column((s) => s.refLogprobs),
+        rolloutLogprobs: column((s) => s.rolloutLogprobs),
+        tokenWeights: column((s) => s.tokenWeights),
         entropies,
+        groupSizes: wholeGroups ? runLengths(micro.map((s) => s.group)) : undefined,
       },
-      { ...options, globalTokenCount, globalSequenceCount: samples.length },
+      options,
     );
-    result.loss.backward();
-    lossTotal += result.loss.item();
+    let loss = result.loss;
+    if (forward.entropyTensor) {
+      const bonus = aggregateLoss(forward.entropyTensor, mask, bound.aggregation.fn, { ...options });
+      result.metrics.entropyBonus = -bound.entropyCoefficient * bonus.item();
+      loss = sub(loss, mul(bonus, bound.entropyCoefficient));
+    }
+    loss.backward();
+    lossTotal += loss.item();
     accumulator.add(result.metrics, mask.reduce((a, b) => a + b, 0));
   }
-  const { gradNorm, applied } = applyUpdate(model, optimizer, config.optimizer.maxGradNorm, lossTotal);
-  const metrics: Record<string, number> = { ...accumulator.result(), 'loss/total': lossTotal, gradNorm };
-  return { metrics, applied };
+  return { lossTotal, metrics: accumulator.result() };
+}
+
+/** Lengths of runs of equal values: [0,0,1,1,1] → [2,3]. */
+function runLengths(values: readonly number[]): number[] {
+  const lengths: number[] = [];
+  values.forEach((value, i) => { if (i === 0 || value !== values[i - 1]) lengths.push(0); lengths[lengths.length - 1]++; });
+  return lengths;
+}
+
+/** One policy-gradient update over `samples` (already filtered to those that carry gradient). */
+export function policyStep(bound: BoundAlgorithm, settings: StepSettings, model: Transformer, optimizer: AdamW, samples: readonly TrainingSample[]): StepOutcome {
+  optimizer.zeroGrad();
+  const { lossTotal, metrics } = accumulatePolicyGradients(bound, settings, model, samples);
+  const { gradNorm, applied } = applyUpdate(model, optimizer, settings.maxGradNorm, lossTotal);
+  return { metrics: { ...metrics, 'loss/total': lossTotal, gradNorm }, applied };
 }
 
 // Loss metric names → the stable names of docs/run-folder.md, and how micro-batches combine them:

@@ -11,6 +11,7 @@ import {
 } from '../algorithms/index.js';
 import { tensor } from '../tensor/index.js';
 import { lossOptionsFor } from './optimize.js';
+import { bindAlgorithm } from './algorithm.js';
 import { presetNames } from './presets.js';
 import { resolveConfig } from './setup.js';
 
@@ -51,7 +52,8 @@ describe('presets are compositions of the named functions', () => {
     const viaConfig = advantageEstimators.get(config.algorithm.advantage)({ rewards, groupSizes: 3 }, config.algorithm.advantageOptions).advantages;
     const direct = want.advantage({ rewards, groupSizes: 3 }).advantages;
     expect(Array.from(viaConfig)).toEqual(Array.from(direct));
-    const trainerPath = run(policyLosses.get(config.algorithm.loss), viaConfig, lossOptionsFor(config));
+    const bound = bindAlgorithm(config, { sampleRows: [], rolloutProvides: [] });
+    const trainerPath = run(bound.loss.fn, viaConfig, lossOptionsFor(bound, { maxNewTokens: T }));
     const composed = run(want.loss, direct, want.options);
     expect(trainerPath.value).toBe(composed.value);
     expect(trainerPath.gradient).toEqual(composed.gradient);

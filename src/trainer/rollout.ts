@@ -10,10 +10,13 @@ import type { Example } from '../data/task.js';
 import type { TextTokenizer } from '../model/tokenizer.js';
 import type { Transformer } from '../model/transformer.js';
 import { generate } from '../sampling/index.js';
+import type { RolloutProvision } from './algorithm.js';
 
 export interface RolloutPrompt {
   example: Example;
   promptIds: number[];
+  /** Index of the example in the run's training list: the key of per-prompt state (value tracker, selector posteriors). */
+  exampleIndex?: number;
 }
 
 export interface RolloutSettings {
@@ -37,6 +40,10 @@ export interface RolloutSample {
   /** The text rewards see (stop tokens and specials removed). */
   text: string;
   truncated: boolean;
+  /** Tool calls the episode made (multi-turn rollouts that declare provides: ['toolCalls']). */
+  toolCalls?: number;
+  /** Model turns of the episode (multi-turn rollouts that declare provides: ['turns']). */
+  turns?: number;
 }
 
 export interface RolloutContext {
@@ -44,8 +51,16 @@ export interface RolloutContext {
   tokenizer: TextTokenizer;
 }
 
-/** Returns samples grouped by prompt, in prompt order, G per prompt. */
-export type RolloutFn = (context: RolloutContext, prompts: readonly RolloutPrompt[], settings: RolloutSettings) => Promise<RolloutSample[]>;
+/**
+ * Returns samples grouped by prompt, in prompt order, `settings.groupSize` per prompt. `provides`
+ * declares what the samples carry beyond ids and logprobs ('serialExits': a group is the serial
+ * early exits of one chain of thought, in exit order; 'toolCalls' / 'turns': those counts are set),
+ * so parts that need them are accepted before any compute.
+ */
+export interface RolloutFn {
+  (context: RolloutContext, prompts: readonly RolloutPrompt[], settings: RolloutSettings): Promise<RolloutSample[]>;
+  provides?: readonly RolloutProvision[];
+}
 
 /** Single-turn generation with the KV-cached group sampler. */
 export const singleTurnRollout: RolloutFn = async ({ model, tokenizer }, prompts, settings) => {

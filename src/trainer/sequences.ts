@@ -9,7 +9,7 @@
  * restarts its positions and a segment mask keeps documents apart.
  */
 import type { Transformer } from '../model/transformer.js';
-import { entropyFromLogits, logSoftmaxGather, mul, noGrad, reshape, type Tensor } from '../tensor/index.js';
+import { entropy, entropyFromLogits, logSoftmaxGather, mul, noGrad, reshape, type Tensor } from '../tensor/index.js';
 
 export interface TokenSequence {
   promptIds: readonly number[];
@@ -25,6 +25,8 @@ export interface CompletionLogprobs {
   mask: Float32Array;
   /** [B·Tc] entropy of the policy at each position (metrics, entropy-based token selection). */
   entropies: Float32Array;
+  /** [B, Tc] the same entropies with gradient, when asked for (the entropy bonus). */
+  entropyTensor?: Tensor;
   Tc: number;
 }
 
@@ -35,6 +37,8 @@ export interface LayoutOptions {
    * attends only within itself); 0 = one sequence per row, right-padded.
    */
   packLength?: number;
+  /** Also return the per-token entropy as a tensor with gradient (costs a [rows, V] softmax graph). */
+  entropyWithGradient?: boolean;
 }
 
 interface RowLayout {
@@ -110,7 +114,8 @@ export function completionLogprobs(model: Transformer, sequences: readonly Token
   if (temperature !== 1) logits = mul(logits, 1 / temperature);
   const entropies = noGrad(() => entropyFromLogits(logits));
   const logprobs = reshape(logSoftmaxGather(logits, targets), [count, Tc]); // [count, Tc]
-  return { logprobs, mask, entropies, Tc };
+  const entropyTensor = layout.entropyWithGradient ? reshape(entropy(logits), [count, Tc]) : undefined;
+  return { logprobs, mask, entropies, entropyTensor, Tc };
 }
 
 /** Pads ragged per-token arrays to [B, Tc] row-major (missing positions = `fill`). */

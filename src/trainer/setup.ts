@@ -4,7 +4,7 @@
  *
  * Is not: the loop. Everything here runs before any compute, so bad input fails fast here.
  */
-import { advantageEstimators, groupFilters, klEstimators, lossAggregations, policyLosses } from '../algorithms/index.js';
+import { advantageEstimators, groupFilters, klEstimators, lossAggregations, policyLosses, promptSelectors } from '../algorithms/index.js';
 import type { Task } from '../data/task.js';
 import { taskRegistry } from '../data/index.js';
 import { loadCheckpoint, resolveStopTokenIds } from '../model/checkpoint.js';
@@ -16,6 +16,8 @@ import { rewardFactories } from '../rewards/index.js';
 import type { NamedReward } from '../rewards/types.js';
 import { validateConfig, type KnownNames, type TrainerConfig } from './config.js';
 import { applyPreset, mergeConfig, presetNames } from './presets.js';
+import { bindAlgorithm, type BoundAlgorithm } from './algorithm.js';
+import { singleTurnRollout, type RolloutFn } from './rollout.js';
 
 /** What a recipe file exports: a config (as written, before defaults) and optional reward functions. */
 export interface Recipe {
@@ -24,6 +26,8 @@ export interface Recipe {
   rewards?: NamedReward[];
   /** A task written in the recipe (prompts, held-out split, correctness); replaces `config.task`. */
   task?: Task;
+  /** A rollout written in the recipe (multi-turn, serial exits, a remote engine); replaces the single-turn one. */
+  rollout?: RolloutFn;
 }
 
 export function knownNames(): KnownNames {
@@ -33,6 +37,7 @@ export function knownNames(): KnownNames {
     aggregation: lossAggregations.names(),
     klEstimator: klEstimators.names(),
     groupFilter: groupFilters.names(),
+    promptSelector: promptSelectors.names(),
     task: taskRegistry.names(),
   };
 }
@@ -64,12 +69,19 @@ export interface RunContext {
   model: Transformer;
   stopTokenIds: number[];
   rewards: NamedReward[];
+  /** The algorithm resolved once: functions, parsed options, checked needs. */
+  algorithm: BoundAlgorithm;
+  rollout: RolloutFn;
 }
 
 /** Loads or creates everything; a TypeScript recipe's rewards and task replace the configured ones. */
 export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'config'> = {}): RunContext {
   const recipeRewards = recipe.rewards;
   const task = recipe.task ?? taskRegistry.get(config.task)(config.taskOptions);
+  const rollout = recipe.rollout ?? singleTurnRollout;
+  // Before any model is loaded: every part's options and needs against the data and the rollout.
+  const algorithm = bindAlgorithm(config, { sampleRows: task.trainExamples(Math.min(16, config.grpo.examples), config.seed + 2), rolloutProvides: rollout.provides ?? [] });
+  const rewards = recipeRewards ?? buildRewards(config, task);
   let tokenizer: TextTokenizer;
   let tokenizerFiles: Record<string, string> = {};
   let model: Transformer;
@@ -99,8 +111,7 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
     model = Transformer.random(modelConfig, config.model.initSeed);
     stopTokenIds = [charTokenizer.eosTokenId];
   }
-  const rewards = recipeRewards ?? buildRewards(config, task);
-  return { config, task, tokenizer, tokenizerFiles, sourceDirectory, model, stopTokenIds, rewards };
+  return { config, task, tokenizer, tokenizerFiles, sourceDirectory, model, stopTokenIds, rewards, algorithm, rollout };
 }
 
 function buildRewards(config: TrainerConfig, task: Task): NamedReward[] {

@@ -9,16 +9,18 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Example } from '../data/task.js';
 import { loadCheckpoint, saveCheckpoint } from '../model/checkpoint.js';
 import { Transformer } from '../model/transformer.js';
 import { AdamW, learningRateAt, Random } from '../nn/index.js';
 import { encodePrompt, evaluate, type EvaluationResult } from './evaluate.js';
-import { optimizedParameters, policyStep, sftStep, withReferenceLogprobs, type TrainingSample } from './optimize.js';
+import { prepareGrpoStep, recordStepState, type PreparedStep, type StepEnvironment } from './grpo-step.js';
+import { optimizedParameters, policyStep, sftStep, stepSettingsOf } from './optimize.js';
 import { createProgressReporter, type ProgressReporter } from './progress.js';
-import { singleTurnRollout, type RolloutFn, type RolloutPrompt } from './rollout.js';
+import type { RolloutFn } from './rollout.js';
 import { RunFolder, type TrainerState } from './run-folder.js';
-import { keptGroups, rewardLogMetrics, scoreSamples, type ScoredGroup } from './score.js';
+import { groupStarts } from './step-batch.js';
+import { completionMetrics, rewardLogMetrics } from './step-metrics.js';
+import { bindAlgorithm } from './algorithm.js';
 import type { RunContext } from './setup.js';
 
 export interface TrainOptions {
@@ -38,7 +40,11 @@ export interface TrainResult {
 
 const stepSeed = (seed: number, step: number): number => seed * 100_003 + step * 7 + 1;
 
-export async function train(context: RunContext, options: TrainOptions): Promise<TrainResult> {
+export async function train(runContext: RunContext, options: TrainOptions): Promise<TrainResult> {
+  // A rollout passed here replaces the recipe's: its `provides` are checked again before any compute.
+  const context = options.rollout && options.rollout !== runContext.rollout
+    ? { ...runContext, rollout: options.rollout, algorithm: bindAlgorithm(runContext.config, { sampleRows: runContext.task.trainExamples(Math.min(16, runContext.config.grpo.examples), runContext.config.seed + 2), rolloutProvides: options.rollout.provides ?? [] }) }
+    : runContext;
   const { config, model, tokenizer, task } = context;
   const folder = new RunFolder(options.runDirectory);
   const progress = createProgressReporter(config.logging.printEvery, process.stderr, options.quiet);
@@ -73,7 +79,7 @@ export async function train(context: RunContext, options: TrainOptions): Promise
       folder.logMetrics({ step: state.step, phase: 'grpo', ...state.evalBefore });
       folder.writeSummary({ ...folder.readSummary(), evalBefore: state.evalBefore });
     }
-    await runGrpo(context, folder, optimizer, state, progress, save, runEval, options.rollout ?? singleTurnRollout);
+    await runGrpo(context, folder, optimizer, state, progress, save, runEval, context.rollout);
     state.phase = 'done';
     save();
   }
@@ -139,101 +145,74 @@ function guardSkips(state: TrainerState, applied: boolean, limit: number): void 
   }
 }
 
-/** Prompts for a GRPO step: a seeded draw from the training examples (refill rounds draw more). */
-function drawPrompts(examples: Example[], count: number, random: Random, encode: (example: Example) => number[]): RolloutPrompt[] {
-  return Array.from({ length: count }, () => {
-    const example = examples[random.integer(examples.length)];
-    return { example, promptIds: encode(example) };
-  });
-}
-
 async function runGrpo(
   context: RunContext, folder: RunFolder, optimizer: AdamW, state: TrainerState, progress: ProgressReporter,
   save: () => void, runEval: () => Promise<EvaluationResult>, rollout: RolloutFn,
 ): Promise<void> {
-  const { config, model, tokenizer, task } = context;
-  const G = config.sampling.groupSize;
+  const { config, model, tokenizer, task, algorithm: bound } = context;
   const examples = task.trainExamples(config.grpo.examples, config.seed + 2);
   const schedule = { kind: config.grpo.schedule, learningRate: config.grpo.learningRate, warmupSteps: config.grpo.warmupSteps, totalSteps: config.grpo.steps };
+  const settings = stepSettingsOf(config);
   // β = 0 needs no reference model, and none is built. Otherwise the reference is the policy at
   // GRPO start, saved once beside the checkpoints so a resumed run uses the same one.
-  const referenceModel = config.algorithm.klCoefficient > 0 ? referenceFor(context, folder, state) : null;
+  const referenceModel = bound.klCoefficient > 0 ? referenceFor(context, folder, state) : null;
+  const environment: StepEnvironment = {
+    bound, settings, rollout, rolloutContext: { model, tokenizer }, rewards: context.rewards, examples,
+    encode: (example) => encodePrompt(tokenizer, example), referenceModel, promptsPerStep: config.grpo.promptsPerStep, groupSize: config.sampling.groupSize,
+  };
   while (state.phaseStep < config.grpo.steps) {
     const stepStart = Date.now();
-    const random = new Random(stepSeed(config.seed, state.step));
-    const settings = { ...config.sampling, stopTokenIds: context.stopTokenIds, seed: stepSeed(config.seed, state.step) };
-    // 1-3. Rollout, score, advantages, filters; refill dropped groups up to maxRefills rounds.
-    let groups: ScoredGroup[] = [];
-    let rolloutSeconds = 0;
-    let rewardSeconds = 0;
-    const firstRound: Record<string, number>[] = [];
-    for (let round = 0; round <= (config.algorithm.groupFilter ? config.algorithm.maxRefills : 0); round++) {
-      const wanted = config.grpo.promptsPerStep - groups.length;
-      if (wanted <= 0) break;
-      const prompts = drawPrompts(examples, round === 0 ? wanted : config.grpo.promptsPerStep, random, (example) => encodePrompt(tokenizer, example));
-      const rolloutStart = Date.now();
-      const samples = await rollout({ model, tokenizer }, prompts, { ...settings, seed: settings.seed + round * 31 });
-      rolloutSeconds += (Date.now() - rolloutStart) / 1000;
-      const rewardStart = Date.now();
-      const scored = await scoreSamples(config, context.rewards, prompts, samples, state.phaseStep);
-      rewardSeconds += (Date.now() - rewardStart) / 1000;
-      if (round === 0) firstRound.push(rewardLogMetrics(scored, prompts.length), completionMetrics(samples.map((s) => s.completionIds.length), samples.map((s) => s.truncated)));
-      groups = [...groups, ...keptGroups(scored, G)].slice(0, config.grpo.promptsPerStep);
-    }
+    const seed = stepSeed(config.seed, state.step);
+    // 1-3. Prompts, rollout, score, refill, advantages, loss mask, training rows (grpo-step.ts).
+    const prepared = await prepareGrpoStep(environment, state, new Random(seed), { ...config.sampling, stopTokenIds: context.stopTokenIds, seed }, state.phaseStep);
     // 4. Optimisation: μ passes over the kept samples with the stored old logprobs.
-    const keptSamples: TrainingSample[] = groups.flatMap((group) => group.samples.flatMap((sample, i) => (group.keep[i] ? [{
-      promptIds: group.prompt.promptIds, completionIds: sample.completionIds, lossMask: sample.lossMask, oldLogprobs: sample.oldLogprobs,
-      advantage: group.advantages[i], tokenAdvantages: group.tokenAdvantages?.[i],
-    }] : [])));
-    const trainingSamples = referenceModel && keptSamples.length > 0 ? withReferenceLogprobs(config, referenceModel, keptSamples) : keptSamples;
     optimizer.learningRate = learningRateAt(schedule, state.phaseStep);
     const trainStart = Date.now();
     let stepMetrics: Record<string, number> = {};
     let applied = true;
-    for (let iteration = 0; iteration < config.grpo.iterations && trainingSamples.length > 0; iteration++) {
-      const outcome = policyStep(config, model, optimizer, trainingSamples);
+    for (let iteration = 0; iteration < config.grpo.iterations && prepared.samples.length > 0; iteration++) {
+      const outcome = policyStep(bound, settings, model, optimizer, prepared.samples);
       stepMetrics = outcome.metrics;
       applied &&= outcome.applied;
     }
     guardSkips(state, applied, config.optimizer.maxSkippedSteps);
+    recordStepState(bound, state, prepared);
     const trainSeconds = (Date.now() - trainStart) / 1000;
     state.step++;
     state.phaseStep++;
     // 5. Log, evaluate, checkpoint.
-    const tokens = trainingSamples.reduce((total, s) => total + s.promptIds.length + s.completionIds.length, 0);
+    const tokens = prepared.samples.reduce((total, s) => total + s.promptIds.length + s.completionIds.length, 0);
+    const first = prepared.firstRound;
     const record: Record<string, number> = {
-      ...Object.assign({}, ...firstRound), ...stepMetrics, lr: optimizer.learningRate, skippedSteps: applied ? 0 : 1,
-      'train/samples': trainingSamples.length, 'train/groups': groups.length,
-      'time/rollout': rolloutSeconds, 'time/reward': rewardSeconds, 'time/train': trainSeconds, 'time/step': (Date.now() - stepStart) / 1000,
+      ...rewardLogMetrics(first), ...completionMetrics(first),
+      ...prepared.metrics, ...stepMetrics, lr: optimizer.learningRate, skippedSteps: applied ? 0 : 1,
+      'train/samples': prepared.samples.length, 'train/groups': prepared.batch.prompts.length,
+      'time/train': trainSeconds, 'time/step': (Date.now() - stepStart) / 1000,
       tokensPerSecond: tokens * config.grpo.iterations / Math.max(1e-9, trainSeconds),
     };
     if (config.evaluation.every > 0 && state.phaseStep % config.evaluation.every === 0 && state.phaseStep < config.grpo.steps) Object.assign(record, await runEval());
     folder.logMetrics({ step: state.step, phase: 'grpo', ...record });
-    if (config.logging.samplesEvery > 0 && state.phaseStep % config.logging.samplesEvery === 0) logSamples(folder, state.step, groups.slice(0, config.logging.samplesPerStep));
+    if (config.logging.samplesEvery > 0 && state.phaseStep % config.logging.samplesEvery === 0) logSamples(folder, state.step, prepared, config.logging.samplesPerStep);
     progress.update('grpo', state.phaseStep, config.grpo.steps, record);
     if (config.checkpoint.every > 0 && state.step % config.checkpoint.every === 0) save();
   }
 }
 
-function completionMetrics(lengths: number[], truncated: boolean[]): Record<string, number> {
-  return {
-    'completions/meanLength': lengths.reduce((a, b) => a + b, 0) / Math.max(1, lengths.length),
-    'completions/minLength': Math.min(...lengths),
-    'completions/maxLength': Math.max(...lengths),
-    'completions/clippedRatio': truncated.filter(Boolean).length / Math.max(1, truncated.length),
-  };
-}
-
-function logSamples(folder: RunFolder, step: number, groups: ScoredGroup[]): void {
-  for (const group of groups) {
+function logSamples(folder: RunFolder, step: number, prepared: PreparedStep, groupCount: number): void {
+  const { batch, signal } = prepared;
+  const starts = groupStarts(batch.groupSizes);
+  const K = batch.rewardNames.length;
+  batch.prompts.slice(0, groupCount).forEach((prompt, g) => {
+    const members = Array.from({ length: batch.groupSizes[g] }, (_, k) => starts[g] + k);
     folder.logSamples({
-      step, phase: 'grpo', prompt: group.prompt.example.prompt, answer: group.prompt.example.answer,
-      completions: group.samples.map((sample, i) => ({
-        text: sample.text, reward: Number.isFinite(group.rewards[i]) ? group.rewards[i] : null, rewards: group.scores[i],
-        advantage: group.advantages[i], length: sample.completionIds.length, finishReason: sample.truncated ? 'length' : 'stop', inLoss: group.keep[i] === 1,
+      step, phase: 'grpo', prompt: prompt.example.prompt, answer: prompt.example.answer,
+      completions: members.map((i) => ({
+        text: batch.samples[i].text, reward: Number.isFinite(signal.rewards[i]) ? signal.rewards[i] : null,
+        rewards: Object.fromEntries(batch.rewardNames.map((name, k) => [name, Number.isFinite(batch.scores[i * K + k]) ? batch.scores[i * K + k] : null])),
+        advantage: signal.advantages[i], length: batch.samples[i].completionIds.length, finishReason: batch.samples[i].truncated ? 'length' : 'stop', inLoss: signal.keep[i] === 1,
       })),
     });
-  }
+  });
 }
 
 function referenceFor(context: RunContext, folder: RunFolder, state: TrainerState): Transformer {

@@ -1,0 +1,168 @@
+/**
+ * Resolves a validated config once into the bound algorithm the GRPO step runs: the registered
+ * functions looked up by name, their options parsed by each part's own schema, and every part's
+ * declared needs checked against what the data and the rollout supply — so an impossible
+ * combination is refused before any model is loaded, in one sentence naming the field, the part
+ * and what is missing. The step reads this object, never the raw `config.algorithm`.
+ *
+ * Is not: the step itself (grpo-step.ts) or the maths (algorithms/).
+ */
+import {
+  advantageEstimators, groupFilters, klEstimators, lossAggregations, parsePartOptions, policyLosses, promptSelectors,
+  type AdvantageFn, type AdvantageOptions, type AggregationFn, type AlgorithmNeed, type GroupFilterFn, type GroupFilterOptions,
+  type KlEstimatorFn, type MismatchCorrection, type PolicyLossFn, type PolicyLossOptions, type PromptSelectorFn, type Registry,
+} from '../algorithms/index.js';
+import { z } from 'zod';
+import type { Example } from '../data/task.js';
+import type { TrainerConfig } from './config.js';
+
+/** What a rollout function can produce beyond ids, logprobs and masks (a RolloutFn's `provides`). */
+export type RolloutProvision = 'serialExits' | 'toolCalls' | 'turns';
+
+/** One bound part: its name, function, parsed options and declared needs. */
+export interface BoundPart<Fn, Options> {
+  name: string;
+  fn: Fn;
+  options: Options;
+  needs: readonly AlgorithmNeed[];
+}
+
+/** Where stratified GRPO's stratum keys come from. */
+export type StrataSource = { kind: 'row'; column: string } | { kind: 'rollout'; statistic: 'toolCalls' | 'turns' | 'truncated' };
+
+/** Options of the single-stream value tracker (SPO). */
+export interface TrackerOptions {
+  halfLifeKl: number;
+  minDiscount: number;
+  maxDiscount: number;
+}
+
+/** Options of the prompt selectors as the step uses them. */
+export interface SelectorOptions {
+  allowedCounts?: number[];
+  candidates?: number;
+  thompson?: boolean;
+  successThreshold: number;
+  decay: number;
+}
+
+/** Options of the GTPO token weights and entropy filter. */
+export interface GtpoOptions {
+  positiveWeight?: number;
+  negativeWeight?: number;
+  direction?: 'forward' | 'backward' | 'both';
+}
+
+/** The algorithm of a run, resolved once at setup. */
+export interface BoundAlgorithm {
+  advantage: BoundPart<AdvantageFn, AdvantageOptions & { strataFrom?: string; clusterBy?: 'answer' | 'text' } & Partial<TrackerOptions>>;
+  loss: BoundPart<PolicyLossFn, PolicyLossOptions & GtpoOptions & { entropyThreshold?: number; entropyCoefficient?: number }>;
+  aggregation: { name: string; fn: AggregationFn };
+  klCoefficient: number;
+  klPlacement: 'loss' | 'reward';
+  klEstimator: { name: string; fn: KlEstimatorFn };
+  entropyCoefficient: number;
+  groupFilter: BoundPart<GroupFilterFn, GroupFilterOptions> | null;
+  maskTruncated: boolean;
+  maxRefills: number;
+  promptSelector: BoundPart<PromptSelectorFn, SelectorOptions> | null;
+  mismatchCorrection: MismatchCorrection | null;
+  /** Every need of the chosen parts, deduplicated. */
+  needs: Set<AlgorithmNeed>;
+  strata: StrataSource | null;
+  tracker: TrackerOptions | null;
+}
+
+/** What the binding checks needs against: the training rows and what the rollout produces. */
+export interface BindingContext {
+  /** A few training rows (columns are checked on these). */
+  sampleRows: readonly Example[];
+  rolloutProvides: readonly RolloutProvision[];
+}
+
+function bindPart<Fn, Options>(registry: Registry<Fn>, name: string, options: unknown, field: string, problems: string[]): BoundPart<Fn, Options> | null {
+  if (!registry.has(name)) return null; // unknown names were reported by validateConfig
+  const entry = registry.list().find((candidate) => candidate.name === name)!;
+  try {
+    const parsed = parsePartOptions(entry.options ?? z.object({}).strict(), options, field, `${registry.kind} "${name}"`);
+    return { name, fn: entry.fn, options: parsed as Options, needs: entry.needs ?? [] };
+  } catch (error) {
+    problems.push(...(error as Error).message.split('\n'));
+    return null;
+  }
+}
+
+function parseStrata(from: string | undefined): StrataSource | null {
+  if (from === undefined) return null;
+  if (from.startsWith('row.')) return { kind: 'row', column: from.slice(4) };
+  return { kind: 'rollout', statistic: from.slice('rollout.'.length) as 'toolCalls' | 'turns' | 'truncated' };
+}
+
+/** Binds `config.algorithm`; throws `invalid config:` with one line per problem. */
+export function bindAlgorithm(config: TrainerConfig, context: BindingContext): BoundAlgorithm {
+  const problems: string[] = [];
+  const algorithm = config.algorithm;
+  const advantage = bindPart<AdvantageFn, BoundAlgorithm['advantage']['options']>(advantageEstimators, algorithm.advantage, algorithm.advantageOptions, 'algorithm.advantageOptions', problems);
+  const loss = bindPart<PolicyLossFn, BoundAlgorithm['loss']['options']>(policyLosses, algorithm.loss, algorithm.lossOptions, 'algorithm.lossOptions', problems);
+  const groupFilter = algorithm.groupFilter === null ? null : bindPart<GroupFilterFn, GroupFilterOptions>(groupFilters, algorithm.groupFilter, algorithm.groupFilterOptions, 'algorithm.groupFilterOptions', problems);
+  const promptSelector = algorithm.promptSelector === null ? null : bindPart<PromptSelectorFn, SelectorOptions>(promptSelectors, algorithm.promptSelector, algorithm.promptSelectorOptions, 'algorithm.promptSelectorOptions', problems);
+  if (algorithm.groupFilter === null && Object.keys(algorithm.groupFilterOptions).length > 0) problems.push('algorithm.groupFilterOptions: set, but algorithm.groupFilter is null');
+  if (algorithm.promptSelector === null && Object.keys(algorithm.promptSelectorOptions).length > 0) problems.push('algorithm.promptSelectorOptions: set, but algorithm.promptSelector is null');
+  if (problems.length > 0 || !advantage || !loss) throw new Error(`invalid config:\n${problems.map((line) => `- ${line}`).join('\n')}`);
+  const needs = new Set<AlgorithmNeed>([...advantage.needs, ...loss.needs]);
+  const strata = parseStrata(advantage.options.strataFrom);
+  checkNeeds(config, { advantage, loss, needs, strata, promptSelector }, context, problems);
+  if (problems.length > 0) throw new Error(`invalid config:\n${problems.map((line) => `- ${line}`).join('\n')}`);
+  const trackerOptions = advantage.options as TrackerOptions;
+  return {
+    advantage, loss, groupFilter, promptSelector, needs, strata,
+    aggregation: { name: algorithm.aggregation, fn: lossAggregations.get(algorithm.aggregation) },
+    klCoefficient: algorithm.klCoefficient,
+    klPlacement: algorithm.klPlacement,
+    klEstimator: { name: algorithm.klEstimator, fn: klEstimators.get(algorithm.klEstimator) },
+    entropyCoefficient: algorithm.entropyCoefficient,
+    maskTruncated: algorithm.maskTruncated,
+    maxRefills: algorithm.maxRefills,
+    mismatchCorrection: algorithm.mismatchCorrection,
+    tracker: needs.has('baselines') ? { halfLifeKl: trackerOptions.halfLifeKl, minDiscount: trackerOptions.minDiscount, maxDiscount: trackerOptions.maxDiscount } : null,
+  };
+}
+
+type Chosen = Pick<BoundAlgorithm, 'advantage' | 'loss' | 'needs' | 'strata' | 'promptSelector'>;
+
+/** One problem line per need the data, the rollout or the other settings cannot meet. */
+function checkNeeds(config: TrainerConfig, chosen: Chosen, context: BindingContext, problems: string[]): void {
+  const { advantage, loss, needs, strata, promptSelector } = chosen;
+  const G = config.sampling.groupSize;
+  if (strata?.kind === 'row') {
+    const missing = context.sampleRows.findIndex((row) => row[strata.column] === undefined || row[strata.column] === null);
+    if (missing >= 0) problems.push(`algorithm.advantageOptions.strataFrom: the stratified estimator reads column "${strata.column}", which training row ${missing} does not have (columns: ${Object.keys(context.sampleRows[missing]).join(', ')})`);
+  } else if (strata?.kind === 'rollout' && strata.statistic !== 'truncated' && !context.rolloutProvides.includes(strata.statistic)) {
+    problems.push(`algorithm.advantageOptions.strataFrom: the stratified estimator needs rollout.${strata.statistic}, which this rollout does not report (the single-turn rollout reports only rollout.truncated; a multi-turn rollout must declare provides: ['${strata.statistic}'])`);
+  }
+  if (needs.has('serialRollout') && !context.rolloutProvides.includes('serialExits')) {
+    problems.push(`algorithm.advantage: s-grpo scores a group of serial early exits of one chain of thought, and this rollout samples parallel completions (a recipe must supply a rollout that declares provides: ['serialExits'])`);
+  }
+  const largestGroup = promptSelector?.name === 'knapsack' ? Math.max(...(promptSelector.options.allowedCounts ?? [2 * G])) : G;
+  if (needs.has('wholeGroups') && config.grpo.microBatchSize < largestGroup) {
+    problems.push(`grpo.microBatchSize: the ${loss.name} loss needs whole groups in each micro-batch, so it must be at least the largest group (${largestGroup}), got ${config.grpo.microBatchSize}`);
+  }
+  if (loss.name === 'real') {
+    if (config.algorithm.klCoefficient > 0 && config.algorithm.klPlacement === 'loss') problems.push(`algorithm.klCoefficient: the real loss has no per-token KL term; use algorithm.klPlacement "reward" or klCoefficient 0`);
+    if (config.algorithm.mismatchCorrection !== null) problems.push('algorithm.mismatchCorrection: the real loss has no per-token weights to correct; set it to null');
+  }
+  if (needs.has('baselines') && config.algorithm.groupFilter !== null) {
+    problems.push(`algorithm.groupFilter: single-stream keeps a per-prompt value instead of groups, so a group filter (${config.algorithm.groupFilter}) has nothing to act on; set it to null`);
+  }
+  if (promptSelector?.name === 'knapsack') {
+    const counts = promptSelector.options.allowedCounts ?? defaultKnapsackCounts(G);
+    const budget = config.grpo.promptsPerStep * G;
+    if (Math.min(...counts) * config.grpo.promptsPerStep > budget) problems.push(`algorithm.promptSelectorOptions.allowedCounts: knapsack must give each of the ${config.grpo.promptsPerStep} prompts at least ${Math.min(...counts)} rollouts, more than the budget of ${budget} (promptsPerStep × groupSize)`);
+    if (advantage.name === 's-grpo' || needs.has('baselines')) problems.push(`algorithm.promptSelector: knapsack varies the group size per prompt, which ${advantage.name} does not use; choose vade or null`);
+  }
+}
+
+/** Knapsack's default rollout counts: 2, 4, …, 2·G (even sizes around the configured G). */
+export function defaultKnapsackCounts(groupSize: number): number[] {
+  return Array.from({ length: groupSize }, (_, i) => 2 * (i + 1));
+}

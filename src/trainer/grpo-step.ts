@@ -1,0 +1,187 @@
+/**
+ * Everything a GRPO step does before the optimiser, in order: choose prompts (uniformly, or by the
+ * bound prompt selector from posteriors in trainer state) → generation rounds, refilled by
+ * `refillKeptGroups` while the group filter drops groups → one flat batch → the model-side inputs
+ * the bound parts need (reference logprobs for KL in the reward, the value tracker's drift) → the
+ * signal (advantages, loss mask) → the training rows, with what the loss needs attached (π_old
+ * recomputed for mismatch correction, GTPO group token weights, reference logprobs for KL in the
+ * loss). After the update, `recordStepState` moves the tracker and the posteriors forward.
+ *
+ * Is not: the loop, logging or checkpoints (trainer.ts), or any formula (algorithms/).
+ */
+import { klK1, klPenalizedRewards, knapsackAllocation, refillKeptGroups, updateBetaPosterior, vadeSelection, type GroupFilterFn } from '../algorithms/index.js';
+import type { Example } from '../data/task.js';
+import type { Transformer } from '../model/transformer.js';
+import type { Random } from '../nn/index.js';
+import { defaultKnapsackCounts, type BoundAlgorithm } from './algorithm.js';
+import { frozenLogprobs, withGroupTokenWeights, withReferenceLogprobs, type StepSettings, type TrainingSample } from './optimize.js';
+import { policyDrift, posteriorOf, trackedBaseline, trackerDiscount, updateTrackedValue, type PosteriorState, type ValueTrackerState } from './prompt-state.js';
+import type { RolloutContext, RolloutFn, RolloutPrompt, RolloutSettings } from './rollout.js';
+import type { TrainerState } from './run-folder.js';
+import { concatenateGroups, generateRound, groupStarts, type StepBatch } from './step-batch.js';
+import { computeSignal, type StepSignal } from './step-signal.js';
+import type { NamedReward } from '../rewards/types.js';
+import { padRows } from './sequences.js';
+
+/** What a step needs from the run. */
+export interface StepEnvironment {
+  bound: BoundAlgorithm;
+  settings: StepSettings;
+  rollout: RolloutFn;
+  rolloutContext: RolloutContext;
+  rewards: readonly NamedReward[];
+  examples: readonly Example[];
+  encode: (example: Example) => number[];
+  referenceModel: Transformer | null;
+  promptsPerStep: number;
+  groupSize: number;
+}
+
+/** A step's batch, its signal and the rows the optimiser trains on. */
+export interface PreparedStep {
+  batch: StepBatch;
+  /** The first generation round, before any filter (reward metrics are logged from it, as TRL does). */
+  firstRound: StepBatch;
+  signal: StepSignal;
+  samples: TrainingSample[];
+  /** Per group: the tracker discount ρ of this visit (single-stream). */
+  discounts?: number[];
+  metrics: Record<string, number>;
+}
+
+function draw(examples: readonly Example[], count: number, random: Random, encode: (example: Example) => number[]): RolloutPrompt[] {
+  return Array.from({ length: count }, () => {
+    const exampleIndex = random.integer(examples.length);
+    return { example: examples[exampleIndex], promptIds: encode(examples[exampleIndex]), exampleIndex };
+  });
+}
+
+/** The first round's prompts and rollouts per prompt: a uniform draw, or the bound selector's choice. */
+export function choosePrompts(environment: StepEnvironment, state: TrainerState, random: Random, seed: number): { prompts: RolloutPrompt[]; counts: number[] } {
+  const { bound, examples, encode, promptsPerStep: P, groupSize: G } = environment;
+  const selector = bound.promptSelector;
+  if (!selector) return { prompts: draw(examples, P, random, encode), counts: new Array<number>(P).fill(G) };
+  const posteriors = (state.extra.promptPosteriors ?? {}) as PosteriorState;
+  const candidateCount = selector.name === 'vade' ? selector.options.candidates ?? 4 * P : P;
+  const candidates = draw(examples, candidateCount, random, encode);
+  const beliefs = candidates.map((prompt) => posteriorOf(posteriors, prompt.exampleIndex!));
+  const input = { alpha: beliefs.map((b) => b.alpha), beta: beliefs.map((b) => b.beta) };
+  const selection = selector.name === 'knapsack'
+    ? knapsackAllocation(input, { budget: P * G, allowedCounts: selector.options.allowedCounts ?? defaultKnapsackCounts(G) })
+    : vadeSelection(input, { promptCount: P, rolloutsPerPrompt: G, seed: selector.options.thompson === false ? undefined : seed });
+  const chosen = candidates.flatMap((prompt, i) => (selection.rolloutCounts[i] > 0 ? [{ prompt, count: selection.rolloutCounts[i] }] : []));
+  return { prompts: chosen.map((c) => c.prompt), counts: chosen.map((c) => c.count) };
+}
+
+const keepEveryGroup: GroupFilterFn = (input) => {
+  const groups = typeof input.groupSizes === 'number' ? input.rewards.length / input.groupSizes : input.groupSizes.length;
+  return { keepGroups: new Uint8Array(groups).fill(1), keepSamples: new Uint8Array(input.rewards.length).fill(1) };
+};
+
+/** β·Σ_t k1 per sample under the reference model: the KL-in-reward penalty (RLOO/PPO placement). */
+function klPenalties(environment: StepEnvironment, batch: StepBatch): Float64Array {
+  const reference = frozenLogprobs(environment.referenceModel!, batch.samples.map((s) => ({ promptIds: batch.prompts[s.promptIndex].promptIds, completionIds: s.completionIds })), environment.settings);
+  const T = Math.max(1, ...batch.samples.map((s) => s.completionIds.length));
+  const mask = padRows(batch.samples.map((s) => s.lossMask), T);
+  const penalized = klPenalizedRewards({
+    rewards: new Float32Array(batch.samples.length), logprobs: padRows(batch.samples.map((s) => s.oldLogprobs), T), refLogprobs: padRows(reference.map((r) => Array.from(r)), T), mask,
+  }, environment.bound.klCoefficient, klK1);
+  return Float64Array.from(penalized, (value) => -value);
+}
+
+/** Single-stream baselines of every sample and this visit's discount per group. */
+function trackerInputs(environment: StepEnvironment, batch: StepBatch, state: TrainerState): { baselines: Float64Array; discounts: number[] } {
+  const tracker = (state.extra.valueTracker ?? {}) as ValueTrackerState;
+  const entries = batch.prompts.map((prompt) => tracker[String(prompt.exampleIndex)]);
+  const seen = entries.flatMap((entry, g) => (entry && entry.completionIds.length > 0 ? [g] : []));
+  const now = frozenLogprobs(environment.rolloutContext.model, seen.map((g) => ({ promptIds: entries[g]!.promptIds, completionIds: entries[g]!.completionIds })), environment.settings);
+  const discounts = batch.prompts.map(() => environment.bound.tracker!.maxDiscount);
+  seen.forEach((g, k) => { discounts[g] = trackerDiscount(policyDrift(entries[g]!.logprobs, now[k]), environment.bound.tracker!); });
+  const baselines = new Float64Array(batch.samples.length);
+  groupStarts(batch.groupSizes).forEach((start, g) => {
+    const visit = Array.from(batch.rewards.subarray(start, start + batch.groupSizes[g]));
+    baselines.fill(trackedBaseline(entries[g], visit), start, start + batch.groupSizes[g]);
+  });
+  return { baselines, discounts };
+}
+
+/** Rollout, scoring, refill, signal and training rows of one step. */
+export async function prepareGrpoStep(environment: StepEnvironment, state: TrainerState, random: Random, rolloutSettings: RolloutSettings, step: number): Promise<PreparedStep> {
+  const { bound, rollout, rolloutContext, rewards } = environment;
+  const first = choosePrompts(environment, state, random, rolloutSettings.seed);
+  let rolloutSeconds = 0;
+  let rewardSeconds = 0;
+  let firstRound: StepBatch | undefined;
+  const refill = await refillKeptGroups(async (round) => {
+    const { prompts, counts } = round === 0 ? first : { prompts: draw(environment.examples, environment.promptsPerStep, random, environment.encode), counts: new Array<number>(environment.promptsPerStep).fill(environment.groupSize) };
+    const generated = await generateRound(rollout, rolloutContext, prompts, counts, { ...rolloutSettings, seed: rolloutSettings.seed + round * 31 }, rewards, step);
+    rolloutSeconds += generated.rolloutSeconds;
+    rewardSeconds += generated.rewardSeconds;
+    firstRound ??= generated.batch;
+    const batch = generated.batch;
+    return { batch, filterInput: { rewards: Array.from(batch.rewards, (r) => (Number.isFinite(r) ? r : null)), groupSizes: batch.groupSizes, truncated: batch.samples.map((s) => s.truncated) } };
+  }, bound.groupFilter ? (input) => bound.groupFilter!.fn(input, bound.groupFilter!.options) : keepEveryGroup, first.prompts.length, bound.groupFilter ? 1 + bound.maxRefills : 1);
+  const metrics: Record<string, number> = { 'time/rollout': rolloutSeconds, 'time/reward': rewardSeconds, 'train/generationRounds': refill.generatedBatches };
+  const batch = refill.kept.length > 0 ? concatenateGroups(refill.kept) : { ...firstRound!, prompts: [], groupSizes: [], samples: [], rewards: new Float64Array(0), valid: new Uint8Array(0), scores: new Float64Array(0) };
+  const tracked = bound.tracker && batch.samples.length > 0 ? trackerInputs(environment, batch, state) : undefined;
+  const penalties = bound.klPlacement === 'reward' && bound.klCoefficient > 0 && batch.samples.length > 0 ? klPenalties(environment, batch) : undefined;
+  if (penalties) metrics['kl/rewardPenalty'] = penalties.reduce((a, b) => a + b, 0) / penalties.length;
+  const signal = computeSignal(bound, batch, { klPenalties: penalties, baselines: tracked?.baselines });
+  const samples = trainingRows(environment, batch, signal, metrics);
+  return { batch, firstRound: firstRound!, signal, samples, discounts: tracked?.discounts, metrics };
+}
+
+/** The samples that carry gradient, each with what the bound loss needs. */
+function trainingRows(environment: StepEnvironment, batch: StepBatch, signal: StepSignal, metrics: Record<string, number>): TrainingSample[] {
+  const { bound, settings } = environment;
+  let rows: TrainingSample[] = batch.samples.flatMap((sample, i) => (signal.keep[i] ? [{
+    promptIds: batch.prompts[sample.promptIndex].promptIds, completionIds: sample.completionIds, lossMask: sample.lossMask,
+    oldLogprobs: sample.oldLogprobs, advantage: signal.advantages[i], tokenAdvantages: signal.tokenAdvantages?.[i], group: sample.promptIndex,
+  }] : []));
+  if (rows.length === 0) return rows;
+  if (bound.mismatchCorrection) {
+    // π_old as the trainer's own kernels compute it; the sampler's logprobs become the rollout's.
+    const recomputed = frozenLogprobs(environment.rolloutContext.model, rows, settings);
+    let difference = 0;
+    let tokens = 0;
+    rows = rows.map((row, i) => {
+      row.oldLogprobs.forEach((value, t) => { difference += Math.abs(value - recomputed[i][t]); tokens++; });
+      return { ...row, rolloutLogprobs: row.oldLogprobs, oldLogprobs: Array.from(recomputed[i]) };
+    });
+    metrics['rollout/logprob_diff'] = difference / Math.max(1, tokens);
+  }
+  if (bound.needs.has('groupTokenWeights')) rows = withGroupTokenWeights(bound, rows);
+  if (environment.referenceModel && bound.klPlacement === 'loss' && bound.klCoefficient > 0) rows = withReferenceLogprobs(settings, environment.referenceModel, rows);
+  return rows;
+}
+
+/** Moves per-prompt state forward after the step: the value tracker and the selectors' posteriors. */
+export function recordStepState(bound: BoundAlgorithm, state: TrainerState, prepared: PreparedStep): void {
+  const { batch } = prepared;
+  const starts = groupStarts(batch.groupSizes);
+  if (bound.tracker && prepared.discounts) {
+    const tracker = { ...((state.extra.valueTracker ?? {}) as ValueTrackerState) };
+    batch.prompts.forEach((prompt, g) => {
+      const members = Array.from({ length: batch.groupSizes[g] }, (_, k) => starts[g] + k);
+      const visit = members.map((i) => prepared.signal.rewards[i]);
+      const firstScored = members.find((i) => Number.isFinite(prepared.signal.rewards[i]));
+      const completion = firstScored === undefined ? null : { promptIds: prompt.promptIds, completionIds: batch.samples[firstScored].completionIds, logprobs: batch.samples[firstScored].oldLogprobs };
+      tracker[String(prompt.exampleIndex)] = updateTrackedValue(tracker[String(prompt.exampleIndex)], prepared.discounts![g], visit, completion);
+    });
+    state.extra.valueTracker = tracker;
+  }
+  if (bound.promptSelector) {
+    // The selector's own choices (the first round, before any filter) are what its posteriors learn from.
+    const chosen = prepared.firstRound;
+    const chosenStarts = groupStarts(chosen.groupSizes);
+    const posteriors = { ...((state.extra.promptPosteriors ?? {}) as PosteriorState) };
+    const threshold = bound.promptSelector.options.successThreshold;
+    chosen.prompts.forEach((prompt, g) => {
+      const visit = Array.from(chosen.rewards.subarray(chosenStarts[g], chosenStarts[g] + chosen.groupSizes[g])).filter(Number.isFinite);
+      const successes = visit.filter((r) => r >= threshold).length;
+      const next = updateBetaPosterior(posteriorOf(posteriors, prompt.exampleIndex!), successes, visit.length - successes, bound.promptSelector!.options.decay);
+      posteriors[String(prompt.exampleIndex)] = [next.alpha, next.beta];
+    });
+    state.extra.promptPosteriors = posteriors;
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * A step's logged numbers with the stable names of docs/run-folder.md: reward statistics (overall
+ * and per reward, from the first generation round, before any filter, as TRL logs them), the share
+ * of zero-variance groups, failed reward calls, and completion lengths.
+ *
+ * Is not: the loss metrics (optimize.ts names those) or the writing of files (run-folder.ts).
+ */
+import { groupStarts, type StepBatch } from './step-batch.js';
+
+function meanAndStd(values: readonly number[]): { mean: number; std: number } {
+  const mean = values.reduce((a, b) => a + b, 0) / Math.max(1, values.length);
+  const variance = values.reduce((a, b) => a + (b - mean) ** 2, 0) / Math.max(1, values.length);
+  return { mean, std: Math.sqrt(variance) };
+}
+
+/** reward/mean, reward/std, reward/fracZeroStd, reward/invalidSamples and reward/<name>/{mean,std,invalid}. */
+export function rewardLogMetrics(batch: StepBatch): Record<string, number> {
+  const overall = meanAndStd(Array.from(batch.rewards).filter(Number.isFinite));
+  let zeroStdGroups = 0;
+  groupStarts(batch.groupSizes).forEach((start, g) => {
+    const scored = Array.from(batch.rewards.subarray(start, start + batch.groupSizes[g])).filter(Number.isFinite);
+    if (scored.every((value) => value === scored[0])) zeroStdGroups++;
+  });
+  const metrics: Record<string, number> = {
+    'reward/mean': overall.mean,
+    'reward/std': overall.std,
+    'reward/fracZeroStd': zeroStdGroups / Math.max(1, batch.groupSizes.length),
+    'reward/invalidSamples': batch.valid.reduce((count, valid) => count + (valid ? 0 : 1), 0),
+  };
+  const K = batch.rewardNames.length;
+  batch.rewardNames.forEach((name, k) => {
+    const column = batch.samples.map((_, i) => batch.scores[i * K + k]).filter(Number.isFinite);
+    const stats = column.length > 0 ? meanAndStd(column) : { mean: NaN, std: NaN }; // logged as null
+    metrics[`reward/${name}/mean`] = stats.mean;
+    metrics[`reward/${name}/std`] = stats.std;
+    metrics[`reward/${name}/invalid`] = batch.failures[name] ?? 0;
+  });
+  return metrics;
+}
+
+/** completions/{meanLength,minLength,maxLength,clippedRatio}. */
+export function completionMetrics(batch: StepBatch): Record<string, number> {
+  const lengths = batch.samples.map((s) => s.completionIds.length);
+  return {
+    'completions/meanLength': lengths.reduce((a, b) => a + b, 0) / Math.max(1, lengths.length),
+    'completions/minLength': Math.min(...lengths),
+    'completions/maxLength': Math.max(...lengths),
+    'completions/clippedRatio': batch.samples.filter((s) => s.truncated).length / Math.max(1, lengths.length),
+  };
+}

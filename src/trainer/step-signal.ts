@@ -1,0 +1,95 @@
+/**
+ * From a step's batch to its training signal: the per-sample inputs the bound estimator declared
+ * it needs (strata, semantic clusters, tracked baselines), KL in the reward, the advantages, and
+ * which samples carry gradient (invalid rewards, the group filter's sample mask, truncation).
+ *
+ * Is not: generation (step-batch.ts), the reference or tracker forward passes (grpo-step.ts), or
+ * the loss. The estimator functions themselves live in algorithms/.
+ */
+import type { AdvantageInput } from '../algorithms/index.js';
+import { answersMatch, extractFinalAnswer } from '../rewards/index.js';
+import type { BoundAlgorithm, StrataSource } from './algorithm.js';
+import { groupStarts, rewardColumns, scoredRewards, type StepBatch } from './step-batch.js';
+
+/** Per-sample numbers the caller computed with a model: KL penalties and tracked baselines. */
+export interface SignalInputs {
+  /** [N] β·Σ_t k1 of each sample (KL in the reward); subtracted from the combined reward. */
+  klPenalties?: Float64Array;
+  /** [N] the tracked value v(q) of each sample's prompt (single-stream). */
+  baselines?: Float64Array;
+}
+
+export interface StepSignal {
+  /** [N] the rewards the estimator saw (after KL in the reward); NaN = invalid. */
+  rewards: Float64Array;
+  advantages: Float32Array;
+  tokenAdvantages?: Float32Array[];
+  /** [N] 1 = the sample carries gradient. */
+  keep: Uint8Array;
+  zeroStdGroups: number;
+}
+
+/** Stratum key of every sample. */
+export function strataOf(batch: StepBatch, source: StrataSource): string[] {
+  return batch.samples.map((sample) => {
+    if (source.kind === 'row') return String(batch.prompts[sample.promptIndex].example[source.column]);
+    return String(source.statistic === 'truncated' ? sample.truncated : sample[source.statistic] ?? 'missing');
+  });
+}
+
+/**
+ * Semantic cluster id of every sample, within its group: 'answer' puts samples whose final answers
+ * are equivalent (the math-answer rules) together, a sample with no extractable answer alone;
+ * 'text' groups identical trimmed completions.
+ */
+export function clustersOf(batch: StepBatch, by: 'answer' | 'text'): number[] {
+  const clusters = new Array<number>(batch.samples.length);
+  let next = 0;
+  groupStarts(batch.groupSizes).forEach((start, g) => {
+    const representatives: { key: string; id: number }[] = [];
+    for (let i = start; i < start + batch.groupSizes[g]; i++) {
+      const text = batch.samples[i].text.trim();
+      const key = by === 'text' ? text : extractFinalAnswer(text)?.answer ?? null;
+      const match = key === null ? undefined : representatives.find((r) => (by === 'text' ? r.key === key : answersMatch(key, r.key)));
+      if (match) clusters[i] = match.id;
+      else {
+        clusters[i] = next++;
+        if (key !== null) representatives.push({ key, id: clusters[i] });
+      }
+    }
+  });
+  return clusters;
+}
+
+/** Advantages and the loss mask of a step, exactly as the bound parts define them. */
+export function computeSignal(bound: BoundAlgorithm, batch: StepBatch, inputs: SignalInputs = {}): StepSignal {
+  const rewards = inputs.klPenalties ? batch.rewards.map((r, i) => r - inputs.klPenalties![i]) : batch.rewards.slice();
+  const estimatorInput: AdvantageInput = {
+    rewards: scoredRewards(rewards),
+    groupSizes: batch.groupSizes,
+    rewardComponents: rewardColumns(batch),
+    rewardWeights: batch.rewardWeights,
+    completionIds: batch.samples.map((sample) => sample.completionIds),
+  };
+  if (bound.strata) estimatorInput.strata = strataOf(batch, bound.strata);
+  if (bound.needs.has('clusters')) estimatorInput.clusters = clustersOf(batch, bound.advantage.options.clusterBy ?? 'answer');
+  if (bound.needs.has('baselines')) {
+    if (!inputs.baselines) throw new Error('the single-stream estimator needs tracked baselines (grpo-step computes them)');
+    estimatorInput.baselines = inputs.baselines;
+  }
+  const result = bound.advantage.fn(estimatorInput, bound.advantage.options);
+  const keep = Uint8Array.from(result.keep);
+  if (bound.groupFilter) {
+    // The refill loop already dropped whole groups; this applies the filter's per-sample mask.
+    const filtered = bound.groupFilter.fn({ rewards: scoredRewards(rewards), groupSizes: batch.groupSizes, truncated: batch.samples.map((s) => s.truncated) }, bound.groupFilter.options);
+    filtered.keepSamples.forEach((kept, i) => { if (!kept) keep[i] = 0; });
+  }
+  batch.samples.forEach((sample, i) => {
+    if (bound.maskTruncated && sample.truncated) keep[i] = 0;
+    if (!batch.valid[i]) keep[i] = 0;
+  });
+  return {
+    rewards, advantages: result.advantages, tokenAdvantages: result.tokenAdvantages, keep,
+    zeroStdGroups: result.stdIsZero.reduce((a, b) => a + b, 0),
+  };
+}
