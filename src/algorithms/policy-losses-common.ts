@@ -77,6 +77,8 @@ export interface PolicyLossOptions extends AggregationOptions {
   mismatchCorrection?: MismatchCorrection;
   /** Keep only tokens in the top quantile of entropy (e.g. 0.2); needs input.entropies. */
   topEntropyQuantile?: number;
+  /** The entropy cut of `topEntropyQuantile` over the whole accumulated batch (default: this call's tokens). */
+  topEntropyThreshold?: number;
   /** REAL: labelled groups in the whole accumulated batch (default: those of this call), so micro-batches sum to the batch loss. */
   globalGroupCount?: number;
   /** GTPO entropy filter: completions whose mean token entropy exceeds this get A = 0 (default 0.7). */
@@ -166,21 +168,29 @@ export function mismatchWeights(oldLogprobs: ArrayLike<number>, rolloutLogprobs:
 }
 
 /**
- * Top-entropy token selection [B, T]: 1 for masked tokens whose entropy ≥ the (1 − quantile)
- * quantile of all masked tokens' entropies (linear interpolation, as torch.quantile). TRL
- * `top_entropy_quantile`; Wang et al. 2025, "Beyond the 80/20 Rule".
+ * The entropy at the (1 − quantile) quantile of the masked tokens (linear interpolation, as
+ * torch.quantile): tokens at or above it are the top `quantile` by entropy. Wang et al. 2025,
+ * "Beyond the 80/20 Rule"; TRL `top_entropy_quantile`.
  */
-export function topEntropyMask(entropies: ArrayLike<number>, mask: ArrayLike<number>, quantile: number): Float32Array {
+export function topEntropyThreshold(entropies: ArrayLike<number>, mask: ArrayLike<number>, quantile: number): number {
   if (!(quantile > 0 && quantile <= 1)) throw new RangeError(`topEntropyQuantile must be in (0, 1], got ${quantile}.`);
   if (entropies.length !== mask.length) throw new RangeError(`input.entropies has ${entropies.length} entries but mask has ${mask.length}.`);
   const values: number[] = [];
   for (let i = 0; i < mask.length; i++) if (mask[i]) values.push(entropies[i]);
+  if (values.length === 0) return Infinity;
   values.sort((a, b) => a - b);
-  const out = new Float32Array(mask.length);
-  if (values.length === 0) return out;
   const position = (1 - quantile) * (values.length - 1);
   const low = Math.floor(position);
-  const threshold = values[low] + (position - low) * ((values[Math.min(low + 1, values.length - 1)] ?? values[low]) - values[low]);
+  return values[low] + (position - low) * ((values[Math.min(low + 1, values.length - 1)] ?? values[low]) - values[low]);
+}
+
+/**
+ * Top-entropy token selection [B, T]: 1 for masked tokens whose entropy ≥ `threshold`, by default
+ * the (1 − quantile) quantile of these tokens' own entropies (`topEntropyThreshold`); a trainer that
+ * splits a batch into micro-batches passes the whole batch's threshold instead.
+ */
+export function topEntropyMask(entropies: ArrayLike<number>, mask: ArrayLike<number>, quantile: number, threshold = topEntropyThreshold(entropies, mask, quantile)): Float32Array {
+  const out = new Float32Array(mask.length);
   for (let i = 0; i < mask.length; i++) out[i] = mask[i] && entropies[i] >= threshold ? 1 : 0;
   return out;
 }
@@ -213,7 +223,7 @@ export function finishPolicyLoss(prepared: PreparedLossInput, input: PolicyLossI
   }
   if (options.topEntropyQuantile !== undefined) {
     if (input.entropies === undefined) throw new Error('options.topEntropyQuantile needs input.entropies.');
-    const selected = topEntropyMask(input.entropies, mask, options.topEntropyQuantile);
+    const selected = topEntropyMask(input.entropies, mask, options.topEntropyQuantile, options.topEntropyThreshold);
     metrics.entropySelectedFraction = maskedMean(selected, mask);
     for (let i = 0; i < weights.length; i++) weights[i] *= selected[i];
   }

@@ -77,7 +77,7 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
     const recipeFile = options.recipe ?? (existsSync(source) ? (JSON.parse(readFileSync(source, 'utf8')) as { recipe?: string }).recipe : undefined);
     if (recipeFile) {
       const code = await loadRecipe(recipeFile);
-      recipe = { ...recipe, rewards: code.rewards, task: code.task };
+      recipe = { ...recipe, rewards: code.rewards, task: code.task, rollout: code.rollout };
     }
   } else if (options.recipe) {
     recipe = await loadRecipe(options.recipe);
@@ -87,7 +87,7 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
   if (options.runName) raw = mergeConfig(raw, { logging: { runName: options.runName } });
   if (options.sftOnly) raw = mergeConfig(raw, { grpo: { steps: 0 } });
   const config = resolveConfig(raw, recipe.task ? [recipe.task.name] : []);
-  const context = createRunContext(config, { rewards: recipe.rewards, task: recipe.task });
+  const context = createRunContext(config, { rewards: recipe.rewards, task: recipe.task, rollout: recipe.rollout });
   runDirectory ??= join(resolve(config.logging.runsDirectory), config.logging.runName ?? `${defaultRunName(config)}${options.recipe ? `-${basename(options.recipe, extname(options.recipe))}` : ''}`);
   if (!options.resume) {
     if (existsSync(join(runDirectory, 'config.json'))) throw new Error(`run folder ${runDirectory} already exists; use --resume ${runDirectory} or another --run-name`);

@@ -2,7 +2,7 @@
  * The Task interface: a built-in, verifiable job with generated train and held-out examples, SFT
  * demonstrations, its reward functions and a correctness check reused for evaluation.
  *
- * Is not: a dataset reader (dataset.ts) or anything about tensors. Tasks need no network.
+ * Is not: a dataset reader or anything about tensors. Tasks need no network.
  */
 import type { NamedReward } from '../rewards/types.js';
 

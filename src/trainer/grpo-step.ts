@@ -14,7 +14,9 @@ import type { Example } from '../data/task.js';
 import type { Transformer } from '../model/transformer.js';
 import type { Random } from '../nn/index.js';
 import { defaultKnapsackCounts, type BoundAlgorithm } from './algorithm.js';
-import { frozenLogprobs, withGroupTokenWeights, withReferenceLogprobs, type StepSettings, type TrainingSample } from './optimize.js';
+import { encodePrompt } from './evaluate.js';
+import { frozenLogprobs, stepSettingsOf, withGroupTokenWeights, withReferenceLogprobs, type StepSettings, type TrainingSample } from './optimize.js';
+import type { RunContext } from './setup.js';
 import { policyDrift, posteriorOf, trackedBaseline, trackerDiscount, updateTrackedValue, type PosteriorState, type ValueTrackerState } from './prompt-state.js';
 import type { RolloutContext, RolloutFn, RolloutPrompt, RolloutSettings } from './rollout.js';
 import type { TrainerState } from './run-folder.js';
@@ -47,6 +49,21 @@ export interface PreparedStep {
   /** Per group: the tracker discount ρ of this visit (single-stream). */
   discounts?: number[];
   metrics: Record<string, number>;
+}
+
+/** The environment the loop builds for a run (also used by tests to drive the same step). */
+export function createStepEnvironment(context: RunContext, referenceModel: Transformer | null): StepEnvironment {
+  const { config, model, tokenizer, task } = context;
+  return {
+    bound: context.algorithm, settings: stepSettingsOf(config), rollout: context.rollout, rolloutContext: { model, tokenizer }, rewards: context.rewards,
+    examples: task.trainExamples(config.grpo.examples, config.seed + 2), encode: (example) => encodePrompt(tokenizer, example), referenceModel,
+    promptsPerStep: config.grpo.promptsPerStep, groupSize: config.sampling.groupSize,
+  };
+}
+
+/** The rollout settings of a step: the config's sampling with the run's stop ids and the step's seed. */
+export function rolloutSettingsOf(context: RunContext, seed: number): RolloutSettings {
+  return { ...context.config.sampling, stopTokenIds: context.stopTokenIds, seed };
 }
 
 function draw(examples: readonly Example[], count: number, random: Random, encode: (example: Example) => number[]): RolloutPrompt[] {

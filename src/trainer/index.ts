@@ -9,4 +9,5 @@ export { train, type TrainOptions, type TrainResult } from './trainer.js';
 export { singleTurnRollout, type RolloutFn, type RolloutPrompt, type RolloutSample, type RolloutSettings } from './rollout.js';
 export { evaluate, type EvaluationResult } from './evaluate.js';
 export { RunFolder, type TrainerState } from './run-folder.js';
-export { lossOptionsFor, policyStep, sftStep } from './optimize.js';
+export { accumulatePolicyGradients, lossOptionsFor, policyStep, sftStep, stepSettingsOf, type StepSettings, type TrainingSample } from './optimize.js';
+export { bindAlgorithm, type BoundAlgorithm, type RolloutProvision } from './algorithm.js';

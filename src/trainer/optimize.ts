@@ -5,7 +5,7 @@
  *
  * Is not: scoring or logging. Returns metrics averaged over micro-batches (weighted by tokens).
  */
-import { aggregateLoss, gtpoTokenWeights, type PolicyLossOptions } from '../algorithms/index.js';
+import { aggregateLoss, gtpoTokenWeights, topEntropyThreshold, type PolicyLossOptions } from '../algorithms/index.js';
 import type { Transformer } from '../model/transformer.js';
 import { AdamW, clipGradNorm } from '../nn/index.js';
 import { mul, noGrad, sub, sum, tensor, type Tensor } from '../tensor/index.js';
@@ -140,8 +140,19 @@ function labelledGroupCount(samples: readonly TrainingSample[]): number {
  */
 export function accumulatePolicyGradients(bound: BoundAlgorithm, settings: StepSettings, model: Transformer, samples: readonly TrainingSample[]): { lossTotal: number; metrics: Record<string, number> } {
   const globals = { globalTokenCount: samples.reduce((total, s) => total + lossTokenCount(s), 0), globalSequenceCount: samples.length, globalGroupCount: labelledGroupCount(samples) };
-  const options = { ...lossOptionsFor(bound, settings), ...globals };
+  const options: PolicyLossOptions = { ...lossOptionsFor(bound, settings), ...globals };
   const wholeGroups = bound.needs.has('wholeGroups');
+  if (options.topEntropyQuantile !== undefined) {
+    // The quantile is over the whole batch's tokens: one gradient-free pass over the same micro-batches first.
+    const entropies: number[] = [];
+    const masks: number[] = [];
+    for (const micro of microBatches(samples, settings.microBatchSize, wholeGroups)) {
+      const { entropies: values, mask } = noGrad(() => completionLogprobs(model, micro, settings.temperature));
+      entropies.push(...values);
+      masks.push(...mask);
+    }
+    options.topEntropyThreshold = topEntropyThreshold(entropies, masks, options.topEntropyQuantile);
+  }
   const accumulator = new MetricAccumulator();
   let lossTotal = 0;
   for (const micro of microBatches(samples, settings.microBatchSize, wholeGroups)) {

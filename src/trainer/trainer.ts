@@ -13,8 +13,8 @@ import { loadCheckpoint, saveCheckpoint } from '../model/checkpoint.js';
 import { Transformer } from '../model/transformer.js';
 import { AdamW, learningRateAt, Random } from '../nn/index.js';
 import { encodePrompt, evaluate, type EvaluationResult } from './evaluate.js';
-import { prepareGrpoStep, recordStepState, type PreparedStep, type StepEnvironment } from './grpo-step.js';
-import { optimizedParameters, policyStep, sftStep, stepSettingsOf } from './optimize.js';
+import { createStepEnvironment, prepareGrpoStep, recordStepState, rolloutSettingsOf, type PreparedStep } from './grpo-step.js';
+import { optimizedParameters, policyStep, sftStep } from './optimize.js';
 import { createProgressReporter, type ProgressReporter } from './progress.js';
 import type { RolloutFn } from './rollout.js';
 import { RunFolder, type TrainerState } from './run-folder.js';
@@ -149,22 +149,18 @@ async function runGrpo(
   context: RunContext, folder: RunFolder, optimizer: AdamW, state: TrainerState, progress: ProgressReporter,
   save: () => void, runEval: () => Promise<EvaluationResult>, rollout: RolloutFn,
 ): Promise<void> {
-  const { config, model, tokenizer, task, algorithm: bound } = context;
-  const examples = task.trainExamples(config.grpo.examples, config.seed + 2);
+  const { config, model, algorithm: bound } = context;
   const schedule = { kind: config.grpo.schedule, learningRate: config.grpo.learningRate, warmupSteps: config.grpo.warmupSteps, totalSteps: config.grpo.steps };
-  const settings = stepSettingsOf(config);
   // β = 0 needs no reference model, and none is built. Otherwise the reference is the policy at
   // GRPO start, saved once beside the checkpoints so a resumed run uses the same one.
   const referenceModel = bound.klCoefficient > 0 ? referenceFor(context, folder, state) : null;
-  const environment: StepEnvironment = {
-    bound, settings, rollout, rolloutContext: { model, tokenizer }, rewards: context.rewards, examples,
-    encode: (example) => encodePrompt(tokenizer, example), referenceModel, promptsPerStep: config.grpo.promptsPerStep, groupSize: config.sampling.groupSize,
-  };
+  const environment = createStepEnvironment({ ...context, rollout }, referenceModel);
+  const settings = environment.settings;
   while (state.phaseStep < config.grpo.steps) {
     const stepStart = Date.now();
     const seed = stepSeed(config.seed, state.step);
     // 1-3. Prompts, rollout, score, refill, advantages, loss mask, training rows (grpo-step.ts).
-    const prepared = await prepareGrpoStep(environment, state, new Random(seed), { ...config.sampling, stopTokenIds: context.stopTokenIds, seed }, state.phaseStep);
+    const prepared = await prepareGrpoStep(environment, state, new Random(seed), rolloutSettingsOf(context, seed), state.phaseStep);
     // 4. Optimisation: μ passes over the kept samples with the stored old logprobs.
     optimizer.learningRate = learningRateAt(schedule, state.phaseStep);
     const trainStart = Date.now();

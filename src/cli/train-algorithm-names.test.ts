@@ -1,0 +1,72 @@
+/**
+ * `grpo train --set algorithm.<field>=NAME` for every name `grpo list` offers: each either completes
+ * a short run (metrics written, summary finished) or is refused before any model is loaded, with
+ * one line naming the field and what is missing. "Before any model is loaded" is shown by pointing
+ * model.checkpoint at a folder that does not exist: the refusal must be about the algorithm, never
+ * about the missing checkpoint.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { advantageEstimators, groupFilters, policyLosses, promptSelectors } from '../algorithms/index.js';
+import { runTrainCommand } from './train-command.js';
+
+const scratch = mkdtempSync(join(tmpdir(), 'grpo-train-command-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+const tiny = [
+  'model.hiddenSize=16', 'model.numLayers=1', 'model.numHeads=2', 'sft.steps=0', 'grpo.steps=1', 'grpo.promptsPerStep=2',
+  'grpo.microBatchSize=8', 'sampling.groupSize=4', 'sampling.maxNewTokens=3', 'evaluation.examples=4', 'checkpoint.every=0',
+  `logging.runsDirectory=${JSON.stringify(scratch)}`,
+];
+
+/** Names refused as they stand, with what the refusal must say. */
+const refused: Record<string, RegExp> = {
+  'advantage=stratified': /^- algorithm\.advantageOptions\.(alpha|strataFrom): .*stratified/m,
+  'advantage=seed-grpo': /^- algorithm\.advantageOptions\.alpha: .*seed-grpo/m,
+  'advantage=s-grpo': /^- algorithm\.advantage: s-grpo scores a group of serial early exits .* provides: \['serialExits'\]/m,
+  'loss=dispo': /^- algorithm\.lossOptions\.(positiveBounds|negativeBounds): .*dispo/m,
+};
+
+const cases: [string, string][] = [
+  ...advantageEstimators.names().map((name) => ['advantage', name] as [string, string]),
+  ...policyLosses.names().map((name) => ['loss', name] as [string, string]),
+  ...groupFilters.names().map((name) => ['groupFilter', name] as [string, string]),
+  ...promptSelectors.names().map((name) => ['promptSelector', name] as [string, string]),
+];
+
+describe('grpo train --set algorithm.<field>=NAME for every listed name', () => {
+  it.each(cases)('algorithm.%s=%s runs or is refused before any model is loaded', async (field, name) => {
+    const runName = `${field}-${name}`;
+    const expectation = refused[`${field}=${name}`];
+    if (expectation) {
+      const attempt = runTrainCommand({ set: [...tiny, `algorithm.${field}=${name}`, 'model.checkpoint="/nonexistent/checkpoint"'], runName, quiet: true });
+      await expect(attempt).rejects.toThrow(expectation);
+      await expect(attempt).rejects.not.toThrow(/nonexistent/);
+      expect(existsSync(join(scratch, runName))).toBe(false);
+      return;
+    }
+    expect(await runTrainCommand({ set: [...tiny, `algorithm.${field}=${name}`], runName, quiet: true })).toBe(0);
+    const metrics = readFileSync(join(scratch, runName, 'metrics.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    expect(metrics.filter((m) => 'train/samples' in m)).toHaveLength(1); // one GRPO step (dynamic sampling may keep no group of a random model)
+    expect(JSON.parse(readFileSync(join(scratch, runName, 'summary.json'), 'utf8')).status).toBe('finished');
+  });
+
+  it('an unknown option lists the options the part knows', async () => {
+    const attempt = runTrainCommand({ set: [...tiny, 'algorithm.lossOptions.epsilonHihg=0.3'], runName: 'typo', quiet: true });
+    await expect(attempt).rejects.toThrow(/algorithm\.lossOptions: policy loss "ppo-clip" has no option "epsilonHihg"; known: epsilonLow, epsilonHigh, dualClip/);
+  });
+
+  it('the refused names run once given what they need', async () => {
+    for (const [runName, extra] of [
+      ['stratified-ok', ['algorithm.advantage=stratified', 'algorithm.advantageOptions={"alpha":0.5,"strataFrom":"row.a"}']],
+      ['seed-ok', ['algorithm.advantage=seed-grpo', 'algorithm.advantageOptions={"alpha":0.5}']],
+      ['dispo-ok', ['algorithm.loss=dispo', 'algorithm.lossOptions={"positiveBounds":[0.2,0.3],"negativeBounds":[0.2,0.3]}']],
+    ] as [string, string[]][]) {
+      expect(await runTrainCommand({ set: [...tiny, ...extra], runName, quiet: true })).toBe(0);
+    }
+    const attempt = runTrainCommand({ set: [...tiny, 'algorithm.advantage=stratified', 'algorithm.advantageOptions={"alpha":0.5,"strataFrom":"row.missing"}'], runName: 'strata-missing', quiet: true });
+    await expect(attempt).rejects.toThrow(/algorithm\.advantageOptions\.strataFrom: the stratified estimator reads column "missing", which training row 0 does not have \(columns: prompt, answer, a, b\)/);
+  });
+});
