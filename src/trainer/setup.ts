@@ -15,6 +15,7 @@ import { Transformer } from '../model/transformer.js';
 import { rewardFactories } from '../rewards/index.js';
 import type { NamedReward } from '../rewards/types.js';
 import { validateConfig, type KnownNames, type TrainerConfig } from './config.js';
+import { checkPositionBudget } from './position-budget.js';
 import { applyPreset, mergeConfig, presetNames } from './presets.js';
 
 /** What a recipe file exports: a config (as written, before defaults) and optional reward functions. */
@@ -100,7 +101,9 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
     stopTokenIds = [charTokenizer.eosTokenId];
   }
   const rewards = recipeRewards ?? buildRewards(config, task);
-  return { config, task, tokenizer, tokenizerFiles, sourceDirectory, model, stopTokenIds, rewards };
+  const context = { config, task, tokenizer, tokenizerFiles, sourceDirectory, model, stopTokenIds, rewards };
+  checkPositionBudget(context);
+  return context;
 }
 
 function buildRewards(config: TrainerConfig, task: Task): NamedReward[] {
