@@ -18,7 +18,18 @@ export interface EvalCommandOptions {
   json?: boolean;
 }
 
+/** Refuses a count outside [minimum, maximum] naming its flag (main.ts checks the same while parsing; this guards callers from code). */
+function checkCount(flag: string, value: number, minimum: number, maximum: number): void {
+  if (!Number.isInteger(value) || value < minimum || value > maximum) {
+    throw new Error(`grpo eval: ${flag} must be an integer from ${minimum} to ${maximum}, got ${value}`);
+  }
+}
+
 export async function runEvalCommand(options: EvalCommandOptions): Promise<number> {
+  // Zero examples would report an accuracy of 0/0 = NaN and exit 0.
+  checkCount('--examples', options.examples, 1, 100_000);
+  checkCount('--pass-at-k', options.passAtK, 0, 1024);
+  checkCount('--max-new-tokens', options.maxNewTokens, 1, 32768);
   const task = taskRegistry.get(options.task)({});
   const checkpoint = loadCheckpoint(options.model);
   const tokenizer = loadTokenizer(options.model);

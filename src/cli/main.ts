@@ -12,14 +12,32 @@ import { runEvalCommand } from './eval-command.js';
 
 const integer = (value: string): number => {
   const parsed = Number(value);
-  if (!Number.isInteger(parsed)) throw new InvalidArgumentError(`"${value}" is not an integer`);
+  if (!Number.isSafeInteger(parsed)) throw new InvalidArgumentError(`"${value}" is not an integer`);
   return parsed;
 };
-const number = (value: string): number => {
+/**
+ * An integer flag within [minimum, maximum]; commander's error names the flag. The upper bounds
+ * match the config schema's (src/trainer/config.ts), so "1e8" is refused here, not inside an allocation.
+ */
+const integerFrom = (minimum: number, maximum: number) => (value: string): number => {
   const parsed = Number(value);
-  if (!Number.isFinite(parsed)) throw new InvalidArgumentError(`"${value}" is not a number`);
+  if (value.trim() === '' || !Number.isInteger(parsed) || parsed < minimum || parsed > maximum) {
+    throw new InvalidArgumentError(`must be an integer from ${minimum} to ${maximum}, got "${value}"`);
+  }
   return parsed;
 };
+/** A finite number flag above `exclusiveMinimum` (or from `minimum`) and at most `maximum`. */
+const numberFrom = (bounds: { minimum?: number; exclusiveMinimum?: number; maximum: number }) => (value: string): number => {
+  const parsed = Number(value);
+  const low = bounds.exclusiveMinimum ?? bounds.minimum ?? -Infinity;
+  const aboveLow = bounds.exclusiveMinimum !== undefined ? parsed > low : parsed >= low;
+  if (value.trim() === '' || !Number.isFinite(parsed) || !aboveLow || parsed > bounds.maximum) {
+    const range = bounds.exclusiveMinimum !== undefined ? `above ${low}` : `from ${low}`;
+    throw new InvalidArgumentError(`must be a number ${range} to ${bounds.maximum}, got "${value}"`);
+  }
+  return parsed;
+};
+const maxNewTokens = integerFrom(1, 32768);
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
 export function buildProgram(): Command {
@@ -50,9 +68,9 @@ export function buildProgram(): Command {
     .description("held-out accuracy (greedy pass@1, sampled pass@k) of a checkpoint on a built-in task")
     .requiredOption('--model <directory>', 'checkpoint folder (HF layout)')
     .option('--task <name>', 'built-in task', 'addition')
-    .option('--examples <n>', 'held-out examples', integer, 200)
-    .option('--pass-at-k <k>', 'also sample k completions per prompt', integer, 0)
-    .option('--max-new-tokens <n>', 'completion length limit', integer, 8)
+    .option('--examples <n>', 'held-out examples (1 to 100000)', integerFrom(1, 100_000), 200)
+    .option('--pass-at-k <k>', 'also sample k completions per prompt (0 = off, at most 1024)', integerFrom(0, 1024), 0)
+    .option('--max-new-tokens <n>', 'completion length limit (1 to 32768)', maxNewTokens, 8)
     .option('--seed <n>', 'seed', integer, 0)
     .option('--json', 'print JSON')
     .action(async (options) => {
@@ -64,12 +82,12 @@ export function buildProgram(): Command {
     .requiredOption('--model <directory>', 'checkpoint folder (HF layout)')
     .requiredOption('--prompt <text>', 'prompt text')
     .option('--chat', "wrap the prompt in the tokenizer's chat template as a user message")
-    .option('--max-new-tokens <n>', 'tokens to generate at most', integer, 64)
-    .option('--temperature <t>', '0 = greedy', number, 1)
-    .option('--top-p <p>', 'nucleus sampling mass', number, 1)
-    .option('--top-k <k>', 'keep the k most likely tokens (0 = off)', integer, 0)
+    .option('--max-new-tokens <n>', 'tokens to generate at most (1 to 32768)', maxNewTokens, 64)
+    .option('--temperature <t>', '0 = greedy', numberFrom({ minimum: 0, maximum: 100 }), 1)
+    .option('--top-p <p>', 'nucleus sampling mass, above 0 to 1', numberFrom({ exclusiveMinimum: 0, maximum: 1 }), 1)
+    .option('--top-k <k>', 'keep the k most likely tokens (0 = off)', integerFrom(0, 2 ** 21), 0)
     .option('--seed <n>', 'sampling seed', integer, 0)
-    .option('--num-samples <g>', 'completions for the prompt', integer, 1)
+    .option('--num-samples <g>', 'completions for the prompt (1 to 1024)', integerFrom(1, 1024), 1)
     .option('--json', 'one JSON line per sample with ids, text and logprobs')
     .action((options) => runGenerateCommand(options));
 

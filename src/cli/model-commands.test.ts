@@ -51,5 +51,8 @@ describe('grpo score', () => {
     expect(() => runScoreCommand({ model, ids: '1,x' }, () => {})).toThrow(/--ids entry 1 \("x"\) is not an integer/);
     expect(() => runScoreCommand({ model }, () => {})).toThrow(/exactly one of --text or --ids/);
     expect(() => runScoreCommand({ model: '/nonexistent', text: 'a b' }, () => {})).toThrow(/\/nonexistent/);
+    // Out of the vocabulary (was an internal logSoftmaxGather error) and past the 512 positions (was scored silently).
+    expect(() => runScoreCommand({ model, ids: '1,99999' }, () => {})).toThrow('grpo score: --ids entry 1 (99999) is outside the vocabulary [0, 2048)');
+    expect(() => runScoreCommand({ model, ids: Array(513).fill(5).join(',') }, () => {})).toThrow("grpo score: --ids is 513 tokens, over the model's max_position_embeddings (512)");
   });
 });

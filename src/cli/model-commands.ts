@@ -67,6 +67,12 @@ export function runScoreCommand(options: ScoreCommandOptions, write: (line: stri
         return id;
       });
   if (ids.length < 2) throw new Error('grpo score: need at least two tokens (the first one is only context)');
+  const flag = options.text !== undefined ? '--text' : '--ids';
+  const bad = ids.findIndex((id) => id < 0 || id >= model.config.vocabSize);
+  if (bad >= 0) throw new Error(`grpo score: --ids entry ${bad} (${ids[bad]}) is outside the vocabulary [0, ${model.config.vocabSize})`);
+  if (ids.length > model.config.maxPositionEmbeddings) {
+    throw new Error(`grpo score: ${flag} is ${ids.length} tokens, over the model's max_position_embeddings (${model.config.maxPositionEmbeddings})`);
+  }
   const logprobs = noGrad(() => logSoftmaxGather(model.forward(Int32Array.from(ids.slice(0, -1)), 1), Int32Array.from(ids.slice(1))));
   const values = Array.from(logprobs.data);
   const meanNll = -values.reduce((a, b) => a + b, 0) / values.length;

@@ -1,9 +1,10 @@
-/** Tests of `grpo reward`: per-row scores and errors, groups, exit codes. */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+/** Tests of `grpo reward`: per-row scores and errors, groups, exit codes, input limits. */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runRewardCommand } from './reward-command.js';
+import { MAX_INPUT_BYTES, MAX_LINE_CHARACTERS, runRewardCommand } from './reward-command.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'grpo-reward-cli-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
@@ -69,5 +70,31 @@ describe('grpo reward', () => {
     const { code, stderr } = await run({ name: 'json-valid', input: join(directory, 'missing.jsonl') });
     expect(code).toBe(1);
     expect(stderr).toMatch(/cannot read --input/);
+  });
+
+  it('exit 1 naming the file for a device, a FIFO or a file over the size limit, before reading it', async () => {
+    const fifo = join(directory, 'pipe.jsonl');
+    execFileSync('mkfifo', [fifo]); // no writer: a plain read would wait forever
+    for (const input of ['/dev/zero', fifo, directory]) {
+      const { code, stderr } = await run({ name: 'json-valid', input });
+      expect(code).toBe(1);
+      expect(stderr).toContain(`cannot read --input ${input}: it is not a regular file`);
+    }
+    const huge = file('huge.jsonl', []);
+    truncateSync(huge, MAX_INPUT_BYTES + 1); // sparse: nothing is written or read
+    const { code, stderr } = await run({ name: 'json-valid', input: huge });
+    expect(code).toBe(1);
+    expect(stderr).toContain(`cannot read --input ${huge}: it is ${MAX_INPUT_BYTES + 1} bytes, over the limit of ${MAX_INPUT_BYTES}`);
+  });
+
+  it('reports an over-long line as that row\'s error, naming the line, and scores the others', async () => {
+    const long = JSON.stringify({ completion: 'x'.repeat(MAX_LINE_CHARACTERS) });
+    const input = file('long.jsonl', ['{"completion": "{}"}', long]);
+    const { code, rows } = await run({ name: 'json-valid', input });
+    expect(rows).toEqual([
+      { line: 1, score: 1 },
+      { line: 2, error: `line is ${long.length} characters, over the limit of ${MAX_LINE_CHARACTERS}` },
+    ]);
+    expect(code).toBe(1);
   });
 });

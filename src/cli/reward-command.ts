@@ -7,9 +7,11 @@
  * Optional fields: `prompt` (string or chat messages), `completion_ids` (token ids), and `group`
  * (consecutive rows with the same value form one group, for group rewards such as BLEU).
  * Exit code: 0 when every row scored, 1 when a row failed or the file cannot be read, 2 for a bad
- * reward name or bad options. Not here: argument parsing (cli/main.ts).
+ * reward name or bad options. The input must be a regular file of at most MAX_INPUT_BYTES whose
+ * lines are at most MAX_LINE_CHARACTERS (a longer line is that row's error): `--input /dev/zero`
+ * used to read until the process aborted. Not here: argument parsing (cli/main.ts).
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { createReward, scoreRewards, type Reward, type RewardInput } from '../rewards/index.js';
 
 /** Where the command writes; the CLI passes process streams, tests pass collectors. */
@@ -23,10 +25,16 @@ const processOutput: RewardCommandOutput = {
   stderr: (line) => process.stderr.write(`${line}\n`),
 };
 
+/** Largest --input file read; JSONL of completions is far smaller, and reading is all in memory. */
+export const MAX_INPUT_BYTES = 256 * 1024 * 1024;
+/** Longest row; a longer one is reported as that row's error without being parsed. */
+export const MAX_LINE_CHARACTERS = 4 * 1024 * 1024;
+
 /** One parsed input line: a reward input, or the reason it is not one. */
 type ParsedLine = { line: number; input: RewardInput; group: unknown } | { line: number; error: string };
 
 function parseLine(text: string, line: number): ParsedLine {
+  if (text.length > MAX_LINE_CHARACTERS) return { line, error: `line is ${text.length} characters, over the limit of ${MAX_LINE_CHARACTERS}` };
   let row: unknown;
   try {
     row = JSON.parse(text);
@@ -59,6 +67,14 @@ function groupRows(rows: Array<{ line: number; input: RewardInput; group: unknow
   return groups;
 }
 
+/** The text of a regular file of at most MAX_INPUT_BYTES; a device, FIFO or folder would never end or is not text. */
+function readInput(path: string): string {
+  const info = statSync(path);
+  if (!info.isFile()) throw new Error('it is not a regular file (a device, FIFO, socket or folder cannot be read as JSONL)');
+  if (info.size > MAX_INPUT_BYTES) throw new Error(`it is ${info.size} bytes, over the limit of ${MAX_INPUT_BYTES}`);
+  return readFileSync(path, 'utf8');
+}
+
 /** Runs `grpo reward`; returns the exit code. */
 export async function runRewardCommand(options: { name: string; input: string; options?: string }, output: RewardCommandOutput = processOutput): Promise<number> {
   let reward: Reward;
@@ -72,7 +88,7 @@ export async function runRewardCommand(options: { name: string; input: string; o
   }
   let text: string;
   try {
-    text = readFileSync(options.input, 'utf8');
+    text = readInput(options.input);
   } catch (error) {
     output.stderr(`grpo reward: cannot read --input ${options.input}: ${(error as Error).message}`);
     return 1;

@@ -11,21 +11,60 @@ import YAML from 'yaml';
 import { createRunContext, mergeConfig, resolveConfig, train, type Recipe, type TrainerConfig } from '../trainer/index.js';
 import { writeJsonAtomically } from '../trainer/run-folder.js';
 
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** How a value that should have been an object reads in an error: "an array", "the number 42". */
+function describeValue(value: unknown): string {
+  if (value === null || value === undefined) return String(value);
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : `the ${typeof value} ${JSON.stringify(value)}`;
+}
+
+/** A .json or .yaml config file as an object; a parse error or a non-object names the file. */
+export function readConfigFile(path: string): Record<string, unknown> {
+  const text = readFileSync(path, 'utf8');
+  let value: unknown;
+  if (extname(path) === '.json') {
+    try {
+      value = JSON.parse(text);
+    } catch (error) {
+      throw new Error(`${path} is not valid JSON: ${(error as Error).message}`);
+    }
+  } else {
+    const document = YAML.parseDocument(text);
+    if (document.errors.length > 0) throw new Error(`${path} is not valid YAML: ${document.errors[0]!.message}`);
+    // A YAML file with no content (or only comments) means "no settings"; an explicit value must be a mapping.
+    value = document.contents === null ? {} : document.toJS();
+  }
+  if (!isPlainObject(value)) throw new Error(`${path} must hold a config object (field: value pairs), not ${describeValue(value)}`);
+  return value;
+}
 
 /** A recipe file: .ts/.js default-exports `{ config, rewards? }` (or a bare config); .json/.yaml hold a config. */
 export async function loadRecipe(file: string): Promise<Recipe> {
   const path = resolve(file);
   if (!existsSync(path)) throw new Error(`recipe ${path} does not exist`);
   const extension = extname(path);
-  if (extension === '.json') return { config: JSON.parse(readFileSync(path, 'utf8')) };
-  if (extension === '.yaml' || extension === '.yml') return { config: YAML.parse(readFileSync(path, 'utf8')) ?? {} };
+  if (['.json', '.yaml', '.yml'].includes(extension)) return { config: readConfigFile(path) };
   if (!['.ts', '.mts', '.js', '.mjs'].includes(extension)) throw new Error(`recipe ${path}: use a .ts, .js, .json or .yaml file`);
   const loaded = extension.endsWith('ts')
     ? await (await import('tsx/esm/api')).tsImport(pathToFileURL(path).href, import.meta.url)
     : await import(pathToFileURL(path).href);
-  const exported = loaded.default ?? loaded.recipe;
-  if (!exported || typeof exported !== 'object') throw new Error(`recipe ${path}: must default-export { config, rewards? } or a config object`);
-  return 'config' in exported ? (exported as Recipe) : { config: exported as Record<string, unknown> };
+  // tsx loads a .ts file outside an ESM package as CommonJS: its exports then sit one level down,
+  // under `default`, marked __esModule (without this, `export default { config }` read as a config
+  // with a field named "default").
+  const moduleExports = isPlainObject(loaded.default) && loaded.default.__esModule === true ? loaded.default : loaded;
+  const exported: unknown = 'default' in moduleExports ? moduleExports.default : moduleExports.recipe;
+  if (!isPlainObject(exported)) {
+    throw new Error(`recipe ${path}: must default-export { config, rewards? } or a config object, not ${describeValue(exported)}`);
+  }
+  if (!('config' in exported)) return { config: exported };
+  if (!isPlainObject(exported.config)) throw new Error(`recipe ${path}: its config must be an object, not ${describeValue(exported.config)}`);
+  if (exported.rewards !== undefined && !Array.isArray(exported.rewards)) {
+    throw new Error(`recipe ${path}: its rewards must be an array of { name, reward, weight }, not ${describeValue(exported.rewards)}`);
+  }
+  return exported as unknown as Recipe;
 }
 
 /** `key.path=value` overrides (value parsed as JSON when it parses, else a string). */
@@ -71,7 +110,7 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
     runDirectory = resolve(options.resume);
     const saved = join(runDirectory, 'config.json');
     if (!existsSync(saved)) throw new Error(`--resume ${runDirectory}: no config.json there (is it a run folder?)`);
-    recipe = { config: JSON.parse(readFileSync(saved, 'utf8')) };
+    recipe = { config: readConfigFile(saved) };
     // A run started from a code recipe needs its functions again: reuse the recorded recipe file.
     const source = join(runDirectory, 'source.json');
     const recipeFile = options.recipe ?? (existsSync(source) ? (JSON.parse(readFileSync(source, 'utf8')) as { recipe?: string }).recipe : undefined);

@@ -1,13 +1,14 @@
 /*
- * Unit tests of the run-folder reader's two guards: JSONL parsing that tolerates a run being
- * written (half a last line) but names bad lines, and path resolution that refuses escapes.
- * The HTTP layer over them is tested in server.test.ts.
+ * Unit tests of the run-folder reader's guards: JSONL parsing that tolerates a run being
+ * written (half a last line) but names bad lines, path resolution that refuses escapes, and
+ * reads that refuse anything but a regular file. The HTTP layer over them is tested in server.test.ts.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NotFoundError, RefusedPathError, parseJsonLines, resolveInside } from './run-files.js';
+import { NotFoundError, RefusedPathError, RunFolderReader, parseJsonLines, resolveInside } from './run-files.js';
 
 describe('parseJsonLines', () => {
   it.each([
@@ -68,4 +69,28 @@ describe('resolveInside', () => {
     await expect(resolveInside(root, ['run-a', 'summary.json'])).rejects.toBeInstanceOf(RefusedPathError);
     await expect(resolveInside(root, ['run-a', 'metrics.jsonl'])).rejects.toBeInstanceOf(NotFoundError);
   });
+});
+
+describe('RunFolderReader on files that are not regular files', () => {
+  let root: string;
+
+  beforeAll(async () => {
+    root = await realpath(await mkdtemp(join(tmpdir(), 'grpo-fifo-')));
+    await mkdir(join(root, 'run-a'));
+    await writeFile(join(root, 'run-a', 'config.json'), '{}');
+    // A named pipe with no writer: a plain read would wait for one forever and hold a libuv
+    // thread, and four such reads stall every file read of the dashboard.
+    execFileSync('mkfifo', [join(root, 'run-a', 'metrics.jsonl'), join(root, 'run-a', 'summary.json')]);
+  });
+
+  afterAll(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('refuses a FIFO metrics.jsonl or summary.json at once, naming it, and still lists the run', async () => {
+    const reader = new RunFolderReader(root);
+    await expect(reader.readMetrics('run-a')).rejects.toThrow(/^run-a\/metrics\.jsonl is not a regular file/);
+    await expect(reader.readJson('run-a', 'summary.json')).rejects.toBeInstanceOf(RefusedPathError);
+    expect((await reader.listRuns()).map((run) => run.id)).toEqual(['run-a']);
+  }, 5000);
 });

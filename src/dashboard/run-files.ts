@@ -2,11 +2,13 @@
  * Reading run folders (docs/run-folder.md) for the dashboard: the list of runs, a run's metrics
  * and samples parsed from JSONL, its config and summary. Every path is resolved through
  * `resolveInside`, which refuses names that could leave the runs folder and anything whose real
- * path (after symlinks) lies outside it.
+ * path (after symlinks) lies outside it, and every file is read through `readRegularFile`, which
+ * refuses FIFOs, devices and sockets (a read of a FIFO with no writer would never return).
  * This is not the trainer's writer and imports nothing from it: it only reads the files, and it
  * tolerates a run being written while it reads (a half-written last JSONL line is left for later).
  */
-import { readdir, readFile, realpath, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open, readdir, realpath, stat } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 
 /** A request for something outside the runs folder; the server answers 403. */
@@ -70,6 +72,21 @@ export async function resolveInside(root: string, names: string[]): Promise<stri
     throw new RefusedPathError(`${names.join('/')} resolves outside the runs folder`);
   }
   return real;
+}
+
+/**
+ * The text of a regular file; anything else (FIFO, device, socket) is refused naming `label`.
+ * O_NONBLOCK makes opening a FIFO return at once instead of waiting for a writer, so the type
+ * check on the open handle runs before any read can block.
+ */
+export async function readRegularFile(path: string, label: string): Promise<string> {
+  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    if (!(await handle.stat()).isFile()) throw new RefusedPathError(`${label} is not a regular file`);
+    return await handle.readFile('utf8');
+  } finally {
+    await handle.close();
+  }
 }
 
 /** Parse JSONL text; a last line without newline that does not parse is treated as still being written. */
@@ -186,7 +203,7 @@ export class RunFolderReader {
   /** A JSON file of the run (config.json, summary.json) as an object. */
   async readJson(id: string, fileName: string): Promise<Record<string, unknown>> {
     const path = await resolveInside(this.root, [id, fileName]);
-    const text = await readFile(path, 'utf8');
+    const text = await readRegularFile(path, `${id}/${fileName}`);
     try {
       return JSON.parse(text) as Record<string, unknown>;
     } catch (error) {
@@ -210,7 +227,7 @@ export class RunFolderReader {
     const info = await stat(path);
     const cached = this.cache.get(path);
     if (cached !== undefined && cached.modifiedMs === info.mtimeMs && cached.size === info.size) return cached.parsed;
-    const parsed = parseJsonLines(await readFile(path, 'utf8'), fileName);
+    const parsed = parseJsonLines(await readRegularFile(path, `${id}/${fileName}`), fileName);
     this.cache.set(path, { modifiedMs: info.mtimeMs, size: info.size, parsed });
     return parsed;
   }

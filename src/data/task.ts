@@ -1,9 +1,11 @@
 /**
  * The Task interface: a built-in, verifiable job with generated train and held-out examples, SFT
- * demonstrations, its reward functions and a correctness check reused for evaluation.
+ * demonstrations, its reward functions and a correctness check reused for evaluation; and
+ * `parseTaskOptions`, which checks a task factory's options against its zod schema.
  *
  * Is not: a dataset reader or anything about tensors. Tasks need no network.
  */
+import type { z } from 'zod';
 import type { NamedReward } from '../rewards/types.js';
 
 /** One dataset row: a prompt, usually a reference answer, and any other columns rewards read. */
@@ -33,4 +35,25 @@ export interface Task {
    * config and any preset: whatever the user sets wins.
    */
   recommendedConfig?: Record<string, unknown>;
+}
+
+/**
+ * Checks `options` (the config's `taskOptions`) against a task's strict zod object schema; throws one
+ * sentence per problem naming `taskOptions.<key>`, followed by the options the task knows.
+ */
+export function parseTaskOptions<Shape extends z.ZodRawShape>(
+  taskName: string,
+  schema: z.ZodObject<Shape>,
+  options: unknown,
+): z.infer<z.ZodObject<Shape>> {
+  const parsed = schema.safeParse(options ?? {});
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.flatMap((issue) => {
+    // An unknown key is reported at the object with the keys listed; name each one as its own field.
+    const keys = issue.code === 'unrecognized_keys' ? issue.keys.map((key) => [...issue.path, key]) : [issue.path];
+    const message = issue.code === 'unrecognized_keys' ? `not an option of task "${taskName}"` : issue.message;
+    return keys.map((path) => `- ${['taskOptions', ...path.map(String)].join('.')}: ${message}`);
+  });
+  const known = Object.keys(schema.shape).join(', ') || '(none)';
+  throw new Error(`invalid config:\n${problems.join('\n')}\n  (known options of task "${taskName}": ${known})`);
 }

@@ -69,6 +69,11 @@ describe('parseModelConfig', () => {
     ['linear scaling without a factor', { ...minimal, rope_scaling: { rope_type: 'linear' } }, /rope_scaling: field "factor" is missing/],
     ['an eos id outside the vocabulary', { ...minimal, eos_token_id: 100 }, /field "eos_token_id" \(100\) is not below vocab_size \(100\)/],
     ['a malformed eos id', { ...minimal, eos_token_id: 'x' }, /field "eos_token_id" must be a token id or a list of token ids/],
+    // Sizes past any real checkpoint: refused before the loader builds a billion tensor names.
+    ['a billion layers', { ...minimal, num_hidden_layers: 1e9 }, /my\.json: field "num_hidden_layers" is 1000000000, over the limit of 1024/],
+    ['a 2^32 hidden size', { ...minimal, hidden_size: 2 ** 32 }, /my\.json: field "hidden_size" is 4294967296, over the limit of 65536/],
+    ['a huge vocabulary', { ...minimal, vocab_size: 1e12 }, /my\.json: field "vocab_size" is 1000000000000, over the limit/],
+    ['huge positions', { ...minimal, max_position_embeddings: 2 ** 40 }, /my\.json: field "max_position_embeddings" is 1099511627776, over the limit/],
   ];
   for (const [what, raw, message] of failures) {
     it(`names the file and field for ${what}`, () => {

@@ -63,6 +63,16 @@ const ARCHITECTURES: Record<ModelType, string> = {
 // transformers' per-class defaults for fields a config.json may leave out.
 const DEFAULT_MAX_POSITIONS: Record<ModelType, number> = { llama: 2048, mistral: 131072, qwen2: 32768, qwen3: 32768 };
 
+// Upper bounds on a config.json's sizes, far above any released checkpoint (Llama 3.1 405B: hidden
+// 16384, intermediate 53248, 126 layers, 128 heads; Gemma: 256k vocabulary; Llama 4: 10M positions).
+// A value past them is a corrupt or hostile file, refused naming the field before anything is
+// allocated (num_hidden_layers 1e9 otherwise spent ~25 s building tensor names, then crashed).
+const MAXIMUM_SIZES: Record<string, number> = {
+  vocab_size: 2 ** 21, hidden_size: 2 ** 16, intermediate_size: 2 ** 18, num_hidden_layers: 1024,
+  num_attention_heads: 1024, num_key_value_heads: 1024, head_dim: 4096, max_position_embeddings: 2 ** 26,
+  sliding_window: 2 ** 26, original_max_position_embeddings: 2 ** 26,
+};
+
 // Keys parseModelConfig consumes; everything else lands in extraFields.
 const KNOWN_KEYS = new Set([
   'model_type', 'architectures', 'vocab_size', 'hidden_size', 'intermediate_size', 'num_hidden_layers',
@@ -90,6 +100,8 @@ class FieldReader {
     }
     const value = this.raw[field];
     if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) this.fail(field, `must be a positive integer, got ${JSON.stringify(value)}`);
+    const maximum = MAXIMUM_SIZES[field];
+    if (maximum !== undefined && value > maximum) this.fail(field, `is ${value}, over the limit of ${maximum} (larger than any real checkpoint; is the file corrupt?)`);
     return value;
   }
 

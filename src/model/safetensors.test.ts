@@ -177,6 +177,44 @@ describe('bad files', () => {
     expect(() => readSafetensors(file)).toThrow(/offsets\.safetensors: tensor "w" \(F32 \[3\]\) should take 12 bytes, its offsets give 8/);
   });
 
+  /** A file with this header (padded to 8 bytes) and `dataBytes` bytes of data after it. */
+  const rawFile = (name: string, header: Record<string, unknown>, dataBytes: number): string => {
+    const file = join(scratch, name);
+    const text = JSON.stringify(header);
+    const headerBytes = Buffer.from(text.padEnd(Math.ceil(text.length / 8) * 8, ' '));
+    const bytes = Buffer.alloc(8 + headerBytes.length + dataBytes);
+    bytes.writeBigUInt64LE(BigInt(headerBytes.length), 0);
+    headerBytes.copy(bytes, 8);
+    writeFileSync(file, bytes);
+    return file;
+  };
+
+  it.each([
+    // [case, header entries as { name: [shape, begin, end] }, data bytes, error]
+    ['overlap', { a: [[4], 0, 16], b: [[4], 8, 24] }, 24, /overlap\.safetensors: tensor "b" \(data bytes 8\.\.24\) overlaps tensor "a", which ends at byte 16/],
+    ['alias', { a: [[4], 0, 16], b: [[4], 0, 16] }, 16, /alias\.safetensors: tensor "b" \(data bytes 0\.\.16\) overlaps tensor "a"/], // two names, one range
+    ['gap', { a: [[4], 0, 16], b: [[4], 20, 36] }, 36, /gap\.safetensors: 4 unused data bytes between tensor "a" \(ends at byte 16\) and tensor "b"/],
+    ['late-start', { a: [[4], 8, 24] }, 24, /late-start\.safetensors: 8 unused data bytes between the start of the data section and tensor "a"/],
+    ['trailing', { a: [[4], 0, 16] }, 20, /trailing\.safetensors: the data section has 20 bytes but the last tensor "a" ends at byte 16/],
+    ['int-size', { a: [[4], 0, 16], ids: [[1], 16, 20, 'I64'] }, 20, /int-size\.safetensors: tensor "ids" \(I64 \[1\]\) should take 8 bytes, its offsets give 4/],
+  ] as const)('refuses a layout with %s, naming the file and tensors (as the reference validate does)', (name, layout, dataBytes, error) => {
+    const header = Object.fromEntries(
+      Object.entries(layout).map(([tensor, [shape, begin, end, dtype]]) => [tensor, { dtype: dtype ?? 'F32', shape, data_offsets: [begin, end] }]),
+    );
+    const file = rawFile(`${name}.safetensors`, header, dataBytes);
+    expect(() => readSafetensorsHeader(file)).toThrow(error);
+    expect(() => readSafetensors(file, ['a'])).toThrow(error);
+  });
+
+  it('accepts tensors listed out of order, and empty tensors, when they tile the data', () => {
+    const file = rawFile('unordered.safetensors', {
+      b: { dtype: 'F32', shape: [2], data_offsets: [16, 24] },
+      empty: { dtype: 'F32', shape: [0], data_offsets: [16, 16] },
+      a: { dtype: 'F32', shape: [4], data_offsets: [0, 16] },
+    }, 24);
+    expect([...readSafetensors(file).keys()].sort()).toEqual(['a', 'b', 'empty']);
+  });
+
   it('reads only the requested tensors and names a missing one', () => {
     const file = join(scratch, 'subset.safetensors');
     writeSafetensors(file, tensors);

@@ -5,6 +5,11 @@
  * offsets relative to the end of the header. F32, F16 and BF16 load as Float32Array; other dtypes are
  * refused by name. Sharded checkpoints (`model.safetensors.index.json`) are resolved here too.
  *
+ * The header is checked the way the reference library (safetensors' `Metadata::validate`) checks
+ * it: sorted by offset, the tensors tile the data section exactly — the first begins at 0, each
+ * begins where the previous ends, the last ends at the end of the file — and each takes
+ * product(shape) × dtype size bytes. Overlapping or stray bytes are refused naming the tensors.
+ *
  * Large files are never read whole: the header is read first, then each tensor's own byte range.
  * This module knows nothing of model architectures; checkpoint.ts checks names and shapes.
  */
@@ -38,6 +43,12 @@ export interface SafetensorsHeader {
 
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 const BYTES_PER_ELEMENT: Record<SafetensorsDtype, number> = { F32: 4, F16: 2, BF16: 2 };
+// Sizes of the format's other dtypes: they are refused when loaded, but their byte ranges are
+// still checked so that the layout check covers the whole file.
+const STORED_BYTES_PER_ELEMENT: Record<string, number> = {
+  ...BYTES_PER_ELEMENT, BOOL: 1, U8: 1, I8: 1, F8_E5M2: 1, F8_E4M3: 1, F8_E8M0: 1, I16: 2, U16: 2,
+  I32: 4, U32: 4, I64: 8, U64: 8, F64: 8, C64: 8,
+};
 // The format's own limit on header size; a larger value means a corrupt or foreign file.
 const MAX_HEADER_BYTES = 100_000_000;
 
@@ -74,8 +85,8 @@ function parseEntry(file: string, name: string, raw: unknown, dataLength: number
       `${file}: tensor "${name}" ends at data byte ${end} but the file has only ${dataLength} data bytes (truncated file?)`,
     );
   }
-  if (isSupportedDtype(dtype)) {
-    const expected = (shape as number[]).reduce((a, b) => a * b, 1) * BYTES_PER_ELEMENT[dtype];
+  if (Object.hasOwn(STORED_BYTES_PER_ELEMENT, dtype)) {
+    const expected = (shape as number[]).reduce((a, b) => a * b, 1) * STORED_BYTES_PER_ELEMENT[dtype];
     if (end - begin !== expected) {
       throw new Error(
         `${file}: tensor "${name}" (${dtype} ${JSON.stringify(shape)}) should take ${expected} bytes, its offsets give ${end - begin}`,
@@ -83,6 +94,28 @@ function parseEntry(file: string, name: string, raw: unknown, dataLength: number
     }
   }
   return { dtype, shape: shape as number[], dataOffsets: [begin, end] };
+}
+
+/** Refuses a header whose tensors, sorted by offset, do not tile the `dataLength` data bytes exactly. */
+function checkTiling(file: string, entries: Map<string, SafetensorsEntry>, dataLength: number): void {
+  const sorted = [...entries].sort(([, a], [, b]) => a.dataOffsets[0] - b.dataOffsets[0] || a.dataOffsets[1] - b.dataOffsets[1]);
+  let end = 0;
+  let previous: string | null = null;
+  for (const [name, { dataOffsets: [begin, stop] }] of sorted) {
+    if (begin < end) {
+      throw new Error(`${file}: tensor "${name}" (data bytes ${begin}..${stop}) overlaps tensor "${previous}", which ends at byte ${end}`);
+    }
+    if (begin > end) {
+      const after = previous === null ? 'the start of the data section' : `tensor "${previous}" (ends at byte ${end})`;
+      throw new Error(`${file}: ${begin - end} unused data bytes between ${after} and tensor "${name}" (begins at byte ${begin})`);
+    }
+    end = stop;
+    previous = name;
+  }
+  if (end !== dataLength) {
+    const last = previous === null ? 'no tensor' : `the last tensor "${previous}"`;
+    throw new Error(`${file}: the data section has ${dataLength} bytes but ${last} ends at byte ${end} (${dataLength - end} stray bytes at the end)`);
+  }
 }
 
 /** Reads and validates the header of a safetensors file from an open file descriptor. */
@@ -107,6 +140,7 @@ function readHeaderFromDescriptor(fd: number, file: string): SafetensorsHeader {
     if (name === '__metadata__') metadata = raw as Record<string, string>;
     else entries.set(name, parseEntry(file, name, raw, fileSize - dataStart));
   }
+  checkTiling(file, entries, fileSize - dataStart);
   return { entries, metadata, dataStart, fileSize };
 }
 

@@ -89,6 +89,20 @@ describe('mathAnswer reward', () => {
     expect(await score('I do not know', '18')).toBe(0); // no answer at all scores wrong, not null
     expect(await score('$\\boxed{\\dfrac{14}{3}}$', '\\frac{14}{3}')).toBe(1); // MATH gold as a bare answer
   });
+  it('scores oversized or deeply nested answers as wrong instead of overflowing the stack', async () => {
+    const reward = mathAnswer();
+    const score = (completion: string, answer: string) => reward(makeRewardInput({ completion, row: { answer } }));
+    const terms = (count: number, term: string, join: string) => Array(count).fill(term).join(join);
+    // 200k terms: each one a closure calling the previous, so evaluating them used to throw RangeError.
+    expect(await score(`\\boxed{${terms(200_000, '1', '+')}}`, '200000')).toBe(0);
+    expect(await score(`\\boxed{${terms(200_000, '2', '*')}}`, '1')).toBe(0);
+    expect(await score(`\\boxed{${'-'.repeat(200_000)}1}`, '1')).toBe(0);
+    expect(await score(`\\boxed{${'('.repeat(5_000)}1${')'.repeat(5_000)}}`, '1')).toBe(0);
+    expect(await score(`\\boxed{${'\\sqrt'.repeat(900)}1}`, '1')).toBe(0); // 900 levels without brackets
+    // Within the limits the same shapes still verify by value.
+    expect(await score(`\\boxed{${terms(500, '1', '+')}}`, '500')).toBe(1);
+    expect(await score(`\\boxed{${'('.repeat(50)}7${')'.repeat(50)}}`, '7')).toBe(1);
+  });
   it('names the missing column', () => {
     expect(() => mathAnswer({ answerColumn: 'gold' })(makeRewardInput({ completion: '1', row: {} }))).toThrow(/column "gold"/);
   });

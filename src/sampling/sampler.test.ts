@@ -86,6 +86,16 @@ describe('generate', () => {
     expect(() => generate(model, { prompts: [[1, 99999]], maxNewTokens: 3, seed: 0 })).toThrow(/prompt 0 token 1 is 99999, outside the vocabulary/);
     expect(() => generate(model, { prompts: [[1]], maxNewTokens: 3, seed: 0, topP: 0 })).toThrow(/topP/);
   });
+
+  it('refuses a prompt plus maxNewTokens past max_position_embeddings (512 here) and allows exactly 512', () => {
+    const prompt = [1, 247, 411]; // 3 tokens
+    expect(() => generate(model, { prompts: [[1], prompt], maxNewTokens: 510, seed: 0 })).toThrow(
+      'generate: prompt 1 has 3 tokens and maxNewTokens is 510, together 513, over the model\'s maxPositionEmbeddings (max_position_embeddings) of 512',
+    );
+    // Stop at once (every id is a stop id) so the allowed request costs one step.
+    const everyId = Array.from({ length: model.config.vocabSize }, (_, id) => id);
+    expect(generate(model, { prompts: [prompt], maxNewTokens: 509, seed: 0, stopTokenIds: everyId })[0].ids).toHaveLength(1);
+  });
 });
 
 describe('logit transforms', () => {

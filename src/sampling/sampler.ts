@@ -45,6 +45,12 @@ function validate(request: GenerateRequest, model: Transformer): void {
     if (prompt.length === 0) throw new Error(`generate: prompt ${index} is empty (it needs at least one token, e.g. BOS)`);
     const bad = prompt.findIndex((id) => !(Number.isInteger(id) && id >= 0 && id < limit));
     if (bad >= 0) throw new Error(`generate: prompt ${index} token ${bad} is ${prompt[bad]}, outside the vocabulary [0, ${limit})`);
+    // Positions past the trained range are extrapolation the model never saw: refuse rather than
+    // return text that silently degrades.
+    const positions = model.config.maxPositionEmbeddings;
+    if (prompt.length + request.maxNewTokens > positions) {
+      throw new Error(`generate: prompt ${index} has ${prompt.length} tokens and maxNewTokens is ${request.maxNewTokens}, together ${prompt.length + request.maxNewTokens}, over the model's maxPositionEmbeddings (max_position_embeddings) of ${positions}`);
+    }
   });
 }
 

@@ -9,30 +9,37 @@ import { z } from 'zod';
 
 const positiveInteger = z.number().int().positive();
 const nonNegativeInteger = z.number().int().nonnegative();
+/**
+ * A size with an upper bound. The bounds are far above anything this CPU trainer can run, and
+ * exist so that a typo (hiddenSize=4294967296, maxNewTokens=1e8) is refused here, naming the field,
+ * instead of failing deep inside an allocation.
+ */
+const boundedInteger = (minimum: 0 | 1, maximum: number) =>
+  z.number().int().min(minimum).max(maximum, `must be at most ${maximum}`);
 
 const modelSchema = z.object({
   checkpoint: z.string().optional().describe('A Hugging Face checkpoint folder; when absent a small model is created from scratch.'),
-  hiddenSize: positiveInteger.default(64).describe('Hidden width of a from-scratch model (ignored with `checkpoint`).'),
-  numLayers: positiveInteger.default(2).describe('Transformer blocks of a from-scratch model.'),
-  numHeads: positiveInteger.default(4).describe('Attention (query) heads of a from-scratch model.'),
-  numKeyValueHeads: positiveInteger.optional().describe('Key/value heads (GQA) of a from-scratch model; default numHeads.'),
-  intermediateSize: positiveInteger.optional().describe('SwiGLU width of a from-scratch model; default 8/3 of hidden, rounded to 8.'),
+  hiddenSize: boundedInteger(1, 4096).default(64).describe('Hidden width of a from-scratch model (ignored with `checkpoint`).'),
+  numLayers: boundedInteger(1, 128).default(2).describe('Transformer blocks of a from-scratch model.'),
+  numHeads: boundedInteger(1, 256).default(4).describe('Attention (query) heads of a from-scratch model.'),
+  numKeyValueHeads: boundedInteger(1, 256).optional().describe('Key/value heads (GQA) of a from-scratch model; default numHeads.'),
+  intermediateSize: boundedInteger(1, 16384).optional().describe('SwiGLU width of a from-scratch model; default 8/3 of hidden, rounded to 8.'),
   initSeed: z.number().int().default(0).describe('Seed of the from-scratch initialisation.'),
 }).strict();
 
 const sftSchema = z.object({
   steps: nonNegativeInteger.default(0).describe('SFT optimiser steps before GRPO (0 = no SFT phase).'),
-  batchSize: positiveInteger.default(32).describe('Demonstrations per SFT step.'),
+  batchSize: boundedInteger(1, 4096).default(32).describe('Demonstrations per SFT step.'),
   learningRate: z.number().positive().default(3e-3).describe('Peak SFT learning rate (AdamW).'),
   warmupSteps: nonNegativeInteger.default(20).describe('Linear warmup steps of the SFT learning rate.'),
   schedule: z.enum(['constant', 'linear', 'cosine']).default('cosine').describe('Cosine-decay the SFT learning rate to 10% by the last step.'),
-  examples: positiveInteger.default(4096).describe('Training demonstrations drawn from the task (cycled).'),
-  packLength: nonNegativeInteger.default(0).describe('Pack demonstrations into rows of this many tokens (document-masked attention, positions restart); 0 = one per row, padded.'),
+  examples: boundedInteger(1, 1_000_000).default(4096).describe('Training demonstrations drawn from the task (cycled).'),
+  packLength: boundedInteger(0, 32768).default(0).describe('Pack demonstrations into rows of this many tokens (document-masked attention, positions restart); 0 = one per row, padded.'),
 }).strict();
 
 const samplingSchema = z.object({
-  groupSize: positiveInteger.default(8).describe('Completions per prompt: the group size G.'),
-  maxNewTokens: positiveInteger.default(8).describe('Completion length limit; a completion cut here counts as truncated.'),
+  groupSize: boundedInteger(1, 1024).default(8).describe('Completions per prompt: the group size G.'),
+  maxNewTokens: boundedInteger(1, 32768).default(8).describe('Completion length limit; a completion cut here counts as truncated.'),
   temperature: z.number().positive().default(1).describe('Sampling temperature; training logprobs use the same logits / temperature.'),
   topK: nonNegativeInteger.default(0).describe('Keep the k most likely tokens when sampling (0 = off).'),
   topP: z.number().gt(0).lte(1).default(1).describe('Nucleus sampling mass (1 = off).'),
@@ -41,13 +48,13 @@ const samplingSchema = z.object({
 
 const grpoSchema = z.object({
   steps: nonNegativeInteger.default(100).describe('GRPO optimiser steps (each on a fresh batch of prompts, times `iterations`).'),
-  promptsPerStep: positiveInteger.default(16).describe('Prompts per step; each gets `sampling.groupSize` completions.'),
-  iterations: positiveInteger.default(1).describe('μ: optimisation passes over each generated batch, using the stored old logprobs.'),
-  microBatchSize: positiveInteger.default(64).describe('Completions per forward/backward micro-batch (gradients accumulate across them).'),
+  promptsPerStep: boundedInteger(1, 4096).default(16).describe('Prompts per step; each gets `sampling.groupSize` completions.'),
+  iterations: boundedInteger(1, 64).default(1).describe('μ: optimisation passes over each generated batch, using the stored old logprobs.'),
+  microBatchSize: boundedInteger(1, 4096).default(64).describe('Completions per forward/backward micro-batch (gradients accumulate across them).'),
   learningRate: z.number().positive().default(1e-3).describe('Peak GRPO learning rate (AdamW).'),
   warmupSteps: nonNegativeInteger.default(0).describe('Linear warmup steps of the GRPO learning rate.'),
   schedule: z.enum(['constant', 'linear', 'cosine']).default('constant').describe('GRPO learning-rate schedule after warmup.'),
-  examples: positiveInteger.default(4096).describe('Training prompts drawn from the task (cycled).'),
+  examples: boundedInteger(1, 1_000_000).default(4096).describe('Training prompts drawn from the task (cycled).'),
 }).strict();
 
 const mismatchCorrectionSchema = z.object({
@@ -91,9 +98,9 @@ const rewardSchema = z.object({
 }).strict();
 
 const evaluationSchema = z.object({
-  examples: positiveInteger.default(200).describe('Held-out examples scored at each evaluation.'),
+  examples: boundedInteger(1, 100_000).default(200).describe('Held-out examples scored at each evaluation.'),
   every: nonNegativeInteger.default(0).describe('Evaluate every N GRPO steps (0 = only before and after).'),
-  passAtK: nonNegativeInteger.default(0).describe('k of pass@k (sampled at the GRPO temperature); 0 = skip.'),
+  passAtK: boundedInteger(0, 1024).default(0).describe('k of pass@k (sampled at the GRPO temperature); 0 = skip.'),
 }).strict();
 
 const loggingSchema = z.object({

@@ -15,6 +15,7 @@ import { Transformer } from '../model/transformer.js';
 import { rewardFactories } from '../rewards/index.js';
 import type { NamedReward } from '../rewards/types.js';
 import { validateConfig, type KnownNames, type TrainerConfig } from './config.js';
+import { checkPositionBudget } from './position-budget.js';
 import { applyPreset, mergeConfig, presetNames } from './presets.js';
 import { bindAlgorithm, type BoundAlgorithm } from './algorithm.js';
 import { singleTurnRollout, type RolloutFn } from './rollout.js';
@@ -111,7 +112,9 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
     model = Transformer.random(modelConfig, config.model.initSeed);
     stopTokenIds = [charTokenizer.eosTokenId];
   }
-  return { config, task, tokenizer, tokenizerFiles, sourceDirectory, model, stopTokenIds, rewards, algorithm, rollout };
+  const context = { config, task, tokenizer, tokenizerFiles, sourceDirectory, model, stopTokenIds, rewards, algorithm, rollout };
+  checkPositionBudget(context);
+  return context;
 }
 
 function buildRewards(config: TrainerConfig, task: Task): NamedReward[] {

@@ -9,13 +9,17 @@
  * those samples into a preference for carrying, which is exactly what the verifier can teach and
  * the demonstrations cannot. Is not: a benchmark of arithmetic skill.
  */
+import { z } from 'zod';
 import type { RewardFn } from '../../rewards/types.js';
-import type { Example, Task } from '../task.js';
+import { parseTaskOptions, type Example, type Task } from '../task.js';
 
-export interface AdditionOptions {
+/** The options `additionTask` accepts (config `taskOptions`); unknown keys are refused. */
+export const additionOptionsSchema = z.object({
   /** Fraction of carry problems whose demonstration drops the carry. */
-  teacherCarryErrorRate?: number;
-}
+  teacherCarryErrorRate: z.number().min(0).max(1).optional(),
+}).strict();
+
+export type AdditionOptions = z.infer<typeof additionOptionsSchema>;
 
 function pairHash(a: number, b: number): number {
   let h = Math.imul(a * 131 + b, 0x9e3779b1) >>> 0;
@@ -61,8 +65,9 @@ const correct: RewardFn = ({ completion, row }) => (parseAnswer(completion) === 
 /** 1 when the completion is a bare number that ended at the stop token (not cut off). */
 const format: RewardFn = ({ completion, truncated }) => (!truncated && parseAnswer(completion) !== null ? 1 : 0);
 
+/** The addition task; throws naming `taskOptions.<key>` for an unknown or ill-typed option. */
 export function additionTask(options: AdditionOptions = {}): Task {
-  const errorRate = options.teacherCarryErrorRate ?? 0.7;
+  const errorRate = parseTaskOptions('addition', additionOptionsSchema, options).teacherCarryErrorRate ?? 0.7;
   return {
     name: 'addition',
     description: 'two-digit addition; SFT from a teacher that often forgets the carry, GRPO with a verifier',

@@ -6,6 +6,9 @@
  *
  * It is not a computer-algebra system: no simplification, no solving, no complex arithmetic
  * (`i` is treated as a variable, which is exact for polynomials in i with real coefficients).
+ * Nor does it take unbounded input: an answer of more than MAX_TOKENS tokens or nested deeper
+ * than MAX_DEPTH is "not an expression" (null), because parsing recurses per nesting level and
+ * evaluation per term, and a completion can hold `\boxed{1+1+…}` with 200k terms.
  */
 
 /** A parsed expression: evaluate it with values for its free variables. */
@@ -21,6 +24,10 @@ const FUNCTIONS: Record<string, (x: number) => number> = {
   cot: (x) => 1 / Math.tan(x), arcsin: Math.asin, arccos: Math.acos, arctan: Math.atan,
   ln: Math.log, log: Math.log10, exp: Math.exp, sinh: Math.sinh, cosh: Math.cosh, tanh: Math.tanh,
 };
+/** More tokens than any real final answer; past it the answer is not parsed (no stack to overflow). */
+const MAX_TOKENS = 1000;
+/** Nesting (brackets, signs, `\frac` arguments) allowed before the parser gives up. */
+const MAX_DEPTH = 100;
 const GREEK = new Set(['alpha', 'beta', 'gamma', 'delta', 'theta', 'lambda', 'mu', 'sigma', 'phi', 'omega', 'tau', 'rho', 'epsilon']);
 
 interface Token {
@@ -33,6 +40,7 @@ function tokenize(source: string): Token[] {
   const tokens: Token[] = [];
   let index = 0;
   while (index < source.length) {
+    if (tokens.length > MAX_TOKENS) throw new Error(`more than ${MAX_TOKENS} tokens`);
     const rest = source.slice(index);
     const space = /^\s+/.exec(rest);
     const number = /^(?:\d+(?:\.\d*)?|\.\d+)/.exec(rest);
@@ -61,6 +69,7 @@ function tokenize(source: string): Token[] {
 /** Recursive-descent parser over the token list. */
 class Parser {
   private position = 0;
+  private depth = 0;
   readonly variables = new Set<string>();
   constructor(private readonly tokens: Token[]) {}
 
@@ -82,15 +91,27 @@ class Parser {
     return result;
   }
 
-  private expression(): Evaluator {
-    let left = this.term();
-    while (this.isSymbol('+') || this.isSymbol('-')) {
-      const minus = this.tokens[this.position++]!.text === '-';
-      const right = this.term();
-      const previous = left;
-      left = minus ? (v) => previous(v) - right(v) : (v) => previous(v) + right(v);
+  /** Runs `parse` one nesting level deeper, refusing past MAX_DEPTH before the stack can overflow. */
+  private nested(parse: () => Evaluator): Evaluator {
+    if (++this.depth > MAX_DEPTH) throw new Error(`nested deeper than ${MAX_DEPTH}`);
+    try {
+      return parse();
+    } finally {
+      this.depth--;
     }
-    return left;
+  }
+
+  private expression(): Evaluator {
+    return this.nested(() => {
+      let left = this.term();
+      while (this.isSymbol('+') || this.isSymbol('-')) {
+        const minus = this.tokens[this.position++]!.text === '-';
+        const right = this.term();
+        const previous = left;
+        left = minus ? (v) => previous(v) - right(v) : (v) => previous(v) + right(v);
+      }
+      return left;
+    });
   }
 
   private startsAtom(): boolean {
@@ -124,12 +145,12 @@ class Parser {
   private unary(): Evaluator {
     if (this.isSymbol('-')) {
       this.position++;
-      const operand = this.unary();
+      const operand = this.nested(() => this.unary());
       return (v) => -operand(v);
     }
     if (this.isSymbol('+')) {
       this.position++;
-      return this.unary();
+      return this.nested(() => this.unary());
     }
     return this.power();
   }
@@ -172,7 +193,7 @@ class Parser {
       this.variables.add(token.text);
       return (v) => v.get(token.text) ?? Number.NaN;
     }
-    if (token.kind === 'command') return this.commandAtom(token.text);
+    if (token.kind === 'command') return this.nested(() => this.commandAtom(token.text)); // \frac\frac… nests without brackets
     if (token.text === '(') return this.group('(', ')');
     if (token.text === '{') return this.group('{', '}');
     if (token.text === '[') return this.group('[', ']');
