@@ -10,11 +10,21 @@ interface Row {
   name: string;
   description: string;
   citation: string;
+  /** The part's option schema (a zod object), when it has one: its keys are listed. */
+  options?: unknown;
+  needs?: readonly string[];
+}
+
+/** "options: a, b; needs: strata" for a row whose part takes options or declares needs. */
+function details(row: Row): string {
+  const shape = (row.options as { shape?: Record<string, unknown> } | undefined)?.shape;
+  const parts = [shape && Object.keys(shape).length > 0 ? `options: ${Object.keys(shape).join(', ')}` : '', row.needs?.length ? `needs: ${row.needs.join(', ')}` : ''].filter(Boolean);
+  return parts.length > 0 ? `; ${parts.join('; ')}` : '';
 }
 
 function section(title: string, rows: readonly Row[]): string {
   const width = Math.max(...rows.map((row) => row.name.length));
-  const lines = rows.map((row) => `  ${row.name.padEnd(width)}  ${row.description}\n  ${' '.repeat(width)}  [${row.citation}]`);
+  const lines = rows.map((row) => `  ${row.name.padEnd(width)}  ${row.description}\n  ${' '.repeat(width)}  [${row.citation}]${details(row)}`);
   return `${title} (${rows.length})\n${lines.join('\n')}`;
 }
 
@@ -27,6 +37,6 @@ function plural(kind: string): string {
 /** The text of `grpo list`: one section per registry, then the loss options. */
 export function runListCommand(): string {
   const sections = algorithmRegistries.map((registry) => section(plural(registry.kind), registry.list()));
-  sections.push(section('Loss options and shaping helpers', algorithmOptions));
+  sections.push(section('Step options, by config field', algorithmOptions));
   return `${sections.join('\n\n')}\n`;
 }
