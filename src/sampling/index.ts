@@ -4,6 +4,6 @@
  */
 export { generate, type Completion, type GenerateRequest } from './sampler.js';
 export {
-  applyMinP, applyTemperature, applyTopK, applyTopP, argmax, chooseToken, logSoftmaxRow, sampleFromLogits,
+  applyMinP, applyTemperature, applyTopK, applyTopP, argmax, chooseToken, logSoftmaxRow,
   type SamplingSettings,
 } from './logits.js';

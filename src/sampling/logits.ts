@@ -125,11 +125,6 @@ export function drawFromLogits(row: Float32Array, random: Random): { id: number;
   return { id: last, logNormalizer }; // rounding left u above the total mass: the last kept token
 }
 
-/** Draws one id from softmax(row) by inverse CDF with one uniform number. */
-export function sampleFromLogits(row: Float32Array, random: Random): number {
-  return drawFromLogits(row, random).id;
-}
-
 /** Picks the next token from raw logits and reports its logprob under logits / temperature. */
 export function chooseToken(row: Float32Array, settings: SamplingSettings, random: Random): { id: number; logprob: number } {
   if (settings.temperature === 0) {

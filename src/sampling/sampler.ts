@@ -124,7 +124,6 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
   }
   // Nothing changes the weights while generating: the backend may keep them packed for every step.
   return withConstantWeights(model.parameters.values(), () => noGrad(() => {
-    const V = model.config.vocabSize;
     const live: LiveSequence[] = [];
     const prefilled = prefillPrompts(model, request.prompts);
     // Each prompt's G samples start from the same last-position logits.

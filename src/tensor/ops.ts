@@ -8,7 +8,7 @@
 import { noGrad } from './autograd.js';
 import { add, exp, log, mul, neg, sub } from './elementwise.js';
 import { matmul, max, reshape, sum } from './primitives.js';
-import { normalizeAxis, sizeOf } from './shape.js';
+import { normalizeAxis } from './shape.js';
 import type { Tensor } from './tensor.js';
 
 /** Mean over `axis` (all elements when omitted). An empty reduction gives NaN, as 0/0 should. */
@@ -57,9 +57,4 @@ export function entropy(x: Tensor, axis = -1): Tensor {
 export function linear(x: Tensor, weight: Tensor, bias?: Tensor | null): Tensor {
   const projected = matmul(x, weight, { transposeB: true });
   return bias ? add(projected, bias) : projected;
-}
-
-/** Number of elements along the given axes (helper for aggregation code). */
-export function countAlong(shape: readonly number[], axes: readonly number[]): number {
-  return sizeOf(axes.map((axis) => shape[axis]));
 }

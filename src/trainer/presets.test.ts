@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
-  advantageEstimators, cispoLoss, drGrpoAdvantage, grpoAdvantage, gspoLoss, klK3, policyLosses, ppoClipLoss, rlooAdvantage,
+  advantageEstimators, cispoLoss, drGrpoAdvantage, grpoAdvantage, gspoLoss, klK3, ppoClipLoss, rlooAdvantage,
   seqMeanTokenMeanWeights, seqMeanTokenSumNormWeights, tokenMeanWeights, type AdvantageFn, type PolicyLossFn, type PolicyLossOptions,
 } from '../algorithms/index.js';
 import { tensor } from '../tensor/index.js';
