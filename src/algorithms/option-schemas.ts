@@ -25,13 +25,13 @@ export const advantageOptionSchemas = {
   ngrpo: z.object({ epsilon, std, virtualReward: z.number(), virtualCount: z.number().int().nonnegative() }).partial().strict(),
   gdpo: z.object({ epsilon }).partial().strict(),
   stratified: z.object({
-    alpha: unitAlpha.describe('blend weight of the within-stratum z-score (required: no verified default)'),
+    alpha: unitAlpha.describe('the blend weight α in [0, 1] of the within-stratum z-score; the paper gives no verified default'),
     strataFrom: z.string().regex(/^(row\.[^.]+|rollout\.(toolCalls|truncated|turns))$/, 'use "row.<column>" or "rollout.toolCalls" / "rollout.turns" / "rollout.truncated"')
-      .describe('where each sample\'s stratum key comes from: a dataset column or a rollout statistic'),
+      .describe('where each sample\'s stratum key comes from: "row.<column>", "rollout.toolCalls", "rollout.turns" or "rollout.truncated"'),
     epsilon: epsilon.optional(),
   }).strict(),
   'seed-grpo': z.object({
-    alpha: unitAlpha.describe('weight of the semantic-entropy scaling (required: no verified default)'),
+    alpha: unitAlpha.describe('the weight α in [0, 1] of the semantic-entropy scaling; the paper gives no verified default'),
     clusterBy: z.enum(['answer', 'text']).default('answer').describe("'answer': equivalent final answers (math-verify rules); 'text': identical trimmed text"),
     singletonGroup: singletonGroup.optional(),
   }).strict(),
@@ -60,7 +60,11 @@ const commonLoss = {
 export const lossOptionSchemas = {
   'ppo-clip': z.object({ epsilonLow, epsilonHigh, dualClip: z.number().gt(1) }).partial().extend(commonLoss).strict(),
   cispo: z.object({ epsilonLow, epsilonHigh, capMode: z.enum(['relative', 'absolute']) }).partial().extend(commonLoss).strict(),
-  dispo: z.object({ positiveBounds: bounds, negativeBounds: bounds, maskOutside: z.boolean().optional() }).extend(commonLoss).strict(),
+  dispo: z.object({
+    positiveBounds: bounds.describe('[ε_down, ε_up] for tokens of positive-advantage completions; the paper gives no defaults'),
+    negativeBounds: bounds.describe('[ε_down, ε_up] for tokens of negative-advantage completions'),
+    maskOutside: z.boolean().optional(),
+  }).extend(commonLoss).strict(),
   gspo: z.object({ epsilonLow, epsilonHigh }).partial().extend(commonLoss).strict(),
   'gspo-token': z.object({ epsilonLow, epsilonHigh }).partial().extend(commonLoss).strict(),
   real: z.object({ temperature: z.number().positive() }).partial().strict(),
@@ -109,6 +113,10 @@ export function parsePartOptions<T>(schema: z.ZodType<T>, options: unknown, fiel
       return `${field}: ${part} has no option ${issue.keys.map((key) => `"${key}"`).join(', ')}; known: ${known.join(', ') || '(none)'}`;
     }
     const where = [field, ...issue.path.map(String)].join('.');
+    if (issue.code === 'invalid_type' && issue.message.endsWith('received undefined')) {
+      const description = schema instanceof z.ZodObject ? (schema.shape[String(issue.path[0])] as z.ZodType | undefined)?.description : undefined;
+      return `${where}: ${part} needs this option${description ? ` (${description})` : ''}`;
+    }
     return `${where}: ${issue.message} (for ${part})`;
   });
   throw new Error(lines.join('\n'));
