@@ -107,7 +107,7 @@ function klPenalties(environment: StepEnvironment, batch: StepBatch): Float64Arr
 }
 
 /** Single-stream baselines of every sample and this visit's discount per group. */
-function trackerInputs(environment: StepEnvironment, batch: StepBatch, state: TrainerState): { baselines: Float64Array; discounts: number[] } {
+function trackerInputs(environment: StepEnvironment, batch: StepBatch, rewards: Float64Array, state: TrainerState): { baselines: Float64Array; discounts: number[] } {
   const tracker = (state.extra.valueTracker ?? {}) as ValueTrackerState;
   const entries = batch.prompts.map((prompt) => tracker[String(prompt.exampleIndex)]);
   const seen = entries.flatMap((entry, g) => (entry && entry.completionIds.length > 0 ? [g] : []));
@@ -116,7 +116,7 @@ function trackerInputs(environment: StepEnvironment, batch: StepBatch, state: Tr
   seen.forEach((g, k) => { discounts[g] = trackerDiscount(policyDrift(entries[g]!.logprobs, now[k]), environment.bound.tracker!); });
   const baselines = new Float64Array(batch.samples.length);
   groupStarts(batch.groupSizes).forEach((start, g) => {
-    const visit = Array.from(batch.rewards.subarray(start, start + batch.groupSizes[g]));
+    const visit = Array.from(rewards.subarray(start, start + batch.groupSizes[g]));
     baselines.fill(trackedBaseline(entries[g], visit), start, start + batch.groupSizes[g]);
   });
   return { baselines, discounts };
@@ -140,9 +140,11 @@ export async function prepareGrpoStep(environment: StepEnvironment, state: Train
   }, bound.groupFilter ? (input) => bound.groupFilter!.fn(input, bound.groupFilter!.options) : keepEveryGroup, first.prompts.length, bound.groupFilter ? 1 + bound.maxRefills : 1);
   const metrics: Record<string, number> = { 'time/rollout': rolloutSeconds, 'time/reward': rewardSeconds, 'train/generationRounds': refill.generatedBatches };
   const batch = refill.kept.length > 0 ? concatenateGroups(refill.kept) : { ...firstRound!, prompts: [], groupSizes: [], samples: [], rewards: new Float64Array(0), valid: new Uint8Array(0), scores: new Float64Array(0) };
-  const tracked = bound.tracker && batch.samples.length > 0 ? trackerInputs(environment, batch, state) : undefined;
   const penalties = bound.klPlacement === 'reward' && bound.klCoefficient > 0 && batch.samples.length > 0 ? klPenalties(environment, batch) : undefined;
   if (penalties) metrics['kl/rewardPenalty'] = penalties.reduce((a, b) => a + b, 0) / penalties.length;
+  // The tracker sees the rewards the estimator sees (after KL in the reward).
+  const seenRewards = penalties ? batch.rewards.map((r, i) => r - penalties[i]) : batch.rewards;
+  const tracked = bound.tracker && batch.samples.length > 0 ? trackerInputs(environment, batch, seenRewards, state) : undefined;
   const signal = computeSignal(bound, batch, { klPenalties: penalties, baselines: tracked?.baselines });
   const samples = trainingRows(environment, batch, signal, metrics);
   return { batch, firstRound: firstRound!, signal, samples, discounts: tracked?.discounts, metrics };

@@ -201,6 +201,9 @@ describe('every registered part, through a trainer step, equals the direct compo
   it('KL in the reward (k1 summed over tokens, before advantages)', async () => {
     await compare({ config: { algorithm: { klCoefficient: 0.5, klPlacement: 'reward' } } });
   });
+  it('KL in the reward feeds the single-stream tracker the same rewards as the estimator', async () => {
+    await compare({ config: { algorithm: { klCoefficient: 0.5, klPlacement: 'reward', advantage: 'single-stream' } } });
+  });
   it.each(groupFilters.names())('group filter %s (with refill rounds)', async (groupFilter) => {
     await compare({ config: { algorithm: { groupFilter, maxRefills: 2 } } });
   });
