@@ -1,11 +1,12 @@
 /**
  * The `status` field of a run's summary.json and what goes with it: `running` with the process id,
- * host and start time (so a reader can tell a live run from one whose process vanished), `failed`
- * with the error as `reason`, `interrupted` with the signal as `reason`. `finished` is written by
- * the trainer with the final results.
+ * host and start time (so a reader can tell a live run from one whose process vanished), and
+ * `failed` with the error as `reason`. `finished` is written by the trainer with the final results.
  *
- * Is not: the reader's rule for a vanished process (dashboard/run-files.ts `inferStatus`, which
- * imports nothing from here), nor the writing of summary.json (run-folder.ts).
+ * Is not: `interrupted`. A killed process writes nothing, and a signal handler would not run until
+ * the loop next yields to the event loop (a step can take minutes), so Ctrl-C and SIGTERM keep
+ * their default action; readers (dashboard/run-files.ts `inferStatus`) infer `interrupted` from
+ * the recorded pid. Nor the writing of summary.json itself (run-folder.ts).
  */
 import { hostname } from 'node:os';
 import { RunFolder } from './run-folder.js';
@@ -24,12 +25,4 @@ export function markFailed(folder: RunFolder, error: unknown): void {
   } catch {
     // The summary cannot be written (disk full, folder gone); the error itself still propagates.
   }
-}
-
-/** Records that the run was stopped from outside (a signal), when the process still gets to say so. */
-export function markInterrupted(runDirectory: string, reason: string): void {
-  const folder = new RunFolder(runDirectory);
-  const summary = folder.readSummary();
-  if (summary.status !== 'running') return; // finished or failed already says more
-  folder.writeSummary({ ...summary, status: 'interrupted', reason, endedAt: new Date().toISOString() });
 }
