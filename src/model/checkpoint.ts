@@ -163,11 +163,12 @@ function defaultGenerationConfig(config: ModelConfig): Record<string, unknown> {
  */
 export function saveCheckpoint(directory: string, input: SaveCheckpointInput): void {
   const target = resolve(directory);
+  checkTensors(input.config, input.tensors, () => `saveCheckpoint(${target})`); // refuse before creating anything
   const stamp = `${process.pid}-${Date.now()}`;
   const temporary = join(dirname(target), `.${basename(target)}.tmp-${stamp}`);
   makeDirectory(temporary);
   try {
-    writeCheckpointFiles(temporary, input);
+    writeCheckpointFiles(temporary, input, target);
     syncDirectory(temporary);
     publishFolder(temporary, target, stamp);
   } catch (error) {
@@ -178,10 +179,11 @@ export function saveCheckpoint(directory: string, input: SaveCheckpointInput): v
 
 /**
  * Writes the checkpoint files into an existing folder, each fsynced; it does not publish them.
- * Callers that add files of their own (the trainer's optimiser state) build on this.
+ * Callers that add files of their own (the trainer's optimiser state) build on this. `target`, the
+ * folder's name once published, is what error messages name.
  */
-export function writeCheckpointFiles(folder: string, input: SaveCheckpointInput): void {
-  const ordered = checkTensors(input.config, input.tensors, () => `saveCheckpoint(${folder})`);
+export function writeCheckpointFiles(folder: string, input: SaveCheckpointInput, target = folder): void {
+  const ordered = checkTensors(input.config, input.tensors, () => `saveCheckpoint(${target})`);
   writeFileDurably(join(folder, 'config.json'), `${JSON.stringify(toHfConfig(input.config), null, 2)}\n`);
   // transformers refuses safetensors files whose metadata lacks format "pt".
   writeFileDurably(join(folder, 'model.safetensors'), encodeSafetensors(ordered, { dtype: 'F32', metadata: { format: 'pt' } }));

@@ -144,7 +144,7 @@ export class RunFolder {
     const partial = join(this.checkpointsDirectory, `.${name}.tmp-${stamp}`);
     makeDirectory(partial);
     try {
-      writeCheckpointFiles(partial, { config: input.config, tensors: input.tensors, sourceDir: input.sourceDirectory, extraFiles: input.extraFiles });
+      writeCheckpointFiles(partial, { config: input.config, tensors: input.tensors, sourceDir: input.sourceDirectory, extraFiles: input.extraFiles }, final);
       writeSafetensors(join(partial, 'optimizer.safetensors'), optimizerTensors(input.optimizer.getState()));
       const files = Object.fromEntries(readdirSync(partial).map((file) => [file, statSync(join(partial, file)).size]));
       const saved: SavedTrainerState = { ...input.state, optimizerStep: input.optimizer.stepCount, logBytes: this.syncLogs(), files };
