@@ -1,14 +1,15 @@
 /*
  * Unit tests of the run-folder reader's guards: JSONL parsing that tolerates a run being
- * written (half a last line) but names bad lines, path resolution that refuses escapes, and
- * reads that refuse anything but a regular file. The HTTP layer over them is tested in server.test.ts.
+ * written (half a last line) but names bad lines, path resolution that refuses escapes, reads
+ * that refuse anything but a regular file; and of the status it reports (a `running` run whose
+ * process is gone is `interrupted`). The HTTP layer over them is tested in server.test.ts.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NotFoundError, RefusedPathError, RunFolderReader, parseJsonLines, resolveInside } from './run-files.js';
+import { NotFoundError, RefusedPathError, RunFolderReader, inferStatus, parseJsonLines, resolveInside } from './run-files.js';
 
 describe('parseJsonLines', () => {
   it.each([
@@ -93,4 +94,49 @@ describe('RunFolderReader on files that are not regular files', () => {
     await expect(reader.readJson('run-a', 'summary.json')).rejects.toBeInstanceOf(RefusedPathError);
     expect((await reader.listRuns()).map((run) => run.id)).toEqual(['run-a']);
   }, 5000);
+});
+
+describe('inferStatus', () => {
+  // A process that has exited and been reaped: its pid names no live process (pids are not reused this soon).
+  const deadPid = spawnSync(process.execPath, ['-e', '']).pid!;
+  const now = Date.parse('2026-06-01T12:00:00Z');
+  const fresh = now - 10_000;
+  const stale = now - 10 * 60_000;
+  const here = hostname();
+  it.each([
+    // [summary, metrics modified, status]
+    [{ status: 'finished', pid: deadPid, hostname: here }, stale, 'finished'], // a written end status stands
+    [{ status: 'failed', reason: 'boom' }, fresh, 'failed'],
+    [{ status: 'running', pid: process.pid, hostname: here }, stale, 'running'], // alive: a slow step is not a death
+    [{ status: 'running', pid: deadPid, hostname: here }, fresh, 'interrupted'], // gone, however recent its metrics
+    [{ status: 'running', pid: deadPid, hostname: `not-${here}` }, fresh, 'running'], // another host: cannot check the pid
+    [{ status: 'running', pid: deadPid, hostname: `not-${here}` }, stale, 'interrupted'], // ... so stale metrics decide
+    [{ status: 'running' }, stale, 'interrupted'], // a trainer that recorded no pid: stale metrics decide
+    [{ status: 'running' }, null, 'running'], // no metrics yet
+    [null, null, 'starting'],
+    [null, fresh, 'running'],
+    [null, stale, 'interrupted'],
+  ] as const)('%j, metrics modified %s → %s', (summary, modified, status) => {
+    expect(inferStatus(summary as Record<string, unknown> | null, modified, now)).toBe(status);
+  });
+
+  it('the runs list reports a dead trainer as interrupted and carries the reason of a failed run', async () => {
+    const root = await realpath(await mkdtemp(join(tmpdir(), 'grpo-status-')));
+    try {
+      const write = async (id: string, summary: Record<string, unknown>) => {
+        await mkdir(join(root, id));
+        await writeFile(join(root, id, 'metrics.jsonl'), '{"step":1,"phase":"grpo"}\n');
+        await writeFile(join(root, id, 'summary.json'), JSON.stringify(summary));
+      };
+      await write('killed', { status: 'running', pid: deadPid, hostname: here });
+      await write('crashed', { status: 'failed', reason: 'stopping: 3 consecutive steps had a non-finite loss', pid: deadPid, hostname: here });
+      const runs = await new RunFolderReader(root).listRuns();
+      expect(runs.map(({ id, status, reason }) => ({ id, status, reason }))).toEqual([
+        { id: 'killed', status: 'interrupted', reason: null },
+        { id: 'crashed', status: 'failed', reason: 'stopping: 3 consecutive steps had a non-finite loss' },
+      ]);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
 });

@@ -9,6 +9,7 @@
  */
 import { constants } from 'node:fs';
 import { open, readdir, realpath, stat } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join, sep } from 'node:path';
 
 /** A request for something outside the runs folder; the server answers 403. */
@@ -38,6 +39,8 @@ export interface ParsedJsonLines {
 export interface RunListEntry {
   id: string;
   status: string;
+  /** Why a run failed or was interrupted, from summary.json (null when it gives none). */
+  reason: string | null;
   phase: string | null;
   lastStep: number | null;
   updatedAt: string | null;
@@ -49,7 +52,11 @@ export interface RunListEntry {
 /** The metrics shown in the runs list, each the last value logged for it. */
 export const keyMetricNames = ['reward/mean', 'eval/accuracy', 'loss/kl', 'entropy', 'completions/meanLength'];
 
-/** A run with no summary.json and no metrics written for this long is shown as interrupted. */
+/**
+ * A run whose liveness cannot be checked (no summary.json, or one written on another host or by a
+ * trainer that did not record its pid) and whose metrics have not changed for this long is shown as
+ * interrupted. A guess: a single step slower than this on another host is shown interrupted too.
+ */
 const staleAfterMilliseconds = 5 * 60 * 1000;
 
 /**
@@ -181,6 +188,7 @@ export class RunFolderReader {
     return {
       id,
       status: inferStatus(summary, modified),
+      reason: typeof summary?.reason === 'string' ? summary.reason : null,
       phase: typeof last?.phase === 'string' ? last.phase : null,
       lastStep: typeof last?.step === 'number' ? last.step : null,
       updatedAt: modified === null ? null : new Date(modified).toISOString(),
@@ -241,9 +249,28 @@ export class RunFolderReader {
   }
 }
 
-/** summary.json's status when present; otherwise running while metrics keep arriving. */
-function inferStatus(summary: Record<string, unknown> | null, metricsModifiedMs: number | null): string {
-  if (summary !== null && typeof summary.status === 'string') return summary.status;
-  if (metricsModifiedMs === null) return 'starting';
-  return Date.now() - metricsModifiedMs < staleAfterMilliseconds ? 'running' : 'interrupted';
+/**
+ * The status shown for a run. summary.json's status as written, except `running`: the trainer
+ * records its pid and host, so on the same host a running run whose process is gone is
+ * `interrupted` (killed, or the machine restarted); elsewhere stale metrics decide. Without a
+ * summary, a run is `starting` until its first metrics, then judged by their age.
+ */
+export function inferStatus(summary: Record<string, unknown> | null, metricsModifiedMs: number | null, now = Date.now()): string {
+  const status = summary !== null && typeof summary.status === 'string' ? summary.status : null;
+  if (status !== null && status !== 'running') return status;
+  if (status === 'running' && typeof summary!.pid === 'number' && summary!.hostname === hostname()) {
+    return processIsAlive(summary!.pid) ? 'running' : 'interrupted';
+  }
+  if (metricsModifiedMs === null) return status ?? 'starting';
+  return now - metricsModifiedMs < staleAfterMilliseconds ? 'running' : 'interrupted';
+}
+
+/** True while a process with this id exists (signal 0 checks without sending anything). */
+function processIsAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'; // exists, but belongs to another user
+  }
 }

@@ -144,6 +144,8 @@ describe('saveCheckpoint', () => {
     const target = join(scratch, 'refused');
     expect(() => saveCheckpoint(target, { ...checkpoint, tensors })).toThrow(/missing tensor "model\.norm\.weight" \(expected shape \[32\]\)/);
     expect(existsSync(target)).toBe(false);
+    expect(() => saveCheckpoint(target, { ...checkpoint, tensors })).toThrow(`saveCheckpoint(${target})`);
+    expect(readdirSync(scratch).filter((name) => name.startsWith('.refused'))).toEqual([]); // no temporary folder either
   });
 });
 

@@ -7,9 +7,10 @@
  * This module does not build the model or run it; it hands the forward pass a map of named float32
  * arrays with the HF names (model.layers.N.self_attn.q_proj.weight, ...), weights as [out, in].
  */
-import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { type ModelConfig, loadModelConfig, toHfConfig } from './config.js';
+import { makeDirectory, removeTree, renamePath, syncDirectory, writeFileDurably } from './durable-files.js';
 import { readJsonObject } from './json-file.js';
 import { type StoredTensor, encodeSafetensors, readSafetensorsFolder } from './safetensors.js';
 
@@ -150,18 +151,6 @@ export interface SaveCheckpointInput {
   extraFiles?: Record<string, string>;
 }
 
-function writeFileDurably(file: string, bytes: Buffer | string): void {
-  const data = typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes;
-  const fd = openSync(file, 'w');
-  try {
-    let done = 0;
-    while (done < data.length) done += writeSync(fd, data, done, data.length - done);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
 function defaultGenerationConfig(config: ModelConfig): Record<string, unknown> {
   const eos = config.eosTokenIds.length === 1 ? config.eosTokenIds[0] : config.eosTokenIds;
   return { bos_token_id: config.bosTokenId, eos_token_id: config.eosTokenIds.length === 0 ? null : eos };
@@ -169,52 +158,73 @@ function defaultGenerationConfig(config: ModelConfig): Record<string, unknown> {
 
 /**
  * Writes a checkpoint folder that transformers loads as it is. The folder is built beside the target
- * and renamed into place, so a crash leaves either the old folder or the new one, never half of one.
+ * (`.<name>.tmp-<pid>-<time>`), every file and the folder fsynced, then published by
+ * `publishFolder`, so a crash leaves either the old folder or the new one, never half of one.
  */
 export function saveCheckpoint(directory: string, input: SaveCheckpointInput): void {
   const target = resolve(directory);
-  const ordered = checkTensors(input.config, input.tensors, () => `saveCheckpoint(${target})`);
+  checkTensors(input.config, input.tensors, () => `saveCheckpoint(${target})`); // refuse before creating anything
   const stamp = `${process.pid}-${Date.now()}`;
   const temporary = join(dirname(target), `.${basename(target)}.tmp-${stamp}`);
-  mkdirSync(temporary, { recursive: true });
+  makeDirectory(temporary);
   try {
-    writeFileDurably(join(temporary, 'config.json'), `${JSON.stringify(toHfConfig(input.config), null, 2)}\n`);
-    // transformers refuses safetensors files whose metadata lacks format "pt".
-    writeFileDurably(join(temporary, 'model.safetensors'), encodeSafetensors(ordered, { dtype: 'F32', metadata: { format: 'pt' } }));
-    const sourceGeneration = input.sourceDir ? join(input.sourceDir, 'generation_config.json') : null;
-    if (input.generationConfig) {
-      writeFileDurably(join(temporary, 'generation_config.json'), `${JSON.stringify(input.generationConfig, null, 2)}\n`);
-    } else if (sourceGeneration && existsSync(sourceGeneration)) {
-      copyFileSync(sourceGeneration, join(temporary, 'generation_config.json'));
-    } else {
-      writeFileDurably(join(temporary, 'generation_config.json'), `${JSON.stringify(defaultGenerationConfig(input.config), null, 2)}\n`);
-    }
-    if (input.sourceDir) {
-      for (const name of TOKENIZER_FILES) {
-        const source = join(input.sourceDir, name);
-        if (existsSync(source)) copyFileSync(source, join(temporary, name));
-      }
-    }
-    for (const [name, text] of Object.entries(input.extraFiles ?? {})) {
-      if (name !== basename(name) || name.startsWith('.')) throw new Error(`saveCheckpoint: extra file name ${JSON.stringify(name)} must be a plain file name`);
-      writeFileDurably(join(temporary, name), text);
-    }
-    replaceFolder(temporary, target, stamp);
+    writeCheckpointFiles(temporary, input, target);
+    syncDirectory(temporary);
+    publishFolder(temporary, target, stamp);
   } catch (error) {
     rmSync(temporary, { recursive: true, force: true });
     throw error;
   }
 }
 
-/** Moves a finished folder onto the target path; an existing target is moved aside first and then removed. */
-function replaceFolder(finished: string, target: string, stamp: string): void {
+/**
+ * Writes the checkpoint files into an existing folder, each fsynced; it does not publish them.
+ * Callers that add files of their own (the trainer's optimiser state) build on this. `target`, the
+ * folder's name once published, is what error messages name.
+ */
+export function writeCheckpointFiles(folder: string, input: SaveCheckpointInput, target = folder): void {
+  const ordered = checkTensors(input.config, input.tensors, () => `saveCheckpoint(${target})`);
+  writeFileDurably(join(folder, 'config.json'), `${JSON.stringify(toHfConfig(input.config), null, 2)}\n`);
+  // transformers refuses safetensors files whose metadata lacks format "pt".
+  writeFileDurably(join(folder, 'model.safetensors'), encodeSafetensors(ordered, { dtype: 'F32', metadata: { format: 'pt' } }));
+  const sourceGeneration = input.sourceDir ? join(input.sourceDir, 'generation_config.json') : null;
+  if (input.generationConfig) {
+    writeFileDurably(join(folder, 'generation_config.json'), `${JSON.stringify(input.generationConfig, null, 2)}\n`);
+  } else if (sourceGeneration && existsSync(sourceGeneration)) {
+    writeFileDurably(join(folder, 'generation_config.json'), readFileSync(sourceGeneration));
+  } else {
+    writeFileDurably(join(folder, 'generation_config.json'), `${JSON.stringify(defaultGenerationConfig(input.config), null, 2)}\n`);
+  }
+  if (input.sourceDir) {
+    for (const name of TOKENIZER_FILES) {
+      // Read and rewritten rather than copyFileSync, so the copy is fsynced like everything else.
+      const source = join(input.sourceDir, name);
+      if (existsSync(source)) writeFileDurably(join(folder, name), readFileSync(source));
+    }
+  }
+  for (const [name, text] of Object.entries(input.extraFiles ?? {})) {
+    if (name !== basename(name) || name.startsWith('.')) throw new Error(`saveCheckpoint: extra file name ${JSON.stringify(name)} must be a plain file name`);
+    writeFileDurably(join(folder, name), text);
+  }
+}
+
+/**
+ * Moves a finished (fsynced) folder onto `target`. rename() cannot replace a non-empty folder, so an
+ * existing target is first renamed aside to `.<name>.old-<stamp>`, the new folder renamed in, and
+ * the aside one removed; each rename is atomic, and the parent folder is fsynced before the aside
+ * copy goes. A kill between the two renames leaves no `<name>` but a complete aside folder, which
+ * `RunFolder` renames back when it recovers.
+ */
+export function publishFolder(finished: string, target: string, stamp = `${process.pid}-${Date.now()}`): void {
+  const parent = dirname(target);
   if (!existsSync(target)) {
-    renameSync(finished, target);
+    renamePath(finished, target);
+    syncDirectory(parent);
     return;
   }
-  // rename() cannot replace a non-empty folder, so swap through a sibling; both renames are atomic.
-  const previous = join(dirname(target), `.${basename(target)}.old-${stamp}`);
-  renameSync(target, previous);
-  renameSync(finished, target);
-  rmSync(previous, { recursive: true, force: true });
+  const aside = join(parent, `.${basename(target)}.old-${stamp}`);
+  renamePath(target, aside);
+  renamePath(finished, target);
+  syncDirectory(parent);
+  removeTree(aside);
 }

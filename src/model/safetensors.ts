@@ -13,8 +13,9 @@
  * Large files are never read whole: the header is read first, then each tensor's own byte range.
  * This module knows nothing of model architectures; checkpoint.ts checks names and shapes.
  */
-import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { writeFileDurably } from './durable-files.js';
 
 /** A dense float32 tensor as stored in a checkpoint: row-major data with its shape. */
 export interface StoredTensor {
@@ -294,16 +295,9 @@ export function encodeSafetensors(tensors: Map<string, StoredTensor>, options: W
   return out;
 }
 
-/** Writes tensors to one safetensors file (F32 by default, which round-trips bit-exactly). */
+/** Writes tensors to one safetensors file (F32 by default, which round-trips bit-exactly), fsynced. */
 export function writeSafetensors(file: string, tensors: Map<string, StoredTensor>, options: WriteSafetensorsOptions = {}): void {
-  const bytes = encodeSafetensors(tensors, options);
-  const fd = openSync(file, 'w');
-  try {
-    let done = 0;
-    while (done < bytes.length) done += writeSync(fd, bytes, done, bytes.length - done);
-  } finally {
-    closeSync(fd);
-  }
+  writeFileDurably(file, encodeSafetensors(tensors, options));
 }
 
 /** The file names holding a checkpoint's weights: the single file, or the shards named by the index. */

@@ -1,15 +1,18 @@
 /**
  * The run folder (docs/run-folder.md): config.json, metrics.jsonl, samples.jsonl, summary.json and
  * checkpoints/step-N/ (HF layout + optimizer.safetensors + trainer-state.json), written so a kill at
- * any moment loses nothing that was saved: JSON files are replaced by rename, a checkpoint folder
- * only gets its final name once complete, and on resume log lines past the checkpoint are dropped.
+ * any moment loses nothing that was saved. JSON files are replaced by rename; a checkpoint is built
+ * in a hidden folder, every file and folder fsynced, and published by rename (model/checkpoint.ts
+ * `publishFolder`); trainer-state.json lists the files and sizes that make it complete and the
+ * length of each log at that moment, so a resume cuts the logs back to exactly that point.
  *
- * Is not: the training loop. It only reads and writes files.
+ * Is not: the training loop, or the summary's status (run-status.ts). It only reads and writes files.
  */
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { saveCheckpoint } from '../model/checkpoint.js';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { publishFolder, writeCheckpointFiles } from '../model/checkpoint.js';
 import type { ModelConfig } from '../model/config.js';
+import { makeDirectory, removeTree, renamePath, syncDirectory, syncFile, writeFileDurably } from '../model/durable-files.js';
 import { readSafetensors, writeSafetensors, type StoredTensor } from '../model/safetensors.js';
 import type { AdamW, AdamWState } from '../nn/index.js';
 
@@ -26,10 +29,30 @@ export interface TrainerState {
   extra: Record<string, unknown>;
 }
 
+/** trainer-state.json: the TrainerState plus what makes the checkpoint checkable and resumable. */
+interface SavedTrainerState extends TrainerState {
+  optimizerStep: number;
+  /** Byte lengths of metrics.jsonl and samples.jsonl when the checkpoint was taken. */
+  logBytes?: LogBytes;
+  /** Every other file of the checkpoint with its size in bytes; absent in checkpoints of older versions. */
+  files?: Record<string, number>;
+}
+
+/** How far metrics.jsonl and samples.jsonl reached at a checkpoint. */
+export interface LogBytes {
+  metrics: number;
+  samples: number;
+}
+
+// Files a checkpoint written before trainer-state.json listed its files must have.
+const LEGACY_REQUIRED_FILES = ['config.json', 'model.safetensors', 'optimizer.safetensors', 'trainer-state.json'];
+
+/** Replaces `file` with the JSON of `value` by write, fsync, rename and fsync of the folder. */
 export function writeJsonAtomically(file: string, value: unknown): void {
   const temporary = `${file}.tmp-${process.pid}`;
-  writeFileSync(temporary, `${JSON.stringify(value, null, 2)}\n`);
-  renameSync(temporary, file);
+  writeFileDurably(temporary, `${JSON.stringify(value, null, 2)}\n`);
+  renamePath(temporary, file);
+  syncDirectory(dirname(file));
 }
 
 export class RunFolder {
@@ -67,12 +90,44 @@ export class RunFolder {
     return readdirSync(this.checkpointsDirectory)
       .map((name) => /^step-(\d+)$/.exec(name))
       .filter((match): match is RegExpExecArray => match !== null)
+      .filter((match) => isCompleteCheckpoint(join(this.checkpointsDirectory, match[0])))
       .map((match) => Number(match[1]))
-      .filter((step) => existsSync(join(this.checkpointsDirectory, `step-${step}`, 'trainer-state.json')))
       .sort((a, b) => a - b);
   }
 
-  /** Writes checkpoints/step-N atomically and keeps only the `keepLast` newest. */
+  /**
+   * Tidies what a killed writer left: temporary JSON files, unfinished checkpoint folders and the
+   * aside copies of replaced ones. An aside copy whose checkpoint is missing (killed between the two
+   * renames of a replacement) is renamed back, since it is complete. Returns one note per change.
+   */
+  recover(): string[] {
+    const notes: string[] = [];
+    for (const name of readdirSync(this.directory)) {
+      if (!/\.tmp-\d+$/.test(name)) continue;
+      removeTree(join(this.directory, name));
+      notes.push(`removed ${name}`);
+    }
+    if (!existsSync(this.checkpointsDirectory)) return notes;
+    for (const name of readdirSync(this.checkpointsDirectory).filter((entry) => entry.startsWith('.'))) {
+      const path = join(this.checkpointsDirectory, name);
+      const replaced = /^\.(step-\d+|reference)\.old-[\d-]+$/.exec(name)?.[1];
+      const target = replaced === undefined ? null : join(this.checkpointsDirectory, replaced);
+      if (target !== null && !existsSync(target) && (replaced === 'reference' || isCompleteCheckpoint(path))) {
+        renamePath(path, target);
+        notes.push(`restored ${replaced} from ${name}`);
+      } else {
+        removeTree(path);
+        notes.push(`removed ${name}`);
+      }
+    }
+    if (notes.length > 0) syncDirectory(this.checkpointsDirectory);
+    return notes;
+  }
+
+  /**
+   * Writes checkpoints/step-N as a whole (replacing an existing step-N atomically) and keeps only
+   * the `keepLast` newest. The logs are fsynced first, since the checkpoint records their lengths.
+   */
   saveCheckpoint(input: {
     config: ModelConfig;
     tensors: Map<string, StoredTensor>;
@@ -82,25 +137,32 @@ export class RunFolder {
     sourceDirectory?: string;
     keepLast: number;
   }): string {
-    mkdirSync(this.checkpointsDirectory, { recursive: true });
-    const final = join(this.checkpointsDirectory, `step-${input.state.step}`);
-    const partial = join(this.checkpointsDirectory, `.partial-step-${input.state.step}`);
-    rmSync(partial, { recursive: true, force: true });
-    saveCheckpoint(partial, { config: input.config, tensors: input.tensors, sourceDir: input.sourceDirectory, extraFiles: input.extraFiles });
-    writeSafetensors(join(partial, 'optimizer.safetensors'), optimizerTensors(input.optimizer.getState()));
-    writeJsonAtomically(join(partial, 'trainer-state.json'), { ...input.state, optimizerStep: input.optimizer.stepCount });
-    rmSync(final, { recursive: true, force: true });
-    renameSync(partial, final);
-    for (const old of this.checkpointSteps().slice(0, -input.keepLast)) {
-      rmSync(join(this.checkpointsDirectory, `step-${old}`), { recursive: true, force: true });
+    if (!existsSync(this.checkpointsDirectory)) makeDirectory(this.checkpointsDirectory);
+    const name = `step-${input.state.step}`;
+    const stamp = `${process.pid}-${Date.now()}`;
+    const final = join(this.checkpointsDirectory, name);
+    const partial = join(this.checkpointsDirectory, `.${name}.tmp-${stamp}`);
+    makeDirectory(partial);
+    try {
+      writeCheckpointFiles(partial, { config: input.config, tensors: input.tensors, sourceDir: input.sourceDirectory, extraFiles: input.extraFiles }, final);
+      writeSafetensors(join(partial, 'optimizer.safetensors'), optimizerTensors(input.optimizer.getState()));
+      const files = Object.fromEntries(readdirSync(partial).map((file) => [file, statSync(join(partial, file)).size]));
+      const saved: SavedTrainerState = { ...input.state, optimizerStep: input.optimizer.stepCount, logBytes: this.syncLogs(), files };
+      writeFileDurably(join(partial, 'trainer-state.json'), `${JSON.stringify(saved, null, 2)}\n`);
+      syncDirectory(partial);
+      publishFolder(partial, final, stamp);
+    } catch (error) {
+      rmSync(partial, { recursive: true, force: true });
+      throw error;
     }
+    for (const old of this.checkpointSteps().slice(0, -input.keepLast)) this.removeCheckpoint(`step-${old}`, stamp);
     return final;
   }
 
-  /** Reads a checkpoint's trainer state and optimiser state. */
-  loadTrainingState(step: number): { state: TrainerState; optimizer: AdamWState; directory: string } {
+  /** Reads a checkpoint's trainer state, optimiser state and the log lengths it was taken at. */
+  loadTrainingState(step: number): { state: TrainerState; optimizer: AdamWState; directory: string; logBytes: LogBytes | null } {
     const directory = join(this.checkpointsDirectory, `step-${step}`);
-    const saved = JSON.parse(readFileSync(join(directory, 'trainer-state.json'), 'utf8')) as TrainerState & { optimizerStep: number };
+    const { optimizerStep, logBytes, files: _files, ...state } = JSON.parse(readFileSync(join(directory, 'trainer-state.json'), 'utf8')) as SavedTrainerState;
     const tensors = readSafetensors(join(directory, 'optimizer.safetensors'));
     const moments: AdamWState['moments'] = {};
     for (const [name, stored] of tensors) {
@@ -109,10 +171,22 @@ export class RunFolder {
       moments[match[2]] ??= { first: new Float32Array(0), second: new Float32Array(0) };
       moments[match[2]][match[1] as 'first' | 'second'] = stored.data;
     }
-    return { state: saved, optimizer: { step: saved.optimizerStep, moments }, directory };
+    return { state, optimizer: { step: optimizerStep, moments }, directory, logBytes: logBytes ?? null };
   }
 
-  /** Drops log lines written after `step` (they belong to work the checkpoint does not hold). */
+  /**
+   * Cuts metrics.jsonl and samples.jsonl back to the lengths a checkpoint recorded, which drops
+   * everything logged after it, including lines logged at its own step (an evaluation, say).
+   */
+  truncateLogsTo(logBytes: LogBytes): void {
+    for (const [file, bytes] of [[this.metricsFile, logBytes.metrics], [this.samplesFile, logBytes.samples]] as const) {
+      const size = existsSync(file) ? statSync(file).size : 0;
+      if (size < bytes) throw new Error(`${file}: ${size} bytes, but the checkpoint was taken when it had ${bytes}; the log lost lines and the run cannot be resumed exactly`);
+      if (size > bytes) truncateSync(file, bytes);
+    }
+  }
+
+  /** Drops log lines whose step is after `step`: the fallback for checkpoints that recorded no log lengths. */
   truncateLogsAfter(step: number): void {
     for (const file of [this.metricsFile, this.samplesFile]) {
       if (!existsSync(file)) continue;
@@ -129,6 +203,44 @@ export class RunFolder {
       writeFileSync(file, kept.length ? `${kept.join('\n')}\n` : '');
     }
   }
+
+  /** Fsyncs both logs (and the folder holding them) and returns their lengths. */
+  private syncLogs(): LogBytes {
+    const length = (file: string): number => {
+      if (!existsSync(file)) return 0;
+      syncFile(file);
+      return statSync(file).size;
+    };
+    const logBytes = { metrics: length(this.metricsFile), samples: length(this.samplesFile) };
+    syncDirectory(this.directory);
+    return logBytes;
+  }
+
+  /** Renames a checkpoint to a hidden name first, so a kill mid-removal never leaves a half folder under its step name. */
+  private removeCheckpoint(name: string, stamp: string): void {
+    const doomed = join(this.checkpointsDirectory, `.${name}.deleting-${stamp}`);
+    renamePath(join(this.checkpointsDirectory, name), doomed);
+    syncDirectory(this.checkpointsDirectory);
+    removeTree(doomed);
+  }
+}
+
+/** A checkpoint folder is complete when trainer-state.json parses and every file it lists has its recorded size. */
+export function isCompleteCheckpoint(directory: string): boolean {
+  let saved: SavedTrainerState;
+  try {
+    saved = JSON.parse(readFileSync(join(directory, 'trainer-state.json'), 'utf8')) as SavedTrainerState;
+  } catch {
+    return false;
+  }
+  if (saved.files === undefined) return LEGACY_REQUIRED_FILES.every((file) => existsSync(join(directory, file)));
+  return Object.entries(saved.files).every(([file, size]) => {
+    try {
+      return statSync(join(directory, file)).size === size;
+    } catch {
+      return false;
+    }
+  });
 }
 
 function optimizerTensors(state: AdamWState): Map<string, StoredTensor> {

@@ -97,6 +97,28 @@ describe('guards', () => {
     const metrics = readLines(join(runDirectory, 'metrics.jsonl')).filter((m) => 'skippedSteps' in m);
     expect(metrics.map((m) => m.skippedSteps)).toEqual([1, 1]); // the third skip stops the run before logging
     for (const [name, parameter] of context.model.parameters) expect(Array.from(parameter.data), name).toEqual(Array.from(before.get(name)!));
+    const summary = JSON.parse(readFileSync(join(runDirectory, 'summary.json'), 'utf8'));
+    expect(summary.status).toBe('failed');
+    expect(summary.reason).toMatch(/3 consecutive steps had a non-finite loss or gradient/);
+    expect(summary.pid).toBe(process.pid);
+
+    // Resumed with a healthy rollout, it continues from its step-2 checkpoint; the old reason goes.
+    await train(createRunContext(config, { rewards: [alwaysMixed] }), { runDirectory, quiet: true, resume: true });
+    const resumed = JSON.parse(readFileSync(join(runDirectory, 'summary.json'), 'utf8'));
+    expect(resumed.status).toBe('finished');
+    expect(resumed).not.toHaveProperty('reason');
+    expect(readLines(join(runDirectory, 'metrics.jsonl')).filter((m) => 'skippedSteps' in m).map((m) => m.step)).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('a run that throws anywhere (here: the rollout) is recorded as failed with the error as reason', async () => {
+    const config = resolveConfig({ ...tinyConfig, sft: { steps: 0 }, grpo: { ...tinyConfig.grpo, steps: 1 } });
+    const broken: RolloutFn = async () => {
+      throw new Error('rollout server unreachable');
+    };
+    const runDirectory = join(scratch, 'failed-rollout');
+    await expect(train(createRunContext(config), { runDirectory, quiet: true, rollout: broken })).rejects.toThrow('rollout server unreachable');
+    const summary = JSON.parse(readFileSync(join(runDirectory, 'summary.json'), 'utf8'));
+    expect(summary).toMatchObject({ status: 'failed', reason: 'rollout server unreachable', task: 'addition' });
   });
 
   it('a reward that throws marks its samples invalid (counted per reward) instead of scoring 0', async () => {

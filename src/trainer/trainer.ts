@@ -21,6 +21,7 @@ import { RunFolder, type TrainerState } from './run-folder.js';
 import { groupStarts } from './step-batch.js';
 import { completionMetrics, rewardLogMetrics } from './step-metrics.js';
 import { bindAlgorithm } from './algorithm.js';
+import { markFailed, markRunning } from './run-status.js';
 import type { RunContext } from './setup.js';
 
 export interface TrainOptions {
@@ -40,32 +41,51 @@ export interface TrainResult {
 
 const stepSeed = (seed: number, step: number): number => seed * 100_003 + step * 7 + 1;
 
+/**
+ * Runs (or with `resume`, continues) a training run in `runDirectory`. summary.json says `running`
+ * while it works, `finished` at the end, and `failed` with the error as `reason` when it throws.
+ */
 export async function train(runContext: RunContext, options: TrainOptions): Promise<TrainResult> {
   // A rollout passed here replaces the recipe's: its `provides` are checked again before any compute.
   const context = options.rollout && options.rollout !== runContext.rollout
     ? { ...runContext, rollout: options.rollout, algorithm: bindAlgorithm(runContext.config, { sampleRows: runContext.task.trainExamples(Math.min(16, runContext.config.grpo.examples), runContext.config.seed + 2), rolloutProvides: options.rollout.provides ?? [] }) }
     : runContext;
-  const { config, model, tokenizer, task } = context;
   const folder = new RunFolder(options.runDirectory);
+  try {
+    return await trainInFolder(context, options, folder);
+  } catch (error) {
+    markFailed(folder, error);
+    throw error;
+  }
+}
+
+async function trainInFolder(context: RunContext, options: TrainOptions, folder: RunFolder): Promise<TrainResult> {
+  const { config, model, tokenizer, task } = context;
   const progress = createProgressReporter(config.logging.printEvery, process.stderr, options.quiet);
   const optimizer = new AdamW(optimizedParameters(model), {
     learningRate: config.sft.learningRate, beta1: config.optimizer.beta1, beta2: config.optimizer.beta2,
     epsilon: config.optimizer.epsilon, weightDecay: config.optimizer.weightDecay,
   });
+  for (const note of folder.recover()) progress.message(`run folder: ${note} (left by a killed run)`);
+  const summary = folder.readSummary();
+  if (options.resume && summary.status === 'finished') {
+    progress.message(`${folder.directory} finished already (step ${summary.steps}); nothing to resume`);
+    return { runDirectory: folder.directory, evalBefore: summary.evalBefore as EvaluationResult | null, evalAfter: summary.evalAfter as EvaluationResult | null, steps: summary.steps as number };
+  }
   let state: TrainerState = { step: 0, phase: config.sft.steps > 0 ? 'sft' : 'grpo', phaseStep: 0, consecutiveSkips: 0, evalBefore: null, extra: {} };
   if (options.resume) state = resumeFrom(folder, model, optimizer, progress) ?? state;
   const started = Date.now();
-  folder.writeSummary({ ...folder.readSummary(), status: 'running', task: task.name });
+  markRunning(folder, task.name);
   const evalExamples = task.evalExamples(config.evaluation.examples, config.seed + 1);
   const runEval = () => evaluate(model, tokenizer, task, evalExamples, context.rewards, {
     maxNewTokens: config.sampling.maxNewTokens, stopTokenIds: context.stopTokenIds, passAtK: config.evaluation.passAtK,
     temperature: config.sampling.temperature, seed: config.seed,
   });
+  // Saving step N twice (a periodic checkpoint, then the end of a phase) replaces it atomically.
   const save = () => folder.saveCheckpoint({
     config: model.config, tensors: model.toStoredTensors(), optimizer, state, extraFiles: context.tokenizerFiles,
     sourceDirectory: context.sourceDirectory, keepLast: config.checkpoint.keepLast,
   });
-
   if (state.phase === 'sft') {
     await runSft(context, folder, optimizer, state, progress, save);
     state.phase = 'grpo';
@@ -99,16 +119,18 @@ export async function train(runContext: RunContext, options: TrainOptions): Prom
 function resumeFrom(folder: RunFolder, model: Transformer, optimizer: AdamW, progress: ProgressReporter): TrainerState | null {
   const steps = folder.checkpointSteps();
   if (steps.length === 0) {
-    folder.truncateLogsAfter(0); // killed before its first checkpoint: start over with clean logs
+    folder.truncateLogsTo({ metrics: 0, samples: 0 }); // killed before its first checkpoint: start over with clean logs
     progress.message(`no complete checkpoint in ${folder.directory}; starting the run from the beginning`);
     return null;
   }
   const step = steps[steps.length - 1];
-  const { state, optimizer: optimizerState, directory } = folder.loadTrainingState(step);
+  const { state, optimizer: optimizerState, directory, logBytes } = folder.loadTrainingState(step);
   const restored = Transformer.fromTensors(model.config, loadCheckpoint(directory).tensors);
   for (const [name, parameter] of model.parameters) parameter.data.set(restored.parameters.get(name)!.data);
   optimizer.setState(optimizerState);
-  folder.truncateLogsAfter(step);
+  // Lines logged after the checkpoint (even at its own step) are replayed, so they are cut first.
+  if (logBytes) folder.truncateLogsTo(logBytes);
+  else folder.truncateLogsAfter(step); // a checkpoint from a version that did not record log lengths
   progress.message(`resuming from ${directory} (step ${step}, phase ${state.phase})`);
   return state;
 }
@@ -211,10 +233,16 @@ function logSamples(folder: RunFolder, step: number, prepared: PreparedStep, gro
   });
 }
 
+/**
+ * The KL reference: the policy at GRPO start, saved once as checkpoints/reference (atomically, like
+ * every checkpoint) so a resumed run reloads the same one instead of taking its current weights.
+ */
 function referenceFor(context: RunContext, folder: RunFolder, state: TrainerState): Transformer {
   const directory = join(folder.checkpointsDirectory, 'reference');
   let tensors;
-  if (state.phaseStep > 0 && existsSync(join(directory, 'config.json'))) {
+  if (state.phaseStep > 0) {
+    // The reference is published before the first GRPO checkpoint exists, so it cannot be missing here.
+    if (!existsSync(directory)) throw new Error(`${directory}: missing, but the run is resuming at GRPO step ${state.phaseStep}; the KL reference cannot be rebuilt`);
     tensors = loadCheckpoint(directory).tensors;
   } else {
     tensors = new Map([...context.model.parameters].map(([name, p]) => [name, { shape: [...p.shape], data: p.data.slice() }]));

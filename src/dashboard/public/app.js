@@ -8,7 +8,8 @@
 import { formatNumber, renderLineChart } from './chart.js';
 
 const pollMilliseconds = Math.max(200, Number(new URLSearchParams(location.search).get('poll')) || 3000);
-const finishedStatuses = new Set(['finished', 'failed']);
+// Runs that no longer write: the page stops polling their metrics (an interrupted run polls again once resumed).
+const finishedStatuses = new Set(['finished', 'failed', 'interrupted']);
 
 /** Charts in display order; `names` are metric names, `match` picks a family of them. */
 const chartDefinitions = [
@@ -60,8 +61,8 @@ async function fetchJson(path) {
 
 const runPath = (id) => `api/runs/${encodeURIComponent(id)}`;
 
-function statusBadge(status) {
-  return element('span', { className: `status ${status}` }, status);
+function statusBadge(status, reason) {
+  return element('span', { className: `status ${status}`, title: reason ?? '' }, status);
 }
 
 function renderRuns() {
@@ -80,7 +81,7 @@ function renderRuns() {
       className: run.id === state.selectedId ? 'selected' : '',
       dataset: { run: run.id },
       onclick: () => selectRun(run.id),
-    }, element('div', { className: 'id' }, run.id), statusBadge(run.status), ' ', element('span', { className: 'facts' }, facts));
+    }, element('div', { className: 'id' }, run.id), statusBadge(run.status, run.reason), ' ', element('span', { className: 'facts' }, facts));
   }));
 }
 
@@ -94,7 +95,8 @@ function renderRunHeader(run, checkpoints) {
   const fact = (label, value) => element('span', { className: 'fact' }, `${label} `, element('b', {}, value));
   byId('run-header').replaceChildren(
     element('span', { className: 'title' }, run.id),
-    statusBadge(run.status),
+    statusBadge(run.status, run.reason),
+    run.reason ? element('span', { className: 'fact reason' }, run.reason) : null,
     fact('step', run.lastStep === null ? '–' : `${run.phase} ${run.lastStep}`),
     fact('eval before', evalText(run.evalBefore)),
     fact('eval after', evalText(run.evalAfter)),
