@@ -139,7 +139,7 @@ export async function prepareGrpoStep(environment: StepEnvironment, state: Train
     return { batch, filterInput: { rewards: Array.from(batch.rewards, (r) => (Number.isFinite(r) ? r : null)), groupSizes: batch.groupSizes, truncated: batch.samples.map((s) => s.truncated) } };
   }, bound.groupFilter ? (input) => bound.groupFilter!.fn(input, bound.groupFilter!.options) : keepEveryGroup, first.prompts.length, bound.groupFilter ? 1 + bound.maxRefills : 1);
   const metrics: Record<string, number> = { 'time/rollout': rolloutSeconds, 'time/reward': rewardSeconds, 'train/generationRounds': refill.generatedBatches };
-  const batch = refill.kept.length > 0 ? concatenateGroups(refill.kept) : { ...firstRound!, prompts: [], groupSizes: [], samples: [], rewards: new Float64Array(0), valid: new Uint8Array(0), scores: new Float64Array(0) };
+  const batch = refill.kept.length > 0 ? concatenateGroups(refill.kept) : { ...firstRound!, prompts: [], groupSizes: [], samples: [], rewards: new Float64Array(0), valid: new Uint8Array(0), scores: new Float64Array(0), errors: [] };
   const penalties = bound.klPlacement === 'reward' && bound.klCoefficient > 0 && batch.samples.length > 0 ? klPenalties(environment, batch) : undefined;
   if (penalties) metrics['kl/rewardPenalty'] = penalties.reduce((a, b) => a + b, 0) / penalties.length;
   // The tracker sees the rewards the estimator sees (after KL in the reward).

@@ -6,6 +6,8 @@
 export interface ProgressReporter {
   update(phase: string, step: number, total: number, metrics: Record<string, number>): void;
   message(text: string): void;
+  /** Like message, but printed even when quiet: something the user must fix. */
+  warn(text: string): void;
   finish(): void;
 }
 
@@ -48,6 +50,11 @@ export function createProgressReporter(printEvery: number, stream: NodeJS.WriteS
     },
     message(text) {
       if (quiet) return;
+      if (lineOpen) stream.write('\n');
+      lineOpen = false;
+      stream.write(`${text}\n`);
+    },
+    warn(text) {
       if (lineOpen) stream.write('\n');
       lineOpen = false;
       stream.write(`${text}\n`);

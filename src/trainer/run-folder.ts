@@ -24,6 +24,8 @@ export interface TrainerState {
   /** Steps completed within the phase. */
   phaseStep: number;
   consecutiveSkips: number;
+  /** Consecutive GRPO steps in which no sample had a valid reward (absent in older checkpoints). */
+  invalidSteps?: number;
   evalBefore: Record<string, number> | null;
   /** Extra JSON state of stateful parts (e.g. single-stream baselines). */
   extra: Record<string, unknown>;

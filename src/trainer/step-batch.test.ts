@@ -20,7 +20,7 @@ function batch(rewards: (number | null)[], groupSizes: number[], texts?: string[
     prompts: groupSizes.map((_, g) => ({ example: { prompt: `p${g}`, answer: '1', level: g % 2 ? 'hard' : 'easy' }, promptIds: [5, g], exampleIndex: 10 + g })),
     groupSizes, samples: rewards.map((_, i) => sample(groups[i], texts?.[i] ?? `t${i}`)), rewardNames: ['r'],
     scores: Float64Array.from(rewards, (r) => r ?? NaN), rewardWeights: [1],
-    rewards: Float64Array.from(rewards, (r) => r ?? NaN), valid: Uint8Array.from(rewards, (r) => (r === null ? 0 : 1)), failures: { r: 0 },
+    rewards: Float64Array.from(rewards, (r) => r ?? NaN), valid: Uint8Array.from(rewards, (r) => (r === null ? 0 : 1)), failures: { r: 0 }, errors: rewards.map(() => null),
   };
 }
 

@@ -29,6 +29,8 @@ export interface StepBatch {
   valid: Uint8Array;
   /** Reward calls that failed, per reward name. */
   failures: Record<string, number>;
+  /** [N] the failed rewards' messages of each sample (reward name → message), or null. */
+  errors: (Record<string, string> | null)[];
 }
 
 /**
@@ -57,10 +59,14 @@ export async function generateRound(
   const rewardWeights = weightsAt(rewards, step);
   const combined = weightedSum(matrix, rewardWeights);
   const failures: Record<string, number> = Object.fromEntries(matrix.names.map((name) => [name, 0]));
-  for (const failure of matrix.failures) failures[failure.reward]++;
+  const errors: (Record<string, string> | null)[] = new Array(matrix.sampleCount).fill(null);
+  for (const failure of matrix.failures) {
+    failures[failure.reward]++;
+    errors[failure.sample] = { ...errors[failure.sample], [failure.reward]: failure.message };
+  }
   const batch: StepBatch = {
     prompts: [...prompts], groupSizes: [...counts], samples: byPrompt.flat(), rewardNames: matrix.names, scores: matrix.scores,
-    rewardWeights, rewards: combined.rewards, valid: Uint8Array.from(combined.valid, Number), failures,
+    rewardWeights, rewards: combined.rewards, valid: Uint8Array.from(combined.valid, Number), failures, errors,
   };
   return { batch, rolloutSeconds, rewardSeconds: (Date.now() - rewardStart) / 1000 };
 }
@@ -104,7 +110,7 @@ export function concatenateGroups(selections: readonly { batch: StepBatch; group
   return {
     prompts, groupSizes, samples: rows.map(({ batch, index }) => batch.samples[index]), rewardNames: first.rewardNames, scores,
     rewardWeights: first.rewardWeights, rewards: Float64Array.from(rows, ({ batch, index }) => batch.rewards[index]),
-    valid: Uint8Array.from(rows, ({ batch, index }) => batch.valid[index]), failures,
+    valid: Uint8Array.from(rows, ({ batch, index }) => batch.valid[index]), failures, errors: rows.map(({ batch, index }) => batch.errors[index]),
   };
 }
 

@@ -136,6 +136,31 @@ describe('guards', () => {
   });
 });
 
+describe('reward failures are loud', () => {
+  it('a reward returning a string: its message is printed once and kept in samples.jsonl, and the run stops after maxSkippedSteps steps with nothing valid', async () => {
+    const config = resolveConfig({ ...tinyConfig, sft: { steps: 0 }, grpo: { ...tinyConfig.grpo, steps: 6 }, optimizer: { maxSkippedSteps: 3 } });
+    const wrongType: NamedReward = { name: 'typo', weight: 1, reward: (() => 'yes') as unknown as NamedReward['reward'] };
+    const printed: string[] = [];
+    const original = process.stderr.write.bind(process.stderr);
+    process.stderr.write = ((chunk: string | Uint8Array) => { printed.push(String(chunk)); return true; }) as typeof process.stderr.write;
+    const runDirectory = join(scratch, 'loud');
+    try {
+      await expect(train(createRunContext(config, { rewards: [wrongType] }), { runDirectory, quiet: true }))
+        .rejects.toThrow(/stopping: 3 consecutive steps had no sample with a valid reward \(reward "typo": returned string, expected a number or null\)/);
+    } finally {
+      process.stderr.write = original;
+    }
+    const failures = printed.filter((line) => line.includes('reward "typo" failed'));
+    expect(failures).toHaveLength(1); // once per distinct message, not once per sample or step
+    expect(printed.filter((line) => line.includes('had no sample with a valid reward'))).toHaveLength(2); // steps 1 and 2 warn, step 3 stops
+    const [group] = readLines(join(runDirectory, 'samples.jsonl'));
+    expect(group.completions[0].errors).toEqual({ typo: 'returned string, expected a number or null' });
+    const summary = JSON.parse(readFileSync(join(runDirectory, 'summary.json'), 'utf8'));
+    expect(summary.status).toBe('failed');
+    expect(summary.reason).toMatch(/no sample with a valid reward/);
+  });
+});
+
 describe('config validation', () => {
   it.each([
     [{ algorithm: { loss: 'ppo-clipp' } }, /algorithm\.loss: unknown policy loss "ppo-clipp"; known: ppo-clip/],

@@ -18,7 +18,7 @@ import { optimizedParameters, policyStep, sftStep } from './optimize.js';
 import { createProgressReporter, type ProgressReporter } from './progress.js';
 import type { RolloutFn } from './rollout.js';
 import { RunFolder, type TrainerState } from './run-folder.js';
-import { groupStarts } from './step-batch.js';
+import { groupStarts, type StepBatch } from './step-batch.js';
 import { completionMetrics, rewardLogMetrics } from './step-metrics.js';
 import { bindAlgorithm } from './algorithm.js';
 import { markFailed, markRunning } from './run-status.js';
@@ -160,6 +160,29 @@ async function runSft(context: RunContext, folder: RunFolder, optimizer: AdamW, 
   }
 }
 
+/**
+ * Reward failures are loud: each distinct message is printed once (and every failed cell is kept in
+ * samples.jsonl), a step whose samples all lack a valid reward warns, and `limit` such steps in a row
+ * stop the run — a broken reward must not train on nothing while the run reports success.
+ */
+function reportRewardFailures(batch: StepBatch, state: TrainerState, progress: ProgressReporter, reported: Set<string>, limit: number): void {
+  for (const errors of batch.errors) {
+    for (const [reward, message] of Object.entries(errors ?? {})) {
+      const key = `${reward}\u0000${message}`;
+      if (reported.has(key)) continue;
+      reported.add(key);
+      progress.warn(`grpo: reward "${reward}" failed at step ${state.step + 1}: ${message} (its samples leave the loss; counted in reward/${reward}/invalid)`);
+    }
+  }
+  const noneValid = batch.samples.length > 0 && batch.valid.every((valid) => !valid);
+  state.invalidSteps = noneValid ? (state.invalidSteps ?? 0) + 1 : 0;
+  if (!noneValid) return;
+  const firstError = Object.entries(batch.errors.find((errors) => errors !== null) ?? {})[0];
+  const cause = firstError ? `reward "${firstError[0]}": ${firstError[1]}` : 'no reward applied';
+  if (state.invalidSteps >= limit) throw new Error(`stopping: ${state.invalidSteps} consecutive steps had no sample with a valid reward (${cause}); fix the reward`);
+  progress.warn(`grpo: warning: step ${state.step + 1} had no sample with a valid reward (${cause}); nothing was learned`);
+}
+
 function guardSkips(state: TrainerState, applied: boolean, limit: number): void {
   state.consecutiveSkips = applied ? 0 : state.consecutiveSkips + 1;
   if (state.consecutiveSkips >= limit) {
@@ -178,6 +201,7 @@ async function runGrpo(
   const referenceModel = bound.klCoefficient > 0 ? referenceFor(context, folder, state) : null;
   const environment = createStepEnvironment({ ...context, rollout }, referenceModel);
   const settings = environment.settings;
+  const reportedFailures = new Set<string>();
   while (state.phaseStep < config.grpo.steps) {
     const stepStart = Date.now();
     const seed = stepSeed(config.seed, state.step);
@@ -194,6 +218,7 @@ async function runGrpo(
       applied &&= outcome.applied;
     }
     guardSkips(state, applied, config.optimizer.maxSkippedSteps);
+    reportRewardFailures(prepared.firstRound, state, progress, reportedFailures, config.optimizer.maxSkippedSteps);
     recordStepState(bound, state, prepared);
     const trainSeconds = (Date.now() - trainStart) / 1000;
     state.step++;
@@ -228,6 +253,7 @@ function logSamples(folder: RunFolder, step: number, prepared: PreparedStep, gro
         text: batch.samples[i].text, reward: Number.isFinite(signal.rewards[i]) ? signal.rewards[i] : null,
         rewards: Object.fromEntries(batch.rewardNames.map((name, k) => [name, Number.isFinite(batch.scores[i * K + k]) ? batch.scores[i * K + k] : null])),
         advantage: signal.advantages[i], length: batch.samples[i].completionIds.length, finishReason: batch.samples[i].truncated ? 'length' : 'stop', inLoss: signal.keep[i] === 1,
+        ...(batch.errors[i] ? { errors: batch.errors[i] } : {}),
       })),
     });
   });
