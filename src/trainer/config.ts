@@ -6,6 +6,7 @@
  * (algorithms/*), and presets.ts fills them in for the named recipes.
  */
 import { z } from 'zod';
+import { trlHint } from './trl-names.js';
 
 const positiveInteger = z.number().int().positive();
 const nonNegativeInteger = z.number().int().nonnegative();
@@ -155,7 +156,10 @@ function path(issue: { path: PropertyKey[] }): string {
 export function validateConfig(input: unknown, known: KnownNames): TrainerConfig {
   const parsed = trainerConfigSchema.safeParse(input ?? {});
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((issue) => `- ${path(issue)}: ${issue.message}`);
+    const lines = parsed.error.issues.flatMap((issue) => {
+      if (issue.code !== 'unrecognized_keys' || !issue.keys.some((key) => trlHint(key) !== null)) return [`- ${path(issue)}: ${issue.message}`];
+      return issue.keys.map((key) => `- ${path(issue)}: ${trlHint(key) ?? `Unrecognized key: "${key}"`}`);
+    });
     throw new Error(`invalid config:\n${lines.join('\n')}`);
   }
   const config = parsed.data;

@@ -172,6 +172,8 @@ describe('config validation', () => {
     [{ model: { hiddenSize: 30, numHeads: 4 } }, /model\.hiddenSize: 30 is not a multiple of model\.numHeads 4/],
     [{ preset: 'dapoo' }, /preset: unknown preset "dapoo"; known: grpo, dr-grpo, dapo/],
     [{ task: 'chess' }, /task: unknown task "chess"/],
+    [{ num_generations: 8, max_completion_length: 64 }, /\(root\): "num_generations" is TRL's name; here it is sampling\.groupSize\n- \(root\): "max_completion_length" is TRL's name; here it is sampling\.maxNewTokens/],
+    [{ algorithm: { beta: 0.04, typo: 1 } }, /algorithm: "beta" is TRL's name; here it is algorithm\.klCoefficient\n- algorithm: Unrecognized key: "typo"/],
   ])('%j is refused with a message naming the field', (input, message) => {
     expect(() => resolveConfig(input)).toThrow(message);
   });
@@ -182,5 +184,13 @@ describe('config validation', () => {
   it('a missing checkpoint folder is named', () => {
     const config = resolveConfig({ model: { checkpoint: '/nonexistent/model' } });
     expect(() => createRunContext(config)).toThrow(/\/nonexistent\/model/);
+  });
+});
+
+describe('coming from TRL', () => {
+  it('docs/coming-from-trl.md lists every TRL name the config refuses with a hint', async () => {
+    const { trlNames } = await import('./trl-names.js');
+    const doc = readFileSync(new URL('../../docs/coming-from-trl.md', import.meta.url), 'utf8');
+    for (const name of Object.keys(trlNames)) expect(doc, name).toContain(`\`${name}\``);
   });
 });

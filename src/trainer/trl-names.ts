@@ -1,0 +1,53 @@
+/**
+ * TRL's GRPOConfig / GRPOTrainer argument names and where the same setting lives here, so a config
+ * written with TRL's spelling is refused with our name in the message (docs/coming-from-trl.md
+ * prints the same table).
+ *
+ * Is not: an alias mechanism. Each project keeps one spelling; this only turns a likely mistake
+ * into a one-line fix.
+ */
+
+/** TRL name → our config field (with a note where the meaning differs). */
+export const trlNames: Record<string, string> = {
+  model_name_or_path: 'model.checkpoint',
+  num_generations: 'sampling.groupSize',
+  max_completion_length: 'sampling.maxNewTokens',
+  temperature: 'sampling.temperature',
+  top_p: 'sampling.topP',
+  top_k: 'sampling.topK',
+  min_p: 'sampling.minP',
+  learning_rate: 'grpo.learningRate (sft.learningRate for SFT)',
+  max_steps: 'grpo.steps',
+  warmup_steps: 'grpo.warmupSteps',
+  lr_scheduler_type: 'grpo.schedule',
+  num_iterations: 'grpo.iterations',
+  per_device_train_batch_size: 'grpo.microBatchSize (completions per micro-batch)',
+  generation_batch_size: 'grpo.promptsPerStep × sampling.groupSize (prompts per step, not completions)',
+  beta: 'algorithm.klCoefficient',
+  epsilon: 'algorithm.lossOptions.epsilonLow',
+  epsilon_high: 'algorithm.lossOptions.epsilonHigh',
+  loss_type: 'algorithm.aggregation (grpo → seq-mean-token-mean, bnpo/dapo → token-mean, dr_grpo → seq-mean-token-sum-norm)',
+  scale_rewards: 'algorithm.advantage (group → grpo, batch → batch-std, none → dr-grpo)',
+  importance_sampling_level: 'algorithm.loss (token → ppo-clip, sequence → gspo)',
+  mask_truncated_completions: 'algorithm.maskTruncated',
+  top_entropy_quantile: 'algorithm.lossOptions.topEntropyQuantile',
+  vllm_importance_sampling_correction: 'algorithm.mismatchCorrection',
+  reward_weights: 'rewards[].weight',
+  weight_decay: 'optimizer.weightDecay',
+  max_grad_norm: 'optimizer.maxGradNorm',
+  adam_beta1: 'optimizer.beta1',
+  adam_beta2: 'optimizer.beta2',
+  adam_epsilon: 'optimizer.epsilon',
+  save_steps: 'checkpoint.every',
+  save_total_limit: 'checkpoint.keepLast',
+  output_dir: 'logging.runsDirectory (and logging.runName)',
+  logging_steps: 'logging.printEvery',
+  log_completions: 'logging.samplesEvery',
+  eval_steps: 'evaluation.every',
+};
+
+/** "`num_generations` is TRL's name; here it is sampling.groupSize", or null for other keys. */
+export function trlHint(key: string): string | null {
+  const ours = trlNames[key];
+  return ours === undefined ? null : `"${key}" is TRL's name; here it is ${ours}`;
+}
