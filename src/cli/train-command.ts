@@ -128,6 +128,8 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
   const config = resolveConfig(raw, recipe.task ? [recipe.task.name] : []);
   const context = createRunContext(config, { rewards: recipe.rewards, task: recipe.task, rollout: recipe.rollout });
   runDirectory ??= join(resolve(config.logging.runsDirectory), config.logging.runName ?? `${defaultRunName(config)}${options.recipe ? `-${basename(options.recipe, extname(options.recipe))}` : ''}`);
+  // A resume with --set changes the run's config from here on (e.g. more grpo.steps): record it.
+  if (options.resume && (options.set ?? []).length > 0) writeJsonAtomically(join(runDirectory, 'config.json'), config);
   if (!options.resume) {
     if (existsSync(join(runDirectory, 'config.json'))) throw new Error(`run folder ${runDirectory} already exists; use --resume ${runDirectory} or another --run-name`);
     mkdirSync(runDirectory, { recursive: true });

@@ -194,3 +194,20 @@ describe('coming from TRL', () => {
     for (const name of Object.keys(trlNames)) expect(doc, name).toContain(`\`${name}\``);
   });
 });
+
+describe('extending a finished run', () => {
+  it('--resume with more GRPO steps continues training and ends like a run that asked for them from the start', async () => {
+    const withSteps = (steps: number) => resolveConfig({ ...tinyConfig, sft: { steps: 0 }, grpo: { ...tinyConfig.grpo, steps } });
+    const whole = join(scratch, 'extend-whole');
+    await train(createRunContext(withSteps(4)), { runDirectory: whole, quiet: true });
+    const extended = join(scratch, 'extend-twice');
+    await train(createRunContext(withSteps(2)), { runDirectory: extended, quiet: true });
+    const again = await train(createRunContext(withSteps(2)), { runDirectory: extended, quiet: true, resume: true });
+    expect(again.steps).toBe(2); // same steps: finished, nothing to do
+    const result = await train(createRunContext(withSteps(4)), { runDirectory: extended, quiet: true, resume: true });
+    expect(result.steps).toBe(4);
+    const untimed = (run: string) => readLines(join(run, 'metrics.jsonl')).map((m) => Object.fromEntries(Object.entries(m).filter(([key]) => !/^time\/|^tokensPerSecond$/.test(key))));
+    expect(untimed(extended)).toEqual(untimed(whole));
+    expect(readFileSync(join(extended, 'checkpoints', 'step-4', 'model.safetensors')).equals(readFileSync(join(whole, 'checkpoints', 'step-4', 'model.safetensors')))).toBe(true);
+  });
+});

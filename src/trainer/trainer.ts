@@ -68,12 +68,17 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
   });
   for (const note of folder.recover()) progress.message(`run folder: ${note} (left by a killed run)`);
   const summary = folder.readSummary();
-  if (options.resume && summary.status === 'finished') {
+  // A finished run is done unless it is resumed with more GRPO steps than it ran (`--set grpo.steps=N`).
+  if (options.resume && summary.status === 'finished' && (summary.steps as number) >= config.sft.steps + config.grpo.steps) {
     progress.message(`${folder.directory} finished already (step ${summary.steps}); nothing to resume`);
     return { runDirectory: folder.directory, evalBefore: summary.evalBefore as EvaluationResult | null, evalAfter: summary.evalAfter as EvaluationResult | null, steps: summary.steps as number };
   }
   let state: TrainerState = { step: 0, phase: config.sft.steps > 0 ? 'sft' : 'grpo', phaseStep: 0, consecutiveSkips: 0, evalBefore: null, extra: {} };
   if (options.resume) state = resumeFrom(folder, model, optimizer, progress) ?? state;
+  if (state.phase === 'done' && state.phaseStep < config.grpo.steps) {
+    progress.message(`continuing GRPO from step ${state.phaseStep} to ${config.grpo.steps}`);
+    state.phase = 'grpo';
+  }
   const started = Date.now();
   markRunning(folder, task.name);
   const evalExamples = task.evalExamples(config.evaluation.examples, config.seed + 1);
