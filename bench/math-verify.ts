@@ -27,6 +27,8 @@ export function perturbAnswer(answer: string): string {
 
 /** An equivalent rewrite of a gold answer, in the forms models write: a/b for \\frac, 1,234, 12.0, units, no \\boxed. */
 export function rewriteEquivalent(answer: string): string {
+  const mixed = /^(\d+)\s*\\d?frac\{(\d+)\}\{(\d+)\}$/.exec(answer); // 1\\frac{4}{5} is one and four fifths: "1 4/5", not "1(4)/(5)"
+  if (mixed) return `${mixed[1]} ${mixed[2]}/${mixed[3]}`;
   let text = answer.replace(/\\d?frac\{([^{}]+)\}\{([^{}]+)\}/g, '($1)/($2)').replace(/\\left|\\right/g, '');
   if (/^\d{4,}$/.test(text)) text = Number(text).toLocaleString('en-US');
   else if (/^-?\d+$/.test(text)) text = `${text}.0 units`;
