@@ -37,7 +37,7 @@ function stripUnits(text: string): string {
   for (let guard = 0; guard < 4; guard++) {
     const stripped = result.replace(UNIT_WORD, '');
     if (stripped === result || !/\d/.test(stripped) || /\\(?:frac|sqrt)$|[\^_]$/.test(stripped.trim())) break;
-    if (/\\(?:pi|infty|sqrt|frac|circ)$/.test(result.match(UNIT_WORD)![0].trim())) break; // maths, not a unit
+    if (result.match(UNIT_WORD)![0].includes('\\')) break; // a command (\pi, \rfloor, \infty) is maths, not a unit
     result = stripped.trimEnd();
   }
   return result;
