@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { createReward } from '../factories.js';
 import { answersMatch, extractFinalAnswer, mathAnswer, type MathAnswerOptions } from '../math.js';
-import { makeRewardInput } from '../types.js';
+import { isGroupReward, makeRewardInput } from '../types.js';
 
 const score = (completion: string, answer: string, options: MathAnswerOptions = {}) =>
   mathAnswer(options)(makeRewardInput({ completion, row: { answer } }));
@@ -142,6 +142,7 @@ describe('options', () => {
   });
   it('the math-answer factory takes the options and rejects bad ones', async () => {
     const strict = createReward('math-answer', { requireBoxed: true, targets: ['boxed'], precision: 3, percentAsFraction: false });
+    if (isGroupReward(strict)) throw new Error('math-answer scores one completion at a time');
     expect(await strict(makeRewardInput({ completion: 'it is 3.1416', row: { answer: '\\pi' } }))).toBe(0);
     expect(await strict(makeRewardInput({ completion: '\\boxed{3.1416}', row: { answer: '\\pi' } }))).toBe(1);
     expect(() => createReward('math-answer', { targets: ['words'] })).toThrow(/targets/);
