@@ -100,6 +100,19 @@ describe('near misses score 0', () => {
   });
 });
 
+describe('bounded work', () => {
+  // The Compute Engine computes n! exactly (99999! takes seconds; 999999! minutes), so it never sees a factorial.
+  it('an exact factorial the engine would grind through scores 0 at once', async () => {
+    expect(await score('\\boxed{\\lfloor 999999! \\rfloor}', '1')).toBe(0);
+    expect(await score('\\boxed{\\log_2 (99999!)}', '1516687.56428381')).toBe(0); // true, but past the bound
+  }, 2000);
+  it('answers longer or deeper than the bounds score 0 without reaching the engine', async () => {
+    expect(await score(`\\boxed{\\lfloor ${'('.repeat(150)}2${')'.repeat(150)} \\rfloor}`, '2')).toBe(0); // nesting past 100
+    expect(await score(`\\boxed{\\lfloor 2 \\rfloor${' + 0'.repeat(1000)}}`, '2')).toBe(0); // over 2000 characters
+    expect(await score(`\\boxed{\\lfloor 2 \\rfloor${' + 0'.repeat(100)}}`, '2')).toBe(1); // the same shape within the bounds
+  }, 2000);
+});
+
 describe('extraction', () => {
   const cases: Array<[string, string | null, string]> = [
     ['So $x = 5$.', '5', 'the last math span, right-hand side of its equation'],

@@ -43,6 +43,8 @@ function nestingDepth(text: string): number {
 function parseLatex(latex: string): Parsed | null {
   if (latex.length > MAX_LENGTH || nestingDepth(latex) > MAX_DEPTH) return null;
   if ((latex.match(/\\/g)?.length ?? 0) > MAX_COMMANDS) return null;
+  // The engine computes factorials exactly: 99999! takes seconds. Ours evaluates them (to NaN past 170!).
+  if (latex.includes('!')) return null;
   try {
     const parsed = getEngine().parse(latex);
     return parsed.isValid ? parsed : null;
