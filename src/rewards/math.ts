@@ -13,12 +13,16 @@ import { stringColumn, type RewardFn } from './types.js';
 export { extractBoxed, extractFinalAnswer, lastNumber, type ExtractionTarget } from './math/extract.js';
 export { answersMatch, normaliseAnswer } from './math/verify.js';
 
-/** The gold final answer in a dataset cell: a GSM8K solution's `#### N`, a `\boxed{}`, or the whole cell. */
+/**
+ * The gold final answer in a dataset cell, found by the completion's explicit rules: a GSM8K
+ * solution's `#### N`, a `\boxed{}`, "the answer is X" or "Answer: X"; else the whole cell (a bare
+ * gold answer, whose last number need not be the answer: "x^2 + 3").
+ */
 export function goldAnswer(cell: string): string {
   const marked = /####\s*([^\n]+)\s*$/.exec(cell.trim());
   if (marked) return marked[1]!.trim();
-  const extracted = extractFinalAnswer(cell);
-  return extracted && extracted.source === 'boxed' ? extracted.answer : cell.trim();
+  const extracted = extractFinalAnswer(cell, { targets: ['boxed', 'marker'] });
+  return extracted ? extracted.answer : cell.trim();
 }
 
 /** True when the completion's final answer (found as `options` allow) verifies against `gold`. */

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createReward } from '../factories.js';
-import { answersMatch, extractFinalAnswer, mathAnswer, type MathAnswerOptions } from '../math.js';
+import { answersMatch, extractFinalAnswer, goldAnswer, mathAnswer, type MathAnswerOptions } from '../math.js';
 import { isGroupReward, makeRewardInput } from '../types.js';
 
 const score = (completion: string, answer: string, options: MathAnswerOptions = {}) =>
@@ -129,6 +129,19 @@ describe('extraction', () => {
   ];
   it.each(cases)('%j → %j (%s)', (text, expected) => {
     expect(extractFinalAnswer(text)?.answer ?? null).toBe(expected);
+  });
+});
+
+describe('gold answers are found like completion answers', () => {
+  const cases: Array<[string, string, string]> = [
+    ['Janet sells 9 eggs.\n#### 18', '18', 'the GSM8K marker line'],
+    ['so $\\boxed{\\frac{14}{3}}$', '\\frac{14}{3}', 'a boxed reference answer'],
+    ['We add them. The answer is $\\frac{1}{2}$.', '\\frac{1}{2}', 'an "answer is" sentence'],
+    ['Answer: (C)', '(C)', 'an answer label'],
+    ['x^2 + 3', 'x^2 + 3', 'a bare answer is the whole cell, not its last number'],
+  ];
+  it.each(cases)('%j → %j (%s)', (cell, expected) => {
+    expect(goldAnswer(cell)).toBe(expected);
   });
 });
 
