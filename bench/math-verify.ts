@@ -1,7 +1,9 @@
 /**
  * Math-verifier evaluation on real data: the fraction of GSM8K test and MATH-500 gold answers that
  * verify against the final answer of their own reference solution, and the false-positive rate on
- * constructed wrong answers (perturbed gold answers and other problems' answers).
+ * constructed wrong answers (perturbed gold answers and other problems' answers), and the speed:
+ * verifications per second of real solutions, and of answers only the Compute Engine reads, each
+ * as a ratio to the 10,000-a-minute target (one trainer step scoring a large group batch).
  * Run: `npm run bench -- math-verify [--json] [--show-failures] [--all-pairs]` (--all-pairs: ~10 s). Not a test; it prints numbers.
  */
 import { readFileSync } from 'node:fs';
@@ -27,6 +29,8 @@ export function perturbAnswer(answer: string): string {
 
 /** An equivalent rewrite of a gold answer, in the forms models write: a/b for \\frac, 1,234, 12.0, units, no \\boxed. */
 export function rewriteEquivalent(answer: string): string {
+  const mixed = /^(\d+)\s*\\d?frac\{(\d+)\}\{(\d+)\}$/.exec(answer); // 1\\frac{4}{5} is one and four fifths: "1 4/5", not "1(4)/(5)"
+  if (mixed) return `${mixed[1]} ${mixed[2]}/${mixed[3]}`;
   let text = answer.replace(/\\d?frac\{([^{}]+)\}\{([^{}]+)\}/g, '($1)/($2)').replace(/\\left|\\right/g, '');
   if (/^\d{4,}$/.test(text)) text = Number(text).toLocaleString('en-US');
   else if (/^-?\d+$/.test(text)) text = `${text}.0 units`;
@@ -86,6 +90,27 @@ function allPairs(golds: string[]): string[] {
   return [...new Set(equal)];
 }
 
+/** Verifications a second the verifier must sustain: 10,000 completions a minute. */
+const TARGET_PER_SECOND = 10_000 / 60;
+
+/** Verifications per second of `verify` over `cases`, repeated for at least half a second after one warm-up pass. */
+function throughput(cases: Case[]): number {
+  for (const { solution, gold } of cases) verifyMathAnswer(solution, gold);
+  let count = 0;
+  const start = performance.now();
+  while (performance.now() - start < 500) for (const { solution, gold } of cases) {
+    verifyMathAnswer(solution, gold);
+    count++;
+  }
+  return count / ((performance.now() - start) / 1000);
+}
+
+/** Answers our parser refuses, so each verification goes through the Compute Engine (its slow path). */
+const ENGINE_CASES: Case[] = [
+  ['\\boxed{\\log_2 8}', '3'], ['\\boxed{e^{i\\pi}}', '-1'], ['\\boxed{\\lfloor 2.7 \\rfloor}', '2'],
+  ['\\boxed{\\sin^2 x + \\cos^2 x}', '1'], ['\\boxed{\\log_3 10}', '2'], ['\\boxed{\\lceil y \\rceil + x}', 'x + \\lceil y \\rceil'],
+].map(([solution, gold]) => ({ solution: solution!, gold: gold! }));
+
 /** Prints the verification fractions for GSM8K and MATH-500. */
 export async function main(argv: string[]): Promise<void> {
   const showFailures = argv.includes('--show-failures');
@@ -104,6 +129,15 @@ export async function main(argv: string[]): Promise<void> {
   if (argv.includes('--all-pairs')) {
     const equal = allPairs(math500.map((row) => row.gold));
     console.log(`math500 all pairs: ${equal.length} ordered pairs of different gold strings judged equal:\n${equal.join('\n')}`);
+  }
+  const speeds = [
+    { path: 'gsm8k + math500 solutions', perSecond: throughput([...gsm8k, ...math500]) },
+    { path: 'Compute Engine answers', perSecond: throughput(ENGINE_CASES) },
+  ];
+  for (const { path, perSecond } of speeds) {
+    const ratio = perSecond / TARGET_PER_SECOND;
+    if (json) console.log(JSON.stringify({ speed: path, verificationsPerSecond: perSecond, ratioToTarget: ratio }));
+    else console.log(`speed, ${path}: ${perSecond.toFixed(0)} verifications/s on one core, ${ratio.toFixed(1)}x the 10,000/minute target`);
   }
   for (const result of results) {
     if (json) console.log(JSON.stringify(result));

@@ -102,8 +102,10 @@ const judgeEndpoint = {
 export const rewardFactories = createRewardFactoryRegistry();
 
 const builtIns: RewardFactory[] = [
-  define('math-answer', 'final answer (\\boxed, ####, "the answer is", last number) equals the gold answer by value: 1/0', 'DeepSeekMath; ALGORITHMS.md §5.3',
-    z.object({ answerColumn: column.optional(), correct: z.number().optional(), wrong: z.number().optional() }).strict(), mathAnswer),
+  define('math-answer', 'final answer (\\boxed, ####, "the answer is", last LaTeX span or number) equals the gold answer by value or symbolically: 1/0', 'DeepSeekMath; Math-Verify; ALGORITHMS.md §5.3',
+    z.object({ answerColumn: column.optional(), correct: z.number().optional(), wrong: z.number().optional(),
+      targets: z.array(z.enum(['boxed', 'marker', 'latex', 'number'])).min(1).optional(), requireBoxed: z.boolean().optional(),
+      precision: z.number().int().min(1).max(15).optional(), percentAsFraction: z.boolean().optional() }).strict(), mathAnswer),
   define('think-format', '<think>…</think> then the answer, one think block: 1/0', 'open-r1 format reward; ALGORITHMS.md §5.2',
     z.object({}).strict(), () => thinkFormat()),
   define('tag-format', 'the given tags each once, in order (default think, answer): 1/0', 'open-r1 / DeepSeek-R1 template',

@@ -1,28 +1,34 @@
 /**
  * Math answer-verification reward: extract the completion's final answer and compare it by value
- * with the gold answer in a dataset column (GSM8K `#### N`, MATH `\boxed{}` or a bare answer).
+ * with the gold answer in a dataset column (GSM8K `#### N`, MATH `\boxed{}` or a bare answer),
+ * with Math-Verify's knobs: which extraction targets count, whether a box is required, and the
+ * numeric precision.
  *
  * The extraction and comparison live in `math/`; this file only wires them into a reward.
  */
-import { extractFinalAnswer } from './math/extract.js';
-import { answersMatch } from './math/verify.js';
+import { extractFinalAnswer, type ExtractionTarget, type ExtractOptions } from './math/extract.js';
+import { answersMatch, type VerifyOptions } from './math/verify.js';
 import { stringColumn, type RewardFn } from './types.js';
 
-export { extractBoxed, extractFinalAnswer, lastNumber } from './math/extract.js';
+export { extractBoxed, extractFinalAnswer, lastNumber, type ExtractionTarget } from './math/extract.js';
 export { answersMatch, normaliseAnswer } from './math/verify.js';
 
-/** The gold final answer in a dataset cell: a GSM8K solution's `#### N`, a `\boxed{}`, or the whole cell. */
+/**
+ * The gold final answer in a dataset cell, found by the completion's explicit rules: a GSM8K
+ * solution's `#### N`, a `\boxed{}`, "the answer is X" or "Answer: X"; else the whole cell (a bare
+ * gold answer, whose last number need not be the answer: "x^2 + 3").
+ */
 export function goldAnswer(cell: string): string {
   const marked = /####\s*([^\n]+)\s*$/.exec(cell.trim());
   if (marked) return marked[1]!.trim();
-  const extracted = extractFinalAnswer(cell);
-  return extracted && extracted.source === 'boxed' ? extracted.answer : cell.trim();
+  const extracted = extractFinalAnswer(cell, { targets: ['boxed', 'marker'] });
+  return extracted ? extracted.answer : cell.trim();
 }
 
-/** True when the completion's final answer verifies against `gold`. */
-export function verifyMathAnswer(completion: string, gold: string): boolean {
-  const extracted = extractFinalAnswer(completion);
-  return extracted !== null && answersMatch(extracted.answer, goldAnswer(gold));
+/** True when the completion's final answer (found as `options` allow) verifies against `gold`. */
+export function verifyMathAnswer(completion: string, gold: string, options: ExtractOptions & VerifyOptions = {}): boolean {
+  const extracted = extractFinalAnswer(completion, options);
+  return extracted !== null && answersMatch(extracted.answer, goldAnswer(gold), options);
 }
 
 /** Options of {@link mathAnswer}. */
@@ -33,15 +39,26 @@ export interface MathAnswerOptions {
   correct?: number;
   /** Score for a wrong or missing answer (default 0). */
   wrong?: number;
+  /** Where to look for the completion's answer (default all: `boxed`, `marker`, `latex`, `number`, in that priority). */
+  targets?: readonly ExtractionTarget[];
+  /** Only a `\boxed{}` answer counts (default false), as open-r1's accuracy reward asks. */
+  requireBoxed?: boolean;
+  /** Significant digits a numeric comparison must match (default 6). */
+  precision?: number;
+  /** Whether 50% also equals 0.5 (default true; 50% always equals 50). */
+  percentAsFraction?: boolean;
 }
 
 /**
- * 1 when the completion's final answer (last `\boxed{}`, `#### N`, "the answer is", last number)
- * equals the row's gold answer by value, else 0.
+ * 1 when the completion's final answer (last `\boxed{}`, `#### N`, "the answer is", last LaTeX
+ * span or number) equals the row's gold answer by value or symbolically, else 0.
  * @example
  * const reward = mathAnswer();
  * await reward(makeRewardInput({ completion: 'so \\boxed{\\frac{1}{2}}', row: { answer: '0.5' } })); // 1
+ * const strict = mathAnswer({ requireBoxed: true, precision: 3 });
+ * await strict(makeRewardInput({ completion: 'it is 3.1416', row: { answer: '\\pi' } })); // 0: no box
+ * await strict(makeRewardInput({ completion: '\\boxed{3.1416}', row: { answer: '\\pi' } })); // 1: 3 significant digits
  */
-export function mathAnswer({ answerColumn = 'answer', correct = 1, wrong = 0 }: MathAnswerOptions = {}): RewardFn {
-  return ({ completion, row }) => (verifyMathAnswer(completion, stringColumn(row, answerColumn, 'mathAnswer')) ? correct : wrong);
+export function mathAnswer({ answerColumn = 'answer', correct = 1, wrong = 0, ...options }: MathAnswerOptions = {}): RewardFn {
+  return ({ completion, row }) => (verifyMathAnswer(completion, stringColumn(row, answerColumn, 'mathAnswer'), options) ? correct : wrong);
 }

@@ -1,6 +1,6 @@
 /**
  * A small parser and evaluator for the LaTeX-flavoured arithmetic found in final answers:
- * numbers, + − × ÷ ^, implicit multiplication, `\frac`, `\sqrt[n]{}`, `\pi`, `\infty`, `!`,
+ * numbers, + − × ÷ ^, implicit multiplication, `\frac`, `\sqrt[n]{}`, `\pi`, `e`, `\infty`, `!`,
  * `|x|`, common functions, and single-letter or Greek variables. Answers with variables are
  * compared by evaluating both sides at random points (a probabilistic identity check).
  *
@@ -188,6 +188,10 @@ class Parser {
       const value = Number(token.text);
       return () => value;
     }
+    if (token.kind === 'name' && token.text === 'e') {
+      this.position++;
+      return () => Math.E; // Euler's number, as Math-Verify and every CAS read a lone e
+    }
     if (token.kind === 'name') {
       this.position++;
       this.variables.add(token.text);
@@ -283,9 +287,9 @@ function mulberry32(seed: number): () => number {
  * (variables drawn from [0.5, 2.5], where roots and logs are defined); points where both are
  * undefined are skipped, and at least 3 points must be defined.
  */
-export function expressionsEqual(left: Expression, right: Expression): boolean {
+export function expressionsEqual(left: Expression, right: Expression, relativeTolerance = 1e-6): boolean {
   const names = [...new Set([...left.variables, ...right.variables])];
-  if (names.length === 0) return numbersClose(left.evaluate(new Map()), right.evaluate(new Map()));
+  if (names.length === 0) return numbersClose(left.evaluate(new Map()), right.evaluate(new Map()), relativeTolerance);
   const random = mulberry32(12345);
   let checked = 0;
   for (let trial = 0; trial < 6; trial++) {
@@ -293,7 +297,7 @@ export function expressionsEqual(left: Expression, right: Expression): boolean {
     const a = left.evaluate(point);
     const b = right.evaluate(point);
     if (Number.isNaN(a) && Number.isNaN(b)) continue;
-    if (!numbersClose(a, b, 1e-8)) return false;
+    if (!numbersClose(a, b, Math.min(relativeTolerance, 1e-8))) return false;
     checked++;
   }
   return checked >= 3;

@@ -1,75 +1,29 @@
 /**
- * Math answer verification: normalise two final answers (LaTeX spacing, `\dfrac`, `\text{}`,
- * units, degrees, percentages, thousands separators, `x =` prefixes) and compare them by value,
- * element-wise for tuples, intervals and lists, symbolically (random-point evaluation) for
- * expressions with variables, and as normalised text otherwise.
+ * Math answer verification: compare two normalised final answers (`normalise.ts`) by value,
+ * element-wise for tuples, intervals, matrices and lists (sets and unions of sets order-free),
+ * symbolically for expressions with variables, and as normalised text otherwise. Scalars go to
+ * our small evaluator first (`expression.ts`, microseconds) and to the Compute Engine
+ * (`symbolic.ts`) only when ours cannot read one side.
  *
  * Not here: extracting the answer from a solution (`extract.ts`), the reward wrapper (`../math.ts`).
  */
 import { expressionsEqual, numbersClose, parseExpression } from './expression.js';
-import { readBraceGroup } from './extract.js';
+import { normaliseAnswer, type Normalised } from './normalise.js';
+import { engineEqual } from './symbolic.js';
 
-/** Replaces `\name{content}` by `content` (unwrapping text/font commands), brace-balanced. */
-function unwrapCommand(text: string, names: readonly string[]): string {
-  const pattern = new RegExp(`\\\\(?:${names.join('|')})\\s*(?=\\{)`, 'g');
-  let result = text;
-  for (let match = pattern.exec(result); match; match = pattern.exec(result)) {
-    const group = readBraceGroup(result, match.index + match[0].length);
-    if (!group) break;
-    result = result.slice(0, match.index) + group.content + result.slice(group.end);
-    pattern.lastIndex = match.index;
-  }
-  return result;
+export { normaliseAnswer } from './normalise.js';
+
+/** How two answers are compared; every field has the default that `answersMatch` uses without options. */
+export interface VerifyOptions {
+  /** Significant digits that must agree in a numeric comparison (default 6: 3.14159 ≠ 3.1416, 1/3 = 0.333333). */
+  precision?: number;
+  /** Whether 50% also equals 0.5 (default true); 50% always equals 50. */
+  percentAsFraction?: boolean;
 }
 
-/** A normalised answer plus whether it carried a percent sign. */
-interface Normalised {
-  text: string;
-  percent: boolean;
-}
-
-const UNIT_WORD = /\s*(?:\\?[a-zA-Z]{2,}\.?(?:\^\{?\d\}?)?)$/;
-
-/** Removes trailing unit words ("18 dollars", "5 cm^2", "3 \text{ inches}") when a number stays behind. */
-function stripUnits(text: string): string {
-  let result = text;
-  for (let guard = 0; guard < 4; guard++) {
-    const stripped = result.replace(UNIT_WORD, '');
-    if (stripped === result || !/\d/.test(stripped) || /\\(?:frac|sqrt)$|[\^_]$/.test(stripped.trim())) break;
-    if (/\\(?:pi|infty|sqrt|frac|circ)$/.test(result.match(UNIT_WORD)![0].trim())) break; // maths, not a unit
-    result = stripped.trimEnd();
-  }
-  return result;
-}
-
-/** Canonical text of one answer. */
-export function normaliseAnswer(raw: string): Normalised {
-  let text = raw.trim().replace(/\u2212/g, '-').replace(/[×·]/g, '*').replace(/÷/g, '/');
-  text = text.replace(/^\\\[|\\\]$/g, '').replace(/^\\\(|\\\)$/g, '').replace(/^\$+|\$+$/g, '');
-  text = text.replace(/(\d)\s*\\(?:text|mbox|mathrm)\{\s*[a-zA-Z][a-zA-Z\s.]*\}(\^\{?\d\}?)?\s*$/, '$1'); // a unit after a number: "10\text{ m}"
-  text = unwrapCommand(text, ['text', 'textbf', 'textit', 'mathrm', 'mathbf', 'mbox', 'operatorname', 'boxed']);
-  text = text.replace(/\{\\rm\s+([^}]*)\}/g, '$1');
-  text = text
-    .replace(/\\(?:left|right|displaystyle|big|Big|bigg|Bigg)(?![a-zA-Z])/g, '')
-    .replace(/\\[!,;:]|\\ |~/g, ' ')
-    .replace(/\\[dt]frac/g, '\\frac')
-    .replace(/\^\s*\{?\\circ\}?|°|\\degree/g, '')
-    .replace(/\{,\}/g, '')
-    .replace(/\\\$|\$/g, '')
-    .replace(/\\le(?![a-zA-Z])/g, '\\leq')
-    .replace(/\\ge(?![a-zA-Z])/g, '\\geq');
-  const percent = /\\?%\s*$/.test(text);
-  text = text.replace(/\\?%/g, '');
-  text = text.replace(/\\(frac|sqrt)\s*(\d)(\d)?/g, (_, name: string, a: string, b?: string) =>
-    name === 'frac' && b ? `\\frac{${a}}{${b}}` : `\\${name}{${a}}${b ?? ''}`,
-  );
-  text = text.replace(/\\frac\{([^{}]*)\}\s*(\d)/g, '\\frac{$1}{$2}');
-  text = text.replace(/(\d) (?=\d{3}(?!\d))/g, '$1'); // "1 000" written with a thin space
-  text = text.replace(/^[a-zA-Z]\s*\\in\s*/, '').replace(/^(?:[a-zA-Z]|\\[a-z]+)(?:_\{?\w+\}?)?\s*=\s*(?=[^=]*$)/, '');
-  text = text.replace(/\s+/g, ' ').trim();
-  text = stripUnits(text).replace(/[.\s]+$/, '');
-  if (/^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$/.test(text)) text = text.replace(/,/g, '');
-  return { text, percent };
+interface Settings {
+  tolerance: number;
+  percentAsFraction: boolean;
 }
 
 /** Splits on `separator` at bracket depth 0. */
@@ -94,14 +48,28 @@ function splitTopLevel(text: string, separator: string): string[] {
 function enclosure(text: string): { open: string; close: string; inner: string } | null {
   const set = /^\\\{(.*)\\\}$/.exec(text);
   if (set) return { open: '{', close: '}', inner: set[1]! };
-  if (!/^[([]/.test(text) || !/[)\]]$/.test(text)) return null;
+  if (!/^[([{]/.test(text) || !/[)\]}]$/.test(text)) return null;
+  if ((text[0] === '{') !== text.endsWith('}')) return null; // "{" pairs only with "}"; ( and [ mix in intervals
   let depth = 0;
   for (let index = 0; index < text.length - 1; index++) {
     if ('([{'.includes(text[index]!)) depth++;
     else if (')]}'.includes(text[index]!)) depth--;
     if (depth === 0) return null; // the first bracket closes before the end: "(a)(b)"
   }
-  return { open: text[0]!, close: text[text.length - 1]!, inner: text.slice(1, -1) };
+  const inner = text.slice(1, -1);
+  if (text[0] === '{' && splitTopLevel(inner, ',').length < 2) return null; // "{x}" is a TeX group, "{1,2}" a set
+  return { open: text[0]!, close: text[text.length - 1]!, inner };
+}
+
+/** A union of sets, "\{1,3\} \cup \{2,4\}", as the one set "\{1,3,2,4\}" (duplicates kept once); other text unchanged. */
+function mergeSetUnion(text: string): string {
+  const parts = splitTopLevel(text, '\\cup');
+  if (parts.length < 2) return text;
+  const sets = parts.map(enclosure);
+  if (!sets.every((set) => set?.open === '{')) return text;
+  const elements = new Map<string, string>();
+  for (const set of sets) for (const element of splitTopLevel(set!.inner, ',')) elements.set(textKey(element), element);
+  return `\\{${[...elements.values()].join(',')}\\}`;
 }
 
 /** Text comparison for non-numeric answers: case, spaces, braces and a few wrappers ignored. */
@@ -113,28 +81,38 @@ function textKey(text: string): string {
     .replace(/\\(?:mathbf|mathrm|textbf|text)/g, '');
 }
 
-/** Compares two single (non-list) answers by value, then symbolically, then as text. */
-function scalarsMatch(predicted: Normalised, gold: Normalised): boolean {
+/** A decimal comma: one comma, then other than three digits (those are thousands, "3,750"). */
+const DECIMAL_COMMA = /^-?\d+,(?:\d{1,2}|\d{4,})$/;
+
+/** "3,75" read as 3.75 when the other answer is one number, so the comma cannot separate two elements. */
+function readDecimalComma(text: string, other: string): string {
+  return DECIMAL_COMMA.test(text) && !other.includes(',') && enclosure(other) === null ? text.replace(',', '.') : text;
+}
+
+/** Compares two single (non-list) answers as text, then by value or symbolically. */
+function scalarsMatch(predicted: Normalised, gold: Normalised, settings: Settings): boolean {
   if (textKey(predicted.text) === textKey(gold.text)) return true;
   const left = parseExpression(predicted.text);
   const right = parseExpression(gold.text);
-  if (!left || !right) return false;
-  if (expressionsEqual(left, right)) return true;
-  if (left.variables.size === 0 && right.variables.size === 0 && predicted.percent !== gold.percent) {
+  if (!left || !right) return engineEqual(predicted.text, gold.text, settings.tolerance) === true; // LaTeX ours does not read
+  if (expressionsEqual(left, right, settings.tolerance)) return true;
+  // Ours reads i as a variable, exact only for polynomials in i; the engine knows i² = −1 (e^{iπ} = −1).
+  if (left.variables.has('i') || right.variables.has('i')) return engineEqual(predicted.text, gold.text, settings.tolerance) === true;
+  if (settings.percentAsFraction && left.variables.size === 0 && right.variables.size === 0 && predicted.percent !== gold.percent) {
     const a = left.evaluate(new Map());
     const b = right.evaluate(new Map());
-    return predicted.percent ? numbersClose(a / 100, b) : numbersClose(a, b / 100); // 50% = 0.5
+    return predicted.percent ? numbersClose(a / 100, b, settings.tolerance) : numbersClose(a, b / 100, settings.tolerance); // 50% = 0.5
   }
   return false;
 }
 
 /** Matches two lists element-wise, in order or as multisets. */
-function listsMatch(predicted: string[], gold: string[], ordered: boolean, depth: number): boolean {
+function listsMatch(predicted: string[], gold: string[], ordered: boolean, depth: number, settings: Settings): boolean {
   if (predicted.length !== gold.length) return false;
-  if (ordered) return predicted.every((part, index) => structuredMatch(part, gold[index]!, depth + 1));
+  if (ordered) return predicted.every((part, index) => structuredMatch(part, gold[index]!, depth + 1, settings));
   const unused = [...gold];
   for (const part of predicted) {
-    const found = unused.findIndex((candidate) => structuredMatch(part, candidate, depth + 1));
+    const found = unused.findIndex((candidate) => structuredMatch(part, candidate, depth + 1, settings));
     if (found < 0) return false;
     unused.splice(found, 1);
   }
@@ -142,15 +120,17 @@ function listsMatch(predicted: string[], gold: string[], ordered: boolean, depth
 }
 
 /** Recursive comparison: unions, equations, enclosed tuples/intervals/sets, bare lists, scalars. */
-function structuredMatch(predictedRaw: string, goldRaw: string, depth: number): boolean {
+function structuredMatch(predictedRaw: string, goldRaw: string, depth: number, settings: Settings): boolean {
   if (depth > 8) return false;
   const predicted = normaliseAnswer(predictedRaw);
   const gold = normaliseAnswer(goldRaw);
+  predicted.text = readDecimalComma(mergeSetUnion(predicted.text), gold.text);
+  gold.text = readDecimalComma(mergeSetUnion(gold.text), predicted.text);
   if (predicted.text === gold.text && predicted.text !== '') return true;
   for (const separator of ['\\cup', '=']) {
     const a = splitTopLevel(predicted.text, separator);
     const b = splitTopLevel(gold.text, separator);
-    if (a.length > 1 || b.length > 1) return listsMatch(a, b, true, depth);
+    if (a.length > 1 || b.length > 1) return listsMatch(a, b, true, depth, settings);
   }
   const a = enclosure(predicted.text);
   const b = enclosure(gold.text);
@@ -159,17 +139,18 @@ function structuredMatch(predictedRaw: string, goldRaw: string, depth: number): 
   if (aParts.length > 1 || bParts.length > 1) {
     if (a && b) {
       if (a.open !== b.open || a.close !== b.close) return false; // (1, 2] is not [1, 2]
-      return listsMatch(aParts, bParts, a.open !== '{', depth);
+      return listsMatch(aParts, bParts, a.open !== '{', depth, settings);
     }
     if (a || b) return false; // "(-2, 1)" (a point or an interval) is not the solution list "-2, 1"
-    return listsMatch(aParts, bParts, false, depth);
+    return listsMatch(aParts, bParts, false, depth, settings);
   }
   if (a && b && (a.open !== b.open || a.close !== b.close) && !(a.open === '(' && b.open === '(')) return false;
-  return scalarsMatch(predicted, gold);
+  return scalarsMatch(predicted, gold, settings);
 }
 
 /** True when a predicted final answer equals the gold answer by value or form. */
-export function answersMatch(predicted: string, gold: string): boolean {
+export function answersMatch(predicted: string, gold: string, options: VerifyOptions = {}): boolean {
   if (predicted.trim() === '' || gold.trim() === '') return false;
-  return structuredMatch(predicted, gold, 0);
+  const settings = { tolerance: 10 ** -(options.precision ?? 6), percentAsFraction: options.percentAsFraction ?? true };
+  return structuredMatch(predicted, gold, 0, settings);
 }
