@@ -1,6 +1,6 @@
 /**
  * The run folder (docs/run-folder.md): config.json, metrics.jsonl, samples.jsonl, summary.json and
- * checkpoints/step-N/ (HF layout + optimizer.safetensors + trainer-state.json), written so a kill at
+ * checkpoints/step-N/ (HF layout + trainer-state.json, and training-state/optimizer.safetensors), written so a kill at
  * any moment loses nothing that was saved. JSON files are replaced by rename; a checkpoint is built
  * in a hidden folder, every file and folder fsynced, and published by rename (model/checkpoint.ts
  * `publishFolder`); trainer-state.json lists the files and sizes that make it complete and the
@@ -9,7 +9,7 @@
  * Is not: the training loop, or the summary's status (run-status.ts). It only reads and writes files.
  */
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { publishFolder, writeCheckpointFiles } from '../model/checkpoint.js';
 import type { ModelConfig } from '../model/config.js';
 import { makeDirectory, removeTree, renamePath, syncDirectory, syncFile, writeFileDurably } from '../model/durable-files.js';
@@ -45,6 +45,10 @@ export interface LogBytes {
   metrics: number;
   samples: number;
 }
+
+/** The optimiser moments' subfolder and file inside a checkpoint folder. */
+const OPTIMIZER_FOLDER = 'training-state';
+const OPTIMIZER_FILE = join(OPTIMIZER_FOLDER, 'optimizer.safetensors');
 
 // Files a checkpoint written before trainer-state.json listed its files must have.
 const LEGACY_REQUIRED_FILES = ['config.json', 'model.safetensors', 'optimizer.safetensors', 'trainer-state.json'];
@@ -147,8 +151,14 @@ export class RunFolder {
     makeDirectory(partial);
     try {
       writeCheckpointFiles(partial, { config: input.config, tensors: input.tensors, sourceDir: input.sourceDirectory, extraFiles: input.extraFiles }, final);
-      writeSafetensors(join(partial, 'optimizer.safetensors'), optimizerTensors(input.optimizer.getState()));
-      const files = Object.fromEntries(readdirSync(partial).map((file) => [file, statSync(join(partial, file)).size]));
+      // The optimiser moments go in a subfolder: the checkpoint's top level stays a model folder that
+      // inference servers load as is (vLLM loads every top-level *.safetensors file as weights).
+      makeDirectory(join(partial, OPTIMIZER_FOLDER));
+      writeSafetensors(join(partial, OPTIMIZER_FILE), optimizerTensors(input.optimizer.getState()));
+      syncDirectory(join(partial, OPTIMIZER_FOLDER));
+      const files = Object.fromEntries(readdirSync(partial, { recursive: true, withFileTypes: true })
+        .filter((entry) => entry.isFile())
+        .map((entry) => { const file = relative(partial, join(entry.parentPath, entry.name)); return [file, statSync(join(partial, file)).size]; }));
       const saved: SavedTrainerState = { ...input.state, optimizerStep: input.optimizer.stepCount, logBytes: this.syncLogs(), files };
       writeFileDurably(join(partial, 'trainer-state.json'), `${JSON.stringify(saved, null, 2)}\n`);
       syncDirectory(partial);
@@ -165,7 +175,9 @@ export class RunFolder {
   loadTrainingState(step: number): { state: TrainerState; optimizer: AdamWState; directory: string; logBytes: LogBytes | null } {
     const directory = join(this.checkpointsDirectory, `step-${step}`);
     const { optimizerStep, logBytes, files: _files, ...state } = JSON.parse(readFileSync(join(directory, 'trainer-state.json'), 'utf8')) as SavedTrainerState;
-    const tensors = readSafetensors(join(directory, 'optimizer.safetensors'));
+    // Checkpoints written before the optimiser moved into its subfolder keep it at the top level.
+    const optimizerFile = existsSync(join(directory, OPTIMIZER_FILE)) ? join(directory, OPTIMIZER_FILE) : join(directory, 'optimizer.safetensors');
+    const tensors = readSafetensors(optimizerFile);
     const moments: AdamWState['moments'] = {};
     for (const [name, stored] of tensors) {
       const match = /^(first|second)\.(.+)$/.exec(name);

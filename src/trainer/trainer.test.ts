@@ -3,7 +3,7 @@
  * parameter changed, metrics/samples/summary/checkpoint written), and config validation that names
  * the field at fault before any compute.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -57,6 +57,9 @@ describe('trainer smoke test', () => {
     expect(summary.evalAfter['eval/accuracy']).toBe(result.evalAfter!['eval/accuracy']);
     expect(existsSync(join(runDirectory, 'checkpoints', 'step-4', 'model.safetensors'))).toBe(true);
     expect(existsSync(join(runDirectory, 'checkpoints', 'step-4', 'tokenizer.json'))).toBe(true);
+    // The checkpoint is a model folder as inference servers load it: its only top-level weights file is the model's.
+    expect(readdirSync(join(runDirectory, 'checkpoints', 'step-4')).filter((file) => file.endsWith('.safetensors'))).toEqual(['model.safetensors']);
+    expect(existsSync(join(runDirectory, 'checkpoints', 'step-4', 'training-state', 'optimizer.safetensors'))).toBe(true);
     expect(existsSync(join(runDirectory, 'checkpoints', 'reference', 'model.safetensors'))).toBe(true);
   });
 });
