@@ -3,14 +3,18 @@
  * demonstrations, its reward functions and a correctness check reused for evaluation; and
  * `parseTaskOptions`, which checks a task factory's options against its zod schema.
  *
- * Is not: a dataset reader or anything about tensors. Tasks need no network.
+ * Is not: a dataset reader (`readers.ts`) or anything about tensors. Tasks need no network.
  */
 import type { z } from 'zod';
-import type { NamedReward } from '../rewards/types.js';
+import type { ChatMessage, NamedReward } from '../rewards/types.js';
 
-/** One dataset row: a prompt, usually a reference answer, and any other columns rewards read. */
+/**
+ * One dataset row: a prompt, usually a reference answer, and any other columns rewards read. The
+ * prompt is plain text (standard datasets) or a list of chat messages (conversational datasets),
+ * which only a chat template turns into text — never `String(prompt)`.
+ */
 export interface Example {
-  prompt: string;
+  prompt: string | ChatMessage[];
   answer?: string;
   [column: string]: unknown;
 }
@@ -28,8 +32,8 @@ export interface Task {
   demonstration(example: Example, draw: () => number): string;
   /** The reward functions GRPO trains with by default. */
   rewards(): NamedReward[];
-  /** Whether a completion solves the example (evaluation accuracy). */
-  isCorrect(example: Example, completion: string): boolean;
+  /** Whether a completion solves the example (evaluation accuracy); async where it runs code. */
+  isCorrect(example: Example, completion: string): boolean | Promise<boolean>;
   /**
    * Trainer settings that suit this task (a partial config, plain JSON). They sit under the user's
    * config and any preset: whatever the user sets wins.
