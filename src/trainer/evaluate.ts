@@ -41,7 +41,9 @@ export async function evaluate(
   const prompts = examples.map((example) => encodePrompt(tokenizer, example));
   const greedy = generate(model, { prompts, maxNewTokens: settings.maxNewTokens, temperature: 0, stopTokenIds: settings.stopTokenIds, seed: settings.seed });
   const texts = greedy.map((completion) => tokenizer.decode(completion.ids, { skipSpecialTokens: true }));
-  const correct = (await Promise.all(texts.map((text, i) => task.isCorrect(examples[i], text)))).filter(Boolean).length;
+  // One check at a time: a code task's check starts a sandbox process, and evaluation sets are hundreds long.
+  let correct = 0;
+  for (let i = 0; i < texts.length; i++) if (await task.isCorrect(examples[i], texts[i])) correct++;
   const groups = texts.map((text, i) => [{
     prompt: examples[i].prompt, completion: text, completionIds: greedy[i].ids, row: examples[i], group: [text], indexInGroup: 0, step: 0,
     truncated: greedy[i].finishReason === 'length',
