@@ -28,6 +28,7 @@ describe('readRows', () => {
   it.each([
     ['rows.jsonl', jsonl],
     ['rows.jsonl.gz', gzipSync(jsonl)],
+    ['bom.jsonl', '\uFEFF' + jsonl.replace(/\n/g, '\r\n')],
     ['rows.json', JSON.stringify(rows)],
     ['rows.json.gz', gzipSync(JSON.stringify(rows))],
     ['rows.csv', csv],

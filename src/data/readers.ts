@@ -92,8 +92,10 @@ async function* readJsonLines(path: string, name: string, gzip: boolean): AsyncG
   const lines = createInterface({ input: stream, crlfDelay: Infinity });
   let lineNumber = 0;
   try {
-    for await (const line of lines) {
+    for await (const read of lines) {
       lineNumber++;
+      // A byte-order mark (files saved by some Windows editors) is not part of the JSON.
+      const line = lineNumber === 1 && read.startsWith('\uFEFF') ? read.slice(1) : read;
       if (line.trim() === '') continue;
       const source = `${name} line ${lineNumber}`;
       let value: unknown;
@@ -128,7 +130,7 @@ async function* readJsonArray(path: string, name: string, gzip: boolean): AsyncG
 async function* readDelimited(path: string, name: string, gzip: boolean, delimiter: string): AsyncGenerator<DatasetRow> {
   const stream = openText(path, gzip);
   // The header names the columns; values stay strings (a CSV cell has no type).
-  const parser = stream.pipe(parseCsv({ delimiter, columns: true, bom: true, skip_empty_lines: true, info: true, relax_quotes: false }));
+  const parser = stream.pipe(parseCsv({ delimiter, columns: true, bom: true, skip_empty_lines: true, info: true }));
   try {
     for await (const { record, info } of parser as AsyncIterable<{ record: Record<string, string>; info: { records: number; lines: number } }>) {
       yield { fields: record, source: `${name} row ${info.records} (line ${info.lines})` };

@@ -21,7 +21,8 @@ const INSTRUCTION = 'Write a Python function for the task. It must pass the give
 const tests = codeTests({ language: 'python', testsColumn: 'test_list', setupColumn: 'test_setup_code' });
 
 function prepare(example: Example): Example {
-  const asserts = example.test_list as string[];
+  const asserts = example.test_list;
+  if (!Array.isArray(asserts)) throw new Error(`mbpp: row ${String(example.task_id)} has no test_list (a list of asserts)`);
   // The reference code uses Windows line ends and tabs; keep tabs (Python indentation), drop \r.
   return { ...example, prompt: `${String(example.text)}\nYour code should pass these tests:\n${asserts.join('\n')}`, code: String(example.code).replace(/\r\n/g, '\n') };
 }
