@@ -63,6 +63,10 @@ describe('readRows', () => {
     const path = write('early.jsonl', '{"a":1}\nnot json\n');
     expect(await fieldsOf(path, { count: 1 })).toEqual([{ a: 1 }]);
     await expect(fieldsOf(path)).rejects.toThrow('early.jsonl line 2: invalid JSON');
+    // CSV is parsed a chunk (64 KiB) at a time: a bad record 400 KB in is not reached by the first rows.
+    const csvPath = write('early.csv.gz', gzipSync(`a,b\n${'1,2\n'.repeat(100_000)}3\n`));
+    expect(await fieldsOf(csvPath, { count: 2 })).toEqual([{ a: '1', b: '2' }, { a: '1', b: '2' }]);
+    await expect(fieldsOf(csvPath)).rejects.toThrow(/^early\.csv\.gz: .*line 100002/);
   });
 
   it('bad rows name the file, the line or row, and what is wrong', async () => {

@@ -5,7 +5,9 @@
  *
  * Why streaming: a 1 GB JSONL or CSV file is read line by line / record by record (node streams,
  * `csv-parse`), and Parquet one row group at a time (`hyparquet`), so reading the first rows never
- * needs the whole file as strings. A JSON array is one document and is parsed whole.
+ * needs the whole file as strings. A JSON array is one document and is parsed whole. CSV is parsed
+ * a chunk (64 KiB) at a time, so a malformed record in the same chunk as the rows asked for still
+ * fails the read.
  *
  * Is not: the mapping of columns to prompts and answers (`examples.ts`) or a network client.
  */
