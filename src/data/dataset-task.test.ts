@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadDatasetTask, splitExamples } from './dataset-task.js';
+import { exampleMessages, exampleText } from './examples.js';
+import { taskRegistry } from './index.js';
 import type { Example } from './task.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'grpo-dataset-task-'));
@@ -71,5 +73,22 @@ describe('loadDatasetTask', () => {
     await expect(loadDatasetTask({ ...options, colour: 'red' })).rejects.toThrow(/taskOptions\.colour: not an option/);
     await expect(loadDatasetTask({ ...options, rewards: [{ name: 'nope' }] })).rejects.toThrow(/Unknown reward "nope". Known rewards: math-answer/);
     await expect(loadDatasetTask({ ...options, promptColumn: 'problem' })).rejects.toThrow('train.jsonl line 1: no prompt — the row has no column "problem"');
+  });
+
+  it('a conversational file keeps message-list prompts end to end (registered as task "dataset")', async () => {
+    const chatFile = join(directory, 'chat.jsonl');
+    const chatRows = Array.from({ length: 4 }, (_, i) => ({ messages: [{ role: 'user', content: `Add ${i} and 1` }, { role: 'assistant', content: `#### ${i + 1}` }], answer: String(i + 1) }));
+    writeFileSync(chatFile, chatRows.map((row) => JSON.stringify(row)).join('\n'));
+    const task = await taskRegistry.load('dataset', { trainFile: chatFile, systemPrompt: 'Answer after ####.', rewards: [{ name: 'math-answer' }] });
+    const [example] = task.trainExamples(1, 0);
+    expect(example!.prompt).toEqual([{ role: 'system', content: 'Answer after ####.' }, { role: 'user', content: expect.stringMatching(/^Add \d and 1$/) }]);
+    expect(exampleMessages(example!)).toBe(example!.prompt);
+    expect(() => exampleText(example!)).toThrow(/chat template/);
+    expect(task.demonstration(example!, Math.random)).toMatch(/^#### \d$/);
+    expect(await task.isCorrect(example!, task.demonstration(example!, Math.random))).toBe(true);
+    // String(messages) would bring "[object Object]" ('[', 'j'), JSON.stringify '{' and '"'; the contents have none.
+    expect(task.alphabet).not.toMatch(/[[\]{}"j]/);
+    expect(task.alphabet).toContain('#');
+    expect(task.alphabet).toContain('A');
   });
 });

@@ -22,7 +22,8 @@ const INSTRUCTION = 'Complete the Python function.';
 const tests = codeTests({ language: 'python', testsColumn: 'tests', prefixColumn: 'prefix' });
 
 function prepare(example: Example): Example {
-  const row = humanEvalRow({ prompt: String(example.prompt), test: String(example.test), entry_point: String(example.entry_point) });
+  if (typeof example.prompt !== 'string') throw new Error(`humaneval: row ${String(example.task_id)} has a message-list prompt; the prompt must be the code to complete`);
+  const row = humanEvalRow({ prompt: example.prompt, test: String(example.test), entry_point: String(example.entry_point) });
   return { ...example, prefix: row.prompt, tests: row.tests };
 }
 
