@@ -26,7 +26,7 @@ export interface Task {
   readonly alphabet: string;
   /** `count` training examples (deterministic for a seed, never from the held-out set). */
   trainExamples(count: number, seed: number): Example[];
-  /** `count` held-out examples, disjoint from every training example. */
+  /** `count` held-out examples, disjoint from every training example (a dataset task gives at most its whole held-out set). */
   evalExamples(count: number, seed: number): Example[];
   /** A demonstration completion for SFT (may be deliberately imperfect; the task says how). */
   demonstration(example: Example, draw: () => number): string;
