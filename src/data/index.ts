@@ -1,26 +1,68 @@
 /**
- * Public API of the data layer: the Task interface, the built-in tasks by name, and dataset readers.
+ * Public API of the data layer: the Task interface, the built-in tasks by name, dataset readers,
+ * the TRL dataset formats (`DataOptions`) and tasks built from dataset files.
  * Is not: anything about tensors or models.
  */
+import { loadDatasetTask } from './dataset-task.js';
 import { additionTask, type AdditionOptions } from './tasks/addition.js';
+import { countdownTask } from './tasks/countdown.js';
+import { game24Task } from './tasks/game24.js';
+import { gsm8kTask } from './tasks/gsm8k.js';
+import { humanevalTask } from './tasks/humaneval.js';
+import { math500Task } from './tasks/math500.js';
+import { mbppTask } from './tasks/mbpp.js';
 import type { Task } from './task.js';
 
 export { parseTaskOptions, type Example, type Task } from './task.js';
 export { additionOptionsSchema, additionTask, withoutCarry, type AdditionOptions } from './tasks/addition.js';
+export { datasetFormatOf, datasetFormats, readRowList, readRows, type DatasetFormat, type DatasetRow, type ReadOptions } from './readers.js';
+export { dataOptionsSchema, exampleMessages, exampleText, toExample, type ColumnOptions, type DataOptions } from './examples.js';
+export { datasetTask, loadDatasetTask, loadExamples, rewardPasses, splitExamples, type DatasetTaskSpec } from './dataset-task.js';
+export { fileTaskOptionsShape, type FileTaskOptions } from './tasks/file-task.js';
+export { countdownOptionsSchema, countdownTask } from './tasks/countdown.js';
+export { game24OptionsSchema, game24Task } from './tasks/game24.js';
+export { gsm8kOptionsSchema, gsm8kTask } from './tasks/gsm8k.js';
+export { humanevalOptionsSchema, humanevalTask } from './tasks/humaneval.js';
+export { math500OptionsSchema, math500Task } from './tasks/math500.js';
+export { mbppOptionsSchema, mbppTask } from './tasks/mbpp.js';
+export { solveArithmetic } from './tasks/arithmetic-solver.js';
 
 type TaskFactory = (options: Record<string, unknown>) => Task;
+type TaskLoader = (options: Record<string, unknown>) => Promise<Task>;
 
-const tasks = new Map<string, { create: TaskFactory; description: string }>([
+/** A generated task is built synchronously (`create`); a task over data files is loaded (`load`). */
+type TaskEntry = { create: TaskFactory; description: string } | { load: TaskLoader; description: string };
+
+const tasks = new Map<string, TaskEntry>([
   ['addition', { create: (options) => additionTask(options as AdditionOptions), description: 'two-digit addition, SFT from a carry-forgetting teacher, GRPO with a verifier' }],
+  ['dataset', { load: (options) => loadDatasetTask(options), description: 'your data: JSONL/JSON/CSV/TSV/Parquet files in TRL\'s formats, rewards by name (taskOptions = DataOptions)' }],
+  ['gsm8k', { load: gsm8kTask, description: 'GSM8K word problems (data file), math-answer reward' }],
+  ['math500', { load: math500Task, description: 'MATH-500 competition problems (data file), math-answer reward' }],
+  ['countdown', { load: countdownTask, description: 'Countdown, three numbers to a target (data file), equation reward' }],
+  ['game24', { load: game24Task, description: 'Game of 24 (data file), equation reward' }],
+  ['mbpp', { load: mbppTask, description: 'MBPP Python problems (data file), code-tests reward in the sandbox' }],
+  ['humaneval', { load: humanevalTask, description: 'HumanEval Python completion (data file), code-tests reward in the sandbox' }],
 ]);
+
+function entryOf(name: string): TaskEntry {
+  const entry = tasks.get(name);
+  if (!entry) throw new Error(`unknown task "${name}"; known tasks: ${[...tasks.keys()].join(', ')}`);
+  return entry;
+}
 
 /** Built-in tasks by name; an unknown name lists the known ones. */
 export const taskRegistry = {
   names: (): string[] => [...tasks.keys()],
+  /** The synchronous factory of a generated task; a task over data files throws, pointing to `load`. */
   get(name: string): TaskFactory {
-    const entry = tasks.get(name);
-    if (!entry) throw new Error(`unknown task "${name}"; known tasks: ${[...tasks.keys()].join(', ')}`);
-    return entry.create;
+    const entry = entryOf(name);
+    if ('create' in entry) return entry.create;
+    throw new Error(`task "${name}" reads data files and loads asynchronously: use taskRegistry.load("${name}", options)`);
+  },
+  /** Any task, generated or over data files; options are checked by the task's schema. */
+  async load(name: string, options: Record<string, unknown> = {}): Promise<Task> {
+    const entry = entryOf(name);
+    return 'create' in entry ? entry.create(options) : entry.load(options);
   },
   list: () => [...tasks.entries()].map(([name, { description }]) => ({ name, description })),
 };

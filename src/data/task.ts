@@ -3,14 +3,18 @@
  * demonstrations, its reward functions and a correctness check reused for evaluation; and
  * `parseTaskOptions`, which checks a task factory's options against its zod schema.
  *
- * Is not: a dataset reader or anything about tensors. Tasks need no network.
+ * Is not: a dataset reader (`readers.ts`) or anything about tensors. Tasks need no network.
  */
 import type { z } from 'zod';
-import type { NamedReward } from '../rewards/types.js';
+import type { ChatMessage, NamedReward } from '../rewards/types.js';
 
-/** One dataset row: a prompt, usually a reference answer, and any other columns rewards read. */
+/**
+ * One dataset row: a prompt, usually a reference answer, and any other columns rewards read. The
+ * prompt is plain text (standard datasets) or a list of chat messages (conversational datasets),
+ * which only a chat template turns into text — never `String(prompt)`.
+ */
 export interface Example {
-  prompt: string;
+  prompt: string | ChatMessage[];
   answer?: string;
   [column: string]: unknown;
 }
@@ -22,14 +26,14 @@ export interface Task {
   readonly alphabet: string;
   /** `count` training examples (deterministic for a seed, never from the held-out set). */
   trainExamples(count: number, seed: number): Example[];
-  /** `count` held-out examples, disjoint from every training example. */
+  /** `count` held-out examples, disjoint from every training example (a dataset task gives at most its whole held-out set). */
   evalExamples(count: number, seed: number): Example[];
   /** A demonstration completion for SFT (may be deliberately imperfect; the task says how). */
   demonstration(example: Example, draw: () => number): string;
   /** The reward functions GRPO trains with by default. */
   rewards(): NamedReward[];
-  /** Whether a completion solves the example (evaluation accuracy). */
-  isCorrect(example: Example, completion: string): boolean;
+  /** Whether a completion solves the example (evaluation accuracy); async where it runs code. */
+  isCorrect(example: Example, completion: string): boolean | Promise<boolean>;
   /**
    * Trainer settings that suit this task (a partial config, plain JSON). They sit under the user's
    * config and any preset: whatever the user sets wins.

@@ -8,6 +8,7 @@
  */
 import { z } from 'zod';
 import { codeTests } from './code.js';
+import { equationAnswer } from './equation.js';
 import { lengthAmongCorrect } from './group.js';
 import { exactMatch, jsonSchema, jsonValid, multipleChoice, regexMatch, requiredSections, tagFormat, thinkFormat } from './format.js';
 import { llmJudge } from './judge.js';
@@ -141,6 +142,8 @@ const builtIns: RewardFactory[] = [
     z.object({ referenceColumn: column.optional() }).strict(), charF1),
   define('code-tests', 'fraction of the row\'s tests the completion\'s code passes, run in the sandbox', 'HumanEval / MBPP execution rewards',
     z.object({ language: language.optional(), testsColumn: column.optional(), setupColumn: column.optional(), prefixColumn: column.optional(), timeoutMs: z.number().positive().optional(), memoryMb: z.number().positive().optional() }).strict(), codeTests),
+  define('equation', 'final expression uses exactly the row\'s numbers once each with + − × ÷ ( ) and equals the target: 1/0', 'Countdown (TinyZero, d1); Game of 24 (Tree of Thoughts)',
+    z.object({ numbersColumn: column.optional(), targetColumn: column.optional() }).strict(), equationAnswer),
   define('sql-execution', 'predicted SQL returns the gold query\'s rows on SQLite: 1, runs only: executesScore, else 0', 'Reasoning-SQL (#33)',
     z.object({ goldColumn: column.optional(), databaseColumn: column.optional(), executesScore: z.number().optional(), order: z.enum(['auto', 'ordered', 'unordered']).optional(), timeoutMs: z.number().positive().optional(), maxRows: z.number().int().positive().optional() }).strict(), sqlExecution),
   define('llm-judge', 'LLM judge over an OpenAI-compatible endpoint: rubric score, YES/NO or weighted criteria, in [0, 1]', 'rubric rewards (#37, #82, #109); ALGORITHMS.md §5.11',

@@ -11,6 +11,7 @@ export * from './length.js';
 export * from './group.js';
 export * from './similarity.js';
 export * from './code.js';
+export * from './equation.js';
 export * from './sql.js';
 export * from './judge.js';
 export * from './factories.js';

@@ -4,6 +4,7 @@
  *
  * Is not: a benchmark harness; it scores one task's held-out split with the task's own check.
  */
+import { exampleText } from '../data/examples.js';
 import type { Example, Task } from '../data/task.js';
 import type { TextTokenizer } from '../model/tokenizer.js';
 import type { Transformer } from '../model/transformer.js';
@@ -26,7 +27,7 @@ export interface EvaluationResult {
 }
 
 export function encodePrompt(tokenizer: TextTokenizer, example: Example): number[] {
-  return tokenizer.encode(example.prompt, { addSpecialTokens: true });
+  return tokenizer.encode(exampleText(example), { addSpecialTokens: true });
 }
 
 export async function evaluate(
@@ -40,7 +41,9 @@ export async function evaluate(
   const prompts = examples.map((example) => encodePrompt(tokenizer, example));
   const greedy = generate(model, { prompts, maxNewTokens: settings.maxNewTokens, temperature: 0, stopTokenIds: settings.stopTokenIds, seed: settings.seed });
   const texts = greedy.map((completion) => tokenizer.decode(completion.ids, { skipSpecialTokens: true }));
-  const correct = texts.filter((text, i) => task.isCorrect(examples[i], text)).length;
+  // One check at a time: a code task's check starts a sandbox process, and evaluation sets are hundreds long.
+  let correct = 0;
+  for (let i = 0; i < texts.length; i++) if (await task.isCorrect(examples[i], texts[i])) correct++;
   const groups = texts.map((text, i) => [{
     prompt: examples[i].prompt, completion: text, completionIds: greedy[i].ids, row: examples[i], group: [text], indexInGroup: 0, step: 0,
     truncated: greedy[i].finishReason === 'length',
@@ -56,7 +59,7 @@ export async function evaluate(
     const sampled = generate(model, { prompts, numSamples: settings.passAtK, maxNewTokens: settings.maxNewTokens, temperature: settings.temperature, stopTokenIds: settings.stopTokenIds, seed: settings.seed + 1 });
     const solved = new Set<number>();
     for (const completion of sampled) {
-      if (task.isCorrect(examples[completion.promptIndex], tokenizer.decode(completion.ids, { skipSpecialTokens: true }))) solved.add(completion.promptIndex);
+      if (await task.isCorrect(examples[completion.promptIndex], tokenizer.decode(completion.ids, { skipSpecialTokens: true }))) solved.add(completion.promptIndex);
     }
     result['eval/passAtK'] = solved.size / examples.length;
   }

@@ -8,6 +8,7 @@
  * Is not: a check of SFT demonstrations (their length depends on the draw) or of the sampler's
  * other inputs (sampling/sampler.ts).
  */
+import { exampleText } from '../data/examples.js';
 import type { Example } from '../data/task.js';
 import { encodePrompt } from './evaluate.js';
 import type { RunContext } from './setup.js';
@@ -17,7 +18,7 @@ function longestPrompt(context: RunContext, examples: readonly Example[]): { len
   let longest = { length: 0, prompt: '' };
   for (const example of examples) {
     const length = encodePrompt(context.tokenizer, example).length;
-    if (length > longest.length) longest = { length, prompt: example.prompt };
+    if (length > longest.length) longest = { length, prompt: exampleText(example) };
   }
   return longest;
 }
