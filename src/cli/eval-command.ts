@@ -16,6 +16,8 @@ export interface EvalCommandOptions {
   maxNewTokens: number;
   seed: number;
   json?: boolean;
+  /** Options of the task (e.g. `{ dataDirectory }` for a task over data files). */
+  taskOptions?: Record<string, unknown>;
 }
 
 /** Refuses a count outside [minimum, maximum] naming its flag (main.ts checks the same while parsing; this guards callers from code). */
@@ -30,7 +32,7 @@ export async function runEvalCommand(options: EvalCommandOptions): Promise<numbe
   checkCount('--examples', options.examples, 1, 100_000);
   checkCount('--pass-at-k', options.passAtK, 0, 1024);
   checkCount('--max-new-tokens', options.maxNewTokens, 1, 32768);
-  const task = taskRegistry.get(options.task)({});
+  const task = await taskRegistry.load(options.task, options.taskOptions ?? {});
   const checkpoint = loadCheckpoint(options.model);
   const tokenizer = loadTokenizer(options.model);
   checkTokenizerFitsModel(tokenizer, checkpoint.config, options.model);

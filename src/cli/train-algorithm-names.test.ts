@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { advantageEstimators, groupFilters, policyLosses, promptSelectors } from '../algorithms/index.js';
+import { taskRegistry } from '../data/index.js';
 import { runTrainCommand } from './train-command.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-train-command-'));
@@ -68,5 +69,22 @@ describe('grpo train --set algorithm.<field>=NAME for every listed name', () => 
     }
     const attempt = runTrainCommand({ set: [...tiny, 'algorithm.advantage=stratified', 'algorithm.advantageOptions={"alpha":0.5,"strataFrom":"row.missing"}'], runName: 'strata-missing', quiet: true });
     await expect(attempt).rejects.toThrow(/algorithm\.advantageOptions\.strataFrom: the stratified estimator reads column "missing", which training row 0 does not have \(columns: prompt, answer, a, b\)/);
+  });
+});
+
+describe('grpo train --set task=NAME for every built-in task', () => {
+  const dataDirectory = join(new URL('../../', import.meta.url).pathname, '../shared/data');
+  const checkpoint = join(new URL('../../', import.meta.url).pathname, '../shared/fixtures/models/tinystories-656k');
+  const onTinyStories = ['sft.steps=0', 'grpo.steps=1', 'grpo.promptsPerStep=2', 'sampling.groupSize=4', 'grpo.microBatchSize=8', 'sampling.maxNewTokens=4', 'evaluation.examples=2', 'checkpoint.every=0', `logging.runsDirectory=${JSON.stringify(scratch)}`, `model.checkpoint=${JSON.stringify(checkpoint)}`];
+  it.each(taskRegistry.names().filter((name) => name !== 'dataset' && name !== 'addition'))('task %s runs one GRPO step on the real data', async (task) => {
+    // The first rows only (maxRows), so every prompt fits the fixture's 512 positions.
+    const set = [...onTinyStories, `task=${task}`, `taskOptions={"dataDirectory":${JSON.stringify(dataDirectory)},"maxRows":3}`];
+    expect(await runTrainCommand({ set, runName: `task-${task}`, quiet: true })).toBe(0);
+    const [first] = readFileSync(join(scratch, `task-${task}`, 'samples.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    expect(first.completions).toHaveLength(4);
+  });
+  it('a task whose data folder is missing names taskOptions.dataDirectory before any model is loaded', async () => {
+    const attempt = runTrainCommand({ set: [...onTinyStories, 'task=gsm8k', 'model.checkpoint="/nonexistent/checkpoint"'], runName: 'no-data', quiet: true });
+    await expect(attempt).rejects.toThrow(/^taskOptions\.dataDirectory: task "gsm8k" reads gsm8k\/test\.jsonl from data/);
   });
 });

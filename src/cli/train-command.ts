@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { basename, extname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import YAML from 'yaml';
-import { createRunContext, mergeConfig, resolveConfig, train, type Recipe, type TrainerConfig } from '../trainer/index.js';
+import { createRunContext, loadRunTask, mergeConfig, resolveConfig, train, type Recipe, type TrainerConfig } from '../trainer/index.js';
 import { writeJsonAtomically } from '../trainer/run-folder.js';
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
@@ -125,8 +125,9 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
   if (options.preset) raw = { ...raw, preset: options.preset };
   if (options.runName) raw = mergeConfig(raw, { logging: { runName: options.runName } });
   if (options.sftOnly) raw = mergeConfig(raw, { grpo: { steps: 0 } });
-  const config = resolveConfig(raw, recipe.task ? [recipe.task.name] : []);
-  const context = createRunContext(config, { rewards: recipe.rewards, task: recipe.task, rollout: recipe.rollout });
+  const task = await loadRunTask(raw, recipe.task);
+  const config = resolveConfig(raw, recipe.task ? [recipe.task.name] : [], task);
+  const context = createRunContext(config, { rewards: recipe.rewards, task, rollout: recipe.rollout });
   runDirectory ??= join(resolve(config.logging.runsDirectory), config.logging.runName ?? `${defaultRunName(config)}${options.recipe ? `-${basename(options.recipe, extname(options.recipe))}` : ''}`);
   // A resume with --set changes the run's config from here on (e.g. more grpo.steps): record it.
   if (options.resume && (options.set ?? []).length > 0) writeJsonAtomically(join(runDirectory, 'config.json'), config);

@@ -59,6 +59,8 @@ export const taskRegistry = {
     if ('create' in entry) return entry.create;
     throw new Error(`task "${name}" reads data files and loads asynchronously: use taskRegistry.load("${name}", options)`);
   },
+  /** True for a task built synchronously from its options (no data files). */
+  isGenerated: (name: string): boolean => 'create' in entryOf(name),
   /** Any task, generated or over data files; options are checked by the task's schema. */
   async load(name: string, options: Record<string, unknown> = {}): Promise<Task> {
     const entry = entryOf(name);

@@ -4,7 +4,7 @@
  */
 export { trainerConfigSchema, validateConfig, type TrainerConfig, type TrainerConfigInput } from './config.js';
 export { applyPreset, mergeConfig, presetConfig, presetList, presetNames } from './presets.js';
-export { createRunContext, knownNames, resolveConfig, type Recipe, type RunContext } from './setup.js';
+export { createRunContext, knownNames, loadRunTask, resolveConfig, type Recipe, type RunContext } from './setup.js';
 export { train, type TrainOptions, type TrainResult } from './trainer.js';
 export { singleTurnRollout, type RolloutFn, type RolloutPrompt, type RolloutSample, type RolloutSettings } from './rollout.js';
 export { evaluate, type EvaluationResult } from './evaluate.js';

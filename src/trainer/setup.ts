@@ -43,20 +43,36 @@ export function knownNames(): KnownNames {
   };
 }
 
-/** Applies the preset named in the input (if any), then validates; `extraTasks` are tasks a recipe defines. */
-export function resolveConfig(input: unknown, extraTasks: string[] = []): TrainerConfig {
+/**
+ * Applies the preset named in the input (if any), then validates; `extraTasks` are tasks a recipe
+ * defines. The task's recommended settings sit under everything the user or the preset chose: pass
+ * the loaded `task` (a task over data files is loaded first, see `loadRunTask`); without it a
+ * generated task's are used.
+ */
+export function resolveConfig(input: unknown, extraTasks: string[] = [], task?: Task): TrainerConfig {
   const raw = (input ?? {}) as Record<string, unknown>;
   const preset = raw.preset;
   if (preset !== undefined && (typeof preset !== 'string' || !presetNames().includes(preset))) {
     throw new Error(`invalid config:\n- preset: unknown preset ${JSON.stringify(preset)}; known: ${presetNames().join(', ')}`);
   }
   const withPreset = typeof preset === 'string' ? applyPreset(preset, raw) : raw;
-  // The task's recommended settings sit under everything the user or the preset chose.
   const taskName = typeof raw.task === 'string' ? raw.task : 'addition';
-  const recommended = taskRegistry.names().includes(taskName) ? taskRegistry.get(taskName)((raw.taskOptions ?? {}) as Record<string, unknown>).recommendedConfig : undefined;
+  const recommended = task?.recommendedConfig ?? (taskRegistry.isGenerated(taskName) ? taskRegistry.get(taskName)((raw.taskOptions ?? {}) as Record<string, unknown>).recommendedConfig : undefined);
   const merged = recommended ? mergeConfig(recommended, withPreset) : withPreset;
   const known = knownNames();
   return validateConfig(merged, { ...known, task: [...known.task, ...extraTasks] });
+}
+
+/**
+ * The task a config names, loaded (tasks over data files read their files here, before any model
+ * is loaded; `taskOptions` are checked by the task's schema). A recipe's own task wins.
+ */
+export async function loadRunTask(input: unknown, recipeTask?: Task): Promise<Task | undefined> {
+  if (recipeTask) return recipeTask;
+  const raw = (input ?? {}) as Record<string, unknown>;
+  const name = typeof raw.task === 'string' ? raw.task : 'addition';
+  if (!taskRegistry.names().includes(name)) return undefined; // validateConfig names the unknown task
+  return taskRegistry.load(name, (raw.taskOptions ?? {}) as Record<string, unknown>);
 }
 
 export interface RunContext {
@@ -78,6 +94,9 @@ export interface RunContext {
 /** Loads or creates everything; a TypeScript recipe's rewards and task replace the configured ones. */
 export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'config'> = {}): RunContext {
   const recipeRewards = recipe.rewards;
+  if (!recipe.task && !taskRegistry.isGenerated(config.task)) {
+    throw new Error(`task "${config.task}" reads data files: load it first and pass it (createRunContext(config, { task: await loadRunTask(input) }))`);
+  }
   const task = recipe.task ?? taskRegistry.get(config.task)(config.taskOptions);
   const rollout = recipe.rollout ?? singleTurnRollout;
   // Before any model is loaded: every part's options and needs against the data and the rollout.

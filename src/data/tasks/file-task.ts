@@ -8,7 +8,8 @@
  *
  * Is not: a task itself, or the generic column-mapped dataset task (`dataset-task.ts`).
  */
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { tagFormat } from '../../rewards/format.js';
 import type { NamedReward } from '../../rewards/types.js';
@@ -76,6 +77,12 @@ export async function loadFileTask(spec: FileTaskSpec, options: FileTaskOptions)
     return examples.map((example) => (spec.prepare ? spec.prepare(example) : example)).filter((example): example is Example => example !== null);
   };
   const trainFile = options.trainFile ?? join(options.dataDirectory ?? 'data', spec.file);
+  if (!existsSync(trainFile)) {
+    throw new Error(options.trainFile
+      ? `taskOptions.trainFile: ${trainFile} does not exist`
+      : `taskOptions.dataDirectory: task "${spec.name}" reads ${spec.file} from ${options.dataDirectory ?? 'data'} (resolved ${resolve(trainFile)}), which does not exist; set taskOptions.dataDirectory to the folder holding ${spec.file} (e.g. ../shared/data) or taskOptions.trainFile`);
+  }
+  if (options.evalFile && !existsSync(options.evalFile)) throw new Error(`taskOptions.evalFile: ${options.evalFile} does not exist`);
   const all = await read(trainFile);
   const { train, eval: held } = options.evalFile
     ? { train: all, eval: await read(options.evalFile) }
