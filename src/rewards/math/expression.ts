@@ -267,6 +267,9 @@ export function parseExpression(source: string): Expression | null {
 export function numbersClose(a: number, b: number, relativeTolerance = 1e-6): boolean {
   if (a === b) return true; // includes equal infinities
   if (!Number.isFinite(a) || !Number.isFinite(b)) return false;
+  // Two integers are equal only when they are the same integer: a relative tolerance would make
+  // 1450001 equal 1450000 (a GSM8K answer off by one). Rounding noise never lands exactly on an integer.
+  if (Number.isInteger(a) && Number.isInteger(b) && Math.abs(a) < 2 ** 53 && Math.abs(b) < 2 ** 53) return false;
   return Math.abs(a - b) <= relativeTolerance * Math.max(Math.abs(a), Math.abs(b)) || Math.abs(a - b) <= 1e-12;
 }
 

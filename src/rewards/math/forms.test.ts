@@ -74,6 +74,8 @@ describe('equivalent forms score 1', () => {
 describe('near misses score 0', () => {
   const cases: Array<[string, string, string]> = [
     ['\\boxed{17}', '18', 'off by one'],
+    ['#### 1450001', '1450000', 'off by one in a large integer: integers compare exactly, the 6-digit tolerance is for decimals'],
+    ['\\boxed{1000001}', '1000000', 'off by one past six significant digits'],
     ['\\boxed{\\frac{1}{4}}', '\\frac13', 'a different fraction'],
     ['\\boxed{-\\frac13}', '\\frac13', 'wrong sign'],
     ['\\boxed{3\\frac12}', '1.5', 'a mixed number is not a product (3 · 1/2 = 1.5)'],
