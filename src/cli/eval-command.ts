@@ -7,6 +7,7 @@ import { loadCheckpoint, resolveStopTokenIds } from '../model/checkpoint.js';
 import { checkTokenizerFitsModel, loadTokenizer } from '../model/tokenizer.js';
 import { Transformer } from '../model/transformer.js';
 import { evaluate } from '../trainer/index.js';
+import { promptFormatFor } from '../trainer/prompt-format.js';
 
 export interface EvalCommandOptions {
   model: string;
@@ -39,7 +40,7 @@ export async function runEvalCommand(options: EvalCommandOptions): Promise<numbe
   const model = Transformer.fromTensors(checkpoint.config, checkpoint.tensors);
   // The held-out split is drawn with the training seed + 1, as the trainer does.
   const examples = task.evalExamples(options.examples, options.seed + 1);
-  const result = await evaluate(model, tokenizer, task, examples, task.rewards(), {
+  const result = await evaluate(model, promptFormatFor('auto', tokenizer), task, examples, task.rewards(), {
     maxNewTokens: options.maxNewTokens, stopTokenIds: resolveStopTokenIds(checkpoint.config, checkpoint.generationConfig),
     passAtK: options.passAtK, temperature: 1, seed: options.seed,
   });

@@ -7,7 +7,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { runListCommand } from './list-command.js';
 import { runGenerateCommand, runScoreCommand } from './model-commands.js';
 import { runRewardCommand } from './reward-command.js';
-import { runTrainCommand } from './train-command.js';
+import { runTrainCommand, type DataFlags } from './train-command.js';
 import { runEvalCommand } from './eval-command.js';
 
 const integer = (value: string): number => {
@@ -40,6 +40,17 @@ const numberFrom = (bounds: { minimum?: number; exclusiveMinimum?: number; maxim
 const maxNewTokens = integerFrom(1, 32768);
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
+/** The data and model flags of train/sft, as `runTrainCommand` takes them. */
+function dataFlagsOf(options: Record<string, unknown>): DataFlags {
+  return {
+    model: options.model as string | undefined, data: options.data as string | undefined, evalData: options.evalData as string | undefined,
+    evalSplit: options.evalSplit as number | undefined, promptColumn: options.promptColumn as string | undefined,
+    answerColumn: options.answerColumn as string | undefined, systemPrompt: options.systemPrompt as string | undefined,
+    promptTemplate: options.promptTemplate as string | undefined, rewards: options.reward as string[] | undefined,
+    chatTemplate: options.chatTemplate as string | undefined,
+  };
+}
+
 export function buildProgram(): Command {
   const program = new Command('grpo')
     .description('Reinforcement-learning fine-tuning (GRPO and its family) of language models on a CPU, with TypeScript rewards.')
@@ -52,16 +63,26 @@ export function buildProgram(): Command {
       .option('--preset <name>', 'algorithm preset: grpo, dr-grpo, dapo, gspo, cispo, rloo')
       .option('--resume <runDirectory>', 'continue a run from its last complete checkpoint')
       .option('--run-name <name>', 'name of the run folder under logging.runsDirectory')
-      .option('--quiet', 'no progress output');
+      .option('--quiet', 'no progress output')
+      .option('--model <directory>', 'a Hugging Face checkpoint folder (= --set model.checkpoint=DIR)')
+      .option('--data <file>', 'train on a dataset file: .jsonl/.json/.csv/.tsv/.parquet, .gz accepted, TRL formats (= --set task=dataset --set taskOptions.trainFile=FILE)')
+      .option('--eval-data <file>', 'held-out dataset file (= taskOptions.evalFile)')
+      .option('--eval-split <fraction>', 'hold out this fraction of --data instead (= taskOptions.evalFraction, default 0.1)', numberFrom({ exclusiveMinimum: 0, maximum: 0.99 }))
+      .option('--prompt-column <column>', 'column holding the prompt (= taskOptions.promptColumn)')
+      .option('--answer-column <column>', 'column holding the reference answer (= taskOptions.answerColumn)')
+      .option('--system-prompt <text>', 'system prompt for every row (= taskOptions.systemPrompt)')
+      .option('--prompt-template <template>', 'prompt built from row fields, e.g. "Solve: {question}" (= taskOptions.promptTemplate)')
+      .option('--reward <name[:weight]>', 'a reward by name (grpo list), weight default 1 (repeatable; = taskOptions.rewards with --data, else rewards)', collect)
+      .option('--chat-template <auto|none|file>', "prompt format: the checkpoint's chat template (auto), plain text (none), or a .jinja file (= model.chatTemplate)");
   trainOptions(program.command('train'))
     .description('SFT warm start (if configured) then GRPO; writes runs/<id>/ with metrics, samples, checkpoints, summary')
     .action(async (recipe: string | undefined, options) => {
-      process.exitCode = await runTrainCommand({ recipe, set: options.set, preset: options.preset, resume: options.resume, runName: options.runName, quiet: options.quiet });
+      process.exitCode = await runTrainCommand({ recipe, set: options.set, preset: options.preset, resume: options.resume, runName: options.runName, quiet: options.quiet, data: dataFlagsOf(options) });
     });
   trainOptions(program.command('sft'))
     .description('only the supervised phase of a recipe (completion-only cross-entropy)')
     .action(async (recipe: string | undefined, options) => {
-      process.exitCode = await runTrainCommand({ recipe, set: options.set, resume: options.resume, runName: options.runName, quiet: options.quiet, sftOnly: true });
+      process.exitCode = await runTrainCommand({ recipe, set: options.set, resume: options.resume, runName: options.runName, quiet: options.quiet, sftOnly: true, data: dataFlagsOf(options) });
     });
 
   program.command('eval')

@@ -87,6 +87,49 @@ export function parseOverrides(assignments: readonly string[]): Record<string, u
   return result;
 }
 
+/** The data and model flags: shorthands for config fields (each help text names its field). */
+export interface DataFlags {
+  model?: string;
+  data?: string;
+  evalData?: string;
+  evalSplit?: number;
+  promptColumn?: string;
+  answerColumn?: string;
+  systemPrompt?: string;
+  promptTemplate?: string;
+  /** `NAME` or `NAME:WEIGHT`, repeatable. */
+  rewards?: string[];
+  chatTemplate?: string;
+}
+
+/** A reward flag `NAME[:WEIGHT]` as a config reward entry. */
+function rewardFlag(value: string): { name: string; weight: number } {
+  const match = /^([a-z0-9][a-z0-9-]*)(?::(-?\d+(?:\.\d+)?(?:e-?\d+)?))?$/i.exec(value.trim());
+  if (!match) throw new Error(`--reward ${value}: expected NAME or NAME:WEIGHT, e.g. --reward math-answer:1 (see grpo list)`);
+  return { name: match[1], weight: match[2] === undefined ? 1 : Number(match[2]) };
+}
+
+/** The config fields the data and model flags stand for (see DataFlags; --set still wins over them). */
+export function dataFlagOverrides(flags: DataFlags = {}): Record<string, unknown> {
+  const rewards = (flags.rewards ?? []).map(rewardFlag);
+  const columns = { promptColumn: flags.promptColumn, answerColumn: flags.answerColumn, systemPrompt: flags.systemPrompt, promptTemplate: flags.promptTemplate, evalFile: flags.evalData, evalFraction: flags.evalSplit };
+  const taskOptions = Object.fromEntries(Object.entries(columns).filter(([, value]) => value !== undefined));
+  const result: Record<string, unknown> = {};
+  if (flags.model !== undefined) result.model = { checkpoint: flags.model };
+  if (flags.chatTemplate !== undefined) result.model = { ...(result.model as object), chatTemplate: flags.chatTemplate };
+  if (flags.data !== undefined) {
+    if (rewards.length === 0) throw new Error('--data: name the rewards to train with, e.g. --reward math-answer (grpo list shows them)');
+    result.task = 'dataset';
+    result.taskOptions = { trainFile: flags.data, ...taskOptions, rewards };
+  } else {
+    const flagOf: Record<string, string> = { promptColumn: '--prompt-column', answerColumn: '--answer-column', systemPrompt: '--system-prompt', promptTemplate: '--prompt-template', evalFile: '--eval-data', evalFraction: '--eval-split' };
+    const dataOnly = Object.keys(taskOptions).map((key) => flagOf[key]);
+    if (dataOnly.length > 0) throw new Error(`${dataOnly.join(', ')}: only with --data FILE`);
+    if (rewards.length > 0) result.rewards = rewards;
+  }
+  return result;
+}
+
 export interface TrainCommandOptions {
   recipe?: string;
   set?: string[];
@@ -96,6 +139,8 @@ export interface TrainCommandOptions {
   quiet?: boolean;
   /** `sft`: only the SFT phase (GRPO steps forced to 0). */
   sftOnly?: boolean;
+  /** --model, --data and the other dataset flags. */
+  data?: DataFlags;
 }
 
 function defaultRunName(config: TrainerConfig): string {
@@ -121,7 +166,7 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
   } else if (options.recipe) {
     recipe = await loadRecipe(options.recipe);
   }
-  let raw = mergeConfig(recipe.config, parseOverrides(options.set ?? []));
+  let raw = mergeConfig(mergeConfig(recipe.config, dataFlagOverrides(options.data)), parseOverrides(options.set ?? []));
   if (options.preset) raw = { ...raw, preset: options.preset };
   if (options.runName) raw = mergeConfig(raw, { logging: { runName: options.runName } });
   if (options.sftOnly) raw = mergeConfig(raw, { grpo: { steps: 0 } });

@@ -20,6 +20,7 @@ const boundedInteger = (minimum: 0 | 1, maximum: number) =>
 
 const modelSchema = z.object({
   checkpoint: z.string().optional().describe('A Hugging Face checkpoint folder; when absent a small model is created from scratch.'),
+  chatTemplate: z.string().min(1).default('auto').describe("How prompts are formatted in every phase: 'auto' (the checkpoint's chat template when it has one, else plain text), 'none' (plain text), a .jinja file, or the template text."),
   hiddenSize: boundedInteger(1, 4096).default(64).describe('Hidden width of a from-scratch model (ignored with `checkpoint`).'),
   numLayers: boundedInteger(1, 128).default(2).describe('Transformer blocks of a from-scratch model.'),
   numHeads: boundedInteger(1, 256).default(4).describe('Attention (query) heads of a from-scratch model.'),

@@ -4,13 +4,12 @@
  *
  * Is not: a benchmark harness; it scores one task's held-out split with the task's own check.
  */
-import { exampleText } from '../data/examples.js';
 import type { Example, Task } from '../data/task.js';
-import type { TextTokenizer } from '../model/tokenizer.js';
 import type { Transformer } from '../model/transformer.js';
 import { scoreRewards, weightedSum, weightsAt } from '../rewards/index.js';
 import type { NamedReward } from '../rewards/types.js';
 import { generate } from '../sampling/index.js';
+import { renderPrompt, type PromptFormat } from './prompt-format.js';
 
 export interface EvaluationSettings {
   maxNewTokens: number;
@@ -26,19 +25,17 @@ export interface EvaluationResult {
   'eval/passAtK'?: number;
 }
 
-export function encodePrompt(tokenizer: TextTokenizer, example: Example): number[] {
-  return tokenizer.encode(exampleText(example), { addSpecialTokens: true });
-}
-
+/** Scores `examples` with prompts formatted as in training (`format`: the chat template or plain text). */
 export async function evaluate(
   model: Transformer,
-  tokenizer: TextTokenizer,
+  format: PromptFormat,
   task: Task,
   examples: readonly Example[],
   rewards: readonly NamedReward[],
   settings: EvaluationSettings,
 ): Promise<EvaluationResult> {
-  const prompts = examples.map((example) => encodePrompt(tokenizer, example));
+  const { tokenizer } = format;
+  const prompts = examples.map((example) => renderPrompt(format, example).ids);
   const greedy = generate(model, { prompts, maxNewTokens: settings.maxNewTokens, temperature: 0, stopTokenIds: settings.stopTokenIds, seed: settings.seed });
   const texts = greedy.map((completion) => tokenizer.decode(completion.ids, { skipSpecialTokens: true }));
   // One check at a time: a code task's check starts a sandbox process, and evaluation sets are hundreds long.

@@ -14,7 +14,7 @@ import type { Example } from '../data/task.js';
 import type { Transformer } from '../model/transformer.js';
 import type { Random } from '../nn/index.js';
 import { defaultKnapsackCounts, type BoundAlgorithm } from './algorithm.js';
-import { encodePrompt } from './evaluate.js';
+import { renderPrompt } from './prompt-format.js';
 import { frozenLogprobs, stepSettingsOf, withGroupTokenWeights, withReferenceLogprobs, type StepSettings, type TrainingSample } from './optimize.js';
 import type { RunContext } from './setup.js';
 import { policyDrift, posteriorOf, trackedBaseline, trackerDiscount, updateTrackedValue, type PosteriorState, type ValueTrackerState } from './prompt-state.js';
@@ -33,7 +33,8 @@ export interface StepEnvironment {
   rolloutContext: RolloutContext;
   rewards: readonly NamedReward[];
   examples: readonly Example[];
-  encode: (example: Example) => number[];
+  /** The prompt's text as the model sees it and its ids (prompt-format.ts). */
+  render: (example: Example) => { text: string; ids: number[] };
   referenceModel: Transformer | null;
   promptsPerStep: number;
   groupSize: number;
@@ -56,7 +57,7 @@ export function createStepEnvironment(context: RunContext, referenceModel: Trans
   const { config, model, tokenizer, task } = context;
   return {
     bound: context.algorithm, settings: stepSettingsOf(config), rollout: context.rollout, rolloutContext: { model, tokenizer }, rewards: context.rewards,
-    examples: task.trainExamples(config.grpo.examples, config.seed + 2), encode: (example) => encodePrompt(tokenizer, example), referenceModel,
+    examples: task.trainExamples(config.grpo.examples, config.seed + 2), render: (example) => renderPrompt(context.promptFormat, example), referenceModel,
     promptsPerStep: config.grpo.promptsPerStep, groupSize: config.sampling.groupSize,
   };
 }
@@ -66,21 +67,22 @@ export function rolloutSettingsOf(context: RunContext, seed: number): RolloutSet
   return { ...context.config.sampling, stopTokenIds: context.stopTokenIds, seed };
 }
 
-function draw(examples: readonly Example[], count: number, random: Random, encode: (example: Example) => number[]): RolloutPrompt[] {
+function draw(examples: readonly Example[], count: number, random: Random, render: StepEnvironment['render']): RolloutPrompt[] {
   return Array.from({ length: count }, () => {
     const exampleIndex = random.integer(examples.length);
-    return { example: examples[exampleIndex], promptIds: encode(examples[exampleIndex]), exampleIndex };
+    const { text, ids } = render(examples[exampleIndex]);
+    return { example: examples[exampleIndex], promptIds: ids, text, exampleIndex };
   });
 }
 
 /** The first round's prompts and rollouts per prompt: a uniform draw, or the bound selector's choice. */
 export function choosePrompts(environment: StepEnvironment, state: TrainerState, random: Random, seed: number): { prompts: RolloutPrompt[]; counts: number[] } {
-  const { bound, examples, encode, promptsPerStep: P, groupSize: G } = environment;
+  const { bound, examples, render, promptsPerStep: P, groupSize: G } = environment;
   const selector = bound.promptSelector;
-  if (!selector) return { prompts: draw(examples, P, random, encode), counts: new Array<number>(P).fill(G) };
+  if (!selector) return { prompts: draw(examples, P, random, render), counts: new Array<number>(P).fill(G) };
   const posteriors = (state.extra.promptPosteriors ?? {}) as PosteriorState;
   const candidateCount = selector.name === 'vade' ? selector.options.candidates ?? 4 * P : P;
-  const candidates = draw(examples, candidateCount, random, encode);
+  const candidates = draw(examples, candidateCount, random, render);
   const beliefs = candidates.map((prompt) => posteriorOf(posteriors, prompt.exampleIndex!));
   const input = { alpha: beliefs.map((b) => b.alpha), beta: beliefs.map((b) => b.beta) };
   const selection = selector.name === 'knapsack'
@@ -130,7 +132,7 @@ export async function prepareGrpoStep(environment: StepEnvironment, state: Train
   let rewardSeconds = 0;
   let firstRound: StepBatch | undefined;
   const refill = await refillKeptGroups(async (round) => {
-    const { prompts, counts } = round === 0 ? first : { prompts: draw(environment.examples, environment.promptsPerStep, random, environment.encode), counts: new Array<number>(environment.promptsPerStep).fill(environment.groupSize) };
+    const { prompts, counts } = round === 0 ? first : { prompts: draw(environment.examples, environment.promptsPerStep, random, environment.render), counts: new Array<number>(environment.promptsPerStep).fill(environment.groupSize) };
     const generated = await generateRound(rollout, rolloutContext, prompts, counts, { ...rolloutSettings, seed: rolloutSettings.seed + round * 31 }, rewards, step);
     rolloutSeconds += generated.rolloutSeconds;
     rewardSeconds += generated.rewardSeconds;

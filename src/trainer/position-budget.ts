@@ -8,17 +8,16 @@
  * Is not: a check of SFT demonstrations (their length depends on the draw) or of the sampler's
  * other inputs (sampling/sampler.ts).
  */
-import { exampleText } from '../data/examples.js';
 import type { Example } from '../data/task.js';
-import { encodePrompt } from './evaluate.js';
+import { renderPrompt } from './prompt-format.js';
 import type { RunContext } from './setup.js';
 
 /** The longest encoded prompt of `examples`, with its text for the error message. */
 function longestPrompt(context: RunContext, examples: readonly Example[]): { length: number; prompt: string } {
   let longest = { length: 0, prompt: '' };
   for (const example of examples) {
-    const length = encodePrompt(context.tokenizer, example).length;
-    if (length > longest.length) longest = { length, prompt: exampleText(example) };
+    const { text, ids } = renderPrompt(context.promptFormat, example);
+    if (ids.length > longest.length) longest = { length: ids.length, prompt: text };
   }
   return longest;
 }

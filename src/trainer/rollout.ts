@@ -17,6 +17,8 @@ export interface RolloutPrompt {
   promptIds: number[];
   /** Index of the example in the run's training list: the key of per-prompt state (value tracker, selector posteriors). */
   exampleIndex?: number;
+  /** The prompt text the model saw (the rendered chat template, or the plain text), for samples.jsonl. */
+  text?: string;
 }
 
 export interface RolloutSettings {

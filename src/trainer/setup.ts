@@ -18,6 +18,7 @@ import { validateConfig, type KnownNames, type TrainerConfig } from './config.js
 import { checkPositionBudget } from './position-budget.js';
 import { applyPreset, mergeConfig, presetNames } from './presets.js';
 import { bindAlgorithm, type BoundAlgorithm } from './algorithm.js';
+import { promptFormatFor, type PromptFormat } from './prompt-format.js';
 import { singleTurnRollout, type RolloutFn } from './rollout.js';
 
 /** What a recipe file exports: a config (as written, before defaults) and optional reward functions. */
@@ -57,7 +58,7 @@ export function resolveConfig(input: unknown, extraTasks: string[] = [], task?: 
   }
   const withPreset = typeof preset === 'string' ? applyPreset(preset, raw) : raw;
   const taskName = typeof raw.task === 'string' ? raw.task : 'addition';
-  const recommended = task?.recommendedConfig ?? (taskRegistry.isGenerated(taskName) ? taskRegistry.get(taskName)((raw.taskOptions ?? {}) as Record<string, unknown>).recommendedConfig : undefined);
+  const recommended = task?.recommendedConfig ?? (taskRegistry.names().includes(taskName) && taskRegistry.isGenerated(taskName) ? taskRegistry.get(taskName)((raw.taskOptions ?? {}) as Record<string, unknown>).recommendedConfig : undefined);
   const merged = recommended ? mergeConfig(recommended, withPreset) : withPreset;
   const known = knownNames();
   return validateConfig(merged, { ...known, task: [...known.task, ...extraTasks] });
@@ -88,13 +89,15 @@ export interface RunContext {
   rewards: NamedReward[];
   /** The algorithm resolved once: functions, parsed options, checked needs. */
   algorithm: BoundAlgorithm;
+  /** How prompts become tokens in every phase (chat template or plain text). */
+  promptFormat: PromptFormat;
   rollout: RolloutFn;
 }
 
 /** Loads or creates everything; a TypeScript recipe's rewards and task replace the configured ones. */
 export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'config'> = {}): RunContext {
   const recipeRewards = recipe.rewards;
-  if (!recipe.task && !taskRegistry.isGenerated(config.task)) {
+  if (!recipe.task && taskRegistry.names().includes(config.task) && !taskRegistry.isGenerated(config.task)) {
     throw new Error(`task "${config.task}" reads data files: load it first and pass it (createRunContext(config, { task: await loadRunTask(input) }))`);
   }
   const task = recipe.task ?? taskRegistry.get(config.task)(config.taskOptions);
@@ -131,7 +134,8 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
     model = Transformer.random(modelConfig, config.model.initSeed);
     stopTokenIds = [charTokenizer.eosTokenId];
   }
-  const context = { config, task, tokenizer, tokenizerFiles, sourceDirectory, model, stopTokenIds, rewards, algorithm, rollout };
+  const promptFormat = promptFormatFor(config.model.chatTemplate, tokenizer);
+  const context = { config, task, tokenizer, tokenizerFiles, sourceDirectory, model, stopTokenIds, rewards, algorithm, rollout, promptFormat };
   checkPositionBudget(context);
   return context;
 }

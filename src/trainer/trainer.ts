@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { loadCheckpoint, saveCheckpoint } from '../model/checkpoint.js';
 import { Transformer } from '../model/transformer.js';
 import { AdamW, learningRateAt, Random } from '../nn/index.js';
-import { encodePrompt, evaluate, type EvaluationResult } from './evaluate.js';
+import { evaluate, type EvaluationResult } from './evaluate.js';
+import { renderDemonstration } from './prompt-format.js';
 import { createStepEnvironment, prepareGrpoStep, recordStepState, rolloutSettingsOf, type PreparedStep } from './grpo-step.js';
 import { optimizedParameters, policyStep, sftStep } from './optimize.js';
 import { createProgressReporter, type ProgressReporter } from './progress.js';
@@ -60,7 +61,7 @@ export async function train(runContext: RunContext, options: TrainOptions): Prom
 }
 
 async function trainInFolder(context: RunContext, options: TrainOptions, folder: RunFolder): Promise<TrainResult> {
-  const { config, model, tokenizer, task } = context;
+  const { config, model, task } = context;
   const progress = createProgressReporter(config.logging.printEvery, process.stderr, options.quiet);
   const optimizer = new AdamW(optimizedParameters(model), {
     learningRate: config.sft.learningRate, beta1: config.optimizer.beta1, beta2: config.optimizer.beta2,
@@ -82,7 +83,7 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
   const started = Date.now();
   markRunning(folder, task.name);
   const evalExamples = task.evalExamples(config.evaluation.examples, config.seed + 1);
-  const runEval = () => evaluate(model, tokenizer, task, evalExamples, context.rewards, {
+  const runEval = () => evaluate(model, context.promptFormat, task, evalExamples, context.rewards, {
     maxNewTokens: config.sampling.maxNewTokens, stopTokenIds: context.stopTokenIds, passAtK: config.evaluation.passAtK,
     temperature: config.sampling.temperature, seed: config.seed,
   });
@@ -141,7 +142,7 @@ function resumeFrom(folder: RunFolder, model: Transformer, optimizer: AdamW, pro
 }
 
 async function runSft(context: RunContext, folder: RunFolder, optimizer: AdamW, state: TrainerState, progress: ProgressReporter, save: () => void): Promise<void> {
-  const { config, model, tokenizer, task } = context;
+  const { config, model, task } = context;
   const examples = task.trainExamples(config.sft.examples, config.seed);
   const eos = context.stopTokenIds[0];
   const schedule = { kind: config.sft.schedule, learningRate: config.sft.learningRate, warmupSteps: config.sft.warmupSteps, totalSteps: config.sft.steps, minRatio: 0.1 };
@@ -149,10 +150,7 @@ async function runSft(context: RunContext, folder: RunFolder, optimizer: AdamW, 
     const stepStart = Date.now();
     const random = new Random(stepSeed(config.seed, state.step));
     const batch = Array.from({ length: config.sft.batchSize }, () => examples[random.integer(examples.length)]);
-    const sequences = batch.map((example) => ({
-      promptIds: encodePrompt(tokenizer, example),
-      completionIds: [...tokenizer.encode(task.demonstration(example, () => random.uniform()), { addSpecialTokens: false }), eos],
-    }));
+    const sequences = batch.map((example) => renderDemonstration(context.promptFormat, example, task.demonstration(example, () => random.uniform()), eos));
     optimizer.learningRate = learningRateAt(schedule, state.phaseStep);
     const { metrics, applied } = sftStep(config, model, optimizer, sequences);
     guardSkips(state, applied, config.optimizer.maxSkippedSteps);
@@ -253,7 +251,7 @@ function logSamples(folder: RunFolder, step: number, prepared: PreparedStep, gro
   batch.prompts.slice(0, groupCount).forEach((prompt, g) => {
     const members = Array.from({ length: batch.groupSizes[g] }, (_, k) => starts[g] + k);
     folder.logSamples({
-      step, phase: 'grpo', prompt: prompt.example.prompt, answer: prompt.example.answer,
+      step, phase: 'grpo', prompt: prompt.text ?? prompt.example.prompt, answer: prompt.example.answer,
       completions: members.map((i) => ({
         text: batch.samples[i].text, reward: Number.isFinite(signal.rewards[i]) ? signal.rewards[i] : null,
         rewards: Object.fromEntries(batch.rewardNames.map((name, k) => [name, Number.isFinite(batch.scores[i * K + k]) ? batch.scores[i * K + k] : null])),
