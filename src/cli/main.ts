@@ -89,13 +89,20 @@ export function buildProgram(): Command {
     .description("held-out accuracy (greedy pass@1, sampled pass@k) of a checkpoint on a built-in task")
     .requiredOption('--model <directory>', 'checkpoint folder (HF layout)')
     .option('--task <name>', 'built-in task', 'addition')
+    .option('--data <file>', 'evaluate on every row of a dataset file instead (needs --reward)')
+    .option('--prompt-column <column>', 'column holding the prompt (with --data)')
+    .option('--answer-column <column>', 'column holding the reference answer (with --data)')
+    .option('--system-prompt <text>', 'system prompt for every row (with --data)')
+    .option('--reward <name[:weight]>', 'reward by name (repeatable); the first decides correctness (with --data)', collect)
+    .option('--chat-template <auto|none|file>', "prompt format (default auto: the checkpoint's chat template when it has one)")
+    .option('--output <file>', 'JSONL file for the greedy completions (default runs/eval-<time>.jsonl)')
     .option('--examples <n>', 'held-out examples (1 to 100000)', integerFrom(1, 100_000), 200)
     .option('--pass-at-k <k>', 'also sample k completions per prompt (0 = off, at most 1024)', integerFrom(0, 1024), 0)
     .option('--max-new-tokens <n>', 'completion length limit (1 to 32768)', maxNewTokens, 8)
     .option('--seed <n>', 'seed', integer, 0)
     .option('--json', 'print JSON')
     .action(async (options) => {
-      process.exitCode = await runEvalCommand(options);
+      process.exitCode = await runEvalCommand({ ...options, rewards: options.reward });
     });
 
   program.command('generate')

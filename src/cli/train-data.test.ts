@@ -12,6 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { makeChatCheckpoint } from '../testing/chat-checkpoint.js';
 import { loadTokenizer } from '../model/tokenizer.js';
 import { promptFormatFor, renderDemonstration, renderPrompt } from '../trainer/prompt-format.js';
+import { runEvalCommand } from './eval-command.js';
 import { runTrainCommand } from './train-command.js';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -73,5 +74,28 @@ describe('a chat checkpoint (ChatML, Qwen2.5-style)', () => {
   it('a conversational prompt without a chat template is refused, never stringified', () => {
     const format = promptFormatFor('none', loadTokenizer(chat));
     expect(() => renderPrompt(format, { prompt: [{ role: 'user', content: 'Hi' }] })).toThrow(/a prompt is a list of chat messages .* but the model has no chat template; set model\.chatTemplate/);
+  });
+});
+
+describe('grpo eval --data', () => {
+  it('scores every row of the file with the named reward and saves the greedy completions', async () => {
+    const output = join(scratch, 'eval', 'completions.jsonl');
+    const printed: string[] = [];
+    const original = process.stdout.write.bind(process.stdout);
+    process.stdout.write = ((chunk: string | Uint8Array) => { printed.push(String(chunk)); return true; }) as typeof process.stdout.write;
+    try {
+      const code = await runEvalCommand({ model: tinyStories, task: 'addition', examples: 200, passAtK: 2, maxNewTokens: 4, seed: 0, json: true, data: rowsFile, promptColumn: 'question', rewards: ['math-answer'], output });
+      expect(code).toBe(0);
+    } finally {
+      process.stdout.write = original;
+    }
+    const result = JSON.parse(printed.join(''));
+    expect(Object.keys(result).sort()).toEqual(['eval/accuracy', 'eval/meanReward', 'eval/passAtK']);
+    const saved = lines(output);
+    expect(saved).toHaveLength(12); // every row, not a held-out fraction
+    const third = saved.find((record) => record.prompt === 'Once upon a time there were 3 cats.');
+    expect(third).toMatchObject({ row: { answer: '3' } });
+    expect(typeof third.completion).toBe('string');
+    expect(saved.filter((record) => record.correct).length / 12).toBe(result['eval/accuracy']);
   });
 });

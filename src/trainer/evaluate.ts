@@ -17,6 +17,8 @@ export interface EvaluationSettings {
   passAtK: number;
   temperature: number;
   seed: number;
+  /** Called once per greedy completion, in order (e.g. `grpo eval` saves them). */
+  onCompletion?: (record: { prompt: string; completion: string; correct: boolean; reward: number | null; row: Example }) => void;
 }
 
 export interface EvaluationResult {
@@ -40,13 +42,22 @@ export async function evaluate(
   const texts = greedy.map((completion) => tokenizer.decode(completion.ids, { skipSpecialTokens: true }));
   // One check at a time: a code task's check starts a sandbox process, and evaluation sets are hundreds long.
   let correct = 0;
-  for (let i = 0; i < texts.length; i++) if (await task.isCorrect(examples[i], texts[i])) correct++;
+  const verdicts: boolean[] = [];
+  for (let i = 0; i < texts.length; i++) {
+    verdicts.push(await task.isCorrect(examples[i], texts[i]));
+    if (verdicts[i]) correct++;
+  }
   const groups = texts.map((text, i) => [{
     prompt: examples[i].prompt, completion: text, completionIds: greedy[i].ids, row: examples[i], group: [text], indexInGroup: 0, step: 0,
     truncated: greedy[i].finishReason === 'length',
   }]);
   const matrix = await scoreRewards(rewards, groups);
   const combined = weightedSum(matrix, weightsAt(rewards, 0));
+  if (settings.onCompletion) {
+    texts.forEach((completion, i) => settings.onCompletion!({
+      prompt: renderPrompt(format, examples[i]).text, completion, correct: verdicts[i], reward: Number.isFinite(combined.rewards[i]) ? combined.rewards[i] : null, row: examples[i],
+    }));
+  }
   const finite = Array.from(combined.rewards).filter(Number.isFinite);
   const result: EvaluationResult = {
     'eval/accuracy': correct / examples.length,
