@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { answersMatch, goldAnswer, verifyMathAnswer } from '../src/rewards/math.js';
+import { taskRegistry } from '../src/data/index.js';
 
 const dataRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'shared', 'data');
 
@@ -111,6 +112,28 @@ const ENGINE_CASES: Case[] = [
   ['\\boxed{\\sin^2 x + \\cos^2 x}', '1'], ['\\boxed{\\log_3 10}', '2'], ['\\boxed{\\lceil y \\rceil + x}', 'x + \\lceil y \\rceil'],
 ].map(([solution, gold]) => ({ solution: solution!, gold: gold! }));
 
+/**
+ * Every built-in task over the shared data: the fraction of its rows whose gold demonstration (the
+ * data set's own solution, written as the task writes SFT targets) the task judges correct. Code
+ * tasks run a sandbox per row, so they are sampled unless `codeRows` is Infinity.
+ */
+async function builtInTaskRates(codeRows: number): Promise<{ task: string; rows: number; checked: number; correct: number; sampled: boolean }[]> {
+  const lines = [];
+  for (const name of ['gsm8k', 'math500', 'countdown', 'game24', 'mbpp', 'humaneval']) {
+    const task = await taskRegistry.load(name, { dataDirectory: dataRoot, evalFraction: 0.5 });
+    // Half held out, half for training (trainExamples repeats past its end, so duplicates are dropped).
+    const held = task.evalExamples(1e6, 0);
+    const rows = [...held, ...task.trainExamples(held.length + 1, 0)];
+    const unique = [...new Map(rows.map((row) => [JSON.stringify(row), row])).values()];
+    const limit = name === 'mbpp' || name === 'humaneval' ? codeRows : Infinity;
+    const checked = unique.slice(0, limit);
+    let correct = 0;
+    for (const example of checked) if (await task.isCorrect(example, task.demonstration(example, () => 0))) correct++;
+    lines.push({ task: name, rows: unique.length, checked: checked.length, correct, sampled: checked.length < unique.length });
+  }
+  return lines;
+}
+
 /** Prints the verification fractions for GSM8K and MATH-500. */
 export async function main(argv: string[]): Promise<void> {
   const showFailures = argv.includes('--show-failures');
@@ -138,6 +161,10 @@ export async function main(argv: string[]): Promise<void> {
     const ratio = perSecond / TARGET_PER_SECOND;
     if (json) console.log(JSON.stringify({ speed: path, verificationsPerSecond: perSecond, ratioToTarget: ratio }));
     else console.log(`speed, ${path}: ${perSecond.toFixed(0)} verifications/s on one core, ${ratio.toFixed(1)}x the 10,000/minute target`);
+  }
+  for (const line of await builtInTaskRates(argv.includes('--all-code') ? Infinity : 40)) {
+    if (json) console.log(JSON.stringify(line));
+    else console.log(`task ${line.task}: gold demonstrations judged correct ${line.correct}/${line.checked} (${((line.correct / line.checked) * 100).toFixed(2)}%)${line.sampled ? `, a sample of ${line.checked} of ${line.rows} rows (--all-code for all)` : ''}`);
   }
   for (const result of results) {
     if (json) console.log(JSON.stringify(result));
