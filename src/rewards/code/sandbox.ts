@@ -18,7 +18,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -253,7 +253,10 @@ export async function runSandboxed(code: string, options: SandboxOptions): Promi
     command.push(process.execPath, '--max-old-space-size=64', join(hostWorkDir, 'supervisor.cjs'));
     return await execute(command, hostWorkDir, limits.timeoutMs, options.maxOutputBytes ?? 64 * 1024, options.signal);
   } finally {
+    await settle(basename(hostWorkDir));
     if (uids) for (const uid of [uids.program, uids.grader]) sweepUid(uid); // belt and braces: nothing of these uids survives
+    if (uids && !layers.namespaces) removeFilesOfUids([uids.program, uids.grader]);
+    if (!uids && !layers.namespaces) sweepWorkDir(hostWorkDir);
     rmSync(hostWorkDir, { recursive: true, force: true });
   }
 }
@@ -266,6 +269,62 @@ function sweepUid(uid: number): void {
   for (let round = 0; round < 20 && processesOfUids([uid]).length > 0; round++) {
     spawnSync('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', 'kill', '-KILL', '-1'], { stdio: 'ignore', env: { PATH: SANDBOX_PATH } });
     for (const pid of processesOfUids([uid])) killQuietly(pid);
+  }
+}
+
+/**
+ * Waits until no live process names the run's work dir (the supervisor, the program) any more.
+ * Killing `unshare` returns before the kernel has torn the PID namespace down; once the
+ * supervisor, its init, is gone, so is everything in it.
+ */
+async function settle(marker: string): Promise<void> {
+  const started = Date.now();
+  for (;;) {
+    const pids = readdirSync('/proc').filter((entry) => /^\d+$/.test(entry) && Number(entry) !== process.pid).filter((entry) => {
+      try {
+        return readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(marker) && !/^State:\s+Z/m.test(readFileSync(`/proc/${entry}/status`, 'utf8'));
+      } catch {
+        return false;
+      }
+    });
+    if (pids.length === 0) return;
+    if (Date.now() - started > 1000) for (const pid of pids) killQuietly(Number(pid)); // should not happen; never wait forever
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** Without namespaces or a fresh uid: kills the caller's processes still working in the work dir (a daemon that left it escapes). */
+function sweepWorkDir(workDir: string): void {
+  for (let round = 0; round < 20; round++) {
+    const pids = readdirSync('/proc').filter((entry) => /^\d+$/.test(entry) && Number(entry) !== process.pid).filter((entry) => {
+      try {
+        const cwd = readlinkSync(`/proc/${entry}/cwd`);
+        return cwd === workDir || cwd.startsWith(`${workDir}/`);
+      } catch {
+        return false; // another user's, or gone
+      }
+    });
+    if (pids.length === 0) return;
+    for (const pid of pids) killQuietly(Number(pid));
+  }
+}
+
+/** Without a private tmpfs: what a fresh uid left in the shared temporary directories is its own, and goes. */
+function removeFilesOfUids(uids: number[]): void {
+  for (const directory of ['/tmp', '/dev/shm', '/var/tmp']) {
+    let entries: string[] = [];
+    try {
+      entries = readdirSync(directory);
+    } catch {
+      continue;
+    }
+    for (const entry of entries) {
+      try {
+        if (uids.includes(lstatSync(join(directory, entry)).uid)) rmSync(join(directory, entry), { recursive: true, force: true });
+      } catch {
+        // gone already
+      }
+    }
   }
 }
 
