@@ -18,10 +18,11 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import type { Readable } from 'node:stream';
+import { killQuietly, removeFilesOfUids, settle, sweepUid, sweepWorkDir, tasksOfUid } from './processes.js';
 import { SUPERVISOR_SCRIPT } from './supervisor.js';
 
 /** Languages the sandbox can run. */
@@ -118,37 +119,6 @@ let uidCounter = 0;
 function freshUid(): number {
   uidCounter = (uidCounter + 1) % 4096;
   return 1_500_000_000 + ((process.pid % 100_000) * 4096 + uidCounter) % 400_000_000;
-}
-
-/** Tasks (threads count, as RLIMIT_NPROC counts them) of a uid, from /proc. */
-function tasksOfUid(uid: number): number {
-  let tasks = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const status = readFileSync(`/proc/${entry}/status`, 'utf8');
-      if (new RegExp(`^Uid:\\s+${uid}\\s`, 'm').test(status)) tasks += Number(/^Threads:\s+(\d+)/m.exec(status)?.[1] ?? 1);
-    } catch {
-      // ended while we looked
-    }
-  }
-  return tasks;
-}
-
-/** Live processes (by pid; zombies are already dead) whose real uid is one of `uids`, from /proc. */
-function processesOfUids(uids: number[]): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const status = readFileSync(`/proc/${entry}/status`, 'utf8');
-      const uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]);
-      if (uids.includes(uid) && !/^State:\s+Z/m.test(status)) pids.push(Number(entry));
-    } catch {
-      // ended while we looked
-    }
-  }
-  return pids;
 }
 
 /** The python3 the sandbox's PATH finds, resolved, so hiding directories never hides it. */
@@ -258,81 +228,6 @@ export async function runSandboxed(code: string, options: SandboxOptions): Promi
     if (uids && !layers.namespaces) removeFilesOfUids([uids.program, uids.grader]);
     if (!uids && !layers.namespaces) sweepWorkDir(hostWorkDir);
     rmSync(hostWorkDir, { recursive: true, force: true });
-  }
-}
-
-/**
- * Kills every process of a fresh uid. `kill -1` run as that uid reaches them all in one pass of
- * the kernel's task list, which a fork bomb cannot outrun the way it outruns a /proc scan.
- */
-function sweepUid(uid: number): void {
-  for (let round = 0; round < 20 && processesOfUids([uid]).length > 0; round++) {
-    spawnSync('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', 'kill', '-KILL', '-1'], { stdio: 'ignore', env: { PATH: SANDBOX_PATH } });
-    for (const pid of processesOfUids([uid])) killQuietly(pid);
-  }
-}
-
-/**
- * Waits until no live process names the run's work dir (the supervisor, the program) any more.
- * Killing `unshare` returns before the kernel has torn the PID namespace down; once the
- * supervisor, its init, is gone, so is everything in it.
- */
-async function settle(marker: string): Promise<void> {
-  const started = Date.now();
-  for (;;) {
-    const pids = readdirSync('/proc').filter((entry) => /^\d+$/.test(entry) && Number(entry) !== process.pid).filter((entry) => {
-      try {
-        return readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(marker) && !/^State:\s+Z/m.test(readFileSync(`/proc/${entry}/status`, 'utf8'));
-      } catch {
-        return false;
-      }
-    });
-    if (pids.length === 0) return;
-    if (Date.now() - started > 1000) for (const pid of pids) killQuietly(Number(pid)); // should not happen; never wait forever
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
-/** Without namespaces or a fresh uid: kills the caller's processes still working in the work dir (a daemon that left it escapes). */
-function sweepWorkDir(workDir: string): void {
-  for (let round = 0; round < 20; round++) {
-    const pids = readdirSync('/proc').filter((entry) => /^\d+$/.test(entry) && Number(entry) !== process.pid).filter((entry) => {
-      try {
-        const cwd = readlinkSync(`/proc/${entry}/cwd`);
-        return cwd === workDir || cwd.startsWith(`${workDir}/`);
-      } catch {
-        return false; // another user's, or gone
-      }
-    });
-    if (pids.length === 0) return;
-    for (const pid of pids) killQuietly(Number(pid));
-  }
-}
-
-/** Without a private tmpfs: what a fresh uid left in the shared temporary directories is its own, and goes. */
-function removeFilesOfUids(uids: number[]): void {
-  for (const directory of ['/tmp', '/dev/shm', '/var/tmp']) {
-    let entries: string[] = [];
-    try {
-      entries = readdirSync(directory);
-    } catch {
-      continue;
-    }
-    for (const entry of entries) {
-      try {
-        if (uids.includes(lstatSync(join(directory, entry)).uid)) rmSync(join(directory, entry), { recursive: true, force: true });
-      } catch {
-        // gone already
-      }
-    }
-  }
-}
-
-function killQuietly(pid: number): void {
-  try {
-    process.kill(pid, 'SIGKILL');
-  } catch {
-    // already gone
   }
 }
 
