@@ -40,17 +40,31 @@ export function processesOfUids(uids: number[]): number[] {
   return pids;
 }
 
+/** Whether any thread of `pid` is still running: an exiting init's leader is a zombie while another of its threads tears the namespace down. */
+function anyThreadAlive(pid: string): boolean {
+  for (const thread of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      if (!/^[ZX]/.test(readFileSync(`/proc/${pid}/task/${thread}/stat`, 'utf8').split(') ').pop()!)) return true;
+    } catch {
+      // the thread ended while we looked
+    }
+  }
+  return false;
+}
+
 /**
- * Waits until no live process names the run's work dir (the supervisor, the program) any more.
- * Killing `unshare` returns before the kernel has torn the PID namespace down; once the
- * supervisor, its init, is gone, so is everything in it.
+ * Waits until the supervisor (found by its process name, `title`) and every process naming the
+ * run's work dir have no running thread left. Killing `unshare` returns before the kernel has
+ * torn the PID namespace down; the supervisor is its init and ends only after everything in it.
+ * Its command line reads empty while it exits, its name does not, hence the name.
  */
-export async function settle(marker: string): Promise<void> {
+export async function settle(title: string, marker: string): Promise<void> {
   const started = Date.now();
-  for (;;) {
+  while (Date.now() - started < 5000) {
     const pids = readdirSync('/proc').filter((entry) => /^\d+$/.test(entry) && Number(entry) !== process.pid).filter((entry) => {
       try {
-        return readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(marker) && !/^State:\s+Z/m.test(readFileSync(`/proc/${entry}/status`, 'utf8'));
+        const ours = readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === title || readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(marker);
+        return ours && anyThreadAlive(entry);
       } catch {
         return false;
       }

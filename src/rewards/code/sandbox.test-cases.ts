@@ -29,7 +29,8 @@ export interface HostileOutcome {
   detail: string;
   durationMs: number;
   limitMs: number;
-  leftovers: number[];
+  /** pid, start of /proc/pid/stat and NSpid of each. */
+  leftovers: string[];
   /** Files the program wrote to the host's /tmp or /dev/shm that outlived the run. */
   filesLeft: string[];
 }
@@ -112,19 +113,25 @@ function writer(language: SandboxLanguage, path: string): string {
   return `const fs = require('fs');\nlet written = 0;\ntry { const fd = fs.openSync(${JSON.stringify(path)}, 'w'); const block = Buffer.alloc(1048576, 120); for (let i = 0; i < 200; i++) { fs.writeSync(fd, block); written += block.length; console.log('wrote', written); } } catch (error) { console.log('refused', error.code); }`;
 }
 
+/** Whether `uid` is one of the fresh uids `sandbox.ts` hands out in process `pid` (so other runs on the machine are not counted). */
+export function ownUid(uid: number, pid: number): boolean {
+  const offset = uid - 1_500_000_000;
+  return offset >= 0 && offset < 400_000_000 && (((offset - (pid % 100_000) * 4096) % 400_000_000) + 400_000_000) % 400_000_000 < 4096;
+}
+
 /** Live processes of this sandbox run: its fresh uids (root), the caller's uid (otherwise), or its work-dir marker. */
-function leftovers(): number[] {
+function leftovers(): string[] {
   const uid = process.getuid?.() ?? 0;
   const marker = `grpo-sandbox-${process.pid}-`;
-  const pids: number[] = [];
+  const pids: string[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
     try {
       const status = readFileSync(`/proc/${entry}/status`, 'utf8');
       if (/^State:\s+Z/m.test(status)) continue;
       const owner = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]);
-      const sandboxUid = uid === 0 ? owner >= 1_500_000_000 && owner < 1_900_000_000 : owner === uid;
-      if (sandboxUid || readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(marker)) pids.push(Number(entry));
+      const sandboxUid = uid === 0 ? ownUid(owner, process.pid) : owner === uid;
+      if (sandboxUid || readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(marker)) pids.push(`${entry} ${readFileSync(`/proc/${entry}/stat`, 'utf8').slice(0, 60)} ${/^NSpid:.*$/m.exec(status)?.[0]}`);
     } catch {
       // ended while we looked
     }

@@ -192,6 +192,7 @@ export async function runSandboxed(code: string, options: SandboxOptions): Promi
   const uids = layers.separateUser ? { program: freshUid(), grader: freshUid() } : null;
   const hostWorkDir = mkdtempSync(join(tmpdir(), `grpo-sandbox-${process.pid}-`)); // the pid lets a test find only its own leftovers
   const workDir = layers.namespaces ? join('/tmp', basename(hostWorkDir)) : hostWorkDir;
+  const title = `gs-${randomBytes(6).toString('hex')}`; // the supervisor's process name (15 characters at most)
   try {
     const file = join(workDir, options.language === 'python' ? 'main.py' : 'main.js');
     writeFileSync(join(hostWorkDir, basename(file)), code);
@@ -200,8 +201,10 @@ export async function runSandboxed(code: string, options: SandboxOptions): Promi
       writeFileSync(join(hostWorkDir, name), content);
     }
     const grader = options.grader ? interpreter(options.language, memoryMb, { code: options.grader.code }) : null;
-    const argv = commands(limits, interpreter(options.language, limits.memoryMb - limits.scratchMb, { file }), grader, uids);
+    // niced, so that a program spinning on every core cannot starve the trainer's timers and kills
+    const argv = commands(limits, ['nice', '-n', '10', ...interpreter(options.language, limits.memoryMb - limits.scratchMb, { file })], grader, uids);
     const config = {
+      title,
       path: SANDBOX_PATH,
       workDir,
       scratchBytes: layers.namespaces ? limits.scratchMb * 1024 * 1024 : null,
@@ -223,7 +226,7 @@ export async function runSandboxed(code: string, options: SandboxOptions): Promi
     command.push(process.execPath, '--max-old-space-size=64', join(hostWorkDir, 'supervisor.cjs'));
     return await execute(command, hostWorkDir, limits.timeoutMs, options.maxOutputBytes ?? 64 * 1024, options.signal);
   } finally {
-    await settle(basename(hostWorkDir));
+    await settle(title, basename(hostWorkDir));
     if (uids) for (const uid of [uids.program, uids.grader]) sweepUid(uid); // belt and braces: nothing of these uids survives
     if (uids && !layers.namespaces) removeFilesOfUids([uids.program, uids.grader]);
     if (!uids && !layers.namespaces) sweepWorkDir(hostWorkDir);

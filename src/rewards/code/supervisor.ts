@@ -30,6 +30,7 @@ for (const name of fs.readdirSync('/proc/self/fd')) {
 }
 
 const config = JSON.parse(fs.readFileSync('supervisor.json', 'utf8'));
+process.title = config.title; // how sandbox.ts recognises us while we exit (our command line then reads empty)
 fs.rmSync('supervisor.json');
 fs.rmSync(__filename);
 const files = {};
