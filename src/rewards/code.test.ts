@@ -72,6 +72,17 @@ describe('codeTests on real datasets', () => {
     expect(await reward(makeRewardInput({ completion, row: { tests } }))).toBeCloseTo(2 / 3, 12); // the third test is wrong on purpose
   });
 
+  it('solutions and tests exchange values as plain data', async () => {
+    const solution = 'from collections import Counter\ndef count(xs):\n    return Counter(xs)\ndef pairs(n):\n    return ((i, i * i) for i in range(n))\ndef shout(s):\n    raise ValueError(s)';
+    const tests = [
+      "assert count('aab') == {'a': 2, 'b': 1}", // a Counter crosses as a dict
+      'assert list(pairs(3)) == [(0, 0), (1, 1), (2, 4)]', // a generator crosses drained, tuples stay tuples
+      "try:\n    shout('x')\nexcept ValueError:\n    pass\nelse:\n    raise AssertionError", // built-in exceptions keep their type
+      'assert isinstance(count, type(len)) is False', // the tests see a proxy, not the solution's function
+    ];
+    expect((await runTests(solution, tests, { language: 'python' })).results).toEqual([true, true, true, true]);
+  });
+
   it('a syntax error scores 0, no tests scores null, a bad tests column is an error', async () => {
     const reward = codeTests();
     expect(await reward(makeRewardInput({ completion: 'def broken(:', row: { tests: ['assert True'] } }))).toBe(0);

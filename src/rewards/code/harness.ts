@@ -20,17 +20,18 @@ const PYTHON_CODEC = String.raw`
 import json, os, sys, types
 def encode(value, depth=0):
     if depth > 100: raise ValueError('value nested too deeply')
+    # subclasses (Counter, OrderedDict, namedtuple, an int with a lying __eq__) travel as their base type
     kind = type(value)
     if value is None: return ['n']
-    if kind is bool: return ['b', value]
-    if kind is int: return ['i', str(value)]
-    if kind is float: return ['f', repr(value)]
-    if kind is complex: return ['c', repr(value.real), repr(value.imag)]
-    if kind is str: return ['s', value]
-    if kind is bytes: return ['y', value.hex()]
-    if kind in (list, tuple, set, frozenset):
-        return [{list: 'l', tuple: 't', set: 'S', frozenset: 'F'}[kind], [encode(item, depth + 1) for item in value]]
-    if kind is dict: return ['d', [[encode(key, depth + 1), encode(item, depth + 1)] for key, item in value.items()]]
+    if isinstance(value, bool): return ['b', value is True or bool.__bool__(value)]
+    if isinstance(value, int): return ['i', int.__repr__(value)]
+    if isinstance(value, float): return ['f', float.__repr__(value)]
+    if isinstance(value, complex): return ['c', float.__repr__(value.real), float.__repr__(value.imag)]
+    if isinstance(value, str): return ['s', str.__str__(value)]
+    if isinstance(value, bytes): return ['y', bytes.hex(value)]
+    for base, tag in ((list, 'l'), (tuple, 't'), (set, 'S'), (frozenset, 'F')):
+        if isinstance(value, base): return [tag, [encode(item, depth + 1) for item in base.__iter__(value)]]
+    if isinstance(value, dict): return ['d', [[encode(key, depth + 1), encode(item, depth + 1)] for key, item in dict.items(value)]]
     if kind is range: return ['r', value.start, value.stop, value.step]
     if isinstance(value, types.GeneratorType) or (hasattr(kind, '__next__') and hasattr(kind, '__iter__')):
         items = []

@@ -78,7 +78,7 @@ const PYTHON_CASES: HostileCase[] = [
   { name: 'replace builtins.exec', language: 'python', timeoutMs: 3000, solution: 'import builtins\nbuiltins.exec = lambda *args, **kwargs: None\ndef add(a, b):\n    return a - b' },
   { name: 'nonce from __main__, gc and frames', language: 'python', timeoutMs: 3000, solution: 'import __main__, gc, re, sys\nseen = set(v for v in vars(__main__).values() if isinstance(v, str))\nseen |= set(o for o in gc.get_objects() if isinstance(o, str))\nframe = sys._getframe()\nwhile frame:\n    seen |= set(v for v in frame.f_globals.values() if isinstance(v, str))\n    frame = frame.f_back\nfor nonce in [s for s in seen if re.fullmatch("[0-9a-f]{24}", s)]:\n    for i in range(2):\n        print(nonce, "pass", i, flush=True)\ndef add(a, b):\n    return a - b' },
   { name: 'sys.exit(0) before the tests', language: 'python', timeoutMs: 3000, solution: 'import sys\nsys.exit(0)' },
-  { name: 'patch assert helpers and AssertionError, always-equal result', language: 'python', timeoutMs: 3000, solution: 'import builtins, unittest\nunittest.TestCase.assertEqual = lambda *args: None\nbuiltins.AssertionError = type("Fake", (Exception,), {})\nclass Same:\n    def __eq__(self, other):\n        return True\ndef add(a, b):\n    return Same()' },
+  { name: 'patch assert helpers and AssertionError, always-equal result', language: 'python', timeoutMs: 3000, solution: 'import builtins, unittest\nunittest.TestCase.assertEqual = lambda *args: None\nbuiltins.AssertionError = type("Fake", (Exception,), {})\nclass Same(int):\n    def __eq__(self, other):\n        return True\ndef add(a, b):\n    return Same(0)' },
 ];
 
 const JAVASCRIPT_CASES: HostileCase[] = [
