@@ -72,6 +72,17 @@ describe('codeTests on real datasets', () => {
     expect(await reward(makeRewardInput({ completion, row: { tests } }))).toBeCloseTo(2 / 3, 12); // the third test is wrong on purpose
   });
 
+  it('solutions and tests exchange values as plain data', async () => {
+    const solution = 'from collections import Counter\ndef count(xs):\n    return Counter(xs)\ndef pairs(n):\n    return ((i, i * i) for i in range(n))\ndef shout(s):\n    raise ValueError(s)';
+    const tests = [
+      "assert count('aab') == {'a': 2, 'b': 1}", // a Counter crosses as a dict
+      'assert list(pairs(3)) == [(0, 0), (1, 1), (2, 4)]', // a generator crosses drained, tuples stay tuples
+      "try:\n    shout('x')\nexcept ValueError:\n    pass\nelse:\n    raise AssertionError", // built-in exceptions keep their type
+      'assert isinstance(count, type(len)) is False', // the tests see a proxy, not the solution's function
+    ];
+    expect((await runTests(solution, tests, { language: 'python' })).results).toEqual([true, true, true, true]);
+  });
+
   it('a syntax error scores 0, no tests scores null, a bad tests column is an error', async () => {
     const reward = codeTests();
     expect(await reward(makeRewardInput({ completion: 'def broken(:', row: { tests: ['assert True'] } }))).toBe(0);
@@ -82,9 +93,14 @@ describe('codeTests on real datasets', () => {
 
 describe('sandbox containment', () => {
   it('reports which layers are active on this machine', () => {
-    // on Linux as root with util-linux every layer is expected; elsewhere the fallbacks apply
-    if (process.platform === 'linux' && process.getuid?.() === 0) expect(capabilities).toEqual({ namespaces: true, separateUser: true, resourceLimits: true, parentDeathSignal: true });
-    else expect(capabilities.namespaces).toBe(false);
+    // on Linux as root with util-linux every layer is expected (user namespaces are not needed
+    // there); without root the namespaces are those of a user namespace, and there is no separate uid
+    const namespacesAllowed = process.env.GRPO_SANDBOX_NAMESPACES !== '0';
+    if (process.platform === 'linux' && process.getuid?.() === 0) expect(capabilities).toEqual({ namespaces: namespacesAllowed, userNamespaces: false, separateUser: true, resourceLimits: true, parentDeathSignal: true });
+    else {
+      expect(capabilities.separateUser).toBe(false);
+      expect(capabilities.namespaces).toBe(capabilities.userNamespaces);
+    }
   });
 
   it('kills an infinite loop at the wall-clock limit', async () => {
@@ -159,7 +175,9 @@ describe('sandbox containment', () => {
       expect(result.stdout).not.toContain('TOP-SECRET');
       expect(result.stdout).toContain("['HOME', 'LANG', 'PATH']"); // nothing inherited
       expect(result.stdout).toContain("['main.py']"); // the work dir holds only the program
-      if (capabilities.separateUser) expect(result.stdout).toContain('refused PermissionError');
+      // with namespaces the host's /tmp is behind a private tmpfs; without, a separate uid is refused
+      if (capabilities.namespaces) expect(result.stdout).toContain('refused FileNotFoundError');
+      else if (capabilities.separateUser) expect(result.stdout).toContain('refused PermissionError');
     } finally {
       delete process.env.GRPO_TEST_SECRET;
       rmSync(secretDir, { recursive: true, force: true });

@@ -7,7 +7,7 @@
  * exhaustion, `exit()` before the tests) score what passed so far. A sandbox that cannot start or
  * a harness that never reports "ready" throws, so the runner marks the sample invalid rather than 0.
  */
-import { JAVASCRIPT_HARNESS, PYTHON_HARNESS } from './code/harness.js';
+import { JAVASCRIPT_GRADER, JAVASCRIPT_SOLUTION_SERVER, PYTHON_GRADER, PYTHON_SOLUTION_SERVER } from './code/harness.js';
 import { newNonce, runSandboxed, type SandboxLanguage, type SandboxResult } from './code/sandbox.js';
 import type { RewardFn } from './types.js';
 
@@ -45,16 +45,17 @@ export interface RunTestsOptions {
 /** Runs `tests` (each a code snippet that raises/throws on failure) against `solution` in the sandbox. */
 export async function runTests(solution: string, tests: readonly string[], options: RunTestsOptions): Promise<TestRun> {
   const nonce = newNonce();
-  const extension = options.language === 'python' ? 'py' : 'js';
-  const sandbox = await runSandboxed(options.language === 'python' ? PYTHON_HARNESS : JAVASCRIPT_HARNESS, {
+  const python = options.language === 'python';
+  // the solution runs in one process, the tests in another it cannot reach (see code/harness.ts)
+  const sandbox = await runSandboxed(python ? PYTHON_SOLUTION_SERVER : JAVASCRIPT_SOLUTION_SERVER, {
     language: options.language,
     timeoutMs: options.timeoutMs,
     memoryMb: options.memoryMb,
     signal: options.signal,
-    stdin: `${nonce}\n`,
-    files: { 'tests.json': JSON.stringify({ setup: options.setup ?? '', tests }), [`solution.${extension}`]: solution },
+    grader: { code: python ? PYTHON_GRADER : JAVASCRIPT_GRADER, input: `${nonce}\n${JSON.stringify({ setup: options.setup ?? '', tests })}` },
+    files: { [`solution.${python ? 'py' : 'js'}`]: solution },
   });
-  const lines = sandbox.stdout.split('\n').filter((line) => line.startsWith(`${nonce} `)).map((line) => line.slice(nonce.length + 1).split(' '));
+  const lines = sandbox.graderOutput.split('\n').filter((line) => line.startsWith(`${nonce} `)).map((line) => line.slice(nonce.length + 1).split(' '));
   if (!lines.some(([kind]) => kind === 'ready')) {
     if (options.signal?.aborted) throw new Error('code run aborted');
     throw new Error(`code sandbox did not start the harness (exit ${sandbox.exitCode}${sandbox.timedOut ? ', timed out' : ''}): ${sandbox.stderr.slice(0, 300)}`);
