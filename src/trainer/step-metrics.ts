@@ -3,8 +3,11 @@
  * and per reward, from the first generation round, before any filter, as TRL logs them), the share
  * of zero-variance groups, failed reward calls, and completion lengths.
  *
+ * Also the samples.jsonl records of a step.
+ *
  * Is not: the loss metrics (optimize.ts names those) or the writing of files (run-folder.ts).
  */
+import type { PreparedStep } from './grpo-step.js';
 import { groupStarts, type StepBatch } from './step-batch.js';
 
 function meanAndStd(values: readonly number[]): { mean: number; std: number } {
@@ -47,4 +50,35 @@ export function completionMetrics(batch: StepBatch): Record<string, number> {
     'completions/maxLength': Math.max(...lengths),
     'completions/clippedRatio': batch.samples.filter((s) => s.truncated).length / Math.max(1, lengths.length),
   };
+}
+
+/** samples.jsonl lines of a step: its first `groupCount` groups, each completion with its rewards, advantage and errors. */
+export function sampleRecords(step: number, prepared: PreparedStep, groupCount: number): Record<string, unknown>[] {
+  const { batch, signal } = prepared;
+  const starts = groupStarts(batch.groupSizes);
+  const K = batch.rewardNames.length;
+  return batch.prompts.slice(0, groupCount).map((prompt, g) => {
+    const members = Array.from({ length: batch.groupSizes[g] }, (_, k) => starts[g] + k);
+    return {
+      step,
+      phase: 'grpo',
+      prompt: prompt.text ?? prompt.example.prompt,
+      answer: prompt.example.answer,
+      completions: members.map((i) => ({
+        text: batch.samples[i].text,
+        reward: Number.isFinite(signal.rewards[i]) ? signal.rewards[i] : null,
+        rewards: Object.fromEntries(
+          batch.rewardNames.map((name, k) => [
+            name,
+            Number.isFinite(batch.scores[i * K + k]) ? batch.scores[i * K + k] : null,
+          ]),
+        ),
+        advantage: signal.advantages[i],
+        length: batch.samples[i].completionIds.length,
+        finishReason: batch.samples[i].truncated ? 'length' : 'stop',
+        inLoss: signal.keep[i] === 1,
+        ...(batch.errors[i] ? { errors: batch.errors[i] } : {}),
+      })),
+    };
+  });
 }

@@ -1,0 +1,70 @@
+/**
+ * What a run restores or rebuilds before it continues: the weights, optimiser state and counters of
+ * the last complete checkpoint (with the logs cut back to what that checkpoint had seen), and the
+ * frozen KL reference model saved at GRPO start.
+ *
+ * Is not: the writing of checkpoints (run-folder.ts) or the loop (trainer.ts).
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadCheckpoint, saveCheckpoint } from '../model/checkpoint.js';
+import { Transformer } from '../model/transformer.js';
+import type { AdamW } from '../nn/index.js';
+import type { ProgressReporter } from './progress.js';
+import type { RunFolder, TrainerState } from './run-folder.js';
+import type { RunContext } from './setup.js';
+
+/** Restores the last complete checkpoint into `model` and `optimizer`; null when there is none (the logs are then emptied). */
+export function resumeFrom(
+  folder: RunFolder,
+  model: Transformer,
+  optimizer: AdamW,
+  progress: ProgressReporter,
+): TrainerState | null {
+  const steps = folder.checkpointSteps();
+  if (steps.length === 0) {
+    folder.truncateLogsTo({ metrics: 0, samples: 0 }); // killed before its first checkpoint: start over with clean logs
+    progress.message(`no complete checkpoint in ${folder.directory}; starting the run from the beginning`);
+    return null;
+  }
+  const step = steps[steps.length - 1];
+  const { state, optimizer: optimizerState, directory, logBytes } = folder.loadTrainingState(step);
+  const restored = Transformer.fromTensors(model.config, loadCheckpoint(directory).tensors);
+  for (const [name, parameter] of model.parameters) parameter.data.set(restored.parameters.get(name)!.data);
+  optimizer.setState(optimizerState);
+  // Lines logged after the checkpoint (even at its own step) are replayed, so they are cut first.
+  if (logBytes) folder.truncateLogsTo(logBytes);
+  else folder.truncateLogsAfter(step); // a checkpoint from a version that did not record log lengths
+  progress.message(`resuming from ${directory} (step ${step}, phase ${state.phase})`);
+  return state;
+}
+
+/**
+ * The KL reference: the policy at GRPO start, saved once as checkpoints/reference (atomically, like
+ * every checkpoint) so a resumed run reloads the same one instead of taking its current weights.
+ */
+export function referenceFor(context: RunContext, folder: RunFolder, state: TrainerState): Transformer {
+  const directory = join(folder.checkpointsDirectory, 'reference');
+  let tensors;
+  if (state.phaseStep > 0) {
+    // The reference is published before the first GRPO checkpoint exists, so it cannot be missing here.
+    if (!existsSync(directory))
+      throw new Error(
+        `${directory}: missing, but the run is resuming at GRPO step ${state.phaseStep}; the KL reference cannot be rebuilt`,
+      );
+    tensors = loadCheckpoint(directory).tensors;
+  } else {
+    tensors = new Map(
+      [...context.model.parameters].map(([name, p]) => [name, { shape: [...p.shape], data: p.data.slice() }]),
+    );
+    saveCheckpoint(directory, {
+      config: context.model.config,
+      tensors,
+      extraFiles: context.tokenizerFiles,
+      sourceDir: context.sourceDirectory,
+    });
+  }
+  const reference = Transformer.fromTensors(context.model.config, tensors);
+  for (const parameter of reference.parameters.values()) parameter.requiresGrad = false;
+  return reference;
+}

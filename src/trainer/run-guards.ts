@@ -1,0 +1,56 @@
+/**
+ * The checks that stop a run rather than let it train on nothing: non-finite steps in a row, and
+ * reward failures (printed once per distinct message, warned when a step had no valid sample,
+ * fatal after `limit` such steps in a row). They count in `TrainerState`, so they survive a resume.
+ *
+ * Is not: the reward runner (rewards/run.ts), which records the failures this reads.
+ */
+import type { ProgressReporter } from './progress.js';
+import type { TrainerState } from './run-folder.js';
+import type { StepBatch } from './step-batch.js';
+
+/**
+ * Reward failures are loud: each distinct message is printed once (and every failed cell is kept in
+ * samples.jsonl), a step whose samples all lack a valid reward warns, and `limit` such steps in a row
+ * stop the run — a broken reward must not train on nothing while the run reports success.
+ */
+export function reportRewardFailures(
+  batch: StepBatch,
+  state: TrainerState,
+  progress: ProgressReporter,
+  reported: Set<string>,
+  limit: number,
+): void {
+  for (const errors of batch.errors) {
+    for (const [reward, message] of Object.entries(errors ?? {})) {
+      const key = `${reward}\u0000${message}`;
+      if (reported.has(key)) continue;
+      reported.add(key);
+      progress.warn(
+        `grpo: reward "${reward}" failed at step ${state.step + 1}: ${message} (its samples leave the loss; counted in reward/${reward}/invalid)`,
+      );
+    }
+  }
+  const noneValid = batch.samples.length > 0 && batch.valid.every((valid) => !valid);
+  state.invalidSteps = noneValid ? (state.invalidSteps ?? 0) + 1 : 0;
+  if (!noneValid) return;
+  const firstError = Object.entries(batch.errors.find((errors) => errors !== null) ?? {})[0];
+  const cause = firstError ? `reward "${firstError[0]}": ${firstError[1]}` : 'no reward applied';
+  if (state.invalidSteps >= limit)
+    throw new Error(
+      `stopping: ${state.invalidSteps} consecutive steps had no sample with a valid reward (${cause}); fix the reward`,
+    );
+  progress.warn(
+    `grpo: warning: step ${state.step + 1} had no sample with a valid reward (${cause}); nothing was learned`,
+  );
+}
+
+/** Counts a skipped (non-finite) step; `limit` in a row stop the run. */
+export function guardSkips(state: TrainerState, applied: boolean, limit: number): void {
+  state.consecutiveSkips = applied ? 0 : state.consecutiveSkips + 1;
+  if (state.consecutiveSkips >= limit) {
+    throw new Error(
+      `stopping: ${state.consecutiveSkips} consecutive steps had a non-finite loss or gradient (step ${state.step}); lower the learning rate or check the rewards`,
+    );
+  }
+}
