@@ -23,21 +23,25 @@ export function readFlags(argv: readonly string[]): FlagReader {
   };
   const positive = (flag: string, fallback: string): number => {
     const parsed = Number(value(flag, fallback));
-    if (!Number.isInteger(parsed) || parsed < 1) throw new Error(`${flag}: a positive integer, got '${value(flag, fallback)}'`);
+    if (!Number.isInteger(parsed) || parsed < 1)
+      throw new Error(`${flag}: a positive integer, got '${value(flag, fallback)}'`);
     return parsed;
   };
   const positiveList = (flag: string, fallback: string): number[] => {
     const list = value(flag, fallback).split(',').map(Number);
-    if (!list.every((item) => Number.isInteger(item) && item > 0)) throw new Error(`${flag}: positive integers, got '${value(flag, fallback)}'`);
+    if (!list.every((item) => Number.isInteger(item) && item > 0))
+      throw new Error(`${flag}: positive integers, got '${value(flag, fallback)}'`);
     return list;
   };
   const shapes = (flag: string, fallback: string) =>
-    value(flag, fallback).split(',').map((text) => {
-      const parts = text.split('x').map(Number);
-      if (parts.length !== 3 || !parts.every((part) => Number.isInteger(part) && part > 0)) {
-        throw new Error(`${flag}: '${text}' is not MxKxN with positive integers`);
-      }
-      return { M: parts[0], K: parts[1], N: parts[2] };
-    });
+    value(flag, fallback)
+      .split(',')
+      .map((text) => {
+        const parts = text.split('x').map(Number);
+        if (parts.length !== 3 || !parts.every((part) => Number.isInteger(part) && part > 0)) {
+          throw new Error(`${flag}: '${text}' is not MxKxN with positive integers`);
+        }
+        return { M: parts[0], K: parts[1], N: parts[2] };
+      });
   return { value, positive, positiveList, shapes };
 }

@@ -27,7 +27,15 @@ import { readFlags } from './_flags.js';
 const FIXTURE = new URL('../../shared/fixtures/models/tinystories-656k', import.meta.url).pathname;
 
 /** The ~25M random model: 24.6M parameters (4.2M of them the tied embedding). */
-export const RANDOM_25M_SHAPE = { vocabSize: 8192, hiddenSize: 512, intermediateSize: 1536, numLayers: 6, numHeads: 8, numKeyValueHeads: 8, maxPositionEmbeddings: 1024 };
+export const RANDOM_25M_SHAPE = {
+  vocabSize: 8192,
+  hiddenSize: 512,
+  intermediateSize: 1536,
+  numLayers: 6,
+  numHeads: 8,
+  numKeyValueHeads: 8,
+  maxPositionEmbeddings: 1024,
+};
 
 interface Settings {
   json: boolean;
@@ -45,7 +53,9 @@ function parseArguments(argv: string[]): Settings {
   const batches = value('--batches', '1,16,64').split(',').map(Number);
   if (!batches.every((b) => Number.isInteger(b) && b > 0)) throw new Error('--batches: positive integers');
   const models = value('--models', 'fixture,random-25m').split(',');
-  for (const model of models) if (model !== 'fixture' && model !== 'random-25m') throw new Error(`--models: unknown model '${model}'; known: fixture, random-25m`);
+  for (const model of models)
+    if (model !== 'fixture' && model !== 'random-25m')
+      throw new Error(`--models: unknown model '${model}'; known: fixture, random-25m`);
   const topP = Number(value('--top-p', '1'));
   if (!(topP > 0 && topP <= 1)) throw new Error('--top-p: a number in (0, 1]');
   return {
@@ -67,7 +77,17 @@ export function measureMatmulGflops(): number {
   const a = Float32Array.from({ length: n * n }, () => random.uniform() - 0.5);
   const b = Float32Array.from({ length: n * n }, () => random.uniform() - 0.5);
   const out = new Float32Array(n * n);
-  const shape = { batch: 1, M: n, K: n, N: n, transposeA: false, transposeB: false, aBatchStride: 0, bBatchStride: 0, accumulate: false };
+  const shape = {
+    batch: 1,
+    M: n,
+    K: n,
+    N: n,
+    transposeA: false,
+    transposeB: false,
+    aBatchStride: 0,
+    bBatchStride: 0,
+    accumulate: false,
+  };
   const backend = getBackend();
   backend.matmul(a, b, out, shape);
   const repeats = backend.name === 'js' ? 1 : 3;
@@ -122,7 +142,15 @@ function timeDecode(model: Transformer, batch: number, settings: Settings, rando
   const prompt = randomIds(settings.promptLength, model.config.vocabSize, random);
   const prefill = timePrefill(model, 1, settings.promptLength, random);
   const start = performance.now();
-  generate(model, { prompts: [prompt], numSamples: batch, maxNewTokens: settings.newTokens, stopTokenIds: [], seed: 1, temperature: 1, topP: settings.topP });
+  generate(model, {
+    prompts: [prompt],
+    numSamples: batch,
+    maxNewTokens: settings.newTokens,
+    stopTokenIds: [],
+    seed: 1,
+    temperature: 1,
+    topP: settings.topP,
+  });
   return Math.max(1e-9, (performance.now() - start) / 1000 - prefill);
 }
 
@@ -170,14 +198,40 @@ function benchModel(modelName: string, backendName: string, matmulGflops: number
   timeDecode(model, 2, { ...settings, newTokens: 4 }, random); // JIT warm-up
   for (const batch of settings.batches) {
     const phases = [
-      { phase: 'prefill' as const, tokens: batch * P, flops: batch * forwardFlops(config, P, causalKeys(0, P), 1), time: () => timePrefill(model, batch, P, random) },
-      { phase: 'decode' as const, tokens: batch * N, flops: batch * forwardFlops(config, N, causalKeys(P, N), N), time: () => timeDecode(model, batch, settings, random) },
+      {
+        phase: 'prefill' as const,
+        tokens: batch * P,
+        flops: batch * forwardFlops(config, P, causalKeys(0, P), 1),
+        time: () => timePrefill(model, batch, P, random),
+      },
+      {
+        phase: 'decode' as const,
+        tokens: batch * N,
+        flops: batch * forwardFlops(config, N, causalKeys(P, N), N),
+        time: () => timeDecode(model, batch, settings, random),
+      },
     ];
     for (const { phase, tokens, flops, time } of phases) {
       let seconds = Infinity;
       for (let r = 0; r < settings.repeats; r++) seconds = Math.min(seconds, time());
       const gflops = flops / seconds / 1e9;
-      report({ model: modelName, backend: backendName, threads, batch, phase, tokens, seconds, tokensPerSecond: tokens / seconds, gflops, matmulGflops, mfu: gflops / matmulGflops, parameters: parameterCount(model) }, settings.json);
+      report(
+        {
+          model: modelName,
+          backend: backendName,
+          threads,
+          batch,
+          phase,
+          tokens,
+          seconds,
+          tokensPerSecond: tokens / seconds,
+          gflops,
+          matmulGflops,
+          mfu: gflops / matmulGflops,
+          parameters: parameterCount(model),
+        },
+        settings.json,
+      );
     }
   }
 }
@@ -185,7 +239,8 @@ function benchModel(modelName: string, backendName: string, matmulGflops: number
 /** Runs the scenario; see the file header for flags. */
 export async function main(argv: string[]): Promise<void> {
   const settings = parseArguments(argv);
-  if (!settings.json) console.log(`${'model'.padEnd(11)}${'backend'.padEnd(8)} batch  phase      tokens/s   GFLOP/s    mfu`);
+  if (!settings.json)
+    console.log(`${'model'.padEnd(11)}${'backend'.padEnd(8)} batch  phase      tokens/s   GFLOP/s    mfu`);
   for (const backendName of settings.backends) {
     try {
       setBackend(backendName);

@@ -44,10 +44,17 @@ interface StepCase {
   microBatch: number;
 }
 
-function parseArguments(argv: string[]): { json: boolean; backends: string[]; models: string[]; shape: Omit<StepCase, 'model' | 'backend'> } {
+function parseArguments(argv: string[]): {
+  json: boolean;
+  backends: string[];
+  models: string[];
+  shape: Omit<StepCase, 'model' | 'backend'>;
+} {
   const { value, positive } = readFlags(argv);
   const models = value('--models', 'fixture,random-25m').split(',');
-  for (const model of models) if (model !== 'fixture' && model !== 'random-25m') throw new Error(`--models: unknown model '${model}'; known: fixture, random-25m`);
+  for (const model of models)
+    if (model !== 'fixture' && model !== 'random-25m')
+      throw new Error(`--models: unknown model '${model}'; known: fixture, random-25m`);
   const shape = {
     prompts: positive('--prompts', '8'),
     groupSize: positive('--group-size', '8'),
@@ -55,8 +62,16 @@ function parseArguments(argv: string[]): { json: boolean; backends: string[]; mo
     newTokens: positive('--new-tokens', '32'),
     microBatch: positive('--micro-batch', '64'),
   };
-  if ((shape.prompts * shape.groupSize) % shape.microBatch !== 0) throw new Error(`--micro-batch: ${shape.microBatch} does not divide the ${shape.prompts * shape.groupSize} completions`);
-  return { json: argv.includes('--json'), backends: value('--backends', process.env.GRPO_BACKEND ?? 'native,wasm,js').split(','), models, shape };
+  if ((shape.prompts * shape.groupSize) % shape.microBatch !== 0)
+    throw new Error(
+      `--micro-batch: ${shape.microBatch} does not divide the ${shape.prompts * shape.groupSize} completions`,
+    );
+  return {
+    json: argv.includes('--json'),
+    backends: value('--backends', process.env.GRPO_BACKEND ?? 'native,wasm,js').split(','),
+    models,
+    shape,
+  };
 }
 
 function loadModel(name: string): Transformer {
@@ -76,14 +91,31 @@ function grpoStep(model: Transformer, optimizer: AdamW, stepCase: StepCase, seed
   });
   const random = new Random(seed);
   const prompts = Array.from({ length: stepCase.prompts }, () =>
-    Array.from({ length: stepCase.promptLength }, () => 1 + Math.floor(random.uniform() * (model.config.vocabSize - 1))));
+    Array.from(
+      { length: stepCase.promptLength },
+      () => 1 + Math.floor(random.uniform() * (model.config.vocabSize - 1)),
+    ),
+  );
   let start = performance.now();
-  const completions = generate(model, { prompts, numSamples: stepCase.groupSize, maxNewTokens: stepCase.newTokens, stopTokenIds: [], seed, temperature: 1 });
+  const completions = generate(model, {
+    prompts,
+    numSamples: stepCase.groupSize,
+    maxNewTokens: stepCase.newTokens,
+    stopTokenIds: [],
+    seed,
+    temperature: 1,
+  });
   const rolloutSeconds = (performance.now() - start) / 1000;
   start = performance.now();
   const rewards = completions.map((c) => c.ids.filter((id) => id % 2 === 0).length / Math.max(1, c.ids.length));
   const { advantages } = advantageEstimators.get('grpo')({ rewards, groupSizes: stepCase.groupSize });
-  const samples: TrainingSample[] = completions.map((c, i) => ({ promptIds: prompts[c.promptIndex], completionIds: c.ids, oldLogprobs: c.logprobs, advantage: advantages[i], group: c.promptIndex }));
+  const samples: TrainingSample[] = completions.map((c, i) => ({
+    promptIds: prompts[c.promptIndex],
+    completionIds: c.ids,
+    oldLogprobs: c.logprobs,
+    advantage: advantages[i],
+    group: c.promptIndex,
+  }));
   const rewardSeconds = (performance.now() - start) / 1000;
   start = performance.now();
   const bound = bindAlgorithm(config, { sampleRows: [], rolloutProvides: [] });
@@ -91,24 +123,47 @@ function grpoStep(model: Transformer, optimizer: AdamW, stepCase: StepCase, seed
   const trainSeconds = (performance.now() - start) / 1000;
   const rolloutTokens = completions.reduce((total, c) => total + c.ids.length, 0);
   const trainTokens = samples.reduce((total, s) => total + s.promptIds.length + s.completionIds.length, 0);
-  return { rolloutSeconds, rewardSeconds, trainSeconds, rolloutTokens, trainTokens, loss: outcome.metrics['loss/total'] };
+  return {
+    rolloutSeconds,
+    rewardSeconds,
+    trainSeconds,
+    rolloutTokens,
+    trainTokens,
+    loss: outcome.metrics['loss/total'],
+  };
 }
 
 /** Runs one (model, backend) case in this process and prints its result as one JSON line. */
 function runCase(stepCase: StepCase): void {
   setBackend(stepCase.backend);
   const model = loadModel(stepCase.model);
-  const optimizer = new AdamW(optimizedParameters(model), { learningRate: 1e-5, beta1: 0.9, beta2: 0.99, epsilon: 1e-8, weightDecay: 0 });
+  const optimizer = new AdamW(optimizedParameters(model), {
+    learningRate: 1e-5,
+    beta1: 0.9,
+    beta2: 0.99,
+    epsilon: 1e-8,
+    weightDecay: 0,
+  });
   grpoStep(model, optimizer, { ...stepCase, prompts: 1, groupSize: 2, newTokens: 4, microBatch: 2 }, 1); // JIT warm-up
   const step = grpoStep(model, optimizer, stepCase, 2);
   const parameters = [...model.parameters.values()].reduce((total, p) => total + p.size, 0);
-  console.log(JSON.stringify({
-    ...stepCase, threads: getBackend().threads, parameters,
-    rolloutTokens: step.rolloutTokens, rolloutSeconds: step.rolloutSeconds, rolloutTokensPerSecond: step.rolloutTokens / step.rolloutSeconds,
-    trainTokens: step.trainTokens, trainSeconds: step.trainSeconds, trainTokensPerSecond: step.trainTokens / step.trainSeconds,
-    rewardSeconds: step.rewardSeconds, stepSeconds: step.rolloutSeconds + step.rewardSeconds + step.trainSeconds,
-    peakRssMiB: process.resourceUsage().maxRSS / 1024, loss: step.loss,
-  }));
+  console.log(
+    JSON.stringify({
+      ...stepCase,
+      threads: getBackend().threads,
+      parameters,
+      rolloutTokens: step.rolloutTokens,
+      rolloutSeconds: step.rolloutSeconds,
+      rolloutTokensPerSecond: step.rolloutTokens / step.rolloutSeconds,
+      trainTokens: step.trainTokens,
+      trainSeconds: step.trainSeconds,
+      trainTokensPerSecond: step.trainTokens / step.trainSeconds,
+      rewardSeconds: step.rewardSeconds,
+      stepSeconds: step.rolloutSeconds + step.rewardSeconds + step.trainSeconds,
+      peakRssMiB: process.resourceUsage().maxRSS / 1024,
+      loss: step.loss,
+    }),
+  );
   getBackend().dispose();
 }
 
@@ -129,7 +184,8 @@ export async function main(argv: string[]): Promise<void> {
   if (argv[0] === '--child') return runCase(JSON.parse(argv[1]) as StepCase);
   const settings = parseArguments(argv);
   const runner = join(dirname(fileURLToPath(import.meta.url)), 'run.ts');
-  if (!settings.json) console.log(`${'model'.padEnd(11)}${'backend'.padEnd(8)}rollout/s rollout s   train/s  train s  peak MiB`);
+  if (!settings.json)
+    console.log(`${'model'.padEnd(11)}${'backend'.padEnd(8)}rollout/s rollout s   train/s  train s  peak MiB`);
   for (const backend of settings.backends) {
     for (const model of settings.models) {
       if (backend === 'js' && model === 'random-25m') {
@@ -138,9 +194,15 @@ export async function main(argv: string[]): Promise<void> {
       }
       const stepCase: StepCase = { model, backend, ...settings.shape };
       // A child per case: its RSS high-water mark is then this case's peak memory alone.
-      const child = spawnSync(process.execPath, [...process.execArgv, runner, 'grpo-step', '--child', JSON.stringify(stepCase)], {
-        encoding: 'utf8', env: { ...process.env, GRPO_QUIET: '1' }, maxBuffer: 1 << 24,
-      });
+      const child = spawnSync(
+        process.execPath,
+        [...process.execArgv, runner, 'grpo-step', '--child', JSON.stringify(stepCase)],
+        {
+          encoding: 'utf8',
+          env: { ...process.env, GRPO_QUIET: '1' },
+          maxBuffer: 1 << 24,
+        },
+      );
       const lastLine = child.stdout.trim().split('\n').pop() ?? '';
       if (child.status !== 0 || !lastLine.startsWith('{')) {
         console.error(`grpo-step bench: ${model} on ${backend} failed (exit ${child.status}):\n${child.stderr}`);

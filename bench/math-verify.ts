@@ -52,7 +52,10 @@ function evaluate(name: string, cases: Case[], showFailures: boolean): Record<st
   const failures: string[] = [];
   cases.forEach(({ solution, gold }, index) => {
     if (verifyMathAnswer(solution, gold)) verified++;
-    else failures.push(`${name}#${index}: gold=${JSON.stringify(gold)} solution tail=${JSON.stringify(solution.slice(-160))}`);
+    else
+      failures.push(
+        `${name}#${index}: gold=${JSON.stringify(gold)} solution tail=${JSON.stringify(solution.slice(-160))}`,
+      );
     const rewritten = `so the answer is $${rewriteEquivalent(gold)}$.`;
     if (verifyMathAnswer(rewritten, gold)) rewrittenVerified++;
     else failures.push(`${name}#${index}: rewrite ${JSON.stringify(rewritten)} !~ ${JSON.stringify(gold)}`);
@@ -85,9 +88,11 @@ function evaluate(name: string, cases: Case[], showFailures: boolean): Record<st
 /** Every ordered pair of distinct MATH-500 gold answers judged equal (for manual review of false positives). */
 function allPairs(golds: string[]): string[] {
   const equal: string[] = [];
-  golds.forEach((a, i) => golds.forEach((b, j) => {
-    if (i !== j && a !== b && answersMatch(a, b)) equal.push(`${a}  ~  ${b}`);
-  }));
+  golds.forEach((a, i) =>
+    golds.forEach((b, j) => {
+      if (i !== j && a !== b && answersMatch(a, b)) equal.push(`${a}  ~  ${b}`);
+    }),
+  );
   return [...new Set(equal)];
 }
 
@@ -99,17 +104,22 @@ function throughput(cases: Case[]): number {
   for (const { solution, gold } of cases) verifyMathAnswer(solution, gold);
   let count = 0;
   const start = performance.now();
-  while (performance.now() - start < 500) for (const { solution, gold } of cases) {
-    verifyMathAnswer(solution, gold);
-    count++;
-  }
+  while (performance.now() - start < 500)
+    for (const { solution, gold } of cases) {
+      verifyMathAnswer(solution, gold);
+      count++;
+    }
   return count / ((performance.now() - start) / 1000);
 }
 
 /** Answers our parser refuses, so each verification goes through the Compute Engine (its slow path). */
 const ENGINE_CASES: Case[] = [
-  ['\\boxed{\\log_2 8}', '3'], ['\\boxed{e^{i\\pi}}', '-1'], ['\\boxed{\\lfloor 2.7 \\rfloor}', '2'],
-  ['\\boxed{\\sin^2 x + \\cos^2 x}', '1'], ['\\boxed{\\log_3 10}', '2'], ['\\boxed{\\lceil y \\rceil + x}', 'x + \\lceil y \\rceil'],
+  ['\\boxed{\\log_2 8}', '3'],
+  ['\\boxed{e^{i\\pi}}', '-1'],
+  ['\\boxed{\\lfloor 2.7 \\rfloor}', '2'],
+  ['\\boxed{\\sin^2 x + \\cos^2 x}', '1'],
+  ['\\boxed{\\log_3 10}', '2'],
+  ['\\boxed{\\lceil y \\rceil + x}', 'x + \\lceil y \\rceil'],
 ].map(([solution, gold]) => ({ solution: solution!, gold: gold! }));
 
 /**
@@ -117,7 +127,9 @@ const ENGINE_CASES: Case[] = [
  * data set's own solution, written as the task writes SFT targets) the task judges correct. Code
  * tasks run a sandbox per row, so they are sampled unless `codeRows` is Infinity.
  */
-async function builtInTaskRates(codeRows: number): Promise<{ task: string; rows: number; checked: number; correct: number; sampled: boolean }[]> {
+async function builtInTaskRates(
+  codeRows: number,
+): Promise<{ task: string; rows: number; checked: number; correct: number; sampled: boolean }[]> {
   const lines = [];
   for (const name of ['gsm8k', 'math500', 'countdown', 'game24', 'mbpp', 'humaneval']) {
     const task = await taskRegistry.load(name, { dataDirectory: dataRoot, evalFraction: 0.5 });
@@ -128,8 +140,21 @@ async function builtInTaskRates(codeRows: number): Promise<{ task: string; rows:
     const limit = name === 'mbpp' || name === 'humaneval' ? codeRows : Infinity;
     const checked = unique.slice(0, limit);
     let correct = 0;
-    for (const example of checked) if (await task.isCorrect(example, task.demonstration(example, () => 0))) correct++;
-    lines.push({ task: name, rows: unique.length, checked: checked.length, correct, sampled: checked.length < unique.length });
+    for (const example of checked)
+      if (
+        await task.isCorrect(
+          example,
+          task.demonstration(example, () => 0),
+        )
+      )
+        correct++;
+    lines.push({
+      task: name,
+      rows: unique.length,
+      checked: checked.length,
+      correct,
+      sampled: checked.length < unique.length,
+    });
   }
   return lines;
 }
@@ -143,7 +168,10 @@ export async function main(argv: string[]): Promise<void> {
     return { solution, gold: goldAnswer(solution) };
   });
   const gsm8kNoMarker = gsm8k.map(({ solution, gold }) => ({ solution: solution.replace(/\n?####[^\n]*$/, ''), gold }));
-  const math500 = readJsonl(join(dataRoot, 'math500', 'test.jsonl')).map((row) => ({ solution: String(row.solution), gold: String(row.answer) }));
+  const math500 = readJsonl(join(dataRoot, 'math500', 'test.jsonl')).map((row) => ({
+    solution: String(row.solution),
+    gold: String(row.answer),
+  }));
   const results = [
     evaluate('gsm8k', gsm8k, showFailures),
     evaluate('gsm8k-without-####-line (last number)', gsm8kNoMarker, false),
@@ -151,7 +179,9 @@ export async function main(argv: string[]): Promise<void> {
   ];
   if (argv.includes('--all-pairs')) {
     const equal = allPairs(math500.map((row) => row.gold));
-    console.log(`math500 all pairs: ${equal.length} ordered pairs of different gold strings judged equal:\n${equal.join('\n')}`);
+    console.log(
+      `math500 all pairs: ${equal.length} ordered pairs of different gold strings judged equal:\n${equal.join('\n')}`,
+    );
   }
   const speeds = [
     { path: 'gsm8k + math500 solutions', perSecond: throughput([...gsm8k, ...math500]) },
@@ -160,11 +190,17 @@ export async function main(argv: string[]): Promise<void> {
   for (const { path, perSecond } of speeds) {
     const ratio = perSecond / TARGET_PER_SECOND;
     if (json) console.log(JSON.stringify({ speed: path, verificationsPerSecond: perSecond, ratioToTarget: ratio }));
-    else console.log(`speed, ${path}: ${perSecond.toFixed(0)} verifications/s on one core, ${ratio.toFixed(1)}x the 10,000/minute target`);
+    else
+      console.log(
+        `speed, ${path}: ${perSecond.toFixed(0)} verifications/s on one core, ${ratio.toFixed(1)}x the 10,000/minute target`,
+      );
   }
   for (const line of await builtInTaskRates(argv.includes('--all-code') ? Infinity : 40)) {
     if (json) console.log(JSON.stringify(line));
-    else console.log(`task ${line.task}: gold demonstrations judged correct ${line.correct}/${line.checked} (${((line.correct / line.checked) * 100).toFixed(2)}%)${line.sampled ? `, a sample of ${line.checked} of ${line.rows} rows (--all-code for all)` : ''}`);
+    else
+      console.log(
+        `task ${line.task}: gold demonstrations judged correct ${line.correct}/${line.checked} (${((line.correct / line.checked) * 100).toFixed(2)}%)${line.sampled ? `, a sample of ${line.checked} of ${line.rows} rows (--all-code for all)` : ''}`,
+      );
   }
   for (const result of results) {
     if (json) console.log(JSON.stringify(result));

@@ -18,7 +18,6 @@ import {
 import { measureOpenblas, type MatmulSize, type OpenblasResult } from './openblas/openblas.js';
 import { DEFAULT_MATMUL_SHAPES, readFlags } from './_flags.js';
 
-
 interface Settings {
   json: boolean;
   repeats: number;
@@ -54,8 +53,17 @@ function timeNative(backend: NativeBackend, size: MatmulSize, repeats: number): 
   const a = randomArray(M * K, 1);
   const b = randomArray(K * N, 2);
   const out = new Float32Array(M * N);
-  const shape = { batch: 1, M, K, N, transposeA: false, transposeB: false, aBatchStride: M * K,
-    bBatchStride: K * N, accumulate: false };
+  const shape = {
+    batch: 1,
+    M,
+    K,
+    N,
+    transposeA: false,
+    transposeB: false,
+    aBatchStride: M * K,
+    bBatchStride: K * N,
+    accumulate: false,
+  };
   backend.matmul(a, b, out, shape);
   let best = Infinity;
   for (let repeat = 0; repeat < repeats; repeat++) {
@@ -75,8 +83,10 @@ function report(settings: Settings, record: Record<string, unknown>): void {
   if (error) console.log(`${backend} threads=${threads}: ${error}`);
   else {
     const ratio = ratioToOpenblas === undefined ? '' : `  ${Number(ratioToOpenblas).toFixed(2)}x OpenBLAS`;
-    console.log(`${String(backend).padEnd(8)} t=${threads} ${M}x${K}x${N}`.padEnd(34) +
-      `${Number(gflops).toFixed(1).padStart(7)} GFLOP/s  ${(100 * Number(peakFraction)).toFixed(0)}% of peak${ratio}`);
+    console.log(
+      `${String(backend).padEnd(8)} t=${threads} ${M}x${K}x${N}`.padEnd(34) +
+        `${Number(gflops).toFixed(1).padStart(7)} GFLOP/s  ${(100 * Number(peakFraction)).toFixed(0)}% of peak${ratio}`,
+    );
   }
 }
 
@@ -121,8 +131,18 @@ function measureThreads(settings: Settings, threads: number, backend: NativeBack
     const seconds = native.get(key(size))!;
     const gflops = (2 * M * K * N) / seconds / 1e9;
     const reference = blas.get(key(size));
-    report(settings, { backend: 'native', isa: backend.isa, threads, M, K, N, seconds, gflops,
-      peakFraction: gflops / peak, ...(reference ? { ratioToOpenblas: gflops / reference.gflops } : {}) });
+    report(settings, {
+      backend: 'native',
+      isa: backend.isa,
+      threads,
+      M,
+      K,
+      N,
+      seconds,
+      gflops,
+      peakFraction: gflops / peak,
+      ...(reference ? { ratioToOpenblas: gflops / reference.gflops } : {}),
+    });
   }
 }
 

@@ -14,7 +14,6 @@ import type { Backend, MatmulShape } from '../src/tensor/backend.js';
 import { createBackend } from '../src/tensor/backends/select.js';
 import { DEFAULT_MATMUL_SHAPES, readFlags } from './_flags.js';
 
-
 interface Settings {
   json: boolean;
   repeats: number;
@@ -63,7 +62,15 @@ function randomMatrix(length: number, seed: number): Float32Array {
 function bestSeconds(backend: Backend, size: { M: number; K: number; N: number }, repeats: number): number {
   const { M, K, N } = size;
   const shape: MatmulShape = {
-    batch: 1, M, K, N, transposeA: false, transposeB: false, aBatchStride: 0, bBatchStride: 0, accumulate: false,
+    batch: 1,
+    M,
+    K,
+    N,
+    transposeA: false,
+    transposeB: false,
+    aBatchStride: 0,
+    bBatchStride: 0,
+    accumulate: false,
   };
   const a = randomMatrix(M * K, 1);
   const b = randomMatrix(K * N, 2);

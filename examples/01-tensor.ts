@@ -12,12 +12,21 @@ const w = T.tensor([0.1, 0.2, 0.3, -0.1, 0.0, 0.4, 0.2, -0.3, 0.1], [3, 3], { re
 const y = T.sum(T.mul(T.softmax(T.matmul(x, w)), T.tensor([1, 2, 3])));
 y.backward();
 console.log('y =', y.item().toFixed(4), ' dy/dx =', Array.from(x.grad!.data, (v) => v.toFixed(4)).join(', '));
-console.log('gradCheck:', gradCheck((a, b) => T.sum(T.mul(T.softmax(T.matmul(a, b)), T.tensor([1, 2, 3]))), [x, w]));
+console.log(
+  'gradCheck:',
+  gradCheck((a, b) => T.sum(T.mul(T.softmax(T.matmul(a, b)), T.tensor([1, 2, 3]))), [x, w]),
+);
 
 // Fit y = 3x − 1 with AdamW.
 const slope = T.parameter([0]);
 const intercept = T.parameter([0]);
-const optimizer = new AdamW([{ name: 'slope', tensor: slope, decay: false }, { name: 'intercept', tensor: intercept, decay: false }], { learningRate: 0.1 });
+const optimizer = new AdamW(
+  [
+    { name: 'slope', tensor: slope, decay: false },
+    { name: 'intercept', tensor: intercept, decay: false },
+  ],
+  { learningRate: 0.1 },
+);
 const inputs = T.tensor([-1, 0, 1, 2], [4]);
 const targets = T.tensor([-4, -1, 2, 5], [4]);
 for (let step = 0; step < 300; step++) {
@@ -26,4 +35,6 @@ for (let step = 0; step < 300; step++) {
   loss.backward();
   optimizer.step();
 }
-console.log(`fitted: y = ${slope.item().toFixed(3)}x + ${intercept.item().toFixed(3)} (backend ${T.getBackend().name})`);
+console.log(
+  `fitted: y = ${slope.item().toFixed(3)}x + ${intercept.item().toFixed(3)} (backend ${T.getBackend().name})`,
+);

@@ -14,4 +14,6 @@ const config = resolveConfig({
 });
 const context = createRunContext(config);
 const result = await train(context, { runDirectory: `runs/${config.logging.runName}` });
-console.log(`held-out accuracy: after SFT ${result.evalBefore?.['eval/accuracy']}, after GRPO ${result.evalAfter?.['eval/accuracy']}`);
+console.log(
+  `held-out accuracy: after SFT ${result.evalBefore?.['eval/accuracy']}, after GRPO ${result.evalAfter?.['eval/accuracy']}`,
+);

@@ -14,11 +14,26 @@ for (const completion of [
   '```python\ndef square(x):\n    return abs(x) * 2\n```', // square(2) and square(0) pass: 2/3
   '```python\ndef square(x):\n    while True: pass\n```', // killed at the time limit: 0
 ]) {
-  console.log('code score', await code(makeRewardInput({ completion, row: { tests } })), JSON.stringify(completion.split('\n')[2]));
+  console.log(
+    'code score',
+    await code(makeRewardInput({ completion, row: { tests } })),
+    JSON.stringify(completion.split('\n')[2]),
+  );
 }
 
-const schema = "CREATE TABLE city (name TEXT, population INTEGER); INSERT INTO city VALUES ('A', 10), ('B', 200), ('C', 3000);";
+const schema =
+  "CREATE TABLE city (name TEXT, population INTEGER); INSERT INTO city VALUES ('A', 10), ('B', 200), ('C', 3000);";
 const sql = sqlExecution();
-for (const completion of ['SELECT name FROM city WHERE population > 100', 'SELECT name FROM city', 'SELEC name FROM city']) {
-  console.log('sql score', await sql(makeRewardInput({ completion, row: { schema, answer: "SELECT name FROM city WHERE name IN ('B', 'C')" } })), completion);
+for (const completion of [
+  'SELECT name FROM city WHERE population > 100',
+  'SELECT name FROM city',
+  'SELEC name FROM city',
+]) {
+  console.log(
+    'sql score',
+    await sql(
+      makeRewardInput({ completion, row: { schema, answer: "SELECT name FROM city WHERE name IN ('B', 'C')" } }),
+    ),
+    completion,
+  );
 }

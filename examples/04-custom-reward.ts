@@ -4,7 +4,16 @@
  * token ids and dataset columns, so they can be tried on their own.
  */
 import {
-  annealedWeight, combineRewards, mathAnswer, makeRewardInput, rewardMetrics, scoreRewards, softOverlongPunishment, tagFormat, weightedSum, weightsAt,
+  annealedWeight,
+  combineRewards,
+  mathAnswer,
+  makeRewardInput,
+  rewardMetrics,
+  scoreRewards,
+  softOverlongPunishment,
+  tagFormat,
+  weightedSum,
+  weightsAt,
   type RewardFn,
 } from '../src/rewards/index.js';
 
@@ -31,14 +40,24 @@ const completions = [
   'The answer is 13. Thank you for asking, this was a lovely problem to think about!',
   '<think>hmm</think><answer>\\boxed{13}</answer>',
 ];
-const group = completions.map((completion, indexInGroup) => makeRewardInput({ prompt: row.question, completion, row, group: completions, indexInGroup, step: 10 }));
+const group = completions.map((completion, indexInGroup) =>
+  makeRewardInput({ prompt: row.question, completion, row, group: completions, indexInGroup, step: 10 }),
+);
 
 const matrix = await scoreRewards(rewards, [group], { timeoutMs: 5000 });
 const weights = weightsAt(rewards, 10);
 const combined = weightedSum(matrix, weights);
 completions.forEach((completion, sample) => {
-  const cells = matrix.names.map((name, column) => `${name}=${matrix.status[sample * matrix.names.length + column] === 'ok' ? matrix.scores[sample * matrix.names.length + column] : 'n/a'}`);
-  console.log(`${combined.rewards[sample]!.toFixed(3)}  ${cells.join(' ')}  ${JSON.stringify(completion.slice(0, 40))}`);
+  const cells = matrix.names.map(
+    (name, column) =>
+      `${name}=${matrix.status[sample * matrix.names.length + column] === 'ok' ? matrix.scores[sample * matrix.names.length + column] : 'n/a'}`,
+  );
+  console.log(
+    `${combined.rewards[sample]!.toFixed(3)}  ${cells.join(' ')}  ${JSON.stringify(completion.slice(0, 40))}`,
+  );
 });
-console.log('weights at step 10:', Object.fromEntries(matrix.names.map((name, index) => [name, Number(weights[index]!.toFixed(3))])));
+console.log(
+  'weights at step 10:',
+  Object.fromEntries(matrix.names.map((name, index) => [name, Number(weights[index]!.toFixed(3))])),
+);
 console.log('metrics:', rewardMetrics(matrix));

@@ -10,7 +10,13 @@
  */
 import type { Example, NamedReward, Recipe, RewardFn, Task } from '../src/index.js';
 
-const openings = ['Once upon a time, there was a little', 'One day, a happy', 'Tom and Lily went to the', 'There was a big', 'The sun was shining and a small'];
+const openings = [
+  'Once upon a time, there was a little',
+  'One day, a happy',
+  'Tom and Lily went to the',
+  'There was a big',
+  'The sun was shining and a small',
+];
 const requiredWords = ['dog', 'ball'];
 
 function examples(count: number, offset: number): Example[] {
@@ -20,10 +26,12 @@ function examples(count: number, offset: number): Example[] {
   });
 }
 
-const usesWords = (text: string, words: readonly string[]) => words.filter((word) => new RegExp(`\\b${word}s?\\b`, 'i').test(text)).length;
+const usesWords = (text: string, words: readonly string[]) =>
+  words.filter((word) => new RegExp(`\\b${word}s?\\b`, 'i').test(text)).length;
 
 /** Fraction of the row's two words that the story uses (0, 0.5 or 1). */
-const words: RewardFn = ({ completion, row }) => usesWords(completion, row.words as string[]) / (row.words as string[]).length;
+const words: RewardFn = ({ completion, row }) =>
+  usesWords(completion, row.words as string[]) / (row.words as string[]).length;
 
 /** A small bonus for finishing a sentence instead of stopping mid-way (weight 0.1). */
 const endsSentence: RewardFn = ({ completion }) => (/[.!?]["']?\s*$/.test(completion) ? 1 : 0);

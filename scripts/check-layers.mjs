@@ -36,11 +36,14 @@ for (const entry of readdirSync(root, { recursive: true, withFileTypes: true }))
   for (const match of text.matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)) {
     const target = relative(root, resolve(dirname(file), match[1])).split('/')[0];
     if (target in allowed && !allowed[layer].includes(target)) {
-      problems.push(`${relative(join(root, '..'), file)}: ${layer}/ imports ${target}/ ('${match[1]}'); ${layer}/ may import only ${allowed[layer].join(', ')}`);
+      problems.push(
+        `${relative(join(root, '..'), file)}: ${layer}/ imports ${target}/ ('${match[1]}'); ${layer}/ may import only ${allowed[layer].join(', ')}`,
+      );
     }
   }
 }
-if (sourceLines > maxSourceLines) problems.push(`src/ has ${sourceLines} lines of non-test TypeScript, over the budget of ${maxSourceLines}`);
+if (sourceLines > maxSourceLines)
+  problems.push(`src/ has ${sourceLines} lines of non-test TypeScript, over the budget of ${maxSourceLines}`);
 if (problems.length > 0) {
   console.error(problems.join('\n'));
   process.exit(1);

@@ -19,7 +19,8 @@ for (const entry of readdirSync(source, { recursive: true, withFileTypes: true }
   const from = join(entry.parentPath ?? entry.path, entry.name);
   // The dashboard's static page (plain browser files served from dist/dashboard/public/).
   const isPublicAsset = relative(source, from).startsWith(join('dashboard', 'public'));
-  if (!entry.isFile() || !(isPublicAsset || assetExtensions.some((extension) => entry.name.endsWith(extension)))) continue;
+  if (!entry.isFile() || !(isPublicAsset || assetExtensions.some((extension) => entry.name.endsWith(extension))))
+    continue;
   const to = join(target, relative(source, from));
   mkdirSync(dirname(to), { recursive: true });
   copyFileSync(from, to);

@@ -87,7 +87,10 @@ export function measureOpenblas(
       encoding: 'utf8',
       env: environment,
     });
-    const results = output.trim().split('\n').map((line) => JSON.parse(line) as OpenblasResult);
+    const results = output
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as OpenblasResult);
     return { results, coreType };
   } catch (error) {
     return { error: `OpenBLAS bench failed: ${(error as Error).message}` };

@@ -88,8 +88,10 @@ export function toRewardArray(rewards: RewardValues, field = 'rewards'): Float64
   for (let i = 0; i < rewards.length; i++) {
     const value = rewards[i];
     if (value === null || value === undefined) out[i] = NaN;
-    else if (typeof value !== 'number') throw new TypeError(`${field}[${i}] is ${typeof value}, expected a number or null.`);
-    else if (value === Infinity || value === -Infinity) throw new RangeError(`${field}[${i}] is ${value}; rewards must be finite (use null for "not scored").`);
+    else if (typeof value !== 'number')
+      throw new TypeError(`${field}[${i}] is ${typeof value}, expected a number or null.`);
+    else if (value === Infinity || value === -Infinity)
+      throw new RangeError(`${field}[${i}] is ${value}; rewards must be finite (use null for "not scored").`);
     else out[i] = value;
   }
   return out;
@@ -99,7 +101,8 @@ export function toRewardArray(rewards: RewardValues, field = 'rewards'): Float64
 export function resolveGroups(sampleCount: number, groupSizes: number | readonly number[]): GroupLayout {
   let sizes: number[];
   if (typeof groupSizes === 'number') {
-    if (!Number.isInteger(groupSizes) || groupSizes < 1) throw new RangeError(`groupSizes must be a positive integer, got ${groupSizes}.`);
+    if (!Number.isInteger(groupSizes) || groupSizes < 1)
+      throw new RangeError(`groupSizes must be a positive integer, got ${groupSizes}.`);
     if (sampleCount % groupSizes !== 0) {
       throw new RangeError(`rewards has ${sampleCount} entries, which is not a multiple of groupSizes=${groupSizes}.`);
     }
@@ -107,10 +110,12 @@ export function resolveGroups(sampleCount: number, groupSizes: number | readonly
   } else {
     sizes = [...groupSizes];
     sizes.forEach((size, g) => {
-      if (!Number.isInteger(size) || size < 1) throw new RangeError(`groupSizes[${g}] must be a positive integer, got ${size}.`);
+      if (!Number.isInteger(size) || size < 1)
+        throw new RangeError(`groupSizes[${g}] must be a positive integer, got ${size}.`);
     });
     const total = sizes.reduce((a, b) => a + b, 0);
-    if (total !== sampleCount) throw new RangeError(`rewards has ${sampleCount} entries but groupSizes sum to ${total}.`);
+    if (total !== sampleCount)
+      throw new RangeError(`rewards has ${sampleCount} entries but groupSizes sum to ${total}.`);
   }
   const starts = new Int32Array(sizes.length);
   const groupOf = new Int32Array(sampleCount);
@@ -124,9 +129,15 @@ export function resolveGroups(sampleCount: number, groupSizes: number | readonly
 }
 
 /** Checks that a per-sample side input has one entry per reward, naming the field when not. */
-export function requireSampleField<T extends ArrayLike<unknown>>(value: T | undefined, field: string, sampleCount: number, estimator: string): T {
+export function requireSampleField<T extends ArrayLike<unknown>>(
+  value: T | undefined,
+  field: string,
+  sampleCount: number,
+  estimator: string,
+): T {
   if (value === undefined) throw new Error(`The ${estimator} advantage estimator needs input.${field}.`);
-  if (value.length !== sampleCount) throw new RangeError(`input.${field} has ${value.length} entries but rewards has ${sampleCount}.`);
+  if (value.length !== sampleCount)
+    throw new RangeError(`input.${field} has ${value.length} entries but rewards has ${sampleCount}.`);
   return value;
 }
 
@@ -138,7 +149,12 @@ export interface SegmentStats {
 }
 
 /** Per-segment NaN-aware mean and standard deviation; a segment with < 2 values (sample std) has std NaN. */
-export function segmentStats(values: Float64Array, segmentOf: Int32Array, segmentCount: number, std: 'sample' | 'population' = 'sample'): SegmentStats {
+export function segmentStats(
+  values: Float64Array,
+  segmentOf: Int32Array,
+  segmentCount: number,
+  std: 'sample' | 'population' = 'sample',
+): SegmentStats {
   const sum = new Float64Array(segmentCount);
   const count = new Int32Array(segmentCount);
   for (let i = 0; i < values.length; i++) {
@@ -154,12 +170,17 @@ export function segmentStats(values: Float64Array, segmentOf: Int32Array, segmen
     squares[segmentOf[i]] += deviation * deviation;
   }
   const divisorOffset = std === 'sample' ? 1 : 0;
-  const deviation = squares.map((s, g) => (count[g] - divisorOffset > 0 ? Math.sqrt(s / (count[g] - divisorOffset)) : NaN));
+  const deviation = squares.map((s, g) =>
+    count[g] - divisorOffset > 0 ? Math.sqrt(s / (count[g] - divisorOffset)) : NaN,
+  );
   return { mean, std: deviation, count };
 }
 
 /** NaN-aware mean and standard deviation over the whole array. */
-export function batchStats(values: Float64Array, std: 'sample' | 'population' = 'sample'): { mean: number; std: number; count: number } {
+export function batchStats(
+  values: Float64Array,
+  std: 'sample' | 'population' = 'sample',
+): { mean: number; std: number; count: number } {
   const stats = segmentStats(values, new Int32Array(values.length), 1, std);
   return { mean: stats.mean[0], std: stats.std[0], count: stats.count[0] };
 }
@@ -182,7 +203,8 @@ export function zeroStdFlags(stats: SegmentStats): Uint8Array {
 /** Broadcasts per-sequence advantages to a padded [B, T] row-major array (the loss input layout). */
 export function expandAdvantagesToTokens(advantages: ArrayLike<number>, tokensPerSequence: number): Float32Array {
   const out = new Float32Array(advantages.length * tokensPerSequence);
-  for (let b = 0; b < advantages.length; b++) out.fill(advantages[b], b * tokensPerSequence, (b + 1) * tokensPerSequence);
+  for (let b = 0; b < advantages.length; b++)
+    out.fill(advantages[b], b * tokensPerSequence, (b + 1) * tokensPerSequence);
   return out;
 }
 
@@ -190,7 +212,8 @@ export function expandAdvantagesToTokens(advantages: ArrayLike<number>, tokensPe
 export function padTokenAdvantages(rows: readonly ArrayLike<number>[], tokensPerSequence: number): Float32Array {
   const out = new Float32Array(rows.length * tokensPerSequence);
   rows.forEach((row, b) => {
-    if (row.length > tokensPerSequence) throw new RangeError(`tokenAdvantages[${b}] has ${row.length} tokens, more than T=${tokensPerSequence}.`);
+    if (row.length > tokensPerSequence)
+      throw new RangeError(`tokenAdvantages[${b}] has ${row.length} tokens, more than T=${tokensPerSequence}.`);
     for (let t = 0; t < row.length; t++) out[b * tokensPerSequence + t] = row[t];
   });
   return out;

@@ -8,20 +8,37 @@
  * Is not: the plain group estimators (advantages.ts) or tree advantages (advantages-tree.ts).
  */
 import {
-  type AdvantageInput, type AdvantageOptions, type AdvantageResult,
-  batchStats, finishAdvantages, requireSampleField, resolveGroups, scoredMask, segmentStats, toRewardArray, zeroStdFlags, zeroStdThreshold,
+  type AdvantageInput,
+  type AdvantageOptions,
+  type AdvantageResult,
+  batchStats,
+  finishAdvantages,
+  requireSampleField,
+  resolveGroups,
+  scoredMask,
+  segmentStats,
+  toRewardArray,
+  zeroStdFlags,
+  zeroStdThreshold,
 } from './advantages-groups.js';
 import { defaultStdEpsilon, drGrpoAdvantage, grpoAdvantage } from './advantages.js';
 
 function requireAlpha(options: AdvantageOptions, estimator: string, range: [number, number]): number {
   const alpha = options.alpha;
-  if (alpha === undefined) throw new Error(`The ${estimator} advantage estimator needs options.alpha (the paper's default is unverified).`);
-  if (!(alpha >= range[0] && alpha <= range[1])) throw new RangeError(`options.alpha must be in [${range[0]}, ${range[1]}], got ${alpha}.`);
+  if (alpha === undefined)
+    throw new Error(`The ${estimator} advantage estimator needs options.alpha (the paper's default is unverified).`);
+  if (!(alpha >= range[0] && alpha <= range[1]))
+    throw new RangeError(`options.alpha must be in [${range[0]}, ${range[1]}], got ${alpha}.`);
   return alpha;
 }
 
 /** Z-scores values within segments: (v − mean) / (sstd + ε); segments with < 2 values or zero std give 0. */
-function segmentZScore(values: Float64Array, segmentOf: Int32Array, segmentCount: number, epsilon: number): Float64Array {
+function segmentZScore(
+  values: Float64Array,
+  segmentOf: Int32Array,
+  segmentCount: number,
+  epsilon: number,
+): Float64Array {
   const stats = segmentStats(values, segmentOf, segmentCount, 'sample');
   return values.map((v, i) => {
     const s = segmentOf[i];
@@ -41,14 +58,21 @@ export function gdpoAdvantage(input: AdvantageInput, options: AdvantageOptions =
   const sampleCount = input.rewards.length;
   const layout = resolveGroups(sampleCount, input.groupSizes);
   const components = input.rewardComponents;
-  if (components === undefined || components.length === 0) throw new Error('The gdpo advantage estimator needs input.rewardComponents ([K][N] per-reward scores).');
+  if (components === undefined || components.length === 0)
+    throw new Error('The gdpo advantage estimator needs input.rewardComponents ([K][N] per-reward scores).');
   const weights = input.rewardWeights ?? components.map(() => 1);
-  if (weights.length !== components.length) throw new RangeError(`input.rewardWeights has ${weights.length} entries but rewardComponents has ${components.length}.`);
+  if (weights.length !== components.length)
+    throw new RangeError(
+      `input.rewardWeights has ${weights.length} entries but rewardComponents has ${components.length}.`,
+    );
   const epsilon = options.epsilon ?? 1e-4;
   const combined = new Float64Array(sampleCount);
   const anyScored = new Uint8Array(sampleCount);
   components.forEach((component, k) => {
-    if (component.length !== sampleCount) throw new RangeError(`input.rewardComponents[${k}] has ${component.length} entries but rewards has ${sampleCount}.`);
+    if (component.length !== sampleCount)
+      throw new RangeError(
+        `input.rewardComponents[${k}] has ${component.length} entries but rewards has ${sampleCount}.`,
+      );
     const values = toRewardArray(component, `rewardComponents[${k}]`);
     const normalized = segmentZScore(values, layout.groupOf, layout.groupCount, epsilon);
     normalized.forEach((v, i) => {
@@ -60,7 +84,9 @@ export function gdpoAdvantage(input: AdvantageInput, options: AdvantageOptions =
   for (let i = 0; i < sampleCount; i++) if (!anyScored[i]) combined[i] = NaN;
   const batch = batchStats(combined, 'sample');
   const degenerate = batch.count < 2 || batch.std < zeroStdThreshold;
-  const advantages = combined.map((v) => (degenerate ? (Number.isNaN(v) ? NaN : 0) : (v - batch.mean) / (batch.std + epsilon)));
+  const advantages = combined.map((v) =>
+    degenerate ? (Number.isNaN(v) ? NaN : 0) : (v - batch.mean) / (batch.std + epsilon),
+  );
   const groupStats = segmentStats(combined, layout.groupOf, layout.groupCount, 'sample');
   return { advantages: finishAdvantages(advantages), keep: anyScored, stdIsZero: zeroStdFlags(groupStats) };
 }
@@ -91,7 +117,8 @@ export function stratifiedAdvantage(input: AdvantageInput, options: AdvantageOpt
 /** Semantic entropy of one group from cluster frequencies: −(1/K) Σ_k log(count_k / G). */
 export function semanticEntropy(clusterKeys: readonly (number | string)[]): number {
   const counts = new Map<string, number>();
-  for (const key of clusterKeys) counts.set(`${typeof key}:${String(key)}`, (counts.get(`${typeof key}:${String(key)}`) ?? 0) + 1);
+  for (const key of clusterKeys)
+    counts.set(`${typeof key}:${String(key)}`, (counts.get(`${typeof key}:${String(key)}`) ?? 0) + 1);
   let total = 0;
   for (const count of counts.values()) total -= Math.log(count / clusterKeys.length);
   return counts.size === 0 ? 0 : total / counts.size;
@@ -112,7 +139,8 @@ export function seedGrpoAdvantage(input: AdvantageInput, options: AdvantageOptio
   for (let g = 0; g < layout.groupCount; g++) {
     const members: number[] = [];
     for (let i = layout.starts[g]; i < layout.starts[g] + layout.sizes[g]; i++) if (base.keep[i]) members.push(i);
-    const entropyRatio = members.length > 1 ? semanticEntropy(members.map((i) => clusters[i])) / Math.log(members.length) : 0;
+    const entropyRatio =
+      members.length > 1 ? semanticEntropy(members.map((i) => clusters[i])) / Math.log(members.length) : 0;
     for (const i of members) out[i] = base.advantages[i] * (1 - alpha * entropyRatio);
   }
   return { advantages: out, keep: base.keep, stdIsZero: base.stdIsZero };
@@ -130,13 +158,20 @@ export function serialGroupAdvantage(input: AdvantageInput, options: AdvantageOp
   for (let g = 0; g < layout.groupCount; g++) {
     let correctSoFar = 0;
     for (let i = layout.starts[g]; i < layout.starts[g] + layout.sizes[g]; i++) {
-      if (Number.isNaN(correctness[i])) { decayed[i] = null; continue; }
-      if (correctness[i] !== 0 && correctness[i] !== 1) throw new RangeError(`rewards[${i}] is ${correctness[i]}; S-GRPO expects exit correctness 0 or 1.`);
+      if (Number.isNaN(correctness[i])) {
+        decayed[i] = null;
+        continue;
+      }
+      if (correctness[i] !== 0 && correctness[i] !== 1)
+        throw new RangeError(`rewards[${i}] is ${correctness[i]}; S-GRPO expects exit correctness 0 or 1.`);
       if (correctness[i] === 1) correctSoFar++;
       decayed[i] = correctness[i] === 1 ? 1 / 2 ** (correctSoFar - 1) : 0;
     }
   }
-  return drGrpoAdvantage({ ...input, rewards: decayed }, { ...options, singletonGroup: options.singletonGroup ?? 'zero' });
+  return drGrpoAdvantage(
+    { ...input, rewards: decayed },
+    { ...options, singletonGroup: options.singletonGroup ?? 'zero' },
+  );
 }
 
 /** Decayed serial-group rewards alone (for logging), same rule as `serialGroupAdvantage`. */

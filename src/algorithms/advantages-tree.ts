@@ -7,20 +7,36 @@
  * Is not: a tree sampler (the rollout side, e.g. EPTree, is the sampler's job) nor TEMPO's TD term.
  */
 import {
-  type AdvantageInput, type AdvantageOptions, type AdvantageResult,
-  finishAdvantages, requireSampleField, resolveGroups, segmentStats, toRewardArray, zeroStdFlags,
+  type AdvantageInput,
+  type AdvantageOptions,
+  type AdvantageResult,
+  finishAdvantages,
+  requireSampleField,
+  resolveGroups,
+  segmentStats,
+  toRewardArray,
+  zeroStdFlags,
 } from './advantages-groups.js';
 
 /** Mean reward of the scored completions in `members`; NaN when none is scored. */
 function meanOf(members: readonly number[], rewards: Float64Array): number {
   let sum = 0;
   let count = 0;
-  for (const j of members) if (!Number.isNaN(rewards[j])) { sum += rewards[j]; count++; }
+  for (const j of members)
+    if (!Number.isNaN(rewards[j])) {
+      sum += rewards[j];
+      count++;
+    }
   return count > 0 ? sum / count : NaN;
 }
 
 /** Token advantages of one completion `i` whose group holds `groupMembers`. */
-function treeTokenAdvantages(i: number, groupMembers: readonly number[], ids: readonly ArrayLike<number>[], rewards: Float64Array): Float32Array {
+function treeTokenAdvantages(
+  i: number,
+  groupMembers: readonly number[],
+  ids: readonly ArrayLike<number>[],
+  rewards: Float64Array,
+): Float32Array {
   const sequence = ids[i];
   const out = new Float32Array(sequence.length);
   const rootValue = meanOf(groupMembers, rewards);
@@ -60,7 +76,9 @@ export function treeAdvantage(input: AdvantageInput, _options: AdvantageOptions 
   for (let g = 0; g < layout.groupCount; g++) {
     const members = Array.from({ length: layout.sizes[g] }, (_, k) => layout.starts[g] + k);
     for (const i of members) {
-      const tokens = Number.isNaN(rewards[i]) ? new Float32Array(ids[i].length) : treeTokenAdvantages(i, members, ids, rewards);
+      const tokens = Number.isNaN(rewards[i])
+        ? new Float32Array(ids[i].length)
+        : treeTokenAdvantages(i, members, ids, rewards);
       tokenAdvantages[i] = tokens;
       keep[i] = Number.isNaN(rewards[i]) ? 0 : 1;
       perSequence[i] = tokens.length > 0 ? tokens.reduce((a, b) => a + b, 0) / tokens.length : 0;

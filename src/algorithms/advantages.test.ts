@@ -4,23 +4,38 @@
  * degenerate inputs. Is not: a test of the structured estimators (advantages-structured.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { batchStdAdvantage, drGrpoAdvantage, grpoAdvantage, mcGrpoAdvantage, ngrpoAdvantage, rlooAdvantage } from './advantages.js';
+import {
+  batchStdAdvantage,
+  drGrpoAdvantage,
+  grpoAdvantage,
+  mcGrpoAdvantage,
+  ngrpoAdvantage,
+  rlooAdvantage,
+} from './advantages.js';
 import { expandAdvantagesToTokens, padTokenAdvantages } from './advantages-groups.js';
 
 /** The spec prints 4 decimals: half a unit in the last place, plus float32 rounding of the result. */
 function expectClose(actual: ArrayLike<number>, expected: number[], tolerance = 5.1e-5): void {
   expect(actual.length).toBe(expected.length);
-  expected.forEach((value, i) => expect(Math.abs(actual[i] - value), `index ${i}: ${actual[i]} vs ${value}`).toBeLessThanOrEqual(tolerance));
+  expected.forEach((value, i) =>
+    expect(Math.abs(actual[i] - value), `index ${i}: ${actual[i]} vs ${value}`).toBeLessThanOrEqual(tolerance),
+  );
 }
 
 describe('ALGORITHMS.md §1 test vectors', () => {
   it('§1.1 GRPO r=[1,0,1,0]: sample std (ε=1e-6, verl) and population std', () => {
     expectClose(grpoAdvantage({ rewards: [1, 0, 1, 0], groupSizes: 4 }).advantages, [0.866, -0.866, 0.866, -0.866]);
-    expectClose(grpoAdvantage({ rewards: [1, 0, 1, 0], groupSizes: 4 }, { std: 'population' }).advantages, [1, -1, 1, -1]);
+    expectClose(
+      grpoAdvantage({ rewards: [1, 0, 1, 0], groupSizes: 4 }, { std: 'population' }).advantages,
+      [1, -1, 1, -1],
+    );
   });
   it('§1.1 GRPO r=[0.2,0.9,0.5,0.4] reproduces the vector with TRL ε=1e-4', () => {
     // The spec's 4-dp values (−1.0187, 1.3583, −0.3396) are those of ε=1e-4; ε=1e-6 gives −1.0190.
-    expectClose(grpoAdvantage({ rewards: [0.2, 0.9, 0.5, 0.4], groupSizes: 4 }, { epsilon: 1e-4 }).advantages, [-1.0187, 1.3583, 0, -0.3396]);
+    expectClose(
+      grpoAdvantage({ rewards: [0.2, 0.9, 0.5, 0.4], groupSizes: 4 }, { epsilon: 1e-4 }).advantages,
+      [-1.0187, 1.3583, 0, -0.3396],
+    );
   });
   it('§1.1 GRPO all-equal rewards give zeros, no NaN, stdIsZero set', () => {
     const result = grpoAdvantage({ rewards: [1, 1, 1, 1], groupSizes: 4 });
@@ -42,7 +57,10 @@ describe('ALGORITHMS.md §1 test vectors', () => {
     expectClose(result.advantages, [-0.9967, 1.3289, 0, -0.3322, 1.6611]);
     expect([...result.keep]).toEqual([1, 1, 0, 1, 1]);
     // The mean baseline flips the sign of r = 0.5's rollout relative to the median one.
-    expectClose(drGrpoAdvantage({ rewards: [0.2, 0.9, 0.5, 0.4, 1.0], groupSizes: 5 }).advantages, [-0.4, 0.3, -0.1, -0.2, 0.4]);
+    expectClose(
+      drGrpoAdvantage({ rewards: [0.2, 0.9, 0.5, 0.4, 1.0], groupSizes: 5 }).advantages,
+      [-0.4, 0.3, -0.1, -0.2, 0.4],
+    );
   });
   it('§1.5 MC-GRPO binary rewards: MAD 0 gives |A| = 1000 unless madFloor is set', () => {
     const rewards = [1, 0, 0, 0, 0];
@@ -52,17 +70,36 @@ describe('ALGORITHMS.md §1 test vectors', () => {
   it('§1.5 MC-GRPO GSM variant rescales non-zero advantages by (G+1)/#non-zero', () => {
     const plain = mcGrpoAdvantage({ rewards: [0.2, 0.9, 0.5, 0.4, 1.0], groupSizes: 5 });
     const scaled = mcGrpoAdvantage({ rewards: [0.2, 0.9, 0.5, 0.4, 1.0], groupSizes: 5 }, { rescaleNonzero: true });
-    expectClose(scaled.advantages, [...plain.advantages].map((a) => (a * 5) / 4), 1e-4);
+    expectClose(
+      scaled.advantages,
+      [...plain.advantages].map((a) => (a * 5) / 4),
+      1e-4,
+    );
   });
   it('§1.6 NGRPO virtual max-reward sample', () => {
-    expectClose(ngrpoAdvantage({ rewards: [0, 0, 0, 0], groupSizes: 4 }).advantages, [-0.4472, -0.4472, -0.4472, -0.4472]);
-    expectClose(ngrpoAdvantage({ rewards: [1, 0, 0, 0], groupSizes: 4 }).advantages, [1.0954, -0.7303, -0.7303, -0.7303]);
-    expectClose(ngrpoAdvantage({ rewards: [1, 1, 0, 0], groupSizes: 4 }).advantages, [0.7303, 0.7303, -1.0954, -1.0954]);
+    expectClose(
+      ngrpoAdvantage({ rewards: [0, 0, 0, 0], groupSizes: 4 }).advantages,
+      [-0.4472, -0.4472, -0.4472, -0.4472],
+    );
+    expectClose(
+      ngrpoAdvantage({ rewards: [1, 0, 0, 0], groupSizes: 4 }).advantages,
+      [1.0954, -0.7303, -0.7303, -0.7303],
+    );
+    expectClose(
+      ngrpoAdvantage({ rewards: [1, 1, 0, 0], groupSizes: 4 }).advantages,
+      [0.7303, 0.7303, -1.0954, -1.0954],
+    );
   });
 });
 
 /** Loop-based reference: slice each group, filter scored rewards, compute with plain arrays. */
-function referenceGroupAdvantages(rewards: (number | null)[], sizes: number[], kind: 'grpo' | 'dr' | 'rloo', std: 'sample' | 'population', epsilon: number): number[] {
+function referenceGroupAdvantages(
+  rewards: (number | null)[],
+  sizes: number[],
+  kind: 'grpo' | 'dr' | 'rloo',
+  std: 'sample' | 'population',
+  epsilon: number,
+): number[] {
   const out: number[] = [];
   let offset = 0;
   for (const size of sizes) {
@@ -97,17 +134,31 @@ describe('loop reference vs flat-pass implementation', () => {
     const random = seededRandom(7);
     for (let trial = 0; trial < 200; trial++) {
       const sizes = Array.from({ length: 1 + Math.floor(random() * 6) }, () => 1 + Math.floor(random() * 7));
-      const rewards = sizes.flatMap((size) => Array.from({ length: size }, () => {
-        const u = random();
-        if (u < 0.1) return null;
-        if (u < 0.15) return NaN;
-        return u < 0.5 ? Math.round(random()) : random() * 4 - 2;
-      }));
+      const rewards = sizes.flatMap((size) =>
+        Array.from({ length: size }, () => {
+          const u = random();
+          if (u < 0.1) return null;
+          if (u < 0.15) return NaN;
+          return u < 0.5 ? Math.round(random()) : random() * 4 - 2;
+        }),
+      );
       for (const std of ['sample', 'population'] as const) {
         const input = { rewards, groupSizes: sizes };
-        expectClose(grpoAdvantage(input, { std }).advantages, referenceGroupAdvantages(rewards, sizes, 'grpo', std, 1e-6), 2e-5);
-        expectClose(drGrpoAdvantage(input, { std }).advantages, referenceGroupAdvantages(rewards, sizes, 'dr', std, 0), 2e-5);
-        expectClose(rlooAdvantage(input, { std }).advantages, referenceGroupAdvantages(rewards, sizes, 'rloo', std, 0), 2e-5);
+        expectClose(
+          grpoAdvantage(input, { std }).advantages,
+          referenceGroupAdvantages(rewards, sizes, 'grpo', std, 1e-6),
+          2e-5,
+        );
+        expectClose(
+          drGrpoAdvantage(input, { std }).advantages,
+          referenceGroupAdvantages(rewards, sizes, 'dr', std, 0),
+          2e-5,
+        );
+        expectClose(
+          rlooAdvantage(input, { std }).advantages,
+          referenceGroupAdvantages(rewards, sizes, 'rloo', std, 0),
+          2e-5,
+        );
       }
       const keep = grpoAdvantage({ rewards, groupSizes: sizes }).keep;
       expect([...keep]).toEqual(rewards.map((r) => (r === null || Number.isNaN(r) ? 0 : 1)));
@@ -116,7 +167,14 @@ describe('loop reference vs flat-pass implementation', () => {
 });
 
 describe('degenerate input', () => {
-  const estimators = { grpo: grpoAdvantage, dr: drGrpoAdvantage, rloo: rlooAdvantage, batch: batchStdAdvantage, mc: mcGrpoAdvantage, ngrpo: ngrpoAdvantage };
+  const estimators = {
+    grpo: grpoAdvantage,
+    dr: drGrpoAdvantage,
+    rloo: rlooAdvantage,
+    batch: batchStdAdvantage,
+    mc: mcGrpoAdvantage,
+    ngrpo: ngrpoAdvantage,
+  };
   it('all-equal rewards give zero advantages and no NaN for every group estimator but NGRPO', () => {
     for (const [name, estimator] of Object.entries(estimators)) {
       if (name === 'ngrpo') continue; // NGRPO deliberately gives all-equal groups a non-zero advantage.
@@ -125,8 +183,13 @@ describe('degenerate input', () => {
     }
   });
   it('groups of one: verl convention A = r, or 0 with singletonGroup zero', () => {
-    expect([...grpoAdvantage({ rewards: [0.7, 0.2], groupSizes: 1 }).advantages]).toEqual([Math.fround(0.7), Math.fround(0.2)]);
-    expect([...grpoAdvantage({ rewards: [0.7, 0.2], groupSizes: 1 }, { singletonGroup: 'zero' }).advantages]).toEqual([0, 0]);
+    expect([...grpoAdvantage({ rewards: [0.7, 0.2], groupSizes: 1 }).advantages]).toEqual([
+      Math.fround(0.7),
+      Math.fround(0.2),
+    ]);
+    expect([...grpoAdvantage({ rewards: [0.7, 0.2], groupSizes: 1 }, { singletonGroup: 'zero' }).advantages]).toEqual([
+      0, 0,
+    ]);
     expect([...rlooAdvantage({ rewards: [0.7], groupSizes: [1] }).advantages]).toEqual([Math.fround(0.7)]);
   });
   it('every estimator returns finite numbers on a batch of unscored rewards', () => {
@@ -140,9 +203,13 @@ describe('degenerate input', () => {
     expect(grpoAdvantage({ rewards: [], groupSizes: [] }).advantages.length).toBe(0);
   });
   it('mismatched rewards and group sizes are clear errors', () => {
-    expect(() => grpoAdvantage({ rewards: [1, 0, 1], groupSizes: [2, 2] })).toThrow(/rewards has 3 entries but groupSizes sum to 4/);
+    expect(() => grpoAdvantage({ rewards: [1, 0, 1], groupSizes: [2, 2] })).toThrow(
+      /rewards has 3 entries but groupSizes sum to 4/,
+    );
     expect(() => grpoAdvantage({ rewards: [1, 0, 1], groupSizes: 2 })).toThrow(/not a multiple of groupSizes=2/);
-    expect(() => grpoAdvantage({ rewards: [1, 0], groupSizes: [0, 2] })).toThrow(/groupSizes\[0\] must be a positive integer/);
+    expect(() => grpoAdvantage({ rewards: [1, 0], groupSizes: [0, 2] })).toThrow(
+      /groupSizes\[0\] must be a positive integer/,
+    );
     expect(() => grpoAdvantage({ rewards: [1, Infinity], groupSizes: 2 })).toThrow(/rewards\[1\] is Infinity/);
   });
 });

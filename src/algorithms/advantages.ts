@@ -8,8 +8,18 @@
  * live in advantages-structured.ts) nor anything about tokens or tensors.
  */
 import {
-  type AdvantageInput, type AdvantageOptions, type AdvantageResult, type GroupLayout,
-  batchStats, finishAdvantages, resolveGroups, scoredMask, segmentStats, toRewardArray, zeroStdFlags, zeroStdThreshold,
+  type AdvantageInput,
+  type AdvantageOptions,
+  type AdvantageResult,
+  type GroupLayout,
+  batchStats,
+  finishAdvantages,
+  resolveGroups,
+  scoredMask,
+  segmentStats,
+  toRewardArray,
+  zeroStdFlags,
+  zeroStdThreshold,
 } from './advantages-groups.js';
 
 /** Default ε added to the std (verl's 1e-6; reproduces ALGORITHMS.md §1.1 r=[1,0,1,0] to 4 dp). */
@@ -26,7 +36,11 @@ function prepare(input: AdvantageInput): Prepared {
 }
 
 /** A = (r − mean_g) / scale, with the singleton-group and zero-std conventions applied. */
-function centerAndDivide(prepared: Prepared, options: AdvantageOptions, scaleOf: (group: number, std: number) => number): AdvantageResult {
+function centerAndDivide(
+  prepared: Prepared,
+  options: AdvantageOptions,
+  scaleOf: (group: number, std: number) => number,
+): AdvantageResult {
   const { rewards, layout } = prepared;
   const stats = segmentStats(rewards, layout.groupOf, layout.groupCount, options.std ?? 'sample');
   const stdIsZero = zeroStdFlags(stats);
@@ -109,7 +123,10 @@ export function mcGrpoAdvantage(input: AdvantageInput, options: AdvantageOptions
   for (let g = 0; g < layout.groupCount; g++) {
     const indices: number[] = [];
     for (let i = layout.starts[g]; i < layout.starts[g] + layout.sizes[g]; i++) if (keep[i]) indices.push(i);
-    if (indices.length === 0) { stdIsZero[g] = 1; continue; }
+    if (indices.length === 0) {
+      stdIsZero[g] = 1;
+      continue;
+    }
     const median = lowerMedian(indices.map((i) => rewards[i]));
     const mad = lowerMedian(indices.map((i) => Math.abs(rewards[i] - median)));
     stdIsZero[g] = indices.every((i) => rewards[i] === rewards[indices[0]]) ? 1 : 0;

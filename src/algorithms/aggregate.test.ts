@@ -5,7 +5,13 @@
 import { describe, expect, it } from 'vitest';
 import { type Tensor, add, tensor } from '../tensor/index.js';
 import { gradCheck } from '../testing/gradcheck.js';
-import { aggregateLoss, seqMeanTokenMeanWeights, seqMeanTokenSumNormWeights, seqMeanTokenSumWeights, tokenMeanWeights } from './aggregate.js';
+import {
+  aggregateLoss,
+  seqMeanTokenMeanWeights,
+  seqMeanTokenSumNormWeights,
+  seqMeanTokenSumWeights,
+  tokenMeanWeights,
+} from './aggregate.js';
 import { klArray, klK1, klK2, klK3, klPenalizedRewards, offPolicyCorrectedKl } from './kl.js';
 import { ppoClipLoss } from './policy-losses.js';
 
@@ -24,7 +30,9 @@ describe('§3 aggregation', () => {
     const second = aggregateLoss(tensor([1, 1, 1, 1], [1, 4]), [1, 1, 1, 1], tokenMeanWeights, { globalTokenCount: 6 });
     expect(first.item() + second.item()).toBeCloseTo(aggregateLoss(losses, mask, tokenMeanWeights).item(), 6);
     // Without it each micro-batch takes its own mean: 2 + 1 ≠ 1.3333 (TRL's accumulation caveat).
-    const localSum = aggregateLoss(tensor([2, 2, 0, 0], [1, 4]), [1, 1, 0, 0], tokenMeanWeights).item() + aggregateLoss(tensor([1, 1, 1, 1], [1, 4]), [1, 1, 1, 1], tokenMeanWeights).item();
+    const localSum =
+      aggregateLoss(tensor([2, 2, 0, 0], [1, 4]), [1, 1, 0, 0], tokenMeanWeights).item() +
+      aggregateLoss(tensor([1, 1, 1, 1], [1, 4]), [1, 1, 1, 1], tokenMeanWeights).item();
     expect(localSum).toBeCloseTo(3, 6);
     expect(() => tokenMeanWeights(mask, 2, 4, { globalTokenCount: 0 })).toThrow(/globalTokenCount must be > 0/);
   });
@@ -49,8 +57,13 @@ describe('§4 KL', () => {
   });
   it('estimator gradients match central differences', () => {
     const ref = tensor([-1.5, -0.2, -3], [3]);
-    for (const estimator of [klK1, klK2, klK3]) gradCheck((logprobs) => estimator(logprobs, ref), [tensor([-1, -0.7, -2.2], [3])], { epsilon: 1e-3 });
-    gradCheck((logprobs) => offPolicyCorrectedKl(logprobs, ref, tensor([-1.1, -0.6, -2], [3])), [tensor([-1, -0.7, -2.2], [3])], { epsilon: 1e-3 });
+    for (const estimator of [klK1, klK2, klK3])
+      gradCheck((logprobs) => estimator(logprobs, ref), [tensor([-1, -0.7, -2.2], [3])], { epsilon: 1e-3 });
+    gradCheck(
+      (logprobs) => offPolicyCorrectedKl(logprobs, ref, tensor([-1.1, -0.6, -2], [3])),
+      [tensor([-1, -0.7, -2.2], [3])],
+      { epsilon: 1e-3 },
+    );
   });
   it('§4.2 KL in the loss adds β·k3 per token, aggregated like the policy loss', () => {
     const make = (): Tensor => tensor([-1, -2], [1, 2], { requiresGrad: true });
@@ -60,12 +73,22 @@ describe('§4 KL', () => {
     const k3 = klArray(klK3, [-1, -2], [-1.5, -1.8]);
     expect(withKl.loss.item()).toBeCloseTo(without.loss.item() + (0.04 * (k3[0] + k3[1])) / 2, 6);
     expect(withKl.metrics.kl).toBeCloseTo((k3[0] + k3[1]) / 2, 6);
-    gradCheck((logprobs) => add(ppoClipLoss({ ...base, logprobs }, { klCoefficient: 0.04, klOffPolicyCorrection: true }).loss, 0), [make()], { epsilon: 1e-3, absoluteTolerance: 1e-4 });
+    gradCheck(
+      (logprobs) =>
+        add(ppoClipLoss({ ...base, logprobs }, { klCoefficient: 0.04, klOffPolicyCorrection: true }).loss, 0),
+      [make()],
+      { epsilon: 1e-3, absoluteTolerance: 1e-4 },
+    );
   });
   it('§4.2 KL in the reward: r − β·Σ_t k1 over masked tokens', () => {
-    const rewards = klPenalizedRewards({ rewards: [1, 0], logprobs: [-1, -1, -2, 9], refLogprobs: [-1.5, -1.2, -2, 0], mask: [1, 1, 1, 0] }, 0.1);
+    const rewards = klPenalizedRewards(
+      { rewards: [1, 0], logprobs: [-1, -1, -2, 9], refLogprobs: [-1.5, -1.2, -2, 0], mask: [1, 1, 1, 0] },
+      0.1,
+    );
     expect(rewards[0]).toBeCloseTo(1 - 0.1 * (0.5 + 0.2), 6);
     expect(rewards[1]).toBeCloseTo(0, 6);
-    expect(() => klPenalizedRewards({ rewards: [1, 0], logprobs: [0, 0, 0], refLogprobs: [0, 0, 0], mask: [1, 1, 1] }, 0.1)).toThrow(/must all be \[B=2, T\]/);
+    expect(() =>
+      klPenalizedRewards({ rewards: [1, 0], logprobs: [0, 0, 0], refLogprobs: [0, 0, 0], mask: [1, 1, 1] }, 0.1),
+    ).toThrow(/must all be \[B=2, T\]/);
   });
 });

@@ -23,7 +23,12 @@ export interface AggregationOptions {
 }
 
 /** The one signature of every registered aggregation: [B, T] mask → [B, T] token weights. */
-export type AggregationFn = (mask: ArrayLike<number>, B: number, T: number, options?: AggregationOptions) => Float32Array;
+export type AggregationFn = (
+  mask: ArrayLike<number>,
+  B: number,
+  T: number,
+  options?: AggregationOptions,
+) => Float32Array;
 
 function tokensPerRow(mask: ArrayLike<number>, B: number, T: number): Float64Array {
   const counts = new Float64Array(B);
@@ -46,40 +51,76 @@ function positive(value: number | undefined, field: string): number | undefined 
 }
 
 /** token-mean: Σ L / (tokens in the batch, or `globalTokenCount`). BNPO locally; DAPO/CISPO with the global count. */
-export function tokenMeanWeights(mask: ArrayLike<number>, B: number, T: number, options: AggregationOptions = {}): Float32Array {
+export function tokenMeanWeights(
+  mask: ArrayLike<number>,
+  B: number,
+  T: number,
+  options: AggregationOptions = {},
+): Float32Array {
   const local = tokensPerRow(mask, B, T).reduce((a, b) => a + b, 0);
   const denominator = positive(options.globalTokenCount, 'globalTokenCount') ?? Math.max(local, 1);
   return fillRows(mask, B, T, () => 1 / denominator);
 }
 
 /** seq-mean-token-mean: (1/N) Σ_i (1/T_i) Σ_t L, N = sequences with ≥ 1 token (verl). GRPO (DeepSeekMath). */
-export function seqMeanTokenMeanWeights(mask: ArrayLike<number>, B: number, T: number, options: AggregationOptions = {}): Float32Array {
+export function seqMeanTokenMeanWeights(
+  mask: ArrayLike<number>,
+  B: number,
+  T: number,
+  options: AggregationOptions = {},
+): Float32Array {
   const counts = tokensPerRow(mask, B, T);
-  const sequences = positive(options.globalSequenceCount, 'globalSequenceCount') ?? Math.max(counts.filter((c) => c > 0).length, 1);
+  const sequences =
+    positive(options.globalSequenceCount, 'globalSequenceCount') ?? Math.max(counts.filter((c) => c > 0).length, 1);
   return fillRows(mask, B, T, (b) => 1 / (counts[b] * sequences));
 }
 
 /** seq-mean-token-sum: (1/N) Σ_i Σ_t L, N = sequences with ≥ 1 token (verl option). */
-export function seqMeanTokenSumWeights(mask: ArrayLike<number>, B: number, T: number, options: AggregationOptions = {}): Float32Array {
+export function seqMeanTokenSumWeights(
+  mask: ArrayLike<number>,
+  B: number,
+  T: number,
+  options: AggregationOptions = {},
+): Float32Array {
   const counts = tokensPerRow(mask, B, T);
-  const sequences = positive(options.globalSequenceCount, 'globalSequenceCount') ?? Math.max(counts.filter((c) => c > 0).length, 1);
+  const sequences =
+    positive(options.globalSequenceCount, 'globalSequenceCount') ?? Math.max(counts.filter((c) => c > 0).length, 1);
   return fillRows(mask, B, T, () => 1 / sequences);
 }
 
 /** seq-mean-token-sum-norm: Σ L / (N · L_max), N = all B rows, L_max constant (default T). Dr. GRPO (arXiv 2503.20783). */
-export function seqMeanTokenSumNormWeights(mask: ArrayLike<number>, B: number, T: number, options: AggregationOptions = {}): Float32Array {
+export function seqMeanTokenSumNormWeights(
+  mask: ArrayLike<number>,
+  B: number,
+  T: number,
+  options: AggregationOptions = {},
+): Float32Array {
   const maxLength = positive(options.maxLength, 'maxLength') ?? T;
   const sequences = positive(options.globalSequenceCount, 'globalSequenceCount') ?? Math.max(B, 1);
   return fillRows(mask, B, T, () => 1 / (sequences * maxLength));
 }
 
 /** Reduces per-token losses [B, T] to a scalar with the token weights of an aggregation mode. */
-export function aggregateLoss(perTokenLoss: Tensor, mask: ArrayLike<number>, aggregation: AggregationFn, options: AggregationOptions = {}): Tensor {
-  if (perTokenLoss.shape.length !== 2) throw new RangeError(`per-token loss must be [B, T], got [${perTokenLoss.shape.join(', ')}].`);
+export function aggregateLoss(
+  perTokenLoss: Tensor,
+  mask: ArrayLike<number>,
+  aggregation: AggregationFn,
+  options: AggregationOptions = {},
+): Tensor {
+  if (perTokenLoss.shape.length !== 2)
+    throw new RangeError(`per-token loss must be [B, T], got [${perTokenLoss.shape.join(', ')}].`);
   const [B, T] = perTokenLoss.shape;
-  if (mask.length !== B * T) throw new RangeError(`mask has ${mask.length} entries but the per-token loss is [${B}, ${T}].`);
+  if (mask.length !== B * T)
+    throw new RangeError(`mask has ${mask.length} entries but the per-token loss is [${B}, ${T}].`);
   const weights = aggregation(mask, B, T, options);
   // where() first: padded positions may hold inf/NaN log-probs, and 0·inf would poison the sum.
-  const masked = where(tensor(Float32Array.from(mask, (m) => (m ? 1 : 0)), [B, T]), perTokenLoss, 0);
+  const masked = where(
+    tensor(
+      Float32Array.from(mask, (m) => (m ? 1 : 0)),
+      [B, T],
+    ),
+    perTokenLoss,
+    0,
+  );
   return sum(mul(masked, tensor(weights, [B, T])));
 }

@@ -41,11 +41,13 @@ export interface PromptSelection {
 export type PromptSelectorFn = (input: PromptSelectorInput, options?: PromptSelectorOptions) => PromptSelection;
 
 function posteriorMeans(input: PromptSelectorInput): Float64Array {
-  if (input.alpha.length !== input.beta.length) throw new RangeError(`alpha has ${input.alpha.length} entries but beta has ${input.beta.length}.`);
+  if (input.alpha.length !== input.beta.length)
+    throw new RangeError(`alpha has ${input.alpha.length} entries but beta has ${input.beta.length}.`);
   return Float64Array.from({ length: input.alpha.length }, (_, i) => {
     const a = input.alpha[i];
     const b = input.beta[i];
-    if (!(a > 0 && b > 0)) throw new RangeError(`Beta posterior of prompt ${i} must have alpha > 0 and beta > 0, got (${a}, ${b}).`);
+    if (!(a > 0 && b > 0))
+      throw new RangeError(`Beta posterior of prompt ${i} must have alpha > 0 and beta > 0, got (${a}, ${b}).`);
     return a / (a + b);
   });
 }
@@ -69,9 +71,12 @@ export function knapsackAllocation(input: PromptSelectorInput, options: PromptSe
   const rates = posteriorMeans(input);
   const budget = options.budget;
   const allowed = [...(options.allowedCounts ?? [2, 4, 6, 8])].sort((a, b) => a - b);
-  if (budget === undefined || !Number.isInteger(budget) || budget < 0) throw new RangeError(`knapsack needs options.budget as a non-negative integer, got ${budget}.`);
-  if (allowed.length === 0 || allowed.some((n) => !Number.isInteger(n) || n < 0)) throw new RangeError('options.allowedCounts must be non-negative integers.');
-  if (rates.length * allowed[0] > budget) throw new RangeError(`budget ${budget} cannot give ${rates.length} prompts even ${allowed[0]} rollouts each.`);
+  if (budget === undefined || !Number.isInteger(budget) || budget < 0)
+    throw new RangeError(`knapsack needs options.budget as a non-negative integer, got ${budget}.`);
+  if (allowed.length === 0 || allowed.some((n) => !Number.isInteger(n) || n < 0))
+    throw new RangeError('options.allowedCounts must be non-negative integers.');
+  if (rates.length * allowed[0] > budget)
+    throw new RangeError(`budget ${budget} cannot give ${rates.length} prompts even ${allowed[0]} rollouts each.`);
   // best[i][b]: the best total value of prompts i.. with b rollouts left; choice[i][b] the count taken.
   const P = rates.length;
   const best = Array.from({ length: P + 1 }, () => new Float64Array(budget + 1));
@@ -82,7 +87,10 @@ export function knapsackAllocation(input: PromptSelectorInput, options: PromptSe
       for (const n of allowed) {
         if (n > b || best[i + 1][b - n] === -Infinity) continue;
         const value = knapsackValue(n, rates[i]) + best[i + 1][b - n];
-        if (value > best[i][b] + 1e-15) { best[i][b] = value; choice[i][b] = n; }
+        if (value > best[i][b] + 1e-15) {
+          best[i][b] = value;
+          choice[i][b] = n;
+        }
       }
     }
   }
@@ -144,7 +152,8 @@ export function vadeSelection(input: PromptSelectorInput, options: PromptSelecto
   const means = posteriorMeans(input);
   const promptCount = options.promptCount ?? means.length;
   const rolloutsPerPrompt = options.rolloutsPerPrompt ?? 8;
-  if (!Number.isInteger(promptCount) || promptCount < 0) throw new RangeError(`options.promptCount must be a non-negative integer, got ${promptCount}.`);
+  if (!Number.isInteger(promptCount) || promptCount < 0)
+    throw new RangeError(`options.promptCount must be a non-negative integer, got ${promptCount}.`);
   const uniform = options.seed === undefined ? undefined : seededUniform(options.seed);
   const scores = means.map((mean, i) => {
     const p = uniform === undefined ? mean : sampleBeta(input.alpha[i], input.beta[i], uniform);

@@ -7,7 +7,13 @@
  * `GroupFilterFn` signature for the registered ones.
  * Is not: a sampler — `refillKeptGroups` calls back into a generator the trainer passes in.
  */
-import { type RewardValues, resolveGroups, segmentStats, toRewardArray, zeroStdThreshold } from './advantages-groups.js';
+import {
+  type RewardValues,
+  resolveGroups,
+  segmentStats,
+  toRewardArray,
+  zeroStdThreshold,
+} from './advantages-groups.js';
 
 /** What every group filter receives. */
 export interface GroupFilterInput {
@@ -83,7 +89,8 @@ export function maskTruncatedCompletions(input: GroupFilterInput): GroupFilterRe
   const layout = resolveGroups(input.rewards.length, input.groupSizes);
   const truncated = input.truncated;
   if (truncated === undefined) throw new Error('The mask-truncated filter needs input.truncated ([N] booleans).');
-  if (truncated.length !== input.rewards.length) throw new RangeError(`input.truncated has ${truncated.length} entries but rewards has ${input.rewards.length}.`);
+  if (truncated.length !== input.rewards.length)
+    throw new RangeError(`input.truncated has ${truncated.length} entries but rewards has ${input.rewards.length}.`);
   const keepSamples = Uint8Array.from({ length: truncated.length }, (_, i) => (truncated[i] ? 0 : 1));
   return { keepGroups: new Uint8Array(layout.groupCount).fill(1), keepSamples };
 }
@@ -121,8 +128,10 @@ export async function refillKeptGroups<Batch>(
   targetGroups: number,
   maxBatches: number,
 ): Promise<RefillResult<Batch>> {
-  if (!(Number.isInteger(targetGroups) && targetGroups > 0)) throw new RangeError(`targetGroups must be a positive integer, got ${targetGroups}.`);
-  if (!(Number.isInteger(maxBatches) && maxBatches > 0)) throw new RangeError(`maxBatches must be a positive integer, got ${maxBatches}.`);
+  if (!(Number.isInteger(targetGroups) && targetGroups > 0))
+    throw new RangeError(`targetGroups must be a positive integer, got ${targetGroups}.`);
+  if (!(Number.isInteger(maxBatches) && maxBatches > 0))
+    throw new RangeError(`maxBatches must be a positive integer, got ${maxBatches}.`);
   const kept: { batch: Batch; groupIndices: number[] }[] = [];
   let keptGroupCount = 0;
   let round = 0;
@@ -153,7 +162,8 @@ export interface OverlongOptions {
  */
 export function softOverlongPunishment(lengths: ArrayLike<number>, options: OverlongOptions): Float32Array {
   const { maxLength, cacheLength } = options;
-  if (!(cacheLength > 0 && cacheLength <= maxLength)) throw new RangeError(`cacheLength must be in (0, maxLength], got ${cacheLength} with maxLength ${maxLength}.`);
+  if (!(cacheLength > 0 && cacheLength <= maxLength))
+    throw new RangeError(`cacheLength must be in (0, maxLength], got ${cacheLength} with maxLength ${maxLength}.`);
   const softStart = maxLength - cacheLength;
   return Float32Array.from({ length: lengths.length }, (_, i) => {
     const length = lengths[i];

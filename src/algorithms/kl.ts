@@ -30,13 +30,23 @@ export function klK3(logprobs: Tensor, refLogprobs: Tensor): Tensor {
  * Off-policy-corrected KL (DeepSeek-V3.2, TRL `use_bias_correction_kl`): (π_θ/π_old)·k3, the ratio
  * keeping its gradient so the estimate stays unbiased under samples from π_old.
  */
-export function offPolicyCorrectedKl(logprobs: Tensor, refLogprobs: Tensor, oldLogprobs: Tensor, estimator: KlEstimatorFn = klK3): Tensor {
+export function offPolicyCorrectedKl(
+  logprobs: Tensor,
+  refLogprobs: Tensor,
+  oldLogprobs: Tensor,
+  estimator: KlEstimatorFn = klK3,
+): Tensor {
   return mul(exp(sub(logprobs, oldLogprobs)), estimator(logprobs, refLogprobs));
 }
 
 /** Applies a tensor KL estimator to plain arrays (no gradient), e.g. for logging or KL in the reward. */
-export function klArray(estimator: KlEstimatorFn, logprobs: ArrayLike<number>, refLogprobs: ArrayLike<number>): Float32Array {
-  if (logprobs.length !== refLogprobs.length) throw new RangeError(`logprobs has ${logprobs.length} entries but refLogprobs has ${refLogprobs.length}.`);
+export function klArray(
+  estimator: KlEstimatorFn,
+  logprobs: ArrayLike<number>,
+  refLogprobs: ArrayLike<number>,
+): Float32Array {
+  if (logprobs.length !== refLogprobs.length)
+    throw new RangeError(`logprobs has ${logprobs.length} entries but refLogprobs has ${refLogprobs.length}.`);
   return noGrad(() => estimator(tensor(logprobs, [logprobs.length]), tensor(refLogprobs, [refLogprobs.length])).data);
 }
 
@@ -57,7 +67,9 @@ export function klPenalizedRewards(input: KlRewardInput, beta: number, estimator
   const size = input.logprobs.length;
   if (B === 0) return new Float32Array(0);
   if (size % B !== 0 || input.mask.length !== size || input.refLogprobs.length !== size) {
-    throw new RangeError(`KL in reward: logprobs (${size}), refLogprobs (${input.refLogprobs.length}) and mask (${input.mask.length}) must all be [B=${B}, T].`);
+    throw new RangeError(
+      `KL in reward: logprobs (${size}), refLogprobs (${input.refLogprobs.length}) and mask (${input.mask.length}) must all be [B=${B}, T].`,
+    );
   }
   const T = size / B;
   const perToken = klArray(estimator, input.logprobs, input.refLogprobs);

@@ -22,29 +22,56 @@ export const advantageOptionSchemas = {
   rloo: z.object({ singletonGroup, std }).partial().strict(),
   'batch-std': z.object({ epsilon, std, singletonGroup }).partial().strict(),
   'mc-grpo': z.object({ epsilon, madFloor: z.number().nonnegative(), rescaleNonzero: z.boolean() }).partial().strict(),
-  ngrpo: z.object({ epsilon, std, virtualReward: z.number(), virtualCount: z.number().int().nonnegative() }).partial().strict(),
+  ngrpo: z
+    .object({ epsilon, std, virtualReward: z.number(), virtualCount: z.number().int().nonnegative() })
+    .partial()
+    .strict(),
   gdpo: z.object({ epsilon }).partial().strict(),
-  stratified: z.object({
-    alpha: unitAlpha.describe('the blend weight α in [0, 1] of the within-stratum z-score; the paper gives no verified default'),
-    strataFrom: z.string().regex(/^(row\.[^.]+|rollout\.(toolCalls|truncated|turns))$/, 'use "row.<column>" or "rollout.toolCalls" / "rollout.turns" / "rollout.truncated"')
-      .describe('where each sample\'s stratum key comes from: "row.<column>", "rollout.toolCalls", "rollout.turns" or "rollout.truncated"'),
-    epsilon: epsilon.optional(),
-  }).strict(),
-  'seed-grpo': z.object({
-    alpha: unitAlpha.describe('the weight α in [0, 1] of the semantic-entropy scaling; the paper gives no verified default'),
-    clusterBy: z.enum(['answer', 'text']).default('answer').describe("'answer': equivalent final answers (math-verify rules); 'text': identical trimmed text"),
-    singletonGroup: singletonGroup.optional(),
-  }).strict(),
+  stratified: z
+    .object({
+      alpha: unitAlpha.describe(
+        'the blend weight α in [0, 1] of the within-stratum z-score; the paper gives no verified default',
+      ),
+      strataFrom: z
+        .string()
+        .regex(
+          /^(row\.[^.]+|rollout\.(toolCalls|truncated|turns))$/,
+          'use "row.<column>" or "rollout.toolCalls" / "rollout.turns" / "rollout.truncated"',
+        )
+        .describe(
+          'where each sample\'s stratum key comes from: "row.<column>", "rollout.toolCalls", "rollout.turns" or "rollout.truncated"',
+        ),
+      epsilon: epsilon.optional(),
+    })
+    .strict(),
+  'seed-grpo': z
+    .object({
+      alpha: unitAlpha.describe(
+        'the weight α in [0, 1] of the semantic-entropy scaling; the paper gives no verified default',
+      ),
+      clusterBy: z
+        .enum(['answer', 'text'])
+        .default('answer')
+        .describe("'answer': equivalent final answers (math-verify rules); 'text': identical trimmed text"),
+      singletonGroup: singletonGroup.optional(),
+    })
+    .strict(),
   's-grpo': z.object({ singletonGroup }).partial().strict(),
   tree: z.object({}).strict(),
-  'single-stream': z.object({
-    epsilon: epsilon.optional(),
-    std: std.optional(),
-    batchNormalize: z.boolean().optional(),
-    halfLifeKl: z.number().positive().default(0.06).describe('D_half: the policy KL at which old evidence counts half (SPO)'),
-    minDiscount: z.number().gt(0).lt(1).default(0.875).describe('ρ_min: the strongest forgetting per visit'),
-    maxDiscount: z.number().gt(0).lt(1).default(0.96).describe('ρ_max: the weakest forgetting per visit'),
-  }).strict(),
+  'single-stream': z
+    .object({
+      epsilon: epsilon.optional(),
+      std: std.optional(),
+      batchNormalize: z.boolean().optional(),
+      halfLifeKl: z
+        .number()
+        .positive()
+        .default(0.06)
+        .describe('D_half: the policy KL at which old evidence counts half (SPO)'),
+      minDiscount: z.number().gt(0).lt(1).default(0.875).describe('ρ_min: the strongest forgetting per visit'),
+      maxDiscount: z.number().gt(0).lt(1).default(0.96).describe('ρ_max: the weakest forgetting per visit'),
+    })
+    .strict(),
 } as const;
 
 const epsilonLow = z.number().min(0).max(1);
@@ -58,24 +85,44 @@ const commonLoss = {
 
 /** Policy loss options, by loss name. */
 export const lossOptionSchemas = {
-  'ppo-clip': z.object({ epsilonLow, epsilonHigh, dualClip: z.number().gt(1) }).partial().extend(commonLoss).strict(),
-  cispo: z.object({ epsilonLow, epsilonHigh, capMode: z.enum(['relative', 'absolute']) }).partial().extend(commonLoss).strict(),
-  dispo: z.object({
-    positiveBounds: bounds.describe('[ε_down, ε_up] for tokens of positive-advantage completions; the paper gives no defaults'),
-    negativeBounds: bounds.describe('[ε_down, ε_up] for tokens of negative-advantage completions'),
-    maskOutside: z.boolean().optional(),
-  }).extend(commonLoss).strict(),
+  'ppo-clip': z
+    .object({ epsilonLow, epsilonHigh, dualClip: z.number().gt(1) })
+    .partial()
+    .extend(commonLoss)
+    .strict(),
+  cispo: z
+    .object({ epsilonLow, epsilonHigh, capMode: z.enum(['relative', 'absolute']) })
+    .partial()
+    .extend(commonLoss)
+    .strict(),
+  dispo: z
+    .object({
+      positiveBounds: bounds.describe(
+        '[ε_down, ε_up] for tokens of positive-advantage completions; the paper gives no defaults',
+      ),
+      negativeBounds: bounds.describe('[ε_down, ε_up] for tokens of negative-advantage completions'),
+      maskOutside: z.boolean().optional(),
+    })
+    .extend(commonLoss)
+    .strict(),
   gspo: z.object({ epsilonLow, epsilonHigh }).partial().extend(commonLoss).strict(),
   'gspo-token': z.object({ epsilonLow, epsilonHigh }).partial().extend(commonLoss).strict(),
   real: z.object({ temperature: z.number().positive() }).partial().strict(),
   reinforce: z.object({}).extend(commonLoss).strict(),
-  gtpo: z.object({
-    positiveWeight: z.number().nonnegative(),
-    negativeWeight: z.number().nonnegative(),
-    direction: z.enum(['forward', 'backward', 'both']),
-    entropyThreshold: z.number().nonnegative().describe('completions with mean token entropy above this get A = 0 (default 0.7)'),
-    entropyCoefficient: z.number().nonnegative().describe('otherwise A ← A − coefficient·H (default 0.1)'),
-  }).partial().extend(commonLoss).strict(),
+  gtpo: z
+    .object({
+      positiveWeight: z.number().nonnegative(),
+      negativeWeight: z.number().nonnegative(),
+      direction: z.enum(['forward', 'backward', 'both']),
+      entropyThreshold: z
+        .number()
+        .nonnegative()
+        .describe('completions with mean token entropy above this get A = 0 (default 0.7)'),
+      entropyCoefficient: z.number().nonnegative().describe('otherwise A ← A − coefficient·H (default 0.1)'),
+    })
+    .partial()
+    .extend(commonLoss)
+    .strict(),
 } as const;
 
 /** Group filter options, by filter name. */
@@ -87,17 +134,30 @@ export const groupFilterOptionSchemas = {
 
 /** Prompt selector options, by selector name (the trainer derives budgets from the step size). */
 export const promptSelectorOptionSchemas = {
-  knapsack: z.object({
-    allowedCounts: z.array(z.number().int().positive()).min(1).optional().describe('rollouts a prompt may get (default 2, 4, …, 2·groupSize)'),
-    successThreshold: z.number().default(0.5),
-    decay: z.number().min(0).max(1).default(1),
-  }).strict(),
-  vade: z.object({
-    candidates: z.number().int().positive().optional().describe('prompts drawn as candidates per step (default 4 × promptsPerStep)'),
-    thompson: z.boolean().default(true).describe('score a Beta draw (true) or the posterior mean (false)'),
-    successThreshold: z.number().default(0.5),
-    decay: z.number().min(0).max(1).default(1),
-  }).strict(),
+  knapsack: z
+    .object({
+      allowedCounts: z
+        .array(z.number().int().positive())
+        .min(1)
+        .optional()
+        .describe('rollouts a prompt may get (default 2, 4, …, 2·groupSize)'),
+      successThreshold: z.number().default(0.5),
+      decay: z.number().min(0).max(1).default(1),
+    })
+    .strict(),
+  vade: z
+    .object({
+      candidates: z
+        .number()
+        .int()
+        .positive()
+        .optional()
+        .describe('prompts drawn as candidates per step (default 4 × promptsPerStep)'),
+      thompson: z.boolean().default(true).describe('score a Beta draw (true) or the posterior mean (false)'),
+      successThreshold: z.number().default(0.5),
+      decay: z.number().min(0).max(1).default(1),
+    })
+    .strict(),
 } as const;
 
 /**
@@ -114,7 +174,10 @@ export function parsePartOptions<T>(schema: z.ZodType<T>, options: unknown, fiel
     }
     const where = [field, ...issue.path.map(String)].join('.');
     if (issue.code === 'invalid_type' && issue.message.endsWith('received undefined')) {
-      const description = schema instanceof z.ZodObject ? (schema.shape[String(issue.path[0])] as z.ZodType | undefined)?.description : undefined;
+      const description =
+        schema instanceof z.ZodObject
+          ? (schema.shape[String(issue.path[0])] as z.ZodType | undefined)?.description
+          : undefined;
       return `${where}: ${part} needs this option${description ? ` (${description})` : ''}`;
     }
     return `${where}: ${issue.message} (for ${part})`;

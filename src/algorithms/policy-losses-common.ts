@@ -114,20 +114,24 @@ export interface PreparedLossInput {
 function asConstant(values: TokenValues, shape: number[], field: string): Tensor {
   const data = values instanceof Tensor ? values.data : values;
   const size = shape.reduce((a, b) => a * b, 1);
-  if (data.length !== size) throw new RangeError(`input.${field} has ${data.length} entries, expected ${size} ([${shape.join(', ')}]).`);
+  if (data.length !== size)
+    throw new RangeError(`input.${field} has ${data.length} entries, expected ${size} ([${shape.join(', ')}]).`);
   return tensor(Float32Array.from(data), shape);
 }
 
 /** Checks shapes and converts constants to tensors; advantages [B] are broadcast to [B, T]. */
 export function prepareLossInput(input: PolicyLossInput): PreparedLossInput {
-  if (input.logprobs.shape.length !== 2) throw new RangeError(`input.logprobs must be [B, T], got [${input.logprobs.shape.join(', ')}].`);
+  if (input.logprobs.shape.length !== 2)
+    throw new RangeError(`input.logprobs must be [B, T], got [${input.logprobs.shape.join(', ')}].`);
   const [B, T] = input.logprobs.shape;
   const mask = Float32Array.from(asConstant(input.mask, [B, T], 'mask').data, (m) => (m ? 1 : 0));
   // Padded positions may hold anything (−inf, NaN, stale values): replace them by 0 up front, so no
   // op downstream ever multiplies a zero gradient by a non-finite number; where() routes exactly 0 back.
   const logprobs = where(tensor(mask, [B, T]), input.logprobs, 0);
   const oldLogprobs = asConstant(input.oldLogprobs, [B, T], 'oldLogprobs');
-  oldLogprobs.data.forEach((_, i) => { if (!mask[i]) oldLogprobs.data[i] = 0; });
+  oldLogprobs.data.forEach((_, i) => {
+    if (!mask[i]) oldLogprobs.data[i] = 0;
+  });
   const advantageData = input.advantages instanceof Tensor ? input.advantages.data : input.advantages;
   let advantages: Tensor;
   if (advantageData.length === B && T !== 1) {
@@ -139,8 +143,10 @@ export function prepareLossInput(input: PolicyLossInput): PreparedLossInput {
   }
   for (let i = 0; i < B * T; i++) {
     if (!mask[i]) advantages.data[i] = 0;
-    else if (!Number.isFinite(advantages.data[i])) throw new RangeError(`input.advantages is not finite at token ${i} (row ${Math.floor(i / T)}).`);
-    else if (!Number.isFinite(oldLogprobs.data[i])) throw new RangeError(`input.oldLogprobs is not finite at token ${i} (row ${Math.floor(i / T)}).`);
+    else if (!Number.isFinite(advantages.data[i]))
+      throw new RangeError(`input.advantages is not finite at token ${i} (row ${Math.floor(i / T)}).`);
+    else if (!Number.isFinite(oldLogprobs.data[i]))
+      throw new RangeError(`input.oldLogprobs is not finite at token ${i} (row ${Math.floor(i / T)}).`);
   }
   return { B, T, logprobs, oldLogprobs, advantages, perSequenceAdvantages: advantageData.length === B, mask };
 }
@@ -150,13 +156,21 @@ export function prepareLossInput(input: PolicyLossInput): PreparedLossInput {
  * or its product over the sequence; 'truncate' gives min(ratio, C) (TIS), 'mask' gives
  * min(ratio, C)·1[ratio ≤ C] (MIS: tokens or sequences past the cap are dropped). C defaults to 2.
  */
-export function mismatchWeights(oldLogprobs: ArrayLike<number>, rolloutLogprobs: ArrayLike<number>, mask: ArrayLike<number>, B: number, T: number, correction: MismatchCorrection): Float32Array {
+export function mismatchWeights(
+  oldLogprobs: ArrayLike<number>,
+  rolloutLogprobs: ArrayLike<number>,
+  mask: ArrayLike<number>,
+  B: number,
+  T: number,
+  correction: MismatchCorrection,
+): Float32Array {
   const cap = correction.cap ?? 2;
   if (!(cap > 0)) throw new RangeError(`mismatchCorrection.cap must be > 0, got ${cap}.`);
   const weights = new Float32Array(B * T);
   for (let b = 0; b < B; b++) {
     let sequenceLogRatio = 0;
-    for (let t = 0; t < T; t++) if (mask[b * T + t]) sequenceLogRatio += oldLogprobs[b * T + t] - rolloutLogprobs[b * T + t];
+    for (let t = 0; t < T; t++)
+      if (mask[b * T + t]) sequenceLogRatio += oldLogprobs[b * T + t] - rolloutLogprobs[b * T + t];
     for (let t = 0; t < T; t++) {
       const i = b * T + t;
       if (!mask[i]) continue;
@@ -174,7 +188,8 @@ export function mismatchWeights(oldLogprobs: ArrayLike<number>, rolloutLogprobs:
  */
 export function topEntropyThreshold(entropies: ArrayLike<number>, mask: ArrayLike<number>, quantile: number): number {
   if (!(quantile > 0 && quantile <= 1)) throw new RangeError(`topEntropyQuantile must be in (0, 1], got ${quantile}.`);
-  if (entropies.length !== mask.length) throw new RangeError(`input.entropies has ${entropies.length} entries but mask has ${mask.length}.`);
+  if (entropies.length !== mask.length)
+    throw new RangeError(`input.entropies has ${entropies.length} entries but mask has ${mask.length}.`);
   const values: number[] = [];
   for (let i = 0; i < mask.length; i++) if (mask[i]) values.push(entropies[i]);
   if (values.length === 0) return Infinity;
@@ -189,7 +204,12 @@ export function topEntropyThreshold(entropies: ArrayLike<number>, mask: ArrayLik
  * the (1 − quantile) quantile of these tokens' own entropies (`topEntropyThreshold`); a trainer that
  * splits a batch into micro-batches passes the whole batch's threshold instead.
  */
-export function topEntropyMask(entropies: ArrayLike<number>, mask: ArrayLike<number>, quantile: number, threshold = topEntropyThreshold(entropies, mask, quantile)): Float32Array {
+export function topEntropyMask(
+  entropies: ArrayLike<number>,
+  mask: ArrayLike<number>,
+  quantile: number,
+  threshold = topEntropyThreshold(entropies, mask, quantile),
+): Float32Array {
   const out = new Float32Array(mask.length);
   for (let i = 0; i < mask.length; i++) out[i] = mask[i] && entropies[i] >= threshold ? 1 : 0;
   return out;
@@ -198,7 +218,11 @@ export function topEntropyMask(entropies: ArrayLike<number>, mask: ArrayLike<num
 function maskedMean(values: ArrayLike<number>, mask: ArrayLike<number>): number {
   let total = 0;
   let count = 0;
-  for (let i = 0; i < mask.length; i++) if (mask[i]) { total += values[i]; count++; }
+  for (let i = 0; i < mask.length; i++)
+    if (mask[i]) {
+      total += values[i];
+      count++;
+    }
   return count > 0 ? total / count : 0;
 }
 
@@ -206,11 +230,19 @@ function maskedMean(values: ArrayLike<number>, mask: ArrayLike<number>): number 
  * Applies token weightings, adds β·KL and aggregates: the shared tail of every per-token loss.
  * `surrogate` is the per-token policy loss [B, T]; `aggregation` is the loss's default mode.
  */
-export function finishPolicyLoss(prepared: PreparedLossInput, input: PolicyLossInput, options: PolicyLossOptions, surrogate: Tensor, aggregation: AggregationFn, metrics: Record<string, number>): PolicyLossResult {
+export function finishPolicyLoss(
+  prepared: PreparedLossInput,
+  input: PolicyLossInput,
+  options: PolicyLossOptions,
+  surrogate: Tensor,
+  aggregation: AggregationFn,
+  metrics: Record<string, number>,
+): PolicyLossResult {
   const { B, T, mask } = prepared;
   const weights = new Float32Array(B * T).fill(1);
   if (input.tokenWeights !== undefined) {
-    if (input.tokenWeights.length !== B * T) throw new RangeError(`input.tokenWeights has ${input.tokenWeights.length} entries, expected ${B * T}.`);
+    if (input.tokenWeights.length !== B * T)
+      throw new RangeError(`input.tokenWeights has ${input.tokenWeights.length} entries, expected ${B * T}.`);
     for (let i = 0; i < weights.length; i++) weights[i] *= input.tokenWeights[i];
   }
   if (options.mismatchCorrection !== undefined) {
@@ -218,7 +250,10 @@ export function finishPolicyLoss(prepared: PreparedLossInput, input: PolicyLossI
     const rollout = asConstant(input.rolloutLogprobs, [B, T], 'rolloutLogprobs').data;
     const correction = mismatchWeights(prepared.oldLogprobs.data, rollout, mask, B, T, options.mismatchCorrection);
     metrics.mismatchWeightMean = maskedMean(correction, mask);
-    metrics.mismatchDroppedFraction = maskedMean(Float32Array.from(correction, (w) => (w === 0 ? 1 : 0)), mask);
+    metrics.mismatchDroppedFraction = maskedMean(
+      Float32Array.from(correction, (w) => (w === 0 ? 1 : 0)),
+      mask,
+    );
     for (let i = 0; i < weights.length; i++) weights[i] *= correction[i];
   }
   if (options.topEntropyQuantile !== undefined) {
@@ -234,7 +269,9 @@ export function finishPolicyLoss(prepared: PreparedLossInput, input: PolicyLossI
     if (input.refLogprobs === undefined) throw new Error('options.klCoefficient > 0 needs input.refLogprobs.');
     const ref = asConstant(input.refLogprobs, [B, T], 'refLogprobs');
     const estimator = options.klEstimator ?? klK3;
-    const kl = options.klOffPolicyCorrection ? offPolicyCorrectedKl(prepared.logprobs, ref, prepared.oldLogprobs, estimator) : estimator(prepared.logprobs, ref);
+    const kl = options.klOffPolicyCorrection
+      ? offPolicyCorrectedKl(prepared.logprobs, ref, prepared.oldLogprobs, estimator)
+      : estimator(prepared.logprobs, ref);
     metrics.kl = maskedMean(kl.data, mask);
     perToken = add(perToken, mul(kl, beta));
   }

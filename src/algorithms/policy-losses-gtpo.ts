@@ -39,8 +39,14 @@ function leadingConflicts(ids: ArrayLike<number>, others: readonly ArrayLike<num
  * (0) in negative ones, 1 otherwise; 'both' multiplies the two directions. Sign comes from the
  * advantage (> 0 positive, < 0 negative; 0 gets all-1 weights). GTPO (#197; code winstonsmith1897/GTPO).
  */
-export function gtpoTokenWeights(completionIds: readonly ArrayLike<number>[], advantages: ArrayLike<number>, groupSizes: number | readonly number[], options: GtpoWeightOptions = {}): Float32Array[] {
-  if (completionIds.length !== advantages.length) throw new RangeError(`completionIds has ${completionIds.length} entries but advantages has ${advantages.length}.`);
+export function gtpoTokenWeights(
+  completionIds: readonly ArrayLike<number>[],
+  advantages: ArrayLike<number>,
+  groupSizes: number | readonly number[],
+  options: GtpoWeightOptions = {},
+): Float32Array[] {
+  if (completionIds.length !== advantages.length)
+    throw new RangeError(`completionIds has ${completionIds.length} entries but advantages has ${advantages.length}.`);
   const layout = resolveGroups(advantages.length, groupSizes);
   const positiveWeight = options.positiveWeight ?? 2;
   const negativeWeight = options.negativeWeight ?? 0;
@@ -56,7 +62,9 @@ export function gtpoTokenWeights(completionIds: readonly ArrayLike<number>[], ad
       const conflictWeight = advantages[i] > 0 ? positiveWeight : negativeWeight;
       for (const fromEnd of direction === 'both' ? [false, true] : [direction === 'backward']) {
         const flags = leadingConflicts(completionIds[i], others, fromEnd);
-        flags.forEach((flag, t) => { if (flag) weights[i][t] *= conflictWeight; });
+        flags.forEach((flag, t) => {
+          if (flag) weights[i][t] *= conflictWeight;
+        });
       }
     }
   }
@@ -72,9 +80,16 @@ export interface GtpoEntropyOptions {
 }
 
 /** GTPO entropy filter: A_i = 0 if mean entropy H_i > 0.7, else A_i − 0.1·H_i. GTPO (#197). */
-export function gtpoEntropyFilter(advantages: ArrayLike<number>, meanEntropies: ArrayLike<number>, options: GtpoEntropyOptions = {}): Float32Array {
-  if (advantages.length !== meanEntropies.length) throw new RangeError(`advantages has ${advantages.length} entries but meanEntropies has ${meanEntropies.length}.`);
+export function gtpoEntropyFilter(
+  advantages: ArrayLike<number>,
+  meanEntropies: ArrayLike<number>,
+  options: GtpoEntropyOptions = {},
+): Float32Array {
+  if (advantages.length !== meanEntropies.length)
+    throw new RangeError(`advantages has ${advantages.length} entries but meanEntropies has ${meanEntropies.length}.`);
   const threshold = options.threshold ?? 0.7;
   const coefficient = options.coefficient ?? 0.1;
-  return Float32Array.from({ length: advantages.length }, (_, i) => (meanEntropies[i] > threshold ? 0 : advantages[i] - coefficient * meanEntropies[i]));
+  return Float32Array.from({ length: advantages.length }, (_, i) =>
+    meanEntropies[i] > threshold ? 0 : advantages[i] - coefficient * meanEntropies[i],
+  );
 }

@@ -11,8 +11,14 @@ import { type Tensor, add, div, exp, log, matmul, mul, reshape, sub, sum, tensor
 import { resolveGroups } from './advantages-groups.js';
 import { seqMeanTokenMeanWeights } from './aggregate.js';
 import {
-  type PolicyLossInput, type PolicyLossOptions, type PolicyLossResult, type PreparedLossInput,
-  finishPolicyLoss, logRatioOf, prepareLossInput, ratioMetrics,
+  type PolicyLossInput,
+  type PolicyLossOptions,
+  type PolicyLossResult,
+  type PreparedLossInput,
+  finishPolicyLoss,
+  logRatioOf,
+  prepareLossInput,
+  ratioMetrics,
 } from './policy-losses-common.js';
 import { clippedSurrogate } from './policy-losses.js';
 
@@ -22,17 +28,31 @@ export function sequenceLogRatio(prepared: PreparedLossInput): Tensor {
   const counts = new Float32Array(B);
   for (let b = 0; b < B; b++) for (let t = 0; t < T; t++) counts[b] += mask[b * T + t];
   const masked = mul(logRatioOf(prepared), tensor(mask, [B, T]));
-  return div(sum(masked, 1), tensor(counts.map((c) => Math.max(c, 1)), [B]));
+  return div(
+    sum(masked, 1),
+    tensor(
+      counts.map((c) => Math.max(c, 1)),
+      [B],
+    ),
+  );
 }
 
 function sequenceAdvantages(prepared: PreparedLossInput, loss: string): Float32Array {
   const { B, T } = prepared;
-  if (!prepared.perSequenceAdvantages && T !== 1) throw new Error(`The ${loss} loss needs per-sequence advantages [B]; use gspo-token for per-token advantages.`);
+  if (!prepared.perSequenceAdvantages && T !== 1)
+    throw new Error(`The ${loss} loss needs per-sequence advantages [B]; use gspo-token for per-token advantages.`);
   return Float32Array.from({ length: B }, (_, b) => prepared.advantages.data[b * T]);
 }
 
-function sequenceRatioMetrics(sequenceRatio: Float32Array, mask: Float32Array, B: number, T: number): Record<string, number> {
-  const rowsWithTokens = Float32Array.from({ length: B }, (_, b) => (mask.subarray(b * T, (b + 1) * T).some((m) => m !== 0) ? 1 : 0));
+function sequenceRatioMetrics(
+  sequenceRatio: Float32Array,
+  mask: Float32Array,
+  B: number,
+  T: number,
+): Record<string, number> {
+  const rowsWithTokens = Float32Array.from({ length: B }, (_, b) =>
+    mask.subarray(b * T, (b + 1) * T).some((m) => m !== 0) ? 1 : 0,
+  );
   const stats = ratioMetrics(Float32Array.from(sequenceRatio, Math.log), rowsWithTokens);
   return { sequenceRatioMean: stats.ratioMean, sequenceRatioMin: stats.ratioMin, sequenceRatioMax: stats.ratioMax };
 }
@@ -56,9 +76,13 @@ export function gspoLoss(input: PolicyLossInput, options: PolicyLossOptions = {}
     ...ratioMetrics(logRatioOf(prepared).data, prepared.mask),
     ...sequenceRatioMetrics(ratio.data, prepared.mask, B, T),
   };
-  const rows = Array.from({ length: B }, (_, b) => b).filter((b) => prepared.mask.subarray(b * T, (b + 1) * T).some((m) => m !== 0));
-  metrics.clipFractionLow = rows.length > 0 ? rows.filter((b) => advantages.data[b] < 0 && ratio.data[b] < low).length / rows.length : 0;
-  metrics.clipFractionHigh = rows.length > 0 ? rows.filter((b) => advantages.data[b] > 0 && ratio.data[b] > high).length / rows.length : 0;
+  const rows = Array.from({ length: B }, (_, b) => b).filter((b) =>
+    prepared.mask.subarray(b * T, (b + 1) * T).some((m) => m !== 0),
+  );
+  metrics.clipFractionLow =
+    rows.length > 0 ? rows.filter((b) => advantages.data[b] < 0 && ratio.data[b] < low).length / rows.length : 0;
+  metrics.clipFractionHigh =
+    rows.length > 0 ? rows.filter((b) => advantages.data[b] > 0 && ratio.data[b] > high).length / rows.length : 0;
   metrics.clipFraction = metrics.clipFractionLow + metrics.clipFractionHigh;
   return finishPolicyLoss(prepared, input, options, surrogate, seqMeanTokenMeanWeights, metrics);
 }
@@ -104,7 +128,8 @@ export function realLoss(input: PolicyLossInput, options: PolicyLossOptions = {}
   const prepared = prepareLossInput(input);
   const { B } = prepared;
   for (const field of ['klCoefficient', 'mismatchCorrection', 'topEntropyQuantile'] as const) {
-    if (options[field] !== undefined && options[field] !== 0) throw new Error(`The real loss does not support options.${field}.`);
+    if (options[field] !== undefined && options[field] !== 0)
+      throw new Error(`The real loss does not support options.${field}.`);
   }
   if (input.groupSizes === undefined) throw new Error('The real loss needs input.groupSizes (whole groups per batch).');
   const layout = resolveGroups(B, input.groupSizes);
@@ -112,7 +137,8 @@ export function realLoss(input: PolicyLossInput, options: PolicyLossOptions = {}
   if (!(temperature > 0)) throw new RangeError(`options.temperature must be > 0, got ${temperature}.`);
   const labels = input.sequenceLabels;
   const advantages = labels === undefined ? sequenceAdvantages(prepared, 'real') : new Float32Array(B);
-  if (labels !== undefined && labels.length !== B) throw new RangeError(`input.sequenceLabels has ${labels.length} entries but there are ${B} sequences.`);
+  if (labels !== undefined && labels.length !== B)
+    throw new RangeError(`input.sequenceLabels has ${labels.length} entries but there are ${B} sequences.`);
   const G = layout.groupCount;
   const positive = new Float32Array(G * B);
   const negative = new Float32Array(G * B);
@@ -127,9 +153,19 @@ export function realLoss(input: PolicyLossInput, options: PolicyLossOptions = {}
     logOnePlusSumExp(mul(meanLogRatio, -1 / temperature), positive, G, B),
     logOnePlusSumExp(mul(meanLogRatio, 1 / temperature), negative, G, B),
   ); // [G]
-  const labelled = Float32Array.from({ length: G }, (_, g) => (positive.subarray(g * B, (g + 1) * B).some((v) => v) || negative.subarray(g * B, (g + 1) * B).some((v) => v) ? 1 : 0));
+  const labelled = Float32Array.from({ length: G }, (_, g) =>
+    positive.subarray(g * B, (g + 1) * B).some((v) => v) || negative.subarray(g * B, (g + 1) * B).some((v) => v)
+      ? 1
+      : 0,
+  );
   const groupCount = Math.max(options.globalGroupCount ?? labelled.reduce((a, b) => a + b, 0), 1);
   const loss = div(sum(mul(perGroup, tensor(labelled, [G]))), groupCount);
-  return { loss, metrics: { ...ratioMetrics(logRatioOf(prepared).data, prepared.mask), policyLoss: loss.item(), labelledGroups: groupCount } };
+  return {
+    loss,
+    metrics: {
+      ...ratioMetrics(logRatioOf(prepared).data, prepared.mask),
+      policyLoss: loss.item(),
+      labelledGroups: groupCount,
+    },
+  };
 }
-

@@ -14,7 +14,12 @@ import { treeAdvantage } from './advantages-tree.js';
 import { padTokenAdvantages } from './advantages-groups.js';
 
 /** One token with ratio ρ and advantage A: returns the loss and d loss / d logπ. */
-function singleToken(loss: PolicyLossFn, ratio: number, advantage: number, options = {}): { value: number; gradient: number } {
+function singleToken(
+  loss: PolicyLossFn,
+  ratio: number,
+  advantage: number,
+  options = {},
+): { value: number; gradient: number } {
   const logprobs = tensor([Math.log(ratio) - 1], [1, 1], { requiresGrad: true });
   const result = loss({ logprobs, oldLogprobs: [-1], advantages: [advantage], mask: [1] }, options);
   result.loss.backward();
@@ -50,7 +55,12 @@ describe('§2.1 PPO/GRPO clipped surrogate (ε = 0.2)', () => {
   });
   it('clip fractions report which side bound', () => {
     const logprobs = tensor([Math.log(1.5), Math.log(0.5), 0, Math.log(1.5)], [1, 4], { requiresGrad: true });
-    const { metrics } = ppoClipLoss({ logprobs, oldLogprobs: [0, 0, 0, 0], advantages: [1, -1, 1, -1], mask: [1, 1, 1, 1] });
+    const { metrics } = ppoClipLoss({
+      logprobs,
+      oldLogprobs: [0, 0, 0, 0],
+      advantages: [1, -1, 1, -1],
+      mask: [1, 1, 1, 1],
+    });
     expect(metrics.clipFractionHigh).toBeCloseTo(0.25, 6);
     expect(metrics.clipFractionLow).toBeCloseTo(0.25, 6);
     expect(metrics.clipFraction).toBeCloseTo(0.5, 6);
@@ -82,16 +92,29 @@ describe('§2.4 CISPO and §2.5 DISPO', () => {
   });
   it('DISPO with four equal bounds and maskOutside=false is CISPO; maskOutside zeroes out-of-bound tokens', () => {
     const bounds: [number, number] = [0.2, 0.28];
-    for (const [ratio, advantage] of [[1.5, 1], [0.5, -1], [1.1, 1], [0.7, 1], [1.4, -1]]) {
+    for (const [ratio, advantage] of [
+      [1.5, 1],
+      [0.5, -1],
+      [1.1, 1],
+      [0.7, 1],
+      [1.4, -1],
+    ]) {
       const dispo = singleToken(dispoLoss, ratio, advantage, { positiveBounds: bounds, negativeBounds: bounds });
       const cispo = singleToken(cispoLoss, ratio, advantage, { epsilonLow: 0.2, epsilonHigh: 0.28 });
       expect(dispo.gradient).toBeCloseTo(cispo.gradient, 6);
       expect(dispo.value).toBeCloseTo(cispo.value, 6);
     }
-    expect(singleToken(dispoLoss, 1.5, 1, { positiveBounds: bounds, negativeBounds: bounds, maskOutside: true }).gradient).toBe(0);
-    expect(singleToken(dispoLoss, 1.1, 1, { positiveBounds: bounds, negativeBounds: bounds, maskOutside: true }).gradient).toBeCloseTo(-1.1, 5);
+    expect(
+      singleToken(dispoLoss, 1.5, 1, { positiveBounds: bounds, negativeBounds: bounds, maskOutside: true }).gradient,
+    ).toBe(0);
+    expect(
+      singleToken(dispoLoss, 1.1, 1, { positiveBounds: bounds, negativeBounds: bounds, maskOutside: true }).gradient,
+    ).toBeCloseTo(-1.1, 5);
     // Separate bounds for negative tokens: ρ = 1.4 with A < 0 sits inside a wide negative band.
-    expect(singleToken(dispoLoss, 1.4, -1, { positiveBounds: bounds, negativeBounds: [0.2, 0.5], maskOutside: true }).gradient).toBeCloseTo(1.4, 5);
+    expect(
+      singleToken(dispoLoss, 1.4, -1, { positiveBounds: bounds, negativeBounds: [0.2, 0.5], maskOutside: true })
+        .gradient,
+    ).toBeCloseTo(1.4, 5);
     expect(() => singleToken(dispoLoss, 1, 1)).toThrow(/needs options.positiveBounds/);
   });
 });
@@ -103,21 +126,55 @@ describe('REINFORCE and GTPO', () => {
     expect(result.gradient).toBeCloseTo(-0.5, 6);
   });
   it('§2.10 conflict-token weights: positive [5,7,9] and negative [5,8,9]', () => {
-    const weights = gtpoTokenWeights([[5, 7, 9], [5, 8, 9]], [1, -1], 2);
+    const weights = gtpoTokenWeights(
+      [
+        [5, 7, 9],
+        [5, 8, 9],
+      ],
+      [1, -1],
+      2,
+    );
     expect([...weights[0]]).toEqual([2, 1, 2]);
     expect([...weights[1]]).toEqual([0, 1, 0]);
-    expect([...gtpoTokenWeights([[5, 7, 9], [5, 8, 9]], [1, -1], 2, { direction: 'forward' })[0]]).toEqual([2, 1, 1]);
+    expect([
+      ...gtpoTokenWeights(
+        [
+          [5, 7, 9],
+          [5, 8, 9],
+        ],
+        [1, -1],
+        2,
+        { direction: 'forward' },
+      )[0],
+    ]).toEqual([2, 1, 1]);
     // Only leading/trailing runs count: a match after a mismatch is not a conflict token.
-    expect([...gtpoTokenWeights([[1, 2, 3, 4], [1, 9, 3, 8]], [1, -1], 2)[0]]).toEqual([2, 1, 1, 1]);
+    expect([
+      ...gtpoTokenWeights(
+        [
+          [1, 2, 3, 4],
+          [1, 9, 3, 8],
+        ],
+        [1, -1],
+        2,
+      )[0],
+    ]).toEqual([2, 1, 1, 1]);
   });
   it('§2.10 entropy filter and the weighted loss −Σ_t ρAδ/|o|', () => {
     expect([...gtpoEntropyFilter([1, 1], [0.8, 0.5])].map((a) => Number(a.toFixed(6)))).toEqual([0, 0.95]);
     const logprobs = tensor([-1, -1, -1, -1, -1, -1], [2, 3], { requiresGrad: true });
     const tokenWeights = new Float32Array([2, 1, 2, 0, 1, 0]);
-    const { loss } = gtpoLoss({ logprobs, oldLogprobs: new Float32Array(6).fill(-1), advantages: [1, -1], mask: new Float32Array(6).fill(1), tokenWeights });
+    const { loss } = gtpoLoss({
+      logprobs,
+      oldLogprobs: new Float32Array(6).fill(-1),
+      advantages: [1, -1],
+      mask: new Float32Array(6).fill(1),
+      tokenWeights,
+    });
     loss.backward();
     expect(loss.item()).toBeCloseTo(-(5 / 3 - 1 / 3) / 2, 6);
-    expect([...(logprobs.grad as Tensor).data].map((g) => Number(g.toFixed(6)))).toEqual([-2, -1, -2, 0, 1, 0].map((g) => Number((g / 6).toFixed(6))));
+    expect([...(logprobs.grad as Tensor).data].map((g) => Number(g.toFixed(6)))).toEqual(
+      [-2, -1, -2, 0, 1, 0].map((g) => Number((g / 6).toFixed(6))),
+    );
   });
 });
 
@@ -126,10 +183,20 @@ describe('§2.12 mismatch correction and §2.13 entropy selection', () => {
     const old = [0, 0, 0, 0];
     const rollout = [-Math.log(3), -Math.log(1.5), 0, Math.log(2)];
     const mask = [1, 1, 1, 1];
-    expect([...mismatchWeights(old, rollout, mask, 2, 2, { mode: 'truncate', level: 'token' })].map((w) => Number(w.toFixed(5)))).toEqual([2, 1.5, 1, 0.5]);
-    expect([...mismatchWeights(old, rollout, mask, 2, 2, { mode: 'mask', level: 'token' })].map((w) => Number(w.toFixed(5)))).toEqual([0, 1.5, 1, 0.5]);
+    expect(
+      [...mismatchWeights(old, rollout, mask, 2, 2, { mode: 'truncate', level: 'token' })].map((w) =>
+        Number(w.toFixed(5)),
+      ),
+    ).toEqual([2, 1.5, 1, 0.5]);
+    expect(
+      [...mismatchWeights(old, rollout, mask, 2, 2, { mode: 'mask', level: 'token' })].map((w) => Number(w.toFixed(5))),
+    ).toEqual([0, 1.5, 1, 0.5]);
     // Sequence 0's ratio is 3·1.5 = 4.5 > 2: masked as a whole; sequence 1's is 0.5.
-    expect([...mismatchWeights(old, rollout, mask, 2, 2, { mode: 'mask', level: 'sequence' })].map((w) => Number(w.toFixed(5)))).toEqual([0, 0, 0.5, 0.5]);
+    expect(
+      [...mismatchWeights(old, rollout, mask, 2, 2, { mode: 'mask', level: 'sequence' })].map((w) =>
+        Number(w.toFixed(5)),
+      ),
+    ).toEqual([0, 0, 0.5, 0.5]);
   });
   it('mismatch weights scale the per-token gradient', () => {
     const logprobs = tensor([0, 0], [1, 2], { requiresGrad: true });
@@ -144,7 +211,16 @@ describe('§2.12 mismatch correction and §2.13 entropy selection', () => {
   it('entropies [0.1, 2.0, 0.3, 1.5, 0.2] at ρ=0.4 keep positions 2 and 4 (1-based)', () => {
     expect([...topEntropyMask([0.1, 2.0, 0.3, 1.5, 0.2], [1, 1, 1, 1, 1], 0.4)]).toEqual([0, 1, 0, 1, 0]);
     const logprobs = tensor([0, 0, 0, 0, 0], [1, 5], { requiresGrad: true });
-    const { loss } = reinforceLoss({ logprobs, oldLogprobs: [0, 0, 0, 0, 0], advantages: [1], mask: [1, 1, 1, 1, 1], entropies: [0.1, 2.0, 0.3, 1.5, 0.2] }, { topEntropyQuantile: 0.4 });
+    const { loss } = reinforceLoss(
+      {
+        logprobs,
+        oldLogprobs: [0, 0, 0, 0, 0],
+        advantages: [1],
+        mask: [1, 1, 1, 1, 1],
+        entropies: [0.1, 2.0, 0.3, 1.5, 0.2],
+      },
+      { topEntropyQuantile: 0.4 },
+    );
     loss.backward();
     expect([...(logprobs.grad as Tensor).data].map((g) => Number(g.toFixed(6)))).toEqual([0, -0.2, 0, -0.2, 0]);
   });
@@ -153,12 +229,17 @@ describe('§2.12 mismatch correction and §2.13 entropy selection', () => {
 /** A random [B, T] batch whose ratios stay ≥ 0.05 away from the clip bounds 0.8/1.2 and from ρ·A ties. */
 function randomBatch(seed: number, B = 3, T = 4): PolicyLossInput {
   let state = seed;
-  const random = (): number => ((state = (state * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const random = (): number => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;
   const ratios = [0.6, 0.9, 1.1, 1.4, 0.7, 1.05, 1.3, 0.95];
   const old = Float32Array.from({ length: B * T }, () => -0.5 - random());
   const current = old.map((o) => o + Math.log(ratios[Math.floor(random() * ratios.length)]));
-  const mask = Float32Array.from({ length: B * T }, (_, i) => (i % T < T - (i / T | 0) % 2 ? 1 : 0));
-  return { logprobs: tensor(current, [B, T]), oldLogprobs: old, advantages: Float32Array.from({ length: B }, () => random() * 2 - 1), mask };
+  const mask = Float32Array.from({ length: B * T }, (_, i) => (i % T < T - (((i / T) | 0) % 2) ? 1 : 0));
+  return {
+    logprobs: tensor(current, [B, T]),
+    oldLogprobs: old,
+    advantages: Float32Array.from({ length: B }, () => random() * 2 - 1),
+    mask,
+  };
 }
 
 describe('finite-difference gradients with respect to logprobs', () => {
@@ -172,7 +253,10 @@ describe('finite-difference gradients with respect to logprobs', () => {
     it(`${name} matches central differences, including clipped tokens`, () => {
       for (const seed of [1, 2, 3]) {
         const batch = randomBatch(seed);
-        const result = gradCheck((logprobs) => loss({ ...batch, logprobs }, options).loss, [batch.logprobs], { epsilon: 1e-3, absoluteTolerance: 1e-3 });
+        const result = gradCheck((logprobs) => loss({ ...batch, logprobs }, options).loss, [batch.logprobs], {
+          epsilon: 1e-3,
+          absoluteTolerance: 1e-3,
+        });
         expect(result.checked).toBe(12);
       }
     });
@@ -182,8 +266,13 @@ describe('finite-difference gradients with respect to logprobs', () => {
   // Σ_t agg_t·(−w_t·A·logπ_t), w evaluated at the base point.
   const frozen: [string, PolicyLossFn, object, (ratio: number, advantage: number) => number, boolean][] = [
     ['cispo', cispoLoss, { epsilonLow: 0.2, epsilonHigh: 0.2 }, (r) => Math.min(Math.max(r, 0.8), 1.2), false],
-    ['dispo maskOutside', dispoLoss, { positiveBounds: [0.2, 0.2], negativeBounds: [0.3, 0.1], maskOutside: true },
-      (r, a) => ((a > 0 ? r >= 0.8 && r <= 1.2 : r >= 0.7 && r <= 1.1) ? r : 0), false],
+    [
+      'dispo maskOutside',
+      dispoLoss,
+      { positiveBounds: [0.2, 0.2], negativeBounds: [0.3, 0.1], maskOutside: true },
+      (r, a) => ((a > 0 ? r >= 0.8 && r <= 1.2 : r >= 0.7 && r <= 1.1) ? r : 0),
+      false,
+    ],
     ['reinforce', reinforceLoss, {}, () => 1, false],
     ['gtpo', gtpoLoss, {}, () => 1, true],
   ];
@@ -196,8 +285,14 @@ describe('finite-difference gradients with respect to logprobs', () => {
         const advantages = batch.advantages as Float32Array;
         const base = Float32Array.from(batch.logprobs.data);
         const rowCounts = [0, 1, 2].map((b) => mask.subarray(b * 4, b * 4 + 4).reduce((x, y) => x + y, 0));
-        const aggregationWeight = (i: number): number => (perSequenceMean ? 1 / (rowCounts[Math.floor(i / 4)] * 3) : 1 / rowCounts.reduce((x, y) => x + y, 0));
-        const coefficient = (i: number): number => (mask[i] ? -weightOf(Math.exp(base[i] - old[i]), advantages[Math.floor(i / 4)]) * advantages[Math.floor(i / 4)] * aggregationWeight(i) : 0);
+        const aggregationWeight = (i: number): number =>
+          perSequenceMean ? 1 / (rowCounts[Math.floor(i / 4)] * 3) : 1 / rowCounts.reduce((x, y) => x + y, 0);
+        const coefficient = (i: number): number =>
+          mask[i]
+            ? -weightOf(Math.exp(base[i] - old[i]), advantages[Math.floor(i / 4)]) *
+              advantages[Math.floor(i / 4)] *
+              aggregationWeight(i)
+            : 0;
         const surrogate = (x: Float32Array): number => x.reduce((total, value, i) => total + coefficient(i) * value, 0);
         batch.logprobs.requiresGrad = true;
         loss(batch, options).loss.backward();
@@ -232,20 +327,35 @@ describe('finite-difference gradients with respect to logprobs', () => {
 });
 
 /** Every registered loss with options that make it runnable on a generic batch. */
-const everyLoss: [string, PolicyLossFn, object][] = policyLosses.list().map((entry) => [
-  entry.name,
-  entry.fn,
-  entry.name === 'dispo' ? { positiveBounds: [0.2, 0.2], negativeBounds: [0.2, 0.2] } : {},
-]);
+const everyLoss: [string, PolicyLossFn, object][] = policyLosses
+  .list()
+  .map((entry) => [
+    entry.name,
+    entry.fn,
+    entry.name === 'dispo' ? { positiveBounds: [0.2, 0.2], negativeBounds: [0.2, 0.2] } : {},
+  ]);
 
 describe('input errors and padding', () => {
   it('names the field with the wrong size', () => {
     const logprobs = tensor([0, 0, 0, 0], [2, 2], { requiresGrad: true });
-    expect(() => ppoClipLoss({ logprobs, oldLogprobs: [0, 0, 0], advantages: [1, 1], mask: [1, 1, 1, 1] })).toThrow(/input.oldLogprobs has 3 entries, expected 4/);
-    expect(() => ppoClipLoss({ logprobs, oldLogprobs: [0, 0, 0, 0], advantages: [1, 1, 1], mask: [1, 1, 1, 1] })).toThrow(/input.advantages \(per token\) has 3 entries/);
-    expect(() => ppoClipLoss({ logprobs, oldLogprobs: [0, 0, 0, 0], advantages: [1, 1], mask: [1, 1] })).toThrow(/input.mask has 2 entries/);
-    expect(() => ppoClipLoss({ logprobs, oldLogprobs: [0, 0, 0, 0], advantages: [1, NaN], mask: [1, 1, 1, 1] })).toThrow(/advantages is not finite at token 2/);
-    expect(() => ppoClipLoss({ logprobs, oldLogprobs: [0, 0, 0, 0], advantages: [1, 1], mask: [1, 1, 1, 1] }, { klCoefficient: 0.1 })).toThrow(/needs input.refLogprobs/);
+    expect(() => ppoClipLoss({ logprobs, oldLogprobs: [0, 0, 0], advantages: [1, 1], mask: [1, 1, 1, 1] })).toThrow(
+      /input.oldLogprobs has 3 entries, expected 4/,
+    );
+    expect(() =>
+      ppoClipLoss({ logprobs, oldLogprobs: [0, 0, 0, 0], advantages: [1, 1, 1], mask: [1, 1, 1, 1] }),
+    ).toThrow(/input.advantages \(per token\) has 3 entries/);
+    expect(() => ppoClipLoss({ logprobs, oldLogprobs: [0, 0, 0, 0], advantages: [1, 1], mask: [1, 1] })).toThrow(
+      /input.mask has 2 entries/,
+    );
+    expect(() =>
+      ppoClipLoss({ logprobs, oldLogprobs: [0, 0, 0, 0], advantages: [1, NaN], mask: [1, 1, 1, 1] }),
+    ).toThrow(/advantages is not finite at token 2/);
+    expect(() =>
+      ppoClipLoss(
+        { logprobs, oldLogprobs: [0, 0, 0, 0], advantages: [1, 1], mask: [1, 1, 1, 1] },
+        { klCoefficient: 0.1 },
+      ),
+    ).toThrow(/needs input.refLogprobs/);
   });
   it('garbage log-probs on padded tokens neither change the loss nor get gradient', () => {
     const make = (padValue: number) => tensor([-1, padValue, -2, -1], [2, 2], { requiresGrad: true });
@@ -256,7 +366,10 @@ describe('input errors and padding', () => {
       lossClean.backward();
       for (const padValue of [60, -Infinity, NaN]) {
         const noisy = make(padValue);
-        const lossNoisy = loss({ ...input, logprobs: noisy, oldLogprobs: [-1.1, -Infinity, -1.9, -1], advantages: [1, -0.5] }, options).loss;
+        const lossNoisy = loss(
+          { ...input, logprobs: noisy, oldLogprobs: [-1.1, -Infinity, -1.9, -1], advantages: [1, -0.5] },
+          options,
+        ).loss;
         lossNoisy.backward();
         expect(lossNoisy.item(), `${name} pad ${padValue}`).toBe(lossClean.item());
         expect((noisy.grad as Tensor).data[1], `${name} pad ${padValue}`).toBe(0);
@@ -267,10 +380,16 @@ describe('input errors and padding', () => {
   it('a row with an empty completion contributes nothing and gives no NaN', () => {
     for (const [name, loss, options] of everyLoss) {
       const logprobs = tensor([-1, -2, -1.5, -0.5], [2, 2], { requiresGrad: true });
-      const { loss: value } = loss({ logprobs, oldLogprobs: [-1.1, -1.9, 0, 0], advantages: [0.8, -0.3], mask: [1, 1, 0, 0], groupSizes: 2 }, options);
+      const { loss: value } = loss(
+        { logprobs, oldLogprobs: [-1.1, -1.9, 0, 0], advantages: [0.8, -0.3], mask: [1, 1, 0, 0], groupSizes: 2 },
+        options,
+      );
       value.backward();
       expect(Number.isFinite(value.item()), name).toBe(true);
-      expect([...(logprobs.grad as Tensor).data].slice(2).map((g) => g + 0), name).toEqual([0, 0]);
+      expect(
+        [...(logprobs.grad as Tensor).data].slice(2).map((g) => g + 0),
+        name,
+      ).toEqual([0, 0]);
     }
   });
   it('an all-masked batch gives loss 0 and no NaN', () => {

@@ -11,11 +11,21 @@ import { type Tensor, clamp, exp, less, minimum, mul, neg, sub, tensor, where } 
 import { seqMeanTokenMeanWeights, tokenMeanWeights } from './aggregate.js';
 import { gtpoEntropyFilter } from './policy-losses-gtpo.js';
 import {
-  type PolicyLossInput, type PolicyLossOptions, type PolicyLossResult, type PreparedLossInput,
-  finishPolicyLoss, logRatioOf, prepareLossInput, ratioMetrics,
+  type PolicyLossInput,
+  type PolicyLossOptions,
+  type PolicyLossResult,
+  type PreparedLossInput,
+  finishPolicyLoss,
+  logRatioOf,
+  prepareLossInput,
+  ratioMetrics,
 } from './policy-losses-common.js';
 
-function maskedFraction(prepared: PreparedLossInput, predicate: (ratio: number, advantage: number) => boolean, ratio: Float32Array): number {
+function maskedFraction(
+  prepared: PreparedLossInput,
+  predicate: (ratio: number, advantage: number) => boolean,
+  ratio: Float32Array,
+): number {
   let hits = 0;
   let count = 0;
   for (let i = 0; i < prepared.mask.length; i++) {
@@ -29,12 +39,18 @@ function maskedFraction(prepared: PreparedLossInput, predicate: (ratio: number, 
 function maskedMean(values: ArrayLike<number>, mask: Float32Array): number {
   let total = 0;
   let count = 0;
-  mask.forEach((m, i) => { if (m) { count++; total += values[i]; } });
+  mask.forEach((m, i) => {
+    if (m) {
+      count++;
+      total += values[i];
+    }
+  });
   return count > 0 ? total / count : 0;
 }
 
 function checkEpsilon(value: number, field: string, maximum = Infinity): number {
-  if (!(value >= 0 && value <= maximum)) throw new RangeError(`options.${field} must be in [0, ${maximum}], got ${value}.`);
+  if (!(value >= 0 && value <= maximum))
+    throw new RangeError(`options.${field} must be in [0, ${maximum}], got ${value}.`);
   return value;
 }
 
@@ -76,7 +92,10 @@ export function ppoClipLoss(input: PolicyLossInput, options: PolicyLossOptions =
 
 /** −sg(w)·A·logπ_θ: the REINFORCE-with-fixed-weight form shared by CISPO and DISPO. */
 function weightedReinforce(prepared: PreparedLossInput, weights: Float32Array): Tensor {
-  const constant = tensor(Float32Array.from(weights, (w, i) => -w * prepared.advantages.data[i]), [prepared.B, prepared.T]);
+  const constant = tensor(
+    Float32Array.from(weights, (w, i) => -w * prepared.advantages.data[i]),
+    [prepared.B, prepared.T],
+  );
   return mul(prepared.logprobs, constant);
 }
 
@@ -91,7 +110,9 @@ export function cispoLoss(input: PolicyLossInput, options: PolicyLossOptions = {
   const prepared = prepareLossInput(input);
   const absolute = (options.capMode ?? 'relative') === 'absolute';
   const low = absolute ? 0 : 1 - checkEpsilon(options.epsilonLow ?? 1, 'epsilonLow', 1);
-  const high = absolute ? checkEpsilon(options.epsilonHigh ?? 5, 'epsilonHigh') : 1 + checkEpsilon(options.epsilonHigh ?? 0.28, 'epsilonHigh');
+  const high = absolute
+    ? checkEpsilon(options.epsilonHigh ?? 5, 'epsilonHigh')
+    : 1 + checkEpsilon(options.epsilonHigh ?? 0.28, 'epsilonHigh');
   const logRatio = logRatioOf(prepared);
   const ratio = Float32Array.from(logRatio.data, Math.exp);
   const weights = ratio.map((r) => Math.min(Math.max(r, low), high));
@@ -105,7 +126,8 @@ export function cispoLoss(input: PolicyLossInput, options: PolicyLossOptions = {
 }
 
 function requireBounds(bounds: [number, number] | undefined, field: string): [number, number] {
-  if (bounds === undefined) throw new Error(`The dispo loss needs options.${field} ([ε_down, ε_up]; the paper's defaults are unknown).`);
+  if (bounds === undefined)
+    throw new Error(`The dispo loss needs options.${field} ([ε_down, ε_up]; the paper's defaults are unknown).`);
   checkEpsilon(bounds[0], `${field}[0]`, 1);
   checkEpsilon(bounds[1], `${field}[1]`);
   return bounds;
@@ -150,7 +172,14 @@ function onPolicyRatio(logprobs: Tensor): Tensor {
 export function reinforceLoss(input: PolicyLossInput, options: PolicyLossOptions = {}): PolicyLossResult {
   const prepared = prepareLossInput(input);
   const surrogate = neg(mul(onPolicyRatio(prepared.logprobs), prepared.advantages));
-  return finishPolicyLoss(prepared, input, options, surrogate, tokenMeanWeights, ratioMetrics(logRatioOf(prepared).data, prepared.mask));
+  return finishPolicyLoss(
+    prepared,
+    input,
+    options,
+    surrogate,
+    tokenMeanWeights,
+    ratioMetrics(logRatioOf(prepared).data, prepared.mask),
+  );
 }
 
 /**
@@ -173,12 +202,24 @@ export function gtpoLoss(input: PolicyLossInput, options: PolicyLossOptions = {}
     for (let b = 0; b < B; b++) {
       let total = 0;
       let count = 0;
-      for (let t = 0; t < T; t++) if (mask[b * T + t]) { total += input.entropies[b * T + t]; count++; sequenceAdvantages[b] = prepared.advantages.data[b * T + t]; }
+      for (let t = 0; t < T; t++)
+        if (mask[b * T + t]) {
+          total += input.entropies[b * T + t];
+          count++;
+          sequenceAdvantages[b] = prepared.advantages.data[b * T + t];
+        }
       meanEntropies[b] = count > 0 ? total / count : 0;
     }
-    const filtered = gtpoEntropyFilter(sequenceAdvantages, meanEntropies, { threshold: options.entropyThreshold, coefficient: options.entropyCoefficient });
-    metrics.entropyFilteredFraction = meanEntropies.filter((h) => h > (options.entropyThreshold ?? 0.7)).length / Math.max(1, B);
-    advantages = tensor(Float32Array.from({ length: B * T }, (_, i) => (mask[i] ? filtered[Math.floor(i / T)] : 0)), [B, T]);
+    const filtered = gtpoEntropyFilter(sequenceAdvantages, meanEntropies, {
+      threshold: options.entropyThreshold,
+      coefficient: options.entropyCoefficient,
+    });
+    metrics.entropyFilteredFraction =
+      meanEntropies.filter((h) => h > (options.entropyThreshold ?? 0.7)).length / Math.max(1, B);
+    advantages = tensor(
+      Float32Array.from({ length: B * T }, (_, i) => (mask[i] ? filtered[Math.floor(i / T)] : 0)),
+      [B, T],
+    );
   }
   const surrogate = neg(mul(onPolicyRatio(prepared.logprobs), advantages));
   return finishPolicyLoss(prepared, input, options, surrogate, seqMeanTokenMeanWeights, metrics);

@@ -19,8 +19,12 @@ describe('createRegistry', () => {
   it('throws when a different function claims a taken name, or on bad names', () => {
     const registry = createRegistry<() => number>('constant');
     registry.register('one', () => 1, { description: '', citation: '' });
-    expect(() => registry.register('one', () => 1, { description: '', citation: '' })).toThrow(/constant "one" is already registered/);
-    expect(() => registry.register('Not Kebab', () => 1, { description: '', citation: '' })).toThrow(/must be kebab-case/);
+    expect(() => registry.register('one', () => 1, { description: '', citation: '' })).toThrow(
+      /constant "one" is already registered/,
+    );
+    expect(() => registry.register('Not Kebab', () => 1, { description: '', citation: '' })).toThrow(
+      /must be kebab-case/,
+    );
   });
   it('an unknown name lists the known ones', () => {
     try {
@@ -29,17 +33,46 @@ describe('createRegistry', () => {
     } catch (error) {
       expect(error).toBeInstanceOf(UnknownRegistryNameError);
       expect((error as UnknownRegistryNameError).availableNames).toContain('grpo');
-      expect((error as Error).message).toMatch(/Unknown advantage estimator "grp0". Known advantage estimators: grpo, dr-grpo, rloo/);
+      expect((error as Error).message).toMatch(
+        /Unknown advantage estimator "grp0". Known advantage estimators: grpo, dr-grpo, rloo/,
+      );
     }
   });
 });
 
 describe('built-in registries', () => {
-  it('name the issue\'s parts', () => {
+  it("name the issue's parts", () => {
     expect(advantageEstimators.get('grpo')).toBe(grpoAdvantage);
-    expect(advantageEstimators.names()).toEqual(['grpo', 'dr-grpo', 'rloo', 'batch-std', 'mc-grpo', 'ngrpo', 'gdpo', 'stratified', 'seed-grpo', 's-grpo', 'tree', 'single-stream']);
-    expect(policyLosses.names()).toEqual(['ppo-clip', 'cispo', 'dispo', 'gspo', 'gspo-token', 'real', 'reinforce', 'gtpo']);
-    expect(lossAggregations.names()).toEqual(['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum', 'seq-mean-token-sum-norm']);
+    expect(advantageEstimators.names()).toEqual([
+      'grpo',
+      'dr-grpo',
+      'rloo',
+      'batch-std',
+      'mc-grpo',
+      'ngrpo',
+      'gdpo',
+      'stratified',
+      'seed-grpo',
+      's-grpo',
+      'tree',
+      'single-stream',
+    ]);
+    expect(policyLosses.names()).toEqual([
+      'ppo-clip',
+      'cispo',
+      'dispo',
+      'gspo',
+      'gspo-token',
+      'real',
+      'reinforce',
+      'gtpo',
+    ]);
+    expect(lossAggregations.names()).toEqual([
+      'token-mean',
+      'seq-mean-token-mean',
+      'seq-mean-token-sum',
+      'seq-mean-token-sum-norm',
+    ]);
   });
   it('every entry has a description and a citation, and `grpo list` prints each name', () => {
     const text = runListCommand();

@@ -10,7 +10,8 @@ export function runCatalogCommand(): string {
   const lines: string[] = [];
   const section = (title: string, rows: { name: string; description: string; citation?: string }[]) => {
     lines.push(`${title}:`);
-    for (const row of rows) lines.push(`  ${row.name.padEnd(24)} ${row.description}${row.citation ? ` [${row.citation}]` : ''}`);
+    for (const row of rows)
+      lines.push(`  ${row.name.padEnd(24)} ${row.description}${row.citation ? ` [${row.citation}]` : ''}`);
     lines.push('');
   };
   section('rewards', rewardFactories.list());

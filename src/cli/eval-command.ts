@@ -47,8 +47,17 @@ export async function runEvalCommand(options: EvalCommandOptions): Promise<numbe
   checkCount('--pass-at-k', options.passAtK, 0, 1024);
   checkCount('--max-new-tokens', options.maxNewTokens, 1, 32768);
   const task = options.data
-    // Every row of the file is held out: the same file is the "train" and the eval file.
-    ? await taskRegistry.load('dataset', { ...(dataFlagOverrides({ data: options.data, promptColumn: options.promptColumn, answerColumn: options.answerColumn, systemPrompt: options.systemPrompt, rewards: options.rewards }).taskOptions as object), evalFile: options.data })
+    ? // Every row of the file is held out: the same file is the "train" and the eval file.
+      await taskRegistry.load('dataset', {
+        ...(dataFlagOverrides({
+          data: options.data,
+          promptColumn: options.promptColumn,
+          answerColumn: options.answerColumn,
+          systemPrompt: options.systemPrompt,
+          rewards: options.rewards,
+        }).taskOptions as object),
+        evalFile: options.data,
+      })
     : await taskRegistry.load(options.task, options.taskOptions ?? {});
   const checkpoint = loadCheckpoint(options.model);
   const tokenizer = loadTokenizer(options.model);
@@ -56,16 +65,30 @@ export async function runEvalCommand(options: EvalCommandOptions): Promise<numbe
   const model = Transformer.fromTensors(checkpoint.config, checkpoint.tensors);
   // The held-out split is drawn with the training seed + 1, as the trainer does.
   const examples = task.evalExamples(options.examples, options.seed + 1);
-  const output = options.output ?? join('runs', `eval-${new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15)}.jsonl`);
+  const output =
+    options.output ??
+    join('runs', `eval-${new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15)}.jsonl`);
   mkdirSync(dirname(resolve(output)), { recursive: true });
   writeFileSync(output, '');
-  const result = await evaluate(model, promptFormatFor(options.chatTemplate ?? 'auto', tokenizer), task, examples, task.rewards(), {
-    maxNewTokens: options.maxNewTokens, stopTokenIds: resolveStopTokenIds(checkpoint.config, checkpoint.generationConfig),
-    passAtK: options.passAtK, temperature: 1, seed: options.seed,
-    onCompletion: (record) => appendFileSync(output, `${JSON.stringify(record)}\n`),
-  });
+  const result = await evaluate(
+    model,
+    promptFormatFor(options.chatTemplate ?? 'auto', tokenizer),
+    task,
+    examples,
+    task.rewards(),
+    {
+      maxNewTokens: options.maxNewTokens,
+      stopTokenIds: resolveStopTokenIds(checkpoint.config, checkpoint.generationConfig),
+      passAtK: options.passAtK,
+      temperature: 1,
+      seed: options.seed,
+      onCompletion: (record) => appendFileSync(output, `${JSON.stringify(record)}\n`),
+    },
+  );
   process.stderr.write(`grpo eval: ${examples.length} completions written to ${output}\n`);
   if (options.json) process.stdout.write(`${JSON.stringify(result)}\n`);
-  else for (const [name, value] of Object.entries(result)) process.stdout.write(`${name}: ${(value as number).toFixed(4)}\n`);
+  else
+    for (const [name, value] of Object.entries(result))
+      process.stdout.write(`${name}: ${(value as number).toFixed(4)}\n`);
   return 0;
 }

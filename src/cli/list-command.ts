@@ -18,13 +18,19 @@ interface Row {
 /** "options: a, b; needs: strata" for a row whose part takes options or declares needs. */
 function details(row: Row): string {
   const shape = (row.options as { shape?: Record<string, unknown> } | undefined)?.shape;
-  const parts = [shape && Object.keys(shape).length > 0 ? `options: ${Object.keys(shape).join(', ')}` : '', row.needs?.length ? `needs: ${row.needs.join(', ')}` : ''].filter(Boolean);
+  const parts = [
+    shape && Object.keys(shape).length > 0 ? `options: ${Object.keys(shape).join(', ')}` : '',
+    row.needs?.length ? `needs: ${row.needs.join(', ')}` : '',
+  ].filter(Boolean);
   return parts.length > 0 ? `; ${parts.join('; ')}` : '';
 }
 
 function section(title: string, rows: readonly Row[]): string {
   const width = Math.max(...rows.map((row) => row.name.length));
-  const lines = rows.map((row) => `  ${row.name.padEnd(width)}  ${row.description}\n  ${' '.repeat(width)}  [${row.citation}]${details(row)}`);
+  const lines = rows.map(
+    (row) =>
+      `  ${row.name.padEnd(width)}  ${row.description}\n  ${' '.repeat(width)}  [${row.citation}]${details(row)}`,
+  );
   return `${title} (${rows.length})\n${lines.join('\n')}`;
 }
 

@@ -28,10 +28,16 @@ describe('numeric flags', () => {
     [['eval', '--examples', '0'], "--examples <n>' argument '0' is invalid"],
     [['eval', '--examples', '2.5'], "--examples <n>' argument '2.5' is invalid"],
     [['eval', '--pass-at-k', '-1'], "--pass-at-k <k>' argument '-1' is invalid"],
-    [['eval', '--max-new-tokens', '1e8'], "--max-new-tokens <n>' argument '1e8' is invalid. must be an integer from 1 to 32768"],
+    [
+      ['eval', '--max-new-tokens', '1e8'],
+      "--max-new-tokens <n>' argument '1e8' is invalid. must be an integer from 1 to 32768",
+    ],
     [['generate', '--prompt', 'x', '--max-new-tokens', '1e8'], "--max-new-tokens <n>' argument '1e8' is invalid"],
     [['generate', '--prompt', 'x', '--num-samples', '0'], "--num-samples <g>' argument '0' is invalid"],
-    [['generate', '--prompt', 'x', '--top-p', '0'], "--top-p <p>' argument '0' is invalid. must be a number above 0 to 1"],
+    [
+      ['generate', '--prompt', 'x', '--top-p', '0'],
+      "--top-p <p>' argument '0' is invalid. must be a number above 0 to 1",
+    ],
     [['generate', '--prompt', 'x', '--temperature', '-1'], "--temperature <t>' argument '-1' is invalid"],
     [['generate', '--prompt', 'x', '--top-k', '-3'], "--top-k <k>' argument '-3' is invalid"],
   ])('refuses %j naming the flag', async (argv, message) => {
@@ -46,8 +52,19 @@ describe('numeric flags', () => {
 describe('runEvalCommand called from code', () => {
   it('refuses a count out of range naming the flag, before loading the checkpoint', async () => {
     const { runEvalCommand } = await import('./eval-command.js');
-    const options = { model: '/nonexistent-model', task: 'addition', examples: 200, passAtK: 0, maxNewTokens: 8, seed: 0 };
-    await expect(runEvalCommand({ ...options, examples: -5 })).rejects.toThrow('grpo eval: --examples must be an integer from 1 to 100000, got -5');
-    await expect(runEvalCommand({ ...options, maxNewTokens: 1e8 })).rejects.toThrow('grpo eval: --max-new-tokens must be an integer from 1 to 32768');
+    const options = {
+      model: '/nonexistent-model',
+      task: 'addition',
+      examples: 200,
+      passAtK: 0,
+      maxNewTokens: 8,
+      seed: 0,
+    };
+    await expect(runEvalCommand({ ...options, examples: -5 })).rejects.toThrow(
+      'grpo eval: --examples must be an integer from 1 to 100000, got -5',
+    );
+    await expect(runEvalCommand({ ...options, maxNewTokens: 1e8 })).rejects.toThrow(
+      'grpo eval: --max-new-tokens must be an integer from 1 to 32768',
+    );
   });
 });

@@ -19,82 +19,143 @@ const integer = (value: string): number => {
  * An integer flag within [minimum, maximum]; commander's error names the flag. The upper bounds
  * match the config schema's (src/trainer/config.ts), so "1e8" is refused here, not inside an allocation.
  */
-const integerFrom = (minimum: number, maximum: number) => (value: string): number => {
-  const parsed = Number(value);
-  if (value.trim() === '' || !Number.isInteger(parsed) || parsed < minimum || parsed > maximum) {
-    throw new InvalidArgumentError(`must be an integer from ${minimum} to ${maximum}, got "${value}"`);
-  }
-  return parsed;
-};
+const integerFrom =
+  (minimum: number, maximum: number) =>
+  (value: string): number => {
+    const parsed = Number(value);
+    if (value.trim() === '' || !Number.isInteger(parsed) || parsed < minimum || parsed > maximum) {
+      throw new InvalidArgumentError(`must be an integer from ${minimum} to ${maximum}, got "${value}"`);
+    }
+    return parsed;
+  };
 /** A finite number flag above `exclusiveMinimum` (or from `minimum`) and at most `maximum`. */
-const numberFrom = (bounds: { minimum?: number; exclusiveMinimum?: number; maximum: number }) => (value: string): number => {
-  const parsed = Number(value);
-  const low = bounds.exclusiveMinimum ?? bounds.minimum ?? -Infinity;
-  const aboveLow = bounds.exclusiveMinimum !== undefined ? parsed > low : parsed >= low;
-  if (value.trim() === '' || !Number.isFinite(parsed) || !aboveLow || parsed > bounds.maximum) {
-    const range = bounds.exclusiveMinimum !== undefined ? `above ${low}` : `from ${low}`;
-    throw new InvalidArgumentError(`must be a number ${range} to ${bounds.maximum}, got "${value}"`);
-  }
-  return parsed;
-};
+const numberFrom =
+  (bounds: { minimum?: number; exclusiveMinimum?: number; maximum: number }) =>
+  (value: string): number => {
+    const parsed = Number(value);
+    const low = bounds.exclusiveMinimum ?? bounds.minimum ?? -Infinity;
+    const aboveLow = bounds.exclusiveMinimum !== undefined ? parsed > low : parsed >= low;
+    if (value.trim() === '' || !Number.isFinite(parsed) || !aboveLow || parsed > bounds.maximum) {
+      const range = bounds.exclusiveMinimum !== undefined ? `above ${low}` : `from ${low}`;
+      throw new InvalidArgumentError(`must be a number ${range} to ${bounds.maximum}, got "${value}"`);
+    }
+    return parsed;
+  };
 const maxNewTokens = integerFrom(1, 32768);
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
 /** The data and model flags of train/sft, as `runTrainCommand` takes them. */
 function dataFlagsOf(options: Record<string, unknown>): DataFlags {
   return {
-    model: options.model as string | undefined, data: options.data as string | undefined, evalData: options.evalData as string | undefined,
-    evalSplit: options.evalSplit as number | undefined, promptColumn: options.promptColumn as string | undefined,
-    answerColumn: options.answerColumn as string | undefined, systemPrompt: options.systemPrompt as string | undefined,
-    promptTemplate: options.promptTemplate as string | undefined, rewards: options.reward as string[] | undefined,
+    model: options.model as string | undefined,
+    data: options.data as string | undefined,
+    evalData: options.evalData as string | undefined,
+    evalSplit: options.evalSplit as number | undefined,
+    promptColumn: options.promptColumn as string | undefined,
+    answerColumn: options.answerColumn as string | undefined,
+    systemPrompt: options.systemPrompt as string | undefined,
+    promptTemplate: options.promptTemplate as string | undefined,
+    rewards: options.reward as string[] | undefined,
     chatTemplate: options.chatTemplate as string | undefined,
   };
 }
 
 export function buildProgram(): Command {
   const program = new Command('grpo')
-    .description('Reinforcement-learning fine-tuning (GRPO and its family) of language models on a CPU, with TypeScript rewards.')
+    .description(
+      'Reinforcement-learning fine-tuning (GRPO and its family) of language models on a CPU, with TypeScript rewards.',
+    )
     .showHelpAfterError();
 
   const trainOptions = (command: Command) =>
     command
-      .argument('[recipe]', 'a recipe: .ts/.js file exporting { config, rewards? }, or a .json/.yaml config (default: the built-in addition run)')
-      .option('--set <key=value>', 'override a config field, e.g. --set grpo.steps=50 (repeatable; values parsed as JSON)', collect)
+      .argument(
+        '[recipe]',
+        'a recipe: .ts/.js file exporting { config, rewards? }, or a .json/.yaml config (default: the built-in addition run)',
+      )
+      .option(
+        '--set <key=value>',
+        'override a config field, e.g. --set grpo.steps=50 (repeatable; values parsed as JSON)',
+        collect,
+      )
       .option('--preset <name>', 'algorithm preset: grpo, dr-grpo, dapo, gspo, cispo, rloo')
       .option('--resume <runDirectory>', 'continue a run from its last complete checkpoint')
       .option('--run-name <name>', 'name of the run folder under logging.runsDirectory')
       .option('--quiet', 'no progress output')
       .option('--model <directory>', 'a Hugging Face checkpoint folder (= --set model.checkpoint=DIR)')
-      .option('--data <file>', 'train on a dataset file: .jsonl/.json/.csv/.tsv/.parquet, .gz accepted, TRL formats (= --set task=dataset --set taskOptions.trainFile=FILE)')
+      .option(
+        '--data <file>',
+        'train on a dataset file: .jsonl/.json/.csv/.tsv/.parquet, .gz accepted, TRL formats (= --set task=dataset --set taskOptions.trainFile=FILE)',
+      )
       .option('--eval-data <file>', 'held-out dataset file (= taskOptions.evalFile)')
-      .option('--eval-split <fraction>', 'hold out this fraction of --data instead (= taskOptions.evalFraction, default 0.1)', numberFrom({ exclusiveMinimum: 0, maximum: 0.99 }))
+      .option(
+        '--eval-split <fraction>',
+        'hold out this fraction of --data instead (= taskOptions.evalFraction, default 0.1)',
+        numberFrom({ exclusiveMinimum: 0, maximum: 0.99 }),
+      )
       .option('--prompt-column <column>', 'column holding the prompt (= taskOptions.promptColumn)')
       .option('--answer-column <column>', 'column holding the reference answer (= taskOptions.answerColumn)')
       .option('--system-prompt <text>', 'system prompt for every row (= taskOptions.systemPrompt)')
-      .option('--prompt-template <template>', 'prompt built from row fields, e.g. "Solve: {question}" (= taskOptions.promptTemplate)')
-      .option('--reward <name[:weight]>', 'a reward by name (grpo list), weight default 1 (repeatable; = taskOptions.rewards with --data, else rewards)', collect)
-      .option('--chat-template <auto|none|file>', "prompt format: the checkpoint's chat template (auto), plain text (none), or a .jinja file (= model.chatTemplate)");
+      .option(
+        '--prompt-template <template>',
+        'prompt built from row fields, e.g. "Solve: {question}" (= taskOptions.promptTemplate)',
+      )
+      .option(
+        '--reward <name[:weight]>',
+        'a reward by name (grpo list), weight default 1 (repeatable; = taskOptions.rewards with --data, else rewards)',
+        collect,
+      )
+      .option(
+        '--chat-template <auto|none|file>',
+        "prompt format: the checkpoint's chat template (auto), plain text (none), or a .jinja file (= model.chatTemplate)",
+      );
   trainOptions(program.command('train'))
-    .description('SFT warm start (if configured) then GRPO; writes runs/<id>/ with metrics, samples, checkpoints, summary')
+    .description(
+      'SFT warm start (if configured) then GRPO; writes runs/<id>/ with metrics, samples, checkpoints, summary',
+    )
     .action(async (recipe: string | undefined, options) => {
-      process.exitCode = await runTrainCommand({ recipe, set: options.set, preset: options.preset, resume: options.resume, runName: options.runName, quiet: options.quiet, data: dataFlagsOf(options) });
+      process.exitCode = await runTrainCommand({
+        recipe,
+        set: options.set,
+        preset: options.preset,
+        resume: options.resume,
+        runName: options.runName,
+        quiet: options.quiet,
+        data: dataFlagsOf(options),
+      });
     });
   trainOptions(program.command('sft'))
     .description('only the supervised phase of a recipe (completion-only cross-entropy)')
     .action(async (recipe: string | undefined, options) => {
-      process.exitCode = await runTrainCommand({ recipe, set: options.set, resume: options.resume, runName: options.runName, quiet: options.quiet, sftOnly: true, data: dataFlagsOf(options) });
+      process.exitCode = await runTrainCommand({
+        recipe,
+        set: options.set,
+        resume: options.resume,
+        runName: options.runName,
+        quiet: options.quiet,
+        sftOnly: true,
+        data: dataFlagsOf(options),
+      });
     });
 
-  program.command('eval')
-    .description("held-out accuracy (greedy pass@1, sampled pass@k) of a checkpoint on a built-in task")
+  program
+    .command('eval')
+    .description('held-out accuracy (greedy pass@1, sampled pass@k) of a checkpoint on a built-in task')
     .requiredOption('--model <directory>', 'checkpoint folder (HF layout)')
     .option('--task <name>', 'built-in task', 'addition')
     .option('--data <file>', 'evaluate on every row of a dataset file instead (needs --reward)')
     .option('--prompt-column <column>', 'column holding the prompt (with --data)')
     .option('--answer-column <column>', 'column holding the reference answer (with --data)')
     .option('--system-prompt <text>', 'system prompt for every row (with --data)')
-    .option('--reward <name[:weight]>', 'reward by name (repeatable); the first decides correctness (with --data)', collect)
-    .option('--chat-template <auto|none|file>', "prompt format (default auto: the checkpoint's chat template when it has one)")
+    .option(
+      '--reward <name[:weight]>',
+      'reward by name (repeatable); the first decides correctness (with --data)',
+      collect,
+    )
+    .option(
+      '--chat-template <auto|none|file>',
+      "prompt format (default auto: the checkpoint's chat template when it has one)",
+    )
     .option('--output <file>', 'JSONL file for the greedy completions (default runs/eval-<time>.jsonl)')
     .option('--examples <n>', 'held-out examples (1 to 100000)', integerFrom(1, 100_000), 200)
     .option('--pass-at-k <k>', 'also sample k completions per prompt (0 = off, at most 1024)', integerFrom(0, 1024), 0)
@@ -105,7 +166,8 @@ export function buildProgram(): Command {
       process.exitCode = await runEvalCommand({ ...options, rewards: options.reward });
     });
 
-  program.command('generate')
+  program
+    .command('generate')
     .description('sample completions from a checkpoint')
     .requiredOption('--model <directory>', 'checkpoint folder (HF layout)')
     .requiredOption('--prompt <text>', 'prompt text')
@@ -119,7 +181,8 @@ export function buildProgram(): Command {
     .option('--json', 'one JSON line per sample with ids, text and logprobs')
     .action((options) => runGenerateCommand(options));
 
-  program.command('score')
+  program
+    .command('score')
     .description('per-token log-probabilities, mean NLL and perplexity of a text under a checkpoint')
     .requiredOption('--model <directory>', 'checkpoint folder (HF layout)')
     .option('--text <text>', 'text to score (BOS added as the tokenizer config says)')
@@ -127,7 +190,8 @@ export function buildProgram(): Command {
     .option('--json', 'print JSON')
     .action((options) => runScoreCommand(options));
 
-  program.command('reward')
+  program
+    .command('reward')
     .description('run a built-in reward over a JSONL file of {"completion", ...columns} rows')
     .argument('<name>', 'reward name (see grpo list)')
     .requiredOption('--input <file>', 'JSONL input')
@@ -136,21 +200,26 @@ export function buildProgram(): Command {
       process.exitCode = await runRewardCommand({ name, input: options.input, options: options.options });
     });
 
-  program.command('list')
-    .description('every registered advantage estimator, policy loss, aggregation, KL estimator, filter, reward, task and preset')
+  program
+    .command('list')
+    .description(
+      'every registered advantage estimator, policy loss, aggregation, KL estimator, filter, reward, task and preset',
+    )
     .action(async () => {
       const { runCatalogCommand } = await import('./catalog-command.js');
       process.stdout.write(`${runListCommand()}\n${runCatalogCommand()}`);
     });
 
-  program.command('config')
+  program
+    .command('config')
     .description('print every config field with its type, default and description (docs/configuration.md)')
     .action(async () => {
       const { configReferenceMarkdown } = await import('../trainer/config-docs.js');
       process.stdout.write(configReferenceMarkdown());
     });
 
-  program.command('dashboard')
+  program
+    .command('dashboard')
     .description('serve a read-only local web viewer of run folders')
     .option('--runs <directory>', 'folder holding run folders', 'runs')
     .option('--port <n>', 'port (default 6060)', integer)

@@ -30,21 +30,43 @@ export interface GenerateCommandOptions {
   json?: boolean;
 }
 
-export function runGenerateCommand(options: GenerateCommandOptions, write: (line: string) => void = (line) => process.stdout.write(`${line}\n`)): void {
+export function runGenerateCommand(
+  options: GenerateCommandOptions,
+  write: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
+): void {
   const { checkpoint, tokenizer, model } = loadModel(options.model);
   const promptIds = options.chat
     ? encodeChat(tokenizer, [{ role: 'user', content: options.prompt }], { addGenerationPrompt: true })
     : tokenizer.encode(options.prompt, { addSpecialTokens: true });
   const completions = generate(model, {
-    prompts: [promptIds], numSamples: options.numSamples, maxNewTokens: options.maxNewTokens, temperature: options.temperature,
-    topP: options.topP, topK: options.topK, seed: options.seed, stopTokenIds: resolveStopTokenIds(checkpoint.config, checkpoint.generationConfig),
+    prompts: [promptIds],
+    numSamples: options.numSamples,
+    maxNewTokens: options.maxNewTokens,
+    temperature: options.temperature,
+    topP: options.topP,
+    topK: options.topK,
+    seed: options.seed,
+    stopTokenIds: resolveStopTokenIds(checkpoint.config, checkpoint.generationConfig),
   });
   for (const completion of completions) {
     const text = tokenizer.decode(completion.ids, { skipSpecialTokens: true });
     if (options.json) {
-      write(JSON.stringify({ sample: completion.sampleIndex, promptIds, ids: completion.ids, text, logprobs: completion.logprobs, finishReason: completion.finishReason }));
+      write(
+        JSON.stringify({
+          sample: completion.sampleIndex,
+          promptIds,
+          ids: completion.ids,
+          text,
+          logprobs: completion.logprobs,
+          finishReason: completion.finishReason,
+        }),
+      );
     } else {
-      write(options.numSamples > 1 ? `--- sample ${completion.sampleIndex}\n${options.prompt}${text}` : `${options.prompt}${text}`);
+      write(
+        options.numSamples > 1
+          ? `--- sample ${completion.sampleIndex}\n${options.prompt}${text}`
+          : `${options.prompt}${text}`,
+      );
     }
   }
 }
@@ -56,30 +78,52 @@ export interface ScoreCommandOptions {
   json?: boolean;
 }
 
-export function runScoreCommand(options: ScoreCommandOptions, write: (line: string) => void = (line) => process.stdout.write(`${line}\n`)): void {
-  if ((options.text === undefined) === (options.ids === undefined)) throw new Error('grpo score: give exactly one of --text or --ids');
+export function runScoreCommand(
+  options: ScoreCommandOptions,
+  write: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
+): void {
+  if ((options.text === undefined) === (options.ids === undefined))
+    throw new Error('grpo score: give exactly one of --text or --ids');
   const { tokenizer, model } = loadModel(options.model);
-  const ids = options.text !== undefined
-    ? tokenizer.encode(options.text, { addSpecialTokens: true })
-    : options.ids!.split(',').map((part, index) => {
-        const id = Number(part.trim());
-        if (!Number.isInteger(id)) throw new Error(`grpo score: --ids entry ${index} ("${part}") is not an integer`);
-        return id;
-      });
+  const ids =
+    options.text !== undefined
+      ? tokenizer.encode(options.text, { addSpecialTokens: true })
+      : options.ids!.split(',').map((part, index) => {
+          const id = Number(part.trim());
+          if (!Number.isInteger(id)) throw new Error(`grpo score: --ids entry ${index} ("${part}") is not an integer`);
+          return id;
+        });
   if (ids.length < 2) throw new Error('grpo score: need at least two tokens (the first one is only context)');
   const flag = options.text !== undefined ? '--text' : '--ids';
   const bad = ids.findIndex((id) => id < 0 || id >= model.config.vocabSize);
-  if (bad >= 0) throw new Error(`grpo score: --ids entry ${bad} (${ids[bad]}) is outside the vocabulary [0, ${model.config.vocabSize})`);
+  if (bad >= 0)
+    throw new Error(
+      `grpo score: --ids entry ${bad} (${ids[bad]}) is outside the vocabulary [0, ${model.config.vocabSize})`,
+    );
   if (ids.length > model.config.maxPositionEmbeddings) {
-    throw new Error(`grpo score: ${flag} is ${ids.length} tokens, over the model's max_position_embeddings (${model.config.maxPositionEmbeddings})`);
+    throw new Error(
+      `grpo score: ${flag} is ${ids.length} tokens, over the model's max_position_embeddings (${model.config.maxPositionEmbeddings})`,
+    );
   }
-  const logprobs = noGrad(() => logSoftmaxGather(model.forward(Int32Array.from(ids.slice(0, -1)), 1), Int32Array.from(ids.slice(1))));
+  const logprobs = noGrad(() =>
+    logSoftmaxGather(model.forward(Int32Array.from(ids.slice(0, -1)), 1), Int32Array.from(ids.slice(1))),
+  );
   const values = Array.from(logprobs.data);
   const meanNll = -values.reduce((a, b) => a + b, 0) / values.length;
-  const result = { ids, tokens: ids.map((id) => tokenizer.decode([id])), logprobs: [null, ...values], meanNll, perplexity: Math.exp(meanNll) };
+  const result = {
+    ids,
+    tokens: ids.map((id) => tokenizer.decode([id])),
+    logprobs: [null, ...values],
+    meanNll,
+    perplexity: Math.exp(meanNll),
+  };
   if (options.json) write(JSON.stringify(result));
   else {
-    result.tokens.forEach((token, i) => write(`${String(ids[i]).padStart(6)}  ${JSON.stringify(token).padEnd(16)} ${i === 0 ? '' : values[i - 1].toFixed(4)}`));
+    result.tokens.forEach((token, i) =>
+      write(
+        `${String(ids[i]).padStart(6)}  ${JSON.stringify(token).padEnd(16)} ${i === 0 ? '' : values[i - 1].toFixed(4)}`,
+      ),
+    );
     write(`mean NLL ${meanNll.toFixed(4)}  perplexity ${result.perplexity.toFixed(3)}`);
   }
 }

@@ -18,7 +18,10 @@ function file(name: string, lines: string[]): string {
 async function run(options: { name: string; input: string; options?: string }) {
   const stdout: string[] = [];
   const stderr: string[] = [];
-  const code = await runRewardCommand(options, { stdout: (line) => stdout.push(line), stderr: (line) => stderr.push(line) });
+  const code = await runRewardCommand(options, {
+    stdout: (line) => stdout.push(line),
+    stderr: (line) => stderr.push(line),
+  });
   return { code, rows: stdout.map((line) => JSON.parse(line)), stderr: stderr.join('\n') };
 }
 
@@ -84,10 +87,12 @@ describe('grpo reward', () => {
     truncateSync(huge, MAX_INPUT_BYTES + 1); // sparse: nothing is written or read
     const { code, stderr } = await run({ name: 'json-valid', input: huge });
     expect(code).toBe(1);
-    expect(stderr).toContain(`cannot read --input ${huge}: it is ${MAX_INPUT_BYTES + 1} bytes, over the limit of ${MAX_INPUT_BYTES}`);
+    expect(stderr).toContain(
+      `cannot read --input ${huge}: it is ${MAX_INPUT_BYTES + 1} bytes, over the limit of ${MAX_INPUT_BYTES}`,
+    );
   });
 
-  it('reports an over-long line as that row\'s error, naming the line, and scores the others', async () => {
+  it("reports an over-long line as that row's error, naming the line, and scores the others", async () => {
     const long = JSON.stringify({ completion: 'x'.repeat(MAX_LINE_CHARACTERS) });
     const input = file('long.jsonl', ['{"completion": "{}"}', long]);
     const { code, rows } = await run({ name: 'json-valid', input });

@@ -34,21 +34,33 @@ export const MAX_LINE_CHARACTERS = 4 * 1024 * 1024;
 type ParsedLine = { line: number; input: RewardInput; group: unknown } | { line: number; error: string };
 
 function parseLine(text: string, line: number): ParsedLine {
-  if (text.length > MAX_LINE_CHARACTERS) return { line, error: `line is ${text.length} characters, over the limit of ${MAX_LINE_CHARACTERS}` };
+  if (text.length > MAX_LINE_CHARACTERS)
+    return { line, error: `line is ${text.length} characters, over the limit of ${MAX_LINE_CHARACTERS}` };
   let row: unknown;
   try {
     row = JSON.parse(text);
   } catch (error) {
     return { line, error: `not valid JSON: ${(error as Error).message}` };
   }
-  if (typeof row !== 'object' || row === null || Array.isArray(row)) return { line, error: 'a row must be a JSON object' };
+  if (typeof row !== 'object' || row === null || Array.isArray(row))
+    return { line, error: 'a row must be a JSON object' };
   const fields = row as Record<string, unknown>;
   if (typeof fields.completion !== 'string') return { line, error: 'field "completion" must be a string' };
   const ids = fields.completion_ids ?? [];
-  if (!Array.isArray(ids) || !ids.every((id) => Number.isInteger(id))) return { line, error: 'field "completion_ids" must be an array of integers' };
+  if (!Array.isArray(ids) || !ids.every((id) => Number.isInteger(id)))
+    return { line, error: 'field "completion_ids" must be an array of integers' };
   const prompt = fields.prompt ?? '';
-  if (typeof prompt !== 'string' && !Array.isArray(prompt)) return { line, error: 'field "prompt" must be a string or a list of chat messages' };
-  const input: RewardInput = { prompt: prompt as RewardInput['prompt'], completion: fields.completion, completionIds: ids as number[], row: fields, group: [], indexInGroup: 0, step: 0 };
+  if (typeof prompt !== 'string' && !Array.isArray(prompt))
+    return { line, error: 'field "prompt" must be a string or a list of chat messages' };
+  const input: RewardInput = {
+    prompt: prompt as RewardInput['prompt'],
+    completion: fields.completion,
+    completionIds: ids as number[],
+    row: fields,
+    group: [],
+    indexInGroup: 0,
+    step: 0,
+  };
   return { line, input, group: fields.group };
 }
 
@@ -70,19 +82,24 @@ function groupRows(rows: Array<{ line: number; input: RewardInput; group: unknow
 /** The text of a regular file of at most MAX_INPUT_BYTES; a device, FIFO or folder would never end or is not text. */
 function readInput(path: string): string {
   const info = statSync(path);
-  if (!info.isFile()) throw new Error('it is not a regular file (a device, FIFO, socket or folder cannot be read as JSONL)');
+  if (!info.isFile())
+    throw new Error('it is not a regular file (a device, FIFO, socket or folder cannot be read as JSONL)');
   if (info.size > MAX_INPUT_BYTES) throw new Error(`it is ${info.size} bytes, over the limit of ${MAX_INPUT_BYTES}`);
   return readFileSync(path, 'utf8');
 }
 
 /** Runs `grpo reward`; returns the exit code. */
-export async function runRewardCommand(options: { name: string; input: string; options?: string }, output: RewardCommandOutput = processOutput): Promise<number> {
+export async function runRewardCommand(
+  options: { name: string; input: string; options?: string },
+  output: RewardCommandOutput = processOutput,
+): Promise<number> {
   let reward: Reward;
   try {
     const parsedOptions: unknown = options.options === undefined ? {} : JSON.parse(options.options);
     reward = createReward(options.name, parsedOptions);
   } catch (error) {
-    const message = error instanceof SyntaxError ? `--options is not valid JSON: ${error.message}` : (error as Error).message;
+    const message =
+      error instanceof SyntaxError ? `--options is not valid JSON: ${error.message}` : (error as Error).message;
     output.stderr(`grpo reward: ${message}`);
     return 2;
   }
@@ -93,17 +110,29 @@ export async function runRewardCommand(options: { name: string; input: string; o
     output.stderr(`grpo reward: cannot read --input ${options.input}: ${(error as Error).message}`);
     return 1;
   }
-  const parsed = text.split('\n').map((line, index) => ({ line, number: index + 1 })).filter(({ line }) => line.trim() !== '').map(({ line, number }) => parseLine(line, number));
+  const parsed = text
+    .split('\n')
+    .map((line, index) => ({ line, number: index + 1 }))
+    .filter(({ line }) => line.trim() !== '')
+    .map(({ line, number }) => parseLine(line, number));
   const valid = parsed.filter((row): row is Extract<ParsedLine, { input: RewardInput }> => 'input' in row);
   const groups = groupRows(valid);
-  const matrix = await scoreRewards([{ name: options.name, reward, weight: 1 }], groups.map((group) => group.map((row) => row.input)), { timeoutMs: 120_000, concurrency: 4 });
+  const matrix = await scoreRewards(
+    [{ name: options.name, reward, weight: 1 }],
+    groups.map((group) => group.map((row) => row.input)),
+    { timeoutMs: 120_000, concurrency: 4 },
+  );
   const results = new Map<number, string>();
   valid.forEach((row, sample) => {
     const failure = matrix.failures.find((entry) => entry.sample === sample);
     const score = matrix.status[sample] === 'ok' ? matrix.scores[sample]! : null;
-    results.set(row.line, JSON.stringify(failure ? { line: row.line, error: failure.message } : { line: row.line, score }));
+    results.set(
+      row.line,
+      JSON.stringify(failure ? { line: row.line, error: failure.message } : { line: row.line, score }),
+    );
   });
-  for (const row of parsed) if ('error' in row) results.set(row.line, JSON.stringify({ line: row.line, error: row.error }));
+  for (const row of parsed)
+    if ('error' in row) results.set(row.line, JSON.stringify({ line: row.line, error: row.error }));
   for (const row of parsed) output.stdout(results.get(row.line)!);
   const errors = parsed.length - valid.length + matrix.failures.length;
   output.stderr(`grpo reward ${options.name}: ${parsed.length} rows, ${errors} errors`);

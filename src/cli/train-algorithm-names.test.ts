@@ -17,8 +17,17 @@ const scratch = mkdtempSync(join(tmpdir(), 'grpo-train-command-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 const tiny = [
-  'model.hiddenSize=16', 'model.numLayers=1', 'model.numHeads=2', 'sft.steps=0', 'grpo.steps=1', 'grpo.promptsPerStep=2',
-  'grpo.microBatchSize=8', 'sampling.groupSize=4', 'sampling.maxNewTokens=3', 'evaluation.examples=4', 'checkpoint.every=0',
+  'model.hiddenSize=16',
+  'model.numLayers=1',
+  'model.numHeads=2',
+  'sft.steps=0',
+  'grpo.steps=1',
+  'grpo.promptsPerStep=2',
+  'grpo.microBatchSize=8',
+  'sampling.groupSize=4',
+  'sampling.maxNewTokens=3',
+  'evaluation.examples=4',
+  'checkpoint.every=0',
   `logging.runsDirectory=${JSON.stringify(scratch)}`,
 ];
 
@@ -26,7 +35,8 @@ const tiny = [
 const refused: Record<string, RegExp> = {
   'advantage=stratified': /^- algorithm\.advantageOptions\.(alpha|strataFrom): .*stratified/m,
   'advantage=seed-grpo': /^- algorithm\.advantageOptions\.alpha: .*seed-grpo/m,
-  'advantage=s-grpo': /^- algorithm\.advantage: s-grpo scores a group of serial early exits .* provides: \['serialExits'\]/m,
+  'advantage=s-grpo':
+    /^- algorithm\.advantage: s-grpo scores a group of serial early exits .* provides: \['serialExits'\]/m,
   'loss=dispo': /^- algorithm\.lossOptions\.(positiveBounds|negativeBounds): .*dispo/m,
 };
 
@@ -42,49 +52,105 @@ describe('grpo train --set algorithm.<field>=NAME for every listed name', () => 
     const runName = `${field}-${name}`;
     const expectation = refused[`${field}=${name}`];
     if (expectation) {
-      const attempt = runTrainCommand({ set: [...tiny, `algorithm.${field}=${name}`, 'model.checkpoint="/nonexistent/checkpoint"'], runName, quiet: true });
+      const attempt = runTrainCommand({
+        set: [...tiny, `algorithm.${field}=${name}`, 'model.checkpoint="/nonexistent/checkpoint"'],
+        runName,
+        quiet: true,
+      });
       await expect(attempt).rejects.toThrow(expectation);
       await expect(attempt).rejects.not.toThrow(/nonexistent/);
       expect(existsSync(join(scratch, runName))).toBe(false);
       return;
     }
     expect(await runTrainCommand({ set: [...tiny, `algorithm.${field}=${name}`], runName, quiet: true })).toBe(0);
-    const metrics = readFileSync(join(scratch, runName, 'metrics.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    const metrics = readFileSync(join(scratch, runName, 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     expect(metrics.filter((m) => 'train/samples' in m)).toHaveLength(1); // one GRPO step (dynamic sampling may keep no group of a random model)
     expect(JSON.parse(readFileSync(join(scratch, runName, 'summary.json'), 'utf8')).status).toBe('finished');
   });
 
   it('an unknown option lists the options the part knows', async () => {
-    const attempt = runTrainCommand({ set: [...tiny, 'algorithm.lossOptions.epsilonHihg=0.3'], runName: 'typo', quiet: true });
-    await expect(attempt).rejects.toThrow(/algorithm\.lossOptions: policy loss "ppo-clip" has no option "epsilonHihg"; known: epsilonLow, epsilonHigh, dualClip/);
+    const attempt = runTrainCommand({
+      set: [...tiny, 'algorithm.lossOptions.epsilonHihg=0.3'],
+      runName: 'typo',
+      quiet: true,
+    });
+    await expect(attempt).rejects.toThrow(
+      /algorithm\.lossOptions: policy loss "ppo-clip" has no option "epsilonHihg"; known: epsilonLow, epsilonHigh, dualClip/,
+    );
   });
 
   it('the refused names run once given what they need', async () => {
     for (const [runName, extra] of [
-      ['stratified-ok', ['algorithm.advantage=stratified', 'algorithm.advantageOptions={"alpha":0.5,"strataFrom":"row.a"}']],
+      [
+        'stratified-ok',
+        ['algorithm.advantage=stratified', 'algorithm.advantageOptions={"alpha":0.5,"strataFrom":"row.a"}'],
+      ],
       ['seed-ok', ['algorithm.advantage=seed-grpo', 'algorithm.advantageOptions={"alpha":0.5}']],
-      ['dispo-ok', ['algorithm.loss=dispo', 'algorithm.lossOptions={"positiveBounds":[0.2,0.3],"negativeBounds":[0.2,0.3]}']],
+      [
+        'dispo-ok',
+        ['algorithm.loss=dispo', 'algorithm.lossOptions={"positiveBounds":[0.2,0.3],"negativeBounds":[0.2,0.3]}'],
+      ],
     ] as [string, string[]][]) {
       expect(await runTrainCommand({ set: [...tiny, ...extra], runName, quiet: true })).toBe(0);
     }
-    const attempt = runTrainCommand({ set: [...tiny, 'algorithm.advantage=stratified', 'algorithm.advantageOptions={"alpha":0.5,"strataFrom":"row.missing"}'], runName: 'strata-missing', quiet: true });
-    await expect(attempt).rejects.toThrow(/algorithm\.advantageOptions\.strataFrom: the stratified estimator reads column "missing", which training row 0 does not have \(columns: prompt, answer, a, b\)/);
+    const attempt = runTrainCommand({
+      set: [
+        ...tiny,
+        'algorithm.advantage=stratified',
+        'algorithm.advantageOptions={"alpha":0.5,"strataFrom":"row.missing"}',
+      ],
+      runName: 'strata-missing',
+      quiet: true,
+    });
+    await expect(attempt).rejects.toThrow(
+      /algorithm\.advantageOptions\.strataFrom: the stratified estimator reads column "missing", which training row 0 does not have \(columns: prompt, answer, a, b\)/,
+    );
   });
 });
 
 describe('grpo train --set task=NAME for every built-in task', () => {
   const dataDirectory = join(new URL('../../', import.meta.url).pathname, '../shared/data');
   const checkpoint = join(new URL('../../', import.meta.url).pathname, '../shared/fixtures/models/tinystories-656k');
-  const onTinyStories = ['sft.steps=0', 'grpo.steps=1', 'grpo.promptsPerStep=2', 'sampling.groupSize=4', 'grpo.microBatchSize=8', 'sampling.maxNewTokens=4', 'evaluation.examples=2', 'checkpoint.every=0', `logging.runsDirectory=${JSON.stringify(scratch)}`, `model.checkpoint=${JSON.stringify(checkpoint)}`];
-  it.each(taskRegistry.names().filter((name) => name !== 'dataset' && name !== 'addition'))('task %s runs one GRPO step on the real data', async (task) => {
-    // The first rows only (maxRows), so every prompt fits the fixture's 512 positions.
-    const set = [...onTinyStories, `task=${task}`, `taskOptions={"dataDirectory":${JSON.stringify(dataDirectory)},"maxRows":3}`];
-    expect(await runTrainCommand({ set, runName: `task-${task}`, quiet: true })).toBe(0);
-    const [first] = readFileSync(join(scratch, `task-${task}`, 'samples.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
-    expect(first.completions).toHaveLength(4);
-  });
+  const onTinyStories = [
+    'sft.steps=0',
+    'grpo.steps=1',
+    'grpo.promptsPerStep=2',
+    'sampling.groupSize=4',
+    'grpo.microBatchSize=8',
+    'sampling.maxNewTokens=4',
+    'evaluation.examples=2',
+    'checkpoint.every=0',
+    `logging.runsDirectory=${JSON.stringify(scratch)}`,
+    `model.checkpoint=${JSON.stringify(checkpoint)}`,
+  ];
+  it.each(taskRegistry.names().filter((name) => name !== 'dataset' && name !== 'addition'))(
+    'task %s runs one GRPO step on the real data',
+    async (task) => {
+      // The first rows only (maxRows), so every prompt fits the fixture's 512 positions.
+      const set = [
+        ...onTinyStories,
+        `task=${task}`,
+        `taskOptions={"dataDirectory":${JSON.stringify(dataDirectory)},"maxRows":3}`,
+      ];
+      expect(await runTrainCommand({ set, runName: `task-${task}`, quiet: true })).toBe(0);
+      const [first] = readFileSync(join(scratch, `task-${task}`, 'samples.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line));
+      expect(first.completions).toHaveLength(4);
+    },
+  );
   it('a task whose data folder is missing names taskOptions.dataDirectory before any model is loaded', async () => {
-    const attempt = runTrainCommand({ set: [...onTinyStories, 'task=gsm8k', 'model.checkpoint="/nonexistent/checkpoint"'], runName: 'no-data', quiet: true });
-    await expect(attempt).rejects.toThrow(/^taskOptions\.dataDirectory: task "gsm8k" reads gsm8k\/test\.jsonl from data/);
+    const attempt = runTrainCommand({
+      set: [...onTinyStories, 'task=gsm8k', 'model.checkpoint="/nonexistent/checkpoint"'],
+      runName: 'no-data',
+      quiet: true,
+    });
+    await expect(attempt).rejects.toThrow(
+      /^taskOptions\.dataDirectory: task "gsm8k" reads gsm8k\/test\.jsonl from data/,
+    );
   });
 });

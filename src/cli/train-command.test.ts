@@ -41,9 +41,13 @@ describe('loadRecipe', () => {
 
   it('reads config objects from every kind of file (an empty YAML file is no settings)', async () => {
     const config = { grpo: { steps: 3 } };
-    expect(await loadRecipe(recipeFile('good.ts', `export default { config: ${JSON.stringify(config)} };\n`))).toEqual({ config });
+    expect(await loadRecipe(recipeFile('good.ts', `export default { config: ${JSON.stringify(config)} };\n`))).toEqual({
+      config,
+    });
     expect(await loadRecipe(recipeFile('bare.mjs', `export default ${JSON.stringify(config)};\n`))).toEqual({ config });
-    expect(await loadRecipe(recipeFile('named.mjs', `export const recipe = { config: ${JSON.stringify(config)} };\n`))).toEqual({ config });
+    expect(
+      await loadRecipe(recipeFile('named.mjs', `export const recipe = { config: ${JSON.stringify(config)} };\n`)),
+    ).toEqual({ config });
     expect(await loadRecipe(recipeFile('good.json', JSON.stringify(config)))).toEqual({ config });
     expect(await loadRecipe(recipeFile('good.yaml', 'grpo:\n  steps: 3\n'))).toEqual({ config });
     expect(await loadRecipe(recipeFile('empty.yaml', '# nothing set\n'))).toEqual({ config: {} });

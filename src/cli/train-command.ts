@@ -8,7 +8,15 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { basename, extname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import YAML from 'yaml';
-import { createRunContext, loadRunTask, mergeConfig, resolveConfig, train, type Recipe, type TrainerConfig } from '../trainer/index.js';
+import {
+  createRunContext,
+  loadRunTask,
+  mergeConfig,
+  resolveConfig,
+  train,
+  type Recipe,
+  type TrainerConfig,
+} from '../trainer/index.js';
 import { writeJsonAtomically } from '../trainer/run-folder.js';
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
@@ -37,7 +45,8 @@ export function readConfigFile(path: string): Record<string, unknown> {
     // A YAML file with no content (or only comments) means "no settings"; an explicit value must be a mapping.
     value = document.contents === null ? {} : document.toJS();
   }
-  if (!isPlainObject(value)) throw new Error(`${path} must hold a config object (field: value pairs), not ${describeValue(value)}`);
+  if (!isPlainObject(value))
+    throw new Error(`${path} must hold a config object (field: value pairs), not ${describeValue(value)}`);
   return value;
 }
 
@@ -47,7 +56,8 @@ export async function loadRecipe(file: string): Promise<Recipe> {
   if (!existsSync(path)) throw new Error(`recipe ${path} does not exist`);
   const extension = extname(path);
   if (['.json', '.yaml', '.yml'].includes(extension)) return { config: readConfigFile(path) };
-  if (!['.ts', '.mts', '.js', '.mjs'].includes(extension)) throw new Error(`recipe ${path}: use a .ts, .js, .json or .yaml file`);
+  if (!['.ts', '.mts', '.js', '.mjs'].includes(extension))
+    throw new Error(`recipe ${path}: use a .ts, .js, .json or .yaml file`);
   const loaded = extension.endsWith('ts')
     ? await (await import('tsx/esm/api')).tsImport(pathToFileURL(path).href, import.meta.url)
     : await import(pathToFileURL(path).href);
@@ -57,12 +67,17 @@ export async function loadRecipe(file: string): Promise<Recipe> {
   const moduleExports = isPlainObject(loaded.default) && loaded.default.__esModule === true ? loaded.default : loaded;
   const exported: unknown = 'default' in moduleExports ? moduleExports.default : moduleExports.recipe;
   if (!isPlainObject(exported)) {
-    throw new Error(`recipe ${path}: must default-export { config, rewards? } or a config object, not ${describeValue(exported)}`);
+    throw new Error(
+      `recipe ${path}: must default-export { config, rewards? } or a config object, not ${describeValue(exported)}`,
+    );
   }
   if (!('config' in exported)) return { config: exported };
-  if (!isPlainObject(exported.config)) throw new Error(`recipe ${path}: its config must be an object, not ${describeValue(exported.config)}`);
+  if (!isPlainObject(exported.config))
+    throw new Error(`recipe ${path}: its config must be an object, not ${describeValue(exported.config)}`);
   if (exported.rewards !== undefined && !Array.isArray(exported.rewards)) {
-    throw new Error(`recipe ${path}: its rewards must be an array of { name, reward, weight }, not ${describeValue(exported.rewards)}`);
+    throw new Error(
+      `recipe ${path}: its rewards must be an array of { name, reward, weight }, not ${describeValue(exported.rewards)}`,
+    );
   }
   return exported as unknown as Recipe;
 }
@@ -105,24 +120,41 @@ export interface DataFlags {
 /** A reward flag `NAME[:WEIGHT]` as a config reward entry. */
 function rewardFlag(value: string): { name: string; weight: number } {
   const match = /^([a-z0-9][a-z0-9-]*)(?::(-?\d+(?:\.\d+)?(?:e-?\d+)?))?$/i.exec(value.trim());
-  if (!match) throw new Error(`--reward ${value}: expected NAME or NAME:WEIGHT, e.g. --reward math-answer:1 (see grpo list)`);
+  if (!match)
+    throw new Error(`--reward ${value}: expected NAME or NAME:WEIGHT, e.g. --reward math-answer:1 (see grpo list)`);
   return { name: match[1], weight: match[2] === undefined ? 1 : Number(match[2]) };
 }
 
 /** The config fields the data and model flags stand for (see DataFlags; --set still wins over them). */
 export function dataFlagOverrides(flags: DataFlags = {}): Record<string, unknown> {
   const rewards = (flags.rewards ?? []).map(rewardFlag);
-  const columns = { promptColumn: flags.promptColumn, answerColumn: flags.answerColumn, systemPrompt: flags.systemPrompt, promptTemplate: flags.promptTemplate, evalFile: flags.evalData, evalFraction: flags.evalSplit };
+  const columns = {
+    promptColumn: flags.promptColumn,
+    answerColumn: flags.answerColumn,
+    systemPrompt: flags.systemPrompt,
+    promptTemplate: flags.promptTemplate,
+    evalFile: flags.evalData,
+    evalFraction: flags.evalSplit,
+  };
   const taskOptions = Object.fromEntries(Object.entries(columns).filter(([, value]) => value !== undefined));
   const result: Record<string, unknown> = {};
   if (flags.model !== undefined) result.model = { checkpoint: flags.model };
-  if (flags.chatTemplate !== undefined) result.model = { ...(result.model as object), chatTemplate: flags.chatTemplate };
+  if (flags.chatTemplate !== undefined)
+    result.model = { ...(result.model as object), chatTemplate: flags.chatTemplate };
   if (flags.data !== undefined) {
-    if (rewards.length === 0) throw new Error('--data: name the rewards to train with, e.g. --reward math-answer (grpo list shows them)');
+    if (rewards.length === 0)
+      throw new Error('--data: name the rewards to train with, e.g. --reward math-answer (grpo list shows them)');
     result.task = 'dataset';
     result.taskOptions = { trainFile: flags.data, ...taskOptions, rewards };
   } else {
-    const flagOf: Record<string, string> = { promptColumn: '--prompt-column', answerColumn: '--answer-column', systemPrompt: '--system-prompt', promptTemplate: '--prompt-template', evalFile: '--eval-data', evalFraction: '--eval-split' };
+    const flagOf: Record<string, string> = {
+      promptColumn: '--prompt-column',
+      answerColumn: '--answer-column',
+      systemPrompt: '--system-prompt',
+      promptTemplate: '--prompt-template',
+      evalFile: '--eval-data',
+      evalFraction: '--eval-split',
+    };
     const dataOnly = Object.keys(taskOptions).map((key) => flagOf[key]);
     if (dataOnly.length > 0) throw new Error(`${dataOnly.join(', ')}: only with --data FILE`);
     if (rewards.length > 0) result.rewards = rewards;
@@ -158,7 +190,9 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
     recipe = { config: readConfigFile(saved) };
     // A run started from a code recipe needs its functions again: reuse the recorded recipe file.
     const source = join(runDirectory, 'source.json');
-    const recipeFile = options.recipe ?? (existsSync(source) ? (JSON.parse(readFileSync(source, 'utf8')) as { recipe?: string }).recipe : undefined);
+    const recipeFile =
+      options.recipe ??
+      (existsSync(source) ? (JSON.parse(readFileSync(source, 'utf8')) as { recipe?: string }).recipe : undefined);
     if (recipeFile) {
       const code = await loadRecipe(recipeFile);
       recipe = { ...recipe, rewards: code.rewards, task: code.task, rollout: code.rollout };
@@ -173,11 +207,16 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
   const task = await loadRunTask(raw, recipe.task);
   const config = resolveConfig(raw, recipe.task ? [recipe.task.name] : [], task);
   const context = createRunContext(config, { rewards: recipe.rewards, task, rollout: recipe.rollout });
-  runDirectory ??= join(resolve(config.logging.runsDirectory), config.logging.runName ?? `${defaultRunName(config)}${options.recipe ? `-${basename(options.recipe, extname(options.recipe))}` : ''}`);
+  runDirectory ??= join(
+    resolve(config.logging.runsDirectory),
+    config.logging.runName ??
+      `${defaultRunName(config)}${options.recipe ? `-${basename(options.recipe, extname(options.recipe))}` : ''}`,
+  );
   // A resume with --set changes the run's config from here on (e.g. more grpo.steps): record it.
   if (options.resume && (options.set ?? []).length > 0) writeJsonAtomically(join(runDirectory, 'config.json'), config);
   if (!options.resume) {
-    if (existsSync(join(runDirectory, 'config.json'))) throw new Error(`run folder ${runDirectory} already exists; use --resume ${runDirectory} or another --run-name`);
+    if (existsSync(join(runDirectory, 'config.json')))
+      throw new Error(`run folder ${runDirectory} already exists; use --resume ${runDirectory} or another --run-name`);
     mkdirSync(runDirectory, { recursive: true });
     writeJsonAtomically(join(runDirectory, 'config.json'), config);
     if (options.recipe) writeJsonAtomically(join(runDirectory, 'source.json'), { recipe: resolve(options.recipe) });
@@ -187,6 +226,8 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
   const before = result.evalBefore?.['eval/accuracy'];
   const after = result.evalAfter?.['eval/accuracy'];
   const percent = (value: number | undefined) => (value === undefined ? 'n/a' : `${(value * 100).toFixed(1)}%`);
-  process.stdout.write(`held-out accuracy: before GRPO ${percent(before)}, after GRPO ${percent(after)} (summary: ${join(runDirectory, 'summary.json')})\n`);
+  process.stdout.write(
+    `held-out accuracy: before GRPO ${percent(before)}, after GRPO ${percent(after)} (summary: ${join(runDirectory, 'summary.json')})\n`,
+  );
   return 0;
 }

@@ -21,9 +21,28 @@ const scratch = mkdtempSync(join(tmpdir(), 'grpo-train-data-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 const rowsFile = join(scratch, 'rows.jsonl');
-writeFileSync(rowsFile, Array.from({ length: 12 }, (_, i) => JSON.stringify({ question: `Once upon a time there were ${i} cats.`, answer: String(i) })).join('\n'));
-const short = ['sft.steps=0', 'grpo.steps=2', 'grpo.promptsPerStep=2', 'sampling.groupSize=4', 'grpo.microBatchSize=8', 'sampling.maxNewTokens=6', 'evaluation.examples=2', 'checkpoint.every=0', `logging.runsDirectory=${JSON.stringify(scratch)}`];
-const lines = (file: string) => readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+writeFileSync(
+  rowsFile,
+  Array.from({ length: 12 }, (_, i) =>
+    JSON.stringify({ question: `Once upon a time there were ${i} cats.`, answer: String(i) }),
+  ).join('\n'),
+);
+const short = [
+  'sft.steps=0',
+  'grpo.steps=2',
+  'grpo.promptsPerStep=2',
+  'sampling.groupSize=4',
+  'grpo.microBatchSize=8',
+  'sampling.maxNewTokens=6',
+  'evaluation.examples=2',
+  'checkpoint.every=0',
+  `logging.runsDirectory=${JSON.stringify(scratch)}`,
+];
+const lines = (file: string) =>
+  readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line));
 
 describe('grpo train --data', () => {
   it.each([
@@ -31,8 +50,17 @@ describe('grpo train --data', () => {
     ['parquet', join(root, 'test/fixtures/datasets/tiny.parquet'), 'What is'],
   ])('trains 2 GRPO steps on TinyStories from a %s file', async (format, data, promptStart) => {
     const runName = `data-${format}`;
-    expect(await runTrainCommand({ set: short, runName, quiet: true, data: { model: tinyStories, data, promptColumn: 'question', rewards: ['math-answer'] } })).toBe(0);
-    const steps = lines(join(scratch, runName, 'metrics.jsonl')).filter((m) => 'loss/total' in m || 'train/samples' in m);
+    expect(
+      await runTrainCommand({
+        set: short,
+        runName,
+        quiet: true,
+        data: { model: tinyStories, data, promptColumn: 'question', rewards: ['math-answer'] },
+      }),
+    ).toBe(0);
+    const steps = lines(join(scratch, runName, 'metrics.jsonl')).filter(
+      (m) => 'loss/total' in m || 'train/samples' in m,
+    );
     expect(steps).toHaveLength(2);
     const [group] = lines(join(scratch, runName, 'samples.jsonl'));
     expect(group.prompt.startsWith(promptStart)).toBe(true); // the base model has no chat template: plain text
@@ -45,9 +73,24 @@ describe('a chat checkpoint (ChatML, Qwen2.5-style)', () => {
   const { imStart, imEnd } = makeChatCheckpoint(tinyStories, chat);
 
   it('rollouts see the rendered template: samples.jsonl shows the markers around the dataset prompt', async () => {
-    expect(await runTrainCommand({ set: short, runName: 'chat', quiet: true, data: { model: chat, data: rowsFile, promptColumn: 'question', systemPrompt: 'Answer with a number.', rewards: ['math-answer'] } })).toBe(0);
+    expect(
+      await runTrainCommand({
+        set: short,
+        runName: 'chat',
+        quiet: true,
+        data: {
+          model: chat,
+          data: rowsFile,
+          promptColumn: 'question',
+          systemPrompt: 'Answer with a number.',
+          rewards: ['math-answer'],
+        },
+      }),
+    ).toBe(0);
     const [group] = lines(join(scratch, 'chat', 'samples.jsonl'));
-    expect(group.prompt).toMatch(/^<\|im_start\|>system\nAnswer with a number\.<\|im_end\|>\n<\|im_start\|>user\nOnce upon a time there were \d+ cats\.<\|im_end\|>\n<\|im_start\|>assistant\n$/);
+    expect(group.prompt).toMatch(
+      /^<\|im_start\|>system\nAnswer with a number\.<\|im_end\|>\n<\|im_start\|>user\nOnce upon a time there were \d+ cats\.<\|im_end\|>\n<\|im_start\|>assistant\n$/,
+    );
   });
 
   it('the rendered prompt tokenizes to the special ids, with no BOS added to a template that writes none', () => {
@@ -66,14 +109,18 @@ describe('a chat checkpoint (ChatML, Qwen2.5-style)', () => {
     expect(promptIds).toEqual(renderPrompt(format, { prompt: 'Hi there.' }).ids);
     const end = completionIds.indexOf(imEnd);
     expect(end).toBeGreaterThan(0);
-    expect(completionIds.slice(0, end)).toEqual(format.tokenizer.encode('Once upon a time.', { addSpecialTokens: false }));
+    expect(completionIds.slice(0, end)).toEqual(
+      format.tokenizer.encode('Once upon a time.', { addSpecialTokens: false }),
+    );
     expect(completionIds.slice(end + 1)).toEqual(format.tokenizer.encode('\n', { addSpecialTokens: false })); // the template's newline after the turn
     expect(completionIds).not.toContain(imStart);
   });
 
   it('a conversational prompt without a chat template is refused, never stringified', () => {
     const format = promptFormatFor('none', loadTokenizer(chat));
-    expect(() => renderPrompt(format, { prompt: [{ role: 'user', content: 'Hi' }] })).toThrow(/a prompt is a list of chat messages .* but the model has no chat template; set model\.chatTemplate/);
+    expect(() => renderPrompt(format, { prompt: [{ role: 'user', content: 'Hi' }] })).toThrow(
+      /a prompt is a list of chat messages .* but the model has no chat template; set model\.chatTemplate/,
+    );
   });
 });
 
@@ -82,9 +129,24 @@ describe('grpo eval --data', () => {
     const output = join(scratch, 'eval', 'completions.jsonl');
     const printed: string[] = [];
     const original = process.stdout.write.bind(process.stdout);
-    process.stdout.write = ((chunk: string | Uint8Array) => { printed.push(String(chunk)); return true; }) as typeof process.stdout.write;
+    process.stdout.write = ((chunk: string | Uint8Array) => {
+      printed.push(String(chunk));
+      return true;
+    }) as typeof process.stdout.write;
     try {
-      const code = await runEvalCommand({ model: tinyStories, task: 'addition', examples: 200, passAtK: 2, maxNewTokens: 4, seed: 0, json: true, data: rowsFile, promptColumn: 'question', rewards: ['math-answer'], output });
+      const code = await runEvalCommand({
+        model: tinyStories,
+        task: 'addition',
+        examples: 200,
+        passAtK: 2,
+        maxNewTokens: 4,
+        seed: 0,
+        json: true,
+        data: rowsFile,
+        promptColumn: 'question',
+        rewards: ['math-answer'],
+        output,
+      });
       expect(code).toBe(0);
     } finally {
       process.stdout.write = original;

@@ -59,8 +59,14 @@ describe.skipIf(browserProblem !== null)('dashboard page in headless Chromium', 
       headless: true,
       viewport: { width: 1400, height: 1000 },
       args: [
-        '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-        '--disable-background-networking', '--disable-component-update', '--disable-sync',
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
       ],
     });
     page = context.pages()[0] ?? (await context.newPage());
@@ -88,10 +94,11 @@ describe.skipIf(browserProblem !== null)('dashboard page in headless Chromium', 
 
   it('lists both fixture runs and opens the one named in the URL', async () => {
     await page.locator('#runs li[data-run]').nth(1).waitFor();
-    expect(await page.locator('#runs li[data-run]').evaluateAll((items) => items.map((item) => (item as HTMLElement).dataset.run))).toEqual([
-      liveId,
-      finishedId,
-    ]);
+    expect(
+      await page
+        .locator('#runs li[data-run]')
+        .evaluateAll((items) => items.map((item) => (item as HTMLElement).dataset.run)),
+    ).toEqual([liveId, finishedId]);
     await expect.poll(() => page.locator('#runs li.selected').getAttribute('data-run')).toBe(finishedId);
     await expect.poll(() => page.locator('#run-header').textContent()).toContain('eval before 0.31');
     expect(await page.locator('#run-header').textContent()).toContain('checkpoints step-30');
@@ -122,15 +129,32 @@ describe.skipIf(browserProblem !== null)('dashboard page in headless Chromium', 
     expect(await page.locator('.group').count()).toBe(2);
     expect(await firstGroup.locator('.prompt').textContent()).toBe('10+26=');
     expect(await firstGroup.locator('tr.completion').count()).toBe(4);
-    expect(await firstGroup.locator('th').allTextContents()).toEqual(
-      ['#', 'completion', 'reward', 'correct', 'format', 'brevity', 'advantage', 'length', 'finish'],
-    );
-    expect(await firstGroup.locator('tr.completion').first().locator('td').allTextContents()).toEqual(
-      ['1', '36</a>', '1.2', '1', '1', '0.7', '0.8588', '6', 'stop'],
-    );
+    expect(await firstGroup.locator('th').allTextContents()).toEqual([
+      '#',
+      'completion',
+      'reward',
+      'correct',
+      'format',
+      'brevity',
+      'advantage',
+      'length',
+      'finish',
+    ]);
+    expect(await firstGroup.locator('tr.completion').first().locator('td').allTextContents()).toEqual([
+      '1',
+      '36</a>',
+      '1.2',
+      '1',
+      '1',
+      '0.7',
+      '0.8588',
+      '6',
+      'stop',
+    ]);
     // The fourth completion's format reward threw: shown as an error, with no advantage.
     expect(await firstGroup.locator('tr.completion').nth(3).locator('td.error').textContent()).toBe('error');
-    if (process.env.DASHBOARD_SCREENSHOT) await page.screenshot({ path: process.env.DASHBOARD_SCREENSHOT, fullPage: true });
+    if (process.env.DASHBOARD_SCREENSHOT)
+      await page.screenshot({ path: process.env.DASHBOARD_SCREENSHOT, fullPage: true });
   });
 
   it('refreshes a running run as new metric lines arrive', async () => {

@@ -9,7 +9,14 @@ import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promis
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NotFoundError, RefusedPathError, RunFolderReader, inferStatus, parseJsonLines, resolveInside } from './run-files.js';
+import {
+  NotFoundError,
+  RefusedPathError,
+  RunFolderReader,
+  inferStatus,
+  parseJsonLines,
+  resolveInside,
+} from './run-files.js';
 
 describe('parseJsonLines', () => {
   it.each([
@@ -129,7 +136,12 @@ describe('inferStatus', () => {
         await writeFile(join(root, id, 'summary.json'), JSON.stringify(summary));
       };
       await write('killed', { status: 'running', pid: deadPid, hostname: here });
-      await write('crashed', { status: 'failed', reason: 'stopping: 3 consecutive steps had a non-finite loss', pid: deadPid, hostname: here });
+      await write('crashed', {
+        status: 'failed',
+        reason: 'stopping: 3 consecutive steps had a non-finite loss',
+        pid: deadPid,
+        hostname: here,
+      });
       const runs = await new RunFolderReader(root).listRuns();
       expect(runs.map(({ id, status, reason }) => ({ id, status, reason }))).toEqual([
         { id: 'killed', status: 'interrupted', reason: null },

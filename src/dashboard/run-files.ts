@@ -255,7 +255,11 @@ export class RunFolderReader {
  * `interrupted` (killed, or the machine restarted); elsewhere stale metrics decide. Without a
  * summary, a run is `starting` until its first metrics, then judged by their age.
  */
-export function inferStatus(summary: Record<string, unknown> | null, metricsModifiedMs: number | null, now = Date.now()): string {
+export function inferStatus(
+  summary: Record<string, unknown> | null,
+  metricsModifiedMs: number | null,
+  now = Date.now(),
+): string {
   const status = summary !== null && typeof summary.status === 'string' ? summary.status : null;
   if (status !== null && status !== 'running') return status;
   if (status === 'running' && typeof summary!.pid === 'number' && summary!.hostname === hostname()) {

@@ -37,7 +37,11 @@ function rawRequest(path: string, method = 'GET', host?: string): Promise<RawRes
       const chunks: Buffer[] = [];
       incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
       incoming.on('end', () =>
-        resolve({ status: incoming.statusCode ?? 0, headers: incoming.headers, body: Buffer.concat(chunks).toString('utf8') }),
+        resolve({
+          status: incoming.statusCode ?? 0,
+          headers: incoming.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+        }),
       );
     });
     outgoing.on('error', reject);
@@ -65,7 +69,10 @@ beforeAll(async () => {
   await symlink(join(scratch, 'outside-run', 'metrics.jsonl'), join(runsDirectory, 'linked-files', 'metrics.jsonl'));
   // A run with a corrupt line in the middle and a line without a step.
   await mkdir(join(runsDirectory, 'broken'));
-  await writeFile(join(runsDirectory, 'broken', 'metrics.jsonl'), '{"step":1,"reward/mean":0.5}\n{"step":2,\n{"reward/mean":1}\n{"step":3}\n');
+  await writeFile(
+    join(runsDirectory, 'broken', 'metrics.jsonl'),
+    '{"step":1,"reward/mean":0.5}\n{"step":2,\n{"reward/mean":1}\n{"step":3}\n',
+  );
   dashboard = await startDashboard({ runsDirectory, port: 0 });
   port = Number(new URL(dashboard.url).port);
 });
@@ -214,8 +221,12 @@ describe('dashboard is read-only and stays inside the runs folder', () => {
   });
 
   it('rejects a missing runs folder and a bad port with messages naming them', async () => {
-    await expect(startDashboard({ runsDirectory: join(scratch, 'nope'), port: 0 })).rejects.toThrow(/runs folder .*nope does not exist/);
-    await expect(runDashboardCommand({ runs: runsDirectory, port: 'abc', log: () => {} })).rejects.toThrow(/--port must be an integer/);
+    await expect(startDashboard({ runsDirectory: join(scratch, 'nope'), port: 0 })).rejects.toThrow(
+      /runs folder .*nope does not exist/,
+    );
+    await expect(runDashboardCommand({ runs: runsDirectory, port: 'abc', log: () => {} })).rejects.toThrow(
+      /--port must be an integer/,
+    );
     await expect(startDashboard({ runsDirectory, port: port, host: '127.0.0.1' })).rejects.toThrow(/already in use/);
   });
 

@@ -57,7 +57,10 @@ const securityHeaders = {
 const loopbackHosts = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
 
 class HttpError extends Error {
-  constructor(readonly status: number, message: string) {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -138,18 +141,21 @@ function pathSegments(rawUrl: string): { segments: string[]; query: URLSearchPar
   const rawPath = questionMark === -1 ? rawUrl : rawUrl.slice(0, questionMark);
   const query = new URLSearchParams(questionMark === -1 ? '' : rawUrl.slice(questionMark + 1));
   if (!rawPath.startsWith('/')) throw new HttpError(400, 'request path must start with /');
-  const segments = rawPath.slice(1).split('/').map((raw) => {
-    let segment: string;
-    try {
-      segment = decodeURIComponent(raw);
-    } catch {
-      throw new HttpError(400, 'malformed percent-encoding in path');
-    }
-    if (segment === '..' || segment === '.' || /[/\\\0]/.test(segment)) {
-      throw new HttpError(403, 'path leaves the runs folder');
-    }
-    return segment;
-  });
+  const segments = rawPath
+    .slice(1)
+    .split('/')
+    .map((raw) => {
+      let segment: string;
+      try {
+        segment = decodeURIComponent(raw);
+      } catch {
+        throw new HttpError(400, 'malformed percent-encoding in path');
+      }
+      if (segment === '..' || segment === '.' || /[/\\\0]/.test(segment)) {
+        throw new HttpError(403, 'path leaves the runs folder');
+      }
+      return segment;
+    });
   return { segments: segments.length === 1 && segments[0] === '' ? [''] : segments, query };
 }
 
@@ -239,10 +245,13 @@ function send(
 
 function sendError(response: ServerResponse, request: IncomingMessage, error: unknown): void {
   const status =
-    error instanceof HttpError ? error.status
-    : error instanceof RefusedPathError ? 403
-    : error instanceof NotFoundError ? 404
-    : 500;
+    error instanceof HttpError
+      ? error.status
+      : error instanceof RefusedPathError
+        ? 403
+        : error instanceof NotFoundError
+          ? 404
+          : 500;
   const message = error instanceof Error ? error.message : String(error);
   if (response.headersSent) {
     response.destroy();

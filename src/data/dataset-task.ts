@@ -49,8 +49,13 @@ function shuffled<T>(items: readonly T[], random: () => number): T[] {
 }
 
 /** Splits rows into disjoint train and held-out parts: `fraction` of them (at least one) held out, the same for a seed. */
-export function splitExamples(examples: readonly Example[], fraction: number, seed: number): { train: Example[]; eval: Example[] } {
-  if (examples.length < 2) throw new Error(`cannot hold out a fraction of ${examples.length} row(s); give an eval file or more rows`);
+export function splitExamples(
+  examples: readonly Example[],
+  fraction: number,
+  seed: number,
+): { train: Example[]; eval: Example[] } {
+  if (examples.length < 2)
+    throw new Error(`cannot hold out a fraction of ${examples.length} row(s); give an eval file or more rows`);
   const order = shuffled(examples, seededRandom(seed));
   const heldOut = Math.min(examples.length - 1, Math.max(1, Math.round(examples.length * fraction)));
   return { eval: order.slice(0, heldOut), train: order.slice(heldOut) };
@@ -74,7 +79,9 @@ function defaultDemonstration(example: Example): string {
 /** Every character of the prompts, system prompts and demonstrations (a char tokenizer's vocabulary). */
 function alphabetOf(examples: readonly Example[], demonstration: (example: Example) => string): string {
   const characters = new Set<string>();
-  const add = (text: string) => { for (const character of text) characters.add(character); };
+  const add = (text: string) => {
+    for (const character of text) characters.add(character);
+  };
   for (const example of examples) {
     if (typeof example.prompt === 'string') add(example.prompt);
     else for (const message of example.prompt) add(message.content);
@@ -106,13 +113,21 @@ export function datasetTask(spec: DatasetTaskSpec): Task {
 }
 
 /** Reads a file's rows and maps them to Examples. */
-export async function loadExamples(path: string, options: ReadOptions & ColumnOptions & { maxRows?: number } = {}): Promise<Example[]> {
+export async function loadExamples(
+  path: string,
+  options: ReadOptions & ColumnOptions & { maxRows?: number } = {},
+): Promise<Example[]> {
   const rows = await readRowList(path, { format: options.format, gzip: options.gzip, count: options.maxRows });
   return rows.map((row) => toExample(row, options));
 }
 
 /** 1 when `reward` scores the completion at least `threshold`; group rewards see a group of one. */
-export async function rewardPasses(reward: Reward, example: Example, completion: string, threshold = 1): Promise<boolean> {
+export async function rewardPasses(
+  reward: Reward,
+  example: Example,
+  completion: string,
+  threshold = 1,
+): Promise<boolean> {
   const input = makeRewardInput({ prompt: example.prompt, completion, row: example });
   const score = isGroupReward(reward) ? (await reward.scoreGroup([input]))[0] : await reward(input);
   return typeof score === 'number' && score >= threshold;
@@ -125,7 +140,12 @@ export async function loadDatasetTask(options: unknown, name = 'dataset'): Promi
   const { train, eval: held } = data.evalFile
     ? { train: all, eval: await loadExamples(data.evalFile, data) }
     : splitExamples(all, data.evalFraction ?? 0.1, data.splitSeed ?? 0);
-  const rewards = (): NamedReward[] => data.rewards.map(({ name: rewardName, weight, options: rewardOptions }) => ({ name: rewardName, reward: rewardFactories.get(rewardName).create(rewardOptions ?? {}), weight: weight ?? 1 }));
+  const rewards = (): NamedReward[] =>
+    data.rewards.map(({ name: rewardName, weight, options: rewardOptions }) => ({
+      name: rewardName,
+      reward: rewardFactories.get(rewardName).create(rewardOptions ?? {}),
+      weight: weight ?? 1,
+    }));
   const judge = data.correctness ?? { name: data.rewards[0]!.name, options: data.rewards[0]!.options };
   const correctness = rewardFactories.get(judge.name).create(judge.options ?? {});
   rewards(); // builds each reward once now, so an unknown name or bad options fail at load
@@ -135,6 +155,7 @@ export async function loadDatasetTask(options: unknown, name = 'dataset'): Promi
     train,
     eval: held,
     rewards,
-    isCorrect: (example, completion) => rewardPasses(correctness, example, completion, data.correctness?.threshold ?? 1),
+    isCorrect: (example, completion) =>
+      rewardPasses(correctness, example, completion, data.correctness?.threshold ?? 1),
   });
 }

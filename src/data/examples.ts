@@ -22,46 +22,60 @@ import type { Example } from './task.js';
 const column = z.string().min(1);
 
 /** One reward by name from the reward factories, with its weight and JSON options. */
-const rewardReference = z.object({
-  name: z.string().min(1),
-  weight: z.number().optional(),
-  options: z.record(z.string(), z.unknown()).optional(),
-}).strict();
+const rewardReference = z
+  .object({
+    name: z.string().min(1),
+    weight: z.number().optional(),
+    options: z.record(z.string(), z.unknown()).optional(),
+  })
+  .strict();
 
 /** Options of a task built from dataset files (`loadDatasetTask`); unknown keys are refused. */
-export const dataOptionsSchema = z.object({
-  /** The training file (.jsonl, .json, .csv, .tsv, .parquet; text formats may end in .gz). */
-  trainFile: z.string().min(1),
-  /** A held-out file; without it `evalFraction` of the training file is held out. */
-  evalFile: z.string().min(1).optional(),
-  /** Fraction of the training rows held out when there is no `evalFile` (default 0.1). */
-  evalFraction: z.number().gt(0).lt(1).optional(),
-  /** Seed of the held-out split (default 0); the same seed gives the same split. */
-  splitSeed: z.number().int().optional(),
-  /** Overrides the format the file extension implies. */
-  format: z.enum(datasetFormats).optional(),
-  /** Reads only the first rows of each file (quick runs on big files). */
-  maxRows: z.number().int().positive().optional(),
-  /** Column with the prompt (default `prompt`, else `messages`). */
-  promptColumn: column.optional(),
-  /** Column with the reference answer, exposed to rewards as `answer` (default `answer` when present). */
-  answerColumn: column.optional(),
-  /** Column with an SFT completion (default `completion` when present). */
-  completionColumn: column.optional(),
-  /** A system prompt: a system message for chat prompts, the `system` field for text prompts. */
-  systemPrompt: z.string().optional(),
-  /** Builds a text prompt from row fields, e.g. "Solve: {question}"; `{{` and `}}` are literal braces. */
-  promptTemplate: z.string().optional(),
-  /** Rewards by name (`rewardFactories`), weight default 1. */
-  rewards: z.array(rewardReference).min(1),
-  /** The reward whose score decides correctness (default: the first reward), correct at ≥ `threshold` (default 1). */
-  correctness: z.object({ name: z.string().min(1), options: z.record(z.string(), z.unknown()).optional(), threshold: z.number().optional() }).strict().optional(),
-}).strict();
+export const dataOptionsSchema = z
+  .object({
+    /** The training file (.jsonl, .json, .csv, .tsv, .parquet; text formats may end in .gz). */
+    trainFile: z.string().min(1),
+    /** A held-out file; without it `evalFraction` of the training file is held out. */
+    evalFile: z.string().min(1).optional(),
+    /** Fraction of the training rows held out when there is no `evalFile` (default 0.1). */
+    evalFraction: z.number().gt(0).lt(1).optional(),
+    /** Seed of the held-out split (default 0); the same seed gives the same split. */
+    splitSeed: z.number().int().optional(),
+    /** Overrides the format the file extension implies. */
+    format: z.enum(datasetFormats).optional(),
+    /** Reads only the first rows of each file (quick runs on big files). */
+    maxRows: z.number().int().positive().optional(),
+    /** Column with the prompt (default `prompt`, else `messages`). */
+    promptColumn: column.optional(),
+    /** Column with the reference answer, exposed to rewards as `answer` (default `answer` when present). */
+    answerColumn: column.optional(),
+    /** Column with an SFT completion (default `completion` when present). */
+    completionColumn: column.optional(),
+    /** A system prompt: a system message for chat prompts, the `system` field for text prompts. */
+    systemPrompt: z.string().optional(),
+    /** Builds a text prompt from row fields, e.g. "Solve: {question}"; `{{` and `}}` are literal braces. */
+    promptTemplate: z.string().optional(),
+    /** Rewards by name (`rewardFactories`), weight default 1. */
+    rewards: z.array(rewardReference).min(1),
+    /** The reward whose score decides correctness (default: the first reward), correct at ≥ `threshold` (default 1). */
+    correctness: z
+      .object({
+        name: z.string().min(1),
+        options: z.record(z.string(), z.unknown()).optional(),
+        threshold: z.number().optional(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
 
 export type DataOptions = z.infer<typeof dataOptionsSchema>;
 
 /** The column-mapping part of {@link DataOptions}. */
-export type ColumnOptions = Pick<DataOptions, 'promptColumn' | 'answerColumn' | 'completionColumn' | 'systemPrompt' | 'promptTemplate'>;
+export type ColumnOptions = Pick<
+  DataOptions,
+  'promptColumn' | 'answerColumn' | 'completionColumn' | 'systemPrompt' | 'promptTemplate'
+>;
 
 function messagesOf(value: unknown, source: string, column: string): ChatMessage[] | null {
   if (!Array.isArray(value)) return null;
@@ -80,15 +94,20 @@ function fillTemplate(template: string, fields: Record<string, unknown>, source:
     if (name === undefined) return match[0]!;
     const value = fields[name];
     if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return String(value);
-    if (Array.isArray(value) && value.every((item) => ['string', 'number'].includes(typeof item))) return value.join(', ');
-    throw new Error(`${source}: the prompt template needs field "${name}", which the row ${value === undefined ? 'does not have' : 'holds as a non-text value'} (columns: ${Object.keys(fields).join(', ')})`);
+    if (Array.isArray(value) && value.every((item) => ['string', 'number'].includes(typeof item)))
+      return value.join(', ');
+    throw new Error(
+      `${source}: the prompt template needs field "${name}", which the row ${value === undefined ? 'does not have' : 'holds as a non-text value'} (columns: ${Object.keys(fields).join(', ')})`,
+    );
   });
 }
 
 function textOf(value: unknown, source: string, column: string): string {
   if (typeof value === 'string') return value;
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
-  throw new Error(`${source}: column "${column}" must be text, got ${value === null ? 'null' : Array.isArray(value) ? 'a list' : typeof value}`);
+  throw new Error(
+    `${source}: column "${column}" must be text, got ${value === null ? 'null' : Array.isArray(value) ? 'a list' : typeof value}`,
+  );
 }
 
 /** A completion cell: text, or (conversational) a list of assistant messages whose texts are joined. */
@@ -105,34 +124,46 @@ export function toExample(row: DatasetRow, options: ColumnOptions = {}): Example
   if (options.promptTemplate !== undefined) {
     prompt = fillTemplate(options.promptTemplate, fields, source);
   } else {
-    const promptColumn = options.promptColumn ?? ('prompt' in fields ? 'prompt' : 'messages' in fields ? 'messages' : undefined);
+    const promptColumn =
+      options.promptColumn ?? ('prompt' in fields ? 'prompt' : 'messages' in fields ? 'messages' : undefined);
     if (promptColumn === undefined || fields[promptColumn] === undefined || fields[promptColumn] === null) {
-      throw new Error(`${source}: no prompt — the row has no column "${promptColumn ?? 'prompt'}" (columns: ${Object.keys(fields).join(', ')}); set promptColumn or promptTemplate`);
+      throw new Error(
+        `${source}: no prompt — the row has no column "${promptColumn ?? 'prompt'}" (columns: ${Object.keys(fields).join(', ')}); set promptColumn or promptTemplate`,
+      );
     }
-    prompt = messagesOf(fields[promptColumn], source, promptColumn) ?? textOf(fields[promptColumn], source, promptColumn);
+    prompt =
+      messagesOf(fields[promptColumn], source, promptColumn) ?? textOf(fields[promptColumn], source, promptColumn);
   }
   if (Array.isArray(prompt)) {
     // TRL's `messages` column carries the answer too: trailing assistant turns are the completion.
     let end = prompt.length;
     while (end > 0 && prompt[end - 1]!.role === 'assistant') end--;
     if (end < prompt.length) {
-      example.completion = prompt.slice(end).map((message) => message.content).join('\n');
+      example.completion = prompt
+        .slice(end)
+        .map((message) => message.content)
+        .join('\n');
       prompt = prompt.slice(0, end);
     }
     if (prompt.length === 0) throw new Error(`${source}: the prompt has no message before the assistant's`);
-    if (options.systemPrompt !== undefined && prompt[0]!.role !== 'system') prompt = [{ role: 'system', content: options.systemPrompt }, ...prompt];
+    if (options.systemPrompt !== undefined && prompt[0]!.role !== 'system')
+      prompt = [{ role: 'system', content: options.systemPrompt }, ...prompt];
   } else if (options.systemPrompt !== undefined) {
     example.system = options.systemPrompt;
   }
   example.prompt = prompt;
   const answerColumn = options.answerColumn ?? ('answer' in fields ? 'answer' : undefined);
   if (answerColumn !== undefined) {
-    if (!(answerColumn in fields)) throw new Error(`${source}: no answer column "${answerColumn}" (columns: ${Object.keys(fields).join(', ')})`);
+    if (!(answerColumn in fields))
+      throw new Error(`${source}: no answer column "${answerColumn}" (columns: ${Object.keys(fields).join(', ')})`);
     example.answer = textOf(fields[answerColumn], source, answerColumn);
   }
   const completionColumn = options.completionColumn ?? ('completion' in fields ? 'completion' : undefined);
   if (completionColumn !== undefined) {
-    if (!(completionColumn in fields)) throw new Error(`${source}: no completion column "${completionColumn}" (columns: ${Object.keys(fields).join(', ')})`);
+    if (!(completionColumn in fields))
+      throw new Error(
+        `${source}: no completion column "${completionColumn}" (columns: ${Object.keys(fields).join(', ')})`,
+      );
     example.completion = completionOf(fields[completionColumn], source, completionColumn);
   }
   return example;
@@ -141,7 +172,9 @@ export function toExample(row: DatasetRow, options: ColumnOptions = {}): Example
 /** The prompt as one text for a model without a chat template: the system text, a blank line, the prompt. */
 export function exampleText(example: Example): string {
   if (typeof example.prompt !== 'string') {
-    throw new Error('this example has a conversational prompt (a list of messages); it needs a chat template, not plain text');
+    throw new Error(
+      'this example has a conversational prompt (a list of messages); it needs a chat template, not plain text',
+    );
   }
   return typeof example.system === 'string' ? `${example.system}\n\n${example.prompt}` : example.prompt;
 }

@@ -15,9 +15,31 @@ import type { Task } from './task.js';
 
 export { parseTaskOptions, type Example, type Task } from './task.js';
 export { additionOptionsSchema, additionTask, withoutCarry, type AdditionOptions } from './tasks/addition.js';
-export { datasetFormatOf, datasetFormats, readRowList, readRows, type DatasetFormat, type DatasetRow, type ReadOptions } from './readers.js';
-export { dataOptionsSchema, exampleMessages, exampleText, toExample, type ColumnOptions, type DataOptions } from './examples.js';
-export { datasetTask, loadDatasetTask, loadExamples, rewardPasses, splitExamples, type DatasetTaskSpec } from './dataset-task.js';
+export {
+  datasetFormatOf,
+  datasetFormats,
+  readRowList,
+  readRows,
+  type DatasetFormat,
+  type DatasetRow,
+  type ReadOptions,
+} from './readers.js';
+export {
+  dataOptionsSchema,
+  exampleMessages,
+  exampleText,
+  toExample,
+  type ColumnOptions,
+  type DataOptions,
+} from './examples.js';
+export {
+  datasetTask,
+  loadDatasetTask,
+  loadExamples,
+  rewardPasses,
+  splitExamples,
+  type DatasetTaskSpec,
+} from './dataset-task.js';
 export { fileTaskOptionsShape, type FileTaskOptions } from './tasks/file-task.js';
 export { countdownOptionsSchema, countdownTask } from './tasks/countdown.js';
 export { game24OptionsSchema, game24Task } from './tasks/game24.js';
@@ -34,14 +56,33 @@ type TaskLoader = (options: Record<string, unknown>) => Promise<Task>;
 type TaskEntry = { create: TaskFactory; description: string } | { load: TaskLoader; description: string };
 
 const tasks = new Map<string, TaskEntry>([
-  ['addition', { create: (options) => additionTask(options as AdditionOptions), description: 'two-digit addition, SFT from a carry-forgetting teacher, GRPO with a verifier' }],
-  ['dataset', { load: (options) => loadDatasetTask(options), description: 'your data: JSONL/JSON/CSV/TSV/Parquet files in TRL\'s formats, rewards by name (taskOptions = DataOptions)' }],
+  [
+    'addition',
+    {
+      create: (options) => additionTask(options as AdditionOptions),
+      description: 'two-digit addition, SFT from a carry-forgetting teacher, GRPO with a verifier',
+    },
+  ],
+  [
+    'dataset',
+    {
+      load: (options) => loadDatasetTask(options),
+      description:
+        "your data: JSONL/JSON/CSV/TSV/Parquet files in TRL's formats, rewards by name (taskOptions = DataOptions)",
+    },
+  ],
   ['gsm8k', { load: gsm8kTask, description: 'GSM8K word problems (data file), math-answer reward' }],
   ['math500', { load: math500Task, description: 'MATH-500 competition problems (data file), math-answer reward' }],
-  ['countdown', { load: countdownTask, description: 'Countdown, three numbers to a target (data file), equation reward' }],
+  [
+    'countdown',
+    { load: countdownTask, description: 'Countdown, three numbers to a target (data file), equation reward' },
+  ],
   ['game24', { load: game24Task, description: 'Game of 24 (data file), equation reward' }],
   ['mbpp', { load: mbppTask, description: 'MBPP Python problems (data file), code-tests reward in the sandbox' }],
-  ['humaneval', { load: humanevalTask, description: 'HumanEval Python completion (data file), code-tests reward in the sandbox' }],
+  [
+    'humaneval',
+    { load: humanevalTask, description: 'HumanEval Python completion (data file), code-tests reward in the sandbox' },
+  ],
 ]);
 
 function entryOf(name: string): TaskEntry {
@@ -57,7 +98,9 @@ export const taskRegistry = {
   get(name: string): TaskFactory {
     const entry = entryOf(name);
     if ('create' in entry) return entry.create;
-    throw new Error(`task "${name}" reads data files and loads asynchronously: use taskRegistry.load("${name}", options)`);
+    throw new Error(
+      `task "${name}" reads data files and loads asynchronously: use taskRegistry.load("${name}", options)`,
+    );
   },
   /** True for a task built synchronously from its options (no data files). */
   isGenerated: (name: string): boolean => 'create' in entryOf(name),

@@ -65,17 +65,28 @@ describe('readRows', () => {
     await expect(fieldsOf(path)).rejects.toThrow('early.jsonl line 2: invalid JSON');
     // CSV is parsed a chunk (64 KiB) at a time: a bad record 400 KB in is not reached by the first rows.
     const csvPath = write('early.csv.gz', gzipSync(`a,b\n${'1,2\n'.repeat(100_000)}3\n`));
-    expect(await fieldsOf(csvPath, { count: 2 })).toEqual([{ a: '1', b: '2' }, { a: '1', b: '2' }]);
+    expect(await fieldsOf(csvPath, { count: 2 })).toEqual([
+      { a: '1', b: '2' },
+      { a: '1', b: '2' },
+    ]);
     await expect(fieldsOf(csvPath)).rejects.toThrow(/^early\.csv\.gz: .*line 100002/);
   });
 
   it('bad rows name the file, the line or row, and what is wrong', async () => {
     await expect(fieldsOf(write('bad.jsonl', '{"a":1}\n{"a":\n'))).rejects.toThrow(/^bad\.jsonl line 2: invalid JSON/);
-    await expect(fieldsOf(write('array.jsonl', '{"a":1}\n[1,2]\n'))).rejects.toThrow('array.jsonl line 2: a row must be an object of columns, got an array');
-    await expect(fieldsOf(write('number.json', '[{"a":1}, 7]'))).rejects.toThrow('number.json row 2: a row must be an object of columns, got number');
-    await expect(fieldsOf(write('object.json', '{"a":1}'))).rejects.toThrow('object.json: a .json dataset must be an array of rows, got object');
+    await expect(fieldsOf(write('array.jsonl', '{"a":1}\n[1,2]\n'))).rejects.toThrow(
+      'array.jsonl line 2: a row must be an object of columns, got an array',
+    );
+    await expect(fieldsOf(write('number.json', '[{"a":1}, 7]'))).rejects.toThrow(
+      'number.json row 2: a row must be an object of columns, got number',
+    );
+    await expect(fieldsOf(write('object.json', '{"a":1}'))).rejects.toThrow(
+      'object.json: a .json dataset must be an array of rows, got object',
+    );
     await expect(fieldsOf(write('short.csv', 'a,b\n1,2\n3\n'))).rejects.toThrow(/^short\.csv: .*line 3/);
-    await expect(fieldsOf(write('broken.parquet', 'not parquet'))).rejects.toThrow(/^broken\.parquet: cannot read as Parquet/);
+    await expect(fieldsOf(write('broken.parquet', 'not parquet'))).rejects.toThrow(
+      /^broken\.parquet: cannot read as Parquet/,
+    );
     await expect(fieldsOf(join(directory, 'missing.jsonl.gz'))).rejects.toThrow(/ENOENT/);
   });
 });
@@ -93,6 +104,8 @@ describe('datasetFormatOf', () => {
     const path = write('rows.data', 'x;y\n1;2\n');
     await expect(fieldsOf(path)).rejects.toThrow(/unknown dataset format/);
     expect(await fieldsOf(write('rows.txt', '{"x":1}\n'), { format: 'jsonl' })).toEqual([{ x: 1 }]);
-    expect(await readRows(write('rows2.txt', 'x\ty\n1\t2\n'), { format: 'tsv' }).next()).toMatchObject({ value: { fields: { x: '1', y: '2' } } });
+    expect(await readRows(write('rows2.txt', 'x\ty\n1\t2\n'), { format: 'tsv' }).next()).toMatchObject({
+      value: { fields: { x: '1', y: '2' } },
+    });
   });
 });

@@ -44,8 +44,12 @@ export function datasetFormatOf(path: string, options: ReadOptions = {}): { form
   const name = path.toLowerCase().replace(/\.gz$/, '');
   const extension = name.slice(name.lastIndexOf('.') + 1);
   const format = options.format ?? datasetFormats.find((known) => known === extension);
-  if (!format) throw new Error(`${path}: unknown dataset format ".${extension}"; use ${datasetFormats.map((known) => `.${known}`).join(', ')} (optionally .gz), or set the format`);
-  if (format === 'parquet' && gzip) throw new Error(`${path}: a gzipped Parquet file is not supported (Parquet compresses its own pages)`);
+  if (!format)
+    throw new Error(
+      `${path}: unknown dataset format ".${extension}"; use ${datasetFormats.map((known) => `.${known}`).join(', ')} (optionally .gz), or set the format`,
+    );
+  if (format === 'parquet' && gzip)
+    throw new Error(`${path}: a gzipped Parquet file is not supported (Parquet compresses its own pages)`);
   return { format, gzip };
 }
 
@@ -85,7 +89,8 @@ function describe(value: unknown): string {
 }
 
 function asObject(value: unknown, source: string): Record<string, unknown> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new Error(`${source}: a row must be an object of columns, got ${describe(value)}`);
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw new Error(`${source}: a row must be an object of columns, got ${describe(value)}`);
   return value as Record<string, unknown>;
 }
 
@@ -122,19 +127,30 @@ async function* readJsonArray(path: string, name: string, gzip: boolean): AsyncG
   } catch (error) {
     throw new Error(`${name}: invalid JSON (${(error as Error).message})`);
   }
-  if (!Array.isArray(value)) throw new Error(`${name}: a .json dataset must be an array of rows, got ${describe(value)} (use .jsonl for one row per line)`);
+  if (!Array.isArray(value))
+    throw new Error(
+      `${name}: a .json dataset must be an array of rows, got ${describe(value)} (use .jsonl for one row per line)`,
+    );
   for (let index = 0; index < value.length; index++) {
     const source = `${name} row ${index + 1}`;
     yield { fields: asObject(value[index], source), source };
   }
 }
 
-async function* readDelimited(path: string, name: string, gzip: boolean, delimiter: string): AsyncGenerator<DatasetRow> {
+async function* readDelimited(
+  path: string,
+  name: string,
+  gzip: boolean,
+  delimiter: string,
+): AsyncGenerator<DatasetRow> {
   const stream = openText(path, gzip);
   // The header names the columns; values stay strings (a CSV cell has no type).
   const parser = stream.pipe(parseCsv({ delimiter, columns: true, bom: true, skip_empty_lines: true, info: true }));
   try {
-    for await (const { record, info } of parser as AsyncIterable<{ record: Record<string, string>; info: { records: number; lines: number } }>) {
+    for await (const { record, info } of parser as AsyncIterable<{
+      record: Record<string, string>;
+      info: { records: number; lines: number };
+    }>) {
       yield { fields: record, source: `${name} row ${info.records} (line ${info.lines})` };
     }
   } catch (error) {
@@ -169,7 +185,10 @@ async function* readParquet(path: string, name: string): AsyncGenerator<DatasetR
     const rowEnd = rowStart + Number(group.num_rows);
     const rows = await parquetReadObjects({ file, metadata, rowStart, rowEnd });
     for (let offset = 0; offset < rows.length; offset++) {
-      yield { fields: plainValue(rows[offset]) as Record<string, unknown>, source: `${name} row ${rowStart + offset + 1}` };
+      yield {
+        fields: plainValue(rows[offset]) as Record<string, unknown>,
+        source: `${name} row ${rowStart + offset + 1}`,
+      };
     }
     rowStart = rowEnd;
   }

@@ -41,12 +41,15 @@ export class CharTokenizer implements TextTokenizer {
   constructor(options: CharTokenizerOptions = {}) {
     const characters = Array.from(options.alphabet ?? DEFAULT_ALPHABET);
     this.specials = [...BUILT_IN_SPECIALS, ...(options.extraSpecialTokens ?? [])];
-    if (new Set(this.specials).size !== this.specials.length) throw new Error(`char tokenizer: special tokens must be distinct, got ${JSON.stringify(this.specials)}`);
+    if (new Set(this.specials).size !== this.specials.length)
+      throw new Error(`char tokenizer: special tokens must be distinct, got ${JSON.stringify(this.specials)}`);
     for (const special of this.specials) {
-      if (special.length < 2) throw new Error(`char tokenizer: special token ${JSON.stringify(special)} must be longer than one character`);
+      if (special.length < 2)
+        throw new Error(`char tokenizer: special token ${JSON.stringify(special)} must be longer than one character`);
     }
     characters.forEach((character, index) => {
-      if (this.idOfCharacter.has(character)) throw new Error(`char tokenizer: alphabet repeats ${JSON.stringify(character)}`);
+      if (this.idOfCharacter.has(character))
+        throw new Error(`char tokenizer: alphabet repeats ${JSON.stringify(character)}`);
       this.idOfCharacter.set(character, this.specials.length + index);
     });
     this.tokens = [...this.specials, ...characters];
@@ -79,7 +82,8 @@ export class CharTokenizer implements TextTokenizer {
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i];
       const token = this.tokens[id];
-      if (token === undefined) throw new Error(`char tokenizer: id ${id} at position ${i} is outside the vocabulary (size ${this.vocabSize})`);
+      if (token === undefined)
+        throw new Error(`char tokenizer: id ${id} at position ${i} is outside the vocabulary (size ${this.vocabSize})`);
       if (options.skipSpecialTokens && this.specialTokenIds.has(id)) continue;
       text += token;
     }
@@ -88,7 +92,15 @@ export class CharTokenizer implements TextTokenizer {
 
   /** The tokenizer as Hugging Face files (file name → JSON text) for saveCheckpoint's `extraFiles`. */
   toHfFiles(): Record<string, string> {
-    const added = this.specials.map((content, id) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }));
+    const added = this.specials.map((content, id) => ({
+      id,
+      content,
+      single_word: false,
+      lstrip: false,
+      rstrip: false,
+      normalized: false,
+      special: true,
+    }));
     const tokenizerJson = {
       version: '1.0',
       truncation: null,
@@ -99,14 +111,24 @@ export class CharTokenizer implements TextTokenizer {
       post_processor: {
         type: 'TemplateProcessing',
         single: [{ SpecialToken: { id: '<bos>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }],
-        pair: [{ SpecialToken: { id: '<bos>', type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { Sequence: { id: 'B', type_id: 1 } }],
+        pair: [
+          { SpecialToken: { id: '<bos>', type_id: 0 } },
+          { Sequence: { id: 'A', type_id: 0 } },
+          { Sequence: { id: 'B', type_id: 1 } },
+        ],
         special_tokens: { '<bos>': { id: '<bos>', ids: [this.bosTokenId], tokens: ['<bos>'] } },
       },
       decoder: { type: 'Fuse' },
       // A BPE model without merges splits text into single characters, which is exactly this tokenizer.
       model: {
-        type: 'BPE', dropout: null, unk_token: '<unk>', continuing_subword_prefix: null, end_of_word_suffix: null,
-        fuse_unk: false, byte_fallback: false, ignore_merges: false,
+        type: 'BPE',
+        dropout: null,
+        unk_token: '<unk>',
+        continuing_subword_prefix: null,
+        end_of_word_suffix: null,
+        fuse_unk: false,
+        byte_fallback: false,
+        ignore_merges: false,
         vocab: Object.fromEntries(this.tokens.map((token, id) => [token, id])),
         merges: [],
       },

@@ -28,48 +28,70 @@ const LLAMA3 =
   "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}";
 
 // Qwen3 style: a template variable switches the thinking block.
-const THINKING = "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}assistant:{% if enable_thinking is defined and enable_thinking is false %} <think></think>{% endif %}{% endif %}";
+const THINKING =
+  '{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}assistant:{% if enable_thinking is defined and enable_thinking is false %} <think></think>{% endif %}{% endif %}';
 
 const tokens = { bosToken: '<s>', eosToken: '</s>' };
 
 describe('renderChatTemplate', () => {
   it('renders ChatML with a default system prompt and the generation prompt', () => {
     const text = renderChatTemplate(CHATML, [{ role: 'user', content: 'What is 2+2?' }], tokens);
-    expect(text).toBe('<|im_start|>system\nYou are a helpful AI assistant.<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n');
+    expect(text).toBe(
+      '<|im_start|>system\nYou are a helpful AI assistant.<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n',
+    );
   });
 
   it('leaves the generation prompt out when asked', () => {
-    const messages = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }, { role: 'assistant', content: 'Hello.' }];
+    const messages = [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'Hi' },
+      { role: 'assistant', content: 'Hello.' },
+    ];
     expect(renderChatTemplate(CHATML, messages, tokens, { addGenerationPrompt: false })).toBe(
       '<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello.<|im_end|>\n',
     );
   });
 
   it('renders a Llama-3 style template with the BOS string and trimmed content', () => {
-    const text = renderChatTemplate(LLAMA3, [{ role: 'user', content: '  Hello  ' }], { bosToken: '<|begin_of_text|>', eosToken: '<|eot_id|>' });
-    expect(text).toBe('<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n');
+    const text = renderChatTemplate(LLAMA3, [{ role: 'user', content: '  Hello  ' }], {
+      bosToken: '<|begin_of_text|>',
+      eosToken: '<|eot_id|>',
+    });
+    expect(text).toBe(
+      '<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n',
+    );
   });
 
   it('passes extra variables through', () => {
     const messages = [{ role: 'user', content: 'x' }];
     expect(renderChatTemplate(THINKING, messages, tokens)).toBe('user: x\nassistant:');
-    expect(renderChatTemplate(THINKING, messages, tokens, { variables: { enable_thinking: false } })).toBe('user: x\nassistant: <think></think>');
+    expect(renderChatTemplate(THINKING, messages, tokens, { variables: { enable_thinking: false } })).toBe(
+      'user: x\nassistant: <think></think>',
+    );
   });
 
   it("reports the template's own raise_exception message", () => {
-    expect(() => renderChatTemplate(LLAMA3, [{ role: 'assistant', content: 'hi' }], tokens)).toThrow(/chat_template failed to render: .*first message must not be the assistant/);
+    expect(() => renderChatTemplate(LLAMA3, [{ role: 'assistant', content: 'hi' }], tokens)).toThrow(
+      /chat_template failed to render: .*first message must not be the assistant/,
+    );
   });
 
   it('names a template that does not parse and a malformed message', () => {
-    expect(() => renderChatTemplate('{% for m in messages %}', [], tokens)).toThrow(/chat_template could not be parsed/);
-    expect(() => renderChatTemplate(CHATML, [{ role: 'user', content: 3 as unknown as string }], tokens)).toThrow(/chat message 0: needs a string "role" and a string "content"/);
+    expect(() => renderChatTemplate('{% for m in messages %}', [], tokens)).toThrow(
+      /chat_template could not be parsed/,
+    );
+    expect(() => renderChatTemplate(CHATML, [{ role: 'user', content: 3 as unknown as string }], tokens)).toThrow(
+      /chat message 0: needs a string "role" and a string "content"/,
+    );
   });
 });
 
 describe('applyChatTemplate / encodeChat', () => {
   it('explains that a tokenizer without a chat template cannot take chat messages', () => {
     const tokenizer = loadTokenizer(tinyStories);
-    expect(() => applyChatTemplate(tokenizer, [{ role: 'user', content: 'hi' }])).toThrow(/this tokenizer has no chat template/);
+    expect(() => applyChatTemplate(tokenizer, [{ role: 'user', content: 'hi' }])).toThrow(
+      /this tokenizer has no chat template/,
+    );
   });
 
   it('uses the tokenizer’s BOS string and does not add BOS a second time when tokenizing', () => {
@@ -88,7 +110,11 @@ describe('applyChatTemplate / encodeChat', () => {
   });
 
   it('works with the character tokenizer and its special tokens', () => {
-    const tokenizer = new CharTokenizer({ extraSpecialTokens: ['<|user|>', '<|assistant|>'], chatTemplate: '{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}' });
+    const tokenizer = new CharTokenizer({
+      extraSpecialTokens: ['<|user|>', '<|assistant|>'],
+      chatTemplate:
+        '{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}',
+    });
     const ids = encodeChat(tokenizer, [{ role: 'user', content: '2+2' }]);
     expect(ids[0]).toBe(tokenizer.tokens.indexOf('<|user|>'));
     expect(ids[ids.length - 1]).toBe(tokenizer.tokens.indexOf('<|assistant|>'));

@@ -64,7 +64,11 @@ export function renderChatTemplate(
 }
 
 /** Renders the tokenizer's chat template to text; throws when the tokenizer has none. */
-export function applyChatTemplate(tokenizer: TextTokenizer, messages: ChatMessage[], options: ChatTemplateOptions = {}): string {
+export function applyChatTemplate(
+  tokenizer: TextTokenizer,
+  messages: ChatMessage[],
+  options: ChatTemplateOptions = {},
+): string {
   if (tokenizer.chatTemplate === null) {
     throw new Error(
       'this tokenizer has no chat template (no "chat_template" in tokenizer_config.json, no chat_template.jinja); use a plain-text prompt instead of chat messages, or a chat/instruct checkpoint',
@@ -74,6 +78,10 @@ export function applyChatTemplate(tokenizer: TextTokenizer, messages: ChatMessag
 }
 
 /** Renders the chat template and tokenizes it without adding special tokens twice (the template writes BOS itself). */
-export function encodeChat(tokenizer: TextTokenizer, messages: ChatMessage[], options: ChatTemplateOptions = {}): number[] {
+export function encodeChat(
+  tokenizer: TextTokenizer,
+  messages: ChatMessage[],
+  options: ChatTemplateOptions = {},
+): number[] {
   return tokenizer.encode(applyChatTemplate(tokenizer, messages, options), { addSpecialTokens: false });
 }

@@ -3,18 +3,39 @@
  * fixtures load with the shapes their reference.json lists (F32, BF16, sharded F16, tied, untied),
  * a saved checkpoint loads back bit-identically, and bad folders fail naming the file and tensor.
  */
-import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type Checkpoint, expectedTensorShapes, loadCheckpoint, resolveStopTokenIds, saveCheckpoint } from './checkpoint.js';
+import {
+  type Checkpoint,
+  expectedTensorShapes,
+  loadCheckpoint,
+  resolveStopTokenIds,
+  saveCheckpoint,
+} from './checkpoint.js';
 import { encodeSafetensors, readSafetensors, writeSafetensors } from './safetensors.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const fixtures = join(here, '../../test/fixtures/models');
 const tinyStories = join(here, '../../../shared/fixtures/models/tinystories-656k');
-const FIXTURE_NAMES = ['qwen2-bias-untied', 'qwen3-qk-norm', 'llama-rope-llama3', 'llama-rope-linear-bias', 'mistral-sharded-f16'];
+const FIXTURE_NAMES = [
+  'qwen2-bias-untied',
+  'qwen3-qk-norm',
+  'llama-rope-llama3',
+  'llama-rope-linear-bias',
+  'mistral-sharded-f16',
+];
 const scratch = mkdtempSync(join(tmpdir(), 'checkpoint-test-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -47,7 +68,13 @@ describe('loadCheckpoint', () => {
     expect(parameters).toBe(656_000); // the README: "656,000 float32 parameters"
     expect(checkpoint.generationConfig).toMatchObject({ bos_token_id: 1, eos_token_id: 2 });
     expect(checkpoint.files.map((file) => file.split('/').pop())).toEqual(
-      expect.arrayContaining(['config.json', 'model.safetensors', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json']),
+      expect.arrayContaining([
+        'config.json',
+        'model.safetensors',
+        'generation_config.json',
+        'tokenizer.json',
+        'tokenizer_config.json',
+      ]),
     );
     // The stored lm_head.weight is the very matrix served as embeddings.
     const raw = readSafetensors(join(tinyStories, 'model.safetensors'), ['lm_head.weight']).get('lm_head.weight')!;
@@ -90,7 +117,9 @@ describe('resolveStopTokenIds', () => {
   });
 
   it('names an eos id outside the vocabulary', () => {
-    expect(() => resolveStopTokenIds(config, { eos_token_id: [96] })).toThrow(/generation_config\.json: field "eos_token_id" has 96, not a token id below vocab_size 96/);
+    expect(() => resolveStopTokenIds(config, { eos_token_id: [96] })).toThrow(
+      /generation_config\.json: field "eos_token_id" has 96, not a token id below vocab_size 96/,
+    );
   });
 });
 
@@ -115,13 +144,26 @@ describe('saveCheckpoint', () => {
   it('copies tokenizer files and generation_config.json through, and writes format "pt" metadata', () => {
     const target = join(scratch, 'with-tokenizer');
     saveCheckpoint(target, { ...loadCheckpoint(tinyStories), generationConfig: null, sourceDir: tinyStories });
-    for (const file of ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'generation_config.json']) {
+    for (const file of [
+      'tokenizer.json',
+      'tokenizer_config.json',
+      'special_tokens_map.json',
+      'generation_config.json',
+    ]) {
       expect(readFileSync(join(target, file)).equals(readFileSync(join(tinyStories, file)))).toBe(true);
     }
     const headerLength = Number(readFileSync(join(target, 'model.safetensors')).readBigUInt64LE(0));
-    const header = JSON.parse(readFileSync(join(target, 'model.safetensors')).subarray(8, 8 + headerLength).toString());
+    const header = JSON.parse(
+      readFileSync(join(target, 'model.safetensors'))
+        .subarray(8, 8 + headerLength)
+        .toString(),
+    );
     expect(header.__metadata__).toEqual({ format: 'pt' });
-    expect(JSON.parse(readFileSync(join(target, 'config.json'), 'utf8'))).toMatchObject({ architectures: ['LlamaForCausalLM'], tie_word_embeddings: true, torch_dtype: 'float32' });
+    expect(JSON.parse(readFileSync(join(target, 'config.json'), 'utf8'))).toMatchObject({
+      architectures: ['LlamaForCausalLM'],
+      tie_word_embeddings: true,
+      torch_dtype: 'float32',
+    });
   });
 
   it('replaces an existing folder whole and leaves no temporary folders behind', () => {
@@ -142,7 +184,9 @@ describe('saveCheckpoint', () => {
     const tensors = new Map(checkpoint.tensors);
     tensors.delete('model.norm.weight');
     const target = join(scratch, 'refused');
-    expect(() => saveCheckpoint(target, { ...checkpoint, tensors })).toThrow(/missing tensor "model\.norm\.weight" \(expected shape \[32\]\)/);
+    expect(() => saveCheckpoint(target, { ...checkpoint, tensors })).toThrow(
+      /missing tensor "model\.norm\.weight" \(expected shape \[32\]\)/,
+    );
     expect(existsSync(target)).toBe(false);
     expect(() => saveCheckpoint(target, { ...checkpoint, tensors })).toThrow(`saveCheckpoint(${target})`);
     expect(readdirSync(scratch).filter((name) => name.startsWith('.refused'))).toEqual([]); // no temporary folder either
@@ -151,7 +195,10 @@ describe('saveCheckpoint', () => {
 
 describe('bad checkpoint folders', () => {
   /** Copies a fixture into scratch and rewrites its weights. */
-  function brokenCopy(label: string, edit: (tensors: Map<string, { shape: number[]; data: Float32Array }>) => void): string {
+  function brokenCopy(
+    label: string,
+    edit: (tensors: Map<string, { shape: number[]; data: Float32Array }>) => void,
+  ): string {
     const folder = join(scratch, `broken-${label}`);
     cpSync(join(fixtures, 'qwen2-bias-untied'), folder, { recursive: true });
     const tensors = readSafetensors(join(folder, 'model.safetensors'));
@@ -171,24 +218,34 @@ describe('bad checkpoint folders', () => {
     const folder = join(scratch, 'no-weights');
     cpSync(join(fixtures, 'qwen2-bias-untied'), folder, { recursive: true });
     rmSync(join(folder, 'model.safetensors'));
-    expect(() => loadCheckpoint(folder)).toThrow(/no-weights: no model\.safetensors or model\.safetensors\.index\.json/);
+    expect(() => loadCheckpoint(folder)).toThrow(
+      /no-weights: no model\.safetensors or model\.safetensors\.index\.json/,
+    );
   });
 
   it('names a missing tensor, its expected shape and the file', () => {
     const folder = brokenCopy('missing', (tensors) => tensors.delete('model.layers.1.self_attn.q_proj.bias'));
-    expect(() => loadCheckpoint(folder)).toThrow(/broken-missing\/model\.safetensors: missing tensor "model\.layers\.1\.self_attn\.q_proj\.bias" \(expected shape \[32\]\)/);
+    expect(() => loadCheckpoint(folder)).toThrow(
+      /broken-missing\/model\.safetensors: missing tensor "model\.layers\.1\.self_attn\.q_proj\.bias" \(expected shape \[32\]\)/,
+    );
   });
 
   it('names a tensor with the wrong shape, both shapes and the file', () => {
-    const folder = brokenCopy('shape', (tensors) => tensors.set('model.layers.0.mlp.up_proj.weight', { shape: [32, 48], data: new Float32Array(32 * 48) }));
+    const folder = brokenCopy('shape', (tensors) =>
+      tensors.set('model.layers.0.mlp.up_proj.weight', { shape: [32, 48], data: new Float32Array(32 * 48) }),
+    );
     expect(() => loadCheckpoint(folder)).toThrow(
       /broken-shape\/model\.safetensors: tensor "model\.layers\.0\.mlp\.up_proj\.weight" has shape \[32, 48\], expected \[48, 32\]/,
     );
   });
 
   it('names tensors the config does not account for', () => {
-    const folder = brokenCopy('extra', (tensors) => tensors.set('model.layers.0.mlp.gate_proj.bias', { shape: [48], data: new Float32Array(48) }));
-    expect(() => loadCheckpoint(folder)).toThrow(/1 tensor\(s\) not used by a qwen2 model with this config: "model\.layers\.0\.mlp\.gate_proj\.bias"/);
+    const folder = brokenCopy('extra', (tensors) =>
+      tensors.set('model.layers.0.mlp.gate_proj.bias', { shape: [48], data: new Float32Array(48) }),
+    );
+    expect(() => loadCheckpoint(folder)).toThrow(
+      /1 tensor\(s\) not used by a qwen2 model with this config: "model\.layers\.0\.mlp\.gate_proj\.bias"/,
+    );
   });
 
   it('names the tensor a truncated weights file cuts off', () => {
@@ -196,14 +253,18 @@ describe('bad checkpoint folders', () => {
     cpSync(join(fixtures, 'qwen2-bias-untied'), folder, { recursive: true });
     const file = join(folder, 'model.safetensors');
     truncateSync(file, readFileSync(file).length - 100);
-    expect(() => loadCheckpoint(folder)).toThrow(/truncated\/model\.safetensors: tensor "lm_head\.weight" ends at data byte \d+ but the file has only \d+ data bytes/);
+    expect(() => loadCheckpoint(folder)).toThrow(
+      /truncated\/model\.safetensors: tensor "lm_head\.weight" ends at data byte \d+ but the file has only \d+ data bytes/,
+    );
   });
 
   it('names a shard the index points to that is missing', () => {
     const folder = join(scratch, 'missing-shard');
     cpSync(join(fixtures, 'mistral-sharded-f16'), folder, { recursive: true });
     rmSync(join(folder, 'model-00002-of-00002.safetensors'));
-    expect(() => loadCheckpoint(folder)).toThrow(/model\.safetensors\.index\.json: names shard model-00002-of-00002\.safetensors, which is missing/);
+    expect(() => loadCheckpoint(folder)).toThrow(
+      /model\.safetensors\.index\.json: names shard model-00002-of-00002\.safetensors, which is missing/,
+    );
   });
 
   it('names a config that does not match the weights', () => {
@@ -211,7 +272,9 @@ describe('bad checkpoint folders', () => {
     cpSync(join(fixtures, 'qwen2-bias-untied'), folder, { recursive: true });
     const config = JSON.parse(readFileSync(join(folder, 'config.json'), 'utf8'));
     writeFileSync(join(folder, 'config.json'), JSON.stringify({ ...config, hidden_size: 64 }));
-    expect(() => loadCheckpoint(folder)).toThrow(/mismatch\/model\.safetensors: tensor "model\.embed_tokens\.weight" has shape \[96, 32\], expected \[96, 64\]/);
+    expect(() => loadCheckpoint(folder)).toThrow(
+      /mismatch\/model\.safetensors: tensor "model\.embed_tokens\.weight" has shape \[96, 32\], expected \[96, 64\]/,
+    );
   });
 
   it('encodes checkpoints that only differ in tensor order identically after saving', () => {

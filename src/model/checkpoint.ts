@@ -86,20 +86,29 @@ export function checkTensors(
   const ordered = new Map<string, StoredTensor>();
   for (const [name, shape] of expected) {
     // A tied matrix may be stored under either name (transformers 4.41 kept lm_head.weight for TinyStories).
-    const tiedAlias = config.tieWordEmbeddings && name === 'model.embed_tokens.weight' ? tensors.get('lm_head.weight') : undefined;
+    const tiedAlias =
+      config.tieWordEmbeddings && name === 'model.embed_tokens.weight' ? tensors.get('lm_head.weight') : undefined;
     const tensor = tensors.get(name) ?? tiedAlias;
     if (!tensor) throw new Error(`${fileOf(name)}: missing tensor "${name}" (expected shape [${shape.join(', ')}])`);
     const same = tensor.shape.length === shape.length && tensor.shape.every((d, i) => d === shape[i]);
     if (!same) {
-      throw new Error(`${fileOf(name)}: tensor "${name}" has shape [${tensor.shape.join(', ')}], expected [${shape.join(', ')}] from the config`);
+      throw new Error(
+        `${fileOf(name)}: tensor "${name}" has shape [${tensor.shape.join(', ')}], expected [${shape.join(', ')}] from the config`,
+      );
     }
     ordered.set(name, tensor);
   }
   const unexpected = [...tensors.keys()].filter(
-    (name) => !expected.has(name) && !IGNORED_TENSOR_PATTERN.test(name) && !(config.tieWordEmbeddings && name === 'lm_head.weight'),
+    (name) =>
+      !expected.has(name) &&
+      !IGNORED_TENSOR_PATTERN.test(name) &&
+      !(config.tieWordEmbeddings && name === 'lm_head.weight'),
   );
   if (unexpected.length > 0) {
-    const list = unexpected.slice(0, 5).map((name) => `"${name}"`).join(', ');
+    const list = unexpected
+      .slice(0, 5)
+      .map((name) => `"${name}"`)
+      .join(', ');
     throw new Error(
       `${fileOf(unexpected[0])}: ${unexpected.length} tensor(s) not used by a ${config.modelType} model with this config: ${list}${unexpected.length > 5 ? ', ...' : ''} (does config.json match the weights?)`,
     );
@@ -116,7 +125,8 @@ export function loadCheckpoint(directory: string): Checkpoint {
   const config = loadModelConfig(configFile);
   const { tensors, tensorFiles } = readSafetensorsFolder(root);
   const weightFiles = [...new Set(tensorFiles.values())];
-  const fileOf = (name: string): string => tensorFiles.get(name) ?? (weightFiles.length === 1 ? weightFiles[0] : join(root, 'model.safetensors.index.json'));
+  const fileOf = (name: string): string =>
+    tensorFiles.get(name) ?? (weightFiles.length === 1 ? weightFiles[0] : join(root, 'model.safetensors.index.json'));
   const checked = checkTensors(config, tensors, fileOf);
   const generationFile = join(root, 'generation_config.json');
   const generationConfig = existsSync(generationFile) ? readJsonObject(generationFile) : null;
@@ -131,10 +141,16 @@ export function loadCheckpoint(directory: string): Checkpoint {
  */
 export function resolveStopTokenIds(config: ModelConfig, generationConfig: Record<string, unknown> | null): number[] {
   const fromGeneration = generationConfig?.eos_token_id;
-  const list = Array.isArray(fromGeneration) ? fromGeneration : fromGeneration === undefined || fromGeneration === null ? [] : [fromGeneration];
+  const list = Array.isArray(fromGeneration)
+    ? fromGeneration
+    : fromGeneration === undefined || fromGeneration === null
+      ? []
+      : [fromGeneration];
   for (const id of list) {
     if (!Number.isInteger(id) || (id as number) < 0 || (id as number) >= config.vocabSize) {
-      throw new Error(`generation_config.json: field "eos_token_id" has ${JSON.stringify(id)}, not a token id below vocab_size ${config.vocabSize}`);
+      throw new Error(
+        `generation_config.json: field "eos_token_id" has ${JSON.stringify(id)}, not a token id below vocab_size ${config.vocabSize}`,
+      );
     }
   }
   return [...new Set([...(list as number[]), ...config.eosTokenIds])];
@@ -186,14 +202,20 @@ export function writeCheckpointFiles(folder: string, input: SaveCheckpointInput,
   const ordered = checkTensors(input.config, input.tensors, () => `saveCheckpoint(${target})`);
   writeFileDurably(join(folder, 'config.json'), `${JSON.stringify(toHfConfig(input.config), null, 2)}\n`);
   // transformers refuses safetensors files whose metadata lacks format "pt".
-  writeFileDurably(join(folder, 'model.safetensors'), encodeSafetensors(ordered, { dtype: 'F32', metadata: { format: 'pt' } }));
+  writeFileDurably(
+    join(folder, 'model.safetensors'),
+    encodeSafetensors(ordered, { dtype: 'F32', metadata: { format: 'pt' } }),
+  );
   const sourceGeneration = input.sourceDir ? join(input.sourceDir, 'generation_config.json') : null;
   if (input.generationConfig) {
     writeFileDurably(join(folder, 'generation_config.json'), `${JSON.stringify(input.generationConfig, null, 2)}\n`);
   } else if (sourceGeneration && existsSync(sourceGeneration)) {
     writeFileDurably(join(folder, 'generation_config.json'), readFileSync(sourceGeneration));
   } else {
-    writeFileDurably(join(folder, 'generation_config.json'), `${JSON.stringify(defaultGenerationConfig(input.config), null, 2)}\n`);
+    writeFileDurably(
+      join(folder, 'generation_config.json'),
+      `${JSON.stringify(defaultGenerationConfig(input.config), null, 2)}\n`,
+    );
   }
   if (input.sourceDir) {
     for (const name of TOKENIZER_FILES) {
@@ -203,7 +225,8 @@ export function writeCheckpointFiles(folder: string, input: SaveCheckpointInput,
     }
   }
   for (const [name, text] of Object.entries(input.extraFiles ?? {})) {
-    if (name !== basename(name) || name.startsWith('.')) throw new Error(`saveCheckpoint: extra file name ${JSON.stringify(name)} must be a plain file name`);
+    if (name !== basename(name) || name.startsWith('.'))
+      throw new Error(`saveCheckpoint: extra file name ${JSON.stringify(name)} must be a plain file name`);
     writeFileDurably(join(folder, name), text);
   }
 }

@@ -16,7 +16,13 @@ export type ModelType = 'llama' | 'mistral' | 'qwen2' | 'qwen3';
 export type RopeScaling =
   | { type: 'none' }
   | { type: 'linear'; factor: number }
-  | { type: 'llama3'; factor: number; lowFreqFactor: number; highFreqFactor: number; originalMaxPositionEmbeddings: number };
+  | {
+      type: 'llama3';
+      factor: number;
+      lowFreqFactor: number;
+      highFreqFactor: number;
+      originalMaxPositionEmbeddings: number;
+    };
 
 /** Everything the forward pass needs to know about a model's shape. */
 export interface ModelConfig {
@@ -68,22 +74,51 @@ const DEFAULT_MAX_POSITIONS: Record<ModelType, number> = { llama: 2048, mistral:
 // A value past them is a corrupt or hostile file, refused naming the field before anything is
 // allocated (num_hidden_layers 1e9 otherwise spent ~25 s building tensor names, then crashed).
 const MAXIMUM_SIZES: Record<string, number> = {
-  vocab_size: 2 ** 21, hidden_size: 2 ** 16, intermediate_size: 2 ** 18, num_hidden_layers: 1024,
-  num_attention_heads: 1024, num_key_value_heads: 1024, head_dim: 4096, max_position_embeddings: 2 ** 26,
-  sliding_window: 2 ** 26, original_max_position_embeddings: 2 ** 26,
+  vocab_size: 2 ** 21,
+  hidden_size: 2 ** 16,
+  intermediate_size: 2 ** 18,
+  num_hidden_layers: 1024,
+  num_attention_heads: 1024,
+  num_key_value_heads: 1024,
+  head_dim: 4096,
+  max_position_embeddings: 2 ** 26,
+  sliding_window: 2 ** 26,
+  original_max_position_embeddings: 2 ** 26,
 };
 
 // Keys parseModelConfig consumes; everything else lands in extraFields.
 const KNOWN_KEYS = new Set([
-  'model_type', 'architectures', 'vocab_size', 'hidden_size', 'intermediate_size', 'num_hidden_layers',
-  'num_attention_heads', 'num_key_value_heads', 'head_dim', 'rms_norm_eps', 'rope_theta', 'rope_scaling',
-  'max_position_embeddings', 'tie_word_embeddings', 'attention_bias', 'mlp_bias', 'hidden_act',
-  'sliding_window', 'use_sliding_window', 'bos_token_id', 'eos_token_id', 'partial_rotary_factor', 'torch_dtype',
+  'model_type',
+  'architectures',
+  'vocab_size',
+  'hidden_size',
+  'intermediate_size',
+  'num_hidden_layers',
+  'num_attention_heads',
+  'num_key_value_heads',
+  'head_dim',
+  'rms_norm_eps',
+  'rope_theta',
+  'rope_scaling',
+  'max_position_embeddings',
+  'tie_word_embeddings',
+  'attention_bias',
+  'mlp_bias',
+  'hidden_act',
+  'sliding_window',
+  'use_sliding_window',
+  'bos_token_id',
+  'eos_token_id',
+  'partial_rotary_factor',
+  'torch_dtype',
 ]);
 
 /** Reads fields of one JSON object, naming the file and field in every error. */
 class FieldReader {
-  constructor(private readonly raw: Record<string, unknown>, readonly source: string) {}
+  constructor(
+    private readonly raw: Record<string, unknown>,
+    readonly source: string,
+  ) {}
 
   fail(field: string, problem: string): never {
     throw new Error(`${this.source}: field "${field}" ${problem}`);
@@ -99,16 +134,22 @@ class FieldReader {
       return fallback;
     }
     const value = this.raw[field];
-    if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) this.fail(field, `must be a positive integer, got ${JSON.stringify(value)}`);
+    if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0)
+      this.fail(field, `must be a positive integer, got ${JSON.stringify(value)}`);
     const maximum = MAXIMUM_SIZES[field];
-    if (maximum !== undefined && value > maximum) this.fail(field, `is ${value}, over the limit of ${maximum} (larger than any real checkpoint; is the file corrupt?)`);
+    if (maximum !== undefined && value > maximum)
+      this.fail(
+        field,
+        `is ${value}, over the limit of ${maximum} (larger than any real checkpoint; is the file corrupt?)`,
+      );
     return value;
   }
 
   positiveNumber(field: string, fallback: number): number {
     if (!this.has(field)) return fallback;
     const value = this.raw[field];
-    if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) this.fail(field, `must be a positive number, got ${JSON.stringify(value)}`);
+    if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0)
+      this.fail(field, `must be a positive number, got ${JSON.stringify(value)}`);
     return value;
   }
 
@@ -132,7 +173,8 @@ class FieldReader {
 
 function parseRopeScaling(fields: FieldReader, raw: unknown): RopeScaling {
   if (raw === undefined || raw === null) return { type: 'none' };
-  if (typeof raw !== 'object' || Array.isArray(raw)) fields.fail('rope_scaling', `must be an object or null, got ${JSON.stringify(raw)}`);
+  if (typeof raw !== 'object' || Array.isArray(raw))
+    fields.fail('rope_scaling', `must be an object or null, got ${JSON.stringify(raw)}`);
   const scaling = raw as Record<string, unknown>;
   const kind = scaling.rope_type ?? scaling.type ?? 'default';
   const inner = new FieldReader(scaling, `${fields.source} rope_scaling`);
@@ -152,7 +194,8 @@ function parseRopeScaling(fields: FieldReader, raw: unknown): RopeScaling {
       highFreqFactor: inner.positiveNumber('high_freq_factor', 4),
       originalMaxPositionEmbeddings: inner.positiveInteger('original_max_position_embeddings'),
     };
-    if (result.highFreqFactor <= result.lowFreqFactor) inner.fail('high_freq_factor', 'must be greater than low_freq_factor');
+    if (result.highFreqFactor <= result.lowFreqFactor)
+      inner.fail('high_freq_factor', 'must be greater than low_freq_factor');
     return result;
   }
   return fields.fail('rope_scaling', `has rope_type ${JSON.stringify(kind)}; supported: default, linear, llama3`);
@@ -160,29 +203,36 @@ function parseRopeScaling(fields: FieldReader, raw: unknown): RopeScaling {
 
 function parseModelType(fields: FieldReader, raw: Record<string, unknown>): ModelType {
   const value = raw.model_type;
-  if (typeof value !== 'string') fields.fail('model_type', `is missing or not a string (supported: ${SUPPORTED_TYPES.join(', ')})`);
-  if (!SUPPORTED_TYPES.includes(value)) fields.fail('model_type', `is "${value}", which is not supported (supported: ${SUPPORTED_TYPES.join(', ')})`);
+  if (typeof value !== 'string')
+    fields.fail('model_type', `is missing or not a string (supported: ${SUPPORTED_TYPES.join(', ')})`);
+  if (!SUPPORTED_TYPES.includes(value))
+    fields.fail('model_type', `is "${value}", which is not supported (supported: ${SUPPORTED_TYPES.join(', ')})`);
   return value === 'smollm' ? 'llama' : (value as ModelType);
 }
 
 /** Parses and validates the object of an HF config.json; `source` names the file in errors. */
 export function parseModelConfig(raw: unknown, source = 'config.json'): ModelConfig {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new Error(`${source}: must contain a JSON object`);
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw new Error(`${source}: must contain a JSON object`);
   const json = raw as Record<string, unknown>;
   const fields = new FieldReader(json, source);
   const modelType = parseModelType(fields, json);
-  if (fields.has('hidden_act') && json.hidden_act !== 'silu') fields.fail('hidden_act', `is ${JSON.stringify(json.hidden_act)}; only "silu" (SwiGLU) is supported`);
+  if (fields.has('hidden_act') && json.hidden_act !== 'silu')
+    fields.fail('hidden_act', `is ${JSON.stringify(json.hidden_act)}; only "silu" (SwiGLU) is supported`);
   if (fields.boolean('mlp_bias', false)) fields.fail('mlp_bias', 'is true; MLP biases are not supported');
-  if (fields.has('partial_rotary_factor') && json.partial_rotary_factor !== 1) fields.fail('partial_rotary_factor', 'must be 1 (partial RoPE is not supported)');
+  if (fields.has('partial_rotary_factor') && json.partial_rotary_factor !== 1)
+    fields.fail('partial_rotary_factor', 'must be 1 (partial RoPE is not supported)');
   const hiddenSize = fields.positiveInteger('hidden_size');
   const numHeads = fields.positiveInteger('num_attention_heads');
   const numKeyValueHeads = fields.positiveInteger('num_key_value_heads', numHeads);
   // Qwen3Config defaults head_dim to 128; the others derive it from hidden_size.
   const derivedHeadDim = modelType === 'qwen3' ? 128 : hiddenSize / numHeads;
-  if (!fields.has('head_dim') && !Number.isInteger(derivedHeadDim)) fields.fail('hidden_size', `(${hiddenSize}) is not divisible by num_attention_heads (${numHeads})`);
+  if (!fields.has('head_dim') && !Number.isInteger(derivedHeadDim))
+    fields.fail('hidden_size', `(${hiddenSize}) is not divisible by num_attention_heads (${numHeads})`);
   const headDim = fields.positiveInteger('head_dim', derivedHeadDim);
   if (headDim % 2 !== 0) fields.fail('head_dim', `must be even for rotary embeddings, got ${headDim}`);
-  if (numHeads % numKeyValueHeads !== 0) fields.fail('num_key_value_heads', `(${numKeyValueHeads}) must divide num_attention_heads (${numHeads})`);
+  if (numHeads % numKeyValueHeads !== 0)
+    fields.fail('num_key_value_heads', `(${numKeyValueHeads}) must divide num_attention_heads (${numHeads})`);
   const attentionBiasFlag = fields.boolean('attention_bias', false);
   const usesWindow = modelType === 'mistral' || fields.boolean('use_sliding_window', false);
   const config: ModelConfig = {
@@ -207,8 +257,10 @@ export function parseModelConfig(raw: unknown, source = 'config.json'): ModelCon
     eosTokenIds: fields.tokenIds('eos_token_id'),
     extraFields: Object.fromEntries(Object.entries(json).filter(([key]) => !KNOWN_KEYS.has(key))),
   };
-  if (config.bosTokenId !== null && config.bosTokenId >= config.vocabSize) fields.fail('bos_token_id', `(${config.bosTokenId}) is not below vocab_size (${config.vocabSize})`);
-  for (const id of config.eosTokenIds) if (id >= config.vocabSize) fields.fail('eos_token_id', `(${id}) is not below vocab_size (${config.vocabSize})`);
+  if (config.bosTokenId !== null && config.bosTokenId >= config.vocabSize)
+    fields.fail('bos_token_id', `(${config.bosTokenId}) is not below vocab_size (${config.vocabSize})`);
+  for (const id of config.eosTokenIds)
+    if (id >= config.vocabSize) fields.fail('eos_token_id', `(${id}) is not below vocab_size (${config.vocabSize})`);
   return config;
 }
 
@@ -218,7 +270,9 @@ export function loadModelConfig(file: string): ModelConfig {
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
-    throw new Error(`${file}: cannot read the model config (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    throw new Error(
+      `${file}: cannot read the model config (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+    );
   }
   let json: unknown;
   try {
@@ -282,7 +336,12 @@ function ropeScalingToHf(scaling: RopeScaling): Record<string, unknown> | null {
 
 /** Writes a config back as the config.json object transformers loads (float32 weights assumed). */
 export function toHfConfig(config: ModelConfig): Record<string, unknown> {
-  const eos = config.eosTokenIds.length === 0 ? null : config.eosTokenIds.length === 1 ? config.eosTokenIds[0] : config.eosTokenIds;
+  const eos =
+    config.eosTokenIds.length === 0
+      ? null
+      : config.eosTokenIds.length === 1
+        ? config.eosTokenIds[0]
+        : config.eosTokenIds;
   const out: Record<string, unknown> = {
     ...config.extraFields,
     architectures: [ARCHITECTURES[config.modelType]],
@@ -337,7 +396,10 @@ export function computeRopeInverseFrequencies(config: ModelConfig): Float32Array
       // torch evaluates `scalar / tensor` as reciprocal(tensor) * scalar.
       const wavelength = f(f(1 / inverse) * f(2 * Math.PI));
       const scaled = wavelength > lowFreqWavelength ? f(inverse / factor) : inverse;
-      const smooth = f(f(f(f(1 / wavelength) * f(oldContext)) - f(scaling.lowFreqFactor)) / f(scaling.highFreqFactor - scaling.lowFreqFactor));
+      const smooth = f(
+        f(f(f(1 / wavelength) * f(oldContext)) - f(scaling.lowFreqFactor)) /
+          f(scaling.highFreqFactor - scaling.lowFreqFactor),
+      );
       const smoothed = f(f(f(f(1 - smooth) * scaled) / factor) + f(smooth * scaled));
       const isMedium = !(wavelength < highFreqWavelength) && !(wavelength > lowFreqWavelength);
       out[i] = isMedium ? smoothed : scaled;

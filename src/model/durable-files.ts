@@ -9,7 +9,18 @@
  *
  * Is not: a general fs wrapper. Reads, and the appends to metrics.jsonl, use node:fs directly.
  */
-import { appendFileSync, closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmdirSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  appendFileSync,
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmdirSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 
 /** The kinds of counted step, as they appear in the fault-injection log. */

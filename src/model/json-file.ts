@@ -12,6 +12,7 @@ export function readJsonObject(file: string): Record<string, unknown> {
   } catch (error) {
     throw new Error(`${file}: cannot read as JSON (${(error as Error).message})`);
   }
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new Error(`${file}: must contain a JSON object`);
+  if (typeof json !== 'object' || json === null || Array.isArray(json))
+    throw new Error(`${file}: must contain a JSON object`);
   return json as Record<string, unknown>;
 }

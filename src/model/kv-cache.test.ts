@@ -8,7 +8,10 @@ import { noGrad, sum, type Tensor } from '../tensor/index.js';
 import { createSmallConfig } from './config.js';
 import { Transformer } from './transformer.js';
 
-const model = Transformer.random(createSmallConfig({ vocabSize: 50, hiddenSize: 16, numLayers: 2, numHeads: 4, numKeyValueHeads: 2 }), 5);
+const model = Transformer.random(
+  createSmallConfig({ vocabSize: 50, hiddenSize: 16, numLayers: 2, numHeads: 4, numKeyValueHeads: 2 }),
+  5,
+);
 const ids = Int32Array.from([1, 7, 3, 9, 22, 4, 4, 31, 2, 17]);
 const chunks = [3, 1, 1, 4, 1];
 

@@ -69,7 +69,9 @@ describe('reading F32 / F16 / BF16 files written by torch', () => {
     input: (number | string)[];
     bits: Record<string, number[]>;
   };
-  const input = Float32Array.from(expected.input.map((value) => (typeof value === 'number' ? value : Number(value.replace('inf', 'Infinity')))));
+  const input = Float32Array.from(
+    expected.input.map((value) => (typeof value === 'number' ? value : Number(value.replace('inf', 'Infinity')))),
+  );
 
   for (const dtype of ['f32', 'f16', 'bf16']) {
     it(`${dtype}: loads to the same float32 bits as torch's conversion`, () => {
@@ -89,7 +91,8 @@ describe('reading F32 / F16 / BF16 files written by torch', () => {
       const dataStart = ours.length - input.length * width;
       expect(ours.subarray(0, dataStart).equals(torchFile.subarray(0, dataStart))).toBe(true);
       // torch writes bfloat16 NaN as 0xffff and we write the canonical 0x7fc0; both are NaN.
-      const code = (bytes: Buffer, i: number): number => (width === 4 ? bytes.readUInt32LE(dataStart + 4 * i) : bytes.readUInt16LE(dataStart + 2 * i));
+      const code = (bytes: Buffer, i: number): number =>
+        width === 4 ? bytes.readUInt32LE(dataStart + 4 * i) : bytes.readUInt16LE(dataStart + 2 * i);
       for (let i = 0; i < input.length; i++) {
         if (Number.isNaN(input[i])) continue;
         expect([i, code(ours, i)]).toEqual([i, code(torchFile, i)]);
@@ -146,7 +149,9 @@ describe('bad files', () => {
     const file = join(scratch, 'truncated.safetensors');
     writeSafetensors(file, tensors);
     truncateSync(file, readFileSync(file).length - 4);
-    expect(() => readSafetensors(file)).toThrow(/truncated\.safetensors: tensor "second" ends at data byte 48 but the file has only 44/);
+    expect(() => readSafetensors(file)).toThrow(
+      /truncated\.safetensors: tensor "second" ends at data byte 48 but the file has only 44/,
+    );
   });
 
   it('names a file whose header runs past its end', () => {
@@ -154,27 +159,37 @@ describe('bad files', () => {
     const bytes = Buffer.alloc(16);
     bytes.writeBigUInt64LE(1000n, 0);
     writeFileSync(file, bytes);
-    expect(() => readSafetensorsHeader(file)).toThrow(/short-header\.safetensors: header of 1000 bytes runs past the end/);
+    expect(() => readSafetensorsHeader(file)).toThrow(
+      /short-header\.safetensors: header of 1000 bytes runs past the end/,
+    );
   });
 
   it('names an unsupported dtype', () => {
     const file = join(scratch, 'int.safetensors');
-    const header = Buffer.from(JSON.stringify({ ids: { dtype: 'I64', shape: [1], data_offsets: [0, 8] } }).padEnd(56, ' '));
+    const header = Buffer.from(
+      JSON.stringify({ ids: { dtype: 'I64', shape: [1], data_offsets: [0, 8] } }).padEnd(56, ' '),
+    );
     const bytes = Buffer.alloc(8 + header.length + 8);
     bytes.writeBigUInt64LE(BigInt(header.length), 0);
     header.copy(bytes, 8);
     writeFileSync(file, bytes);
-    expect(() => readSafetensors(file)).toThrow(/int\.safetensors: tensor "ids" has dtype I64; supported dtypes are F32, F16, BF16/);
+    expect(() => readSafetensors(file)).toThrow(
+      /int\.safetensors: tensor "ids" has dtype I64; supported dtypes are F32, F16, BF16/,
+    );
   });
 
   it('names offsets that disagree with the shape', () => {
     const file = join(scratch, 'offsets.safetensors');
-    const header = Buffer.from(JSON.stringify({ w: { dtype: 'F32', shape: [3], data_offsets: [0, 8] } }).padEnd(56, ' '));
+    const header = Buffer.from(
+      JSON.stringify({ w: { dtype: 'F32', shape: [3], data_offsets: [0, 8] } }).padEnd(56, ' '),
+    );
     const bytes = Buffer.alloc(8 + header.length + 8);
     bytes.writeBigUInt64LE(BigInt(header.length), 0);
     header.copy(bytes, 8);
     writeFileSync(file, bytes);
-    expect(() => readSafetensors(file)).toThrow(/offsets\.safetensors: tensor "w" \(F32 \[3\]\) should take 12 bytes, its offsets give 8/);
+    expect(() => readSafetensors(file)).toThrow(
+      /offsets\.safetensors: tensor "w" \(F32 \[3\]\) should take 12 bytes, its offsets give 8/,
+    );
   });
 
   /** A file with this header (padded to 8 bytes) and `dataBytes` bytes of data after it. */
@@ -191,27 +206,67 @@ describe('bad files', () => {
 
   it.each([
     // [case, header entries as { name: [shape, begin, end] }, data bytes, error]
-    ['overlap', { a: [[4], 0, 16], b: [[4], 8, 24] }, 24, /overlap\.safetensors: tensor "b" \(data bytes 8\.\.24\) overlaps tensor "a", which ends at byte 16/],
-    ['alias', { a: [[4], 0, 16], b: [[4], 0, 16] }, 16, /alias\.safetensors: tensor "b" \(data bytes 0\.\.16\) overlaps tensor "a"/], // two names, one range
-    ['gap', { a: [[4], 0, 16], b: [[4], 20, 36] }, 36, /gap\.safetensors: 4 unused data bytes between tensor "a" \(ends at byte 16\) and tensor "b"/],
-    ['late-start', { a: [[4], 8, 24] }, 24, /late-start\.safetensors: 8 unused data bytes between the start of the data section and tensor "a"/],
-    ['trailing', { a: [[4], 0, 16] }, 20, /trailing\.safetensors: the data section has 20 bytes but the last tensor "a" ends at byte 16/],
-    ['int-size', { a: [[4], 0, 16], ids: [[1], 16, 20, 'I64'] }, 20, /int-size\.safetensors: tensor "ids" \(I64 \[1\]\) should take 8 bytes, its offsets give 4/],
-  ] as const)('refuses a layout with %s, naming the file and tensors (as the reference validate does)', (name, layout, dataBytes, error) => {
-    const header = Object.fromEntries(
-      Object.entries(layout).map(([tensor, [shape, begin, end, dtype]]) => [tensor, { dtype: dtype ?? 'F32', shape, data_offsets: [begin, end] }]),
-    );
-    const file = rawFile(`${name}.safetensors`, header, dataBytes);
-    expect(() => readSafetensorsHeader(file)).toThrow(error);
-    expect(() => readSafetensors(file, ['a'])).toThrow(error);
-  });
+    [
+      'overlap',
+      { a: [[4], 0, 16], b: [[4], 8, 24] },
+      24,
+      /overlap\.safetensors: tensor "b" \(data bytes 8\.\.24\) overlaps tensor "a", which ends at byte 16/,
+    ],
+    [
+      'alias',
+      { a: [[4], 0, 16], b: [[4], 0, 16] },
+      16,
+      /alias\.safetensors: tensor "b" \(data bytes 0\.\.16\) overlaps tensor "a"/,
+    ], // two names, one range
+    [
+      'gap',
+      { a: [[4], 0, 16], b: [[4], 20, 36] },
+      36,
+      /gap\.safetensors: 4 unused data bytes between tensor "a" \(ends at byte 16\) and tensor "b"/,
+    ],
+    [
+      'late-start',
+      { a: [[4], 8, 24] },
+      24,
+      /late-start\.safetensors: 8 unused data bytes between the start of the data section and tensor "a"/,
+    ],
+    [
+      'trailing',
+      { a: [[4], 0, 16] },
+      20,
+      /trailing\.safetensors: the data section has 20 bytes but the last tensor "a" ends at byte 16/,
+    ],
+    [
+      'int-size',
+      { a: [[4], 0, 16], ids: [[1], 16, 20, 'I64'] },
+      20,
+      /int-size\.safetensors: tensor "ids" \(I64 \[1\]\) should take 8 bytes, its offsets give 4/,
+    ],
+  ] as const)(
+    'refuses a layout with %s, naming the file and tensors (as the reference validate does)',
+    (name, layout, dataBytes, error) => {
+      const header = Object.fromEntries(
+        Object.entries(layout).map(([tensor, [shape, begin, end, dtype]]) => [
+          tensor,
+          { dtype: dtype ?? 'F32', shape, data_offsets: [begin, end] },
+        ]),
+      );
+      const file = rawFile(`${name}.safetensors`, header, dataBytes);
+      expect(() => readSafetensorsHeader(file)).toThrow(error);
+      expect(() => readSafetensors(file, ['a'])).toThrow(error);
+    },
+  );
 
   it('accepts tensors listed out of order, and empty tensors, when they tile the data', () => {
-    const file = rawFile('unordered.safetensors', {
-      b: { dtype: 'F32', shape: [2], data_offsets: [16, 24] },
-      empty: { dtype: 'F32', shape: [0], data_offsets: [16, 16] },
-      a: { dtype: 'F32', shape: [4], data_offsets: [0, 16] },
-    }, 24);
+    const file = rawFile(
+      'unordered.safetensors',
+      {
+        b: { dtype: 'F32', shape: [2], data_offsets: [16, 24] },
+        empty: { dtype: 'F32', shape: [0], data_offsets: [16, 16] },
+        a: { dtype: 'F32', shape: [4], data_offsets: [0, 16] },
+      },
+      24,
+    );
     expect([...readSafetensors(file).keys()].sort()).toEqual(['a', 'b', 'empty']);
   });
 

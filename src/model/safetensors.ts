@@ -47,8 +47,21 @@ const BYTES_PER_ELEMENT: Record<SafetensorsDtype, number> = { F32: 4, F16: 2, BF
 // Sizes of the format's other dtypes: they are refused when loaded, but their byte ranges are
 // still checked so that the layout check covers the whole file.
 const STORED_BYTES_PER_ELEMENT: Record<string, number> = {
-  ...BYTES_PER_ELEMENT, BOOL: 1, U8: 1, I8: 1, F8_E5M2: 1, F8_E4M3: 1, F8_E8M0: 1, I16: 2, U16: 2,
-  I32: 4, U32: 4, I64: 8, U64: 8, F64: 8, C64: 8,
+  ...BYTES_PER_ELEMENT,
+  BOOL: 1,
+  U8: 1,
+  I8: 1,
+  F8_E5M2: 1,
+  F8_E4M3: 1,
+  F8_E8M0: 1,
+  I16: 2,
+  U16: 2,
+  I32: 4,
+  U32: 4,
+  I64: 8,
+  U64: 8,
+  F64: 8,
+  C64: 8,
 };
 // The format's own limit on header size; a larger value means a corrupt or foreign file.
 const MAX_HEADER_BYTES = 100_000_000;
@@ -99,23 +112,36 @@ function parseEntry(file: string, name: string, raw: unknown, dataLength: number
 
 /** Refuses a header whose tensors, sorted by offset, do not tile the `dataLength` data bytes exactly. */
 function checkTiling(file: string, entries: Map<string, SafetensorsEntry>, dataLength: number): void {
-  const sorted = [...entries].sort(([, a], [, b]) => a.dataOffsets[0] - b.dataOffsets[0] || a.dataOffsets[1] - b.dataOffsets[1]);
+  const sorted = [...entries].sort(
+    ([, a], [, b]) => a.dataOffsets[0] - b.dataOffsets[0] || a.dataOffsets[1] - b.dataOffsets[1],
+  );
   let end = 0;
   let previous: string | null = null;
-  for (const [name, { dataOffsets: [begin, stop] }] of sorted) {
+  for (const [
+    name,
+    {
+      dataOffsets: [begin, stop],
+    },
+  ] of sorted) {
     if (begin < end) {
-      throw new Error(`${file}: tensor "${name}" (data bytes ${begin}..${stop}) overlaps tensor "${previous}", which ends at byte ${end}`);
+      throw new Error(
+        `${file}: tensor "${name}" (data bytes ${begin}..${stop}) overlaps tensor "${previous}", which ends at byte ${end}`,
+      );
     }
     if (begin > end) {
       const after = previous === null ? 'the start of the data section' : `tensor "${previous}" (ends at byte ${end})`;
-      throw new Error(`${file}: ${begin - end} unused data bytes between ${after} and tensor "${name}" (begins at byte ${begin})`);
+      throw new Error(
+        `${file}: ${begin - end} unused data bytes between ${after} and tensor "${name}" (begins at byte ${begin})`,
+      );
     }
     end = stop;
     previous = name;
   }
   if (end !== dataLength) {
     const last = previous === null ? 'no tensor' : `the last tensor "${previous}"`;
-    throw new Error(`${file}: the data section has ${dataLength} bytes but ${last} ends at byte ${end} (${dataLength - end} stray bytes at the end)`);
+    throw new Error(
+      `${file}: the data section has ${dataLength} bytes but ${last} ends at byte ${end} (${dataLength - end} stray bytes at the end)`,
+    );
   }
 }
 
@@ -124,8 +150,10 @@ function readHeaderFromDescriptor(fd: number, file: string): SafetensorsHeader {
   const fileSize = fstatSync(fd).size;
   if (fileSize < 8) throw new Error(`${file}: too short to be a safetensors file (${fileSize} bytes)`);
   const headerLength = Number(readExactly(fd, 8, 0, file, 'the header length').readBigUInt64LE(0));
-  if (headerLength > MAX_HEADER_BYTES) throw new Error(`${file}: header length ${headerLength} is implausible (corrupt file?)`);
-  if (8 + headerLength > fileSize) throw new Error(`${file}: header of ${headerLength} bytes runs past the end of the file (truncated file?)`);
+  if (headerLength > MAX_HEADER_BYTES)
+    throw new Error(`${file}: header length ${headerLength} is implausible (corrupt file?)`);
+  if (8 + headerLength > fileSize)
+    throw new Error(`${file}: header of ${headerLength} bytes runs past the end of the file (truncated file?)`);
   const text = readExactly(fd, headerLength, 8, file, 'the header').toString('utf8');
   let json: unknown;
   try {
@@ -133,7 +161,8 @@ function readHeaderFromDescriptor(fd: number, file: string): SafetensorsHeader {
   } catch (error) {
     throw new Error(`${file}: header is not valid JSON (${(error as Error).message})`);
   }
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new Error(`${file}: header is not a JSON object`);
+  if (typeof json !== 'object' || json === null || Array.isArray(json))
+    throw new Error(`${file}: header is not a JSON object`);
   const dataStart = 8 + headerLength;
   const entries = new Map<string, SafetensorsEntry>();
   let metadata: Record<string, string> = {};
@@ -267,7 +296,9 @@ export function encodeSafetensors(tensors: Map<string, StoredTensor>, options: W
   for (const [name, tensor] of tensors) {
     const count = tensor.shape.reduce((a, b) => a * b, 1);
     if (count !== tensor.data.length) {
-      throw new Error(`tensor "${name}": shape ${JSON.stringify(tensor.shape)} needs ${count} values, data has ${tensor.data.length}`);
+      throw new Error(
+        `tensor "${name}": shape ${JSON.stringify(tensor.shape)} needs ${count} values, data has ${tensor.data.length}`,
+      );
     }
     const size = count * BYTES_PER_ELEMENT[dtype];
     header[name] = { dtype, shape: tensor.shape, data_offsets: [offset, offset + size] };
@@ -288,7 +319,8 @@ export function encodeSafetensors(tensors: Map<string, StoredTensor>, options: W
     } else if (dtype === 'BF16') {
       encodeBfloat16(tensor.data, view, position);
     } else {
-      for (let i = 0; i < tensor.data.length; i++) view.setUint16(position + i * 2, numberToFloat16Bits(tensor.data[i]), true);
+      for (let i = 0; i < tensor.data.length; i++)
+        view.setUint16(position + i * 2, numberToFloat16Bits(tensor.data[i]), true);
     }
     position += tensor.data.length * BYTES_PER_ELEMENT[dtype];
   }
@@ -296,7 +328,11 @@ export function encodeSafetensors(tensors: Map<string, StoredTensor>, options: W
 }
 
 /** Writes tensors to one safetensors file (F32 by default, which round-trips bit-exactly), fsynced. */
-export function writeSafetensors(file: string, tensors: Map<string, StoredTensor>, options: WriteSafetensorsOptions = {}): void {
+export function writeSafetensors(
+  file: string,
+  tensors: Map<string, StoredTensor>,
+  options: WriteSafetensorsOptions = {},
+): void {
   writeFileDurably(file, encodeSafetensors(tensors, options));
 }
 
@@ -311,26 +347,35 @@ export function listWeightFiles(directory: string): { files: string[]; weightMap
     } catch (error) {
       throw new Error(`${indexFile}: not valid JSON (${(error as Error).message})`);
     }
-    if (typeof index.weight_map !== 'object' || index.weight_map === null) throw new Error(`${indexFile}: has no "weight_map" object`);
+    if (typeof index.weight_map !== 'object' || index.weight_map === null)
+      throw new Error(`${indexFile}: has no "weight_map" object`);
     const weightMap = new Map<string, string>();
     for (const [name, shard] of Object.entries(index.weight_map)) {
       if (typeof shard !== 'string' || shard !== basename(shard)) {
-        throw new Error(`${indexFile}: weight_map["${name}"] must be a file name in the same folder, got ${JSON.stringify(shard)}`);
+        throw new Error(
+          `${indexFile}: weight_map["${name}"] must be a file name in the same folder, got ${JSON.stringify(shard)}`,
+        );
       }
       weightMap.set(name, shard);
     }
     const files = [...new Set(weightMap.values())];
     for (const shard of files) {
-      if (!existsSync(join(directory, shard))) throw new Error(`${indexFile}: names shard ${shard}, which is missing from ${directory}`);
+      if (!existsSync(join(directory, shard)))
+        throw new Error(`${indexFile}: names shard ${shard}, which is missing from ${directory}`);
     }
     return { files, weightMap };
   }
   if (existsSync(single)) return { files: ['model.safetensors'], weightMap: null };
-  throw new Error(`${directory}: no model.safetensors or model.safetensors.index.json (is this a Hugging Face checkpoint folder?)`);
+  throw new Error(
+    `${directory}: no model.safetensors or model.safetensors.index.json (is this a Hugging Face checkpoint folder?)`,
+  );
 }
 
 /** Loads all tensors of a checkpoint folder, single-file or sharded, checking that the index agrees with the shards. */
-export function readSafetensorsFolder(directory: string): { tensors: Map<string, StoredTensor>; tensorFiles: Map<string, string> } {
+export function readSafetensorsFolder(directory: string): {
+  tensors: Map<string, StoredTensor>;
+  tensorFiles: Map<string, string>;
+} {
   const { files, weightMap } = listWeightFiles(directory);
   const tensors = new Map<string, StoredTensor>();
   const tensorFiles = new Map<string, string>();
@@ -338,7 +383,8 @@ export function readSafetensorsFolder(directory: string): { tensors: Map<string,
     const path = join(directory, file);
     const names = weightMap ? [...weightMap].filter(([, shard]) => shard === file).map(([name]) => name) : undefined;
     for (const [name, tensor] of readSafetensors(path, names)) {
-      if (tensors.has(name)) throw new Error(`${directory}: tensor "${name}" appears in both ${tensorFiles.get(name)} and ${file}`);
+      if (tensors.has(name))
+        throw new Error(`${directory}: tensor "${name}" appears in both ${tensorFiles.get(name)} and ${file}`);
       tensors.set(name, tensor);
       tensorFiles.set(name, path);
     }

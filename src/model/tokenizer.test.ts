@@ -40,7 +40,9 @@ describe('HfTokenizer on TinyStories-656K', () => {
 
   it('decodes the reference greedy continuation to the reference text', () => {
     const decoded = tokenizer.decode(reference.greedy.output_ids, { skipSpecialTokens: true });
-    expect(decoded.trim()).toBe(reference.greedy.text.replace('<|start_story|>', '').replace('<|end_story|>', '').trim());
+    expect(decoded.trim()).toBe(
+      reference.greedy.text.replace('<|start_story|>', '').replace('<|end_story|>', '').trim(),
+    );
   });
 
   it('knows its special tokens and vocabulary size', () => {
@@ -68,7 +70,9 @@ describe('HfTokenizer on TinyStories-656K', () => {
 
 describe('loading tokenizer folders', () => {
   it('names a missing tokenizer.json', () => {
-    expect(() => loadTokenizer(join(here, '../../test/fixtures/models/qwen2-bias-untied'))).toThrow(/qwen2-bias-untied\/tokenizer\.json: missing/);
+    expect(() => loadTokenizer(join(here, '../../test/fixtures/models/qwen2-bias-untied'))).toThrow(
+      /qwen2-bias-untied\/tokenizer\.json: missing/,
+    );
   });
 
   it('names a special token that is not in the vocabulary', () => {
@@ -76,7 +80,9 @@ describe('loading tokenizer folders', () => {
     cpSync(tinyStories, folder, { recursive: true });
     const config = JSON.parse(readFileSync(join(folder, 'tokenizer_config.json'), 'utf8'));
     writeFileSync(join(folder, 'tokenizer_config.json'), JSON.stringify({ ...config, eos_token: '<|nope|>' }));
-    expect(() => loadTokenizer(folder)).toThrow(/bad-special: tokenizer_config\.json field "eos_token" is "<\|nope\|>", which is not in the vocabulary/);
+    expect(() => loadTokenizer(folder)).toThrow(
+      /bad-special: tokenizer_config\.json field "eos_token" is "<\|nope\|>", which is not in the vocabulary/,
+    );
   });
 
   it('finds a chat template in tokenizer_config.json, a named list, or chat_template.jinja', () => {
@@ -85,7 +91,10 @@ describe('loading tokenizer folders', () => {
     const config = JSON.parse(readFileSync(join(folder, 'tokenizer_config.json'), 'utf8'));
     writeFileSync(join(folder, 'tokenizer_config.json'), JSON.stringify({ ...config, chat_template: 'inline' }));
     expect(loadTokenizer(folder).chatTemplate).toBe('inline');
-    const named = [{ name: 'tool_use', template: 'tools' }, { name: 'default', template: 'plain' }];
+    const named = [
+      { name: 'tool_use', template: 'tools' },
+      { name: 'default', template: 'plain' },
+    ];
     writeFileSync(join(folder, 'tokenizer_config.json'), JSON.stringify({ ...config, chat_template: named }));
     expect(loadTokenizer(folder).chatTemplate).toBe('plain');
     writeFileSync(join(folder, 'tokenizer_config.json'), JSON.stringify(config));
@@ -105,8 +114,15 @@ describe('CharTokenizer', () => {
   });
 
   it('encodes characters, whole special tokens, unknown characters, and BOS on request', () => {
-    expect(tokenizer.encode('12+3', { addSpecialTokens: false })).toEqual(['1', '2', '+', '3'].map((c) => tokenizer.tokens.indexOf(c)));
-    expect(tokenizer.encode('<|user|>hi<eos>', { addSpecialTokens: false })).toEqual([4, tokenizer.tokens.indexOf('h'), tokenizer.tokens.indexOf('i'), 2]);
+    expect(tokenizer.encode('12+3', { addSpecialTokens: false })).toEqual(
+      ['1', '2', '+', '3'].map((c) => tokenizer.tokens.indexOf(c)),
+    );
+    expect(tokenizer.encode('<|user|>hi<eos>', { addSpecialTokens: false })).toEqual([
+      4,
+      tokenizer.tokens.indexOf('h'),
+      tokenizer.tokens.indexOf('i'),
+      2,
+    ]);
     expect(tokenizer.encode('é😀', { addSpecialTokens: false })).toEqual([3, 3]);
     expect(tokenizer.encode('a')[0]).toBe(1);
   });
@@ -121,20 +137,37 @@ describe('CharTokenizer', () => {
 
   it('refuses a repeated alphabet character or a one-character special token', () => {
     expect(() => new CharTokenizer({ alphabet: 'abca' })).toThrow(/alphabet repeats "a"/);
-    expect(() => new CharTokenizer({ extraSpecialTokens: ['#'] })).toThrow(/special token "#" must be longer than one character/);
+    expect(() => new CharTokenizer({ extraSpecialTokens: ['#'] })).toThrow(
+      /special token "#" must be longer than one character/,
+    );
   });
 
   it('saved as tokenizer.json, loads through the HF wrapper with identical ids and text', () => {
     const folder = join(scratch, 'char-model');
-    const config = createSmallConfig({ vocabSize: tokenizer.vocabSize, hiddenSize: 16, numHeads: 2, numLayers: 1, bosTokenId: 1, eosTokenIds: [2] });
+    const config = createSmallConfig({
+      vocabSize: tokenizer.vocabSize,
+      hiddenSize: 16,
+      numHeads: 2,
+      numLayers: 1,
+      bosTokenId: 1,
+      eosTokenIds: [2],
+    });
     const tensors = new Map(
-      [...expectedTensorShapes(config)].map(([name, shape]) => [name, { shape, data: new Float32Array(shape.reduce((a, b) => a * b, 1)) }]),
+      [...expectedTensorShapes(config)].map(([name, shape]) => [
+        name,
+        { shape, data: new Float32Array(shape.reduce((a, b) => a * b, 1)) },
+      ]),
     );
     saveCheckpoint(folder, { config, tensors, extraFiles: tokenizer.toHfFiles() });
     const hf = loadTokenizer(folder);
     checkTokenizerFitsModel(hf, loadCheckpoint(folder).config);
     expect([hf.vocabSize, hf.bosTokenId, hf.eosTokenId, hf.padTokenId]).toEqual([tokenizer.vocabSize, 1, 2, 0]);
-    for (const text of ['hello world', '  two  spaces\nand a newline', '<|user|>7*6=?<|assistant|>42<eos>', 'tab\there é']) {
+    for (const text of [
+      'hello world',
+      '  two  spaces\nand a newline',
+      '<|user|>7*6=?<|assistant|>42<eos>',
+      'tab\there é',
+    ]) {
       expect(hf.encode(text)).toEqual(tokenizer.encode(text));
       expect(hf.encode(text, { addSpecialTokens: false })).toEqual(tokenizer.encode(text, { addSpecialTokens: false }));
       const ids = tokenizer.encode(text, { addSpecialTokens: false }).filter((id) => id !== tokenizer.unkTokenId);

@@ -85,7 +85,12 @@ export class HfTokenizer implements TextTokenizer {
   private readonly tokenizer: Tokenizer;
 
   /** Builds from the parsed JSON files; `source` names the folder in errors. */
-  constructor(tokenizerJson: Record<string, unknown>, tokenizerConfig: Record<string, unknown>, chatTemplate: string | null, source: string) {
+  constructor(
+    tokenizerJson: Record<string, unknown>,
+    tokenizerConfig: Record<string, unknown>,
+    chatTemplate: string | null,
+    source: string,
+  ) {
     try {
       this.tokenizer = new Tokenizer(tokenizerJson, tokenizerConfig);
     } catch (error) {
@@ -95,7 +100,10 @@ export class HfTokenizer implements TextTokenizer {
       const token = tokenString(tokenizerConfig[field]);
       if (token === null) return null;
       const id = this.tokenizer.token_to_id(token);
-      if (id === undefined) throw new Error(`${source}: tokenizer_config.json field "${field}" is ${JSON.stringify(token)}, which is not in the vocabulary`);
+      if (id === undefined)
+        throw new Error(
+          `${source}: tokenizer_config.json field "${field}" is ${JSON.stringify(token)}, which is not in the vocabulary`,
+        );
       return id;
     };
     this.bosToken = tokenString(tokenizerConfig.bos_token);
@@ -126,7 +134,9 @@ export function loadTokenizer(directory: string): HfTokenizer {
   const root = resolve(directory);
   const tokenizerFile = join(root, 'tokenizer.json');
   if (!existsSync(tokenizerFile)) {
-    const hint = existsSync(join(root, 'tokenizer.model')) ? ' (only a SentencePiece tokenizer.model is present; convert it to tokenizer.json with transformers)' : '';
+    const hint = existsSync(join(root, 'tokenizer.model'))
+      ? ' (only a SentencePiece tokenizer.model is present; convert it to tokenizer.json with transformers)'
+      : '';
     throw new Error(`${tokenizerFile}: missing${hint}`);
   }
   const configFile = join(root, 'tokenizer_config.json');

@@ -15,8 +15,8 @@ import { Transformer } from './transformer.js';
 const repositoryRoot = new URL('../../', import.meta.url).pathname;
 const fixtures = [
   join(repositoryRoot, '../shared/fixtures/models/tinystories-656k'),
-  ...['qwen2-bias-untied', 'qwen3-qk-norm', 'llama-rope-llama3', 'llama-rope-linear-bias', 'mistral-sharded-f16'].map((name) =>
-    join(repositoryRoot, 'test/fixtures/models', name),
+  ...['qwen2-bias-untied', 'qwen3-qk-norm', 'llama-rope-llama3', 'llama-rope-linear-bias', 'mistral-sharded-f16'].map(
+    (name) => join(repositoryRoot, 'test/fixtures/models', name),
   ),
 ];
 
@@ -32,7 +32,13 @@ interface Reference {
   greedy: { prompt_ids: number[]; max_new_tokens: number; stop_at_eos: boolean; output_ids: number[] };
 }
 
-function greedy(model: Transformer, promptIds: number[], maxNewTokens: number, eos: number[], useCache: boolean): number[] {
+function greedy(
+  model: Transformer,
+  promptIds: number[],
+  maxNewTokens: number,
+  eos: number[],
+  useCache: boolean,
+): number[] {
   return noGrad(() => {
     const ids = [...promptIds];
     const cache = useCache ? model.createCache() : undefined;
@@ -63,7 +69,9 @@ describe.each(fixtures)('transformer parity with PyTorch: %s', (folder) => {
     const logprobs = noGrad(() => logSoftmax(model.forward(ids, 1)));
     const V = checkpoint.config.vocabSize;
     const last = logprobs.data.subarray((ids.length - 1) * V);
-    reference.forward.last_position_logprobs.forEach((value, i) => expect(Math.abs(last[i] - value)).toBeLessThan(1e-4));
+    reference.forward.last_position_logprobs.forEach((value, i) =>
+      expect(Math.abs(last[i] - value)).toBeLessThan(1e-4),
+    );
     reference.forward.next_token_logprob.forEach((value, t) => {
       expect(Math.abs(logprobs.data[t * V + ids[t + 1]] - value)).toBeLessThan(1e-4);
     });
@@ -85,7 +93,9 @@ describe.each(fixtures)('transformer parity with PyTorch: %s', (folder) => {
       expect(Math.abs(Math.sqrt(squares) - expected.l2) / expected.l2, `L2 of ${name}`).toBeLessThan(1e-3);
       // First values: relative 1e-3 of the tensor's largest scale (tiny entries carry float32 noise).
       const scale = Math.max(...expected.first8.map(Math.abs), expected.l2 / Math.sqrt(gradient!.length));
-      expected.first8.forEach((value, i) => expect(Math.abs(gradient![i] - value), `${name}[${i}]`).toBeLessThan(1e-3 * scale));
+      expected.first8.forEach((value, i) =>
+        expect(Math.abs(gradient![i] - value), `${name}[${i}]`).toBeLessThan(1e-3 * scale),
+      );
     }
   });
 
@@ -93,6 +103,8 @@ describe.each(fixtures)('transformer parity with PyTorch: %s', (folder) => {
     const { prompt_ids: prompt, max_new_tokens: maxNew, output_ids: expected } = reference.greedy;
     const eos = checkpoint.config.eosTokenIds;
     expect(greedy(model, prompt, maxNew, eos, true)).toEqual(expected);
-    expect(greedy(model, prompt, Math.min(maxNew, 12), eos, false)).toEqual(expected.slice(0, prompt.length + Math.min(maxNew, 12)));
+    expect(greedy(model, prompt, Math.min(maxNew, 12), eos, false)).toEqual(
+      expected.slice(0, prompt.length + Math.min(maxNew, 12)),
+    );
   });
 });

@@ -11,8 +11,22 @@
  * (checkpoint.ts). The same `forward` serves training (graph recorded) and generation (noGrad + cache).
  */
 import {
-  add, causalAttention, concat, embedding, formatShape, linear, matmul, permute, Random, reshape, rmsNorm, rope,
-  isGradEnabled, slice, Tensor, tensor,
+  add,
+  causalAttention,
+  concat,
+  embedding,
+  formatShape,
+  linear,
+  matmul,
+  permute,
+  Random,
+  reshape,
+  rmsNorm,
+  rope,
+  isGradEnabled,
+  slice,
+  Tensor,
+  tensor,
 } from '../tensor/index.js';
 import { ropeTable, swiglu, type RopeTable } from '../tensor/fused.js';
 import { prefixAttention } from '../tensor/prefix-attention.js';
@@ -56,7 +70,10 @@ export interface ForwardOptions {
 export class Transformer {
   readonly inverseFrequencies: Float32Array;
 
-  constructor(readonly config: ModelConfig, readonly parameters: Map<string, Tensor>) {
+  constructor(
+    readonly config: ModelConfig,
+    readonly parameters: Map<string, Tensor>,
+  ) {
     this.inverseFrequencies = computeRopeInverseFrequencies(config);
   }
 
@@ -90,14 +107,20 @@ export class Transformer {
   /** The parameters as stored tensors for saveCheckpoint (shares memory; copy before mutating). */
   toStoredTensors(): Map<string, StoredTensor> {
     const stored = new Map<string, StoredTensor>();
-    for (const [name, parameter] of this.parameters) stored.set(name, { shape: [...parameter.shape], data: parameter.data });
+    for (const [name, parameter] of this.parameters)
+      stored.set(name, { shape: [...parameter.shape], data: parameter.data });
     return stored;
   }
 
   /** An empty cache; `capacity` (e.g. prompt + max new tokens) avoids regrowing it while decoding. */
   createCache(capacity = 0): KvCache {
     const layers = this.config.numLayers;
-    return { keys: new Array(layers).fill(null), values: new Array(layers).fill(null), length: 0, capacityHint: capacity };
+    return {
+      keys: new Array(layers).fill(null),
+      values: new Array(layers).fill(null),
+      length: 0,
+      capacityHint: capacity,
+    };
   }
 
   private weight(name: string): Tensor {
@@ -119,7 +142,9 @@ export class Transformer {
   /** lm_head over the final hidden states, optionally only at the given rows of [B·T]. */
   logits(hidden: Tensor, rows?: Int32Array): Tensor {
     const H = this.config.hiddenSize;
-    const head = this.config.tieWordEmbeddings ? this.weight('model.embed_tokens.weight') : this.weight('lm_head.weight');
+    const head = this.config.tieWordEmbeddings
+      ? this.weight('model.embed_tokens.weight')
+      : this.weight('lm_head.weight');
     const flat = reshape(hidden, [-1, H]); // [B·T, H]
     const selected = rows ? embedding(flat, rows) : flat; // gather rows; its gradient scatters back
     const logits = matmul(selected, head, { transposeB: true }); // [rows, V]
@@ -134,7 +159,9 @@ export class Transformer {
     if (!Number.isInteger(T)) throw new Error(`Transformer.forward: ${ids.length} ids do not split into ${B} rows`);
     for (let i = 0; i < ids.length; i++) {
       if (!(ids[i] >= 0 && ids[i] < config.vocabSize)) {
-        throw new Error(`Transformer.forward: token id ${ids[i]} at position ${i} is outside the vocabulary [0, ${config.vocabSize})`);
+        throw new Error(
+          `Transformer.forward: token id ${ids[i]} at position ${i} is outside the vocabulary [0, ${config.vocabSize})`,
+        );
       }
     }
     if (options.sharedPrefix && (!options.cache || !options.positions || T !== 1)) {
@@ -146,7 +173,14 @@ export class Transformer {
     let x = reshape(embedding(this.weight('model.embed_tokens.weight'), ids), [B, T, config.hiddenSize]); // [B, T, H]
     for (let layer = 0; layer < config.numLayers; layer++) {
       const prefix = `model.layers.${layer}`;
-      const attended = this.attention(rmsNorm(x, this.weight(`${prefix}.input_layernorm.weight`), config.rmsNormEps), layer, B, T, { positions, angles }, options);
+      const attended = this.attention(
+        rmsNorm(x, this.weight(`${prefix}.input_layernorm.weight`), config.rmsNormEps),
+        layer,
+        B,
+        T,
+        { positions, angles },
+        options,
+      );
       x = residual(x, attended);
       const normed = rmsNorm(x, this.weight(`${prefix}.post_attention_layernorm.weight`), config.rmsNormEps);
       const gate = linear(normed, this.weight(`${prefix}.mlp.gate_proj.weight`)); // [B, T, I]
@@ -157,12 +191,23 @@ export class Transformer {
     return rmsNorm(x, this.weight('model.norm.weight'), config.rmsNormEps);
   }
 
-  private attention(x: Tensor, layer: number, B: number, T: number, rotary: { positions: Int32Array; angles: RopeTable }, options: ForwardOptions): Tensor {
+  private attention(
+    x: Tensor,
+    layer: number,
+    B: number,
+    T: number,
+    rotary: { positions: Int32Array; angles: RopeTable },
+    options: ForwardOptions,
+  ): Tensor {
     const { config } = this;
     const prefix = `model.layers.${layer}.self_attn`;
     const D = config.headDim;
     const project = (name: string, heads: number): Tensor => {
-      const projected = linear(x, this.weight(`${prefix}.${name}_proj.weight`), this.optional(`${prefix}.${name}_proj.bias`)); // [B, T, heads·D]
+      const projected = linear(
+        x,
+        this.weight(`${prefix}.${name}_proj.weight`),
+        this.optional(`${prefix}.${name}_proj.bias`),
+      ); // [B, T, heads·D]
       let perHead = reshape(projected, [B, T, heads, D]); // [B, T, heads, D]
       const norm = name === 'v' ? null : this.optional(`${prefix}.${name}_norm.weight`);
       if (norm) perHead = rmsNorm(perHead, norm, config.rmsNormEps); // Qwen3: per-head RMSNorm before RoPE
@@ -176,24 +221,28 @@ export class Transformer {
     let S = T;
     if (cache) {
       S = cache.length + T;
-      if (k.requiresGrad || v.requiresGrad) [k, v] = concatToCache(cache, layer, k, v); // keeps the graph
+      if (k.requiresGrad || v.requiresGrad)
+        [k, v] = concatToCache(cache, layer, k, v); // keeps the graph
       else [k, v] = writeToCache(cache, layer, k, v); // [B, Hkv, capacity ≥ S, D]
     }
     const window = config.slidingWindow;
     const shared = options.sharedPrefix;
-    const attended = shared && cache ? prefixAttention(q, k, v, S, {
-      keys: shared.prompts.map((prompt) => prompt.keys[layer]!),
-      values: shared.prompts.map((prompt) => prompt.values[layer]!),
-      lengths: shared.prompts.map((prompt) => prompt.length),
-      rowPrefix: shared.rowPrefix,
-      window: window ?? undefined,
-    }) : causalAttention(q, k, v, {
-      positionOffset: S - T,
-      keyMask: options.keyMask,
-      segmentIds: options.segmentIds,
-      window: window !== null && window < S ? window : undefined,
-      keyLength: S,
-    }); // [B, Hq, T, D]
+    const attended =
+      shared && cache
+        ? prefixAttention(q, k, v, S, {
+            keys: shared.prompts.map((prompt) => prompt.keys[layer]!),
+            values: shared.prompts.map((prompt) => prompt.values[layer]!),
+            lengths: shared.prompts.map((prompt) => prompt.length),
+            rowPrefix: shared.rowPrefix,
+            window: window ?? undefined,
+          })
+        : causalAttention(q, k, v, {
+            positionOffset: S - T,
+            keyMask: options.keyMask,
+            segmentIds: options.segmentIds,
+            window: window !== null && window < S ? window : undefined,
+            keyLength: S,
+          }); // [B, Hq, T, D]
     const merged = reshape(permute(attended, [0, 2, 1, 3]), [B, T, config.numHeads * D]); // [B, T, Hq·D]
     return linear(merged, this.weight(`${prefix}.o_proj.weight`), this.optional(`${prefix}.o_proj.bias`)); // [B, T, H]
   }
@@ -207,7 +256,8 @@ export class Transformer {
 function residual(x: Tensor, branch: Tensor): Tensor {
   if (isGradEnabled() && (x.requiresGrad || branch.requiresGrad)) return add(x, branch);
   const [to, from] = [x.data, branch.data];
-  if (to.length !== from.length) throw new Error(`Transformer: residual ${formatShape(x.shape)} and branch ${formatShape(branch.shape)} differ`);
+  if (to.length !== from.length)
+    throw new Error(`Transformer: residual ${formatShape(x.shape)} and branch ${formatShape(branch.shape)} differ`);
   for (let i = 0; i < to.length; i++) to[i] += from[i];
   return x;
 }
@@ -216,7 +266,8 @@ function residual(x: Tensor, branch: Tensor): Tensor {
 function concatToCache(cache: KvCache, layer: number, k: Tensor, v: Tensor): [Tensor, Tensor] {
   const previousKeys = cache.keys[layer];
   const previousValues = cache.values[layer];
-  const used = (stored: Tensor): Tensor => (stored.shape[2] === cache.length ? stored : slice(stored, 2, 0, cache.length));
+  const used = (stored: Tensor): Tensor =>
+    stored.shape[2] === cache.length ? stored : slice(stored, 2, 0, cache.length);
   const keys = previousKeys && previousValues && cache.length > 0 ? concat([used(previousKeys), k], 2) : k; // [B, Hkv, S, D]
   const values = previousKeys && previousValues && cache.length > 0 ? concat([used(previousValues), v], 2) : v;
   cache.keys[layer] = keys;
@@ -232,7 +283,9 @@ function writeToCache(cache: KvCache, layer: number, k: Tensor, v: Tensor): [Ten
   const result = [k, v].map((fresh, which) => {
     let target = stored[which];
     if (target && (target.shape[0] !== B || target.shape[1] !== Hkv || target.shape[3] !== D)) {
-      throw new Error(`Transformer: KV cache of layer ${layer} holds ${formatShape(target.shape)}, new keys are ${formatShape(fresh.shape)}`);
+      throw new Error(
+        `Transformer: KV cache of layer ${layer} holds ${formatShape(target.shape)}, new keys are ${formatShape(fresh.shape)}`,
+      );
     }
     const capacity = target ? target.shape[2] : 0;
     if (!target || past + T > capacity) {
@@ -244,7 +297,8 @@ function writeToCache(cache: KvCache, layer: number, k: Tensor, v: Tensor): [Ten
       target = new Tensor(data, [B, Hkv, grown, D]);
     }
     const room = target.shape[2];
-    for (let row = 0; row < B * Hkv; row++) target.data.set(fresh.data.subarray(row * T * D, (row + 1) * T * D), (row * room + past) * D);
+    for (let row = 0; row < B * Hkv; row++)
+      target.data.set(fresh.data.subarray(row * T * D, (row + 1) * T * D), (row * room + past) * D);
     return target;
   });
   cache.keys[layer] = result[0];

@@ -14,8 +14,17 @@ describe('AdamW', () => {
     const p = parameter(reference.initial.p);
     const q = parameter(reference.initial.q);
     const optimizer = new AdamW(
-      [{ name: 'p', tensor: p, decay: true }, { name: 'q', tensor: q, decay: false }],
-      { learningRate: reference.lr, beta1: reference.beta1, beta2: reference.beta2, epsilon: reference.eps, weightDecay: reference.weightDecay },
+      [
+        { name: 'p', tensor: p, decay: true },
+        { name: 'q', tensor: q, decay: false },
+      ],
+      {
+        learningRate: reference.lr,
+        beta1: reference.beta1,
+        beta2: reference.beta2,
+        epsilon: reference.eps,
+        weightDecay: reference.weightDecay,
+      },
     );
     reference.grads.forEach(([gp, gq]: number[][], step: number) => {
       p.grad = tensor(gp);
@@ -50,7 +59,16 @@ describe('AdamW', () => {
 
   it('rejects duplicate names and mismatched saved state', () => {
     const w = parameter([1]);
-    expect(() => new AdamW([{ name: 'w', tensor: w, decay: true }, { name: 'w', tensor: w, decay: true }], { learningRate: 1 })).toThrow(/appears twice/);
+    expect(
+      () =>
+        new AdamW(
+          [
+            { name: 'w', tensor: w, decay: true },
+            { name: 'w', tensor: w, decay: true },
+          ],
+          { learningRate: 1 },
+        ),
+    ).toThrow(/appears twice/);
     const optimizer = new AdamW([{ name: 'w', tensor: w, decay: true }], { learningRate: 1 });
     expect(() => optimizer.setState({ step: 1, moments: {} })).toThrow(/no saved moments for parameter "w"/);
   });
@@ -58,9 +76,14 @@ describe('AdamW', () => {
 
 describe('learning-rate schedules', () => {
   it('warms up linearly then holds, decays linearly, or follows a cosine', () => {
-    expect([0, 1, 2, 3, 9].map((s) => learningRateAt({ kind: 'constant', learningRate: 1, warmupSteps: 4 }, s))).toEqual([0.25, 0.5, 0.75, 1, 1]);
-    expect([0, 5, 10].map((s) => learningRateAt({ kind: 'linear', learningRate: 2, totalSteps: 10 }, s))).toEqual([2, 1, 0]);
-    const cosine = (s: number) => learningRateAt({ kind: 'cosine', learningRate: 1, totalSteps: 12, warmupSteps: 2, minRatio: 0.1 }, s);
+    expect(
+      [0, 1, 2, 3, 9].map((s) => learningRateAt({ kind: 'constant', learningRate: 1, warmupSteps: 4 }, s)),
+    ).toEqual([0.25, 0.5, 0.75, 1, 1]);
+    expect([0, 5, 10].map((s) => learningRateAt({ kind: 'linear', learningRate: 2, totalSteps: 10 }, s))).toEqual([
+      2, 1, 0,
+    ]);
+    const cosine = (s: number) =>
+      learningRateAt({ kind: 'cosine', learningRate: 1, totalSteps: 12, warmupSteps: 2, minRatio: 0.1 }, s);
     expect(cosine(2)).toBeCloseTo(1, 12);
     expect(cosine(7)).toBeCloseTo(0.55, 12); // halfway: min + (peak − min)/2
     expect(cosine(12)).toBeCloseTo(0.1, 12);

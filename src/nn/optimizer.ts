@@ -39,7 +39,10 @@ export class AdamW {
   private readonly first = new Map<string, Float32Array>();
   private readonly second = new Map<string, Float32Array>();
 
-  constructor(readonly parameters: OptimizedParameter[], options: AdamWOptions) {
+  constructor(
+    readonly parameters: OptimizedParameter[],
+    options: AdamWOptions,
+  ) {
     this.learningRate = options.learningRate;
     this.beta1 = options.beta1 ?? 0.9;
     this.beta2 = options.beta2 ?? 0.999;
@@ -71,7 +74,14 @@ export class AdamW {
       const v = this.second.get(name)!;
       const decayFactor = decay ? 1 - lr * this.weightDecay : 1;
       if (backend.adamwUpdate) {
-        const scalars = { beta1: this.beta1, beta2: this.beta2, epsilon: this.epsilon, stepSize, biasCorrection2Sqrt, decayFactor };
+        const scalars = {
+          beta1: this.beta1,
+          beta2: this.beta2,
+          epsilon: this.epsilon,
+          stepSize,
+          biasCorrection2Sqrt,
+          decayFactor,
+        };
         backend.adamwUpdate(p, g, m, v, scalars);
         continue;
       }
@@ -91,7 +101,8 @@ export class AdamW {
 
   getState(): AdamWState {
     const moments: AdamWState['moments'] = {};
-    for (const { name } of this.parameters) moments[name] = { first: this.first.get(name)!.slice(), second: this.second.get(name)!.slice() };
+    for (const { name } of this.parameters)
+      moments[name] = { first: this.first.get(name)!.slice(), second: this.second.get(name)!.slice() };
     return { step: this.stepCount, moments };
   }
 
@@ -100,7 +111,9 @@ export class AdamW {
       const saved = state.moments[name];
       if (!saved) throw new Error(`AdamW.setState: no saved moments for parameter "${name}"`);
       if (saved.first.length !== tensor.size || saved.second.length !== tensor.size) {
-        throw new Error(`AdamW.setState: saved moments for "${name}" have ${saved.first.length} elements, the parameter has ${tensor.size}`);
+        throw new Error(
+          `AdamW.setState: saved moments for "${name}" have ${saved.first.length} elements, the parameter has ${tensor.size}`,
+        );
       }
       this.first.get(name)!.set(saved.first);
       this.second.get(name)!.set(saved.second);

@@ -28,7 +28,9 @@ export function learningRateAt(schedule: ScheduleConfig, step: number): number {
   if (schedule.kind === 'constant') return peak;
   const total = schedule.totalSteps;
   if (!total || total <= warmup) {
-    throw new Error(`schedule: kind "${schedule.kind}" needs totalSteps greater than warmupSteps (${warmup}), got ${total}`);
+    throw new Error(
+      `schedule: kind "${schedule.kind}" needs totalSteps greater than warmupSteps (${warmup}), got ${total}`,
+    );
   }
   const minimum = peak * (schedule.minRatio ?? 0);
   const progress = Math.min(1, (step - warmup) / (total - warmup));

@@ -11,7 +11,10 @@ import { AdamW } from './index.js';
 function trainMlp(): { first: number; last: number } {
   const random = new T.Random(11);
   const inputs = T.randomUniform([64, 2], random, -1, 1);
-  const targets = T.tensor(Array.from({ length: 64 }, (_, i) => Math.sin(2 * inputs.data[2 * i]) + inputs.data[2 * i + 1] ** 2), [64, 1]);
+  const targets = T.tensor(
+    Array.from({ length: 64 }, (_, i) => Math.sin(2 * inputs.data[2 * i]) + inputs.data[2 * i + 1] ** 2),
+    [64, 1],
+  );
   const hidden = 32;
   const w1 = T.parameter(T.randomNormal([hidden, 2], random, 0.7).data, [hidden, 2]);
   const b1 = T.parameter(new Float32Array(hidden), [hidden]);

@@ -47,7 +47,12 @@ describe('extractCode', () => {
 
 describe('codeTests on real datasets', () => {
   it('HumanEval canonical solutions pass; a wrong body fails', async () => {
-    const rows = gunzipSync(readFileSync(data('humaneval/HumanEval.jsonl.gz'))).toString('utf8').trim().split('\n').slice(0, 3).map((line) => JSON.parse(line));
+    const rows = gunzipSync(readFileSync(data('humaneval/HumanEval.jsonl.gz')))
+      .toString('utf8')
+      .trim()
+      .split('\n')
+      .slice(0, 3)
+      .map((line) => JSON.parse(line));
     const reward = codeTests({ prefixColumn: 'prompt' });
     for (const row of rows) {
       const columns = humanEvalRow(row);
@@ -57,23 +62,38 @@ describe('codeTests on real datasets', () => {
   });
 
   it('MBPP canonical solutions pass all asserts; a partly right one gets partial credit', async () => {
-    const rows = readFileSync(data('mbpp/mbpp.jsonl'), 'utf8').trim().split('\n').slice(0, 3).map((line) => JSON.parse(line));
+    const rows = readFileSync(data('mbpp/mbpp.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .slice(0, 3)
+      .map((line) => JSON.parse(line));
     const reward = codeTests({ setupColumn: 'setup' });
-    for (const row of rows) expect(await reward(makeRewardInput({ completion: `\`\`\`python\n${row.code}\n\`\`\``, row: mbppRow(row) }))).toBe(1);
+    for (const row of rows)
+      expect(
+        await reward(makeRewardInput({ completion: `\`\`\`python\n${row.code}\n\`\`\``, row: mbppRow(row) })),
+      ).toBe(1);
     const tests = ['assert double(1) == 2', 'assert double(2) == 4', 'assert double(0) == 0'];
     // returns 2 for every input: right for 1 only, so 1 of 3 asserts pass
-    expect(await reward(makeRewardInput({ completion: 'def double(x):\n    return 2', row: { tests } }))).toBeCloseTo(1 / 3, 12);
+    expect(await reward(makeRewardInput({ completion: 'def double(x):\n    return 2', row: { tests } }))).toBeCloseTo(
+      1 / 3,
+      12,
+    );
   });
 
   it('runs JavaScript with assert in scope', async () => {
     const reward = codeTests({ language: 'javascript' });
-    const tests = ['assert.strictEqual(add(1, 2), 3)', 'assert.strictEqual(add(-1, 1), 0)', 'assert.strictEqual(add(2, 2), 5)'];
+    const tests = [
+      'assert.strictEqual(add(1, 2), 3)',
+      'assert.strictEqual(add(-1, 1), 0)',
+      'assert.strictEqual(add(2, 2), 5)',
+    ];
     const completion = '```js\nfunction add(a, b) { return a + b; }\n```';
     expect(await reward(makeRewardInput({ completion, row: { tests } }))).toBeCloseTo(2 / 3, 12); // the third test is wrong on purpose
   });
 
   it('solutions and tests exchange values as plain data', async () => {
-    const solution = 'from collections import Counter\ndef count(xs):\n    return Counter(xs)\ndef pairs(n):\n    return ((i, i * i) for i in range(n))\ndef shout(s):\n    raise ValueError(s)';
+    const solution =
+      'from collections import Counter\ndef count(xs):\n    return Counter(xs)\ndef pairs(n):\n    return ((i, i * i) for i in range(n))\ndef shout(s):\n    raise ValueError(s)';
     const tests = [
       "assert count('aab') == {'a': 2, 'b': 1}", // a Counter crosses as a dict
       'assert list(pairs(3)) == [(0, 0), (1, 1), (2, 4)]', // a generator crosses drained, tuples stay tuples
@@ -96,7 +116,14 @@ describe('sandbox containment', () => {
     // on Linux as root with util-linux every layer is expected (user namespaces are not needed
     // there); without root the namespaces are those of a user namespace, and there is no separate uid
     const namespacesAllowed = process.env.GRPO_SANDBOX_NAMESPACES !== '0';
-    if (process.platform === 'linux' && process.getuid?.() === 0) expect(capabilities).toEqual({ namespaces: namespacesAllowed, userNamespaces: false, separateUser: true, resourceLimits: true, parentDeathSignal: true });
+    if (process.platform === 'linux' && process.getuid?.() === 0)
+      expect(capabilities).toEqual({
+        namespaces: namespacesAllowed,
+        userNamespaces: false,
+        separateUser: true,
+        resourceLimits: true,
+        parentDeathSignal: true,
+      });
     else {
       expect(capabilities.separateUser).toBe(false);
       expect(capabilities.namespaces).toBe(capabilities.userNamespaces);
@@ -111,14 +138,16 @@ describe('sandbox containment', () => {
   });
 
   it('contains a fork bomb and leaves no process behind, even ones that left the process group', async () => {
-    const bomb = 'import os\nwhile True:\n    try:\n        if os.fork() == 0:\n            os.setsid()\n    except OSError:\n        pass';
+    const bomb =
+      'import os\nwhile True:\n    try:\n        if os.fork() == 0:\n            os.setsid()\n    except OSError:\n        pass';
     const result = await runSandboxed(bomb, { language: 'python', timeoutMs: 1000, maxProcesses: 16 });
     expect(result.timedOut).toBe(true);
     expect(sandboxProcesses()).toEqual([]);
   });
 
   it('caps live processes and kills background children when the program exits', async () => {
-    const spawner = 'import os, time\nn = 0\nfor i in range(100):\n    try:\n        if os.fork() == 0:\n            time.sleep(30)\n            os._exit(0)\n        n += 1\n    except OSError:\n        break\nprint(n)';
+    const spawner =
+      'import os, time\nn = 0\nfor i in range(100):\n    try:\n        if os.fork() == 0:\n            time.sleep(30)\n            os._exit(0)\n        n += 1\n    except OSError:\n        break\nprint(n)';
     const result = await runSandboxed(spawner, { language: 'python', maxProcesses: 16, timeoutMs: 3000 });
     expect(result.timedOut).toBe(false); // it exits at once; the sleeping children must not keep it alive
     if (capabilities.separateUser) expect(Number(result.stdout.trim())).toBe(15); // 16 processes including itself
@@ -130,14 +159,20 @@ describe('sandbox containment', () => {
     const directory = mkdtempSync(join(tmpdir(), 'grpo-parent-'));
     const script = join(directory, 'parent.mts');
     const sandboxModule = new URL('./code/sandbox.ts', import.meta.url).pathname;
-    writeFileSync(script, `import { runSandboxed } from ${JSON.stringify(sandboxModule)};\nconsole.log(process.pid);\nawait runSandboxed('import time\\ntime.sleep(60)', { language: 'python', timeoutMs: 60000 });\n`);
+    writeFileSync(
+      script,
+      `import { runSandboxed } from ${JSON.stringify(sandboxModule)};\nconsole.log(process.pid);\nawait runSandboxed('import time\\ntime.sleep(60)', { language: 'python', timeoutMs: 60000 });\n`,
+    );
     const parent = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['ignore', 'pipe', 'inherit'] });
     let marker = 'not-started';
     const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
     try {
-      const parentPid = await new Promise<number>((resolve) => parent.stdout.once('data', (chunk: Buffer) => resolve(Number(String(chunk).trim()))));
+      const parentPid = await new Promise<number>((resolve) =>
+        parent.stdout.once('data', (chunk: Buffer) => resolve(Number(String(chunk).trim()))),
+      );
       marker = `grpo-sandbox-${parentPid}-`;
-      const programRunning = () => sandboxProcesses(marker).some((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('python3'));
+      const programRunning = () =>
+        sandboxProcesses(marker).some((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('python3'));
       for (let wait = 0; wait < 100 && !programRunning(); wait++) await pause(50);
       expect(programRunning()).toBe(true); // the 60 s sleeper runs, past all the wrappers
       await pause(200);
@@ -152,19 +187,24 @@ describe('sandbox containment', () => {
   });
 
   it('stops a program that floods its output', async () => {
-    const result = await runSandboxed('while True:\n    print("x" * 10000)', { language: 'python', timeoutMs: 3000, maxOutputBytes: 50_000 });
+    const result = await runSandboxed('while True:\n    print("x" * 10000)', {
+      language: 'python',
+      timeoutMs: 3000,
+      maxOutputBytes: 50_000,
+    });
     expect(result.outputTruncated).toBe(true);
     expect(result.timedOut).toBe(false); // killed for its output, long before the time limit
     expect(result.stdout.length + result.stderr.length).toBeLessThanOrEqual(50_000);
   });
 
   it('refuses memory beyond the limit', async () => {
-    const hog = 'try:\n    block = bytearray(1024 * 1024 * 1024)\n    print("allocated")\nexcept MemoryError:\n    print("refused")';
+    const hog =
+      'try:\n    block = bytearray(1024 * 1024 * 1024)\n    print("allocated")\nexcept MemoryError:\n    print("refused")';
     const result = await runSandboxed(hog, { language: 'python', memoryMb: 256, timeoutMs: 3000 });
     expect(result.stdout.trim()).toBe('refused'); // 1 GiB under a 256 MiB limit
   });
 
-  it('cannot see the parent environment or read the parent\'s private files', async () => {
+  it("cannot see the parent environment or read the parent's private files", async () => {
     const secretDir = mkdtempSync(join(tmpdir(), 'grpo-secret-'));
     const secretFile = join(secretDir, 'secret.txt');
     writeFileSync(secretFile, 'TOP-SECRET', { mode: 0o600 });
@@ -202,7 +242,9 @@ describe('sandbox containment', () => {
     expect(exitEarly.passed).toBe(0); // SystemExit at load time is a load error
     const hardExit = await runTests('import os\nos._exit(0)', ['assert True'], { language: 'python' });
     expect(hardExit.passed).toBe(0); // no result line at all
-    const forged = await runTests('print("deadbeef pass 0")\nimport os\nos._exit(0)', ['assert False'], { language: 'python' });
+    const forged = await runTests('print("deadbeef pass 0")\nimport os\nos._exit(0)', ['assert False'], {
+      language: 'python',
+    });
     expect(forged.passed).toBe(0); // the nonce cannot be guessed
   });
 

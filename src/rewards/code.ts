@@ -7,7 +7,12 @@
  * exhaustion, `exit()` before the tests) score what passed so far. A sandbox that cannot start or
  * a harness that never reports "ready" throws, so the runner marks the sample invalid rather than 0.
  */
-import { JAVASCRIPT_GRADER, JAVASCRIPT_SOLUTION_SERVER, PYTHON_GRADER, PYTHON_SOLUTION_SERVER } from './code/harness.js';
+import {
+  JAVASCRIPT_GRADER,
+  JAVASCRIPT_SOLUTION_SERVER,
+  PYTHON_GRADER,
+  PYTHON_SOLUTION_SERVER,
+} from './code/harness.js';
 import { newNonce, runSandboxed, type SandboxLanguage, type SandboxResult } from './code/sandbox.js';
 import type { RewardFn } from './types.js';
 
@@ -52,13 +57,21 @@ export async function runTests(solution: string, tests: readonly string[], optio
     timeoutMs: options.timeoutMs,
     memoryMb: options.memoryMb,
     signal: options.signal,
-    grader: { code: python ? PYTHON_GRADER : JAVASCRIPT_GRADER, input: `${nonce}\n${JSON.stringify({ setup: options.setup ?? '', tests })}` },
+    grader: {
+      code: python ? PYTHON_GRADER : JAVASCRIPT_GRADER,
+      input: `${nonce}\n${JSON.stringify({ setup: options.setup ?? '', tests })}`,
+    },
     files: { [`solution.${python ? 'py' : 'js'}`]: solution },
   });
-  const lines = sandbox.graderOutput.split('\n').filter((line) => line.startsWith(`${nonce} `)).map((line) => line.slice(nonce.length + 1).split(' '));
+  const lines = sandbox.graderOutput
+    .split('\n')
+    .filter((line) => line.startsWith(`${nonce} `))
+    .map((line) => line.slice(nonce.length + 1).split(' '));
   if (!lines.some(([kind]) => kind === 'ready')) {
     if (options.signal?.aborted) throw new Error('code run aborted');
-    throw new Error(`code sandbox did not start the harness (exit ${sandbox.exitCode}${sandbox.timedOut ? ', timed out' : ''}): ${sandbox.stderr.slice(0, 300)}`);
+    throw new Error(
+      `code sandbox did not start the harness (exit ${sandbox.exitCode}${sandbox.timedOut ? ', timed out' : ''}): ${sandbox.stderr.slice(0, 300)}`,
+    );
   }
   const results = tests.map(() => false);
   for (const [kind, index] of lines) if (kind === 'pass') results[Number(index)] = true;
@@ -94,19 +107,35 @@ export interface CodeTestsOptions {
  * const reward = codeTests({ language: 'python' });
  * await reward(makeRewardInput({ completion: '```python\ndef add(a, b): return a + b\n```', row: { tests: ['assert add(1, 2) == 3'] } })); // 1
  */
-export function codeTests({ language = 'python', testsColumn = 'tests', setupColumn, prefixColumn, timeoutMs, memoryMb }: CodeTestsOptions = {}): RewardFn {
+export function codeTests({
+  language = 'python',
+  testsColumn = 'tests',
+  setupColumn,
+  prefixColumn,
+  timeoutMs,
+  memoryMb,
+}: CodeTestsOptions = {}): RewardFn {
   return async ({ completion, row, signal }) => {
     const tests = testsOf(row, testsColumn);
     if (tests.length === 0) return null; // nothing to check: not applicable
     const prefix = prefixColumn ? String(row[prefixColumn] ?? '') : '';
     const setup = setupColumn ? String(row[setupColumn] ?? '') : '';
-    const run = await runTests(prefix + extractCode(completion, language), tests, { language, setup, timeoutMs, memoryMb, signal });
+    const run = await runTests(prefix + extractCode(completion, language), tests, {
+      language,
+      setup,
+      timeoutMs,
+      memoryMb,
+      signal,
+    });
     return run.passed / run.total;
   };
 }
 
 /** A HumanEval row as {@link codeTests} columns: prefix = prompt, one test = the `check` function called on the entry point. */
-export function humanEvalRow(row: { prompt: string; test: string; entry_point: string }): { prompt: string; tests: string[] } {
+export function humanEvalRow(row: { prompt: string; test: string; entry_point: string }): {
+  prompt: string;
+  tests: string[];
+} {
   return { prompt: row.prompt, tests: [`${row.test}\ncheck(${row.entry_point})\n`] };
 }
 

@@ -1,7 +1,14 @@
 /** Tests of reward combination against ALGORITHMS.md §1.7, §5.1, §5.6, §5.7 vectors. */
 import { describe, expect, it } from 'vitest';
 import {
-  annealedWeight, combineRewards, outcomeGatedProcessReward, rewardColumns, rewardMetrics, trustWeightedProcessReward, weightedSum, weightsAt,
+  annealedWeight,
+  combineRewards,
+  outcomeGatedProcessReward,
+  rewardColumns,
+  rewardMetrics,
+  trustWeightedProcessReward,
+  weightedSum,
+  weightsAt,
 } from './combine.js';
 import type { RewardMatrix } from './run.js';
 
@@ -10,10 +17,12 @@ function matrix(names: string[], rows: Array<Array<number | null | 'error'>>): R
   const width = names.length;
   const scores = new Float64Array(rows.length * width).fill(Number.NaN);
   const status: RewardMatrix['status'] = [];
-  rows.forEach((row, sample) => row.forEach((value, column) => {
-    if (typeof value === 'number') scores[sample * width + column] = value;
-    status.push(typeof value === 'number' ? 'ok' : value === null ? 'null' : 'error');
-  }));
+  rows.forEach((row, sample) =>
+    row.forEach((value, column) => {
+      if (typeof value === 'number') scores[sample * width + column] = value;
+      status.push(typeof value === 'number' ? 'ok' : value === null ? 'null' : 'error');
+    }),
+  );
   return { names, sampleCount: rows.length, scores, status, failures: [], groupSizes: [rows.length] };
 }
 
@@ -23,18 +32,28 @@ function close(actual: ArrayLike<number>, expected: number[], digits = 4): void 
 
 describe('weightedSum', () => {
   it('sums weights × scores, skipping null and weight-0 metrics', () => {
-    const scores = matrix(['correct', 'format', 'length'], [
-      [1, 1, 120], // 1·1 + 0.5·1; length is a logged metric only
-      [0, null, 80], // format not applicable: skipped, not counted as 0 or NaN
-      [null, null, 10], // nothing applies: nansum gives 0
-    ]);
+    const scores = matrix(
+      ['correct', 'format', 'length'],
+      [
+        [1, 1, 120], // 1·1 + 0.5·1; length is a logged metric only
+        [0, null, 80], // format not applicable: skipped, not counted as 0 or NaN
+        [null, null, 10], // nothing applies: nansum gives 0
+      ],
+    );
     const combined = weightedSum(scores, [1, 0.5, 0]);
     expect(Array.from(combined.rewards)).toEqual([1.5, 0, 0]);
     expect(combined.invalidCount).toBe(0);
   });
 
   it('takes samples out of the loss when a weighted reward failed, but not for a failing metric', () => {
-    const scores = matrix(['correct', 'metric'], [[1, 'error'], ['error', 3], [0, 1]]);
+    const scores = matrix(
+      ['correct', 'metric'],
+      [
+        [1, 'error'],
+        ['error', 3],
+        [0, 1],
+      ],
+    );
     const combined = weightedSum(scores, [1, 0]);
     expect(combined.valid).toEqual([true, false, true]); // sample 1's weighted reward failed
     expect(Number.isNaN(combined.rewards[1]!)).toBe(true); // never silently scored 0
@@ -48,7 +67,15 @@ describe('weightedSum', () => {
 
 describe('rewardColumns (GDPO input, §1.7)', () => {
   it('hands over one column per weighted reward; metrics and invalid samples are left out', () => {
-    const scores = matrix(['correct', 'format', 'length', 'judge'], [[1, 1, 5, 1], [1, 0, 6, 1], [0, 1, 7, 'error'], [0, 1, 8, 0]]);
+    const scores = matrix(
+      ['correct', 'format', 'length', 'judge'],
+      [
+        [1, 1, 5, 1],
+        [1, 0, 6, 1],
+        [0, 1, 7, 'error'],
+        [0, 1, 8, 0],
+      ],
+    );
     const columns = rewardColumns(scores, [1, 1, 0, 0.5]);
     expect(columns.names).toEqual(['correct', 'format', 'judge']); // length has weight 0: a metric, not a GDPO component
     expect(columns.weights).toEqual([1, 1, 0.5]);
@@ -105,7 +132,11 @@ describe('annealedWeight and weightsAt', () => {
     expect(() => annealedWeight({ from: 1, to: 0, steps: 10, shape: 'exponential' })).toThrow(/exponential/);
   });
   it('resolves step-dependent weights by name', () => {
-    const rewards = combineRewards({ a: [() => 1, 2], b: [() => 1, annealedWeight({ from: 1, to: 0, steps: 10 })], c: [() => 1, () => Number.NaN] });
+    const rewards = combineRewards({
+      a: [() => 1, 2],
+      b: [() => 1, annealedWeight({ from: 1, to: 0, steps: 10 })],
+      c: [() => 1, () => Number.NaN],
+    });
     expect(weightsAt(rewards.slice(0, 2), 5)).toEqual([2, 0.5]);
     expect(() => weightsAt(rewards, 5)).toThrow(/reward "c": weight at step 5 is NaN/);
   });

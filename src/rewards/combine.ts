@@ -19,7 +19,8 @@ export function combineRewards(entries: Record<string, readonly [Reward, RewardW
 export function weightsAt(rewards: readonly Pick<NamedReward, 'name' | 'weight'>[], step: number): number[] {
   return rewards.map(({ name, weight }) => {
     const value = typeof weight === 'function' ? weight(step) : weight;
-    if (!Number.isFinite(value)) throw new Error(`reward "${name}": weight at step ${step} is ${value}, expected a finite number`);
+    if (!Number.isFinite(value))
+      throw new Error(`reward "${name}": weight at step ${step} is ${value}, expected a finite number`);
     return value;
   });
 }
@@ -95,10 +96,17 @@ export function rewardColumns(matrix: RewardMatrix, weights: readonly number[]):
   const kept = weights.map((weight, column) => ({ weight, column })).filter(({ weight }) => weight !== 0);
   const columns = kept.map(({ column }) => {
     const values = new Float64Array(matrix.sampleCount);
-    for (let sample = 0; sample < matrix.sampleCount; sample++) values[sample] = valid[sample] ? matrix.scores[sample * width + column]! : Number.NaN;
+    for (let sample = 0; sample < matrix.sampleCount; sample++)
+      values[sample] = valid[sample] ? matrix.scores[sample * width + column]! : Number.NaN;
     return values;
   });
-  return { names: kept.map(({ column }) => matrix.names[column]!), weights: kept.map(({ weight }) => weight), columns, groupSizes: matrix.groupSizes, valid };
+  return {
+    names: kept.map(({ column }) => matrix.names[column]!),
+    weights: kept.map(({ weight }) => weight),
+    columns,
+    groupSizes: matrix.groupSizes,
+    valid,
+  };
 }
 
 /** Per-reward metrics: `reward/<name>/mean` and `/std` over applicable scores, `/nullFraction`, `/failures`. */
@@ -117,7 +125,9 @@ export function rewardMetrics(matrix: RewardMatrix): Record<string, number> {
     const variance = values.length ? values.reduce((a, b) => a + (b - mean) ** 2, 0) / values.length : Number.NaN;
     metrics[`reward/${name}/mean`] = mean;
     metrics[`reward/${name}/std`] = Math.sqrt(variance);
-    metrics[`reward/${name}/nullFraction`] = matrix.sampleCount ? (matrix.sampleCount - values.length - failures) / matrix.sampleCount : 0;
+    metrics[`reward/${name}/nullFraction`] = matrix.sampleCount
+      ? (matrix.sampleCount - values.length - failures) / matrix.sampleCount
+      : 0;
     metrics[`reward/${name}/failures`] = failures;
   });
   return metrics;
@@ -147,7 +157,8 @@ export function trustWeightedProcessReward(
   options: TrustWeightOptions = {},
 ): Float64Array {
   const { alpha = 0.3, decaySteps = 500, correctThreshold = 0.5, minOutcomeForThinking } = options;
-  if (outcome.length !== thinking.length) throw new Error(`trustWeightedProcessReward: ${outcome.length} outcomes but ${thinking.length} thinking scores`);
+  if (outcome.length !== thinking.length)
+    throw new Error(`trustWeightedProcessReward: ${outcome.length} outcomes but ${thinking.length} thinking scores`);
   const thinkingUsed = thinking.map((value, index) =>
     minOutcomeForThinking !== undefined && outcome[index]! < minOutcomeForThinking ? 0 : value,
   );
@@ -163,8 +174,13 @@ export function trustWeightedProcessReward(
 }
 
 /** Posterior-GRPO (ALGORITHMS.md §5.7): R = r_o + λ·r_p·1[r_o = 1]; process reward only on successes. */
-export function outcomeGatedProcessReward(outcome: readonly number[], process: readonly number[], lambda = 0.5): Float64Array {
-  if (outcome.length !== process.length) throw new Error(`outcomeGatedProcessReward: ${outcome.length} outcomes but ${process.length} process scores`);
+export function outcomeGatedProcessReward(
+  outcome: readonly number[],
+  process: readonly number[],
+  lambda = 0.5,
+): Float64Array {
+  if (outcome.length !== process.length)
+    throw new Error(`outcomeGatedProcessReward: ${outcome.length} outcomes but ${process.length} process scores`);
   return Float64Array.from(outcome, (value, index) => value + (value === 1 ? lambda * process[index]! : 0));
 }
 
@@ -184,7 +200,13 @@ export interface AnnealOptions {
 }
 
 /** A reward weight that changes with the training step (e.g. format early, length later, §5.5). */
-export function annealedWeight({ from, to, steps, shape = 'linear', warmupSteps = 0 }: AnnealOptions): (step: number) => number {
+export function annealedWeight({
+  from,
+  to,
+  steps,
+  shape = 'linear',
+  warmupSteps = 0,
+}: AnnealOptions): (step: number) => number {
   if (!(steps > 0)) throw new Error(`annealedWeight: steps must be > 0, got ${steps}`);
   if (shape === 'exponential' && (from === 0 || to === 0 || Math.sign(from) !== Math.sign(to))) {
     throw new Error(`annealedWeight: exponential needs non-zero from/to of one sign, got ${from} → ${to}`);

@@ -4,7 +4,8 @@ import { checkEquation, equationAnswer, evaluateExpression } from './equation.js
 import { createReward } from './factories.js';
 import { makeRewardInput } from './types.js';
 
-const score = (completion: string, row: Record<string, unknown>) => equationAnswer()(makeRewardInput({ completion, row }));
+const score = (completion: string, row: Record<string, unknown>) =>
+  equationAnswer()(makeRewardInput({ completion, row }));
 
 describe('equationAnswer', () => {
   const row = { numbers: [4, 6, 12], target: 24 };
@@ -45,7 +46,10 @@ describe('equationAnswer', () => {
   it('bounds the input: an overlong expression or too many numbers scores 0 without parsing', () => {
     expect(evaluateExpression('1+'.repeat(150) + '1')).toBeNull();
     expect(evaluateExpression(Array.from({ length: 13 }, () => '1').join('+'))).toBeNull();
-    expect(evaluateExpression(Array.from({ length: 12 }, () => '1').join('+'))?.value).toEqual({ numerator: 12n, denominator: 1n });
+    expect(evaluateExpression(Array.from({ length: 12 }, () => '1').join('+'))?.value).toEqual({
+      numerator: 12n,
+      denominator: 1n,
+    });
   });
 
   it('reads the Countdown text form of the numbers column and named columns', async () => {

@@ -34,8 +34,10 @@ function fraction(numerator: bigint, denominator: bigint): Fraction {
 }
 
 function apply(operator: string, a: Fraction, b: Fraction): Fraction {
-  if (operator === '+') return fraction(a.numerator * b.denominator + b.numerator * a.denominator, a.denominator * b.denominator);
-  if (operator === '-') return fraction(a.numerator * b.denominator - b.numerator * a.denominator, a.denominator * b.denominator);
+  if (operator === '+')
+    return fraction(a.numerator * b.denominator + b.numerator * a.denominator, a.denominator * b.denominator);
+  if (operator === '-')
+    return fraction(a.numerator * b.denominator - b.numerator * a.denominator, a.denominator * b.denominator);
   if (operator === '*') return fraction(a.numerator * b.numerator, a.denominator * b.denominator);
   return fraction(a.numerator * b.denominator, a.denominator * b.numerator);
 }
@@ -96,19 +98,32 @@ export function evaluateExpression(text: string): { value: Fraction; numbers: nu
 function finalEquation(completion: string): { expression: string; claimed: number[] } | null {
   const answers = [...completion.matchAll(/<answer>([\s\S]*?)<\/answer>/g)];
   const block = answers.length ? answers[answers.length - 1]![1]! : completion;
-  const lines = block.split('\n').map((line) => line.trim()).filter(Boolean);
+  const lines = block
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
   const last = lines[lines.length - 1];
   if (last === undefined) return null;
-  const sides = last.replace(/\\times/g, '×').replace(/\\div/g, '÷').replace(/[$`]/g, '').split('=').map((side) => side.trim());
+  const sides = last
+    .replace(/\\times/g, '×')
+    .replace(/\\div/g, '÷')
+    .replace(/[$`]/g, '')
+    .split('=')
+    .map((side) => side.trim());
   const expressions = sides.filter((side) => !/^\d+$/.test(side));
-  if (expressions.length === 1) return { expression: expressions[0]!, claimed: sides.filter((side) => /^\d+$/.test(side)).map(Number) };
+  if (expressions.length === 1)
+    return { expression: expressions[0]!, claimed: sides.filter((side) => /^\d+$/.test(side)).map(Number) };
   return sides.length === 1 ? { expression: sides[0]!, claimed: [] } : null;
 }
 
 /** Parses a numbers cell: an array of numbers, or a string like "3, 7, 12" or "1 1 4 6". */
 function numbersOf(cell: unknown): number[] | null {
   if (Array.isArray(cell)) return cell.every((item) => Number.isInteger(Number(item))) ? cell.map(Number) : null;
-  if (typeof cell === 'string' && /^[\d\s,]+$/.test(cell.trim())) return cell.trim().split(/[\s,]+/).map(Number);
+  if (typeof cell === 'string' && /^[\d\s,]+$/.test(cell.trim()))
+    return cell
+      .trim()
+      .split(/[\s,]+/)
+      .map(Number);
   return null;
 }
 
@@ -145,7 +160,8 @@ export function equationAnswer({ numbersColumn = 'numbers', targetColumn = 'targ
   return ({ completion, row }) => {
     const numbers = numbersOf(row[numbersColumn]);
     const target = Number(row[targetColumn]);
-    if (!numbers || !Number.isInteger(target)) throw new Error(`equationAnswer: row needs integer columns "${numbersColumn}" (a list) and "${targetColumn}"`);
+    if (!numbers || !Number.isInteger(target))
+      throw new Error(`equationAnswer: row needs integer columns "${numbersColumn}" (a list) and "${targetColumn}"`);
     const equation = finalEquation(completion);
     if (!equation || equation.claimed.some((claimed) => claimed !== target)) return 0;
     return checkEquation(equation.expression, numbers, target) ? 1 : 0;

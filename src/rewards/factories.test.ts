@@ -22,7 +22,9 @@ describe('rewardFactories', () => {
 
   it('a built reward scores', async () => {
     const reward = createReward('math-answer', { answerColumn: 'gold' });
-    expect(typeof reward === 'function' && (await reward(makeRewardInput({ completion: '\\boxed{3}', row: { gold: '3' } })))).toBe(1);
+    expect(
+      typeof reward === 'function' && (await reward(makeRewardInput({ completion: '\\boxed{3}', row: { gold: '3' } }))),
+    ).toBe(1);
   });
 
   it('an unknown name lists the known ones', () => {
@@ -31,8 +33,12 @@ describe('rewardFactories', () => {
   });
 
   it('bad options name the reward and the field', () => {
-    expect(() => createReward('soft-overlong', { maxLength: 'long' })).toThrow(/reward "soft-overlong": bad options: maxLength:/);
-    expect(() => createReward('think-format', { strict: true })).toThrow(/reward "think-format": bad options: .*strict/);
+    expect(() => createReward('soft-overlong', { maxLength: 'long' })).toThrow(
+      /reward "soft-overlong": bad options: maxLength:/,
+    );
+    expect(() => createReward('think-format', { strict: true })).toThrow(
+      /reward "think-format": bad options: .*strict/,
+    );
     expect(() => createReward('regex', {})).toThrow(/reward "regex": bad options: pattern:/);
   });
 

@@ -10,7 +10,16 @@ import { z } from 'zod';
 import { codeTests } from './code.js';
 import { equationAnswer } from './equation.js';
 import { lengthAmongCorrect } from './group.js';
-import { exactMatch, jsonSchema, jsonValid, multipleChoice, regexMatch, requiredSections, tagFormat, thinkFormat } from './format.js';
+import {
+  exactMatch,
+  jsonSchema,
+  jsonValid,
+  multipleChoice,
+  regexMatch,
+  requiredSections,
+  tagFormat,
+  thinkFormat,
+} from './format.js';
 import { llmJudge } from './judge.js';
 import { lengthBudget, repetitionPenalty, softOverlongPunishment, ternaryTruthfulness } from './length.js';
 import { mathAnswer } from './math.js';
@@ -31,7 +40,10 @@ export interface RewardFactory {
 
 /** Thrown for an unknown reward name; lists the known ones. */
 export class UnknownRewardError extends Error {
-  constructor(readonly requestedName: string, readonly availableNames: string[]) {
+  constructor(
+    readonly requestedName: string,
+    readonly availableNames: string[],
+  ) {
     super(`Unknown reward "${requestedName}". Known rewards: ${availableNames.join(', ')}.`);
     this.name = 'UnknownRewardError';
   }
@@ -51,9 +63,11 @@ export function createRewardFactoryRegistry(): RewardFactoryRegistry {
   const entries = new Map<string, RewardFactory>();
   return {
     register(factory) {
-      if (!/^[a-z0-9][a-z0-9-]*$/.test(factory.name)) throw new Error(`reward name "${factory.name}" must be kebab-case`);
+      if (!/^[a-z0-9][a-z0-9-]*$/.test(factory.name))
+        throw new Error(`reward name "${factory.name}" must be kebab-case`);
       const existing = entries.get(factory.name);
-      if (existing && existing !== factory) throw new Error(`reward "${factory.name}" is already registered to a different factory`);
+      if (existing && existing !== factory)
+        throw new Error(`reward "${factory.name}" is already registered to a different factory`);
       entries.set(factory.name, factory);
     },
     get(name) {
@@ -82,7 +96,9 @@ function define<Schema extends z.ZodType>(
     create(options = {}) {
       const parsed = schema.safeParse(options);
       if (!parsed.success) {
-        const problems = parsed.error.issues.map((issue) => `${issue.path.map(String).join('.') || '(options)'}: ${issue.message}`);
+        const problems = parsed.error.issues.map(
+          (issue) => `${issue.path.map(String).join('.') || '(options)'}: ${issue.message}`,
+        );
         throw new Error(`reward "${name}": bad options: ${problems.join('; ')}`);
       }
       return build(parsed.data);
@@ -94,60 +110,247 @@ const column = z.string().min(1);
 const unit = z.enum(['tokens', 'characters']);
 const language = z.enum(['python', 'javascript']);
 const judgeEndpoint = {
-  baseUrl: z.string().optional(), model: z.string().optional(), apiKeyEnv: z.string().optional(),
-  maxAttempts: z.number().int().positive().optional(), backoffMs: z.number().nonnegative().optional(),
-  requestTimeoutMs: z.number().positive().optional(), temperature: z.number().optional(), maxTokens: z.number().int().positive().optional(),
+  baseUrl: z.string().optional(),
+  model: z.string().optional(),
+  apiKeyEnv: z.string().optional(),
+  maxAttempts: z.number().int().positive().optional(),
+  backoffMs: z.number().nonnegative().optional(),
+  requestTimeoutMs: z.number().positive().optional(),
+  temperature: z.number().optional(),
+  maxTokens: z.number().int().positive().optional(),
 };
 
 /** The built-in reward factories, by kebab-case name. */
 export const rewardFactories = createRewardFactoryRegistry();
 
 const builtIns: RewardFactory[] = [
-  define('math-answer', 'final answer (\\boxed, ####, "the answer is", last LaTeX span or number) equals the gold answer by value or symbolically: 1/0', 'DeepSeekMath; Math-Verify; ALGORITHMS.md §5.3',
-    z.object({ answerColumn: column.optional(), correct: z.number().optional(), wrong: z.number().optional(),
-      targets: z.array(z.enum(['boxed', 'marker', 'latex', 'number'])).min(1).optional(), requireBoxed: z.boolean().optional(),
-      precision: z.number().int().min(1).max(15).optional(), percentAsFraction: z.boolean().optional() }).strict(), mathAnswer),
-  define('think-format', '<think>…</think> then the answer, one think block: 1/0', 'open-r1 format reward; ALGORITHMS.md §5.2',
-    z.object({}).strict(), () => thinkFormat()),
-  define('tag-format', 'the given tags each once, in order (default think, answer): 1/0', 'open-r1 / DeepSeek-R1 template',
-    z.object({ tags: z.array(z.string()).optional(), allowOutside: z.boolean().optional() }).strict(), tagFormat),
-  define('regex', 'completion matches a regular expression: 1/0', 'TRL reward examples',
-    z.object({ pattern: z.string(), flags: z.string().optional() }).strict(), regexMatch),
-  define('required-sections', 'fraction of required section strings present', 'format rewards (#12, #16)',
-    z.object({ sections: z.array(z.string()).min(1) }).strict(), requiredSections),
-  define('json-valid', 'completion (or its ```json block) parses as JSON: 1/0', 'structured-output rewards',
-    z.object({}).strict(), () => jsonValid()),
-  define('json-schema', 'JSON conforms to a JSON Schema (ajv): 1, parses only: validJsonScore, else 0', 'structured-output rewards; ajv',
-    z.object({ schema: z.record(z.string(), z.unknown()).optional(), schemaColumn: column.optional(), validJsonScore: z.number().optional() }).strict(), jsonSchema),
-  define('exact-match', 'normalised completion (or <tag> content) equals the answer column: 1/0', 'SQuAD exact match',
-    z.object({ answerColumn: column.optional(), normalise: z.boolean().optional(), tag: z.string().optional() }).strict(), exactMatch),
-  define('multiple-choice', 'chosen option letter equals the answer letter: 1/0', 'multiple-choice QA rewards',
-    z.object({ answerColumn: column.optional(), letters: z.string().min(1).optional() }).strict(), multipleChoice),
-  define('soft-overlong', 'DAPO soft overlong punishment: 0, then a ramp to −1 over the last cacheLength', 'DAPO Eq. 13; TRL get_soft_overlong_punishment; ALGORITHMS.md §5.4',
-    z.object({ maxLength: z.number().int().positive().optional(), cacheLength: z.number().int().positive().optional(), unit: unit.optional() }).strict(), softOverlongPunishment),
-  define('length-budget', 'length within a fixed budget: 1/0', 'Train-Long-Think-Short (#243); ALGORITHMS.md §5.5',
-    z.object({ budget: z.number().positive(), unit: unit.optional() }).strict(), lengthBudget),
-  define('repetition-penalty', 'maxPenalty·(1 − distinct/total n-grams), ≤ 0', 'open-r1 repetition penalty; ALGORITHMS.md §5.5',
-    z.object({ ngramSize: z.number().int().positive().optional(), maxPenalty: z.number().max(0).optional(), unit: z.enum(['words', 'tokens']).optional() }).strict(), repetitionPenalty),
-  define('ternary-truthfulness', '+1 correct, 0 abstain ("I don\'t know"), −1 wrong', 'TruthRL (#61); ALGORITHMS.md §5.3',
-    z.object({ answerColumn: column.optional() }).strict(), ternaryTruthfulness),
-  define('length-among-correct', 'group: 1[correct]·(1 − α·length among correct peers) once τ of the group is correct', 'GRPO-λ (#30); ALGORITHMS.md §5.5',
-    z.object({ answerColumn: column.optional(), alpha: z.number().optional(), minCorrectFraction: z.number().min(0).max(1).optional(), unit: unit.optional() }).strict(),
-    ({ answerColumn, ...rest }) => lengthAmongCorrect({ correctness: mathAnswer({ answerColumn }), ...rest })),
-  define('bleu', 'group-vectorised per-sentence BLEU against a reference column (words or token ids)', 'TensorBLEU (#80); Papineni et al. 2002; ALGORITHMS.md §5.9',
-    z.object({ referenceColumn: column.optional(), unit: z.enum(['words', 'ids']).optional(), maxOrder: z.number().int().positive().optional(), smoothing: z.enum(['none', 'floor', 'add-k', 'exp']).optional(), epsilon: z.number().positive().optional(), k: z.number().positive().optional() }).strict(), bleu),
-  define('rouge-l', 'ROUGE-L F-measure (word LCS) against a reference column', 'Lin 2004',
-    z.object({ referenceColumn: column.optional(), beta: z.number().positive().optional() }).strict(), rougeL),
-  define('char-f1', 'character multiset F1 against a reference column', 'SQuAD F1 at character level',
-    z.object({ referenceColumn: column.optional() }).strict(), charF1),
-  define('code-tests', 'fraction of the row\'s tests the completion\'s code passes, run in the sandbox', 'HumanEval / MBPP execution rewards',
-    z.object({ language: language.optional(), testsColumn: column.optional(), setupColumn: column.optional(), prefixColumn: column.optional(), timeoutMs: z.number().positive().optional(), memoryMb: z.number().positive().optional() }).strict(), codeTests),
-  define('equation', 'final expression uses exactly the row\'s numbers once each with + − × ÷ ( ) and equals the target: 1/0', 'Countdown (TinyZero, d1); Game of 24 (Tree of Thoughts)',
-    z.object({ numbersColumn: column.optional(), targetColumn: column.optional() }).strict(), equationAnswer),
-  define('sql-execution', 'predicted SQL returns the gold query\'s rows on SQLite: 1, runs only: executesScore, else 0', 'Reasoning-SQL (#33)',
-    z.object({ goldColumn: column.optional(), databaseColumn: column.optional(), executesScore: z.number().optional(), order: z.enum(['auto', 'ordered', 'unordered']).optional(), timeoutMs: z.number().positive().optional(), maxRows: z.number().int().positive().optional() }).strict(), sqlExecution),
-  define('llm-judge', 'LLM judge over an OpenAI-compatible endpoint: rubric score, YES/NO or weighted criteria, in [0, 1]', 'rubric rewards (#37, #82, #109); ALGORITHMS.md §5.11',
-    z.object({ ...judgeEndpoint, rubric: z.string().optional(), mode: z.enum(['score', 'yes-no', 'criteria']).optional(), min: z.number().optional(), max: z.number().optional(), criteria: z.array(z.object({ description: z.string(), weight: z.number().positive().optional() }).strict()).optional(), referenceColumn: column.optional(), cacheSize: z.number().int().positive().optional() }).strict(), llmJudge),
+  define(
+    'math-answer',
+    'final answer (\\boxed, ####, "the answer is", last LaTeX span or number) equals the gold answer by value or symbolically: 1/0',
+    'DeepSeekMath; Math-Verify; ALGORITHMS.md §5.3',
+    z
+      .object({
+        answerColumn: column.optional(),
+        correct: z.number().optional(),
+        wrong: z.number().optional(),
+        targets: z
+          .array(z.enum(['boxed', 'marker', 'latex', 'number']))
+          .min(1)
+          .optional(),
+        requireBoxed: z.boolean().optional(),
+        precision: z.number().int().min(1).max(15).optional(),
+        percentAsFraction: z.boolean().optional(),
+      })
+      .strict(),
+    mathAnswer,
+  ),
+  define(
+    'think-format',
+    '<think>…</think> then the answer, one think block: 1/0',
+    'open-r1 format reward; ALGORITHMS.md §5.2',
+    z.object({}).strict(),
+    () => thinkFormat(),
+  ),
+  define(
+    'tag-format',
+    'the given tags each once, in order (default think, answer): 1/0',
+    'open-r1 / DeepSeek-R1 template',
+    z.object({ tags: z.array(z.string()).optional(), allowOutside: z.boolean().optional() }).strict(),
+    tagFormat,
+  ),
+  define(
+    'regex',
+    'completion matches a regular expression: 1/0',
+    'TRL reward examples',
+    z.object({ pattern: z.string(), flags: z.string().optional() }).strict(),
+    regexMatch,
+  ),
+  define(
+    'required-sections',
+    'fraction of required section strings present',
+    'format rewards (#12, #16)',
+    z.object({ sections: z.array(z.string()).min(1) }).strict(),
+    requiredSections,
+  ),
+  define(
+    'json-valid',
+    'completion (or its ```json block) parses as JSON: 1/0',
+    'structured-output rewards',
+    z.object({}).strict(),
+    () => jsonValid(),
+  ),
+  define(
+    'json-schema',
+    'JSON conforms to a JSON Schema (ajv): 1, parses only: validJsonScore, else 0',
+    'structured-output rewards; ajv',
+    z
+      .object({
+        schema: z.record(z.string(), z.unknown()).optional(),
+        schemaColumn: column.optional(),
+        validJsonScore: z.number().optional(),
+      })
+      .strict(),
+    jsonSchema,
+  ),
+  define(
+    'exact-match',
+    'normalised completion (or <tag> content) equals the answer column: 1/0',
+    'SQuAD exact match',
+    z
+      .object({ answerColumn: column.optional(), normalise: z.boolean().optional(), tag: z.string().optional() })
+      .strict(),
+    exactMatch,
+  ),
+  define(
+    'multiple-choice',
+    'chosen option letter equals the answer letter: 1/0',
+    'multiple-choice QA rewards',
+    z.object({ answerColumn: column.optional(), letters: z.string().min(1).optional() }).strict(),
+    multipleChoice,
+  ),
+  define(
+    'soft-overlong',
+    'DAPO soft overlong punishment: 0, then a ramp to −1 over the last cacheLength',
+    'DAPO Eq. 13; TRL get_soft_overlong_punishment; ALGORITHMS.md §5.4',
+    z
+      .object({
+        maxLength: z.number().int().positive().optional(),
+        cacheLength: z.number().int().positive().optional(),
+        unit: unit.optional(),
+      })
+      .strict(),
+    softOverlongPunishment,
+  ),
+  define(
+    'length-budget',
+    'length within a fixed budget: 1/0',
+    'Train-Long-Think-Short (#243); ALGORITHMS.md §5.5',
+    z.object({ budget: z.number().positive(), unit: unit.optional() }).strict(),
+    lengthBudget,
+  ),
+  define(
+    'repetition-penalty',
+    'maxPenalty·(1 − distinct/total n-grams), ≤ 0',
+    'open-r1 repetition penalty; ALGORITHMS.md §5.5',
+    z
+      .object({
+        ngramSize: z.number().int().positive().optional(),
+        maxPenalty: z.number().max(0).optional(),
+        unit: z.enum(['words', 'tokens']).optional(),
+      })
+      .strict(),
+    repetitionPenalty,
+  ),
+  define(
+    'ternary-truthfulness',
+    '+1 correct, 0 abstain ("I don\'t know"), −1 wrong',
+    'TruthRL (#61); ALGORITHMS.md §5.3',
+    z.object({ answerColumn: column.optional() }).strict(),
+    ternaryTruthfulness,
+  ),
+  define(
+    'length-among-correct',
+    'group: 1[correct]·(1 − α·length among correct peers) once τ of the group is correct',
+    'GRPO-λ (#30); ALGORITHMS.md §5.5',
+    z
+      .object({
+        answerColumn: column.optional(),
+        alpha: z.number().optional(),
+        minCorrectFraction: z.number().min(0).max(1).optional(),
+        unit: unit.optional(),
+      })
+      .strict(),
+    ({ answerColumn, ...rest }) => lengthAmongCorrect({ correctness: mathAnswer({ answerColumn }), ...rest }),
+  ),
+  define(
+    'bleu',
+    'group-vectorised per-sentence BLEU against a reference column (words or token ids)',
+    'TensorBLEU (#80); Papineni et al. 2002; ALGORITHMS.md §5.9',
+    z
+      .object({
+        referenceColumn: column.optional(),
+        unit: z.enum(['words', 'ids']).optional(),
+        maxOrder: z.number().int().positive().optional(),
+        smoothing: z.enum(['none', 'floor', 'add-k', 'exp']).optional(),
+        epsilon: z.number().positive().optional(),
+        k: z.number().positive().optional(),
+      })
+      .strict(),
+    bleu,
+  ),
+  define(
+    'rouge-l',
+    'ROUGE-L F-measure (word LCS) against a reference column',
+    'Lin 2004',
+    z.object({ referenceColumn: column.optional(), beta: z.number().positive().optional() }).strict(),
+    rougeL,
+  ),
+  define(
+    'char-f1',
+    'character multiset F1 against a reference column',
+    'SQuAD F1 at character level',
+    z.object({ referenceColumn: column.optional() }).strict(),
+    charF1,
+  ),
+  define(
+    'code-tests',
+    "fraction of the row's tests the completion's code passes, run in the sandbox",
+    'HumanEval / MBPP execution rewards',
+    z
+      .object({
+        language: language.optional(),
+        testsColumn: column.optional(),
+        setupColumn: column.optional(),
+        prefixColumn: column.optional(),
+        timeoutMs: z.number().positive().optional(),
+        memoryMb: z.number().positive().optional(),
+      })
+      .strict(),
+    codeTests,
+  ),
+  define(
+    'equation',
+    "final expression uses exactly the row's numbers once each with + − × ÷ ( ) and equals the target: 1/0",
+    'Countdown (TinyZero, d1); Game of 24 (Tree of Thoughts)',
+    z.object({ numbersColumn: column.optional(), targetColumn: column.optional() }).strict(),
+    equationAnswer,
+  ),
+  define(
+    'sql-execution',
+    "predicted SQL returns the gold query's rows on SQLite: 1, runs only: executesScore, else 0",
+    'Reasoning-SQL (#33)',
+    z
+      .object({
+        goldColumn: column.optional(),
+        databaseColumn: column.optional(),
+        executesScore: z.number().optional(),
+        order: z.enum(['auto', 'ordered', 'unordered']).optional(),
+        timeoutMs: z.number().positive().optional(),
+        maxRows: z.number().int().positive().optional(),
+      })
+      .strict(),
+    sqlExecution,
+  ),
+  define(
+    'llm-judge',
+    'LLM judge over an OpenAI-compatible endpoint: rubric score, YES/NO or weighted criteria, in [0, 1]',
+    'rubric rewards (#37, #82, #109); ALGORITHMS.md §5.11',
+    z
+      .object({
+        ...judgeEndpoint,
+        rubric: z.string().optional(),
+        mode: z.enum(['score', 'yes-no', 'criteria']).optional(),
+        min: z.number().optional(),
+        max: z.number().optional(),
+        criteria: z
+          .array(z.object({ description: z.string(), weight: z.number().positive().optional() }).strict())
+          .optional(),
+        referenceColumn: column.optional(),
+        cacheSize: z.number().int().positive().optional(),
+      })
+      .strict(),
+    llmJudge,
+  ),
 ];
 for (const factory of builtIns) rewardFactories.register(factory);
 

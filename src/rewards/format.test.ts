@@ -1,9 +1,20 @@
 /** Table-driven tests of the format rewards; each case says why it scores what it scores. */
 import { describe, expect, it } from 'vitest';
-import { exactMatch, extractChoice, jsonSchema, jsonValid, multipleChoice, regexMatch, requiredSections, tagFormat, thinkFormat } from './format.js';
+import {
+  exactMatch,
+  extractChoice,
+  jsonSchema,
+  jsonValid,
+  multipleChoice,
+  regexMatch,
+  requiredSections,
+  tagFormat,
+  thinkFormat,
+} from './format.js';
 import { makeRewardInput, type RewardFn } from './types.js';
 
-const score = (reward: RewardFn, completion: string, row: Record<string, unknown> = {}) => reward(makeRewardInput({ completion, row }));
+const score = (reward: RewardFn, completion: string, row: Record<string, unknown> = {}) =>
+  reward(makeRewardInput({ completion, row }));
 
 describe('thinkFormat (§5.2)', () => {
   const cases: Array<[string, number, string]> = [
@@ -25,7 +36,8 @@ describe('tagFormat', () => {
     ['hi <think>x</think><answer>4</answer>', 0, 'text outside the tags'],
   ];
   it.each(cases)('%j → %d (%s)', (completion, expected) => expect(score(tagFormat(), completion)).toBe(expected));
-  it('allowOutside accepts surrounding text', () => expect(score(tagFormat({ allowOutside: true }), 'hi <think>x</think><answer>4</answer> bye')).toBe(1));
+  it('allowOutside accepts surrounding text', () =>
+    expect(score(tagFormat({ allowOutside: true }), 'hi <think>x</think><answer>4</answer> bye')).toBe(1));
   it('rejects bad tag names', () => expect(() => tagFormat({ tags: ['a b'] })).toThrow(/tags must be/));
 });
 
@@ -42,7 +54,12 @@ describe('regexMatch and requiredSections', () => {
 });
 
 describe('jsonValid and jsonSchema', () => {
-  const schema = { type: 'object', properties: { name: { type: 'string' }, age: { type: 'integer', minimum: 0 } }, required: ['name'], additionalProperties: false };
+  const schema = {
+    type: 'object',
+    properties: { name: { type: 'string' }, age: { type: 'integer', minimum: 0 } },
+    required: ['name'],
+    additionalProperties: false,
+  };
   const cases: Array<[string, number, number, string]> = [
     ['{"name": "Ada", "age": 36}', 1, 1, 'valid and conforming'],
     ['```json\n{"name": "Ada"}\n```', 1, 1, 'fenced block is extracted'],
@@ -70,8 +87,11 @@ describe('exactMatch', () => {
     ['<answer> Paris </answer>', 'Paris', 1, 'tag content compared'],
     ['Paris, France', 'Paris', 0, 'extra words'],
   ];
-  it.each(cases)('%j vs %j → %d (%s)', (completion, answer, expected) => expect(score(exactMatch({ tag: 'answer' }), completion, { answer })).toBe(expected));
-  it('normalise: false compares exactly', () => expect(score(exactMatch({ normalise: false }), 'paris', { answer: 'Paris' })).toBe(0));
+  it.each(cases)('%j vs %j → %d (%s)', (completion, answer, expected) =>
+    expect(score(exactMatch({ tag: 'answer' }), completion, { answer })).toBe(expected),
+  );
+  it('normalise: false compares exactly', () =>
+    expect(score(exactMatch({ normalise: false }), 'paris', { answer: 'Paris' })).toBe(0));
 });
 
 describe('multipleChoice', () => {

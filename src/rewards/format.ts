@@ -32,12 +32,15 @@ export interface TagFormatOptions {
  * @example tagFormat()(makeRewardInput({ completion: '<think>x</think><answer>4</answer>' })) // 1
  */
 export function tagFormat({ tags = ['think', 'answer'], allowOutside = false }: TagFormatOptions = {}): RewardFn {
-  if (tags.length === 0 || tags.some((tag) => !/^[\w-]+$/.test(tag))) throw new Error(`tagFormat: tags must be non-empty word names, got ${JSON.stringify(tags)}`);
+  if (tags.length === 0 || tags.some((tag) => !/^[\w-]+$/.test(tag)))
+    throw new Error(`tagFormat: tags must be non-empty word names, got ${JSON.stringify(tags)}`);
   const body = tags.map((tag) => `<${tag}>(?:(?!<\\/?${tag}>)[\\s\\S])*<\\/${tag}>`).join('\\s*');
   const edge = allowOutside ? '[\\s\\S]*' : '\\s*';
   const pattern = new RegExp(`^${edge}${body}${edge}$`);
   return ({ completion }) => {
-    const counts = tags.every((tag) => completion.split(`<${tag}>`).length === 2 && completion.split(`</${tag}>`).length === 2);
+    const counts = tags.every(
+      (tag) => completion.split(`<${tag}>`).length === 2 && completion.split(`</${tag}>`).length === 2,
+    );
     return counts && pattern.test(completion) ? 1 : 0;
   };
 }
@@ -115,14 +118,21 @@ export function jsonSchema({ schema, schemaColumn = 'schema', validJsonScore = 0
     let validate = compiled.get(key);
     if (!validate) {
       const parsed = typeof value === 'string' ? parseJson(value) : { ok: true as const, value };
-      if (!parsed.ok || typeof parsed.value !== 'object' || parsed.value === null) throw new Error(`jsonSchema: column "${schemaColumn}" is not a JSON Schema object`);
+      if (!parsed.ok || typeof parsed.value !== 'object' || parsed.value === null)
+        throw new Error(`jsonSchema: column "${schemaColumn}" is not a JSON Schema object`);
       validate = ajv.compile(parsed.value as object);
       compiled.set(key, validate);
     }
     return validate;
   };
   return ({ completion, row }) => {
-    const validate = validatorFor(schema ?? row[schemaColumn] ?? (() => { throw new Error(`jsonSchema: no schema option and no "${schemaColumn}" column`); })());
+    const validate = validatorFor(
+      schema ??
+        row[schemaColumn] ??
+        (() => {
+          throw new Error(`jsonSchema: no schema option and no "${schemaColumn}" column`);
+        })(),
+    );
     const parsed = parseJson(jsonText(completion));
     if (!parsed.ok) return 0;
     return validate(parsed.value) ? 1 : validJsonScore;
@@ -185,9 +195,15 @@ export function extractChoice(completion: string, letters = 'ABCDE'): string | n
  * 1 when the chosen letter ("Answer: B", "(B)", `\boxed{B}`, a lone "B") equals the row's letter, else 0.
  * @example multipleChoice()(makeRewardInput({ completion: 'so the answer is (C)', row: { answer: 'C' } })) // 1
  */
-export function multipleChoice({ answerColumn = 'answer', letters = 'ABCDE' }: { answerColumn?: string; letters?: string } = {}): RewardFn {
+export function multipleChoice({
+  answerColumn = 'answer',
+  letters = 'ABCDE',
+}: { answerColumn?: string; letters?: string } = {}): RewardFn {
   return ({ completion, row }) => {
-    const gold = stringColumn(row, answerColumn, 'multipleChoice').trim().replace(/^\(|\)$/g, '').toUpperCase();
+    const gold = stringColumn(row, answerColumn, 'multipleChoice')
+      .trim()
+      .replace(/^\(|\)$/g, '')
+      .toUpperCase();
     return extractChoice(completion, letters) === gold ? 1 : 0;
   };
 }

@@ -14,7 +14,11 @@ import { groupReward, type GroupReward, type RewardFn, type RewardInput } from '
  * preference judged by `prefers(a, b)` (true when a beats b). A group of one scores `null`.
  * @example pairwiseWinRate({ prefers: (a, b) => a.completion.length > b.completion.length })
  */
-export function pairwiseWinRate({ prefers }: { prefers: (a: RewardInput, b: RewardInput) => boolean | Promise<boolean> }): GroupReward {
+export function pairwiseWinRate({
+  prefers,
+}: {
+  prefers: (a: RewardInput, b: RewardInput) => boolean | Promise<boolean>;
+}): GroupReward {
   return groupReward(async (inputs) => {
     if (inputs.length < 2) return inputs.map(() => null);
     const wins = new Array<number>(inputs.length).fill(0);
@@ -42,7 +46,12 @@ export interface LengthAmongCorrectOptions {
  * (shortest 0, longest 1); otherwise plain 0/1 correctness.
  * @example lengthAmongCorrect({ correctness: mathAnswer(), alpha: 0.2 })
  */
-export function lengthAmongCorrect({ correctness, alpha = 0.2, minCorrectFraction = 0.5, unit = 'tokens' }: LengthAmongCorrectOptions): GroupReward {
+export function lengthAmongCorrect({
+  correctness,
+  alpha = 0.2,
+  minCorrectFraction = 0.5,
+  unit = 'tokens',
+}: LengthAmongCorrectOptions): GroupReward {
   return groupReward(async (inputs) => {
     const correct = await Promise.all(inputs.map(async (input) => ((await correctness(input)) ?? 0) >= 0.5));
     const fraction = correct.filter(Boolean).length / inputs.length;
@@ -65,9 +74,16 @@ async function scoreAll(reward: RewardFn, inputs: readonly RewardInput[], signal
  * `outcome` gives r_o and `thinking` (a process / thinking reward model) gives r_t ∈ [0, 1].
  * @example trustWeighted({ outcome: mathAnswer(), thinking: llmJudge({ rubric: 'Is the reasoning sound?' }) })
  */
-export function trustWeighted({ outcome, thinking, ...options }: { outcome: RewardFn; thinking: RewardFn } & TrustWeightOptions): GroupReward {
+export function trustWeighted({
+  outcome,
+  thinking,
+  ...options
+}: { outcome: RewardFn; thinking: RewardFn } & TrustWeightOptions): GroupReward {
   return groupReward(async (inputs, signal) => {
-    const [outcomes, thoughts] = await Promise.all([scoreAll(outcome, inputs, signal), scoreAll(thinking, inputs, signal)]);
+    const [outcomes, thoughts] = await Promise.all([
+      scoreAll(outcome, inputs, signal),
+      scoreAll(thinking, inputs, signal),
+    ]);
     return Array.from(trustWeightedProcessReward(outcomes, thoughts, inputs[0]?.step ?? 0, options));
   });
 }
@@ -76,11 +92,21 @@ export function trustWeighted({ outcome, thinking, ...options }: { outcome: Rewa
  * Posterior-GRPO as a group reward (ALGORITHMS.md §5.7): R = r_o + λ·r_p·1[r_o = 1].
  * @example outcomeGated({ outcome: mathAnswer(), process: llmJudge({ mode: 'yes-no' }), lambda: 0.5 })
  */
-export function outcomeGated({ outcome, process, lambda = 0.5 }: { outcome: RewardFn; process: RewardFn; lambda?: number }): GroupReward {
+export function outcomeGated({
+  outcome,
+  process,
+  lambda = 0.5,
+}: {
+  outcome: RewardFn;
+  process: RewardFn;
+  lambda?: number;
+}): GroupReward {
   return groupReward(async (inputs, signal) => {
     const outcomes = await scoreAll(outcome, inputs, signal);
     // the process reward is only needed (and only paid for) where the outcome is a success
-    const processes = await Promise.all(inputs.map(async (input, index) => (outcomes[index] === 1 ? ((await process({ ...input, signal })) ?? 0) : 0)));
+    const processes = await Promise.all(
+      inputs.map(async (input, index) => (outcomes[index] === 1 ? ((await process({ ...input, signal })) ?? 0) : 0)),
+    );
     return Array.from(outcomeGatedProcessReward(outcomes, processes, lambda));
   });
 }

@@ -23,7 +23,9 @@ beforeAll(async () => {
       seen.push({ authorization: request.headers.authorization, body: JSON.parse(raw) });
       const [status, content] = script.shift() ?? [200, 'Score: 7'];
       response.writeHead(status, { 'content-type': 'application/json' });
-      response.end(status === 200 ? JSON.stringify({ choices: [{ message: { role: 'assistant', content } }] }) : '{"error":"x"}');
+      response.end(
+        status === 200 ? JSON.stringify({ choices: [{ message: { role: 'assistant', content } }] }) : '{"error":"x"}',
+      );
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -31,7 +33,8 @@ beforeAll(async () => {
 });
 afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
-const input = (completion: string, row: Record<string, unknown> = {}) => makeRewardInput({ prompt: 'What is 2+2?', completion, row });
+const input = (completion: string, row: Record<string, unknown> = {}) =>
+  makeRewardInput({ prompt: 'What is 2+2?', completion, row });
 
 describe('llmJudge', () => {
   it('scales a 0–10 score to [0, 1], sends model, rubric and key', async () => {
@@ -39,7 +42,12 @@ describe('llmJudge', () => {
     try {
       seen.length = 0;
       script.push([200, 'Reasoning... Score: 8']);
-      const reward = llmJudge({ baseUrl, model: 'judge-1', apiKeyEnv: 'GRPO_TEST_JUDGE_KEY', rubric: 'Check arithmetic.' });
+      const reward = llmJudge({
+        baseUrl,
+        model: 'judge-1',
+        apiKeyEnv: 'GRPO_TEST_JUDGE_KEY',
+        rubric: 'Check arithmetic.',
+      });
       expect(await reward(input('4'))).toBeCloseTo(0.8, 12);
       expect(seen[0]!.authorization).toBe('Bearer sk-test');
       expect(seen[0]!.body.model).toBe('judge-1');
@@ -80,7 +88,11 @@ describe('llmJudge', () => {
     expect(await llmJudge({ baseUrl, model: 'm', mode: 'yes-no' })(input('4'))).toBe(1);
     const criteria = [{ description: 'correct', weight: 2 }, { description: 'brief' }, { description: 'polite' }];
     seen.length = 0;
-    expect(await llmJudge({ baseUrl, model: 'm', mode: 'criteria', criteria, referenceColumn: 'reference' })(input('4', { reference: 'four' }))).toBe(0.75);
+    expect(
+      await llmJudge({ baseUrl, model: 'm', mode: 'criteria', criteria, referenceColumn: 'reference' })(
+        input('4', { reference: 'four' }),
+      ),
+    ).toBe(0.75);
     expect(seen[0]!.body.messages[1]!.content).toContain('Reference answer:\nfour');
   });
 

@@ -39,7 +39,11 @@ function resolveEndpoint(endpoint: JudgeEndpoint): { url: string; model: string;
   const model = endpoint.model ?? process.env.JUDGE_MODEL ?? process.env.OPENAI_MODEL;
   if (!baseUrl) throw new Error('llmJudge: no endpoint; set the baseUrl option or OPENAI_BASE_URL');
   if (!model) throw new Error('llmJudge: no model; set the model option or JUDGE_MODEL / OPENAI_MODEL');
-  return { url: `${baseUrl.replace(/\/+$/, '')}/chat/completions`, model, key: process.env[endpoint.apiKeyEnv ?? 'OPENAI_API_KEY'] };
+  return {
+    url: `${baseUrl.replace(/\/+$/, '')}/chat/completions`,
+    model,
+    key: process.env[endpoint.apiKeyEnv ?? 'OPENAI_API_KEY'],
+  };
 }
 
 class RetryableError extends Error {}
@@ -47,17 +51,34 @@ class RetryableError extends Error {}
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
     const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => { clearTimeout(timer); reject(new Error('aborted')); }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(new Error('aborted'));
+      },
+      { once: true },
+    );
   });
 
 /**
  * Sends one chat request and returns `parse(reply text)`, retrying transport errors, 429/5xx and
  * replies `parse` rejects (by throwing), with exponential back-off.
  */
-export async function chatCompletion<T>(messages: Message[], parse: (reply: string) => T, endpoint: JudgeEndpoint = {}, signal?: AbortSignal): Promise<T> {
+export async function chatCompletion<T>(
+  messages: Message[],
+  parse: (reply: string) => T,
+  endpoint: JudgeEndpoint = {},
+  signal?: AbortSignal,
+): Promise<T> {
   const { url, model, key } = resolveEndpoint(endpoint);
   const attempts = endpoint.maxAttempts ?? 4;
-  const body = JSON.stringify({ model, messages, temperature: endpoint.temperature ?? 0, max_tokens: endpoint.maxTokens ?? 512 });
+  const body = JSON.stringify({
+    model,
+    messages,
+    temperature: endpoint.temperature ?? 0,
+    max_tokens: endpoint.maxTokens ?? 512,
+  });
   let lastError: unknown;
   for (let attempt = 0; attempt < attempts; attempt++) {
     if (attempt > 0) await sleep((endpoint.backoffMs ?? 500) * 2 ** (attempt - 1), signal);
@@ -70,7 +91,8 @@ export async function chatCompletion<T>(messages: Message[], parse: (reply: stri
         signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
       });
       if (response.status === 429 || response.status >= 500) throw new RetryableError(`HTTP ${response.status}`);
-      if (!response.ok) throw new Error(`llmJudge: HTTP ${response.status} from ${url}: ${(await response.text()).slice(0, 200)}`);
+      if (!response.ok)
+        throw new Error(`llmJudge: HTTP ${response.status} from ${url}: ${(await response.text()).slice(0, 200)}`);
       const json = (await response.json()) as { choices?: Array<{ message?: { content?: string } }> };
       const content = json.choices?.[0]?.message?.content;
       if (typeof content !== 'string') throw new RetryableError('reply has no choices[0].message.content');
@@ -81,17 +103,20 @@ export async function chatCompletion<T>(messages: Message[], parse: (reply: stri
       }
     } catch (error) {
       if (signal?.aborted) throw error;
-      if (!(error instanceof RetryableError) && error instanceof Error && error.message.startsWith('llmJudge:')) throw error;
+      if (!(error instanceof RetryableError) && error instanceof Error && error.message.startsWith('llmJudge:'))
+        throw error;
       lastError = error;
     }
   }
-  throw new Error(`llmJudge: gave up after ${attempts} attempts: ${lastError instanceof Error ? lastError.message : String(lastError)}`);
+  throw new Error(
+    `llmJudge: gave up after ${attempts} attempts: ${lastError instanceof Error ? lastError.message : String(lastError)}`,
+  );
 }
 
 /** The last "Score: N" (or, failing that, the last number) in a reply, checked against [min, max]. */
 export function parseScore(reply: string, min: number, max: number): number {
   const labelled = [...reply.matchAll(/score\s*[:=]?\s*(-?\d+(?:\.\d+)?)/gi)];
-  const numbers = labelled.length ? labelled.map((match) => match[1]!) : reply.match(/-?\d+(?:\.\d+)?/g) ?? [];
+  const numbers = labelled.length ? labelled.map((match) => match[1]!) : (reply.match(/-?\d+(?:\.\d+)?/g) ?? []);
   if (numbers.length === 0) throw new Error(`no score in reply ${JSON.stringify(reply.slice(0, 100))}`);
   const value = Number(numbers[numbers.length - 1]);
   if (value < min || value > max) throw new Error(`score ${value} outside [${min}, ${max}]`);
@@ -107,7 +132,8 @@ export function parseYesNo(reply: string): number {
 
 /** Rubric score r = Σ w_k s_k / Σ w_k (ALGORITHMS.md §5.11: [1,0,1] with weights [2,1,1] → 0.75). */
 export function rubricScore(scores: readonly number[], weights: readonly number[]): number {
-  if (scores.length !== weights.length) throw new Error(`rubricScore: ${scores.length} scores for ${weights.length} weights`);
+  if (scores.length !== weights.length)
+    throw new Error(`rubricScore: ${scores.length} scores for ${weights.length} weights`);
   const total = weights.reduce((a, b) => a + b, 0);
   if (!(total > 0)) throw new Error('rubricScore: weights must sum to more than 0');
   return scores.reduce((sum, score, index) => sum + weights[index]! * score, 0) / total;
@@ -134,14 +160,35 @@ export interface LlmJudgeOptions extends JudgeEndpoint {
   cacheSize?: number;
 }
 
-function judgeMessages(options: LlmJudgeOptions, prompt: string, completion: string, reference: string | null): Message[] {
-  const { mode = 'score', min = 0, max = 10, rubric = 'Judge how correct, complete and helpful the response is.' } = options;
+function judgeMessages(
+  options: LlmJudgeOptions,
+  prompt: string,
+  completion: string,
+  reference: string | null,
+): Message[] {
+  const {
+    mode = 'score',
+    min = 0,
+    max = 10,
+    rubric = 'Judge how correct, complete and helpful the response is.',
+  } = options;
   const instructions =
-    mode === 'score' ? `Reply with "Score: N" where N is a number from ${min} to ${max}.`
-    : mode === 'yes-no' ? 'Reply with exactly YES or NO.'
-    : `For each criterion reply with one line "k: YES" or "k: NO".\n${(options.criteria ?? []).map((criterion, index) => `${index + 1}. ${criterion.description}`).join('\n')}`;
-  const user = [`Prompt:\n${prompt}`, `Response:\n${completion}`, reference === null ? '' : `Reference answer:\n${reference}`].filter(Boolean).join('\n\n');
-  return [{ role: 'system', content: `You are a strict grader. ${rubric}\n${instructions}` }, { role: 'user', content: user }];
+    mode === 'score'
+      ? `Reply with "Score: N" where N is a number from ${min} to ${max}.`
+      : mode === 'yes-no'
+        ? 'Reply with exactly YES or NO.'
+        : `For each criterion reply with one line "k: YES" or "k: NO".\n${(options.criteria ?? []).map((criterion, index) => `${index + 1}. ${criterion.description}`).join('\n')}`;
+  const user = [
+    `Prompt:\n${prompt}`,
+    `Response:\n${completion}`,
+    reference === null ? '' : `Reference answer:\n${reference}`,
+  ]
+    .filter(Boolean)
+    .join('\n\n');
+  return [
+    { role: 'system', content: `You are a strict grader. ${rubric}\n${instructions}` },
+    { role: 'user', content: user },
+  ];
 }
 
 function criteriaParser(criteria: readonly Criterion[]): (reply: string) => number {
@@ -151,7 +198,10 @@ function criteriaParser(criteria: readonly Criterion[]): (reply: string) => numb
       if (!line) throw new Error(`no verdict for criterion ${index + 1}`);
       return line[1]!.toLowerCase() === 'yes' ? 1 : 0;
     });
-    return rubricScore(scores, criteria.map((criterion) => criterion.weight ?? 1));
+    return rubricScore(
+      scores,
+      criteria.map((criterion) => criterion.weight ?? 1),
+    );
   };
 }
 
@@ -161,10 +211,16 @@ function criteriaParser(criteria: readonly Criterion[]): (reply: string) => numb
  */
 export function llmJudge(options: LlmJudgeOptions = {}): RewardFn {
   const { mode = 'score', min = 0, max = 10, criteria = [], cacheSize = 10_000 } = options;
-  if (mode === 'criteria' && criteria.length === 0) throw new Error('llmJudge: mode "criteria" needs at least one criterion');
+  if (mode === 'criteria' && criteria.length === 0)
+    throw new Error('llmJudge: mode "criteria" needs at least one criterion');
   if (!(max > min)) throw new Error(`llmJudge: need max > min, got [${min}, ${max}]`);
   resolveEndpoint(options); // a missing URL or model is reported when the reward is built, before any compute
-  const parse = mode === 'score' ? (reply: string) => (parseScore(reply, min, max) - min) / (max - min) : mode === 'yes-no' ? parseYesNo : criteriaParser(criteria);
+  const parse =
+    mode === 'score'
+      ? (reply: string) => (parseScore(reply, min, max) - min) / (max - min)
+      : mode === 'yes-no'
+        ? parseYesNo
+        : criteriaParser(criteria);
   const cache = new Map<string, Promise<number>>();
   return ({ prompt, completion, row, signal }) => {
     const reference = options.referenceColumn ? stringColumn(row, options.referenceColumn, 'llmJudge') : null;

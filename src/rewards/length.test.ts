@@ -1,7 +1,13 @@
 /** Table-driven tests of length, repetition, truthfulness and group rewards (ALGORITHMS.md §5.3–5.5, §5.10). */
 import { describe, expect, it } from 'vitest';
 import { lengthAmongCorrect, outcomeGated, pairwiseWinRate, trustWeighted } from './group.js';
-import { lengthBudget, overlongPenalty, repetitionPenalty, softOverlongPunishment, ternaryTruthfulness } from './length.js';
+import {
+  lengthBudget,
+  overlongPenalty,
+  repetitionPenalty,
+  softOverlongPunishment,
+  ternaryTruthfulness,
+} from './length.js';
 import { mathAnswer } from './math.js';
 import { annealedWeight } from './combine.js';
 import { makeRewardInput, type RewardInput } from './types.js';
@@ -41,24 +47,43 @@ describe('repetitionPenalty (§5.5)', () => {
     expect(repetitionPenalty({ ngramSize })(makeRewardInput({ completion }))).toBeCloseTo(expected, 12);
   });
   it('works on token ids', () => {
-    expect(repetitionPenalty({ ngramSize: 2, unit: 'tokens' })(makeRewardInput({ completion: '', completionIds: [1, 2, 1, 2, 1, 2] }))).toBeCloseTo(-0.6, 12);
+    expect(
+      repetitionPenalty({ ngramSize: 2, unit: 'tokens' })(
+        makeRewardInput({ completion: '', completionIds: [1, 2, 1, 2, 1, 2] }),
+      ),
+    ).toBeCloseTo(-0.6, 12);
   });
 });
 
 describe('ternaryTruthfulness (§5.3)', () => {
   it('["42", "I don\'t know", "41"] with gold 42 → [1, 0, −1]', () => {
     const reward = ternaryTruthfulness();
-    expect(['42', "I don't know", '41'].map((completion) => reward(makeRewardInput({ completion, row: { answer: '42' } })))).toEqual([1, 0, -1]);
+    expect(
+      ['42', "I don't know", '41'].map((completion) => reward(makeRewardInput({ completion, row: { answer: '42' } }))),
+    ).toEqual([1, 0, -1]);
   });
 });
 
 function group(completions: string[], answer: string, ids?: number[][]): RewardInput[] {
-  return completions.map((completion, index) => makeRewardInput({ completion, group: completions, indexInGroup: index, row: { answer }, completionIds: ids?.[index] }));
+  return completions.map((completion, index) =>
+    makeRewardInput({
+      completion,
+      group: completions,
+      indexInGroup: index,
+      row: { answer },
+      completionIds: ids?.[index],
+    }),
+  );
 }
 
 describe('pairwiseWinRate (§5.10)', () => {
   it('judgements consistent with scores [0.71, 0.70, 0.50, 0.20] → [1, 2/3, 1/3, 0]', async () => {
-    const hidden = new Map([['a', 0.71], ['b', 0.7], ['c', 0.5], ['d', 0.2]]);
+    const hidden = new Map([
+      ['a', 0.71],
+      ['b', 0.7],
+      ['c', 0.5],
+      ['d', 0.2],
+    ]);
     const reward = pairwiseWinRate({ prefers: (x, y) => hidden.get(x.completion)! > hidden.get(y.completion)! });
     const scores = (await reward.scoreGroup(group(['a', 'b', 'c', 'd'], ''))) as number[];
     expect(scores.map((value) => Number(value.toFixed(4)))).toEqual([1, 0.6667, 0.3333, 0]);
@@ -72,7 +97,9 @@ describe('lengthAmongCorrect (GRPO-λ)', () => {
   it('shapes by length among correct peers once enough are correct', async () => {
     const reward = lengthAmongCorrect({ correctness: mathAnswer(), alpha: 0.5, unit: 'characters' });
     // 3 of 4 correct (≥ τ = 0.5); correct lengths 9, 12, 19 characters → ℓ = 0, 0.3, 1 → 1 − 0.5ℓ
-    expect(await reward.scoreGroup(group(['\\boxed{4}', 'so \\boxed{4}', 'so we get \\boxed{4}', '\\boxed{5}'], '4'))).toEqual([1, 0.85, 0.5, 0]);
+    expect(
+      await reward.scoreGroup(group(['\\boxed{4}', 'so \\boxed{4}', 'so we get \\boxed{4}', '\\boxed{5}'], '4')),
+    ).toEqual([1, 0.85, 0.5, 0]);
     // 1 of 4 correct (< τ): plain 0/1
     expect(await reward.scoreGroup(group(['so we get \\boxed{4}', '1', '2', '3'], '4'))).toEqual([1, 0, 0, 0]);
   });
@@ -81,16 +108,26 @@ describe('lengthAmongCorrect (GRPO-λ)', () => {
 describe('trustWeighted and outcomeGated group rewards', () => {
   const outcome = ({ completion }: RewardInput) => (completion.startsWith('right') ? 1 : 0);
   const thinking = ({ completion }: RewardInput) => Number(completion.split(' ')[1]);
-  const inputs = (step: number) => ['right 0.3', 'right 0.4', 'wrong 0.8', 'wrong 0.6'].map((completion) => makeRewardInput({ completion, step }));
+  const inputs = (step: number) =>
+    ['right 0.3', 'right 0.4', 'wrong 0.8', 'wrong 0.6'].map((completion) => makeRewardInput({ completion, step }));
   it('Trust-GRPO §5.6 vector through the group form, step taken from the inputs', async () => {
     const reward = trustWeighted({ outcome, thinking });
-    expect(((await reward.scoreGroup(inputs(0))) as number[]).map((value) => Number(value.toFixed(4)))).toEqual([1.0634, 1.0846, 0.1691, 0.1268]);
-    expect(((await reward.scoreGroup(inputs(500))) as number[]).map((value) => Number(value.toFixed(4)))).toEqual([1.0233, 1.0311, 0.0622, 0.0467]);
+    expect(((await reward.scoreGroup(inputs(0))) as number[]).map((value) => Number(value.toFixed(4)))).toEqual([
+      1.0634, 1.0846, 0.1691, 0.1268,
+    ]);
+    expect(((await reward.scoreGroup(inputs(500))) as number[]).map((value) => Number(value.toFixed(4)))).toEqual([
+      1.0233, 1.0311, 0.0622, 0.0467,
+    ]);
   });
   it('Posterior-GRPO §5.7 vector, the process reward asked only for successes', async () => {
     let asked = 0;
-    const process = ({ completion }: RewardInput) => { asked++; return Number(completion.split(' ')[1]); };
-    const group = ['right 0.9', 'right 0.2', 'wrong 0.8', 'wrong 0.1'].map((completion) => makeRewardInput({ completion }));
+    const process = ({ completion }: RewardInput) => {
+      asked++;
+      return Number(completion.split(' ')[1]);
+    };
+    const group = ['right 0.9', 'right 0.2', 'wrong 0.8', 'wrong 0.1'].map((completion) =>
+      makeRewardInput({ completion }),
+    );
     expect(await outcomeGated({ outcome, process, lambda: 0.5 }).scoreGroup(group)).toEqual([1.45, 1.1, 0, 0]);
     expect(asked).toBe(2);
   });

@@ -13,7 +13,11 @@ import { stringColumn, type RewardFn, type RewardInput } from './types.js';
 export type LengthUnit = 'tokens' | 'characters';
 
 /** The completion length in the chosen unit; errors when tokens are asked for but absent. */
-export function completionLength(input: Pick<RewardInput, 'completion' | 'completionIds'>, unit: LengthUnit, rewardName: string): number {
+export function completionLength(
+  input: Pick<RewardInput, 'completion' | 'completionIds'>,
+  unit: LengthUnit,
+  rewardName: string,
+): number {
   if (unit === 'characters') return input.completion.length;
   if (input.completionIds.length === 0 && input.completion.length > 0) {
     throw new Error(`${rewardName}: no completion token ids to count; pass unit: 'characters' when only text is known`);
@@ -34,8 +38,13 @@ export function overlongPenalty(length: number, maxLength: number, cacheLength: 
  * beyond. Add it to the task reward with weight 1. ALGORITHMS.md §5.4 (DAPO Eq. 13).
  * @example softOverlongPunishment({ maxLength: 10, cacheLength: 4 }) // 8 tokens → −0.5
  */
-export function softOverlongPunishment({ maxLength = 20480, cacheLength = 4096, unit = 'tokens' as LengthUnit } = {}): RewardFn {
-  if (!(cacheLength > 0 && cacheLength <= maxLength)) throw new Error(`softOverlongPunishment: need 0 < cacheLength ≤ maxLength, got ${cacheLength}, ${maxLength}`);
+export function softOverlongPunishment({
+  maxLength = 20480,
+  cacheLength = 4096,
+  unit = 'tokens' as LengthUnit,
+} = {}): RewardFn {
+  if (!(cacheLength > 0 && cacheLength <= maxLength))
+    throw new Error(`softOverlongPunishment: need 0 < cacheLength ≤ maxLength, got ${cacheLength}, ${maxLength}`);
   return (input) => overlongPenalty(completionLength(input, unit, 'softOverlongPunishment'), maxLength, cacheLength);
 }
 
@@ -44,7 +53,13 @@ export function softOverlongPunishment({ maxLength = 20480, cacheLength = 4096, 
  * pass `annealedWeight(...)` from `combine.ts` as a budget that decays by step).
  * @example lengthBudget({ budget: 512 }) // 300 tokens → 1
  */
-export function lengthBudget({ budget, unit = 'tokens' as LengthUnit }: { budget: number | ((step: number) => number); unit?: LengthUnit }): RewardFn {
+export function lengthBudget({
+  budget,
+  unit = 'tokens' as LengthUnit,
+}: {
+  budget: number | ((step: number) => number);
+  unit?: LengthUnit;
+}): RewardFn {
   return (input) => {
     const limit = typeof budget === 'function' ? budget(input.step) : budget;
     return completionLength(input, unit, 'lengthBudget') <= limit ? 1 : 0;
@@ -65,8 +80,13 @@ export function repetitionScore(items: readonly (string | number)[], ngramSize: 
  * ALGORITHMS.md §5.5: "a b a b a b", n = 2, maxPenalty −1 → −0.6.
  * @example repetitionPenalty({ ngramSize: 2 })(makeRewardInput({ completion: 'a b a b a b' })) // −0.6
  */
-export function repetitionPenalty({ ngramSize = 3, maxPenalty = -1, unit = 'words' as 'words' | 'tokens' } = {}): RewardFn {
-  if (!(Number.isInteger(ngramSize) && ngramSize >= 1)) throw new Error(`repetitionPenalty: ngramSize must be a positive integer, got ${ngramSize}`);
+export function repetitionPenalty({
+  ngramSize = 3,
+  maxPenalty = -1,
+  unit = 'words' as 'words' | 'tokens',
+} = {}): RewardFn {
+  if (!(Number.isInteger(ngramSize) && ngramSize >= 1))
+    throw new Error(`repetitionPenalty: ngramSize must be a positive integer, got ${ngramSize}`);
   if (maxPenalty > 0) throw new Error(`repetitionPenalty: maxPenalty must be ≤ 0, got ${maxPenalty}`);
   return ({ completion, completionIds }) => {
     const items = unit === 'tokens' ? completionIds : completion.toLowerCase().split(/\s+/).filter(Boolean);
@@ -74,7 +94,8 @@ export function repetitionPenalty({ ngramSize = 3, maxPenalty = -1, unit = 'word
   };
 }
 
-const ABSTAIN = /\b(?:i don'?t know|i do not know|i'?m not sure|i am not sure|cannot (?:be )?determine|unknown|no answer)\b/i;
+const ABSTAIN =
+  /\b(?:i don'?t know|i do not know|i'?m not sure|i am not sure|cannot (?:be )?determine|unknown|no answer)\b/i;
 
 /** Options of {@link ternaryTruthfulness}. */
 export interface TernaryOptions {
@@ -90,7 +111,11 @@ export interface TernaryOptions {
  * ["42", "I don't know", "41"] with gold 42 → [1, 0, −1].
  * @example ternaryTruthfulness()(makeRewardInput({ completion: "I don't know", row: { answer: '42' } })) // 0
  */
-export function ternaryTruthfulness({ answerColumn = 'answer', isCorrect = verifyMathAnswer, abstain = ABSTAIN }: TernaryOptions = {}): RewardFn {
+export function ternaryTruthfulness({
+  answerColumn = 'answer',
+  isCorrect = verifyMathAnswer,
+  abstain = ABSTAIN,
+}: TernaryOptions = {}): RewardFn {
   return ({ completion, row }) => {
     const gold = stringColumn(row, answerColumn, 'ternaryTruthfulness');
     if (isCorrect(completion, gold)) return 1;

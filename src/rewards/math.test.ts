@@ -104,10 +104,17 @@ describe('mathAnswer reward', () => {
     expect(await score(`\\boxed{${'('.repeat(50)}7${')'.repeat(50)}}`, '7')).toBe(1);
   });
   it('names the missing column', () => {
-    expect(() => mathAnswer({ answerColumn: 'gold' })(makeRewardInput({ completion: '1', row: {} }))).toThrow(/column "gold"/);
+    expect(() => mathAnswer({ answerColumn: 'gold' })(makeRewardInput({ completion: '1', row: {} }))).toThrow(
+      /column "gold"/,
+    );
   });
   it('gold answers verify against their own solutions on a slice of the real datasets', () => {
-    const read = (path: string) => readFileSync(new URL(path, import.meta.url), 'utf8').trim().split('\n').slice(0, 100).map((line) => JSON.parse(line));
+    const read = (path: string) =>
+      readFileSync(new URL(path, import.meta.url), 'utf8')
+        .trim()
+        .split('\n')
+        .slice(0, 100)
+        .map((line) => JSON.parse(line));
     const gsm8k = read('../../../shared/data/gsm8k/test.jsonl') as Array<{ answer: string }>;
     const math500 = read('../../../shared/data/math500/test.jsonl') as Array<{ solution: string; answer: string }>;
     expect(gsm8k.filter((row) => verifyMathAnswer(row.answer, goldAnswer(row.answer))).length).toBe(100);
@@ -115,7 +122,9 @@ describe('mathAnswer reward', () => {
     // wrong answers built by bumping the first digit (or appending a letter) must not verify
     const perturb = (answer: string) => {
       const digit = /\d/.exec(answer);
-      return digit ? answer.slice(0, digit.index) + String((Number(digit[0]) + 1) % 10) + answer.slice(digit.index + 1) : `${answer}q`;
+      return digit
+        ? answer.slice(0, digit.index) + String((Number(digit[0]) + 1) % 10) + answer.slice(digit.index + 1)
+        : `${answer}q`;
     };
     const falsePositives = math500.filter((row) => verifyMathAnswer(`\\boxed{${perturb(row.answer)}}`, row.answer));
     expect(falsePositives).toEqual([]);

@@ -26,7 +26,11 @@ export function goldAnswer(cell: string): string {
 }
 
 /** True when the completion's final answer (found as `options` allow) verifies against `gold`. */
-export function verifyMathAnswer(completion: string, gold: string, options: ExtractOptions & VerifyOptions = {}): boolean {
+export function verifyMathAnswer(
+  completion: string,
+  gold: string,
+  options: ExtractOptions & VerifyOptions = {},
+): boolean {
   const extracted = extractFinalAnswer(completion, options);
   return extracted !== null && answersMatch(extracted.answer, goldAnswer(gold), options);
 }
@@ -59,6 +63,12 @@ export interface MathAnswerOptions {
  * await strict(makeRewardInput({ completion: 'it is 3.1416', row: { answer: '\\pi' } })); // 0: no box
  * await strict(makeRewardInput({ completion: '\\boxed{3.1416}', row: { answer: '\\pi' } })); // 1: 3 significant digits
  */
-export function mathAnswer({ answerColumn = 'answer', correct = 1, wrong = 0, ...options }: MathAnswerOptions = {}): RewardFn {
-  return ({ completion, row }) => (verifyMathAnswer(completion, stringColumn(row, answerColumn, 'mathAnswer'), options) ? correct : wrong);
+export function mathAnswer({
+  answerColumn = 'answer',
+  correct = 1,
+  wrong = 0,
+  ...options
+}: MathAnswerOptions = {}): RewardFn {
+  return ({ completion, row }) =>
+    verifyMathAnswer(completion, stringColumn(row, answerColumn, 'mathAnswer'), options) ? correct : wrong;
 }

@@ -4,7 +4,9 @@ import { cellScore, scoreRewards } from './run.js';
 import { groupReward, makeRewardInput, type NamedReward, type RewardInput } from './types.js';
 
 function group(...completions: string[]): RewardInput[] {
-  return completions.map((completion, indexInGroup) => makeRewardInput({ completion, group: completions, indexInGroup }));
+  return completions.map((completion, indexInGroup) =>
+    makeRewardInput({ completion, group: completions, indexInGroup }),
+  );
 }
 
 describe('scoreRewards', () => {
@@ -25,10 +27,22 @@ describe('scoreRewards', () => {
 
   it('records throws, bad return values and timeouts as failures, never as 0', async () => {
     const rewards: NamedReward[] = [
-      { name: 'throws', reward: ({ completion }) => { if (completion === 'bad') throw new Error('boom'); return 1; }, weight: 1 },
+      {
+        name: 'throws',
+        reward: ({ completion }) => {
+          if (completion === 'bad') throw new Error('boom');
+          return 1;
+        },
+        weight: 1,
+      },
       { name: 'infinite', reward: () => Number.POSITIVE_INFINITY, weight: 1 },
       { name: 'string', reward: (() => 'yes') as unknown as NamedReward['reward'], weight: 1 },
-      { name: 'slow', reward: ({ completion }) => new Promise((resolve) => setTimeout(() => resolve(1), completion === 'bad' ? 10_000 : 1)), weight: 1 },
+      {
+        name: 'slow',
+        reward: ({ completion }) =>
+          new Promise((resolve) => setTimeout(() => resolve(1), completion === 'bad' ? 10_000 : 1)),
+        weight: 1,
+      },
     ];
     const started = Date.now();
     const matrix = await scoreRewards(rewards, [group('good', 'bad')], { timeoutMs: 100 });
@@ -36,7 +50,12 @@ describe('scoreRewards', () => {
     expect(matrix.status).toEqual(['ok', 'error', 'error', 'ok', 'error', 'error', 'error', 'timeout']);
     expect(Number.isNaN(matrix.scores[4]!)).toBe(true); // the failed cell holds no score
     expect(matrix.failures.map((failure) => `${failure.sample}:${failure.reward}:${failure.status}`)).toEqual([
-      '0:infinite:error', '0:string:error', '1:throws:error', '1:infinite:error', '1:string:error', '1:slow:timeout',
+      '0:infinite:error',
+      '0:string:error',
+      '1:throws:error',
+      '1:infinite:error',
+      '1:string:error',
+      '1:slow:timeout',
     ]);
     expect(matrix.failures.find((failure) => failure.reward === 'throws')?.message).toBe('boom');
   });
@@ -46,7 +65,13 @@ describe('scoreRewards', () => {
     const reward: NamedReward = {
       name: 'waits',
       weight: 1,
-      reward: ({ signal }) => new Promise((resolve) => { signal?.addEventListener('abort', () => { aborted = true; resolve(0); }); }),
+      reward: ({ signal }) =>
+        new Promise((resolve) => {
+          signal?.addEventListener('abort', () => {
+            aborted = true;
+            resolve(0);
+          });
+        }),
     };
     await scoreRewards([reward], [group('a')], { timeoutMs: 20 });
     expect(aborted).toBe(true);
@@ -72,10 +97,16 @@ describe('scoreRewards', () => {
 
   it('runs group rewards once per group and checks their length', async () => {
     let calls = 0;
-    const rank = groupReward((inputs) => { calls++; return inputs.map((input) => input.completion.length); });
+    const rank = groupReward((inputs) => {
+      calls++;
+      return inputs.map((input) => input.completion.length);
+    });
     const wrongLength = groupReward(() => [1]);
     const matrix = await scoreRewards(
-      [{ name: 'rank', reward: rank, weight: 1 }, { name: 'wrong', reward: wrongLength, weight: 0 }],
+      [
+        { name: 'rank', reward: rank, weight: 1 },
+        { name: 'wrong', reward: wrongLength, weight: 0 },
+      ],
       [group('a', 'bbb'), group('cc')],
     );
     expect(calls).toBe(2);

@@ -94,7 +94,8 @@ export async function scoreRewards(
   const timeoutMs = options.timeoutMs ?? 30_000;
   const concurrency = options.concurrency ?? 8;
   const names = rewards.map((entry) => entry.name);
-  if (new Set(names).size !== names.length) throw new Error(`scoreRewards: duplicate reward names in [${names.join(', ')}]`);
+  if (new Set(names).size !== names.length)
+    throw new Error(`scoreRewards: duplicate reward names in [${names.join(', ')}]`);
   const sampleCount = groups.reduce((total, group) => total + group.length, 0);
   const width = rewards.length;
   const scores = new Float64Array(sampleCount * width).fill(Number.NaN);
@@ -129,7 +130,9 @@ export async function scoreRewards(
           try {
             const values = await withTimeout((signal) => reward.scoreGroup(group, signal), timeoutMs);
             if (!Array.isArray(values) || values.length !== group.length) {
-              throw new Error(`group reward returned ${Array.isArray(values) ? values.length : typeof values} scores for a group of ${group.length}`);
+              throw new Error(
+                `group reward returned ${Array.isArray(values) ? values.length : typeof values} scores for a group of ${group.length}`,
+              );
             }
             values.forEach((value, index) => record(start + index, column, { value }));
           } catch (error) {

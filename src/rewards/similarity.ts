@@ -25,7 +25,11 @@ export interface BleuOptions {
  * N-grams get batch-local ids from one dictionary (the torch.unique analogue); counts live in
  * flat arrays indexed sentence·U + id (the offset bincount).
  */
-function orderCounts(candidates: readonly (readonly number[])[], references: readonly (readonly (readonly number[])[])[], n: number) {
+function orderCounts(
+  candidates: readonly (readonly number[])[],
+  references: readonly (readonly (readonly number[])[])[],
+  n: number,
+) {
   const ids = new Map<string, number>();
   const idOf = (sequence: readonly number[], start: number): number => {
     const key = sequence.slice(start, start + n).join(',');
@@ -33,8 +37,14 @@ function orderCounts(candidates: readonly (readonly number[])[], references: rea
     if (id === undefined) ids.set(key, (id = ids.size));
     return id;
   };
-  const candidateIds = candidates.map((sequence) => Array.from({ length: Math.max(0, sequence.length - n + 1) }, (_, start) => idOf(sequence, start)));
-  const referenceIds = references.map((refs) => refs.map((sequence) => Array.from({ length: Math.max(0, sequence.length - n + 1) }, (_, start) => idOf(sequence, start))));
+  const candidateIds = candidates.map((sequence) =>
+    Array.from({ length: Math.max(0, sequence.length - n + 1) }, (_, start) => idOf(sequence, start)),
+  );
+  const referenceIds = references.map((refs) =>
+    refs.map((sequence) =>
+      Array.from({ length: Math.max(0, sequence.length - n + 1) }, (_, start) => idOf(sequence, start)),
+    ),
+  );
   const unique = ids.size;
   const batch = candidates.length;
   const candidateCounts = new Int32Array(batch * unique);
@@ -83,7 +93,8 @@ export function bleuScores(
   references: readonly (readonly (readonly number[])[])[],
   { maxOrder = 4, smoothing = 'none', epsilon = 0.1, k = 1 }: BleuOptions = {},
 ): Float64Array {
-  if (candidates.length !== references.length) throw new Error(`bleuScores: ${candidates.length} candidates but ${references.length} reference lists`);
+  if (candidates.length !== references.length)
+    throw new Error(`bleuScores: ${candidates.length} candidates but ${references.length} reference lists`);
   references.forEach((refs, index) => {
     if (refs.length === 0) throw new Error(`bleuScores: candidate ${index} has no reference`);
   });
@@ -118,11 +129,14 @@ export function bleuScores(
 
 /** Words of a text mapped to stable ids (for BLEU on text when no token ids are known). */
 function wordIds(text: string, vocabulary: Map<string, number>): number[] {
-  return text.split(/\s+/).filter(Boolean).map((word) => {
-    let id = vocabulary.get(word);
-    if (id === undefined) vocabulary.set(word, (id = vocabulary.size));
-    return id;
-  });
+  return text
+    .split(/\s+/)
+    .filter(Boolean)
+    .map((word) => {
+      let id = vocabulary.get(word);
+      if (id === undefined) vocabulary.set(word, (id = vocabulary.size));
+      return id;
+    });
 }
 
 /** Options of {@link bleu}. */
@@ -137,7 +151,11 @@ export interface BleuRewardOptions extends BleuOptions {
  * BLEU against the row's reference(s), scored for the whole group in one vectorised call.
  * @example bleu({ referenceColumn: 'reference', smoothing: 'exp' })
  */
-export function bleu({ referenceColumn = 'reference', unit = 'words', ...options }: BleuRewardOptions = {}): GroupReward {
+export function bleu({
+  referenceColumn = 'reference',
+  unit = 'words',
+  ...options
+}: BleuRewardOptions = {}): GroupReward {
   return groupReward((inputs) => {
     const vocabulary = new Map<string, number>();
     const asIds = (value: unknown, where: string): number[] => {
@@ -151,7 +169,9 @@ export function bleu({ referenceColumn = 'reference', unit = 'words', ...options
       const many = Array.isArray(cell) && (unit === 'words' || Array.isArray(cell[0]));
       return (many ? (cell as unknown[]) : [cell]).map((value) => asIds(value, `column "${referenceColumn}"`));
     });
-    const candidates = inputs.map((input) => (unit === 'ids' ? [...input.completionIds] : wordIds(input.completion, vocabulary)));
+    const candidates = inputs.map((input) =>
+      unit === 'ids' ? [...input.completionIds] : wordIds(input.completion, vocabulary),
+    );
     return Array.from(bleuScores(candidates, references, options));
   });
 }
@@ -161,7 +181,8 @@ function lcsLength<T>(a: readonly T[], b: readonly T[]): number {
   let previous = new Int32Array(b.length + 1);
   let current = new Int32Array(b.length + 1);
   for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) current[j] = a[i - 1] === b[j - 1] ? previous[j - 1]! + 1 : Math.max(previous[j]!, current[j - 1]!);
+    for (let j = 1; j <= b.length; j++)
+      current[j] = a[i - 1] === b[j - 1] ? previous[j - 1]! + 1 : Math.max(previous[j]!, current[j - 1]!);
     [previous, current] = [current, previous];
   }
   return previous[b.length]!;

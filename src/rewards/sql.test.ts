@@ -10,24 +10,45 @@ INSERT INTO singer VALUES (1, 'Ada', 'UK', 36), (2, 'Bo', 'US', 25), (3, 'Cy', '
 
 describe('sqlExecution', () => {
   const reward = sqlExecution({ timeoutMs: 2000 });
-  const score = (completion: string, answer: string) => reward(makeRewardInput({ completion, row: { schema, answer } }));
+  const score = (completion: string, answer: string) =>
+    reward(makeRewardInput({ completion, row: { schema, answer } }));
   const cases: Array<[string, string, number, string]> = [
-    ['SELECT name FROM singer WHERE country = "UK"', "SELECT name FROM singer WHERE country = 'UK'", 1, 'same rows, different quoting'],
-    ['SELECT name FROM singer WHERE age > 30', "SELECT name FROM singer WHERE country = 'UK'", 1, 'different query, same result set'],
+    [
+      'SELECT name FROM singer WHERE country = "UK"',
+      "SELECT name FROM singer WHERE country = 'UK'",
+      1,
+      'same rows, different quoting',
+    ],
+    [
+      'SELECT name FROM singer WHERE age > 30',
+      "SELECT name FROM singer WHERE country = 'UK'",
+      1,
+      'different query, same result set',
+    ],
     ['SELECT name FROM singer ORDER BY name DESC', 'SELECT name FROM singer', 1, 'gold has no ORDER BY: order ignored'],
-    ['SELECT name FROM singer ORDER BY name DESC', 'SELECT name FROM singer ORDER BY name', 0.1, 'gold orders: wrong order is wrong, but it ran'],
+    [
+      'SELECT name FROM singer ORDER BY name DESC',
+      'SELECT name FROM singer ORDER BY name',
+      0.1,
+      'gold orders: wrong order is wrong, but it ran',
+    ],
     ['SELECT name FROM singer', "SELECT name FROM singer WHERE country = 'UK'", 0.1, 'runs, extra rows'],
     ['SELECT COUNT(*) FROM singer', 'SELECT count(id) FROM singer', 1, 'same count'],
     ['SELECT AVG(age) FROM singer', 'SELECT SUM(age) * 1.0 / COUNT(*) FROM singer', 1, 'floats compared to 12 digits'],
     ['SELEC name FROM singer', 'SELECT name FROM singer', 0, 'syntax error: 0'],
     ['SELECT nme FROM singer', 'SELECT name FROM singer', 0, 'unknown column: 0'],
-    ['```sql\nSELECT name FROM singer WHERE id = 2\n```', 'SELECT name FROM singer WHERE id = 2', 1, 'fenced SQL extracted'],
+    [
+      '```sql\nSELECT name FROM singer WHERE id = 2\n```',
+      'SELECT name FROM singer WHERE id = 2',
+      1,
+      'fenced SQL extracted',
+    ],
   ];
   it.each(cases)('%j vs %j → %d (%s)', async (completion, answer, expected) => {
     expect(await score(completion, answer)).toBe(expected);
   });
 
-  it('a destructive prediction does not touch the next query\'s database', async () => {
+  it("a destructive prediction does not touch the next query's database", async () => {
     expect(await score('DROP TABLE singer', 'SELECT name FROM singer')).toBe(0.1); // it ran (no rows), so partial
     expect(await score('SELECT name FROM singer', 'SELECT name FROM singer')).toBe(1); // the table is still there
   });

@@ -13,7 +13,8 @@ import { Worker } from 'node:worker_threads';
 import { stringColumn, type RewardFn } from './types.js';
 
 /** Result of one query: rows of values, or the error SQLite gave. */
-export type QueryResult = { ok: true; columns: string[]; rows: unknown[][]; truncated: boolean } | { ok: false; error: string };
+export type QueryResult =
+  { ok: true; columns: string[]; rows: unknown[][]; truncated: boolean } | { ok: false; error: string };
 
 const WORKER_SOURCE = String.raw`
 const { parentPort, workerData } = require('node:worker_threads');
@@ -115,7 +116,15 @@ export function extractSql(completion: string): string {
 
 /** A canonical key for one row: numbers to 12 significant digits, so 0.1 + 0.2 equals 0.3. */
 function rowKey(row: readonly unknown[]): string {
-  return JSON.stringify(row.map((value) => (typeof value === 'number' ? Number(value.toPrecision(12)) : value instanceof Uint8Array ? Array.from(value) : value)));
+  return JSON.stringify(
+    row.map((value) =>
+      typeof value === 'number'
+        ? Number(value.toPrecision(12))
+        : value instanceof Uint8Array
+          ? Array.from(value)
+          : value,
+    ),
+  );
 }
 
 /** True when two results hold the same rows: in order when `ordered`, else as multisets. */
@@ -150,7 +159,14 @@ export interface SqlExecutionOptions {
  * differs, 0 when it does not run. A gold query that fails is an error (the row is bad).
  * @example sqlExecution() // row: { schema: 'CREATE TABLE t(x); INSERT INTO t VALUES (1);', answer: 'SELECT x FROM t' }
  */
-export function sqlExecution({ goldColumn = 'answer', databaseColumn = 'schema', executesScore = 0.1, order = 'auto', timeoutMs, maxRows }: SqlExecutionOptions = {}): RewardFn {
+export function sqlExecution({
+  goldColumn = 'answer',
+  databaseColumn = 'schema',
+  executesScore = 0.1,
+  order = 'auto',
+  timeoutMs,
+  maxRows,
+}: SqlExecutionOptions = {}): RewardFn {
   const runner = new SqlRunner({ timeoutMs, maxRows });
   return async ({ completion, row }) => {
     const setup = stringColumn(row, databaseColumn, 'sqlExecution');

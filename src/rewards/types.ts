@@ -47,7 +47,10 @@ export type RewardFn = (input: RewardInput) => RewardValue | Promise<RewardValue
 export interface GroupReward {
   /** Marks the group form; per-completion rewards are plain functions. */
   readonly scope: 'group';
-  scoreGroup(inputs: readonly RewardInput[], signal?: AbortSignal): readonly RewardValue[] | Promise<readonly RewardValue[]>;
+  scoreGroup(
+    inputs: readonly RewardInput[],
+    signal?: AbortSignal,
+  ): readonly RewardValue[] | Promise<readonly RewardValue[]>;
 }
 
 /** Either form of reward. */
@@ -55,7 +58,10 @@ export type Reward = RewardFn | GroupReward;
 
 /** Wraps a group-scoring function as a {@link GroupReward}. */
 export function groupReward(
-  scoreGroup: (inputs: readonly RewardInput[], signal?: AbortSignal) => readonly RewardValue[] | Promise<readonly RewardValue[]>,
+  scoreGroup: (
+    inputs: readonly RewardInput[],
+    signal?: AbortSignal,
+  ) => readonly RewardValue[] | Promise<readonly RewardValue[]>,
 ): GroupReward {
   return { scope: 'group', scoreGroup };
 }
@@ -95,7 +101,9 @@ export function stringColumn(row: Readonly<Record<string, unknown>>, column: str
   const value = row[column];
   if (typeof value === 'string') return value;
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
-  throw new Error(`${rewardName}: dataset row has no string column "${column}" (got ${value === undefined ? 'nothing' : typeof value})`);
+  throw new Error(
+    `${rewardName}: dataset row has no string column "${column}" (got ${value === undefined ? 'nothing' : typeof value})`,
+  );
 }
 
 /** Text of the last message if the prompt is a chat, else the prompt itself. */

@@ -4,6 +4,12 @@
  */
 export { generate, type Completion, type GenerateRequest } from './sampler.js';
 export {
-  applyMinP, applyTemperature, applyTopK, applyTopP, argmax, chooseToken, logSoftmaxRow,
+  applyMinP,
+  applyTemperature,
+  applyTopK,
+  applyTopP,
+  argmax,
+  chooseToken,
+  logSoftmaxRow,
   type SamplingSettings,
 } from './logits.js';

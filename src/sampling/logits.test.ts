@@ -7,7 +7,15 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadNativeBackend, nativeAddonStatus } from '../tensor/backends/native/native-backend.js';
 import { getBackend, Random, setBackend } from '../tensor/index.js';
-import { applyMinP, applyTemperature, applyTopK, applyTopP, chooseToken, chooseTokens, logSoftmaxRow } from './logits.js';
+import {
+  applyMinP,
+  applyTemperature,
+  applyTopK,
+  applyTopP,
+  chooseToken,
+  chooseTokens,
+  logSoftmaxRow,
+} from './logits.js';
 
 /** Top-p by its definition: every token in stable descending order until the mass reaches p. */
 function topPByFullSort(row: Float32Array, p: number): Float32Array {
@@ -107,7 +115,12 @@ describe('chooseTokens on the native draw kernel', () => {
           for (let r = 0; r < count; r++) batch.set(row, r * row.length);
           const seeds = Array.from({ length: count }, (_, r) => r + 1);
           setBackend(native);
-          const drawn = chooseTokens(batch, count, settings, seeds.map((seed) => new Random(seed)));
+          const drawn = chooseTokens(
+            batch,
+            count,
+            settings,
+            seeds.map((seed) => new Random(seed)),
+          );
           setBackend(previous);
           const scaled = applyTemperature(row, temperature);
           const logprobs = logSoftmaxRow(scaled);
@@ -120,10 +133,15 @@ describe('chooseTokens on the native draw kernel', () => {
             // boundary between the two tokens.
             const u = new Random(seeds[r]).uniform();
             let cumulative = 0;
-            for (let i = 0; i < Math.min(id, expected.id); i++) if (scaled[i] !== -Infinity) cumulative += Math.exp(logprobs[i]);
+            for (let i = 0; i < Math.min(id, expected.id); i++)
+              if (scaled[i] !== -Infinity) cumulative += Math.exp(logprobs[i]);
             let between = 0;
-            for (let i = Math.min(id, expected.id); i < Math.max(id, expected.id); i++) if (scaled[i] !== -Infinity) between += Math.exp(logprobs[i]);
-            expect(Math.min(Math.abs(u - cumulative), Math.abs(u - cumulative - between)), `row ${r}: ${id} vs ${expected.id}`).toBeLessThan(1e-5);
+            for (let i = Math.min(id, expected.id); i < Math.max(id, expected.id); i++)
+              if (scaled[i] !== -Infinity) between += Math.exp(logprobs[i]);
+            expect(
+              Math.min(Math.abs(u - cumulative), Math.abs(u - cumulative - between)),
+              `row ${r}: ${id} vs ${expected.id}`,
+            ).toBeLessThan(1e-5);
             boundaryDraws++;
           });
         }

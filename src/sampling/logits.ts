@@ -22,7 +22,8 @@ export interface SamplingSettings {
 
 export function argmax(row: Float32Array): number {
   let best = 0;
-  for (let i = 1; i < row.length; i++) if (row[i] > row[best] || (row[best] !== row[best] && row[i] === row[i])) best = i;
+  for (let i = 1; i < row.length; i++)
+    if (row[i] > row[best] || (row[best] !== row[best] && row[i] === row[i])) best = i;
   return best;
 }
 
@@ -126,7 +127,11 @@ export function drawFromLogits(row: Float32Array, random: Random): { id: number;
 }
 
 /** Picks the next token from raw logits and reports its logprob under logits / temperature. */
-export function chooseToken(row: Float32Array, settings: SamplingSettings, random: Random): { id: number; logprob: number } {
+export function chooseToken(
+  row: Float32Array,
+  settings: SamplingSettings,
+  random: Random,
+): { id: number; logprob: number } {
   if (settings.temperature === 0) {
     const id = argmax(row);
     return { id, logprob: row[id] - logNormalizerOf(row) };
@@ -149,7 +154,12 @@ function unfiltered(settings: SamplingSettings, V: number): boolean {
  * the same one uniform per row; it draws the same distribution with float32 exponentials, so a
  * sequence's ids can differ from the JS loop's where a draw falls within rounding of a token boundary.
  */
-export function chooseTokens(rows: Float32Array, count: number, settings: SamplingSettings, randoms: readonly Random[]): Array<{ id: number; logprob: number }> {
+export function chooseTokens(
+  rows: Float32Array,
+  count: number,
+  settings: SamplingSettings,
+  randoms: readonly Random[],
+): Array<{ id: number; logprob: number }> {
   const V = count === 0 ? 0 : rows.length / count;
   const backend = getBackend();
   if (count > 0 && settings.temperature > 0 && unfiltered(settings, V) && backend.sampleRows) {

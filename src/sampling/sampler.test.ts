@@ -32,14 +32,23 @@ describe('generate', () => {
       const logprobs = noGrad(() => logSoftmax(model.forward(Int32Array.from(full.slice(0, -1)), 1)));
       const V = model.config.vocabSize;
       const start = prompts[completion.promptIndex].length - 1;
-      completion.ids.forEach((id, i) => expect(Math.abs(logprobs.data[(start + i) * V + id] - completion.logprobs[i])).toBeLessThan(1e-4));
+      completion.ids.forEach((id, i) =>
+        expect(Math.abs(logprobs.data[(start + i) * V + id] - completion.logprobs[i])).toBeLessThan(1e-4),
+      );
     }
   });
 
   it('rows leaving the batch at different steps keep exact logprobs (shared prompt keys, compacted cache, batched prefill)', () => {
     const stopTokenIds = Array.from({ length: 120 }, (_, i) => 13 * i + 5); // ~6% of the vocabulary: staggered stops
     const samePrompts = [...prompts, [1, 300, 411], [1, 80, 147, 9, 282]]; // equal lengths share a prefill forward
-    const completions = generate(model, { prompts: samePrompts, numSamples: 4, maxNewTokens: 16, temperature: 1.2, seed: 21, stopTokenIds });
+    const completions = generate(model, {
+      prompts: samePrompts,
+      numSamples: 4,
+      maxNewTokens: 16,
+      temperature: 1.2,
+      seed: 21,
+      stopTokenIds,
+    });
     const lengths = new Set(completions.map((c) => c.ids.length));
     expect(lengths.size).toBeGreaterThan(2); // the batch really shrank several times
     for (const completion of completions) {
@@ -76,25 +85,35 @@ describe('generate', () => {
     expect(long.ids).toHaveLength(7);
     expect(long.finishReason).toBe('length');
     const stopId = long.ids[3];
-    const [stopped] = generate(model, { prompts: [prompts[0]], maxNewTokens: 7, temperature: 1, seed: 3, stopTokenIds: [stopId] });
+    const [stopped] = generate(model, {
+      prompts: [prompts[0]],
+      maxNewTokens: 7,
+      temperature: 1,
+      seed: 3,
+      stopTokenIds: [stopId],
+    });
     expect(stopped.ids).toEqual(long.ids.slice(0, long.ids.indexOf(stopId) + 1));
     expect(stopped.finishReason).toBe('stop');
   });
 
   it('rejects bad requests clearly', () => {
     expect(() => generate(model, { prompts: [[]], maxNewTokens: 3, seed: 0 })).toThrow(/prompt 0 is empty/);
-    expect(() => generate(model, { prompts: [[1, 99999]], maxNewTokens: 3, seed: 0 })).toThrow(/prompt 0 token 1 is 99999, outside the vocabulary/);
+    expect(() => generate(model, { prompts: [[1, 99999]], maxNewTokens: 3, seed: 0 })).toThrow(
+      /prompt 0 token 1 is 99999, outside the vocabulary/,
+    );
     expect(() => generate(model, { prompts: [[1]], maxNewTokens: 3, seed: 0, topP: 0 })).toThrow(/topP/);
   });
 
   it('refuses a prompt plus maxNewTokens past max_position_embeddings (512 here) and allows exactly 512', () => {
     const prompt = [1, 247, 411]; // 3 tokens
     expect(() => generate(model, { prompts: [[1], prompt], maxNewTokens: 510, seed: 0 })).toThrow(
-      'generate: prompt 1 has 3 tokens and maxNewTokens is 510, together 513, over the model\'s maxPositionEmbeddings (max_position_embeddings) of 512',
+      "generate: prompt 1 has 3 tokens and maxNewTokens is 510, together 513, over the model's maxPositionEmbeddings (max_position_embeddings) of 512",
     );
     // Stop at once (every id is a stop id) so the allowed request costs one step.
     const everyId = Array.from({ length: model.config.vocabSize }, (_, id) => id);
-    expect(generate(model, { prompts: [prompt], maxNewTokens: 509, seed: 0, stopTokenIds: everyId })[0].ids).toHaveLength(1);
+    expect(
+      generate(model, { prompts: [prompt], maxNewTokens: 509, seed: 0, stopTokenIds: everyId })[0].ids,
+    ).toHaveLength(1);
   });
 });
 
@@ -109,7 +128,8 @@ describe('logit transforms', () => {
   it('sampling frequencies follow the probabilities', () => {
     const random = new Random(4);
     const counts = [0, 0, 0, 0];
-    for (let i = 0; i < 20000; i++) counts[chooseToken(row, { temperature: 1, topK: 0, topP: 1, minP: 0 }, random).id]++;
+    for (let i = 0; i < 20000; i++)
+      counts[chooseToken(row, { temperature: 1, topK: 0, topP: 1, minP: 0 }, random).id]++;
     [0.5, 0.3, 0.15, 0.05].forEach((p, i) => expect(Math.abs(counts[i] / 20000 - p)).toBeLessThan(0.015));
   });
 });

@@ -34,22 +34,30 @@ export interface Completion {
 
 function validate(request: GenerateRequest, model: Transformer): void {
   const limit = model.config.vocabSize;
-  if (!Number.isInteger(request.maxNewTokens) || request.maxNewTokens < 0) throw new Error(`generate: maxNewTokens must be a non-negative integer, got ${request.maxNewTokens}`);
+  if (!Number.isInteger(request.maxNewTokens) || request.maxNewTokens < 0)
+    throw new Error(`generate: maxNewTokens must be a non-negative integer, got ${request.maxNewTokens}`);
   const numSamples = request.numSamples ?? 1;
-  if (!Number.isInteger(numSamples) || numSamples < 1) throw new Error(`generate: numSamples must be a positive integer, got ${numSamples}`);
+  if (!Number.isInteger(numSamples) || numSamples < 1)
+    throw new Error(`generate: numSamples must be a positive integer, got ${numSamples}`);
   const temperature = request.temperature ?? 1;
   if (!(temperature >= 0)) throw new Error(`generate: temperature must be >= 0, got ${temperature}`);
-  if (request.topP !== undefined && !(request.topP > 0 && request.topP <= 1)) throw new Error(`generate: topP must be in (0, 1], got ${request.topP}`);
-  if (request.minP !== undefined && !(request.minP >= 0 && request.minP < 1)) throw new Error(`generate: minP must be in [0, 1), got ${request.minP}`);
+  if (request.topP !== undefined && !(request.topP > 0 && request.topP <= 1))
+    throw new Error(`generate: topP must be in (0, 1], got ${request.topP}`);
+  if (request.minP !== undefined && !(request.minP >= 0 && request.minP < 1))
+    throw new Error(`generate: minP must be in [0, 1), got ${request.minP}`);
   request.prompts.forEach((prompt, index) => {
-    if (prompt.length === 0) throw new Error(`generate: prompt ${index} is empty (it needs at least one token, e.g. BOS)`);
+    if (prompt.length === 0)
+      throw new Error(`generate: prompt ${index} is empty (it needs at least one token, e.g. BOS)`);
     const bad = prompt.findIndex((id) => !(Number.isInteger(id) && id >= 0 && id < limit));
-    if (bad >= 0) throw new Error(`generate: prompt ${index} token ${bad} is ${prompt[bad]}, outside the vocabulary [0, ${limit})`);
+    if (bad >= 0)
+      throw new Error(`generate: prompt ${index} token ${bad} is ${prompt[bad]}, outside the vocabulary [0, ${limit})`);
     // Positions past the trained range are extrapolation the model never saw: refuse rather than
     // return text that silently degrades.
     const positions = model.config.maxPositionEmbeddings;
     if (prompt.length + request.maxNewTokens > positions) {
-      throw new Error(`generate: prompt ${index} has ${prompt.length} tokens and maxNewTokens is ${request.maxNewTokens}, together ${prompt.length + request.maxNewTokens}, over the model's maxPositionEmbeddings (max_position_embeddings) of ${positions}`);
+      throw new Error(
+        `generate: prompt ${index} has ${prompt.length} tokens and maxNewTokens is ${request.maxNewTokens}, together ${prompt.length + request.maxNewTokens}, over the model's maxPositionEmbeddings (max_position_embeddings) of ${positions}`,
+      );
     }
   });
 }
@@ -112,64 +120,104 @@ interface LiveSequence {
 /** Samples `numSamples` completions for every prompt. */
 export function generate(model: Transformer, request: GenerateRequest): Completion[] {
   validate(request, model);
-  const settings: SamplingSettings = { temperature: request.temperature ?? 1, topK: request.topK ?? 0, topP: request.topP ?? 1, minP: request.minP ?? 0 };
+  const settings: SamplingSettings = {
+    temperature: request.temperature ?? 1,
+    topK: request.topK ?? 0,
+    topP: request.topP ?? 1,
+    minP: request.minP ?? 0,
+  };
   const numSamples = request.numSamples ?? 1;
   const stop = new Set(request.stopTokenIds ?? model.config.eosTokenIds);
   const completions: Completion[] = [];
   if (request.maxNewTokens === 0) {
     request.prompts.forEach((_, promptIndex) => {
-      for (let s = 0; s < numSamples; s++) completions.push({ promptIndex, sampleIndex: s, ids: [], logprobs: [], finishReason: 'length' });
+      for (let s = 0; s < numSamples; s++)
+        completions.push({ promptIndex, sampleIndex: s, ids: [], logprobs: [], finishReason: 'length' });
     });
     return completions;
   }
   // Nothing changes the weights while generating: the backend may keep them packed for every step.
-  return withConstantWeights(model.parameters.values(), () => noGrad(() => {
-    const live: LiveSequence[] = [];
-    const prefilled = prefillPrompts(model, request.prompts);
-    // Each prompt's G samples start from the same last-position logits.
-    request.prompts.forEach((prompt, promptIndex) => {
-      for (let sampleIndex = 0; sampleIndex < numSamples; sampleIndex++) {
-        const random = new Random(request.seed * 1_000_003 + promptIndex * 7919 + sampleIndex);
-        const completion: Completion = { promptIndex, sampleIndex, ids: [], logprobs: [], finishReason: 'length' };
-        completions.push(completion);
-        live.push({ completion, random, nextId: -1, position: prompt.length });
-        accept(live[live.length - 1], chooseTokens(prefilled.lastLogits[promptIndex], 1, settings, [random])[0], stop, request.maxNewTokens);
-      }
-    });
-    // Each prompt's keys stay in its own prefill cache, read once per group by the attention
-    // (sharedPrefix); the batched cache holds only the generated keys, so it needs no padding.
-    let active = live.filter((sequence) => sequence.completion.finishReason === 'length' && sequence.completion.ids.length < request.maxNewTokens);
-    const prompts = prefilled.caches;
-    const cache = model.createCache(request.maxNewTokens); // room for every step: nothing regrows
-    while (active.length > 0) {
-      const B = active.length;
-      const logits = model.forward(Int32Array.from(active, (s) => s.nextId), B, {
-        cache,
-        positions: Int32Array.from(active, (s) => s.position),
-        sharedPrefix: { prompts, rowPrefix: Int32Array.from(active, (s) => s.completion.promptIndex) },
-      }); // [B, 1, V]
-      const chosen = chooseTokens(logits.data, B, settings, active.map((sequence) => sequence.random));
-      active.forEach((sequence, b) => {
-        sequence.position++;
-        accept(sequence, chosen[b], stop, request.maxNewTokens);
-      });
-      // Finished sequences leave the batch: keep only the rows still generating (order kept, so
-      // the rows of one prompt stay contiguous).
-      const keep = active.map((s, b) => ({ s, b })).filter(({ s }) => s.completion.finishReason === 'length' && s.completion.ids.length < request.maxNewTokens);
-      if (keep.length < active.length && keep.length > 0) {
-        for (let layer = 0; layer < model.config.numLayers; layer++) {
-          cache.keys[layer] = keepRows(cache.keys[layer]!, keep.map(({ b }) => b), cache.length);
-          cache.values[layer] = keepRows(cache.values[layer]!, keep.map(({ b }) => b), cache.length);
+  return withConstantWeights(model.parameters.values(), () =>
+    noGrad(() => {
+      const live: LiveSequence[] = [];
+      const prefilled = prefillPrompts(model, request.prompts);
+      // Each prompt's G samples start from the same last-position logits.
+      request.prompts.forEach((prompt, promptIndex) => {
+        for (let sampleIndex = 0; sampleIndex < numSamples; sampleIndex++) {
+          const random = new Random(request.seed * 1_000_003 + promptIndex * 7919 + sampleIndex);
+          const completion: Completion = { promptIndex, sampleIndex, ids: [], logprobs: [], finishReason: 'length' };
+          completions.push(completion);
+          live.push({ completion, random, nextId: -1, position: prompt.length });
+          accept(
+            live[live.length - 1],
+            chooseTokens(prefilled.lastLogits[promptIndex], 1, settings, [random])[0],
+            stop,
+            request.maxNewTokens,
+          );
         }
+      });
+      // Each prompt's keys stay in its own prefill cache, read once per group by the attention
+      // (sharedPrefix); the batched cache holds only the generated keys, so it needs no padding.
+      let active = live.filter(
+        (sequence) =>
+          sequence.completion.finishReason === 'length' && sequence.completion.ids.length < request.maxNewTokens,
+      );
+      const prompts = prefilled.caches;
+      const cache = model.createCache(request.maxNewTokens); // room for every step: nothing regrows
+      while (active.length > 0) {
+        const B = active.length;
+        const logits = model.forward(
+          Int32Array.from(active, (s) => s.nextId),
+          B,
+          {
+            cache,
+            positions: Int32Array.from(active, (s) => s.position),
+            sharedPrefix: { prompts, rowPrefix: Int32Array.from(active, (s) => s.completion.promptIndex) },
+          },
+        ); // [B, 1, V]
+        const chosen = chooseTokens(
+          logits.data,
+          B,
+          settings,
+          active.map((sequence) => sequence.random),
+        );
+        active.forEach((sequence, b) => {
+          sequence.position++;
+          accept(sequence, chosen[b], stop, request.maxNewTokens);
+        });
+        // Finished sequences leave the batch: keep only the rows still generating (order kept, so
+        // the rows of one prompt stay contiguous).
+        const keep = active
+          .map((s, b) => ({ s, b }))
+          .filter(({ s }) => s.completion.finishReason === 'length' && s.completion.ids.length < request.maxNewTokens);
+        if (keep.length < active.length && keep.length > 0) {
+          for (let layer = 0; layer < model.config.numLayers; layer++) {
+            cache.keys[layer] = keepRows(
+              cache.keys[layer]!,
+              keep.map(({ b }) => b),
+              cache.length,
+            );
+            cache.values[layer] = keepRows(
+              cache.values[layer]!,
+              keep.map(({ b }) => b),
+              cache.length,
+            );
+          }
+        }
+        active = keep.map(({ s }) => s);
       }
-      active = keep.map(({ s }) => s);
-    }
-    return completions;
-  }));
+      return completions;
+    }),
+  );
 }
 
 /** Records one sequence's chosen token and why it stopped, if it did. */
-function accept(sequence: LiveSequence, { id, logprob }: { id: number; logprob: number }, stop: Set<number>, maxNewTokens: number): void {
+function accept(
+  sequence: LiveSequence,
+  { id, logprob }: { id: number; logprob: number },
+  stop: Set<number>,
+  maxNewTokens: number,
+): void {
   const completion = sequence.completion;
   completion.ids.push(id);
   completion.logprobs.push(logprob);

@@ -40,35 +40,63 @@ export interface Backend {
   swigluForward?(gate: Float32Array, up: Float32Array, out: Float32Array, activated: Float32Array | null): void;
   /** gradGate = (g·up)·σ(gate)(1 + gate(1 − σ(gate))), gradUp = g·activated (activated = silu(gate)). */
   swigluBackward?(
-    gate: Float32Array, up: Float32Array, activated: Float32Array, gradOut: Float32Array,
-    gradGate: Float32Array, gradUp: Float32Array,
+    gate: Float32Array,
+    up: Float32Array,
+    activated: Float32Array,
+    gradOut: Float32Array,
+    gradGate: Float32Array,
+    gradUp: Float32Array,
   ): void;
   /** RMSNorm over rows [rows, D]: out = x·s·weight, inverseRms[r] = s = 1/√(mean(x²) + eps). */
   rmsNormForward?(
-    x: Float32Array, weight: Float32Array, rows: number, D: number, eps: number, out: Float32Array,
+    x: Float32Array,
+    weight: Float32Array,
+    rows: number,
+    D: number,
+    eps: number,
+    out: Float32Array,
     inverseRms: Float32Array,
   ): void;
   /** RMSNorm gradients: gradX (overwritten) and gradWeight (overwritten with Σ over rows). */
   rmsNormBackward?(
-    x: Float32Array, weight: Float32Array, inverseRms: Float32Array, gradOut: Float32Array, rows: number,
-    D: number, gradX: Float32Array, gradWeight: Float32Array,
+    x: Float32Array,
+    weight: Float32Array,
+    inverseRms: Float32Array,
+    gradOut: Float32Array,
+    rows: number,
+    D: number,
+    gradX: Float32Array,
+    gradWeight: Float32Array,
   ): void;
   /**
    * Per row of logits [rows, V] without `entropy`: shift = row max if finite else 0 and logTotal =
    * log Σ exp(x − shift). With `entropy`: shift = the row max as is and entropy = softmax entropy.
    */
   logSumExpRows?(
-    logits: Float32Array, rows: number, V: number, shift: Float32Array, logTotal: Float64Array,
+    logits: Float32Array,
+    rows: number,
+    V: number,
+    shift: Float32Array,
+    logTotal: Float64Array,
     entropy: Float32Array | null,
   ): void;
   /** out[r, i] = −rowGrad[r]·exp(x − shift[r] − logTotal[r]); rows with rowGrad 0 are not written. */
   softmaxGradRows?(
-    logits: Float32Array, rows: number, V: number, shift: Float32Array, logTotal: Float64Array,
-    rowGrad: Float32Array, out: Float32Array,
+    logits: Float32Array,
+    rows: number,
+    V: number,
+    shift: Float32Array,
+    logTotal: Float64Array,
+    rowGrad: Float32Array,
+    out: Float32Array,
   ): void;
   /** One AdamW step on one parameter, in place on parameter, first and second (see nn/optimizer.ts). */
   adamwUpdate?(
-    parameter: Float32Array, grad: Float32Array, first: Float32Array, second: Float32Array, step: AdamWStep,
+    parameter: Float32Array,
+    grad: Float32Array,
+    first: Float32Array,
+    second: Float32Array,
+    step: AdamWStep,
   ): void;
   /**
    * One categorical draw per row of logits [rows, V] from softmax(x / temperature) by inverse CDF with
@@ -76,7 +104,12 @@ export interface Backend {
    * never drawn. The spec is sampling/logits.ts's drawFromLogits on the scaled row.
    */
   sampleRows?(
-    logits: Float32Array, rows: number, V: number, temperature: number, uniforms: Float64Array, ids: Int32Array,
+    logits: Float32Array,
+    rows: number,
+    V: number,
+    temperature: number,
+    uniforms: Float64Array,
+    ids: Int32Array,
     logprobs: Float64Array,
   ): void;
   /**
@@ -87,8 +120,13 @@ export interface Backend {
    * [Hkv, promptCapacity, D], ownKeys/Values [rows, Hkv, ownCapacity, D].
    */
   prefixAttentionRows?(
-    q: Float32Array, promptKeys: Float32Array, promptValues: Float32Array, ownKeys: Float32Array,
-    ownValues: Float32Array, out: Float32Array, dims: PrefixAttentionDims,
+    q: Float32Array,
+    promptKeys: Float32Array,
+    promptValues: Float32Array,
+    ownKeys: Float32Array,
+    ownValues: Float32Array,
+    out: Float32Array,
+    dims: PrefixAttentionDims,
   ): void;
   /**
    * Runs `fn` with the caller's promise that no array in `operands` changes until it returns, so the

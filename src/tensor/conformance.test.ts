@@ -9,12 +9,49 @@ import { backendsUnderTest } from './test-backends.js';
 
 type Case = [string, number[][], (...inputs: T.Tensor[]) => T.Tensor];
 const cases: Case[] = [
-  ['matmul 1×1·1×1', [[1, 1], [1, 1]], (a, b) => T.matmul(a, b)],
-  ['matmul 7×33·33×5', [[7, 33], [33, 5]], (a, b) => T.matmul(a, b)],
-  ['matmul batched transposed', [[3, 33, 7], [3, 9, 33]], (a, b) => T.matmul(a, b, { transposeA: true, transposeB: true })],
+  [
+    'matmul 1×1·1×1',
+    [
+      [1, 1],
+      [1, 1],
+    ],
+    (a, b) => T.matmul(a, b),
+  ],
+  [
+    'matmul 7×33·33×5',
+    [
+      [7, 33],
+      [33, 5],
+    ],
+    (a, b) => T.matmul(a, b),
+  ],
+  [
+    'matmul batched transposed',
+    [
+      [3, 33, 7],
+      [3, 9, 33],
+    ],
+    (a, b) => T.matmul(a, b, { transposeA: true, transposeB: true }),
+  ],
   ['linear 2×17×65 → 31', [[2, 17, 65], [31, 65], [31]], (x, w, b) => T.linear(x, w, b)],
-  ['attention GQA odd sizes', [[2, 6, 7, 5], [2, 2, 9, 5], [2, 2, 9, 5]], (q, k, v) => T.causalAttention(q, k, v)],
-  ['attention one query, long cache', [[1, 4, 1, 8], [1, 1, 33, 8], [1, 1, 33, 8]], (q, k, v) => T.causalAttention(q, k, v)],
+  [
+    'attention GQA odd sizes',
+    [
+      [2, 6, 7, 5],
+      [2, 2, 9, 5],
+      [2, 2, 9, 5],
+    ],
+    (q, k, v) => T.causalAttention(q, k, v),
+  ],
+  [
+    'attention one query, long cache',
+    [
+      [1, 4, 1, 8],
+      [1, 1, 33, 8],
+      [1, 1, 33, 8],
+    ],
+    (q, k, v) => T.causalAttention(q, k, v),
+  ],
 ];
 
 function compare(actual: Float32Array, expected: Float32Array, label: string): void {

@@ -21,8 +21,16 @@ export function erf(x: number): number {
     Math.exp(
       -z * z -
         1.26551223 +
-        t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (0.27886807 +
-        t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))),
+        t *
+          (1.00002368 +
+            t *
+              (0.37409196 +
+                t *
+                  (0.09678418 +
+                    t *
+                      (-0.18628806 +
+                        t *
+                          (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))),
     );
   const result = 1 - tail;
   return x >= 0 ? result : -result;
@@ -154,10 +162,31 @@ export const asTensor = (value: Operand): Tensor => (typeof value === 'number' ?
 
 // add/sub/mul are most of a transformer's elementwise work: they get inline loops (the table stays
 // the spec, and the generic path below is what every other op uses).
-const inlineForward: Partial<Record<BinaryOpName, (out: Float32Array, o: number, a: Float32Array, ia: number, sa: number, b: Float32Array, ib: number, sb: number, n: number) => void>> = {
-  add: (out, o, a, ia, sa, b, ib, sb, n) => { for (let i = 0; i < n; i++, ia += sa, ib += sb) out[o + i] = a[ia] + b[ib]; },
-  sub: (out, o, a, ia, sa, b, ib, sb, n) => { for (let i = 0; i < n; i++, ia += sa, ib += sb) out[o + i] = a[ia] - b[ib]; },
-  mul: (out, o, a, ia, sa, b, ib, sb, n) => { for (let i = 0; i < n; i++, ia += sa, ib += sb) out[o + i] = a[ia] * b[ib]; },
+const inlineForward: Partial<
+  Record<
+    BinaryOpName,
+    (
+      out: Float32Array,
+      o: number,
+      a: Float32Array,
+      ia: number,
+      sa: number,
+      b: Float32Array,
+      ib: number,
+      sb: number,
+      n: number,
+    ) => void
+  >
+> = {
+  add: (out, o, a, ia, sa, b, ib, sb, n) => {
+    for (let i = 0; i < n; i++, ia += sa, ib += sb) out[o + i] = a[ia] + b[ib];
+  },
+  sub: (out, o, a, ia, sa, b, ib, sb, n) => {
+    for (let i = 0; i < n; i++, ia += sa, ib += sb) out[o + i] = a[ia] - b[ib];
+  },
+  mul: (out, o, a, ia, sa, b, ib, sb, n) => {
+    for (let i = 0; i < n; i++, ia += sa, ib += sb) out[o + i] = a[ia] * b[ib];
+  },
 };
 
 function binary(opName: BinaryOpName, left: Operand, right: Operand): Tensor {
@@ -187,8 +216,20 @@ function binary(opName: BinaryOpName, left: Operand, right: Operand): Tensor {
       opName,
       inputs: [a, b],
       backward: (gradOutput) => [
-        a.requiresGrad ? sumToShape(binaryGradient(opName, rule, 'a', gradOutput, outShape, aData, aStrides, bData, bStrides), outShape, a.shape) : null,
-        b.requiresGrad ? sumToShape(binaryGradient(opName, rule, 'b', gradOutput, outShape, aData, aStrides, bData, bStrides), outShape, b.shape) : null,
+        a.requiresGrad
+          ? sumToShape(
+              binaryGradient(opName, rule, 'a', gradOutput, outShape, aData, aStrides, bData, bStrides),
+              outShape,
+              a.shape,
+            )
+          : null,
+        b.requiresGrad
+          ? sumToShape(
+              binaryGradient(opName, rule, 'b', gradOutput, outShape, aData, aStrides, bData, bStrides),
+              outShape,
+              b.shape,
+            )
+          : null,
       ],
     };
   }
@@ -197,8 +238,15 @@ function binary(opName: BinaryOpName, left: Operand, right: Operand): Tensor {
 
 /** g · ∂(a op b)/∂side over the broadcast output shape (reduced to the input's shape by the caller). */
 function binaryGradient(
-  opName: BinaryOpName, rule: BinaryRule, side: 'a' | 'b', g: Float32Array, outShape: Shape,
-  aData: Float32Array, aStrides: number[], bData: Float32Array, bStrides: number[],
+  opName: BinaryOpName,
+  rule: BinaryRule,
+  side: 'a' | 'b',
+  g: Float32Array,
+  outShape: Shape,
+  aData: Float32Array,
+  aStrides: number[],
+  bData: Float32Array,
+  bStrides: number[],
 ): Float32Array {
   if (opName === 'add' || (opName === 'sub' && side === 'a')) return g;
   if (opName === 'sub') return g.map((value) => -value);

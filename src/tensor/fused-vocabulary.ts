@@ -12,7 +12,12 @@ import { sum } from './primitives.js';
 import { formatShape, sizeOf } from './shape.js';
 import { Tensor, tensor } from './tensor.js';
 
-function record(result: Tensor, opName: string, inputs: Tensor[], backward: (g: Float32Array) => (Float32Array | null)[]): Tensor {
+function record(
+  result: Tensor,
+  opName: string,
+  inputs: Tensor[],
+  backward: (g: Float32Array) => (Float32Array | null)[],
+): Tensor {
   if (needsGrad(inputs)) {
     result.requiresGrad = true;
     result.node = { opName, inputs, backward };
@@ -39,7 +44,9 @@ export function logSoftmaxGather(logits: Tensor, ids: Int32Array | readonly numb
   }
   const forwardBackend = getBackend();
   // With a row kernel: shift and log Σ exp(x − shift) per row, kept apart for the gradient's exp.
-  const kernelRows = forwardBackend.logSumExpRows ? { shift: new Float32Array(rows), logTotal: new Float64Array(rows) } : null;
+  const kernelRows = forwardBackend.logSumExpRows
+    ? { shift: new Float32Array(rows), logTotal: new Float64Array(rows) }
+    : null;
   if (forwardBackend.logSumExpRows && kernelRows) {
     forwardBackend.logSumExpRows(data, rows, V, kernelRows.shift, kernelRows.logTotal, null);
     for (let r = 0; r < rows; r++) {
@@ -51,7 +58,8 @@ export function logSoftmaxGather(logits: Tensor, ids: Int32Array | readonly numb
     const id = ids[r];
     const base = r * V;
     let rowMax = -Infinity;
-    for (let i = 0; i < V; i++) if (data[base + i] > rowMax || data[base + i] !== data[base + i]) rowMax = data[base + i];
+    for (let i = 0; i < V; i++)
+      if (data[base + i] > rowMax || data[base + i] !== data[base + i]) rowMax = data[base + i];
     let total = 0;
     const shift = Number.isFinite(rowMax) ? rowMax : 0;
     for (let i = 0; i < V; i++) total += Math.exp(data[base + i] - shift);
@@ -83,7 +91,11 @@ export interface CrossEntropyOptions {
 }
 
 /** Mean negative log-likelihood of `targets` under logits [..., V], skipping ignored targets. */
-export function crossEntropy(logits: Tensor, targets: Int32Array | readonly number[], options: CrossEntropyOptions = {}): Tensor {
+export function crossEntropy(
+  logits: Tensor,
+  targets: Int32Array | readonly number[],
+  options: CrossEntropyOptions = {},
+): Tensor {
   const ignoreIndex = options.ignoreIndex ?? -100;
   const safe = Int32Array.from(targets, (id) => (id === ignoreIndex ? 0 : id));
   const weights = Float32Array.from(targets, (id) => (id === ignoreIndex ? 0 : 1));

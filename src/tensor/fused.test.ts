@@ -39,7 +39,10 @@ for (const { name, backend } of backendsUnderTest()) {
     afterAll(() => T.setBackend(previous));
 
     it('swiglu equals silu(gate)·up bitwise, gradients included, and passes gradCheck', () => {
-      const gate = T.parameter(normal([3, 7]).data.map((v) => v * 4), [3, 7]);
+      const gate = T.parameter(
+        normal([3, 7]).data.map((v) => v * 4),
+        [3, 7],
+      );
       const up = T.parameter(normal([3, 7]).data, [3, 7]);
       const seed = normal([3, 7]).data;
       const fused = swiglu(gate, up);
@@ -72,46 +75,116 @@ for (const { name, backend } of backendsUnderTest()) {
       const denseV = T.parameter(v.data, v.shape);
       T.causalAttention(q, denseK, denseV, { keyMask }).backward(seed);
       roomy.backward(seed);
-      expectClose(kRoom.grad!.data, withRoom(denseK.grad!, room).data.map((x) => (Number.isNaN(x) ? 0 : x)), 1e-6);
-      expectClose(vRoom.grad!.data, withRoom(denseV.grad!, room).data.map((x) => (Number.isNaN(x) ? 0 : x)), 1e-6);
-      expect(() => T.causalAttention(q, kRoom, vRoom, { keyLength: room + 1 })).toThrow(/keyLength 10 is outside the 9 keys/);
+      expectClose(
+        kRoom.grad!.data,
+        withRoom(denseK.grad!, room).data.map((x) => (Number.isNaN(x) ? 0 : x)),
+        1e-6,
+      );
+      expectClose(
+        vRoom.grad!.data,
+        withRoom(denseV.grad!, room).data.map((x) => (Number.isNaN(x) ? 0 : x)),
+        1e-6,
+      );
+      expect(() => T.causalAttention(q, kRoom, vRoom, { keyLength: room + 1 })).toThrow(
+        /keyLength 10 is outside the 9 keys/,
+      );
     });
 
     it.each([
       { label: 'MHA, equal prompts', Hq: 2, Hkv: 2, lengths: [4, 4], groups: [3, 2], generated: 3, window: undefined },
-      { label: 'GQA, ragged prompts', Hq: 4, Hkv: 2, lengths: [2, 6, 3], groups: [1, 3, 2], generated: 4, window: undefined },
-      { label: 'first step (no generated keys yet besides this one)', Hq: 4, Hkv: 1, lengths: [5], groups: [4], generated: 1, window: undefined },
-      { label: 'sliding window cutting into the prompt', Hq: 2, Hkv: 1, lengths: [7, 3], groups: [2, 2], generated: 3, window: 4 },
+      {
+        label: 'GQA, ragged prompts',
+        Hq: 4,
+        Hkv: 2,
+        lengths: [2, 6, 3],
+        groups: [1, 3, 2],
+        generated: 4,
+        window: undefined,
+      },
+      {
+        label: 'first step (no generated keys yet besides this one)',
+        Hq: 4,
+        Hkv: 1,
+        lengths: [5],
+        groups: [4],
+        generated: 1,
+        window: undefined,
+      },
+      {
+        label: 'sliding window cutting into the prompt',
+        Hq: 2,
+        Hkv: 1,
+        lengths: [7, 3],
+        groups: [2, 2],
+        generated: 3,
+        window: 4,
+      },
       // Head dims off the vector width, and more keys than the native kernel keeps on its stack (1024).
-      { label: 'head dim 20, 1100-key prompt', Hq: 2, Hkv: 1, lengths: [1100, 17], groups: [2, 1], generated: 2, window: undefined, D: 20 },
-      { label: 'head dim 64, window inside the generated keys', Hq: 4, Hkv: 4, lengths: [40], groups: [3], generated: 9, window: 5, D: 64 },
-    ])('prefixAttention equals causalAttention over [prompt, generated] keys: $label', ({ Hq, Hkv, lengths, groups, generated, window, D = 4 }) => {
-      const rowPrefix = Int32Array.from(groups.flatMap((count, p) => new Array<number>(count).fill(p)));
-      const B = rowPrefix.length;
-      const promptKeys = lengths.map((L) => normal([1, Hkv, L, D]));
-      const promptValues = lengths.map((L) => normal([1, Hkv, L, D]));
-      const ownKeys = normal([B, Hkv, generated, D]);
-      const ownValues = normal([B, Hkv, generated, D]);
-      const q = normal([B, Hq, 1, D]);
-      const actual = T.noGrad(() => prefixAttention(q, withRoom(ownKeys, generated + 2), withRoom(ownValues, generated + 2), generated, {
-        keys: promptKeys.map((t, p) => withRoom(t, lengths[p] + 1)), values: promptValues.map((t, p) => withRoom(t, lengths[p] + 1)), lengths, rowPrefix, window,
-      }));
-      for (let b = 0; b < B; b++) {
-        const p = rowPrefix[b];
-        const row = (t: T.Tensor) => T.slice(t, 0, b, b + 1);
-        const keys = T.concat([promptKeys[p], row(ownKeys)], 2); // [1, Hkv, L + generated, D]
-        const values = T.concat([promptValues[p], row(ownValues)], 2);
-        const S = lengths[p] + generated;
-        const expected = T.causalAttention(row(q), keys, values, { window: window !== undefined && window < S ? window : undefined });
-        expectClose(actual.data.subarray(b * Hq * D, (b + 1) * Hq * D), expected.data, 1e-5);
-      }
-    });
+      {
+        label: 'head dim 20, 1100-key prompt',
+        Hq: 2,
+        Hkv: 1,
+        lengths: [1100, 17],
+        groups: [2, 1],
+        generated: 2,
+        window: undefined,
+        D: 20,
+      },
+      {
+        label: 'head dim 64, window inside the generated keys',
+        Hq: 4,
+        Hkv: 4,
+        lengths: [40],
+        groups: [3],
+        generated: 9,
+        window: 5,
+        D: 64,
+      },
+    ])(
+      'prefixAttention equals causalAttention over [prompt, generated] keys: $label',
+      ({ Hq, Hkv, lengths, groups, generated, window, D = 4 }) => {
+        const rowPrefix = Int32Array.from(groups.flatMap((count, p) => new Array<number>(count).fill(p)));
+        const B = rowPrefix.length;
+        const promptKeys = lengths.map((L) => normal([1, Hkv, L, D]));
+        const promptValues = lengths.map((L) => normal([1, Hkv, L, D]));
+        const ownKeys = normal([B, Hkv, generated, D]);
+        const ownValues = normal([B, Hkv, generated, D]);
+        const q = normal([B, Hq, 1, D]);
+        const actual = T.noGrad(() =>
+          prefixAttention(q, withRoom(ownKeys, generated + 2), withRoom(ownValues, generated + 2), generated, {
+            keys: promptKeys.map((t, p) => withRoom(t, lengths[p] + 1)),
+            values: promptValues.map((t, p) => withRoom(t, lengths[p] + 1)),
+            lengths,
+            rowPrefix,
+            window,
+          }),
+        );
+        for (let b = 0; b < B; b++) {
+          const p = rowPrefix[b];
+          const row = (t: T.Tensor) => T.slice(t, 0, b, b + 1);
+          const keys = T.concat([promptKeys[p], row(ownKeys)], 2); // [1, Hkv, L + generated, D]
+          const values = T.concat([promptValues[p], row(ownValues)], 2);
+          const S = lengths[p] + generated;
+          const expected = T.causalAttention(row(q), keys, values, {
+            window: window !== undefined && window < S ? window : undefined,
+          });
+          expectClose(actual.data.subarray(b * Hq * D, (b + 1) * Hq * D), expected.data, 1e-5);
+        }
+      },
+    );
 
     it('prefixAttention refuses inputs that need gradients and shapes that do not fit', () => {
       const q = T.parameter(normal([1, 2, 1, 4]).data, [1, 2, 1, 4]);
-      const prefix = { keys: [normal([1, 2, 3, 4])], values: [normal([1, 2, 3, 4])], lengths: [3], rowPrefix: Int32Array.of(0) };
+      const prefix = {
+        keys: [normal([1, 2, 3, 4])],
+        values: [normal([1, 2, 3, 4])],
+        lengths: [3],
+        rowPrefix: Int32Array.of(0),
+      };
       expect(() => prefixAttention(q, normal([1, 2, 2, 4]), normal([1, 2, 2, 4]), 1, prefix)).toThrow(/no gradient/);
-      expect(() => T.noGrad(() => prefixAttention(q, normal([1, 2, 2, 4]), normal([1, 2, 2, 4]), 3, prefix))).toThrow(/do not fit/);
+      expect(() => T.noGrad(() => prefixAttention(q, normal([1, 2, 2, 4]), normal([1, 2, 2, 4]), 3, prefix))).toThrow(
+        /do not fit/,
+      );
     });
 
     it('rope with a shared angle table equals rope computing its own (shared and per-row positions)', () => {

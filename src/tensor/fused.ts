@@ -14,7 +14,12 @@ import { getBackend } from './backends/select.js';
 import { formatShape } from './shape.js';
 import { Tensor } from './tensor.js';
 
-function record(result: Tensor, opName: string, inputs: Tensor[], backward: (g: Float32Array) => (Float32Array | null)[]): Tensor {
+function record(
+  result: Tensor,
+  opName: string,
+  inputs: Tensor[],
+  backward: (g: Float32Array) => (Float32Array | null)[],
+): Tensor {
   if (needsGrad(inputs)) {
     result.requiresGrad = true;
     result.node = { opName, inputs, backward };
@@ -46,7 +51,15 @@ export function rmsNorm(x: Tensor, weight: Tensor, eps: number): Tensor {
 }
 
 /** The spec of Backend.rmsNormForward. */
-function rmsNormRows(x: Float32Array, w: Float32Array, rows: number, D: number, eps: number, output: Float32Array, inverseRms: Float32Array): void {
+function rmsNormRows(
+  x: Float32Array,
+  w: Float32Array,
+  rows: number,
+  D: number,
+  eps: number,
+  output: Float32Array,
+  inverseRms: Float32Array,
+): void {
   for (let r = 0; r < rows; r++) {
     const base = r * D;
     let squares = 0;
@@ -59,8 +72,14 @@ function rmsNormRows(x: Float32Array, w: Float32Array, rows: number, D: number, 
 
 /** The spec of Backend.rmsNormBackward (gradW accumulates into zeros). */
 function rmsNormRowsBackward(
-  x: Float32Array, w: Float32Array, inverseRms: Float32Array, g: Float32Array, rows: number, D: number,
-  gradX: Float32Array, gradW: Float32Array,
+  x: Float32Array,
+  w: Float32Array,
+  inverseRms: Float32Array,
+  g: Float32Array,
+  rows: number,
+  D: number,
+  gradX: Float32Array,
+  gradW: Float32Array,
 ): void {
   for (let r = 0; r < rows; r++) {
     const base = r * D;
@@ -160,10 +179,13 @@ export function rope(x: Tensor, positions: Int32Array, inverseFrequencies: Float
   const [B, T, H, D] = x.shape;
   const half = D / 2;
   if (x.rank !== 4 || inverseFrequencies.length !== half || (positions.length !== T && positions.length !== B * T)) {
-    throw new Error(`rope: input ${formatShape(x.shape)}, ${positions.length} positions and ${inverseFrequencies.length} frequencies do not fit [B, T, H, D]`);
+    throw new Error(
+      `rope: input ${formatShape(x.shape)}, ${positions.length} positions and ${inverseFrequencies.length} frequencies do not fit [B, T, H, D]`,
+    );
   }
   const { cos, sin } = table ?? ropeTable(positions, inverseFrequencies);
-  if (cos.length !== positions.length * half) throw new Error(`rope: table of ${cos.length / half} positions for ${positions.length} positions`);
+  if (cos.length !== positions.length * half)
+    throw new Error(`rope: table of ${cos.length / half} positions for ${positions.length} positions`);
   const shared = positions.length === T; // one row of angles per t, reused for every b
   const rotate = (input: Float32Array, direction: 1 | -1): Float32Array => {
     const output = new Float32Array(input.length);
@@ -218,8 +240,17 @@ export interface AttentionOptions {
 export function causalAttention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions = {}): Tensor {
   const [B, Hq, T, D] = q.shape;
   const [, Hkv, capacity] = k.shape;
-  if (q.rank !== 4 || k.rank !== 4 || !k.shape.every((dim, i) => dim === v.shape[i]) || k.shape[0] !== B || k.shape[3] !== D || Hq % Hkv !== 0) {
-    throw new Error(`causalAttention: q ${formatShape(q.shape)}, k ${formatShape(k.shape)}, v ${formatShape(v.shape)} do not fit [B,Hq,T,D] / [B,Hkv,S,D]`);
+  if (
+    q.rank !== 4 ||
+    k.rank !== 4 ||
+    !k.shape.every((dim, i) => dim === v.shape[i]) ||
+    k.shape[0] !== B ||
+    k.shape[3] !== D ||
+    Hq % Hkv !== 0
+  ) {
+    throw new Error(
+      `causalAttention: q ${formatShape(q.shape)}, k ${formatShape(k.shape)}, v ${formatShape(v.shape)} do not fit [B,Hq,T,D] / [B,Hkv,S,D]`,
+    );
   }
   const S = options.keyLength ?? capacity;
   if (!(Number.isInteger(S) && S >= 0 && S <= capacity)) {
@@ -234,7 +265,17 @@ export function causalAttention(q: Tensor, k: Tensor, v: Tensor, options: Attent
   const rows = rep * T;
   const backend = getBackend();
   const probabilities = new Float32Array(groups * rows * S); // [B, Hq, T, S]
-  backend.matmul(q.data, k.data, probabilities, { batch: groups, M: rows, K: D, N: S, transposeA: false, transposeB: true, aBatchStride: rows * D, bBatchStride: kvStride, accumulate: false });
+  backend.matmul(q.data, k.data, probabilities, {
+    batch: groups,
+    M: rows,
+    K: D,
+    N: S,
+    transposeA: false,
+    transposeB: true,
+    aBatchStride: rows * D,
+    bBatchStride: kvStride,
+    accumulate: false,
+  });
   const additive = options.additiveMask;
   const maskStrides = additive ? maskStridesFor(additive, B, Hq, T, S) : null;
   for (let b = 0; b < B; b++) {
@@ -250,7 +291,8 @@ export function causalAttention(q: Tensor, k: Tensor, v: Tensor, options: Attent
           let value = s < visible && s >= firstVisible ? probabilities[base + s] * scale : -Infinity;
           if (options.keyMask && options.keyMask[b * S + s] === 0) value = -Infinity;
           if (segments && segments[b * S + s] !== querySegment) value = -Infinity;
-          if (additive && maskStrides) value += additive.data[b * maskStrides[0] + h * maskStrides[1] + t * maskStrides[2] + s];
+          if (additive && maskStrides)
+            value += additive.data[b * maskStrides[0] + h * maskStrides[1] + t * maskStrides[2] + s];
           probabilities[base + s] = value;
           if (value > rowMax) rowMax = value;
         }
@@ -269,23 +311,74 @@ export function causalAttention(q: Tensor, k: Tensor, v: Tensor, options: Attent
     }
   }
   const output = new Float32Array(B * Hq * T * D);
-  backend.matmul(probabilities, v.data, output, { batch: groups, M: rows, K: S, N: D, transposeA: false, transposeB: false, aBatchStride: rows * S, bBatchStride: kvStride, accumulate: false });
+  backend.matmul(probabilities, v.data, output, {
+    batch: groups,
+    M: rows,
+    K: S,
+    N: D,
+    transposeA: false,
+    transposeB: false,
+    aBatchStride: rows * S,
+    bBatchStride: kvStride,
+    accumulate: false,
+  });
   return record(new Tensor(output, [B, Hq, T, D]), 'causalAttention', [q, k, v], (g) => {
     // dP = dO·vᵀ; dV = Pᵀ·dO; dScores = P ⊙ (dP − rowsum(dP ⊙ P)) · scale; dQ = dScores·k; dK = dScoresᵀ·q.
     const gradProbabilities = new Float32Array(probabilities.length);
-    backend.matmul(g, v.data, gradProbabilities, { batch: groups, M: rows, K: D, N: S, transposeA: false, transposeB: true, aBatchStride: rows * D, bBatchStride: kvStride, accumulate: false });
+    backend.matmul(g, v.data, gradProbabilities, {
+      batch: groups,
+      M: rows,
+      K: D,
+      N: S,
+      transposeA: false,
+      transposeB: true,
+      aBatchStride: rows * D,
+      bBatchStride: kvStride,
+      accumulate: false,
+    });
     const gradV = new Float32Array(groups * S * D);
-    backend.matmul(probabilities, g, gradV, { batch: groups, M: S, K: rows, N: D, transposeA: true, transposeB: false, aBatchStride: rows * S, bBatchStride: rows * D, accumulate: false });
+    backend.matmul(probabilities, g, gradV, {
+      batch: groups,
+      M: S,
+      K: rows,
+      N: D,
+      transposeA: true,
+      transposeB: false,
+      aBatchStride: rows * S,
+      bBatchStride: rows * D,
+      accumulate: false,
+    });
     for (let row = 0; row < groups * rows; row++) {
       const base = row * S;
       let dot = 0;
       for (let s = 0; s < S; s++) dot += gradProbabilities[base + s] * probabilities[base + s];
-      for (let s = 0; s < S; s++) gradProbabilities[base + s] = probabilities[base + s] * (gradProbabilities[base + s] - dot) * scale;
+      for (let s = 0; s < S; s++)
+        gradProbabilities[base + s] = probabilities[base + s] * (gradProbabilities[base + s] - dot) * scale;
     }
     const gradQ = new Float32Array(q.size);
-    backend.matmul(gradProbabilities, k.data, gradQ, { batch: groups, M: rows, K: S, N: D, transposeA: false, transposeB: false, aBatchStride: rows * S, bBatchStride: kvStride, accumulate: false });
+    backend.matmul(gradProbabilities, k.data, gradQ, {
+      batch: groups,
+      M: rows,
+      K: S,
+      N: D,
+      transposeA: false,
+      transposeB: false,
+      aBatchStride: rows * S,
+      bBatchStride: kvStride,
+      accumulate: false,
+    });
     const gradK = new Float32Array(groups * S * D);
-    backend.matmul(gradProbabilities, q.data, gradK, { batch: groups, M: S, K: rows, N: D, transposeA: true, transposeB: false, aBatchStride: rows * S, bBatchStride: rows * D, accumulate: false });
+    backend.matmul(gradProbabilities, q.data, gradK, {
+      batch: groups,
+      M: S,
+      K: rows,
+      N: D,
+      transposeA: true,
+      transposeB: false,
+      aBatchStride: rows * S,
+      bBatchStride: rows * D,
+      accumulate: false,
+    });
     return [gradQ, spreadToCapacity(gradK, groups, S, capacity, D), spreadToCapacity(gradV, groups, S, capacity, D)];
   });
 }
@@ -294,7 +387,8 @@ export function causalAttention(q: Tensor, k: Tensor, v: Tensor, options: Attent
 function spreadToCapacity(packed: Float32Array, groups: number, S: number, capacity: number, D: number): Float32Array {
   if (S === capacity) return packed;
   const spread = new Float32Array(groups * capacity * D);
-  for (let group = 0; group < groups; group++) spread.set(packed.subarray(group * S * D, (group + 1) * S * D), group * capacity * D);
+  for (let group = 0; group < groups; group++)
+    spread.set(packed.subarray(group * S * D, (group + 1) * S * D), group * capacity * D);
   return spread;
 }
 
@@ -302,7 +396,9 @@ function maskStridesFor(mask: Tensor, B: number, H: number, T: number, S: number
   const [mb, mh, mt, ms] = mask.rank === 4 ? mask.shape : [];
   const fits = (dim: number, full: number) => dim === full || dim === 1;
   if (mask.rank !== 4 || !fits(mb, B) || !fits(mh, H) || mt !== T || ms !== S) {
-    throw new Error(`causalAttention: additive mask ${formatShape(mask.shape)} does not broadcast to [${B}, ${H}, ${T}, ${S}]`);
+    throw new Error(
+      `causalAttention: additive mask ${formatShape(mask.shape)} does not broadcast to [${B}, ${H}, ${T}, ${S}]`,
+    );
   }
   return [mb === 1 ? 0 : mh * T * S, mh === 1 ? 0 : T * S, S];
 }

@@ -12,7 +12,7 @@ const normal = (shape: number[], scale = 1) => T.randomNormal(shape, random, sca
 /** Values in ±[0.3, 1.3]: away from kinks (0 for abs/relu) by much more than the FD step. */
 const awayFromZero = (shape: number[]) => {
   const x = normal(shape);
-  for (let i = 0; i < x.size; i++) x.data[i] = Math.sign(x.data[i] || 1) * (0.3 + Math.abs(x.data[i]) % 1);
+  for (let i = 0; i < x.size; i++) x.data[i] = Math.sign(x.data[i] || 1) * (0.3 + (Math.abs(x.data[i]) % 1));
   return x;
 };
 const positive = (shape: number[]) => T.randomUniform(shape, random, 0.5, 2);
@@ -118,21 +118,31 @@ for (const { name, backend } of backendsUnderTest()) {
     ] as const)('causalAttention %s', (_label, Hq, Hkv, TQ, S, options) => {
       const B = 2;
       const D = 4;
-      gradCheck((q, k, v) => T.causalAttention(q, k, v, options), [normal([B, Hq, TQ, D]), normal([B, Hkv, S, D]), normal([B, Hkv, S, D])]);
+      gradCheck(
+        (q, k, v) => T.causalAttention(q, k, v, options),
+        [normal([B, Hq, TQ, D]), normal([B, Hkv, S, D]), normal([B, Hkv, S, D])],
+      );
     });
     it('causalAttention with a key mask and an additive mask', () => {
       const keyMask = Uint8Array.from([0, 1, 1, 1, 1, 1, 1, 0]);
       const additive = T.tensor([0, -1, 0.5, 0, 0, 0, 0, 0.25, 0, 0, 0, 0], [1, 1, 3, 4]);
-      gradCheck((q, k, v) => T.causalAttention(q, k, v, { keyMask, additiveMask: additive }), [normal([2, 2, 3, 4]), normal([2, 1, 4, 4]), normal([2, 1, 4, 4])]);
+      gradCheck(
+        (q, k, v) => T.causalAttention(q, k, v, { keyMask, additiveMask: additive }),
+        [normal([2, 2, 3, 4]), normal([2, 1, 4, 4]), normal([2, 1, 4, 4])],
+      );
     });
     it('causalAttention with packed documents (segment ids)', () => {
       const segmentIds = Int32Array.from([0, 0, 1, 1, 1, 0, 1, 1, 2, 2]);
-      gradCheck((q, k, v) => T.causalAttention(q, k, v, { segmentIds }), [normal([2, 2, 5, 4]), normal([2, 1, 5, 4]), normal([2, 1, 5, 4])]);
+      gradCheck(
+        (q, k, v) => T.causalAttention(q, k, v, { segmentIds }),
+        [normal([2, 2, 5, 4]), normal([2, 1, 5, 4]), normal([2, 1, 5, 4])],
+      );
     });
     it('logSoftmaxGather and crossEntropy', () => {
       gradCheck((x) => T.logSoftmaxGather(x, Int32Array.from([2, 0, 4])), [normal([3, 5], 2)]);
       gradCheck((x) => T.crossEntropy(x, Int32Array.from([1, -100, 3, 0])), [normal([2, 2, 5], 2)]);
     });
-    it('linear (x·Wᵀ + b)', () => gradCheck((x, w, b) => T.linear(x, w, b), [normal([2, 3, 4]), normal([5, 4]), normal([5])]));
+    it('linear (x·Wᵀ + b)', () =>
+      gradCheck((x, w, b) => T.linear(x, w, b), [normal([2, 3, 4]), normal([5, 4]), normal([5])]));
   });
 }

@@ -81,11 +81,17 @@ describe('edge cases', () => {
     expect(T.rmsNorm(T.tensor([Infinity, 1], [1, 2]), T.tensor([1, 1]), 1e-6).data[1]).toBe(0);
   });
   it('shape mismatches throw naming the op and both shapes', () => {
-    expect(() => T.add(T.zeros([2, 3]), T.zeros([4]))).toThrow('add: shapes [2, 3] and [4] cannot be broadcast together');
-    expect(() => T.matmul(T.zeros([2, 3]), T.zeros([4, 5]))).toThrow('matmul: shapes [2, 3] and [4, 5] are not compatible');
+    expect(() => T.add(T.zeros([2, 3]), T.zeros([4]))).toThrow(
+      'add: shapes [2, 3] and [4] cannot be broadcast together',
+    );
+    expect(() => T.matmul(T.zeros([2, 3]), T.zeros([4, 5]))).toThrow(
+      'matmul: shapes [2, 3] and [4, 5] are not compatible',
+    );
     expect(() => T.concat([T.zeros([2, 3]), T.zeros([3, 3])], 1)).toThrow(/concat: shapes \[2, 3\] and \[3, 3\]/);
     expect(() => T.reshape(T.zeros([2, 3]), [4, 2])).toThrow('reshape: cannot reshape [2, 3] (6 elements) to [4, 2]');
-    expect(() => T.rmsNorm(T.zeros([2, 3]), T.zeros([4]), 1e-6)).toThrow(/rmsNorm: weight shape \[4\] does not match input \[2, 3\]/);
+    expect(() => T.rmsNorm(T.zeros([2, 3]), T.zeros([4]), 1e-6)).toThrow(
+      /rmsNorm: weight shape \[4\] does not match input \[2, 3\]/,
+    );
     expect(() => T.indexSelect(T.zeros([3, 2]), [3])).toThrow(/index 3 at position 0 is out of range \[0, 3\)/);
     expect(() => T.sum(T.zeros([2]), 1)).toThrow(/sum: axis 1 is out of range/);
   });

@@ -34,7 +34,10 @@ export function logSumExp(x: Tensor, axis = -1, keepDims = false): Tensor {
 }
 
 function reshapeWithout(x: Tensor, axis: number): Tensor {
-  return reshape(x, x.shape.filter((_, i) => i !== axis));
+  return reshape(
+    x,
+    x.shape.filter((_, i) => i !== axis),
+  );
 }
 
 /** log softmax along `axis`: x − logSumExp(x). */

@@ -36,9 +36,20 @@ export interface SharedPrefix {
 export function prefixAttention(q: Tensor, keys: Tensor, values: Tensor, S: number, prefix: SharedPrefix): Tensor {
   const [B, Hq, T, D] = q.shape;
   const [, Hkv, capacity] = keys.shape;
-  if (q.rank !== 4 || T !== 1 || keys.rank !== 4 || keys.shape[0] !== B || keys.shape[3] !== D || Hq % Hkv !== 0
-    || !keys.shape.every((dim, i) => dim === values.shape[i]) || !(S >= 0 && S <= capacity) || prefix.rowPrefix.length !== B) {
-    throw new Error(`prefixAttention: q ${formatShape(q.shape)}, keys ${formatShape(keys.shape)} (${S} used), ${prefix.rowPrefix.length} row prompts do not fit [B,Hq,1,D] / [B,Hkv,S,D]`);
+  if (
+    q.rank !== 4 ||
+    T !== 1 ||
+    keys.rank !== 4 ||
+    keys.shape[0] !== B ||
+    keys.shape[3] !== D ||
+    Hq % Hkv !== 0 ||
+    !keys.shape.every((dim, i) => dim === values.shape[i]) ||
+    !(S >= 0 && S <= capacity) ||
+    prefix.rowPrefix.length !== B
+  ) {
+    throw new Error(
+      `prefixAttention: q ${formatShape(q.shape)}, keys ${formatShape(keys.shape)} (${S} used), ${prefix.rowPrefix.length} row prompts do not fit [B,Hq,1,D] / [B,Hkv,S,D]`,
+    );
   }
   if (isGradEnabled() && (q.requiresGrad || keys.requiresGrad || values.requiresGrad)) {
     throw new Error('prefixAttention: has no gradient; call it under noGrad (generation only)');
@@ -48,13 +59,35 @@ export function prefixAttention(q: Tensor, keys: Tensor, values: Tensor, S: numb
   if (backend.prefixAttentionRows) return prefixAttentionKernel(q, keys, values, S, prefix);
   const ownScores = new Float32Array(B * Hq * S); // [B, Hkv, rep, S]
   if (S > 0) {
-    backend.matmul(q.data, keys.data, ownScores, { batch: B * Hkv, M: rep, K: D, N: S, transposeA: false, transposeB: true, aBatchStride: rep * D, bBatchStride: capacity * D, accumulate: false });
+    backend.matmul(q.data, keys.data, ownScores, {
+      batch: B * Hkv,
+      M: rep,
+      K: D,
+      N: S,
+      transposeA: false,
+      transposeB: true,
+      aBatchStride: rep * D,
+      bBatchStride: capacity * D,
+      accumulate: false,
+    });
   }
   const output = new Float32Array(B * Hq * D); // [B, Hq, 1, D]
-  forEachGroup(prefix.rowPrefix, (p, start, end) => groupAttention(q.data, ownScores, output, prefix, p, start, end - start, { Hkv, rep, D, S }));
+  forEachGroup(prefix.rowPrefix, (p, start, end) =>
+    groupAttention(q.data, ownScores, output, prefix, p, start, end - start, { Hkv, rep, D, S }),
+  );
   if (S > 0) {
     const ownOutput = new Float32Array(B * Hq * D);
-    backend.matmul(ownScores, values.data, ownOutput, { batch: B * Hkv, M: rep, K: S, N: D, transposeA: false, transposeB: false, aBatchStride: rep * S, bBatchStride: capacity * D, accumulate: false });
+    backend.matmul(ownScores, values.data, ownOutput, {
+      batch: B * Hkv,
+      M: rep,
+      K: S,
+      N: D,
+      transposeA: false,
+      transposeB: false,
+      aBatchStride: rep * S,
+      bBatchStride: capacity * D,
+      accumulate: false,
+    });
     for (let i = 0; i < output.length; i++) output[i] += ownOutput[i];
   }
   return new Tensor(output, [B, Hq, 1, D]);
@@ -70,10 +103,24 @@ function prefixAttentionKernel(q: Tensor, keys: Tensor, values: Tensor, S: numbe
   forEachGroup(prefix.rowPrefix, (p, start, end) => {
     const { L, promptKeys, promptCapacity } = promptOf(prefix, p, Hkv, D);
     getBackend().prefixAttentionRows!(
-      q.data.subarray(start * queryRow, end * queryRow), promptKeys.data, prefix.values[p].data,
-      keys.data.subarray(start * cacheRow, end * cacheRow), values.data.subarray(start * cacheRow, end * cacheRow),
+      q.data.subarray(start * queryRow, end * queryRow),
+      promptKeys.data,
+      prefix.values[p].data,
+      keys.data.subarray(start * cacheRow, end * cacheRow),
+      values.data.subarray(start * cacheRow, end * cacheRow),
       output.subarray(start * queryRow, end * queryRow),
-      { rows: end - start, Hq, Hkv, D, L, S, promptCapacity, ownCapacity, firstVisible: prefix.window === undefined ? 0 : L + S - prefix.window, scale: 1 / Math.sqrt(D) },
+      {
+        rows: end - start,
+        Hq,
+        Hkv,
+        D,
+        L,
+        S,
+        promptCapacity,
+        ownCapacity,
+        firstVisible: prefix.window === undefined ? 0 : L + S - prefix.window,
+        scale: 1 / Math.sqrt(D),
+      },
     );
   });
   return new Tensor(output, [B, Hq, 1, D]);
@@ -90,12 +137,19 @@ function forEachGroup(rowPrefix: Int32Array, fn: (prompt: number, start: number,
 }
 
 /** Prompt p's keys and used length, checked against the rows' heads and head dim. */
-function promptOf(prefix: SharedPrefix, p: number, Hkv: number, D: number): { L: number; promptKeys: Tensor; promptCapacity: number } {
+function promptOf(
+  prefix: SharedPrefix,
+  p: number,
+  Hkv: number,
+  D: number,
+): { L: number; promptKeys: Tensor; promptCapacity: number } {
   const L = prefix.lengths[p];
   const promptKeys = prefix.keys[p];
   const promptCapacity = promptKeys.shape[2];
   if (promptKeys.shape[1] !== Hkv || promptKeys.shape[3] !== D || L > promptCapacity) {
-    throw new Error(`prefixAttention: prompt ${p} keys ${formatShape(promptKeys.shape)} (${L} used) do not fit ${Hkv} heads of ${D}`);
+    throw new Error(
+      `prefixAttention: prompt ${p} keys ${formatShape(promptKeys.shape)} (${L} used) do not fit ${Hkv} heads of ${D}`,
+    );
   }
   return { L, promptKeys, promptCapacity };
 }
@@ -112,7 +166,16 @@ interface Sizes {
  * the softmax over [prompt scores, own scores] (own scores normalised in place), and the prompt
  * part of the output written into `output`.
  */
-function groupAttention(q: Float32Array, ownScores: Float32Array, output: Float32Array, prefix: SharedPrefix, p: number, start: number, count: number, sizes: Sizes): void {
+function groupAttention(
+  q: Float32Array,
+  ownScores: Float32Array,
+  output: Float32Array,
+  prefix: SharedPrefix,
+  p: number,
+  start: number,
+  count: number,
+  sizes: Sizes,
+): void {
   const { Hkv, rep, D, S } = sizes;
   const { L, promptKeys, promptCapacity } = promptOf(prefix, p, Hkv, D);
   const rows = count * rep; // query rows per key-value head
@@ -126,7 +189,17 @@ function groupAttention(q: Float32Array, ownScores: Float32Array, output: Float3
   }
   const backend = getBackend();
   const scores = new Float32Array(Hkv * rows * L); // [Hkv, count, rep, L]
-  backend.matmul(grouped, promptKeys.data, scores, { batch: Hkv, M: rows, K: D, N: L, transposeA: false, transposeB: true, aBatchStride: rows * D, bBatchStride: promptCapacity * D, accumulate: false });
+  backend.matmul(grouped, promptKeys.data, scores, {
+    batch: Hkv,
+    M: rows,
+    K: D,
+    N: L,
+    transposeA: false,
+    transposeB: true,
+    aBatchStride: rows * D,
+    bBatchStride: promptCapacity * D,
+    accumulate: false,
+  });
   // The query sits at absolute position L + S − 1; a window hides keys before firstVisible.
   const firstVisible = prefix.window === undefined ? 0 : L + S - prefix.window;
   const scale = 1 / Math.sqrt(D);
@@ -141,10 +214,23 @@ function groupAttention(q: Float32Array, ownScores: Float32Array, output: Float3
   }
   const promptOutput = new Float32Array(Hkv * rows * D);
   const promptValues = prefix.values[p];
-  backend.matmul(scores, promptValues.data, promptOutput, { batch: Hkv, M: rows, K: L, N: D, transposeA: false, transposeB: false, aBatchStride: rows * L, bBatchStride: promptCapacity * D, accumulate: false });
+  backend.matmul(scores, promptValues.data, promptOutput, {
+    batch: Hkv,
+    M: rows,
+    K: L,
+    N: D,
+    transposeA: false,
+    transposeB: false,
+    aBatchStride: rows * L,
+    bBatchStride: promptCapacity * D,
+    accumulate: false,
+  });
   for (let i = 0; i < count; i++) {
     for (let g = 0; g < Hkv; g++) {
-      output.set(promptOutput.subarray((g * count + i) * rep * D, (g * count + i + 1) * rep * D), ((start + i) * Hkv + g) * rep * D);
+      output.set(
+        promptOutput.subarray((g * count + i) * rep * D, (g * count + i + 1) * rep * D),
+        ((start + i) * Hkv + g) * rep * D,
+      );
     }
   }
 }
@@ -153,7 +239,17 @@ function groupAttention(q: Float32Array, ownScores: Float32Array, output: Float3
  * In-place softmax of scale·[a[aBase..aBase+aLength), b[bBase..bBase+bLength)] as one row; keys at
  * absolute positions below firstVisible (a's are 0.., b's are bOffset..) get probability 0.
  */
-function softmaxTwoParts(a: Float32Array, aBase: number, aLength: number, b: Float32Array, bBase: number, bLength: number, scale: number, firstVisible: number, bOffset: number): void {
+function softmaxTwoParts(
+  a: Float32Array,
+  aBase: number,
+  aLength: number,
+  b: Float32Array,
+  bBase: number,
+  bLength: number,
+  scale: number,
+  firstVisible: number,
+  bOffset: number,
+): void {
   let rowMax = -Infinity;
   for (let s = 0; s < aLength; s++) {
     const value = s >= firstVisible ? a[aBase + s] * scale : -Infinity;

@@ -21,7 +21,12 @@ import {
 } from './shape.js';
 import { Tensor } from './tensor.js';
 
-function record(result: Tensor, opName: string, inputs: Tensor[], backward: (g: Float32Array) => (Float32Array | null)[]): Tensor {
+function record(
+  result: Tensor,
+  opName: string,
+  inputs: Tensor[],
+  backward: (g: Float32Array) => (Float32Array | null)[],
+): Tensor {
   if (needsGrad(inputs)) {
     result.requiresGrad = true;
     result.node = { opName, inputs, backward };
@@ -126,7 +131,9 @@ export function permute(x: Tensor, axes: readonly number[]): Tensor {
   else if (sourceStrides[sourceStrides.length - 1] === 1) {
     // The last axis stays last (e.g. [B, T, H, D] → [B, H, T, D]): each run is a contiguous block copy.
     const copy = new Float32Array(x.size);
-    forEachRun(outShape, [sourceStrides], (outStart, starts, _inner, length) => copy.set(x.data.subarray(starts[0], starts[0] + length), outStart));
+    forEachRun(outShape, [sourceStrides], (outStart, starts, _inner, length) =>
+      copy.set(x.data.subarray(starts[0], starts[0] + length), outStart),
+    );
     output = copy;
   } else {
     const copy = new Float32Array(x.size);
@@ -165,7 +172,8 @@ export function slice(x: Tensor, axis: number, start: number, end: number): Tens
   const outShape = x.shape.map((dim, i) => (i === a ? width : dim));
   return record(new Tensor(output, outShape), 'slice', [x], (g) => {
     const gradInput = new Float32Array(x.size);
-    for (let o = 0; o < outer; o++) gradInput.set(g.subarray(o * width * inner, (o + 1) * width * inner), (o * length + start) * inner);
+    for (let o = 0; o < outer; o++)
+      gradInput.set(g.subarray(o * width * inner, (o + 1) * width * inner), (o * length + start) * inner);
     return [gradInput];
   });
 }
@@ -177,7 +185,9 @@ export function concat(tensors: readonly Tensor[], axis: number): Tensor {
   const a = normalizeAxis(axis, first.rank, 'concat');
   for (const other of tensors) {
     if (other.rank !== first.rank || other.shape.some((dim, i) => i !== a && dim !== first.shape[i])) {
-      throw new Error(`concat: shapes ${formatShape(first.shape)} and ${formatShape(other.shape)} differ outside axis ${axis}`);
+      throw new Error(
+        `concat: shapes ${formatShape(first.shape)} and ${formatShape(other.shape)} differ outside axis ${axis}`,
+      );
     }
   }
   const outer = sizeOf(first.shape.slice(0, a));
@@ -188,7 +198,8 @@ export function concat(tensors: readonly Tensor[], axis: number): Tensor {
   let offset = 0;
   tensors.forEach((t, index) => {
     const width = widths[index];
-    for (let o = 0; o < outer; o++) output.set(t.data.subarray(o * width * inner, (o + 1) * width * inner), (o * total + offset) * inner);
+    for (let o = 0; o < outer; o++)
+      output.set(t.data.subarray(o * width * inner, (o + 1) * width * inner), (o * total + offset) * inner);
     offset += width;
   });
   const outShape = first.shape.map((dim, i) => (i === a ? total : dim));
@@ -197,7 +208,8 @@ export function concat(tensors: readonly Tensor[], axis: number): Tensor {
     return tensors.map((t, index) => {
       const width = widths[index];
       const part = new Float32Array(t.size);
-      for (let o = 0; o < outer; o++) part.set(g.subarray((o * total + start) * inner, (o * total + start + width) * inner), o * width * inner);
+      for (let o = 0; o < outer; o++)
+        part.set(g.subarray((o * total + start) * inner, (o * total + start + width) * inner), o * width * inner);
       start += width;
       return part;
     });
@@ -214,9 +226,12 @@ function checkIndex(index: number, limit: number, opName: string, where: number)
 export function gather(x: Tensor, axis: number, indices: Int32Array, indexShape: Shape): Tensor {
   const a = normalizeAxis(axis, x.rank, 'gather');
   if (indexShape.length !== x.rank || indexShape.some((dim, i) => i !== a && dim !== x.shape[i])) {
-    throw new Error(`gather: index shape ${formatShape(indexShape)} does not fit input ${formatShape(x.shape)} on axis ${axis}`);
+    throw new Error(
+      `gather: index shape ${formatShape(indexShape)} does not fit input ${formatShape(x.shape)} on axis ${axis}`,
+    );
   }
-  if (sizeOf(indexShape) !== indices.length) throw new Error(`gather: ${indices.length} indices for index shape ${formatShape(indexShape)}`);
+  if (sizeOf(indexShape) !== indices.length)
+    throw new Error(`gather: ${indices.length} indices for index shape ${formatShape(indexShape)}`);
   const outer = sizeOf(x.shape.slice(0, a));
   const inner = sizeOf(x.shape.slice(a + 1));
   const length = x.shape[a];
@@ -302,10 +317,25 @@ export function matmul(a: Tensor, b: Tensor, options: MatmulOptions = {}): Tenso
   const backend = getBackend();
   if (bShared && !transposeA && a.rank > 2) {
     // [..., M, K] · [K, N]: fold the batch into M, one big product (the linear-layer case).
-    backend.matmul(a.data, b.data, output, { batch: 1, M: batch * M, K, N, transposeA, transposeB, aBatchStride: 0, bBatchStride: 0, accumulate: false });
+    backend.matmul(a.data, b.data, output, {
+      batch: 1,
+      M: batch * M,
+      K,
+      N,
+      transposeA,
+      transposeB,
+      aBatchStride: 0,
+      bBatchStride: 0,
+      accumulate: false,
+    });
   } else {
     backend.matmul(a.data, b.data, output, {
-      batch, M, K, N, transposeA, transposeB,
+      batch,
+      M,
+      K,
+      N,
+      transposeA,
+      transposeB,
       aBatchStride: aShared ? 0 : M * K,
       bBatchStride: bShared ? 0 : K * N,
       accumulate: false,
@@ -338,13 +368,69 @@ function matmulGradA(a: Tensor, b: Tensor, g: Float32Array, geometry: MatmulGeom
   const bStride = bShared ? 0 : K * N;
   if (!transposeA) {
     // dA [M,K] = dC [M,N] · op(B)ᵀ
-    if (aShared) for (let i = 0; i < batch; i++) backend.matmul(g.subarray(i * M * N), b.data.subarray(i * bStride), gradA, { batch: 1, M, K: N, N: K, transposeA: false, transposeB: !transposeB, aBatchStride: 0, bBatchStride: 0, accumulate: true });
-    else if (bShared) backend.matmul(g, b.data, gradA, { batch: 1, M: batch * M, K: N, N: K, transposeA: false, transposeB: !transposeB, aBatchStride: 0, bBatchStride: 0, accumulate: false });
-    else backend.matmul(g, b.data, gradA, { batch, M, K: N, N: K, transposeA: false, transposeB: !transposeB, aBatchStride: M * N, bBatchStride: bStride, accumulate: false });
+    if (aShared)
+      for (let i = 0; i < batch; i++)
+        backend.matmul(g.subarray(i * M * N), b.data.subarray(i * bStride), gradA, {
+          batch: 1,
+          M,
+          K: N,
+          N: K,
+          transposeA: false,
+          transposeB: !transposeB,
+          aBatchStride: 0,
+          bBatchStride: 0,
+          accumulate: true,
+        });
+    else if (bShared)
+      backend.matmul(g, b.data, gradA, {
+        batch: 1,
+        M: batch * M,
+        K: N,
+        N: K,
+        transposeA: false,
+        transposeB: !transposeB,
+        aBatchStride: 0,
+        bBatchStride: 0,
+        accumulate: false,
+      });
+    else
+      backend.matmul(g, b.data, gradA, {
+        batch,
+        M,
+        K: N,
+        N: K,
+        transposeA: false,
+        transposeB: !transposeB,
+        aBatchStride: M * N,
+        bBatchStride: bStride,
+        accumulate: false,
+      });
   } else {
     // dA stored [K,M] = op(B) [K,N] · dCᵀ [N,M]
-    backend.matmul(b.data, g, gradA, { batch: aShared ? 1 : batch, M: K, K: N, N: M, transposeA: transposeB, transposeB: true, aBatchStride: bStride, bBatchStride: M * N, accumulate: false });
-    if (aShared) for (let i = 1; i < batch; i++) backend.matmul(b.data.subarray(i * bStride), g.subarray(i * M * N), gradA, { batch: 1, M: K, K: N, N: M, transposeA: transposeB, transposeB: true, aBatchStride: 0, bBatchStride: 0, accumulate: true });
+    backend.matmul(b.data, g, gradA, {
+      batch: aShared ? 1 : batch,
+      M: K,
+      K: N,
+      N: M,
+      transposeA: transposeB,
+      transposeB: true,
+      aBatchStride: bStride,
+      bBatchStride: M * N,
+      accumulate: false,
+    });
+    if (aShared)
+      for (let i = 1; i < batch; i++)
+        backend.matmul(b.data.subarray(i * bStride), g.subarray(i * M * N), gradA, {
+          batch: 1,
+          M: K,
+          K: N,
+          N: M,
+          transposeA: transposeB,
+          transposeB: true,
+          aBatchStride: 0,
+          bBatchStride: 0,
+          accumulate: true,
+        });
   }
   return gradA;
 }
@@ -357,8 +443,30 @@ function matmulGradB(a: Tensor, _b: Tensor, g: Float32Array, geometry: MatmulGeo
   if (bShared && !transposeA && !aShared) {
     // Fold the batch into the reduction dimension: one product over all rows.
     const rows = batch * M;
-    if (!transposeB) backend.matmul(a.data, g, gradB, { batch: 1, M: K, K: rows, N, transposeA: true, transposeB: false, aBatchStride: 0, bBatchStride: 0, accumulate: false });
-    else backend.matmul(g, a.data, gradB, { batch: 1, M: N, K: rows, N: K, transposeA: true, transposeB: false, aBatchStride: 0, bBatchStride: 0, accumulate: false });
+    if (!transposeB)
+      backend.matmul(a.data, g, gradB, {
+        batch: 1,
+        M: K,
+        K: rows,
+        N,
+        transposeA: true,
+        transposeB: false,
+        aBatchStride: 0,
+        bBatchStride: 0,
+        accumulate: false,
+      });
+    else
+      backend.matmul(g, a.data, gradB, {
+        batch: 1,
+        M: N,
+        K: rows,
+        N: K,
+        transposeA: true,
+        transposeB: false,
+        aBatchStride: 0,
+        bBatchStride: 0,
+        accumulate: false,
+      });
     return gradB;
   }
   const count = bShared ? batch : 1;
@@ -368,10 +476,30 @@ function matmulGradB(a: Tensor, _b: Tensor, g: Float32Array, geometry: MatmulGeo
     const innerBatch = bShared ? 1 : batch;
     if (!transposeB) {
       // dB [K,N] = op(A)ᵀ [K,M] · dC [M,N]
-      backend.matmul(aPart, gPart, gradB, { batch: innerBatch, M: K, K: M, N, transposeA: !transposeA, transposeB: false, aBatchStride: aStride, bBatchStride: M * N, accumulate: bShared && i > 0 });
+      backend.matmul(aPart, gPart, gradB, {
+        batch: innerBatch,
+        M: K,
+        K: M,
+        N,
+        transposeA: !transposeA,
+        transposeB: false,
+        aBatchStride: aStride,
+        bBatchStride: M * N,
+        accumulate: bShared && i > 0,
+      });
     } else {
       // dB stored [N,K] = dCᵀ [N,M] · op(A) [M,K]
-      backend.matmul(gPart, aPart, gradB, { batch: innerBatch, M: N, K: M, N: K, transposeA: true, transposeB: transposeA, aBatchStride: M * N, bBatchStride: aStride, accumulate: bShared && i > 0 });
+      backend.matmul(gPart, aPart, gradB, {
+        batch: innerBatch,
+        M: N,
+        K: M,
+        N: K,
+        transposeA: true,
+        transposeB: transposeA,
+        aBatchStride: M * N,
+        bBatchStride: aStride,
+        accumulate: bShared && i > 0,
+      });
     }
   }
   return gradB;

@@ -51,17 +51,26 @@ function expectSameBits(actual: Float32Array, expected: Float32Array, label: str
   const a = new Uint32Array(actual.buffer, actual.byteOffset, actual.length);
   const e = new Uint32Array(expected.buffer, expected.byteOffset, expected.length);
   let mismatches = 0;
-  for (let i = 0; i < a.length; i++) if (a[i] !== e[i] && !(Number.isNaN(actual[i]) && Number.isNaN(expected[i]))) mismatches++;
+  for (let i = 0; i < a.length; i++)
+    if (a[i] !== e[i] && !(Number.isNaN(actual[i]) && Number.isNaN(expected[i]))) mismatches++;
   expect(mismatches, `${label}: elements that differ`).toBe(0);
 }
 
 /** Equal non-finite pattern (NaN where NaN, the same infinities) and finite values within `tolerance`. */
-function expectClose(actual: ArrayLike<number>, expected: ArrayLike<number>, tolerance: (e: number) => number, label: string): void {
+function expectClose(
+  actual: ArrayLike<number>,
+  expected: ArrayLike<number>,
+  tolerance: (e: number) => number,
+  label: string,
+): void {
   expect(actual.length, label).toBe(expected.length);
   let worst = 0;
   for (let i = 0; i < expected.length; i++) {
     if (!Number.isFinite(expected[i])) {
-      expect(Object.is(actual[i], expected[i]) || (Number.isNaN(actual[i]) && Number.isNaN(expected[i])), `${label}[${i}]: ${actual[i]} vs ${expected[i]}`).toBe(true);
+      expect(
+        Object.is(actual[i], expected[i]) || (Number.isNaN(actual[i]) && Number.isNaN(expected[i])),
+        `${label}[${i}]: ${actual[i]} vs ${expected[i]}`,
+      ).toBe(true);
       continue;
     }
     worst = Math.max(worst, Math.abs(actual[i] - expected[i]) / tolerance(expected[i]));
@@ -85,14 +94,33 @@ for (const isa of status.isas) {
       const count = 200_003;
       const x = new Float32Array(count);
       for (let i = 0; i < count; i++) x[i] = -104 + (193 * i) / (count - 1); // -104 .. 89, both ends included
-      const specials = Float32Array.from([Number.NaN, Infinity, -Infinity, 88.72, 88.73, 89, 100, -87.5, -100, -103.9, -104.5, 0, -0, 1e-30, -1e-30]);
+      const specials = Float32Array.from([
+        Number.NaN,
+        Infinity,
+        -Infinity,
+        88.72,
+        88.73,
+        89,
+        100,
+        -87.5,
+        -100,
+        -103.9,
+        -104.5,
+        0,
+        -0,
+        1e-30,
+        -1e-30,
+      ]);
       const all = new Float32Array([...x, ...specials]);
       const result = nativeExp(all, isa)!;
       let worst = 0;
       for (let i = 0; i < all.length; i++) {
         const expected = Math.fround(Math.exp(all[i]));
         if (!Number.isFinite(expected) || expected === 0) {
-          expect(Object.is(result[i], expected) || (Number.isNaN(result[i]) && Number.isNaN(expected)), `exp(${all[i]}) = ${result[i]}, JS ${expected}`).toBe(true);
+          expect(
+            Object.is(result[i], expected) || (Number.isNaN(result[i]) && Number.isNaN(expected)),
+            `exp(${all[i]}) = ${result[i]}, JS ${expected}`,
+          ).toBe(true);
           continue;
         }
         worst = Math.max(worst, ulpDistance(result[i], expected));
@@ -166,7 +194,9 @@ for (const isa of status.isas) {
         logprobs.backward(rowGrad);
         return { logprobs: logprobs.data, grad: logits.grad!.data };
       });
-      expect(Number.isNaN(spec.logprobs[2]) && spec.logprobs[3] === -Infinity && Number.isNaN(spec.logprobs[4])).toBe(true);
+      expect(Number.isNaN(spec.logprobs[2]) && spec.logprobs[3] === -Infinity && Number.isNaN(spec.logprobs[4])).toBe(
+        true,
+      );
       expectClose(kernel.logprobs, spec.logprobs, () => 2e-6, 'logprobs');
       expectClose(kernel.grad, spec.grad, () => 1e-7, 'gradient');
     });
@@ -188,7 +218,13 @@ for (const isa of status.isas) {
       const { spec, kernel } = onBoth(native, () => {
         const weights = parameter(normalData(size, 10), [size]);
         const norm = parameter(normalData(31, 11), [31]);
-        const optimizer = new AdamW([{ name: 'w', tensor: weights, decay: true }, { name: 'n', tensor: norm, decay: false }], { learningRate: 1e-2, weightDecay: 0.1 });
+        const optimizer = new AdamW(
+          [
+            { name: 'w', tensor: weights, decay: true },
+            { name: 'n', tensor: norm, decay: false },
+          ],
+          { learningRate: 1e-2, weightDecay: 0.1 },
+        );
         for (let step = 0; step < 3; step++) {
           weights.grad = new Tensor(normalData(size, 20 + step, 0.1), [size]);
           norm.grad = new Tensor(normalData(31, 30 + step), [31]);
@@ -203,7 +239,12 @@ for (const isa of status.isas) {
     it('prefix attention matches the JS loops within 1e-5 (GQA, head dim off the vector width, window, ragged prompts)', () => {
       // Head dims: off the vector width (20, 7), exactly 4 AVX-512 vectors (64), and 144, which no vector case
       // covers on any instruction set (9, 18 or 36 vectors), so it takes the scalar loops.
-      for (const [Hq, Hkv, D, window] of [[4, 2, 20, undefined], [8, 8, 64, 30], [2, 1, 7, 3], [2, 2, 144, undefined]] as const) {
+      for (const [Hq, Hkv, D, window] of [
+        [4, 2, 20, undefined],
+        [8, 8, 64, 30],
+        [2, 1, 7, 3],
+        [2, 2, 144, undefined],
+      ] as const) {
         const lengths = [37, 5];
         const rowPrefix = Int32Array.of(0, 0, 0, 1, 1);
         const B = rowPrefix.length;
@@ -217,7 +258,13 @@ for (const isa of status.isas) {
         const keys = randomNormal([B, Hkv, capacity, D], random, 1);
         const values = randomNormal([B, Hkv, capacity, D], random, 1);
         const q = randomNormal([B, Hq, 1, D], random, 2);
-        const prefix = { keys: prompts.map((p) => p.keys), values: prompts.map((p) => p.values), lengths, rowPrefix, window };
+        const prefix = {
+          keys: prompts.map((p) => p.keys),
+          values: prompts.map((p) => p.values),
+          lengths,
+          rowPrefix,
+          window,
+        };
         const { spec, kernel } = onBoth(native, () => noGrad(() => prefixAttention(q, keys, values, S, prefix)).data);
         expectClose(kernel, spec, () => 1e-5, `Hq ${Hq} Hkv ${Hkv} D ${D} window ${window}`);
       }
@@ -225,10 +272,20 @@ for (const isa of status.isas) {
 
     it('the addon rejects arrays too short for the stated rows with an error naming the array', () => {
       const backend = native;
-      expect(() => backend.rmsNormForward!(new Float32Array(10), new Float32Array(5), 3, 5, 1e-5, new Float32Array(15), new Float32Array(3)))
-        .toThrow(/rmsNormForward: x has 10 elements, needs 15/);
-      expect(() => backend.logSumExpRows!(new Float32Array(8), 2, 4, new Float32Array(2), new Float64Array(1), null))
-        .toThrow(/logSumExpRows: logTotal is too short/);
+      expect(() =>
+        backend.rmsNormForward!(
+          new Float32Array(10),
+          new Float32Array(5),
+          3,
+          5,
+          1e-5,
+          new Float32Array(15),
+          new Float32Array(3),
+        ),
+      ).toThrow(/rmsNormForward: x has 10 elements, needs 15/);
+      expect(() =>
+        backend.logSumExpRows!(new Float32Array(8), 2, 4, new Float32Array(2), new Float64Array(1), null),
+      ).toThrow(/logSumExpRows: logTotal is too short/);
     });
   });
 }

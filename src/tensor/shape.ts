@@ -83,7 +83,12 @@ export function forEachRun(
   const total = sizeOf(outShape);
   if (total === 0) return;
   if (rank === 0) {
-    visitRun(0, operandStrides.map(() => 0), operandStrides.map(() => 0), 1);
+    visitRun(
+      0,
+      operandStrides.map(() => 0),
+      operandStrides.map(() => 0),
+      1,
+    );
     return;
   }
   const inner = outShape[rank - 1];

@@ -29,7 +29,8 @@ export class Tensor {
       throw new Error(`Tensor: shape ${formatShape(shape)} needs ${sizeOf(shape)} elements, data has ${data.length}`);
     }
     for (const dim of shape) {
-      if (!Number.isInteger(dim) || dim < 0) throw new Error(`Tensor: invalid dimension ${dim} in shape ${formatShape(shape)}`);
+      if (!Number.isInteger(dim) || dim < 0)
+        throw new Error(`Tensor: invalid dimension ${dim} in shape ${formatShape(shape)}`);
     }
     this.data = data;
     this.shape = [...shape];
@@ -56,7 +57,8 @@ export class Tensor {
 
   /** The single value of a one-element tensor. */
   item(): number {
-    if (this.size !== 1) throw new Error(`item: tensor of shape ${formatShape(this.shape)} has ${this.size} elements, not 1`);
+    if (this.size !== 1)
+      throw new Error(`item: tensor of shape ${formatShape(this.shape)} has ${this.size} elements, not 1`);
     return this.data[0];
   }
 

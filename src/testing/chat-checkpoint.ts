@@ -33,12 +33,17 @@ function growRows(file: string, name: string, sourceRows: number[]): void {
   if (!entry || entry.dtype !== 'F32') throw new Error(`${file}: no F32 tensor ${name}`);
   const [rows, width] = entry.shape as [number, number];
   const rowBytes = width * 4;
-  const added = Buffer.concat(sourceRows.map((row) => data.subarray(entry.data_offsets[0] + row * rowBytes, entry.data_offsets[0] + (row + 1) * rowBytes)));
+  const added = Buffer.concat(
+    sourceRows.map((row) =>
+      data.subarray(entry.data_offsets[0] + row * rowBytes, entry.data_offsets[0] + (row + 1) * rowBytes),
+    ),
+  );
   const growth = added.length;
   // Tensors are laid out in offset order; everything after the grown one moves by `growth` bytes.
   for (const [key, value] of Object.entries(header) as [string, { data_offsets: [number, number] }][]) {
     if (key === '__metadata__' || key === name) continue;
-    if (value.data_offsets[0] >= entry.data_offsets[1]) value.data_offsets = [value.data_offsets[0] + growth, value.data_offsets[1] + growth];
+    if (value.data_offsets[0] >= entry.data_offsets[1])
+      value.data_offsets = [value.data_offsets[0] + growth, value.data_offsets[1] + growth];
   }
   const end = entry.data_offsets[1];
   entry.shape = [rows + sourceRows.length, width];
@@ -47,7 +52,10 @@ function growRows(file: string, name: string, sourceRows: number[]): void {
   headerText += ' '.repeat((8 - (headerText.length % 8)) % 8);
   const length = Buffer.alloc(8);
   length.writeBigUInt64LE(BigInt(Buffer.byteLength(headerText)));
-  writeFileSync(file, Buffer.concat([length, Buffer.from(headerText), data.subarray(0, end), added, data.subarray(end)]));
+  writeFileSync(
+    file,
+    Buffer.concat([length, Buffer.from(headerText), data.subarray(0, end), added, data.subarray(end)]),
+  );
 }
 
 /** Copies `baseDirectory` to `targetDirectory` as a ChatML chat checkpoint; returns the two new ids. */
@@ -60,7 +68,10 @@ export function makeChatCheckpoint(baseDirectory: string, targetDirectory: strin
   writeJson(join(targetDirectory, 'config.json'), config);
   const tokenizer = readJson(join(targetDirectory, 'tokenizer.json'));
   const special = { single_word: false, lstrip: false, rstrip: false, normalized: false, special: true };
-  tokenizer.added_tokens.push({ id: imStart, content: '<|im_start|>', ...special }, { id: imEnd, content: '<|im_end|>', ...special });
+  tokenizer.added_tokens.push(
+    { id: imStart, content: '<|im_start|>', ...special },
+    { id: imEnd, content: '<|im_end|>', ...special },
+  );
   writeJson(join(targetDirectory, 'tokenizer.json'), tokenizer);
   const tokenizerConfig = readJson(join(targetDirectory, 'tokenizer_config.json'));
   tokenizerConfig.added_tokens_decoder[String(imStart)] = { content: '<|im_start|>', ...special };
@@ -73,7 +84,14 @@ export function makeChatCheckpoint(baseDirectory: string, targetDirectory: strin
   writeJson(join(targetDirectory, 'generation_config.json'), generation);
   // Tied checkpoints may store the shared matrix under either name; an untied one has both.
   const weights = join(targetDirectory, 'model.safetensors');
-  const names = Object.keys(JSON.parse(readFileSync(weights).subarray(8, 8 + Number(readFileSync(weights).readBigUInt64LE(0))).toString('utf8')));
-  for (const name of ['model.embed_tokens.weight', 'lm_head.weight'].filter((candidate) => names.includes(candidate))) growRows(weights, name, [config.bos_token_id, config.eos_token_id]);
+  const names = Object.keys(
+    JSON.parse(
+      readFileSync(weights)
+        .subarray(8, 8 + Number(readFileSync(weights).readBigUInt64LE(0)))
+        .toString('utf8'),
+    ),
+  );
+  for (const name of ['model.embed_tokens.weight', 'lm_head.weight'].filter((candidate) => names.includes(candidate)))
+    growRows(weights, name, [config.bos_token_id, config.eos_token_id]);
   return { imStart, imEnd };
 }

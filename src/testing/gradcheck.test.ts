@@ -4,7 +4,10 @@ import { Tensor, tensor } from '../tensor/index.js';
 import { gradCheck } from './gradcheck.js';
 
 function doubleWithWrongGradient(x: Tensor): Tensor {
-  const result = new Tensor(x.data.map((v) => 2 * v), x.shape);
+  const result = new Tensor(
+    x.data.map((v) => 2 * v),
+    x.shape,
+  );
   result.requiresGrad = true;
   // Deliberately wrong: the true derivative is 2.
   result.node = { opName: 'wrong', inputs: [x], backward: (g) => [g.map((v) => 1.9 * v)] };
@@ -17,7 +20,10 @@ describe('gradCheck', () => {
   });
   it('accepts the same op with the right rule', () => {
     const right = (x: Tensor) => {
-      const result = new Tensor(x.data.map((v) => 2 * v), x.shape);
+      const result = new Tensor(
+        x.data.map((v) => 2 * v),
+        x.shape,
+      );
       result.requiresGrad = true;
       result.node = { opName: 'right', inputs: [x], backward: (g) => [g.map((v) => 2 * v)] };
       return result;

@@ -28,7 +28,11 @@ export interface GradCheckResult {
 }
 
 /** Throws with the input index, element and both values when an analytic gradient is wrong. */
-export function gradCheck(fn: (...inputs: Tensor[]) => Tensor, inputs: Tensor[], options: GradCheckOptions = {}): GradCheckResult {
+export function gradCheck(
+  fn: (...inputs: Tensor[]) => Tensor,
+  inputs: Tensor[],
+  options: GradCheckOptions = {},
+): GradCheckResult {
   const epsilon = options.epsilon ?? 1e-2;
   const absoluteTolerance = options.absoluteTolerance ?? 2e-3;
   const relativeTolerance = options.relativeTolerance ?? 2e-2;

@@ -8,9 +8,25 @@
  * Is not: the step itself (grpo-step.ts) or the maths (algorithms/).
  */
 import {
-  advantageEstimators, groupFilters, klEstimators, lossAggregations, parsePartOptions, policyLosses, promptSelectors,
-  type AdvantageFn, type AdvantageOptions, type AggregationFn, type AlgorithmNeed, type GroupFilterFn, type GroupFilterOptions,
-  type KlEstimatorFn, type MismatchCorrection, type PolicyLossFn, type PolicyLossOptions, type PromptSelectorFn, type Registry,
+  advantageEstimators,
+  groupFilters,
+  klEstimators,
+  lossAggregations,
+  parsePartOptions,
+  policyLosses,
+  promptSelectors,
+  type AdvantageFn,
+  type AdvantageOptions,
+  type AggregationFn,
+  type AlgorithmNeed,
+  type GroupFilterFn,
+  type GroupFilterOptions,
+  type KlEstimatorFn,
+  type MismatchCorrection,
+  type PolicyLossFn,
+  type PolicyLossOptions,
+  type PromptSelectorFn,
+  type Registry,
 } from '../algorithms/index.js';
 import { z } from 'zod';
 import type { Example } from '../data/task.js';
@@ -28,7 +44,8 @@ export interface BoundPart<Fn, Options> {
 }
 
 /** Where stratified GRPO's stratum keys come from. */
-export type StrataSource = { kind: 'row'; column: string } | { kind: 'rollout'; statistic: 'toolCalls' | 'turns' | 'truncated' };
+export type StrataSource =
+  { kind: 'row'; column: string } | { kind: 'rollout'; statistic: 'toolCalls' | 'turns' | 'truncated' };
 
 /** Options of the single-stream value tracker (SPO). */
 export interface TrackerOptions {
@@ -55,8 +72,14 @@ export interface GtpoOptions {
 
 /** The algorithm of a run, resolved once at setup. */
 export interface BoundAlgorithm {
-  advantage: BoundPart<AdvantageFn, AdvantageOptions & { strataFrom?: string; clusterBy?: 'answer' | 'text' } & Partial<TrackerOptions>>;
-  loss: BoundPart<PolicyLossFn, PolicyLossOptions & GtpoOptions & { entropyThreshold?: number; entropyCoefficient?: number }>;
+  advantage: BoundPart<
+    AdvantageFn,
+    AdvantageOptions & { strataFrom?: string; clusterBy?: 'answer' | 'text' } & Partial<TrackerOptions>
+  >;
+  loss: BoundPart<
+    PolicyLossFn,
+    PolicyLossOptions & GtpoOptions & { entropyThreshold?: number; entropyCoefficient?: number }
+  >;
   aggregation: { name: string; fn: AggregationFn };
   klCoefficient: number;
   klPlacement: 'loss' | 'reward';
@@ -80,11 +103,22 @@ export interface BindingContext {
   rolloutProvides: readonly RolloutProvision[];
 }
 
-function bindPart<Fn, Options>(registry: Registry<Fn>, name: string, options: unknown, field: string, problems: string[]): BoundPart<Fn, Options> | null {
+function bindPart<Fn, Options>(
+  registry: Registry<Fn>,
+  name: string,
+  options: unknown,
+  field: string,
+  problems: string[],
+): BoundPart<Fn, Options> | null {
   if (!registry.has(name)) return null; // unknown names were reported by validateConfig
   const entry = registry.list().find((candidate) => candidate.name === name)!;
   try {
-    const parsed = parsePartOptions(entry.options ?? z.object({}).strict(), options, field, `${registry.kind} "${name}"`);
+    const parsed = parsePartOptions(
+      entry.options ?? z.object({}).strict(),
+      options,
+      field,
+      `${registry.kind} "${name}"`,
+    );
     return { name, fn: entry.fn, options: parsed as Options, needs: entry.needs ?? [] };
   } catch (error) {
     problems.push(...(error as Error).message.split('\n'));
@@ -102,20 +136,58 @@ function parseStrata(from: string | undefined): StrataSource | null {
 export function bindAlgorithm(config: TrainerConfig, context: BindingContext): BoundAlgorithm {
   const problems: string[] = [];
   const algorithm = config.algorithm;
-  const advantage = bindPart<AdvantageFn, BoundAlgorithm['advantage']['options']>(advantageEstimators, algorithm.advantage, algorithm.advantageOptions, 'algorithm.advantageOptions', problems);
-  const loss = bindPart<PolicyLossFn, BoundAlgorithm['loss']['options']>(policyLosses, algorithm.loss, algorithm.lossOptions, 'algorithm.lossOptions', problems);
-  const groupFilter = algorithm.groupFilter === null ? null : bindPart<GroupFilterFn, GroupFilterOptions>(groupFilters, algorithm.groupFilter, algorithm.groupFilterOptions, 'algorithm.groupFilterOptions', problems);
-  const promptSelector = algorithm.promptSelector === null ? null : bindPart<PromptSelectorFn, SelectorOptions>(promptSelectors, algorithm.promptSelector, algorithm.promptSelectorOptions, 'algorithm.promptSelectorOptions', problems);
-  if (algorithm.groupFilter === null && Object.keys(algorithm.groupFilterOptions).length > 0) problems.push('algorithm.groupFilterOptions: set, but algorithm.groupFilter is null');
-  if (algorithm.promptSelector === null && Object.keys(algorithm.promptSelectorOptions).length > 0) problems.push('algorithm.promptSelectorOptions: set, but algorithm.promptSelector is null');
-  if (problems.length > 0 || !advantage || !loss) throw new Error(`invalid config:\n${problems.map((line) => `- ${line}`).join('\n')}`);
+  const advantage = bindPart<AdvantageFn, BoundAlgorithm['advantage']['options']>(
+    advantageEstimators,
+    algorithm.advantage,
+    algorithm.advantageOptions,
+    'algorithm.advantageOptions',
+    problems,
+  );
+  const loss = bindPart<PolicyLossFn, BoundAlgorithm['loss']['options']>(
+    policyLosses,
+    algorithm.loss,
+    algorithm.lossOptions,
+    'algorithm.lossOptions',
+    problems,
+  );
+  const groupFilter =
+    algorithm.groupFilter === null
+      ? null
+      : bindPart<GroupFilterFn, GroupFilterOptions>(
+          groupFilters,
+          algorithm.groupFilter,
+          algorithm.groupFilterOptions,
+          'algorithm.groupFilterOptions',
+          problems,
+        );
+  const promptSelector =
+    algorithm.promptSelector === null
+      ? null
+      : bindPart<PromptSelectorFn, SelectorOptions>(
+          promptSelectors,
+          algorithm.promptSelector,
+          algorithm.promptSelectorOptions,
+          'algorithm.promptSelectorOptions',
+          problems,
+        );
+  if (algorithm.groupFilter === null && Object.keys(algorithm.groupFilterOptions).length > 0)
+    problems.push('algorithm.groupFilterOptions: set, but algorithm.groupFilter is null');
+  if (algorithm.promptSelector === null && Object.keys(algorithm.promptSelectorOptions).length > 0)
+    problems.push('algorithm.promptSelectorOptions: set, but algorithm.promptSelector is null');
+  if (problems.length > 0 || !advantage || !loss)
+    throw new Error(`invalid config:\n${problems.map((line) => `- ${line}`).join('\n')}`);
   const needs = new Set<AlgorithmNeed>([...advantage.needs, ...loss.needs]);
   const strata = parseStrata(advantage.options.strataFrom);
   checkNeeds(config, { advantage, loss, needs, strata, promptSelector }, context, problems);
   if (problems.length > 0) throw new Error(`invalid config:\n${problems.map((line) => `- ${line}`).join('\n')}`);
   const trackerOptions = advantage.options as TrackerOptions;
   return {
-    advantage, loss, groupFilter, promptSelector, needs, strata,
+    advantage,
+    loss,
+    groupFilter,
+    promptSelector,
+    needs,
+    strata,
     aggregation: { name: algorithm.aggregation, fn: lossAggregations.get(algorithm.aggregation) },
     klCoefficient: algorithm.klCoefficient,
     klPlacement: algorithm.klPlacement,
@@ -124,7 +196,13 @@ export function bindAlgorithm(config: TrainerConfig, context: BindingContext): B
     maskTruncated: algorithm.maskTruncated,
     maxRefills: algorithm.maxRefills,
     mismatchCorrection: algorithm.mismatchCorrection,
-    tracker: needs.has('baselines') ? { halfLifeKl: trackerOptions.halfLifeKl, minDiscount: trackerOptions.minDiscount, maxDiscount: trackerOptions.maxDiscount } : null,
+    tracker: needs.has('baselines')
+      ? {
+          halfLifeKl: trackerOptions.halfLifeKl,
+          minDiscount: trackerOptions.minDiscount,
+          maxDiscount: trackerOptions.maxDiscount,
+        }
+      : null,
   };
 }
 
@@ -135,30 +213,58 @@ function checkNeeds(config: TrainerConfig, chosen: Chosen, context: BindingConte
   const { advantage, loss, needs, strata, promptSelector } = chosen;
   const G = config.sampling.groupSize;
   if (strata?.kind === 'row') {
-    const missing = context.sampleRows.findIndex((row) => row[strata.column] === undefined || row[strata.column] === null);
-    if (missing >= 0) problems.push(`algorithm.advantageOptions.strataFrom: the stratified estimator reads column "${strata.column}", which training row ${missing} does not have (columns: ${Object.keys(context.sampleRows[missing]).join(', ')})`);
-  } else if (strata?.kind === 'rollout' && strata.statistic !== 'truncated' && !context.rolloutProvides.includes(strata.statistic)) {
-    problems.push(`algorithm.advantageOptions.strataFrom: the stratified estimator needs rollout.${strata.statistic}, which this rollout does not report (the single-turn rollout reports only rollout.truncated; a multi-turn rollout must declare provides: ['${strata.statistic}'])`);
+    const missing = context.sampleRows.findIndex(
+      (row) => row[strata.column] === undefined || row[strata.column] === null,
+    );
+    if (missing >= 0)
+      problems.push(
+        `algorithm.advantageOptions.strataFrom: the stratified estimator reads column "${strata.column}", which training row ${missing} does not have (columns: ${Object.keys(context.sampleRows[missing]).join(', ')})`,
+      );
+  } else if (
+    strata?.kind === 'rollout' &&
+    strata.statistic !== 'truncated' &&
+    !context.rolloutProvides.includes(strata.statistic)
+  ) {
+    problems.push(
+      `algorithm.advantageOptions.strataFrom: the stratified estimator needs rollout.${strata.statistic}, which this rollout does not report (the single-turn rollout reports only rollout.truncated; a multi-turn rollout must declare provides: ['${strata.statistic}'])`,
+    );
   }
   if (needs.has('serialRollout') && !context.rolloutProvides.includes('serialExits')) {
-    problems.push(`algorithm.advantage: s-grpo scores a group of serial early exits of one chain of thought, and this rollout samples parallel completions (a recipe must supply a rollout that declares provides: ['serialExits'])`);
+    problems.push(
+      `algorithm.advantage: s-grpo scores a group of serial early exits of one chain of thought, and this rollout samples parallel completions (a recipe must supply a rollout that declares provides: ['serialExits'])`,
+    );
   }
-  const largestGroup = promptSelector?.name === 'knapsack' ? Math.max(...(promptSelector.options.allowedCounts ?? [2 * G])) : G;
+  const largestGroup =
+    promptSelector?.name === 'knapsack' ? Math.max(...(promptSelector.options.allowedCounts ?? [2 * G])) : G;
   if (needs.has('wholeGroups') && config.grpo.microBatchSize < largestGroup) {
-    problems.push(`grpo.microBatchSize: the ${loss.name} loss needs whole groups in each micro-batch, so it must be at least the largest group (${largestGroup}), got ${config.grpo.microBatchSize}`);
+    problems.push(
+      `grpo.microBatchSize: the ${loss.name} loss needs whole groups in each micro-batch, so it must be at least the largest group (${largestGroup}), got ${config.grpo.microBatchSize}`,
+    );
   }
   if (loss.name === 'real') {
-    if (config.algorithm.klCoefficient > 0 && config.algorithm.klPlacement === 'loss') problems.push(`algorithm.klCoefficient: the real loss has no per-token KL term; use algorithm.klPlacement "reward" or klCoefficient 0`);
-    if (config.algorithm.mismatchCorrection !== null) problems.push('algorithm.mismatchCorrection: the real loss has no per-token weights to correct; set it to null');
+    if (config.algorithm.klCoefficient > 0 && config.algorithm.klPlacement === 'loss')
+      problems.push(
+        `algorithm.klCoefficient: the real loss has no per-token KL term; use algorithm.klPlacement "reward" or klCoefficient 0`,
+      );
+    if (config.algorithm.mismatchCorrection !== null)
+      problems.push('algorithm.mismatchCorrection: the real loss has no per-token weights to correct; set it to null');
   }
   if (needs.has('baselines') && config.algorithm.groupFilter !== null) {
-    problems.push(`algorithm.groupFilter: single-stream keeps a per-prompt value instead of groups, so a group filter (${config.algorithm.groupFilter}) has nothing to act on; set it to null`);
+    problems.push(
+      `algorithm.groupFilter: single-stream keeps a per-prompt value instead of groups, so a group filter (${config.algorithm.groupFilter}) has nothing to act on; set it to null`,
+    );
   }
   if (promptSelector?.name === 'knapsack') {
     const counts = promptSelector.options.allowedCounts ?? defaultKnapsackCounts(G);
     const budget = config.grpo.promptsPerStep * G;
-    if (Math.min(...counts) * config.grpo.promptsPerStep > budget) problems.push(`algorithm.promptSelectorOptions.allowedCounts: knapsack must give each of the ${config.grpo.promptsPerStep} prompts at least ${Math.min(...counts)} rollouts, more than the budget of ${budget} (promptsPerStep × groupSize)`);
-    if (advantage.name === 's-grpo' || needs.has('baselines')) problems.push(`algorithm.promptSelector: knapsack varies the group size per prompt, which ${advantage.name} does not use; choose vade or null`);
+    if (Math.min(...counts) * config.grpo.promptsPerStep > budget)
+      problems.push(
+        `algorithm.promptSelectorOptions.allowedCounts: knapsack must give each of the ${config.grpo.promptsPerStep} prompts at least ${Math.min(...counts)} rollouts, more than the budget of ${budget} (promptsPerStep × groupSize)`,
+      );
+    if (advantage.name === 's-grpo' || needs.has('baselines'))
+      problems.push(
+        `algorithm.promptSelector: knapsack varies the group size per prompt, which ${advantage.name} does not use; choose vade or null`,
+      );
   }
 }
 

@@ -5,7 +5,9 @@ import { configFields, configReferenceMarkdown } from './config-docs.js';
 
 describe('config reference', () => {
   it('every field has a description', () => {
-    const missing = configFields().filter((field) => !field.description).map((field) => field.path);
+    const missing = configFields()
+      .filter((field) => !field.description)
+      .map((field) => field.path);
     expect(missing).toEqual([]);
   });
   it('docs/configuration.md is current (run `npm run docs:config`)', () => {

@@ -15,7 +15,16 @@ export interface ConfigField {
 // zod 4 keeps the schema tree in `_zod.def`; only the wrappers this schema uses are unwrapped.
 interface SchemaNode {
   description?: string;
-  _zod: { def: { type: string; innerType?: SchemaNode; defaultValue?: unknown; shape?: Record<string, SchemaNode>; entries?: Record<string, string>; element?: SchemaNode } };
+  _zod: {
+    def: {
+      type: string;
+      innerType?: SchemaNode;
+      defaultValue?: unknown;
+      shape?: Record<string, SchemaNode>;
+      entries?: Record<string, string>;
+      element?: SchemaNode;
+    };
+  };
   shape?: Record<string, SchemaNode>;
 }
 
@@ -25,7 +34,10 @@ function describeType(node: SchemaNode): string {
     const inner = describeType(def.innerType!);
     return def.type === 'nullable' ? `${inner} | null` : inner;
   }
-  if (def.type === 'enum') return Object.values(def.entries ?? {}).map((value) => `'${value}'`).join(' | ');
+  if (def.type === 'enum')
+    return Object.values(def.entries ?? {})
+      .map((value) => `'${value}'`)
+      .join(' | ');
   if (def.type === 'record') return 'object';
   if (def.type === 'array') return `${describeType(def.element!)}[]`;
   return def.type;
@@ -77,7 +89,7 @@ export function configReferenceMarkdown(): string {
     '# Configuration reference',
     '',
     'Generated from the schema in `src/trainer/config.ts` (`npm run docs:config`; a test fails when this file is stale).',
-    'Defaults shown are the schema\'s; a task\'s recommended settings (e.g. the addition task\'s SFT and GRPO',
+    "Defaults shown are the schema's; a task's recommended settings (e.g. the addition task's SFT and GRPO",
     'schedule) and a `preset` sit on top of them, and whatever a recipe or `--set` gives wins.',
     '',
     '| field | type | default | description |',

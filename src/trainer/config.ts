@@ -18,122 +18,269 @@ const nonNegativeInteger = z.number().int().nonnegative();
 const boundedInteger = (minimum: 0 | 1, maximum: number) =>
   z.number().int().min(minimum).max(maximum, `must be at most ${maximum}`);
 
-const modelSchema = z.object({
-  checkpoint: z.string().optional().describe('A Hugging Face checkpoint folder; when absent a small model is created from scratch.'),
-  chatTemplate: z.string().min(1).default('auto').describe("How prompts are formatted in every phase: 'auto' (the checkpoint's chat template when it has one, else plain text), 'none' (plain text), a .jinja file, or the template text."),
-  hiddenSize: boundedInteger(1, 4096).default(64).describe('Hidden width of a from-scratch model (ignored with `checkpoint`).'),
-  numLayers: boundedInteger(1, 128).default(2).describe('Transformer blocks of a from-scratch model.'),
-  numHeads: boundedInteger(1, 256).default(4).describe('Attention (query) heads of a from-scratch model.'),
-  numKeyValueHeads: boundedInteger(1, 256).optional().describe('Key/value heads (GQA) of a from-scratch model; default numHeads.'),
-  intermediateSize: boundedInteger(1, 16384).optional().describe('SwiGLU width of a from-scratch model; default 8/3 of hidden, rounded to 8.'),
-  initSeed: z.number().int().default(0).describe('Seed of the from-scratch initialisation.'),
-}).strict();
+const modelSchema = z
+  .object({
+    checkpoint: z
+      .string()
+      .optional()
+      .describe('A Hugging Face checkpoint folder; when absent a small model is created from scratch.'),
+    chatTemplate: z
+      .string()
+      .min(1)
+      .default('auto')
+      .describe(
+        "How prompts are formatted in every phase: 'auto' (the checkpoint's chat template when it has one, else plain text), 'none' (plain text), a .jinja file, or the template text.",
+      ),
+    hiddenSize: boundedInteger(1, 4096)
+      .default(64)
+      .describe('Hidden width of a from-scratch model (ignored with `checkpoint`).'),
+    numLayers: boundedInteger(1, 128).default(2).describe('Transformer blocks of a from-scratch model.'),
+    numHeads: boundedInteger(1, 256).default(4).describe('Attention (query) heads of a from-scratch model.'),
+    numKeyValueHeads: boundedInteger(1, 256)
+      .optional()
+      .describe('Key/value heads (GQA) of a from-scratch model; default numHeads.'),
+    intermediateSize: boundedInteger(1, 16384)
+      .optional()
+      .describe('SwiGLU width of a from-scratch model; default 8/3 of hidden, rounded to 8.'),
+    initSeed: z.number().int().default(0).describe('Seed of the from-scratch initialisation.'),
+  })
+  .strict();
 
-const sftSchema = z.object({
-  steps: nonNegativeInteger.default(0).describe('SFT optimiser steps before GRPO (0 = no SFT phase).'),
-  batchSize: boundedInteger(1, 4096).default(32).describe('Demonstrations per SFT step.'),
-  learningRate: z.number().positive().default(3e-3).describe('Peak SFT learning rate (AdamW).'),
-  warmupSteps: nonNegativeInteger.default(20).describe('Linear warmup steps of the SFT learning rate.'),
-  schedule: z.enum(['constant', 'linear', 'cosine']).default('cosine').describe('Cosine-decay the SFT learning rate to 10% by the last step.'),
-  examples: boundedInteger(1, 1_000_000).default(4096).describe('Training demonstrations drawn from the task (cycled).'),
-  packLength: boundedInteger(0, 32768).default(0).describe('Pack demonstrations into rows of this many tokens (document-masked attention, positions restart); 0 = one per row, padded.'),
-}).strict();
+const sftSchema = z
+  .object({
+    steps: nonNegativeInteger.default(0).describe('SFT optimiser steps before GRPO (0 = no SFT phase).'),
+    batchSize: boundedInteger(1, 4096).default(32).describe('Demonstrations per SFT step.'),
+    learningRate: z.number().positive().default(3e-3).describe('Peak SFT learning rate (AdamW).'),
+    warmupSteps: nonNegativeInteger.default(20).describe('Linear warmup steps of the SFT learning rate.'),
+    schedule: z
+      .enum(['constant', 'linear', 'cosine'])
+      .default('cosine')
+      .describe('Cosine-decay the SFT learning rate to 10% by the last step.'),
+    examples: boundedInteger(1, 1_000_000)
+      .default(4096)
+      .describe('Training demonstrations drawn from the task (cycled).'),
+    packLength: boundedInteger(0, 32768)
+      .default(0)
+      .describe(
+        'Pack demonstrations into rows of this many tokens (document-masked attention, positions restart); 0 = one per row, padded.',
+      ),
+  })
+  .strict();
 
-const samplingSchema = z.object({
-  groupSize: boundedInteger(1, 1024).default(8).describe('Completions per prompt: the group size G.'),
-  maxNewTokens: boundedInteger(1, 32768).default(8).describe('Completion length limit; a completion cut here counts as truncated.'),
-  temperature: z.number().positive().default(1).describe('Sampling temperature; training logprobs use the same logits / temperature.'),
-  topK: nonNegativeInteger.default(0).describe('Keep the k most likely tokens when sampling (0 = off).'),
-  topP: z.number().gt(0).lte(1).default(1).describe('Nucleus sampling mass (1 = off).'),
-  minP: z.number().gte(0).lt(1).default(0).describe('Drop tokens below minP × the top probability (0 = off).'),
-}).strict();
+const samplingSchema = z
+  .object({
+    groupSize: boundedInteger(1, 1024).default(8).describe('Completions per prompt: the group size G.'),
+    maxNewTokens: boundedInteger(1, 32768)
+      .default(8)
+      .describe('Completion length limit; a completion cut here counts as truncated.'),
+    temperature: z
+      .number()
+      .positive()
+      .default(1)
+      .describe('Sampling temperature; training logprobs use the same logits / temperature.'),
+    topK: nonNegativeInteger.default(0).describe('Keep the k most likely tokens when sampling (0 = off).'),
+    topP: z.number().gt(0).lte(1).default(1).describe('Nucleus sampling mass (1 = off).'),
+    minP: z.number().gte(0).lt(1).default(0).describe('Drop tokens below minP × the top probability (0 = off).'),
+  })
+  .strict();
 
-const grpoSchema = z.object({
-  steps: nonNegativeInteger.default(100).describe('GRPO optimiser steps (each on a fresh batch of prompts, times `iterations`).'),
-  promptsPerStep: boundedInteger(1, 4096).default(16).describe('Prompts per step; each gets `sampling.groupSize` completions.'),
-  iterations: boundedInteger(1, 64).default(1).describe('μ: optimisation passes over each generated batch, using the stored old logprobs.'),
-  microBatchSize: boundedInteger(1, 4096).default(64).describe('Completions per forward/backward micro-batch (gradients accumulate across them).'),
-  learningRate: z.number().positive().default(1e-3).describe('Peak GRPO learning rate (AdamW).'),
-  warmupSteps: nonNegativeInteger.default(0).describe('Linear warmup steps of the GRPO learning rate.'),
-  schedule: z.enum(['constant', 'linear', 'cosine']).default('constant').describe('GRPO learning-rate schedule after warmup.'),
-  examples: boundedInteger(1, 1_000_000).default(4096).describe('Training prompts drawn from the task (cycled).'),
-}).strict();
+const grpoSchema = z
+  .object({
+    steps: nonNegativeInteger
+      .default(100)
+      .describe('GRPO optimiser steps (each on a fresh batch of prompts, times `iterations`).'),
+    promptsPerStep: boundedInteger(1, 4096)
+      .default(16)
+      .describe('Prompts per step; each gets `sampling.groupSize` completions.'),
+    iterations: boundedInteger(1, 64)
+      .default(1)
+      .describe('μ: optimisation passes over each generated batch, using the stored old logprobs.'),
+    microBatchSize: boundedInteger(1, 4096)
+      .default(64)
+      .describe('Completions per forward/backward micro-batch (gradients accumulate across them).'),
+    learningRate: z.number().positive().default(1e-3).describe('Peak GRPO learning rate (AdamW).'),
+    warmupSteps: nonNegativeInteger.default(0).describe('Linear warmup steps of the GRPO learning rate.'),
+    schedule: z
+      .enum(['constant', 'linear', 'cosine'])
+      .default('constant')
+      .describe('GRPO learning-rate schedule after warmup.'),
+    examples: boundedInteger(1, 1_000_000).default(4096).describe('Training prompts drawn from the task (cycled).'),
+  })
+  .strict();
 
-const mismatchCorrectionSchema = z.object({
-  mode: z.enum(['truncate', 'mask']).default('truncate').describe("'truncate' (TIS): weight min(ratio, C); 'mask' (MIS): drop tokens or sequences past C."),
-  level: z.enum(['token', 'sequence']).default('token').describe('Ratio per token, or the product over the sequence.'),
-  cap: z.number().positive().default(2).describe('The cap C.'),
-}).strict();
+const mismatchCorrectionSchema = z
+  .object({
+    mode: z
+      .enum(['truncate', 'mask'])
+      .default('truncate')
+      .describe("'truncate' (TIS): weight min(ratio, C); 'mask' (MIS): drop tokens or sequences past C."),
+    level: z
+      .enum(['token', 'sequence'])
+      .default('token')
+      .describe('Ratio per token, or the product over the sequence.'),
+    cap: z.number().positive().default(2).describe('The cap C.'),
+  })
+  .strict();
 
-const algorithmSchema = z.object({
-  advantage: z.string().default('grpo').describe('Registered advantage estimator (see `grpo list`).'),
-  advantageOptions: z.record(z.string(), z.unknown()).default({}).describe("The estimator's options, checked against its schema (an unknown key lists the known ones)."),
-  loss: z.string().default('ppo-clip').describe('Registered policy loss.'),
-  lossOptions: z.record(z.string(), z.unknown()).default({}).describe("The loss's options (epsilonLow, epsilonHigh, dualClip, capMode, temperature, topEntropyQuantile, ...), checked against its schema."),
-  aggregation: z.string().default('token-mean').describe('Registered loss aggregation.'),
-  klCoefficient: z.number().nonnegative().default(0).describe('β of the KL penalty against the initial model; 0 loads no reference model.'),
-  klEstimator: z.string().default('k3').describe('Registered KL estimator (in the loss; KL in the reward always uses k1, Σ_t log π − log π_ref).'),
-  klPlacement: z.enum(['loss', 'reward']).default('loss').describe("'loss': β·KL per token in the loss (GRPO); 'reward': r − β·Σ_t k1 before advantages (RLOO/PPO kl_in_reward)."),
-  entropyCoefficient: z.number().nonnegative().default(0).describe('Entropy bonus λ_H: the loss gets −λ_H·H_t per token, aggregated like the policy loss (0 = off).'),
-  groupFilter: z.string().nullable().default(null).describe('Registered group filter applied after scoring (e.g. dynamic-sampling), or null.'),
-  groupFilterOptions: z.record(z.string(), z.unknown()).default({}).describe("The group filter's options, checked against its schema."),
-  maxRefills: nonNegativeInteger.default(2).describe('With a group filter: extra generation rounds allowed to refill dropped groups per step.'),
-  maskTruncated: z.boolean().default(false).describe('Drop completions cut off by maxNewTokens from the loss (TRL mask_truncated_completions).'),
-  promptSelector: z.string().nullable().default(null).describe('Registered prompt selector choosing prompts (and rollouts per prompt) from per-prompt success posteriors kept in trainer state, or null (uniform draw).'),
-  promptSelectorOptions: z.record(z.string(), z.unknown()).default({}).describe("The prompt selector's options, checked against its schema."),
-  mismatchCorrection: mismatchCorrectionSchema.nullable().default(null).describe('Rollout/trainer mismatch correction: the trainer recomputes π_old with its own forward pass and weights tokens by π_old/π_rollout (null = off).'),
-}).strict();
+const algorithmSchema = z
+  .object({
+    advantage: z.string().default('grpo').describe('Registered advantage estimator (see `grpo list`).'),
+    advantageOptions: z
+      .record(z.string(), z.unknown())
+      .default({})
+      .describe("The estimator's options, checked against its schema (an unknown key lists the known ones)."),
+    loss: z.string().default('ppo-clip').describe('Registered policy loss.'),
+    lossOptions: z
+      .record(z.string(), z.unknown())
+      .default({})
+      .describe(
+        "The loss's options (epsilonLow, epsilonHigh, dualClip, capMode, temperature, topEntropyQuantile, ...), checked against its schema.",
+      ),
+    aggregation: z.string().default('token-mean').describe('Registered loss aggregation.'),
+    klCoefficient: z
+      .number()
+      .nonnegative()
+      .default(0)
+      .describe('β of the KL penalty against the initial model; 0 loads no reference model.'),
+    klEstimator: z
+      .string()
+      .default('k3')
+      .describe('Registered KL estimator (in the loss; KL in the reward always uses k1, Σ_t log π − log π_ref).'),
+    klPlacement: z
+      .enum(['loss', 'reward'])
+      .default('loss')
+      .describe(
+        "'loss': β·KL per token in the loss (GRPO); 'reward': r − β·Σ_t k1 before advantages (RLOO/PPO kl_in_reward).",
+      ),
+    entropyCoefficient: z
+      .number()
+      .nonnegative()
+      .default(0)
+      .describe('Entropy bonus λ_H: the loss gets −λ_H·H_t per token, aggregated like the policy loss (0 = off).'),
+    groupFilter: z
+      .string()
+      .nullable()
+      .default(null)
+      .describe('Registered group filter applied after scoring (e.g. dynamic-sampling), or null.'),
+    groupFilterOptions: z
+      .record(z.string(), z.unknown())
+      .default({})
+      .describe("The group filter's options, checked against its schema."),
+    maxRefills: nonNegativeInteger
+      .default(2)
+      .describe('With a group filter: extra generation rounds allowed to refill dropped groups per step.'),
+    maskTruncated: z
+      .boolean()
+      .default(false)
+      .describe('Drop completions cut off by maxNewTokens from the loss (TRL mask_truncated_completions).'),
+    promptSelector: z
+      .string()
+      .nullable()
+      .default(null)
+      .describe(
+        'Registered prompt selector choosing prompts (and rollouts per prompt) from per-prompt success posteriors kept in trainer state, or null (uniform draw).',
+      ),
+    promptSelectorOptions: z
+      .record(z.string(), z.unknown())
+      .default({})
+      .describe("The prompt selector's options, checked against its schema."),
+    mismatchCorrection: mismatchCorrectionSchema
+      .nullable()
+      .default(null)
+      .describe(
+        'Rollout/trainer mismatch correction: the trainer recomputes π_old with its own forward pass and weights tokens by π_old/π_rollout (null = off).',
+      ),
+  })
+  .strict();
 
-const optimizerSchema = z.object({
-  beta1: z.number().gte(0).lt(1).default(0.9).describe('AdamW first-moment decay.'),
-  beta2: z.number().gte(0).lt(1).default(0.99).describe('AdamW second-moment decay.'),
-  epsilon: z.number().positive().default(1e-8).describe('AdamW denominator epsilon.'),
-  weightDecay: z.number().nonnegative().default(0).describe('Decoupled weight decay on matrices (norms and biases are exempt).'),
-  maxGradNorm: z.number().nonnegative().default(1).describe('Global gradient-norm clip (0 = off).'),
-  maxSkippedSteps: positiveInteger.default(5).describe('Consecutive non-finite steps tolerated before the run stops.'),
-}).strict();
+const optimizerSchema = z
+  .object({
+    beta1: z.number().gte(0).lt(1).default(0.9).describe('AdamW first-moment decay.'),
+    beta2: z.number().gte(0).lt(1).default(0.99).describe('AdamW second-moment decay.'),
+    epsilon: z.number().positive().default(1e-8).describe('AdamW denominator epsilon.'),
+    weightDecay: z
+      .number()
+      .nonnegative()
+      .default(0)
+      .describe('Decoupled weight decay on matrices (norms and biases are exempt).'),
+    maxGradNorm: z.number().nonnegative().default(1).describe('Global gradient-norm clip (0 = off).'),
+    maxSkippedSteps: positiveInteger
+      .default(5)
+      .describe('Consecutive non-finite steps tolerated before the run stops.'),
+  })
+  .strict();
 
-const rewardSchema = z.object({
-  name: z.string().describe('A built-in reward factory name (see `grpo list`) or a task reward name.'),
-  weight: z.number().default(1).describe('Weight in the combined reward; 0 = logged metric only.'),
-  options: z.record(z.string(), z.unknown()).default({}).describe('Options of the reward factory (validated by it).'),
-}).strict();
+const rewardSchema = z
+  .object({
+    name: z.string().describe('A built-in reward factory name (see `grpo list`) or a task reward name.'),
+    weight: z.number().default(1).describe('Weight in the combined reward; 0 = logged metric only.'),
+    options: z.record(z.string(), z.unknown()).default({}).describe('Options of the reward factory (validated by it).'),
+  })
+  .strict();
 
-const evaluationSchema = z.object({
-  examples: boundedInteger(1, 100_000).default(200).describe('Held-out examples scored at each evaluation.'),
-  every: nonNegativeInteger.default(0).describe('Evaluate every N GRPO steps (0 = only before and after).'),
-  passAtK: boundedInteger(0, 1024).default(0).describe('k of pass@k (sampled at the GRPO temperature); 0 = skip.'),
-}).strict();
+const evaluationSchema = z
+  .object({
+    examples: boundedInteger(1, 100_000).default(200).describe('Held-out examples scored at each evaluation.'),
+    every: nonNegativeInteger.default(0).describe('Evaluate every N GRPO steps (0 = only before and after).'),
+    passAtK: boundedInteger(0, 1024).default(0).describe('k of pass@k (sampled at the GRPO temperature); 0 = skip.'),
+  })
+  .strict();
 
-const loggingSchema = z.object({
-  runsDirectory: z.string().default('runs').describe('Folder that holds run folders.'),
-  runName: z.string().optional().describe('Run folder name; default: a timestamp plus the task name.'),
-  samplesEvery: nonNegativeInteger.default(1).describe('Write samples.jsonl every N GRPO steps (0 = never).'),
-  samplesPerStep: positiveInteger.default(2).describe('Prompt groups written per sample step.'),
-  printEvery: positiveInteger.default(10).describe('Print a line (or redraw the bar) every N steps.'),
-}).strict();
+const loggingSchema = z
+  .object({
+    runsDirectory: z.string().default('runs').describe('Folder that holds run folders.'),
+    runName: z.string().optional().describe('Run folder name; default: a timestamp plus the task name.'),
+    samplesEvery: nonNegativeInteger.default(1).describe('Write samples.jsonl every N GRPO steps (0 = never).'),
+    samplesPerStep: positiveInteger.default(2).describe('Prompt groups written per sample step.'),
+    printEvery: positiveInteger.default(10).describe('Print a line (or redraw the bar) every N steps.'),
+  })
+  .strict();
 
-const checkpointSchema = z.object({
-  every: nonNegativeInteger.default(50).describe('Save every N optimiser steps (0 = only at phase ends).'),
-  keepLast: positiveInteger.default(2).describe('Keep the N most recent step checkpoints (older ones are deleted).'),
-}).strict();
+const checkpointSchema = z
+  .object({
+    every: nonNegativeInteger.default(50).describe('Save every N optimiser steps (0 = only at phase ends).'),
+    keepLast: positiveInteger.default(2).describe('Keep the N most recent step checkpoints (older ones are deleted).'),
+  })
+  .strict();
 
-export const trainerConfigSchema = z.object({
-  task: z.string().default('addition').describe('Built-in task providing prompts, demonstrations, rewards and evaluation.'),
-  taskOptions: z.record(z.string(), z.unknown()).default({}).describe('Options of the task factory (e.g. teacherCarryErrorRate for addition).'),
-  preset: z.string().optional().describe('Named recipe whose algorithm settings fill in anything the config leaves out.'),
-  seed: z.number().int().default(0).describe('Seed of data order, sampling and evaluation; same seed + config + backend = same run.'),
-  model: modelSchema.default(() => modelSchema.parse({})).describe('The policy model.'),
-  sft: sftSchema.default(() => sftSchema.parse({})).describe('Supervised warm start on task demonstrations.'),
-  sampling: samplingSchema.default(() => samplingSchema.parse({})).describe('Group sampling for rollouts.'),
-  grpo: grpoSchema.default(() => grpoSchema.parse({})).describe('The GRPO phase.'),
-  algorithm: algorithmSchema.default(() => algorithmSchema.parse({})).describe('Advantage estimator, policy loss, aggregation, KL and filters, by registered name.'),
-  optimizer: optimizerSchema.default(() => optimizerSchema.parse({})).describe('AdamW, clipping and the non-finite guard.'),
-  rewards: z.array(rewardSchema).default([]).describe('Rewards replacing the task\'s own; empty = the task\'s rewards.'),
-  evaluation: evaluationSchema.default(() => evaluationSchema.parse({})).describe('Held-out evaluation.'),
-  logging: loggingSchema.default(() => loggingSchema.parse({})).describe('Run folder and console output.'),
-  checkpoint: checkpointSchema.default(() => checkpointSchema.parse({})).describe('Checkpointing for resume.'),
-}).strict();
+export const trainerConfigSchema = z
+  .object({
+    task: z
+      .string()
+      .default('addition')
+      .describe('Built-in task providing prompts, demonstrations, rewards and evaluation.'),
+    taskOptions: z
+      .record(z.string(), z.unknown())
+      .default({})
+      .describe('Options of the task factory (e.g. teacherCarryErrorRate for addition).'),
+    preset: z
+      .string()
+      .optional()
+      .describe('Named recipe whose algorithm settings fill in anything the config leaves out.'),
+    seed: z
+      .number()
+      .int()
+      .default(0)
+      .describe('Seed of data order, sampling and evaluation; same seed + config + backend = same run.'),
+    model: modelSchema.default(() => modelSchema.parse({})).describe('The policy model.'),
+    sft: sftSchema.default(() => sftSchema.parse({})).describe('Supervised warm start on task demonstrations.'),
+    sampling: samplingSchema.default(() => samplingSchema.parse({})).describe('Group sampling for rollouts.'),
+    grpo: grpoSchema.default(() => grpoSchema.parse({})).describe('The GRPO phase.'),
+    algorithm: algorithmSchema
+      .default(() => algorithmSchema.parse({}))
+      .describe('Advantage estimator, policy loss, aggregation, KL and filters, by registered name.'),
+    optimizer: optimizerSchema
+      .default(() => optimizerSchema.parse({}))
+      .describe('AdamW, clipping and the non-finite guard.'),
+    rewards: z
+      .array(rewardSchema)
+      .default([])
+      .describe("Rewards replacing the task's own; empty = the task's rewards."),
+    evaluation: evaluationSchema.default(() => evaluationSchema.parse({})).describe('Held-out evaluation.'),
+    logging: loggingSchema.default(() => loggingSchema.parse({})).describe('Run folder and console output.'),
+    checkpoint: checkpointSchema.default(() => checkpointSchema.parse({})).describe('Checkpointing for resume.'),
+  })
+  .strict();
 
 export type TrainerConfig = z.infer<typeof trainerConfigSchema>;
 export type TrainerConfigInput = z.input<typeof trainerConfigSchema>;
@@ -158,7 +305,8 @@ export function validateConfig(input: unknown, known: KnownNames): TrainerConfig
   const parsed = trainerConfigSchema.safeParse(input ?? {});
   if (!parsed.success) {
     const lines = parsed.error.issues.flatMap((issue) => {
-      if (issue.code !== 'unrecognized_keys' || !issue.keys.some((key) => trlHint(key) !== null)) return [`- ${path(issue)}: ${issue.message}`];
+      if (issue.code !== 'unrecognized_keys' || !issue.keys.some((key) => trlHint(key) !== null))
+        return [`- ${path(issue)}: ${issue.message}`];
       return issue.keys.map((key) => `- ${path(issue)}: ${trlHint(key) ?? `Unrecognized key: "${key}"`}`);
     });
     throw new Error(`invalid config:\n${lines.join('\n')}`);
@@ -166,7 +314,8 @@ export function validateConfig(input: unknown, known: KnownNames): TrainerConfig
   const config = parsed.data;
   const problems: string[] = [];
   const checkName = (field: string, value: string | null, names: string[], kind: string): void => {
-    if (value !== null && !names.includes(value)) problems.push(`- ${field}: unknown ${kind} "${value}"; known: ${names.join(', ')}`);
+    if (value !== null && !names.includes(value))
+      problems.push(`- ${field}: unknown ${kind} "${value}"; known: ${names.join(', ')}`);
   };
   checkName('algorithm.advantage', config.algorithm.advantage, known.advantage, 'advantage estimator');
   checkName('algorithm.loss', config.algorithm.loss, known.loss, 'policy loss');
@@ -177,18 +326,28 @@ export function validateConfig(input: unknown, known: KnownNames): TrainerConfig
   checkName('task', config.task, known.task, 'task');
   const completions = config.grpo.promptsPerStep * config.sampling.groupSize;
   if (config.grpo.microBatchSize > completions) {
-    problems.push(`- grpo.microBatchSize: ${config.grpo.microBatchSize} is larger than the ${completions} completions of a step (promptsPerStep × sampling.groupSize)`);
+    problems.push(
+      `- grpo.microBatchSize: ${config.grpo.microBatchSize} is larger than the ${completions} completions of a step (promptsPerStep × sampling.groupSize)`,
+    );
   } else if (completions % config.grpo.microBatchSize !== 0) {
-    problems.push(`- grpo.microBatchSize: ${config.grpo.microBatchSize} does not divide the ${completions} completions of a step (promptsPerStep ${config.grpo.promptsPerStep} × groupSize ${config.sampling.groupSize})`);
+    problems.push(
+      `- grpo.microBatchSize: ${config.grpo.microBatchSize} does not divide the ${completions} completions of a step (promptsPerStep ${config.grpo.promptsPerStep} × groupSize ${config.sampling.groupSize})`,
+    );
   }
   if (config.model.numKeyValueHeads && config.model.numHeads % config.model.numKeyValueHeads !== 0) {
-    problems.push(`- model.numKeyValueHeads: ${config.model.numKeyValueHeads} does not divide model.numHeads ${config.model.numHeads}`);
+    problems.push(
+      `- model.numKeyValueHeads: ${config.model.numKeyValueHeads} does not divide model.numHeads ${config.model.numHeads}`,
+    );
   }
   if (config.model.hiddenSize % config.model.numHeads !== 0) {
-    problems.push(`- model.hiddenSize: ${config.model.hiddenSize} is not a multiple of model.numHeads ${config.model.numHeads}`);
+    problems.push(
+      `- model.hiddenSize: ${config.model.hiddenSize} is not a multiple of model.numHeads ${config.model.numHeads}`,
+    );
   }
   if (config.sampling.groupSize < 2 && ['grpo', 'rloo', 'dr-grpo'].includes(config.algorithm.advantage)) {
-    problems.push(`- sampling.groupSize: ${config.algorithm.advantage} compares completions within a group, so it needs at least 2 (got ${config.sampling.groupSize})`);
+    problems.push(
+      `- sampling.groupSize: ${config.algorithm.advantage} compares completions within a group, so it needs at least 2 (got ${config.sampling.groupSize})`,
+    );
   }
   if (problems.length > 0) throw new Error(`invalid config:\n${problems.join('\n')}`);
   return config;

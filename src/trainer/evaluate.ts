@@ -18,7 +18,13 @@ export interface EvaluationSettings {
   temperature: number;
   seed: number;
   /** Called once per greedy completion, in order (e.g. `grpo eval` saves them). */
-  onCompletion?: (record: { prompt: string; completion: string; correct: boolean; reward: number | null; row: Example }) => void;
+  onCompletion?: (record: {
+    prompt: string;
+    completion: string;
+    correct: boolean;
+    reward: number | null;
+    row: Example;
+  }) => void;
 }
 
 export interface EvaluationResult {
@@ -38,7 +44,13 @@ export async function evaluate(
 ): Promise<EvaluationResult> {
   const { tokenizer } = format;
   const prompts = examples.map((example) => renderPrompt(format, example).ids);
-  const greedy = generate(model, { prompts, maxNewTokens: settings.maxNewTokens, temperature: 0, stopTokenIds: settings.stopTokenIds, seed: settings.seed });
+  const greedy = generate(model, {
+    prompts,
+    maxNewTokens: settings.maxNewTokens,
+    temperature: 0,
+    stopTokenIds: settings.stopTokenIds,
+    seed: settings.seed,
+  });
   const texts = greedy.map((completion) => tokenizer.decode(completion.ids, { skipSpecialTokens: true }));
   // One check at a time: a code task's check starts a sandbox process, and evaluation sets are hundreds long.
   let correct = 0;
@@ -47,16 +59,30 @@ export async function evaluate(
     verdicts.push(await task.isCorrect(examples[i], texts[i]));
     if (verdicts[i]) correct++;
   }
-  const groups = texts.map((text, i) => [{
-    prompt: examples[i].prompt, completion: text, completionIds: greedy[i].ids, row: examples[i], group: [text], indexInGroup: 0, step: 0,
-    truncated: greedy[i].finishReason === 'length',
-  }]);
+  const groups = texts.map((text, i) => [
+    {
+      prompt: examples[i].prompt,
+      completion: text,
+      completionIds: greedy[i].ids,
+      row: examples[i],
+      group: [text],
+      indexInGroup: 0,
+      step: 0,
+      truncated: greedy[i].finishReason === 'length',
+    },
+  ]);
   const matrix = await scoreRewards(rewards, groups);
   const combined = weightedSum(matrix, weightsAt(rewards, 0));
   if (settings.onCompletion) {
-    texts.forEach((completion, i) => settings.onCompletion!({
-      prompt: renderPrompt(format, examples[i]).text, completion, correct: verdicts[i], reward: Number.isFinite(combined.rewards[i]) ? combined.rewards[i] : null, row: examples[i],
-    }));
+    texts.forEach((completion, i) =>
+      settings.onCompletion!({
+        prompt: renderPrompt(format, examples[i]).text,
+        completion,
+        correct: verdicts[i],
+        reward: Number.isFinite(combined.rewards[i]) ? combined.rewards[i] : null,
+        row: examples[i],
+      }),
+    );
   }
   const finite = Array.from(combined.rewards).filter(Number.isFinite);
   const result: EvaluationResult = {
@@ -64,10 +90,23 @@ export async function evaluate(
     'eval/meanReward': finite.reduce((a, b) => a + b, 0) / Math.max(1, finite.length),
   };
   if (settings.passAtK > 0) {
-    const sampled = generate(model, { prompts, numSamples: settings.passAtK, maxNewTokens: settings.maxNewTokens, temperature: settings.temperature, stopTokenIds: settings.stopTokenIds, seed: settings.seed + 1 });
+    const sampled = generate(model, {
+      prompts,
+      numSamples: settings.passAtK,
+      maxNewTokens: settings.maxNewTokens,
+      temperature: settings.temperature,
+      stopTokenIds: settings.stopTokenIds,
+      seed: settings.seed + 1,
+    });
     const solved = new Set<number>();
     for (const completion of sampled) {
-      if (await task.isCorrect(examples[completion.promptIndex], tokenizer.decode(completion.ids, { skipSpecialTokens: true }))) solved.add(completion.promptIndex);
+      if (
+        await task.isCorrect(
+          examples[completion.promptIndex],
+          tokenizer.decode(completion.ids, { skipSpecialTokens: true }),
+        )
+      )
+        solved.add(completion.promptIndex);
     }
     result['eval/passAtK'] = solved.size / examples.length;
   }

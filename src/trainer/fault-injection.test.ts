@@ -22,10 +22,21 @@ const scratch = mkdtempSync(join(tmpdir(), 'grpo-fault-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 const overrides = [
-  'model.hiddenSize=16', 'model.numLayers=1', 'model.numHeads=2',
-  'sft.steps=2', 'sft.batchSize=8', 'grpo.steps=2', 'grpo.promptsPerStep=4', 'grpo.microBatchSize=8',
-  'sampling.groupSize=4', 'sampling.maxNewTokens=4', 'evaluation.examples=8', 'checkpoint.every=2', 'checkpoint.keepLast=1',
-  'algorithm.klCoefficient=0.04', `logging.runsDirectory=${JSON.stringify(scratch)}`,
+  'model.hiddenSize=16',
+  'model.numLayers=1',
+  'model.numHeads=2',
+  'sft.steps=2',
+  'sft.batchSize=8',
+  'grpo.steps=2',
+  'grpo.promptsPerStep=4',
+  'grpo.microBatchSize=8',
+  'sampling.groupSize=4',
+  'sampling.maxNewTokens=4',
+  'evaluation.examples=8',
+  'checkpoint.every=2',
+  'checkpoint.keepLast=1',
+  'algorithm.klCoefficient=0.04',
+  `logging.runsDirectory=${JSON.stringify(scratch)}`,
 ];
 
 interface Exit {
@@ -36,8 +47,20 @@ interface Exit {
 
 function runTrain(extra: string[], environment: Record<string, string> = {}, quiet = true): Promise<Exit> {
   // `node --import tsx` keeps the trainer in this one process, so its SIGKILL ends the trainer itself.
-  const args = ['--import', 'tsx', 'src/cli/bin.ts', 'train', ...(quiet ? ['--quiet'] : []), ...overrides.flatMap((o) => ['--set', o]), ...extra];
-  const child = spawn(process.execPath, args, { cwd: repositoryRoot, env: { ...process.env, GRPO_QUIET: '1', ...environment }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const args = [
+    '--import',
+    'tsx',
+    'src/cli/bin.ts',
+    'train',
+    ...(quiet ? ['--quiet'] : []),
+    ...overrides.flatMap((o) => ['--set', o]),
+    ...extra,
+  ];
+  const child = spawn(process.execPath, args, {
+    cwd: repositoryRoot,
+    env: { ...process.env, GRPO_QUIET: '1', ...environment },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (chunk) => (stderr += chunk));
   return new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, stderr })));
@@ -45,10 +68,13 @@ function runTrain(extra: string[], environment: Record<string, string> = {}, qui
 
 const timingFields = /^time\/|^tokensPerSecond$/;
 function metricsWithoutTiming(run: string): unknown[] {
-  return readFileSync(join(scratch, run, 'metrics.jsonl'), 'utf8').trim().split('\n').map((line) => {
-    const record = JSON.parse(line) as Record<string, unknown>;
-    return Object.fromEntries(Object.entries(record).filter(([key]) => !timingFields.test(key)));
-  });
+  return readFileSync(join(scratch, run, 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const record = JSON.parse(line) as Record<string, unknown>;
+      return Object.fromEntries(Object.entries(record).filter(([key]) => !timingFields.test(key)));
+    });
 }
 const read = (run: string, ...path: string[]) => readFileSync(join(scratch, run, ...path));
 
@@ -59,10 +85,13 @@ beforeAll(async () => {
   const log = join(scratch, 'steps.log');
   const reference = await runTrain(['--run-name', 'uninterrupted'], { GRPO_FAULT_INJECT_LOG: log });
   expect(reference.code, reference.stderr).toBe(0);
-  steps = readFileSync(log, 'utf8').trim().split('\n').map((line) => {
-    const [index, kind, path] = line.split(' ');
-    return { index: Number(index), kind, path };
-  });
+  steps = readFileSync(log, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const [index, kind, path] = line.split(' ');
+      return { index: Number(index), kind, path };
+    });
 }, 60_000);
 
 /**
@@ -73,13 +102,15 @@ beforeAll(async () => {
 function chosenSteps(): number[] {
   if (process.env.GRPO_FAULT_SWEEP === 'all') return steps.map((step) => step.index);
   const chosen = new Set<number>();
-  for (const kind of ['mkdir', 'write', 'fsync', 'fsync-dir', 'unlink', 'rmdir']) chosen.add(steps.find((step) => step.kind === kind)!.index);
+  for (const kind of ['mkdir', 'write', 'fsync', 'fsync-dir', 'unlink', 'rmdir'])
+    chosen.add(steps.find((step) => step.kind === kind)!.index);
   let summaryRenamed = false;
   for (const [position, step] of steps.entries()) {
     const previous = steps[position - 1];
     if (step.kind === 'rename' && !(summaryRenamed && step.path.endsWith('summary.json'))) chosen.add(step.index);
     if (step.kind === 'rename' && step.path.endsWith('summary.json')) summaryRenamed = true;
-    if (step.kind === 'unlink' && previous.kind === 'unlink' && steps[position - 2].kind !== 'unlink') chosen.add(step.index);
+    if (step.kind === 'unlink' && previous.kind === 'unlink' && steps[position - 2].kind !== 'unlink')
+      chosen.add(step.index);
   }
   return [...chosen].sort((a, b) => a - b);
 }
@@ -88,8 +119,16 @@ function chosenSteps(): number[] {
 function expectSameAsUninterrupted(run: string): void {
   expect(metricsWithoutTiming(run)).toEqual(metricsWithoutTiming('uninterrupted'));
   expect(read(run, 'samples.jsonl').equals(read('uninterrupted', 'samples.jsonl'))).toBe(true);
-  expect(read(run, 'checkpoints', 'step-4', 'model.safetensors').equals(read('uninterrupted', 'checkpoints', 'step-4', 'model.safetensors'))).toBe(true);
-  expect(read(run, 'checkpoints', 'reference', 'model.safetensors').equals(read('uninterrupted', 'checkpoints', 'reference', 'model.safetensors'))).toBe(true);
+  expect(
+    read(run, 'checkpoints', 'step-4', 'model.safetensors').equals(
+      read('uninterrupted', 'checkpoints', 'step-4', 'model.safetensors'),
+    ),
+  ).toBe(true);
+  expect(
+    read(run, 'checkpoints', 'reference', 'model.safetensors').equals(
+      read('uninterrupted', 'checkpoints', 'reference', 'model.safetensors'),
+    ),
+  ).toBe(true);
   expect(JSON.parse(read(run, 'summary.json').toString()).status).toBe('finished');
   expect(readdirSync(join(scratch, run, 'checkpoints')).sort()).toEqual(['reference', 'step-4']);
   expect(readdirSync(join(scratch, run)).filter((name) => name.includes('.tmp-'))).toEqual([]);
@@ -112,7 +151,9 @@ describe('fault injection at every file-system step of checkpointing', () => {
     await inPairs(chosen, async (index) => {
       const run = `kill-at-${index}`;
       const killed = await runTrain(['--run-name', run], { GRPO_FAULT_INJECT_AT: String(index) });
-      expect(killed.signal, `kill at step ${index} (${steps[index - 1].kind} ${steps[index - 1].path})`).toBe('SIGKILL');
+      expect(killed.signal, `kill at step ${index} (${steps[index - 1].kind} ${steps[index - 1].path})`).toBe(
+        'SIGKILL',
+      );
       let resumed = await runTrain(['--resume', join(scratch, run)]);
       if (!existsSync(join(scratch, run, 'config.json'))) {
         // Killed before the run's config.json was published: nothing to resume; starting it again is the remedy.
@@ -126,7 +167,9 @@ describe('fault injection at every file-system step of checkpointing', () => {
     });
     const kinds = new Set(chosen.map((index) => steps[index - 1].kind));
     expect([...kinds].sort()).toEqual(['fsync', 'fsync-dir', 'mkdir', 'rename', 'rmdir', 'unlink', 'write']);
-    process.stderr.write(`fault injection: ${survived.length} kills survived of ${chosen.length} injected (${steps.length} counted steps)\n`);
+    process.stderr.write(
+      `fault injection: ${survived.length} kills survived of ${chosen.length} injected (${steps.length} counted steps)\n`,
+    );
     expect(survived.length).toBe(chosen.length);
   }, 600_000);
 
@@ -135,11 +178,15 @@ describe('fault injection at every file-system step of checkpointing', () => {
     const renames = steps.filter((step) => step.kind === 'rename' && step.path.endsWith('/checkpoints/step-4'));
     expect(renames).toHaveLength(2);
     const run = 'kill-between-renames';
-    expect((await runTrain(['--run-name', run], { GRPO_FAULT_INJECT_AT: String(renames[1].index) })).signal).toBe('SIGKILL');
+    expect((await runTrain(['--run-name', run], { GRPO_FAULT_INJECT_AT: String(renames[1].index) })).signal).toBe(
+      'SIGKILL',
+    );
     expect(existsSync(join(scratch, run, 'checkpoints', 'step-4'))).toBe(false); // only the aside copy holds step 4
     // Each resume is killed at its own first, second, third step: inside recovery (rename back, fsync, ...).
     for (const index of [1, 2, 3]) {
-      expect((await runTrain(['--resume', join(scratch, run)], { GRPO_FAULT_INJECT_AT: String(index) })).signal).toBe('SIGKILL');
+      expect((await runTrain(['--resume', join(scratch, run)], { GRPO_FAULT_INJECT_AT: String(index) })).signal).toBe(
+        'SIGKILL',
+      );
     }
     const resumed = await runTrain(['--resume', join(scratch, run)]);
     expect(resumed.code, resumed.stderr).toBe(0);

@@ -9,15 +9,38 @@
  *
  * Is not: the loop, logging or checkpoints (trainer.ts), or any formula (algorithms/).
  */
-import { klK1, klPenalizedRewards, knapsackAllocation, refillKeptGroups, updateBetaPosterior, vadeSelection, type GroupFilterFn } from '../algorithms/index.js';
+import {
+  klK1,
+  klPenalizedRewards,
+  knapsackAllocation,
+  refillKeptGroups,
+  updateBetaPosterior,
+  vadeSelection,
+  type GroupFilterFn,
+} from '../algorithms/index.js';
 import type { Example } from '../data/task.js';
 import type { Transformer } from '../model/transformer.js';
 import type { Random } from '../nn/index.js';
 import { defaultKnapsackCounts, type BoundAlgorithm } from './algorithm.js';
 import { renderPrompt } from './prompt-format.js';
-import { frozenLogprobs, stepSettingsOf, withGroupTokenWeights, withReferenceLogprobs, type StepSettings, type TrainingSample } from './optimize.js';
+import {
+  frozenLogprobs,
+  stepSettingsOf,
+  withGroupTokenWeights,
+  withReferenceLogprobs,
+  type StepSettings,
+  type TrainingSample,
+} from './optimize.js';
 import type { RunContext } from './setup.js';
-import { policyDrift, posteriorOf, trackedBaseline, trackerDiscount, updateTrackedValue, type PosteriorState, type ValueTrackerState } from './prompt-state.js';
+import {
+  policyDrift,
+  posteriorOf,
+  trackedBaseline,
+  trackerDiscount,
+  updateTrackedValue,
+  type PosteriorState,
+  type ValueTrackerState,
+} from './prompt-state.js';
 import type { RolloutContext, RolloutFn, RolloutPrompt, RolloutSettings } from './rollout.js';
 import type { TrainerState } from './run-folder.js';
 import { concatenateGroups, generateRound, groupStarts, type StepBatch } from './step-batch.js';
@@ -56,9 +79,16 @@ export interface PreparedStep {
 export function createStepEnvironment(context: RunContext, referenceModel: Transformer | null): StepEnvironment {
   const { config, model, tokenizer, task } = context;
   return {
-    bound: context.algorithm, settings: stepSettingsOf(config), rollout: context.rollout, rolloutContext: { model, tokenizer }, rewards: context.rewards,
-    examples: task.trainExamples(config.grpo.examples, config.seed + 2), render: (example) => renderPrompt(context.promptFormat, example), referenceModel,
-    promptsPerStep: config.grpo.promptsPerStep, groupSize: config.sampling.groupSize,
+    bound: context.algorithm,
+    settings: stepSettingsOf(config),
+    rollout: context.rollout,
+    rolloutContext: { model, tokenizer },
+    rewards: context.rewards,
+    examples: task.trainExamples(config.grpo.examples, config.seed + 2),
+    render: (example) => renderPrompt(context.promptFormat, example),
+    referenceModel,
+    promptsPerStep: config.grpo.promptsPerStep,
+    groupSize: config.sampling.groupSize,
   };
 }
 
@@ -67,7 +97,12 @@ export function rolloutSettingsOf(context: RunContext, seed: number): RolloutSet
   return { ...context.config.sampling, stopTokenIds: context.stopTokenIds, seed };
 }
 
-function draw(examples: readonly Example[], count: number, random: Random, render: StepEnvironment['render']): RolloutPrompt[] {
+function draw(
+  examples: readonly Example[],
+  count: number,
+  random: Random,
+  render: StepEnvironment['render'],
+): RolloutPrompt[] {
   return Array.from({ length: count }, () => {
     const exampleIndex = random.integer(examples.length);
     const { text, ids } = render(examples[exampleIndex]);
@@ -76,46 +111,93 @@ function draw(examples: readonly Example[], count: number, random: Random, rende
 }
 
 /** The first round's prompts and rollouts per prompt: a uniform draw, or the bound selector's choice. */
-export function choosePrompts(environment: StepEnvironment, state: TrainerState, random: Random, seed: number): { prompts: RolloutPrompt[]; counts: number[] } {
+export function choosePrompts(
+  environment: StepEnvironment,
+  state: TrainerState,
+  random: Random,
+  seed: number,
+): { prompts: RolloutPrompt[]; counts: number[] } {
   const { bound, examples, render, promptsPerStep: P, groupSize: G } = environment;
   const selector = bound.promptSelector;
   if (!selector) return { prompts: draw(examples, P, random, render), counts: new Array<number>(P).fill(G) };
   const posteriors = (state.extra.promptPosteriors ?? {}) as PosteriorState;
-  const candidateCount = selector.name === 'vade' ? selector.options.candidates ?? 4 * P : P;
+  const candidateCount = selector.name === 'vade' ? (selector.options.candidates ?? 4 * P) : P;
   const candidates = draw(examples, candidateCount, random, render);
   const beliefs = candidates.map((prompt) => posteriorOf(posteriors, prompt.exampleIndex!));
   const input = { alpha: beliefs.map((b) => b.alpha), beta: beliefs.map((b) => b.beta) };
-  const selection = selector.name === 'knapsack'
-    ? knapsackAllocation(input, { budget: P * G, allowedCounts: selector.options.allowedCounts ?? defaultKnapsackCounts(G) })
-    : vadeSelection(input, { promptCount: P, rolloutsPerPrompt: G, seed: selector.options.thompson === false ? undefined : seed });
-  const chosen = candidates.flatMap((prompt, i) => (selection.rolloutCounts[i] > 0 ? [{ prompt, count: selection.rolloutCounts[i] }] : []));
+  const selection =
+    selector.name === 'knapsack'
+      ? knapsackAllocation(input, {
+          budget: P * G,
+          allowedCounts: selector.options.allowedCounts ?? defaultKnapsackCounts(G),
+        })
+      : vadeSelection(input, {
+          promptCount: P,
+          rolloutsPerPrompt: G,
+          seed: selector.options.thompson === false ? undefined : seed,
+        });
+  const chosen = candidates.flatMap((prompt, i) =>
+    selection.rolloutCounts[i] > 0 ? [{ prompt, count: selection.rolloutCounts[i] }] : [],
+  );
   return { prompts: chosen.map((c) => c.prompt), counts: chosen.map((c) => c.count) };
 }
 
 const keepEveryGroup: GroupFilterFn = (input) => {
-  const groups = typeof input.groupSizes === 'number' ? input.rewards.length / input.groupSizes : input.groupSizes.length;
+  const groups =
+    typeof input.groupSizes === 'number' ? input.rewards.length / input.groupSizes : input.groupSizes.length;
   return { keepGroups: new Uint8Array(groups).fill(1), keepSamples: new Uint8Array(input.rewards.length).fill(1) };
 };
 
 /** β·Σ_t k1 per sample under the reference model: the KL-in-reward penalty (RLOO/PPO placement). */
 function klPenalties(environment: StepEnvironment, batch: StepBatch): Float64Array {
-  const reference = frozenLogprobs(environment.referenceModel!, batch.samples.map((s) => ({ promptIds: batch.prompts[s.promptIndex].promptIds, completionIds: s.completionIds })), environment.settings);
+  const reference = frozenLogprobs(
+    environment.referenceModel!,
+    batch.samples.map((s) => ({ promptIds: batch.prompts[s.promptIndex].promptIds, completionIds: s.completionIds })),
+    environment.settings,
+  );
   const T = Math.max(1, ...batch.samples.map((s) => s.completionIds.length));
-  const mask = padRows(batch.samples.map((s) => s.lossMask), T);
-  const penalized = klPenalizedRewards({
-    rewards: new Float32Array(batch.samples.length), logprobs: padRows(batch.samples.map((s) => s.oldLogprobs), T), refLogprobs: padRows(reference.map((r) => Array.from(r)), T), mask,
-  }, environment.bound.klCoefficient, klK1);
+  const mask = padRows(
+    batch.samples.map((s) => s.lossMask),
+    T,
+  );
+  const penalized = klPenalizedRewards(
+    {
+      rewards: new Float32Array(batch.samples.length),
+      logprobs: padRows(
+        batch.samples.map((s) => s.oldLogprobs),
+        T,
+      ),
+      refLogprobs: padRows(
+        reference.map((r) => Array.from(r)),
+        T,
+      ),
+      mask,
+    },
+    environment.bound.klCoefficient,
+    klK1,
+  );
   return Float64Array.from(penalized, (value) => -value);
 }
 
 /** Single-stream baselines of every sample and this visit's discount per group. */
-function trackerInputs(environment: StepEnvironment, batch: StepBatch, rewards: Float64Array, state: TrainerState): { baselines: Float64Array; discounts: number[] } {
+function trackerInputs(
+  environment: StepEnvironment,
+  batch: StepBatch,
+  rewards: Float64Array,
+  state: TrainerState,
+): { baselines: Float64Array; discounts: number[] } {
   const tracker = (state.extra.valueTracker ?? {}) as ValueTrackerState;
   const entries = batch.prompts.map((prompt) => tracker[String(prompt.exampleIndex)]);
   const seen = entries.flatMap((entry, g) => (entry && entry.completionIds.length > 0 ? [g] : []));
-  const now = frozenLogprobs(environment.rolloutContext.model, seen.map((g) => ({ promptIds: entries[g]!.promptIds, completionIds: entries[g]!.completionIds })), environment.settings);
+  const now = frozenLogprobs(
+    environment.rolloutContext.model,
+    seen.map((g) => ({ promptIds: entries[g]!.promptIds, completionIds: entries[g]!.completionIds })),
+    environment.settings,
+  );
   const discounts = batch.prompts.map(() => environment.bound.tracker!.maxDiscount);
-  seen.forEach((g, k) => { discounts[g] = trackerDiscount(policyDrift(entries[g]!.logprobs, now[k]), environment.bound.tracker!); });
+  seen.forEach((g, k) => {
+    discounts[g] = trackerDiscount(policyDrift(entries[g]!.logprobs, now[k]), environment.bound.tracker!);
+  });
   const baselines = new Float64Array(batch.samples.length);
   groupStarts(batch.groupSizes).forEach((start, g) => {
     const visit = Array.from(rewards.subarray(start, start + batch.groupSizes[g]));
@@ -125,40 +207,108 @@ function trackerInputs(environment: StepEnvironment, batch: StepBatch, rewards: 
 }
 
 /** Rollout, scoring, refill, signal and training rows of one step. */
-export async function prepareGrpoStep(environment: StepEnvironment, state: TrainerState, random: Random, rolloutSettings: RolloutSettings, step: number): Promise<PreparedStep> {
+export async function prepareGrpoStep(
+  environment: StepEnvironment,
+  state: TrainerState,
+  random: Random,
+  rolloutSettings: RolloutSettings,
+  step: number,
+): Promise<PreparedStep> {
   const { bound, rollout, rolloutContext, rewards } = environment;
   const first = choosePrompts(environment, state, random, rolloutSettings.seed);
   let rolloutSeconds = 0;
   let rewardSeconds = 0;
   let firstRound: StepBatch | undefined;
-  const refill = await refillKeptGroups(async (round) => {
-    const { prompts, counts } = round === 0 ? first : { prompts: draw(environment.examples, environment.promptsPerStep, random, environment.render), counts: new Array<number>(environment.promptsPerStep).fill(environment.groupSize) };
-    const generated = await generateRound(rollout, rolloutContext, prompts, counts, { ...rolloutSettings, seed: rolloutSettings.seed + round * 31 }, rewards, step);
-    rolloutSeconds += generated.rolloutSeconds;
-    rewardSeconds += generated.rewardSeconds;
-    firstRound ??= generated.batch;
-    const batch = generated.batch;
-    return { batch, filterInput: { rewards: Array.from(batch.rewards, (r) => (Number.isFinite(r) ? r : null)), groupSizes: batch.groupSizes, truncated: batch.samples.map((s) => s.truncated) } };
-  }, bound.groupFilter ? (input) => bound.groupFilter!.fn(input, bound.groupFilter!.options) : keepEveryGroup, first.prompts.length, bound.groupFilter ? 1 + bound.maxRefills : 1);
-  const metrics: Record<string, number> = { 'time/rollout': rolloutSeconds, 'time/reward': rewardSeconds, 'train/generationRounds': refill.generatedBatches };
-  const batch = refill.kept.length > 0 ? concatenateGroups(refill.kept) : { ...firstRound!, prompts: [], groupSizes: [], samples: [], rewards: new Float64Array(0), valid: new Uint8Array(0), scores: new Float64Array(0), errors: [] };
-  const penalties = bound.klPlacement === 'reward' && bound.klCoefficient > 0 && batch.samples.length > 0 ? klPenalties(environment, batch) : undefined;
+  const refill = await refillKeptGroups(
+    async (round) => {
+      const { prompts, counts } =
+        round === 0
+          ? first
+          : {
+              prompts: draw(environment.examples, environment.promptsPerStep, random, environment.render),
+              counts: new Array<number>(environment.promptsPerStep).fill(environment.groupSize),
+            };
+      const generated = await generateRound(
+        rollout,
+        rolloutContext,
+        prompts,
+        counts,
+        { ...rolloutSettings, seed: rolloutSettings.seed + round * 31 },
+        rewards,
+        step,
+      );
+      rolloutSeconds += generated.rolloutSeconds;
+      rewardSeconds += generated.rewardSeconds;
+      firstRound ??= generated.batch;
+      const batch = generated.batch;
+      return {
+        batch,
+        filterInput: {
+          rewards: Array.from(batch.rewards, (r) => (Number.isFinite(r) ? r : null)),
+          groupSizes: batch.groupSizes,
+          truncated: batch.samples.map((s) => s.truncated),
+        },
+      };
+    },
+    bound.groupFilter ? (input) => bound.groupFilter!.fn(input, bound.groupFilter!.options) : keepEveryGroup,
+    first.prompts.length,
+    bound.groupFilter ? 1 + bound.maxRefills : 1,
+  );
+  const metrics: Record<string, number> = {
+    'time/rollout': rolloutSeconds,
+    'time/reward': rewardSeconds,
+    'train/generationRounds': refill.generatedBatches,
+  };
+  const batch =
+    refill.kept.length > 0
+      ? concatenateGroups(refill.kept)
+      : {
+          ...firstRound!,
+          prompts: [],
+          groupSizes: [],
+          samples: [],
+          rewards: new Float64Array(0),
+          valid: new Uint8Array(0),
+          scores: new Float64Array(0),
+          errors: [],
+        };
+  const penalties =
+    bound.klPlacement === 'reward' && bound.klCoefficient > 0 && batch.samples.length > 0
+      ? klPenalties(environment, batch)
+      : undefined;
   if (penalties) metrics['kl/rewardPenalty'] = penalties.reduce((a, b) => a + b, 0) / penalties.length;
   // The tracker sees the rewards the estimator sees (after KL in the reward).
   const seenRewards = penalties ? batch.rewards.map((r, i) => r - penalties[i]) : batch.rewards;
-  const tracked = bound.tracker && batch.samples.length > 0 ? trackerInputs(environment, batch, seenRewards, state) : undefined;
+  const tracked =
+    bound.tracker && batch.samples.length > 0 ? trackerInputs(environment, batch, seenRewards, state) : undefined;
   const signal = computeSignal(bound, batch, { klPenalties: penalties, baselines: tracked?.baselines });
   const samples = trainingRows(environment, batch, signal, metrics);
   return { batch, firstRound: firstRound!, signal, samples, discounts: tracked?.discounts, metrics };
 }
 
 /** The samples that carry gradient, each with what the bound loss needs. */
-function trainingRows(environment: StepEnvironment, batch: StepBatch, signal: StepSignal, metrics: Record<string, number>): TrainingSample[] {
+function trainingRows(
+  environment: StepEnvironment,
+  batch: StepBatch,
+  signal: StepSignal,
+  metrics: Record<string, number>,
+): TrainingSample[] {
   const { bound, settings } = environment;
-  let rows: TrainingSample[] = batch.samples.flatMap((sample, i) => (signal.keep[i] ? [{
-    promptIds: batch.prompts[sample.promptIndex].promptIds, completionIds: sample.completionIds, lossMask: sample.lossMask,
-    oldLogprobs: sample.oldLogprobs, advantage: signal.advantages[i], tokenAdvantages: signal.tokenAdvantages?.[i], group: sample.promptIndex,
-  }] : []));
+  let rows: TrainingSample[] = batch.samples.flatMap((sample, i) =>
+    signal.keep[i]
+      ? [
+          {
+            promptIds: batch.prompts[sample.promptIndex].promptIds,
+            completionIds: sample.completionIds,
+            lossMask: sample.lossMask,
+            oldLogprobs: sample.oldLogprobs,
+            advantage: signal.advantages[i],
+            tokenAdvantages: signal.tokenAdvantages?.[i],
+            group: sample.promptIndex,
+          },
+        ]
+      : [],
+  );
   if (rows.length === 0) return rows;
   if (bound.mismatchCorrection) {
     // π_old as the trainer's own kernels compute it; the sampler's logprobs become the rollout's.
@@ -166,13 +316,17 @@ function trainingRows(environment: StepEnvironment, batch: StepBatch, signal: St
     let difference = 0;
     let tokens = 0;
     rows = rows.map((row, i) => {
-      row.oldLogprobs.forEach((value, t) => { difference += Math.abs(value - recomputed[i][t]); tokens++; });
+      row.oldLogprobs.forEach((value, t) => {
+        difference += Math.abs(value - recomputed[i][t]);
+        tokens++;
+      });
       return { ...row, rolloutLogprobs: row.oldLogprobs, oldLogprobs: Array.from(recomputed[i]) };
     });
     metrics['rollout/logprob_diff'] = difference / Math.max(1, tokens);
   }
   if (bound.needs.has('groupTokenWeights')) rows = withGroupTokenWeights(bound, rows);
-  if (environment.referenceModel && bound.klPlacement === 'loss' && bound.klCoefficient > 0) rows = withReferenceLogprobs(settings, environment.referenceModel, rows);
+  if (environment.referenceModel && bound.klPlacement === 'loss' && bound.klCoefficient > 0)
+    rows = withReferenceLogprobs(settings, environment.referenceModel, rows);
   return rows;
 }
 
@@ -186,8 +340,20 @@ export function recordStepState(bound: BoundAlgorithm, state: TrainerState, prep
       const members = Array.from({ length: batch.groupSizes[g] }, (_, k) => starts[g] + k);
       const visit = members.map((i) => prepared.signal.rewards[i]);
       const firstScored = members.find((i) => Number.isFinite(prepared.signal.rewards[i]));
-      const completion = firstScored === undefined ? null : { promptIds: prompt.promptIds, completionIds: batch.samples[firstScored].completionIds, logprobs: batch.samples[firstScored].oldLogprobs };
-      tracker[String(prompt.exampleIndex)] = updateTrackedValue(tracker[String(prompt.exampleIndex)], prepared.discounts![g], visit, completion);
+      const completion =
+        firstScored === undefined
+          ? null
+          : {
+              promptIds: prompt.promptIds,
+              completionIds: batch.samples[firstScored].completionIds,
+              logprobs: batch.samples[firstScored].oldLogprobs,
+            };
+      tracker[String(prompt.exampleIndex)] = updateTrackedValue(
+        tracker[String(prompt.exampleIndex)],
+        prepared.discounts![g],
+        visit,
+        completion,
+      );
     });
     state.extra.valueTracker = tracker;
   }
@@ -198,9 +364,16 @@ export function recordStepState(bound: BoundAlgorithm, state: TrainerState, prep
     const posteriors = { ...((state.extra.promptPosteriors ?? {}) as PosteriorState) };
     const threshold = bound.promptSelector.options.successThreshold;
     chosen.prompts.forEach((prompt, g) => {
-      const visit = Array.from(chosen.rewards.subarray(chosenStarts[g], chosenStarts[g] + chosen.groupSizes[g])).filter(Number.isFinite);
+      const visit = Array.from(chosen.rewards.subarray(chosenStarts[g], chosenStarts[g] + chosen.groupSizes[g])).filter(
+        Number.isFinite,
+      );
       const successes = visit.filter((r) => r >= threshold).length;
-      const next = updateBetaPosterior(posteriorOf(posteriors, prompt.exampleIndex!), successes, visit.length - successes, bound.promptSelector!.options.decay);
+      const next = updateBetaPosterior(
+        posteriorOf(posteriors, prompt.exampleIndex!),
+        successes,
+        visit.length - successes,
+        bound.promptSelector!.options.decay,
+      );
       posteriors[String(prompt.exampleIndex)] = [next.alpha, next.beta];
     });
     state.extra.promptPosteriors = posteriors;

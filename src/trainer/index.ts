@@ -6,8 +6,22 @@ export { trainerConfigSchema, validateConfig, type TrainerConfig, type TrainerCo
 export { applyPreset, mergeConfig, presetConfig, presetList, presetNames } from './presets.js';
 export { createRunContext, knownNames, loadRunTask, resolveConfig, type Recipe, type RunContext } from './setup.js';
 export { train, type TrainOptions, type TrainResult } from './trainer.js';
-export { singleTurnRollout, type RolloutFn, type RolloutPrompt, type RolloutSample, type RolloutSettings } from './rollout.js';
+export {
+  singleTurnRollout,
+  type RolloutFn,
+  type RolloutPrompt,
+  type RolloutSample,
+  type RolloutSettings,
+} from './rollout.js';
 export { evaluate, type EvaluationResult } from './evaluate.js';
 export { RunFolder, type TrainerState } from './run-folder.js';
-export { accumulatePolicyGradients, lossOptionsFor, policyStep, sftStep, stepSettingsOf, type StepSettings, type TrainingSample } from './optimize.js';
+export {
+  accumulatePolicyGradients,
+  lossOptionsFor,
+  policyStep,
+  sftStep,
+  stepSettingsOf,
+  type StepSettings,
+  type TrainingSample,
+} from './optimize.js';
 export { bindAlgorithm, type BoundAlgorithm, type RolloutProvision } from './algorithm.js';

@@ -10,25 +10,40 @@ import { createSmallConfig } from '../model/config.js';
 import { Transformer } from '../model/transformer.js';
 import { parameter, Random } from '../tensor/index.js';
 import { bindAlgorithm } from './algorithm.js';
-import { accumulatePolicyGradients, lossTokenCount, microBatches, type StepSettings, type TrainingSample } from './optimize.js';
+import {
+  accumulatePolicyGradients,
+  lossTokenCount,
+  microBatches,
+  type StepSettings,
+  type TrainingSample,
+} from './optimize.js';
 import { resolveConfig } from './setup.js';
 
-const model = Transformer.random(createSmallConfig({ vocabSize: 12, hiddenSize: 16, numLayers: 1, numHeads: 2, bosTokenId: 1, eosTokenIds: [2] }), 3);
+const model = Transformer.random(
+  createSmallConfig({ vocabSize: 12, hiddenSize: 16, numLayers: 1, numHeads: 2, bosTokenId: 1, eosTokenIds: [2] }),
+  3,
+);
 
 function samples(count: number, groupSize: number, seed: number): TrainingSample[] {
   const random = new Random(seed);
   return Array.from({ length: count }, (_, i) => {
     const length = 1 + random.integer(5);
     return {
-      promptIds: [1, 3 + random.integer(8)], completionIds: Array.from({ length }, () => random.integer(12)), // id 0 occurs
-      oldLogprobs: Array.from({ length }, () => -2.5 + 0.5 * random.uniform()), advantage: (i % 3) - 1 + 0.25 * random.uniform(),
-      lossMask: Array.from({ length }, (_, t) => (t === 1 ? 0 : 1)), group: Math.floor(i / groupSize),
+      promptIds: [1, 3 + random.integer(8)],
+      completionIds: Array.from({ length }, () => random.integer(12)), // id 0 occurs
+      oldLogprobs: Array.from({ length }, () => -2.5 + 0.5 * random.uniform()),
+      advantage: (i % 3) - 1 + 0.25 * random.uniform(),
+      lossMask: Array.from({ length }, (_, t) => (t === 1 ? 0 : 1)),
+      group: Math.floor(i / groupSize),
     };
   });
 }
 
 function run(algorithm: Record<string, unknown>, batch: TrainingSample[], microBatchSize: number) {
-  const bound = bindAlgorithm(resolveConfig({ algorithm, grpo: { microBatchSize: 4, promptsPerStep: 4 }, sampling: { groupSize: 4 } }), { sampleRows: [], rolloutProvides: [] });
+  const bound = bindAlgorithm(
+    resolveConfig({ algorithm, grpo: { microBatchSize: 4, promptsPerStep: 4 }, sampling: { groupSize: 4 } }),
+    { sampleRows: [], rolloutProvides: [] },
+  );
   const settings: StepSettings = { microBatchSize, temperature: 1, maxNewTokens: 5, maxGradNorm: 0 };
   for (const p of model.parameters.values()) p.grad = null;
   const { lossTotal } = accumulatePolicyGradients(bound, settings, model, batch);
@@ -38,12 +53,15 @@ function run(algorithm: Record<string, unknown>, batch: TrainingSample[], microB
 }
 
 function expectClose(micro: ReturnType<typeof run>, whole: ReturnType<typeof run>): void {
-  expect(Math.abs(micro.lossTotal - whole.lossTotal)).toBeLessThanOrEqual(1e-6 * Math.max(1, Math.abs(whole.lossTotal)));
+  expect(Math.abs(micro.lossTotal - whole.lossTotal)).toBeLessThanOrEqual(
+    1e-6 * Math.max(1, Math.abs(whole.lossTotal)),
+  );
   whole.gradients.forEach(([name, expected], k) => {
     const actual = micro.gradients[k][1];
     const scale = Math.max(...Array.from(expected, Math.abs));
     expect(scale, `${name} has a gradient`).toBeGreaterThan(0);
-    for (let i = 0; i < expected.length; i++) expect(Math.abs(actual[i] - expected[i]), `${name}[${i}]`).toBeLessThanOrEqual(1e-6 * scale);
+    for (let i = 0; i < expected.length; i++)
+      expect(Math.abs(actual[i] - expected[i]), `${name}[${i}]`).toBeLessThanOrEqual(1e-6 * scale);
   });
 }
 
@@ -65,13 +83,26 @@ describe('masks and padding', () => {
   it.each(policyLosses.names())('a lossMask-0 token gets exactly zero gradient from the %s loss', (name) => {
     const B = 4;
     const T = 3;
-    const logprobs = parameter(Float32Array.from({ length: B * T }, (_, i) => -1 - 0.1 * i), [B, T]);
+    const logprobs = parameter(
+      Float32Array.from({ length: B * T }, (_, i) => -1 - 0.1 * i),
+      [B, T],
+    );
     const mask = Float32Array.from({ length: B * T }, (_, i) => (i % T === 1 ? 0 : 1));
-    const options = name === 'dispo' ? { positiveBounds: [0.2, 0.2] as [number, number], negativeBounds: [0.2, 0.2] as [number, number] } : {};
-    const result = policyLosses.get(name)({
-      logprobs, oldLogprobs: Float32Array.from({ length: B * T }, (_, i) => -1.05 - 0.1 * i), advantages: Float32Array.from([1, -1, 0.5, -0.5]),
-      mask, entropies: new Float32Array(B * T).fill(0.1), groupSizes: [2, 2],
-    }, options);
+    const options =
+      name === 'dispo'
+        ? { positiveBounds: [0.2, 0.2] as [number, number], negativeBounds: [0.2, 0.2] as [number, number] }
+        : {};
+    const result = policyLosses.get(name)(
+      {
+        logprobs,
+        oldLogprobs: Float32Array.from({ length: B * T }, (_, i) => -1.05 - 0.1 * i),
+        advantages: Float32Array.from([1, -1, 0.5, -0.5]),
+        mask,
+        entropies: new Float32Array(B * T).fill(0.1),
+        groupSizes: [2, 2],
+      },
+      options,
+    );
     result.loss.backward();
     const gradient = logprobs.grad!.data;
     for (let i = 0; i < B * T; i++) {
@@ -82,12 +113,19 @@ describe('masks and padding', () => {
   });
 
   it('a masked last token changes neither the loss nor any gradient, whatever its id', () => {
-    const base = samples(4, 4, 2).map((s) => ({ ...s, completionIds: [...s.completionIds, 5], oldLogprobs: [...s.oldLogprobs, -2], lossMask: [...s.lossMask!, 0] }));
+    const base = samples(4, 4, 2).map((s) => ({
+      ...s,
+      completionIds: [...s.completionIds, 5],
+      oldLogprobs: [...s.oldLogprobs, -2],
+      lossMask: [...s.lossMask!, 0],
+    }));
     const changed = base.map((s) => ({ ...s, completionIds: [...s.completionIds.slice(0, -1), 9] }));
     const first = run({}, base, 2);
     const second = run({}, changed, 2);
     expect(second.lossTotal).toBe(first.lossTotal);
-    first.gradients.forEach(([name, gradient], k) => expect(Array.from(second.gradients[k][1]), name).toEqual(Array.from(gradient)));
+    first.gradients.forEach(([name, gradient], k) =>
+      expect(Array.from(second.gradients[k][1]), name).toEqual(Array.from(gradient)),
+    );
   });
 
   it('token id 0 in a completion is a token, not padding', () => {
@@ -97,7 +135,10 @@ describe('masks and padding', () => {
 
   it('micro-batches keep groups whole when asked, and refuse a group larger than the micro-batch', () => {
     const rows = [0, 0, 0, 1, 1, 2, 2, 2, 2].map((group) => ({ group }));
-    expect(microBatches(rows, 5, true).map((micro) => micro.map((r) => r.group))).toEqual([[0, 0, 0, 1, 1], [2, 2, 2, 2]]);
+    expect(microBatches(rows, 5, true).map((micro) => micro.map((r) => r.group))).toEqual([
+      [0, 0, 0, 1, 1],
+      [2, 2, 2, 2],
+    ]);
     expect(microBatches(rows, 4, false).map((micro) => micro.length)).toEqual([4, 4, 1]);
     expect(() => microBatches(rows, 3, true)).toThrow(/group 2 has 4 samples, more than grpo.microBatchSize 3/);
   });

@@ -40,7 +40,12 @@ export interface StepSettings {
 }
 
 export function stepSettingsOf(config: TrainerConfig): StepSettings {
-  return { microBatchSize: config.grpo.microBatchSize, temperature: config.sampling.temperature, maxNewTokens: config.sampling.maxNewTokens, maxGradNorm: config.optimizer.maxGradNorm };
+  return {
+    microBatchSize: config.grpo.microBatchSize,
+    temperature: config.sampling.temperature,
+    maxNewTokens: config.sampling.maxNewTokens,
+    maxGradNorm: config.optimizer.maxGradNorm,
+  };
 }
 
 /** Loss-carrying tokens of a sample: its loss mask's ones, or every completion token (id 0 included). */
@@ -52,15 +57,26 @@ export function lossTokenCount(sample: TokenSequence): number {
  * Splits samples into micro-batches of at most `size`; with `wholeGroups`, a group is never split
  * (a micro-batch closes early rather than cut one), so group-level losses see every member.
  */
-export function microBatches<S extends { group: number }>(samples: readonly S[], size: number, wholeGroups: boolean): S[][] {
-  if (!wholeGroups) return Array.from({ length: Math.ceil(samples.length / size) }, (_, k) => samples.slice(k * size, (k + 1) * size));
+export function microBatches<S extends { group: number }>(
+  samples: readonly S[],
+  size: number,
+  wholeGroups: boolean,
+): S[][] {
+  if (!wholeGroups)
+    return Array.from({ length: Math.ceil(samples.length / size) }, (_, k) => samples.slice(k * size, (k + 1) * size));
   const batches: S[][] = [];
   let current: S[] = [];
   for (let start = 0; start < samples.length;) {
     let end = start;
     while (end < samples.length && samples[end].group === samples[start].group) end++;
-    if (end - start > size) throw new Error(`group ${samples[start].group} has ${end - start} samples, more than grpo.microBatchSize ${size}; the loss needs whole groups`);
-    if (current.length + end - start > size) { batches.push(current); current = []; }
+    if (end - start > size)
+      throw new Error(
+        `group ${samples[start].group} has ${end - start} samples, more than grpo.microBatchSize ${size}; the loss needs whole groups`,
+      );
+    if (current.length + end - start > size) {
+      batches.push(current);
+      current = [];
+    }
     current.push(...samples.slice(start, end));
     start = end;
   }
@@ -69,7 +85,11 @@ export function microBatches<S extends { group: number }>(samples: readonly S[],
 }
 
 /** log π_ref (or any frozen model's logprobs) of every completion token, in micro-batches, without gradient. */
-export function frozenLogprobs(model: Transformer, samples: readonly TokenSequence[], settings: Pick<StepSettings, 'microBatchSize' | 'temperature'>): Float32Array[] {
+export function frozenLogprobs(
+  model: Transformer,
+  samples: readonly TokenSequence[],
+  settings: Pick<StepSettings, 'microBatchSize' | 'temperature'>,
+): Float32Array[] {
   const result: Float32Array[] = [];
   for (let start = 0; start < samples.length; start += settings.microBatchSize) {
     const micro = samples.slice(start, start + settings.microBatchSize);
@@ -83,7 +103,11 @@ export function frozenLogprobs(model: Transformer, samples: readonly TokenSequen
  * The reference model's logprobs of every completion token, computed once per batch (μ passes
  * reuse them: the reference never changes), in the same micro-batches as training.
  */
-export function withReferenceLogprobs(settings: StepSettings, referenceModel: Transformer, samples: readonly TrainingSample[]): TrainingSample[] {
+export function withReferenceLogprobs(
+  settings: StepSettings,
+  referenceModel: Transformer,
+  samples: readonly TrainingSample[],
+): TrainingSample[] {
   const reference = frozenLogprobs(referenceModel, samples, settings);
   return samples.map((sample, i) => ({ ...sample, refLogprobs: reference[i] }));
 }
@@ -91,8 +115,16 @@ export function withReferenceLogprobs(settings: StepSettings, referenceModel: Tr
 /** GTPO conflict-token weights of kept samples, computed over each group's kept members (before micro-batching). */
 export function withGroupTokenWeights(bound: BoundAlgorithm, samples: readonly TrainingSample[]): TrainingSample[] {
   const sizes: number[] = [];
-  samples.forEach((sample, i) => { if (i === 0 || sample.group !== samples[i - 1].group) sizes.push(0); sizes[sizes.length - 1]++; });
-  const weights = gtpoTokenWeights(samples.map((s) => s.completionIds), samples.map((s) => s.advantage), sizes, bound.loss.options);
+  samples.forEach((sample, i) => {
+    if (i === 0 || sample.group !== samples[i - 1].group) sizes.push(0);
+    sizes[sizes.length - 1]++;
+  });
+  const weights = gtpoTokenWeights(
+    samples.map((s) => s.completionIds),
+    samples.map((s) => s.advantage),
+    sizes,
+    bound.loss.options,
+  );
   return samples.map((sample, i) => ({ ...sample, tokenWeights: weights[i] }));
 }
 
@@ -116,10 +148,19 @@ export function lossOptionsFor(bound: BoundAlgorithm, settings: Pick<StepSetting
 
 /** Parameters as AdamW wants them: matrices decay, norms and biases do not. */
 export function optimizedParameters(model: Transformer) {
-  return [...model.parameters].map(([name, tensor]) => ({ name, tensor, decay: tensor.rank >= 2 && !name.endsWith('norm.weight') }));
+  return [...model.parameters].map(([name, tensor]) => ({
+    name,
+    tensor,
+    decay: tensor.rank >= 2 && !name.endsWith('norm.weight'),
+  }));
 }
 
-function applyUpdate(model: Transformer, optimizer: AdamW, maxGradNorm: number, lossValue: number): { gradNorm: number; applied: boolean } {
+function applyUpdate(
+  model: Transformer,
+  optimizer: AdamW,
+  maxGradNorm: number,
+  lossValue: number,
+): { gradNorm: number; applied: boolean } {
   const parameters = [...model.parameters.values()];
   const gradNorm = maxGradNorm > 0 ? clipGradNorm(parameters, maxGradNorm) : clipGradNorm(parameters, Infinity);
   const applied = Number.isFinite(gradNorm) && Number.isFinite(lossValue);
@@ -138,8 +179,17 @@ function labelledGroupCount(samples: readonly TrainingSample[]): number {
  * (it does not step). Global token, sequence and group counts make the accumulated gradient equal
  * the whole batch's in one pass; the entropy bonus is −λ_H·H aggregated like the policy loss.
  */
-export function accumulatePolicyGradients(bound: BoundAlgorithm, settings: StepSettings, model: Transformer, samples: readonly TrainingSample[]): { lossTotal: number; metrics: Record<string, number> } {
-  const globals = { globalTokenCount: samples.reduce((total, s) => total + lossTokenCount(s), 0), globalSequenceCount: samples.length, globalGroupCount: labelledGroupCount(samples) };
+export function accumulatePolicyGradients(
+  bound: BoundAlgorithm,
+  settings: StepSettings,
+  model: Transformer,
+  samples: readonly TrainingSample[],
+): { lossTotal: number; metrics: Record<string, number> } {
+  const globals = {
+    globalTokenCount: samples.reduce((total, s) => total + lossTokenCount(s), 0),
+    globalSequenceCount: samples.length,
+    globalGroupCount: labelledGroupCount(samples),
+  };
   const options: PolicyLossOptions = { ...lossOptionsFor(bound, settings), ...globals };
   const wholeGroups = bound.needs.has('wholeGroups');
   if (options.topEntropyQuantile !== undefined) {
@@ -156,15 +206,31 @@ export function accumulatePolicyGradients(bound: BoundAlgorithm, settings: StepS
   const accumulator = new MetricAccumulator();
   let lossTotal = 0;
   for (const micro of microBatches(samples, settings.microBatchSize, wholeGroups)) {
-    const forward = completionLogprobs(model, micro, settings.temperature, { entropyWithGradient: bound.entropyCoefficient > 0 });
+    const forward = completionLogprobs(model, micro, settings.temperature, {
+      entropyWithGradient: bound.entropyCoefficient > 0,
+    });
     const { logprobs, mask, entropies, Tc } = forward;
-    const column = (pick: (s: TrainingSample) => ArrayLike<number> | undefined) => (micro.some((s) => pick(s)) ? padRows(micro.map((s) => Array.from(pick(s) ?? [])), Tc) : undefined);
+    const column = (pick: (s: TrainingSample) => ArrayLike<number> | undefined) =>
+      micro.some((s) => pick(s))
+        ? padRows(
+            micro.map((s) => Array.from(pick(s) ?? [])),
+            Tc,
+          )
+        : undefined;
     const result = bound.loss.fn(
       {
         logprobs,
-        oldLogprobs: padRows(micro.map((s) => [...s.oldLogprobs]), Tc),
+        oldLogprobs: padRows(
+          micro.map((s) => [...s.oldLogprobs]),
+          Tc,
+        ),
         advantages: micro.some((s) => s.tokenAdvantages)
-          ? padRows(micro.map((s) => (s.tokenAdvantages ? Array.from(s.tokenAdvantages) : s.completionIds.map(() => s.advantage))), Tc)
+          ? padRows(
+              micro.map((s) =>
+                s.tokenAdvantages ? Array.from(s.tokenAdvantages) : s.completionIds.map(() => s.advantage),
+              ),
+              Tc,
+            )
           : Float32Array.from(micro, (s) => s.advantage),
         mask,
         refLogprobs: column((s) => s.refLogprobs),
@@ -183,7 +249,10 @@ export function accumulatePolicyGradients(bound: BoundAlgorithm, settings: StepS
     }
     loss.backward();
     lossTotal += loss.item();
-    accumulator.add(result.metrics, mask.reduce((a, b) => a + b, 0));
+    accumulator.add(
+      result.metrics,
+      mask.reduce((a, b) => a + b, 0),
+    );
   }
   return { lossTotal, metrics: accumulator.result() };
 }
@@ -191,12 +260,21 @@ export function accumulatePolicyGradients(bound: BoundAlgorithm, settings: StepS
 /** Lengths of runs of equal values: [0,0,1,1,1] → [2,3]. */
 function runLengths(values: readonly number[]): number[] {
   const lengths: number[] = [];
-  values.forEach((value, i) => { if (i === 0 || value !== values[i - 1]) lengths.push(0); lengths[lengths.length - 1]++; });
+  values.forEach((value, i) => {
+    if (i === 0 || value !== values[i - 1]) lengths.push(0);
+    lengths[lengths.length - 1]++;
+  });
   return lengths;
 }
 
 /** One policy-gradient update over `samples` (already filtered to those that carry gradient). */
-export function policyStep(bound: BoundAlgorithm, settings: StepSettings, model: Transformer, optimizer: AdamW, samples: readonly TrainingSample[]): StepOutcome {
+export function policyStep(
+  bound: BoundAlgorithm,
+  settings: StepSettings,
+  model: Transformer,
+  optimizer: AdamW,
+  samples: readonly TrainingSample[],
+): StepOutcome {
   optimizer.zeroGrad();
   const { lossTotal, metrics } = accumulatePolicyGradients(bound, settings, model, samples);
   const { gradNorm, applied } = applyUpdate(model, optimizer, settings.maxGradNorm, lossTotal);
@@ -225,7 +303,11 @@ class MetricAccumulator {
   add(metrics: Record<string, number>, tokens: number): void {
     for (const [rawName, value] of Object.entries(metrics)) {
       const [name, mode] = METRIC_NAMES[rawName] ?? [`loss/${rawName}`, 'mean'];
-      const entry = this.values.get(name) ?? { mode, total: mode === 'min' ? Infinity : mode === 'max' ? -Infinity : 0, weight: 0 };
+      const entry = this.values.get(name) ?? {
+        mode,
+        total: mode === 'min' ? Infinity : mode === 'max' ? -Infinity : 0,
+        weight: 0,
+      };
       if (mode === 'sum') entry.total += value;
       else if (mode === 'min') entry.total = Math.min(entry.total, value);
       else if (mode === 'max') entry.total = Math.max(entry.total, value);
@@ -237,13 +319,19 @@ class MetricAccumulator {
 
   result(): Record<string, number> {
     const out: Record<string, number> = {};
-    for (const [name, { mode, total, weight }] of this.values) out[name] = mode === 'mean' ? total / Math.max(1, weight) : total;
+    for (const [name, { mode, total, weight }] of this.values)
+      out[name] = mode === 'mean' ? total / Math.max(1, weight) : total;
     return out;
   }
 }
 
 /** Mean next-token cross-entropy over completion tokens only, one optimiser step. */
-export function sftStep(config: TrainerConfig, model: Transformer, optimizer: AdamW, sequences: readonly TokenSequence[]): StepOutcome {
+export function sftStep(
+  config: TrainerConfig,
+  model: Transformer,
+  optimizer: AdamW,
+  sequences: readonly TokenSequence[],
+): StepOutcome {
   optimizer.zeroGrad();
   const { logprobs, mask } = completionLogprobs(model, sequences, 1, { packLength: config.sft.packLength });
   const count = mask.reduce((a, b) => a + b, 0);

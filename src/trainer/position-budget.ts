@@ -26,13 +26,17 @@ function longestPrompt(context: RunContext, examples: readonly Example[]): { len
 export function checkPositionBudget(context: RunContext): void {
   const { config, task, model } = context;
   const positions = model.config.maxPositionEmbeddings;
-  const source = config.model.checkpoint ? `the max_position_embeddings of ${config.model.checkpoint}/config.json` : 'the max_position_embeddings of a from-scratch model';
+  const source = config.model.checkpoint
+    ? `the max_position_embeddings of ${config.model.checkpoint}/config.json`
+    : 'the max_position_embeddings of a from-scratch model';
   const problems: string[] = [];
   if (config.sft.steps > 0 && config.sft.packLength > positions) {
     problems.push(`- sft.packLength: ${config.sft.packLength} is over ${source} (${positions})`);
   }
   // The same draws as trainer.ts: GRPO prompts with seed + 2, held-out prompts with seed + 1.
-  const sets: Array<[string, Example[]]> = [['held-out', task.evalExamples(config.evaluation.examples, config.seed + 1)]];
+  const sets: Array<[string, Example[]]> = [
+    ['held-out', task.evalExamples(config.evaluation.examples, config.seed + 1)],
+  ];
   if (config.grpo.steps > 0) sets.unshift(['GRPO', task.trainExamples(config.grpo.examples, config.seed + 2)]);
   for (const [name, examples] of sets) {
     const { length, prompt } = longestPrompt(context, examples);

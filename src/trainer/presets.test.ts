@@ -6,8 +6,20 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
-  advantageEstimators, cispoLoss, drGrpoAdvantage, grpoAdvantage, gspoLoss, klK3, ppoClipLoss, rlooAdvantage,
-  seqMeanTokenMeanWeights, seqMeanTokenSumNormWeights, tokenMeanWeights, type AdvantageFn, type PolicyLossFn, type PolicyLossOptions,
+  advantageEstimators,
+  cispoLoss,
+  drGrpoAdvantage,
+  grpoAdvantage,
+  gspoLoss,
+  klK3,
+  ppoClipLoss,
+  rlooAdvantage,
+  seqMeanTokenMeanWeights,
+  seqMeanTokenSumNormWeights,
+  tokenMeanWeights,
+  type AdvantageFn,
+  type PolicyLossFn,
+  type PolicyLossOptions,
 } from '../algorithms/index.js';
 import { tensor } from '../tensor/index.js';
 import { lossOptionsFor } from './optimize.js';
@@ -15,13 +27,52 @@ import { bindAlgorithm } from './algorithm.js';
 import { presetNames } from './presets.js';
 import { resolveConfig } from './setup.js';
 
-const expected: Record<string, { advantage: AdvantageFn; loss: PolicyLossFn; options: PolicyLossOptions; filter: string | null }> = {
-  grpo: { advantage: grpoAdvantage, loss: ppoClipLoss, options: { epsilonLow: 0.2, epsilonHigh: 0.2, aggregation: seqMeanTokenMeanWeights, klCoefficient: 0.04, klEstimator: klK3 }, filter: null },
-  'dr-grpo': { advantage: drGrpoAdvantage, loss: ppoClipLoss, options: { epsilonLow: 0.2, epsilonHigh: 0.2, aggregation: seqMeanTokenSumNormWeights }, filter: null },
-  dapo: { advantage: grpoAdvantage, loss: ppoClipLoss, options: { epsilonLow: 0.2, epsilonHigh: 0.28, aggregation: tokenMeanWeights }, filter: 'dynamic-sampling' },
-  gspo: { advantage: grpoAdvantage, loss: gspoLoss, options: { epsilonLow: 3e-4, epsilonHigh: 4e-4, aggregation: seqMeanTokenMeanWeights }, filter: null },
-  cispo: { advantage: grpoAdvantage, loss: cispoLoss, options: { capMode: 'relative', epsilonHigh: 0.28, aggregation: tokenMeanWeights }, filter: null },
-  rloo: { advantage: rlooAdvantage, loss: ppoClipLoss, options: { epsilonLow: 0.2, epsilonHigh: 0.2, aggregation: tokenMeanWeights }, filter: null },
+const expected: Record<
+  string,
+  { advantage: AdvantageFn; loss: PolicyLossFn; options: PolicyLossOptions; filter: string | null }
+> = {
+  grpo: {
+    advantage: grpoAdvantage,
+    loss: ppoClipLoss,
+    options: {
+      epsilonLow: 0.2,
+      epsilonHigh: 0.2,
+      aggregation: seqMeanTokenMeanWeights,
+      klCoefficient: 0.04,
+      klEstimator: klK3,
+    },
+    filter: null,
+  },
+  'dr-grpo': {
+    advantage: drGrpoAdvantage,
+    loss: ppoClipLoss,
+    options: { epsilonLow: 0.2, epsilonHigh: 0.2, aggregation: seqMeanTokenSumNormWeights },
+    filter: null,
+  },
+  dapo: {
+    advantage: grpoAdvantage,
+    loss: ppoClipLoss,
+    options: { epsilonLow: 0.2, epsilonHigh: 0.28, aggregation: tokenMeanWeights },
+    filter: 'dynamic-sampling',
+  },
+  gspo: {
+    advantage: grpoAdvantage,
+    loss: gspoLoss,
+    options: { epsilonLow: 3e-4, epsilonHigh: 4e-4, aggregation: seqMeanTokenMeanWeights },
+    filter: null,
+  },
+  cispo: {
+    advantage: grpoAdvantage,
+    loss: cispoLoss,
+    options: { capMode: 'relative', epsilonHigh: 0.28, aggregation: tokenMeanWeights },
+    filter: null,
+  },
+  rloo: {
+    advantage: rlooAdvantage,
+    loss: ppoClipLoss,
+    options: { epsilonLow: 0.2, epsilonHigh: 0.2, aggregation: tokenMeanWeights },
+    filter: null,
+  },
 };
 
 // A fixed batch: 2 groups of 3 completions, 4 token positions, ragged lengths, ratios inside and
@@ -36,7 +87,10 @@ const refLogprobs = Float32Array.from(logprobValues, (value, i) => value - 0.05 
 
 function run(loss: PolicyLossFn, advantages: Float32Array, options: PolicyLossOptions) {
   const logprobs = tensor(logprobValues, [B, T], { requiresGrad: true });
-  const result = loss({ logprobs, oldLogprobs, advantages, mask, refLogprobs }, { ...options, maxLength: T, globalTokenCount: mask.reduce((a, b) => a + b, 0), globalSequenceCount: B });
+  const result = loss(
+    { logprobs, oldLogprobs, advantages, mask, refLogprobs },
+    { ...options, maxLength: T, globalTokenCount: mask.reduce((a, b) => a + b, 0), globalSequenceCount: B },
+  );
   result.loss.backward();
   return { value: result.loss.item(), gradient: Array.from(logprobs.grad!.data) };
 }
@@ -49,7 +103,10 @@ describe('presets are compositions of the named functions', () => {
     const config = resolveConfig({ preset: name, sampling: { maxNewTokens: T } });
     const want = expected[name];
     expect(config.algorithm.groupFilter).toBe(want.filter);
-    const viaConfig = advantageEstimators.get(config.algorithm.advantage)({ rewards, groupSizes: 3 }, config.algorithm.advantageOptions).advantages;
+    const viaConfig = advantageEstimators.get(config.algorithm.advantage)(
+      { rewards, groupSizes: 3 },
+      config.algorithm.advantageOptions,
+    ).advantages;
     const direct = want.advantage({ rewards, groupSizes: 3 }).advantages;
     expect(Array.from(viaConfig)).toEqual(Array.from(direct));
     const bound = bindAlgorithm(config, { sampleRows: [], rolloutProvides: [] });

@@ -12,37 +12,77 @@ const presets: Record<string, { description: string; config: PartialConfig }> = 
   grpo: {
     description: 'GRPO as in DeepSeekMath: group z-score, PPO clip 0.2, seq-mean-token-mean, k3 KL β=0.04',
     config: {
-      algorithm: { advantage: 'grpo', loss: 'ppo-clip', lossOptions: { epsilonLow: 0.2, epsilonHigh: 0.2 }, aggregation: 'seq-mean-token-mean', klCoefficient: 0.04, klEstimator: 'k3' },
+      algorithm: {
+        advantage: 'grpo',
+        loss: 'ppo-clip',
+        lossOptions: { epsilonLow: 0.2, epsilonHigh: 0.2 },
+        aggregation: 'seq-mean-token-mean',
+        klCoefficient: 0.04,
+        klEstimator: 'k3',
+      },
     },
   },
   'dr-grpo': {
     description: 'Dr. GRPO: mean-centred advantage (no std), constant-normaliser aggregation, no KL',
     config: {
-      algorithm: { advantage: 'dr-grpo', loss: 'ppo-clip', lossOptions: { epsilonLow: 0.2, epsilonHigh: 0.2 }, aggregation: 'seq-mean-token-sum-norm', klCoefficient: 0 },
+      algorithm: {
+        advantage: 'dr-grpo',
+        loss: 'ppo-clip',
+        lossOptions: { epsilonLow: 0.2, epsilonHigh: 0.2 },
+        aggregation: 'seq-mean-token-sum-norm',
+        klCoefficient: 0,
+      },
     },
   },
   dapo: {
-    description: 'DAPO: clip-higher (0.2 / 0.28), token-mean, dynamic sampling (drop zero-variance groups), truncated completions masked, no KL',
+    description:
+      'DAPO: clip-higher (0.2 / 0.28), token-mean, dynamic sampling (drop zero-variance groups), truncated completions masked, no KL',
     config: {
-      algorithm: { advantage: 'grpo', loss: 'ppo-clip', lossOptions: { epsilonLow: 0.2, epsilonHigh: 0.28 }, aggregation: 'token-mean', klCoefficient: 0, groupFilter: 'dynamic-sampling', maskTruncated: true },
+      algorithm: {
+        advantage: 'grpo',
+        loss: 'ppo-clip',
+        lossOptions: { epsilonLow: 0.2, epsilonHigh: 0.28 },
+        aggregation: 'token-mean',
+        klCoefficient: 0,
+        groupFilter: 'dynamic-sampling',
+        maskTruncated: true,
+      },
     },
   },
   gspo: {
     description: 'GSPO: sequence-level (length-normalised) ratio, clip 3e-4 / 4e-4, seq-mean-token-mean, no KL',
     config: {
-      algorithm: { advantage: 'grpo', loss: 'gspo', lossOptions: { epsilonLow: 3e-4, epsilonHigh: 4e-4 }, aggregation: 'seq-mean-token-mean', klCoefficient: 0 },
+      algorithm: {
+        advantage: 'grpo',
+        loss: 'gspo',
+        lossOptions: { epsilonLow: 3e-4, epsilonHigh: 4e-4 },
+        aggregation: 'seq-mean-token-mean',
+        klCoefficient: 0,
+      },
     },
   },
   cispo: {
     description: 'CISPO (MiniMax-M1): clipped, stop-gradient IS weight on REINFORCE, token-mean, no KL',
     config: {
-      algorithm: { advantage: 'grpo', loss: 'cispo', lossOptions: { capMode: 'relative', epsilonHigh: 0.28 }, aggregation: 'token-mean', klCoefficient: 0 },
+      algorithm: {
+        advantage: 'grpo',
+        loss: 'cispo',
+        lossOptions: { capMode: 'relative', epsilonHigh: 0.28 },
+        aggregation: 'token-mean',
+        klCoefficient: 0,
+      },
     },
   },
   rloo: {
     description: 'RLOO: leave-one-out baseline, PPO clip 0.2, token-mean, no KL',
     config: {
-      algorithm: { advantage: 'rloo', loss: 'ppo-clip', lossOptions: { epsilonLow: 0.2, epsilonHigh: 0.2 }, aggregation: 'token-mean', klCoefficient: 0 },
+      algorithm: {
+        advantage: 'rloo',
+        loss: 'ppo-clip',
+        lossOptions: { epsilonLow: 0.2, epsilonHigh: 0.2 },
+        aggregation: 'token-mean',
+        klCoefficient: 0,
+      },
     },
   },
 };
@@ -69,7 +109,8 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 export function mergeConfig(base: PartialConfig, override: PartialConfig): PartialConfig {
   const result: PartialConfig = { ...base };
   for (const [key, value] of Object.entries(override)) {
-    result[key] = isPlainObject(value) && isPlainObject(result[key]) ? mergeConfig(result[key] as PartialConfig, value) : value;
+    result[key] =
+      isPlainObject(value) && isPlainObject(result[key]) ? mergeConfig(result[key] as PartialConfig, value) : value;
   }
   return result;
 }

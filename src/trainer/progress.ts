@@ -17,7 +17,14 @@ function formatSeconds(seconds: number): string {
   return minutes > 0 ? `${minutes}m${String(Math.round(seconds % 60)).padStart(2, '0')}s` : `${Math.round(seconds)}s`;
 }
 
-const KEY_METRICS = ['loss/sft', 'reward/mean', 'reward/correct/mean', 'loss/policy', 'entropy', 'completions/meanLength'];
+const KEY_METRICS = [
+  'loss/sft',
+  'reward/mean',
+  'reward/correct/mean',
+  'loss/policy',
+  'entropy',
+  'completions/meanLength',
+];
 
 function describe(metrics: Record<string, number>): string {
   return KEY_METRICS.filter((name) => Number.isFinite(metrics[name]))
@@ -25,7 +32,11 @@ function describe(metrics: Record<string, number>): string {
     .join('  ');
 }
 
-export function createProgressReporter(printEvery: number, stream: NodeJS.WriteStream = process.stderr, quiet = false): ProgressReporter {
+export function createProgressReporter(
+  printEvery: number,
+  stream: NodeJS.WriteStream = process.stderr,
+  quiet = false,
+): ProgressReporter {
   const interactive = Boolean(stream.isTTY) && !process.env.CI;
   let phaseStart = Date.now();
   let currentPhase = '';
@@ -42,10 +53,14 @@ export function createProgressReporter(printEvery: number, stream: NodeJS.WriteS
       if (interactive) {
         const width = 24;
         const filled = Math.round((width * step) / Math.max(1, total));
-        stream.write(`\r\x1b[2K${phase} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${step}/${total} eta ${formatSeconds(eta)}  ${describe(metrics)}`);
+        stream.write(
+          `\r\x1b[2K${phase} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${step}/${total} eta ${formatSeconds(eta)}  ${describe(metrics)}`,
+        );
         lineOpen = true;
       } else if (step % printEvery === 0 || step === total) {
-        stream.write(`${phase} step ${step}/${total} (${formatSeconds(elapsed)}, eta ${formatSeconds(eta)})  ${describe(metrics)}\n`);
+        stream.write(
+          `${phase} step ${step}/${total} (${formatSeconds(elapsed)}, eta ${formatSeconds(eta)})  ${describe(metrics)}\n`,
+        );
       }
     },
     message(text) {

@@ -38,12 +38,16 @@ export function promptFormatFor(setting: string, tokenizer: TextTokenizer): Prom
 export function renderPrompt(format: PromptFormat, example: Example): { text: string; ids: number[] } {
   if (format.chatTemplate === null) {
     if (typeof example.prompt !== 'string') {
-      throw new Error(`a prompt is a list of chat messages (${JSON.stringify(example.prompt).slice(0, 80)}…) but the model has no chat template; set model.chatTemplate to a template (text or a .jinja file) or give text prompts`);
+      throw new Error(
+        `a prompt is a list of chat messages (${JSON.stringify(example.prompt).slice(0, 80)}…) but the model has no chat template; set model.chatTemplate to a template (text or a .jinja file) or give text prompts`,
+      );
     }
     const text = exampleText(example);
     return { text, ids: format.tokenizer.encode(text, { addSpecialTokens: true }) };
   }
-  const text = renderChatTemplate(format.chatTemplate, exampleMessages(example), format.tokenizer, { addGenerationPrompt: true });
+  const text = renderChatTemplate(format.chatTemplate, exampleMessages(example), format.tokenizer, {
+    addGenerationPrompt: true,
+  });
   return { text, ids: format.tokenizer.encode(text, { addSpecialTokens: false }) };
 }
 
@@ -52,15 +56,28 @@ export function renderPrompt(format: PromptFormat, example: Example): { text: st
  * the completion is the rendered conversation after the prompt (the assistant turn with its
  * end-of-turn marker, which the model must learn to emit); plain text gets `endTokenId` appended.
  */
-export function renderDemonstration(format: PromptFormat, example: Example, completion: string, endTokenId: number): { promptIds: number[]; completionIds: number[] } {
+export function renderDemonstration(
+  format: PromptFormat,
+  example: Example,
+  completion: string,
+  endTokenId: number,
+): { promptIds: number[]; completionIds: number[] } {
   const prompt = renderPrompt(format, example);
   if (format.chatTemplate === null) {
-    return { promptIds: prompt.ids, completionIds: [...format.tokenizer.encode(completion, { addSpecialTokens: false }), endTokenId] };
+    return {
+      promptIds: prompt.ids,
+      completionIds: [...format.tokenizer.encode(completion, { addSpecialTokens: false }), endTokenId],
+    };
   }
   const conversation = [...exampleMessages(example), { role: 'assistant', content: completion }];
   const whole = renderChatTemplate(format.chatTemplate, conversation, format.tokenizer, { addGenerationPrompt: false });
   if (!whole.startsWith(prompt.text)) {
-    throw new Error('the chat template renders the prompt differently inside the whole conversation, so the assistant part cannot be separated for SFT; use model.chatTemplate to give a template whose generation prompt is a prefix of the conversation');
+    throw new Error(
+      'the chat template renders the prompt differently inside the whole conversation, so the assistant part cannot be separated for SFT; use model.chatTemplate to give a template whose generation prompt is a prefix of the conversation',
+    );
   }
-  return { promptIds: prompt.ids, completionIds: format.tokenizer.encode(whole.slice(prompt.text.length), { addSpecialTokens: false }) };
+  return {
+    promptIds: prompt.ids,
+    completionIds: format.tokenizer.encode(whole.slice(prompt.text.length), { addSpecialTokens: false }),
+  };
 }

@@ -57,7 +57,9 @@ export function trackedBaseline(entry: TrackedValue | undefined, visitRewards: r
 
 /** S ← ρ·S + Σ r, W ← ρ·W + n over the visit's scored rewards; remembers the visit's first scored completion. */
 export function updateTrackedValue(
-  entry: TrackedValue | undefined, discount: number, visitRewards: readonly number[],
+  entry: TrackedValue | undefined,
+  discount: number,
+  visitRewards: readonly number[],
   completion: { promptIds: number[]; completionIds: number[]; logprobs: number[] } | null,
 ): TrackedValue {
   const scored = visitRewards.filter(Number.isFinite);
@@ -65,7 +67,11 @@ export function updateTrackedValue(
   return {
     sum: discount * previous.sum + scored.reduce((a, b) => a + b, 0),
     weight: discount * previous.weight + scored.length,
-    ...(completion ?? { promptIds: previous.promptIds, completionIds: previous.completionIds, logprobs: previous.logprobs }),
+    ...(completion ?? {
+      promptIds: previous.promptIds,
+      completionIds: previous.completionIds,
+      logprobs: previous.logprobs,
+    }),
   };
 }
 

@@ -14,17 +14,31 @@ const scratch = mkdtempSync(join(tmpdir(), 'grpo-resume-state-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 const config = resolveConfig({
-  model: { hiddenSize: 16, numLayers: 1, numHeads: 2 }, sft: { steps: 0 },
-  grpo: { steps: 3, promptsPerStep: 4, microBatchSize: 8, learningRate: 0.01 }, sampling: { groupSize: 4, maxNewTokens: 4 },
-  evaluation: { examples: 8 }, checkpoint: { every: 1, keepLast: 5 }, logging: { samplesEvery: 1 },
-  algorithm: { advantage: 'single-stream', promptSelector: 'vade', promptSelectorOptions: { candidates: 64 }, klCoefficient: 0.1, klPlacement: 'reward' },
+  model: { hiddenSize: 16, numLayers: 1, numHeads: 2 },
+  sft: { steps: 0 },
+  grpo: { steps: 3, promptsPerStep: 4, microBatchSize: 8, learningRate: 0.01 },
+  sampling: { groupSize: 4, maxNewTokens: 4 },
+  evaluation: { examples: 8 },
+  checkpoint: { every: 1, keepLast: 5 },
+  logging: { samplesEvery: 1 },
+  algorithm: {
+    advantage: 'single-stream',
+    promptSelector: 'vade',
+    promptSelectorOptions: { candidates: 64 },
+    klCoefficient: 0.1,
+    klPlacement: 'reward',
+  },
 });
 
 const readJson = (file: string) => JSON.parse(readFileSync(file, 'utf8'));
-const metrics = (run: string) => readFileSync(join(run, 'metrics.jsonl'), 'utf8').trim().split('\n').map((line) => {
-  const record = JSON.parse(line) as Record<string, unknown>;
-  return Object.fromEntries(Object.entries(record).filter(([key]) => !/^time\/|^tokensPerSecond$/.test(key)));
-});
+const metrics = (run: string) =>
+  readFileSync(join(run, 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const record = JSON.parse(line) as Record<string, unknown>;
+      return Object.fromEntries(Object.entries(record).filter(([key]) => !/^time\/|^tokensPerSecond$/.test(key)));
+    });
 
 describe('resumable per-prompt state', () => {
   it('posteriors and value tracker are checkpointed and a resumed run equals an uninterrupted one', async () => {
@@ -37,7 +51,9 @@ describe('resumable per-prompt state', () => {
       if (++calls === 2) throw new Error('rollout engine went away');
       return singleTurnRollout(context, prompts, settings);
     };
-    await expect(train(createRunContext(config), { runDirectory: broken, quiet: true, rollout: failsOnSecondStep })).rejects.toThrow(/went away/);
+    await expect(
+      train(createRunContext(config), { runDirectory: broken, quiet: true, rollout: failsOnSecondStep }),
+    ).rejects.toThrow(/went away/);
     const saved = readJson(join(broken, 'checkpoints', 'step-1', 'trainer-state.json'));
     expect(Object.keys(saved.extra.promptPosteriors).length).toBe(4);
     expect(Object.keys(saved.extra.valueTracker).length).toBe(4);

@@ -15,20 +15,45 @@ const scratch = mkdtempSync(join(tmpdir(), 'grpo-resume-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 const overrides = [
-  'model.hiddenSize=16', 'model.numLayers=1', 'model.numHeads=2',
-  'sft.steps=6', 'sft.batchSize=8', 'grpo.steps=8', 'grpo.promptsPerStep=4', 'grpo.microBatchSize=8',
-  'sampling.groupSize=4', 'sampling.maxNewTokens=4', 'evaluation.examples=8', 'checkpoint.every=2', 'checkpoint.keepLast=3',
-  `logging.runsDirectory=${JSON.stringify(scratch)}`, 'algorithm.klCoefficient=0.04',
+  'model.hiddenSize=16',
+  'model.numLayers=1',
+  'model.numHeads=2',
+  'sft.steps=6',
+  'sft.batchSize=8',
+  'grpo.steps=8',
+  'grpo.promptsPerStep=4',
+  'grpo.microBatchSize=8',
+  'sampling.groupSize=4',
+  'sampling.maxNewTokens=4',
+  'evaluation.examples=8',
+  'checkpoint.every=2',
+  'checkpoint.keepLast=3',
+  `logging.runsDirectory=${JSON.stringify(scratch)}`,
+  'algorithm.klCoefficient=0.04',
 ];
 
 function startTrain(extra: string[]) {
   // `node --import tsx` keeps the trainer in this one process, so SIGKILL hits the trainer itself
   // (the tsx wrapper binary would leave its child running).
-  const args = ['--import', 'tsx', 'src/cli/bin.ts', 'train', '--quiet', ...overrides.flatMap((o) => ['--set', o]), ...extra];
-  return spawn(process.execPath, args, { cwd: repositoryRoot, env: { ...process.env, GRPO_QUIET: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const args = [
+    '--import',
+    'tsx',
+    'src/cli/bin.ts',
+    'train',
+    '--quiet',
+    ...overrides.flatMap((o) => ['--set', o]),
+    ...extra,
+  ];
+  return spawn(process.execPath, args, {
+    cwd: repositoryRoot,
+    env: { ...process.env, GRPO_QUIET: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 }
 
-function finished(child: ReturnType<typeof spawn>): Promise<{ code: number | null; signal: string | null; stderr: string }> {
+function finished(
+  child: ReturnType<typeof spawn>,
+): Promise<{ code: number | null; signal: string | null; stderr: string }> {
   let stderr = '';
   child.stderr?.on('data', (chunk) => (stderr += chunk));
   return new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, stderr })));
@@ -36,10 +61,13 @@ function finished(child: ReturnType<typeof spawn>): Promise<{ code: number | nul
 
 const timingFields = /^time\/|^tokensPerSecond$/;
 function metricsWithoutTiming(runDirectory: string): unknown[] {
-  return readFileSync(join(runDirectory, 'metrics.jsonl'), 'utf8').trim().split('\n').map((line) => {
-    const record = JSON.parse(line) as Record<string, unknown>;
-    return Object.fromEntries(Object.entries(record).filter(([key]) => !timingFields.test(key)));
-  });
+  return readFileSync(join(runDirectory, 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const record = JSON.parse(line) as Record<string, unknown>;
+      return Object.fromEntries(Object.entries(record).filter(([key]) => !timingFields.test(key)));
+    });
 }
 
 describe('kill and resume', () => {
@@ -74,8 +102,11 @@ describe('kill and resume', () => {
     const resumed = await finished(startTrain(['--resume', killedRun]));
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(metricsWithoutTiming(killedRun)).toEqual(metricsWithoutTiming(join(scratch, 'uninterrupted')));
-    expect(readFileSync(join(killedRun, 'samples.jsonl'), 'utf8')).toBe(readFileSync(join(scratch, 'uninterrupted', 'samples.jsonl'), 'utf8'));
-    const finalWeights = (run: string) => readFileSync(join(scratch, run, 'checkpoints', 'step-14', 'model.safetensors'));
+    expect(readFileSync(join(killedRun, 'samples.jsonl'), 'utf8')).toBe(
+      readFileSync(join(scratch, 'uninterrupted', 'samples.jsonl'), 'utf8'),
+    );
+    const finalWeights = (run: string) =>
+      readFileSync(join(scratch, run, 'checkpoints', 'step-14', 'model.safetensors'));
     expect(finalWeights('killed').equals(finalWeights('uninterrupted'))).toBe(true);
     const summary = JSON.parse(readFileSync(join(killedRun, 'summary.json'), 'utf8'));
     expect(summary.status).toBe('finished');

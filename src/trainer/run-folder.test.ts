@@ -3,7 +3,18 @@
  * checkpoints, what recovery removes and what it renames back, and cutting logs back to the lengths
  * a checkpoint recorded. The kill-anywhere behaviour end to end is fault-injection.test.ts.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  truncateSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -18,9 +29,22 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 const model = Transformer.random(createSmallConfig({ vocabSize: 8, hiddenSize: 4, numLayers: 1, numHeads: 1 }), 1);
 const optimizer = new AdamW(optimizedParameters(model), { learningRate: 0.1 });
-const stateAt = (step: number): TrainerState => ({ step, phase: 'sft', phaseStep: step, consecutiveSkips: 0, evalBefore: null, extra: {} });
+const stateAt = (step: number): TrainerState => ({
+  step,
+  phase: 'sft',
+  phaseStep: step,
+  consecutiveSkips: 0,
+  evalBefore: null,
+  extra: {},
+});
 const save = (folder: RunFolder, step: number, keepLast = 10) =>
-  folder.saveCheckpoint({ config: model.config, tensors: model.toStoredTensors(), optimizer, keepLast, state: stateAt(step) });
+  folder.saveCheckpoint({
+    config: model.config,
+    tensors: model.toStoredTensors(),
+    optimizer,
+    keepLast,
+    state: stateAt(step),
+  });
 
 /** A run folder with real checkpoints of a tiny model at the given steps, one metrics line before each. */
 function folderWithCheckpoints(name: string, steps: number[]): RunFolder {
@@ -55,7 +79,9 @@ describe('RunFolder checkpoints', () => {
     expect(readFileSync(folder.metricsFile, 'utf8')).toBe(atCheckpoint);
     expect(readFileSync(folder.samplesFile, 'utf8')).toBe('');
     writeFileSync(folder.metricsFile, '');
-    expect(() => folder.truncateLogsTo(logBytes!)).toThrow(/metrics\.jsonl: 0 bytes, but the checkpoint was taken when it had \d+/);
+    expect(() => folder.truncateLogsTo(logBytes!)).toThrow(
+      /metrics\.jsonl: 0 bytes, but the checkpoint was taken when it had \d+/,
+    );
   });
 
   it('recovery removes leftovers and renames back the aside copy of a step whose replacement was cut off', () => {
@@ -78,7 +104,13 @@ describe('RunFolder checkpoints', () => {
 
   it('replaces an existing step whole and keeps only the keepLast newest checkpoints', () => {
     const folder = folderWithCheckpoints('prune', [2, 4]);
-    folder.saveCheckpoint({ config: model.config, tensors: model.toStoredTensors(), optimizer, keepLast: 10, state: { ...stateAt(4), phase: 'grpo', phaseStep: 0 } });
+    folder.saveCheckpoint({
+      config: model.config,
+      tensors: model.toStoredTensors(),
+      optimizer,
+      keepLast: 10,
+      state: { ...stateAt(4), phase: 'grpo', phaseStep: 0 },
+    });
     expect(folder.loadTrainingState(4).state.phase).toBe('grpo');
     save(folder, 6, 1);
     expect(readdirSync(folder.checkpointsDirectory)).toEqual(['step-6']);

@@ -8,11 +8,28 @@
  *
  * Is not: the training loop, or the summary's status (run-status.ts). It only reads and writes files.
  */
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { publishFolder, writeCheckpointFiles } from '../model/checkpoint.js';
 import type { ModelConfig } from '../model/config.js';
-import { makeDirectory, removeTree, renamePath, syncDirectory, syncFile, writeFileDurably } from '../model/durable-files.js';
+import {
+  makeDirectory,
+  removeTree,
+  renamePath,
+  syncDirectory,
+  syncFile,
+  writeFileDurably,
+} from '../model/durable-files.js';
 import { readSafetensors, writeSafetensors, type StoredTensor } from '../model/safetensors.js';
 import type { AdamW, AdamWState } from '../nn/index.js';
 
@@ -74,7 +91,10 @@ export class RunFolder {
   }
 
   logMetrics(record: Record<string, unknown>): void {
-    appendFileSync(this.metricsFile, `${JSON.stringify(record, (_key, value) => (typeof value === 'number' && !Number.isFinite(value) ? null : value))}\n`);
+    appendFileSync(
+      this.metricsFile,
+      `${JSON.stringify(record, (_key, value) => (typeof value === 'number' && !Number.isFinite(value) ? null : value))}\n`,
+    );
   }
 
   logSamples(record: Record<string, unknown>): void {
@@ -150,16 +170,35 @@ export class RunFolder {
     const partial = join(this.checkpointsDirectory, `.${name}.tmp-${stamp}`);
     makeDirectory(partial);
     try {
-      writeCheckpointFiles(partial, { config: input.config, tensors: input.tensors, sourceDir: input.sourceDirectory, extraFiles: input.extraFiles }, final);
+      writeCheckpointFiles(
+        partial,
+        {
+          config: input.config,
+          tensors: input.tensors,
+          sourceDir: input.sourceDirectory,
+          extraFiles: input.extraFiles,
+        },
+        final,
+      );
       // The optimiser moments go in a subfolder: the checkpoint's top level stays a model folder that
       // inference servers load as is (vLLM loads every top-level *.safetensors file as weights).
       makeDirectory(join(partial, OPTIMIZER_FOLDER));
       writeSafetensors(join(partial, OPTIMIZER_FILE), optimizerTensors(input.optimizer.getState()));
       syncDirectory(join(partial, OPTIMIZER_FOLDER));
-      const files = Object.fromEntries(readdirSync(partial, { recursive: true, withFileTypes: true })
-        .filter((entry) => entry.isFile())
-        .map((entry) => { const file = relative(partial, join(entry.parentPath, entry.name)); return [file, statSync(join(partial, file)).size]; }));
-      const saved: SavedTrainerState = { ...input.state, optimizerStep: input.optimizer.stepCount, logBytes: this.syncLogs(), files };
+      const files = Object.fromEntries(
+        readdirSync(partial, { recursive: true, withFileTypes: true })
+          .filter((entry) => entry.isFile())
+          .map((entry) => {
+            const file = relative(partial, join(entry.parentPath, entry.name));
+            return [file, statSync(join(partial, file)).size];
+          }),
+      );
+      const saved: SavedTrainerState = {
+        ...input.state,
+        optimizerStep: input.optimizer.stepCount,
+        logBytes: this.syncLogs(),
+        files,
+      };
       writeFileDurably(join(partial, 'trainer-state.json'), `${JSON.stringify(saved, null, 2)}\n`);
       syncDirectory(partial);
       publishFolder(partial, final, stamp);
@@ -172,11 +211,23 @@ export class RunFolder {
   }
 
   /** Reads a checkpoint's trainer state, optimiser state and the log lengths it was taken at. */
-  loadTrainingState(step: number): { state: TrainerState; optimizer: AdamWState; directory: string; logBytes: LogBytes | null } {
+  loadTrainingState(step: number): {
+    state: TrainerState;
+    optimizer: AdamWState;
+    directory: string;
+    logBytes: LogBytes | null;
+  } {
     const directory = join(this.checkpointsDirectory, `step-${step}`);
-    const { optimizerStep, logBytes, files: _files, ...state } = JSON.parse(readFileSync(join(directory, 'trainer-state.json'), 'utf8')) as SavedTrainerState;
+    const {
+      optimizerStep,
+      logBytes,
+      files: _files,
+      ...state
+    } = JSON.parse(readFileSync(join(directory, 'trainer-state.json'), 'utf8')) as SavedTrainerState;
     // Checkpoints written before the optimiser moved into its subfolder keep it at the top level.
-    const optimizerFile = existsSync(join(directory, OPTIMIZER_FILE)) ? join(directory, OPTIMIZER_FILE) : join(directory, 'optimizer.safetensors');
+    const optimizerFile = existsSync(join(directory, OPTIMIZER_FILE))
+      ? join(directory, OPTIMIZER_FILE)
+      : join(directory, 'optimizer.safetensors');
     const tensors = readSafetensors(optimizerFile);
     const moments: AdamWState['moments'] = {};
     for (const [name, stored] of tensors) {
@@ -193,9 +244,15 @@ export class RunFolder {
    * everything logged after it, including lines logged at its own step (an evaluation, say).
    */
   truncateLogsTo(logBytes: LogBytes): void {
-    for (const [file, bytes] of [[this.metricsFile, logBytes.metrics], [this.samplesFile, logBytes.samples]] as const) {
+    for (const [file, bytes] of [
+      [this.metricsFile, logBytes.metrics],
+      [this.samplesFile, logBytes.samples],
+    ] as const) {
       const size = existsSync(file) ? statSync(file).size : 0;
-      if (size < bytes) throw new Error(`${file}: ${size} bytes, but the checkpoint was taken when it had ${bytes}; the log lost lines and the run cannot be resumed exactly`);
+      if (size < bytes)
+        throw new Error(
+          `${file}: ${size} bytes, but the checkpoint was taken when it had ${bytes}; the log lost lines and the run cannot be resumed exactly`,
+        );
       if (size > bytes) truncateSync(file, bytes);
     }
   }

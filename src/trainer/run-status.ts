@@ -14,7 +14,14 @@ import { RunFolder } from './run-folder.js';
 /** Marks the run as running in this process; a reason left by an earlier failure or interruption goes. */
 export function markRunning(folder: RunFolder, task: string): void {
   const { reason: _reason, endedAt: _endedAt, ...previous } = folder.readSummary();
-  folder.writeSummary({ ...previous, status: 'running', task, pid: process.pid, hostname: hostname(), startedAt: new Date().toISOString() });
+  folder.writeSummary({
+    ...previous,
+    status: 'running',
+    task,
+    pid: process.pid,
+    hostname: hostname(),
+    startedAt: new Date().toISOString(),
+  });
 }
 
 /** Records that the run stopped on an error; never throws, so the original error is what the caller sees. */

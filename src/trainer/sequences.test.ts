@@ -24,7 +24,11 @@ function run(packLength: number) {
   const model = Transformer.fromTensors(checkpoint.config, checkpoint.tensors);
   const { logprobs, mask } = completionLogprobs(model, sequences, 1, { packLength });
   sum(mul(logprobs, tensor(mask, logprobs.shape))).backward();
-  return { logprobs: Array.from(logprobs.data), mask: Array.from(mask), gradient: Array.from(model.parameters.get('model.layers.1.self_attn.k_proj.weight')!.grad!.data) };
+  return {
+    logprobs: Array.from(logprobs.data),
+    mask: Array.from(mask),
+    gradient: Array.from(model.parameters.get('model.layers.1.self_attn.k_proj.weight')!.grad!.data),
+  };
 }
 
 describe('sequence packing', () => {
@@ -32,8 +36,12 @@ describe('sequence packing', () => {
     const padded = run(0);
     const packed = run(16); // first fit: rows [6 + 7 tokens] and [6 + 6 tokens]
     expect(packed.mask).toEqual(padded.mask);
-    packed.logprobs.forEach((value, i) => expect(Math.abs(value - padded.logprobs[i]), `logprob ${i}`).toBeLessThan(1e-5));
+    packed.logprobs.forEach((value, i) =>
+      expect(Math.abs(value - padded.logprobs[i]), `logprob ${i}`).toBeLessThan(1e-5),
+    );
     const scale = Math.max(...padded.gradient.map(Math.abs));
-    packed.gradient.forEach((value, i) => expect(Math.abs(value - padded.gradient[i]), `gradient ${i}`).toBeLessThan(1e-5 * scale));
+    packed.gradient.forEach((value, i) =>
+      expect(Math.abs(value - padded.gradient[i]), `gradient ${i}`).toBeLessThan(1e-5 * scale),
+    );
   });
 });

@@ -91,7 +91,12 @@ function layoutRows(sequences: readonly TokenSequence[], packLength: number): Ro
 }
 
 /** Per-token logprobs of each completion under `model` (logits divided by `temperature`, as at sampling). */
-export function completionLogprobs(model: Transformer, sequences: readonly TokenSequence[], temperature = 1, layout: LayoutOptions = {}): CompletionLogprobs {
+export function completionLogprobs(
+  model: Transformer,
+  sequences: readonly TokenSequence[],
+  temperature = 1,
+  layout: LayoutOptions = {},
+): CompletionLogprobs {
   const count = sequences.length;
   const Tc = Math.max(1, ...sequences.map((s) => s.completionIds.length));
   const { ids, B, positions, segmentIds, starts } = layoutRows(sequences, layout.packLength ?? 0);

@@ -30,25 +30,37 @@ describe('resolveConfig bounds', () => {
 
   it('accepts the defaults and sizes at the bounds', () => {
     expect(resolveConfig({}).model.hiddenSize).toBe(64);
-    expect(resolveConfig({ model: { hiddenSize: 4096, numHeads: 64 }, sampling: { groupSize: 1024 }, grpo: { microBatchSize: 1024 } }).sampling.groupSize).toBe(1024);
+    expect(
+      resolveConfig({
+        model: { hiddenSize: 4096, numHeads: 64 },
+        sampling: { groupSize: 1024 },
+        grpo: { microBatchSize: 1024 },
+      }).sampling.groupSize,
+    ).toBe(1024);
   });
 });
 
 describe('createRunContext position budget', () => {
   // Addition prompts ("47+35=") are 6 characters plus BOS with the char tokenizer.
-  it('refuses maxNewTokens that take the prompts past a from-scratch model\'s 256 positions', () => {
+  it("refuses maxNewTokens that take the prompts past a from-scratch model's 256 positions", () => {
     const config = resolveConfig({ sampling: { maxNewTokens: 250 } });
     expect(() => createRunContext(config)).toThrow(
       /- sampling\.maxNewTokens: 250 plus the longest GRPO prompt \(7 tokens, "\d+\+\d+="\) is 257 positions, over the max_position_embeddings of a from-scratch model \(256\)/,
     );
-    expect(createRunContext(resolveConfig({ sampling: { maxNewTokens: 249 } })).model.config.maxPositionEmbeddings).toBe(256);
+    expect(
+      createRunContext(resolveConfig({ sampling: { maxNewTokens: 249 } })).model.config.maxPositionEmbeddings,
+    ).toBe(256);
   });
 
   it('names the checkpoint, checks held-out prompts when there is no GRPO phase, and checks sft.packLength', () => {
     const config = resolveConfig({ model: { checkpoint }, grpo: { steps: 0 }, sampling: { maxNewTokens: 510 } });
-    expect(() => createRunContext(config)).toThrow(`over the max_position_embeddings of ${checkpoint}/config.json (512)`);
+    expect(() => createRunContext(config)).toThrow(
+      `over the max_position_embeddings of ${checkpoint}/config.json (512)`,
+    );
     expect(() => createRunContext(config)).toThrow('- sampling.maxNewTokens: 510 plus the longest held-out prompt');
     const packed = resolveConfig({ sft: { steps: 10, packLength: 300 } });
-    expect(() => createRunContext(packed)).toThrow('- sft.packLength: 300 is over the max_position_embeddings of a from-scratch model (256)');
+    expect(() => createRunContext(packed)).toThrow(
+      '- sft.packLength: 300 is over the max_position_embeddings of a from-scratch model (256)',
+    );
   });
 });

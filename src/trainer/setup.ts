@@ -4,7 +4,14 @@
  *
  * Is not: the loop. Everything here runs before any compute, so bad input fails fast here.
  */
-import { advantageEstimators, groupFilters, klEstimators, lossAggregations, policyLosses, promptSelectors } from '../algorithms/index.js';
+import {
+  advantageEstimators,
+  groupFilters,
+  klEstimators,
+  lossAggregations,
+  policyLosses,
+  promptSelectors,
+} from '../algorithms/index.js';
 import type { Task } from '../data/task.js';
 import { taskRegistry } from '../data/index.js';
 import { loadCheckpoint, resolveStopTokenIds } from '../model/checkpoint.js';
@@ -54,11 +61,17 @@ export function resolveConfig(input: unknown, extraTasks: string[] = [], task?: 
   const raw = (input ?? {}) as Record<string, unknown>;
   const preset = raw.preset;
   if (preset !== undefined && (typeof preset !== 'string' || !presetNames().includes(preset))) {
-    throw new Error(`invalid config:\n- preset: unknown preset ${JSON.stringify(preset)}; known: ${presetNames().join(', ')}`);
+    throw new Error(
+      `invalid config:\n- preset: unknown preset ${JSON.stringify(preset)}; known: ${presetNames().join(', ')}`,
+    );
   }
   const withPreset = typeof preset === 'string' ? applyPreset(preset, raw) : raw;
   const taskName = typeof raw.task === 'string' ? raw.task : 'addition';
-  const recommended = task?.recommendedConfig ?? (taskRegistry.names().includes(taskName) && taskRegistry.isGenerated(taskName) ? taskRegistry.get(taskName)((raw.taskOptions ?? {}) as Record<string, unknown>).recommendedConfig : undefined);
+  const recommended =
+    task?.recommendedConfig ??
+    (taskRegistry.names().includes(taskName) && taskRegistry.isGenerated(taskName)
+      ? taskRegistry.get(taskName)((raw.taskOptions ?? {}) as Record<string, unknown>).recommendedConfig
+      : undefined);
   const merged = recommended ? mergeConfig(recommended, withPreset) : withPreset;
   const known = knownNames();
   return validateConfig(merged, { ...known, task: [...known.task, ...extraTasks] });
@@ -98,12 +111,17 @@ export interface RunContext {
 export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'config'> = {}): RunContext {
   const recipeRewards = recipe.rewards;
   if (!recipe.task && taskRegistry.names().includes(config.task) && !taskRegistry.isGenerated(config.task)) {
-    throw new Error(`task "${config.task}" reads data files: load it first and pass it (createRunContext(config, { task: await loadRunTask(input) }))`);
+    throw new Error(
+      `task "${config.task}" reads data files: load it first and pass it (createRunContext(config, { task: await loadRunTask(input) }))`,
+    );
   }
   const task = recipe.task ?? taskRegistry.get(config.task)(config.taskOptions);
   const rollout = recipe.rollout ?? singleTurnRollout;
   // Before any model is loaded: every part's options and needs against the data and the rollout.
-  const algorithm = bindAlgorithm(config, { sampleRows: task.trainExamples(Math.min(16, config.grpo.examples), config.seed + 2), rolloutProvides: rollout.provides ?? [] });
+  const algorithm = bindAlgorithm(config, {
+    sampleRows: task.trainExamples(Math.min(16, config.grpo.examples), config.seed + 2),
+    rolloutProvides: rollout.provides ?? [],
+  });
   const rewards = recipeRewards ?? buildRewards(config, task);
   let tokenizer: TextTokenizer;
   let tokenizerFiles: Record<string, string> = {};
@@ -135,7 +153,19 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
     stopTokenIds = [charTokenizer.eosTokenId];
   }
   const promptFormat = promptFormatFor(config.model.chatTemplate, tokenizer);
-  const context = { config, task, tokenizer, tokenizerFiles, sourceDirectory, model, stopTokenIds, rewards, algorithm, rollout, promptFormat };
+  const context = {
+    config,
+    task,
+    tokenizer,
+    tokenizerFiles,
+    sourceDirectory,
+    model,
+    stopTokenIds,
+    rewards,
+    algorithm,
+    rollout,
+    promptFormat,
+  };
   checkPositionBudget(context);
   return context;
 }

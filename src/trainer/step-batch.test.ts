@@ -11,26 +11,51 @@ import { concatenateGroups, groupIndexOf, type StepBatch } from './step-batch.js
 import { clustersOf, computeSignal, strataOf } from './step-signal.js';
 
 function sample(promptIndex: number, text: string, truncated = false): RolloutSample {
-  return { promptIndex, completionIds: [1, 2], oldLogprobs: [-1, -1], lossMask: [1, 1], text, truncated, toolCalls: text.length % 2 };
+  return {
+    promptIndex,
+    completionIds: [1, 2],
+    oldLogprobs: [-1, -1],
+    lossMask: [1, 1],
+    text,
+    truncated,
+    toolCalls: text.length % 2,
+  };
 }
 
 function batch(rewards: (number | null)[], groupSizes: number[], texts?: string[]): StepBatch {
   const groups = groupIndexOf(groupSizes);
   return {
-    prompts: groupSizes.map((_, g) => ({ example: { prompt: `p${g}`, answer: '1', level: g % 2 ? 'hard' : 'easy' }, promptIds: [5, g], exampleIndex: 10 + g })),
-    groupSizes, samples: rewards.map((_, i) => sample(groups[i], texts?.[i] ?? `t${i}`)), rewardNames: ['r'],
-    scores: Float64Array.from(rewards, (r) => r ?? NaN), rewardWeights: [1],
-    rewards: Float64Array.from(rewards, (r) => r ?? NaN), valid: Uint8Array.from(rewards, (r) => (r === null ? 0 : 1)), failures: { r: 0 }, errors: rewards.map(() => null),
+    prompts: groupSizes.map((_, g) => ({
+      example: { prompt: `p${g}`, answer: '1', level: g % 2 ? 'hard' : 'easy' },
+      promptIds: [5, g],
+      exampleIndex: 10 + g,
+    })),
+    groupSizes,
+    samples: rewards.map((_, i) => sample(groups[i], texts?.[i] ?? `t${i}`)),
+    rewardNames: ['r'],
+    scores: Float64Array.from(rewards, (r) => r ?? NaN),
+    rewardWeights: [1],
+    rewards: Float64Array.from(rewards, (r) => r ?? NaN),
+    valid: Uint8Array.from(rewards, (r) => (r === null ? 0 : 1)),
+    failures: { r: 0 },
+    errors: rewards.map(() => null),
   };
 }
 
-const bound = (algorithm: Record<string, unknown>) => bindAlgorithm(resolveConfig({ algorithm }), { sampleRows: [{ prompt: 'x', level: 'easy' }], rolloutProvides: ['toolCalls'] });
+const bound = (algorithm: Record<string, unknown>) =>
+  bindAlgorithm(resolveConfig({ algorithm }), {
+    sampleRows: [{ prompt: 'x', level: 'easy' }],
+    rolloutProvides: ['toolCalls'],
+  });
 
 describe('step batch', () => {
   it('concatenates the kept groups of several rounds, in order, copying only their rows', () => {
     const first = batch([1, 0, 0, 0, 1, 1], [2, 2, 2]);
     const second = batch([0.5, 0.25], [2]);
-    const joined = concatenateGroups([{ batch: first, groupIndices: [0, 2] }, { batch: second, groupIndices: [0] }]);
+    const joined = concatenateGroups([
+      { batch: first, groupIndices: [0, 2] },
+      { batch: second, groupIndices: [0] },
+    ]);
     expect(joined.groupSizes).toEqual([2, 2, 2]);
     expect(Array.from(joined.rewards)).toEqual([1, 0, 1, 1, 0.5, 0.25]);
     expect(joined.prompts.map((p) => p.example.prompt)).toEqual(['p0', 'p2', 'p0']);
@@ -55,7 +80,10 @@ describe('step batch', () => {
     expect(Array.from(masked.keep)).toEqual([1, 0, 1, 0, 1, 1]);
     const filtered = computeSignal(bound({ groupFilter: 'mask-truncated' }), b);
     expect(Array.from(filtered.keep)).toEqual([1, 0, 1, 0, 1, 1]);
-    const stratified = computeSignal(bound({ advantage: 'stratified', advantageOptions: { alpha: 1, strataFrom: 'rollout.toolCalls' } }), b);
+    const stratified = computeSignal(
+      bound({ advantage: 'stratified', advantageOptions: { alpha: 1, strataFrom: 'rollout.toolCalls' } }),
+      b,
+    );
     expect(stratified.advantages.length).toBe(6);
   });
 

@@ -38,23 +38,47 @@ export interface StepBatch {
  * every call keeps the RolloutFn contract of equal groups) and scores the samples.
  */
 export async function generateRound(
-  rollout: RolloutFn, context: RolloutContext, prompts: readonly RolloutPrompt[], counts: readonly number[],
-  settings: RolloutSettings, rewards: readonly NamedReward[], step: number,
+  rollout: RolloutFn,
+  context: RolloutContext,
+  prompts: readonly RolloutPrompt[],
+  counts: readonly number[],
+  settings: RolloutSettings,
+  rewards: readonly NamedReward[],
+  step: number,
 ): Promise<{ batch: StepBatch; rolloutSeconds: number; rewardSeconds: number }> {
   const rolloutStart = Date.now();
   const byPrompt: RolloutSample[][] = prompts.map(() => []);
   for (const count of [...new Set(counts)].sort((a, b) => a - b)) {
     const members = prompts.flatMap((_, i) => (counts[i] === count ? [i] : []));
-    const samples = await rollout(context, members.map((i) => prompts[i]), { ...settings, groupSize: count });
-    if (samples.length !== members.length * count) throw new Error(`the rollout returned ${samples.length} samples for ${members.length} prompts × ${count}; a RolloutFn must return groupSize samples per prompt`);
-    members.forEach((promptIndex, k) => byPrompt[promptIndex].push(...samples.slice(k * count, (k + 1) * count).map((sample) => ({ ...sample, promptIndex }))));
+    const samples = await rollout(
+      context,
+      members.map((i) => prompts[i]),
+      { ...settings, groupSize: count },
+    );
+    if (samples.length !== members.length * count)
+      throw new Error(
+        `the rollout returned ${samples.length} samples for ${members.length} prompts × ${count}; a RolloutFn must return groupSize samples per prompt`,
+      );
+    members.forEach((promptIndex, k) =>
+      byPrompt[promptIndex].push(
+        ...samples.slice(k * count, (k + 1) * count).map((sample) => ({ ...sample, promptIndex })),
+      ),
+    );
   }
   const rolloutSeconds = (Date.now() - rolloutStart) / 1000;
   const rewardStart = Date.now();
-  const groups: RewardInput[][] = prompts.map((prompt, g) => byPrompt[g].map((sample, indexInGroup) => ({
-    prompt: prompt.example.prompt, completion: sample.text, completionIds: sample.completionIds, row: prompt.example,
-    group: byPrompt[g].map((member) => member.text), indexInGroup, step, truncated: sample.truncated,
-  })));
+  const groups: RewardInput[][] = prompts.map((prompt, g) =>
+    byPrompt[g].map((sample, indexInGroup) => ({
+      prompt: prompt.example.prompt,
+      completion: sample.text,
+      completionIds: sample.completionIds,
+      row: prompt.example,
+      group: byPrompt[g].map((member) => member.text),
+      indexInGroup,
+      step,
+      truncated: sample.truncated,
+    })),
+  );
   const matrix = await scoreRewards(rewards, groups);
   const rewardWeights = weightsAt(rewards, step);
   const combined = weightedSum(matrix, rewardWeights);
@@ -65,8 +89,16 @@ export async function generateRound(
     errors[failure.sample] = { ...errors[failure.sample], [failure.reward]: failure.message };
   }
   const batch: StepBatch = {
-    prompts: [...prompts], groupSizes: [...counts], samples: byPrompt.flat(), rewardNames: matrix.names, scores: matrix.scores,
-    rewardWeights, rewards: combined.rewards, valid: Uint8Array.from(combined.valid, Number), failures, errors,
+    prompts: [...prompts],
+    groupSizes: [...counts],
+    samples: byPrompt.flat(),
+    rewardNames: matrix.names,
+    scores: matrix.scores,
+    rewardWeights,
+    rewards: combined.rewards,
+    valid: Uint8Array.from(combined.valid, Number),
+    failures,
+    errors,
   };
   return { batch, rolloutSeconds, rewardSeconds: (Date.now() - rewardStart) / 1000 };
 }
@@ -75,7 +107,10 @@ export async function generateRound(
 export function groupIndexOf(groupSizes: readonly number[]): Int32Array {
   const out = new Int32Array(groupSizes.reduce((a, b) => a + b, 0));
   let offset = 0;
-  groupSizes.forEach((size, g) => { out.fill(g, offset, offset + size); offset += size; });
+  groupSizes.forEach((size, g) => {
+    out.fill(g, offset, offset + size);
+    offset += size;
+  });
   return out;
 }
 
@@ -83,12 +118,17 @@ export function groupIndexOf(groupSizes: readonly number[]): Int32Array {
 export function groupStarts(groupSizes: readonly number[]): number[] {
   const starts: number[] = [];
   let offset = 0;
-  for (const size of groupSizes) { starts.push(offset); offset += size; }
+  for (const size of groupSizes) {
+    starts.push(offset);
+    offset += size;
+  }
   return starts;
 }
 
 /** The step's batch from the kept groups of each round (one copy, in round then group order). */
-export function concatenateGroups(selections: readonly { batch: StepBatch; groupIndices: readonly number[] }[]): StepBatch {
+export function concatenateGroups(
+  selections: readonly { batch: StepBatch; groupIndices: readonly number[] }[],
+): StepBatch {
   if (selections.length === 0) throw new Error('concatenateGroups needs at least one selection');
   const first = selections[0].batch;
   const K = first.rewardNames.length;
@@ -108,19 +148,28 @@ export function concatenateGroups(selections: readonly { batch: StepBatch; group
   const scores = new Float64Array(rows.length * K);
   rows.forEach(({ batch, index }, row) => scores.set(batch.scores.subarray(index * K, (index + 1) * K), row * K));
   return {
-    prompts, groupSizes, samples: rows.map(({ batch, index }) => batch.samples[index]), rewardNames: first.rewardNames, scores,
-    rewardWeights: first.rewardWeights, rewards: Float64Array.from(rows, ({ batch, index }) => batch.rewards[index]),
-    valid: Uint8Array.from(rows, ({ batch, index }) => batch.valid[index]), failures, errors: rows.map(({ batch, index }) => batch.errors[index]),
+    prompts,
+    groupSizes,
+    samples: rows.map(({ batch, index }) => batch.samples[index]),
+    rewardNames: first.rewardNames,
+    scores,
+    rewardWeights: first.rewardWeights,
+    rewards: Float64Array.from(rows, ({ batch, index }) => batch.rewards[index]),
+    valid: Uint8Array.from(rows, ({ batch, index }) => batch.valid[index]),
+    failures,
+    errors: rows.map(({ batch, index }) => batch.errors[index]),
   };
 }
 
 /** [K][N] per-reward columns with NaN as null (the estimators' `rewardComponents`). */
 export function rewardColumns(batch: StepBatch): (number | null)[][] {
   const K = batch.rewardNames.length;
-  return batch.rewardNames.map((_, k) => batch.samples.map((_, i) => {
-    const value = batch.scores[i * K + k];
-    return Number.isFinite(value) ? value : null;
-  }));
+  return batch.rewardNames.map((_, k) =>
+    batch.samples.map((_, i) => {
+      const value = batch.scores[i * K + k];
+      return Number.isFinite(value) ? value : null;
+    }),
+  );
 }
 
 /** The combined rewards with failed samples as null. */

@@ -7,8 +7,18 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
-  advantageEstimators, aggregateLoss, groupFilters, gtpoTokenWeights, klArray, klEstimators, klK1, knapsackAllocation, lossAggregations,
-  policyLosses, vadeSelection, type AdvantageInput,
+  advantageEstimators,
+  aggregateLoss,
+  groupFilters,
+  gtpoTokenWeights,
+  klArray,
+  klEstimators,
+  klK1,
+  knapsackAllocation,
+  lossAggregations,
+  policyLosses,
+  vadeSelection,
+  type AdvantageInput,
 } from '../algorithms/index.js';
 import { answersMatch, extractFinalAnswer } from '../rewards/index.js';
 import { Transformer } from '../model/transformer.js';
@@ -32,8 +42,17 @@ const base = {
 };
 
 // Rewards with spread on a random model: the share of digits, and a binary "starts with a digit".
-const digitShare: NamedReward = { name: 'digits', weight: 1, reward: ({ completion }) => (completion.length ? [...completion].filter((c) => /\d/.test(c)).length / completion.length : 0) };
-const startsWithDigit: NamedReward = { name: 'lead', weight: 0.5, reward: ({ completion }) => (/^\d/.test(completion) ? 1 : 0) };
+const digitShare: NamedReward = {
+  name: 'digits',
+  weight: 1,
+  reward: ({ completion }) =>
+    completion.length ? [...completion].filter((c) => /\d/.test(c)).length / completion.length : 0,
+};
+const startsWithDigit: NamedReward = {
+  name: 'lead',
+  weight: 0.5,
+  reward: ({ completion }) => (/^\d/.test(completion) ? 1 : 0),
+};
 const binary: NamedReward = { name: 'lead', weight: 1, reward: ({ completion }) => (/^\d/.test(completion) ? 1 : 0) };
 
 interface Case {
@@ -43,22 +62,40 @@ interface Case {
   state?: Partial<TrainerState>;
 }
 
-const freshState = (extra: Record<string, unknown> = {}): TrainerState => ({ step: 0, phase: 'grpo', phaseStep: 0, consecutiveSkips: 0, evalBefore: null, extra: structuredClone(extra) });
+const freshState = (extra: Record<string, unknown> = {}): TrainerState => ({
+  step: 0,
+  phase: 'grpo',
+  phaseStep: 0,
+  consecutiveSkips: 0,
+  evalBefore: null,
+  extra: structuredClone(extra),
+});
 
 function gradients(model: Transformer): Map<string, Float32Array> {
-  return new Map([...model.parameters].map(([name, p]) => [name, p.grad ? p.grad.data.slice() : new Float32Array(p.data.length)]));
+  return new Map(
+    [...model.parameters].map(([name, p]) => [name, p.grad ? p.grad.data.slice() : new Float32Array(p.data.length)]),
+  );
 }
 function zeroGradients(model: Transformer): void {
   for (const p of model.parameters.values()) p.grad = null;
 }
 
 /** The same step composed directly from the registry functions, in one forward/backward pass. */
-function directComposition(configInput: Record<string, unknown>, batch: StepBatch, model: Transformer, reference: Transformer | null, state: TrainerState) {
+function directComposition(
+  configInput: Record<string, unknown>,
+  batch: StepBatch,
+  model: Transformer,
+  reference: Transformer | null,
+  state: TrainerState,
+) {
   const config = resolveConfig(configInput);
   const algorithm = config.algorithm;
   const N = batch.samples.length;
   const starts = groupStarts(batch.groupSizes);
-  const sequences = batch.samples.map((s) => ({ promptIds: batch.prompts[s.promptIndex].promptIds, completionIds: s.completionIds }));
+  const sequences = batch.samples.map((s) => ({
+    promptIds: batch.prompts[s.promptIndex].promptIds,
+    completionIds: s.completionIds,
+  }));
   const temperature = config.sampling.temperature;
   const referenceLogprobs = reference ? noGrad(() => completionLogprobs(reference, sequences, temperature)) : null;
   let rewards = Array.from(batch.rewards, (r) => (Number.isFinite(r) ? r : null));
@@ -66,57 +103,131 @@ function directComposition(configInput: Record<string, unknown>, batch: StepBatc
     const Tc = referenceLogprobs!.Tc;
     rewards = rewards.map((r, i) => {
       const ids = batch.samples[i].completionIds;
-      const k1 = klArray(klK1, batch.samples[i].oldLogprobs, referenceLogprobs!.logprobs.data.slice(i * Tc, i * Tc + ids.length));
+      const k1 = klArray(
+        klK1,
+        batch.samples[i].oldLogprobs,
+        referenceLogprobs!.logprobs.data.slice(i * Tc, i * Tc + ids.length),
+      );
       const total = k1.reduce((a, b) => a + b, 0);
       return r === null ? null : r - algorithm.klCoefficient * total;
     });
   }
   const K = batch.rewardNames.length;
   const input: AdvantageInput = {
-    rewards, groupSizes: batch.groupSizes, rewardWeights: batch.rewardWeights, completionIds: batch.samples.map((s) => s.completionIds),
-    rewardComponents: batch.rewardNames.map((_, k) => batch.samples.map((_, i) => (Number.isFinite(batch.scores[i * K + k]) ? batch.scores[i * K + k] : null))),
+    rewards,
+    groupSizes: batch.groupSizes,
+    rewardWeights: batch.rewardWeights,
+    completionIds: batch.samples.map((s) => s.completionIds),
+    rewardComponents: batch.rewardNames.map((_, k) =>
+      batch.samples.map((_, i) => (Number.isFinite(batch.scores[i * K + k]) ? batch.scores[i * K + k] : null)),
+    ),
   };
   const options = algorithm.advantageOptions as Record<string, unknown>;
-  if (typeof options.strataFrom === 'string') input.strata = batch.samples.map((s) => String(batch.prompts[s.promptIndex].example[(options.strataFrom as string).slice(4)]));
+  if (typeof options.strataFrom === 'string')
+    input.strata = batch.samples.map((s) =>
+      String(batch.prompts[s.promptIndex].example[(options.strataFrom as string).slice(4)]),
+    );
   if (algorithm.advantage === 'seed-grpo') input.clusters = directClusters(batch);
   if (algorithm.advantage === 'single-stream') {
     const tracker = (state.extra.valueTracker ?? {}) as Record<string, { sum: number; weight: number }>;
     input.baselines = batch.samples.map((s) => {
       const entry = tracker[String(batch.prompts[s.promptIndex].exampleIndex)];
       if (entry) return entry.sum / entry.weight;
-      const scored = rewards.slice(starts[s.promptIndex], starts[s.promptIndex] + batch.groupSizes[s.promptIndex]).filter((r): r is number => r !== null);
+      const scored = rewards
+        .slice(starts[s.promptIndex], starts[s.promptIndex] + batch.groupSizes[s.promptIndex])
+        .filter((r): r is number => r !== null);
       return scored.reduce((a, b) => a + b, 0) / scored.length;
     });
   }
   const advantage = advantageEstimators.get(algorithm.advantage)(input, options);
   const keep = Array.from(advantage.keep, Boolean);
-  if (algorithm.groupFilter) groupFilters.get(algorithm.groupFilter)({ rewards, groupSizes: batch.groupSizes, truncated: batch.samples.map((s) => s.truncated) }, algorithm.groupFilterOptions).keepSamples.forEach((k, i) => { if (!k) keep[i] = false; });
-  batch.samples.forEach((s, i) => { if (!batch.valid[i] || (algorithm.maskTruncated && s.truncated)) keep[i] = false; });
+  if (algorithm.groupFilter)
+    groupFilters
+      .get(algorithm.groupFilter)(
+        { rewards, groupSizes: batch.groupSizes, truncated: batch.samples.map((s) => s.truncated) },
+        algorithm.groupFilterOptions,
+      )
+      .keepSamples.forEach((k, i) => {
+        if (!k) keep[i] = false;
+      });
+  batch.samples.forEach((s, i) => {
+    if (!batch.valid[i] || (algorithm.maskTruncated && s.truncated)) keep[i] = false;
+  });
   const kept = Array.from({ length: N }, (_, i) => i).filter((i) => keep[i]);
   const keptSequences = kept.map((i) => ({ ...sequences[i], lossMask: batch.samples[i].lossMask }));
-  const keptSizes = batch.groupSizes.map((size, g) => kept.filter((i) => i >= starts[g] && i < starts[g] + size).length).filter((n) => n > 0);
-  const forward = completionLogprobs(model, keptSequences, temperature, { entropyWithGradient: algorithm.entropyCoefficient > 0 });
+  const keptSizes = batch.groupSizes
+    .map((size, g) => kept.filter((i) => i >= starts[g] && i < starts[g] + size).length)
+    .filter((n) => n > 0);
+  const forward = completionLogprobs(model, keptSequences, temperature, {
+    entropyWithGradient: algorithm.entropyCoefficient > 0,
+  });
   const Tc = forward.Tc;
   const oldRows = kept.map((i) => [...batch.samples[i].oldLogprobs]);
-  const recomputed = algorithm.mismatchCorrection ? noGrad(() => completionLogprobs(model, keptSequences, temperature)) : null;
+  const recomputed = algorithm.mismatchCorrection
+    ? noGrad(() => completionLogprobs(model, keptSequences, temperature))
+    : null;
   const lossOptions = algorithm.lossOptions as Record<string, unknown>;
-  const loss = policyLosses.get(algorithm.loss)({
-    logprobs: forward.logprobs,
-    oldLogprobs: recomputed ? recomputed.logprobs.data : padRows(oldRows, Tc),
-    rolloutLogprobs: recomputed ? padRows(oldRows, Tc) : undefined,
-    advantages: advantage.tokenAdvantages ? padRows(kept.map((i) => Array.from(advantage.tokenAdvantages![i])), Tc) : Float32Array.from(kept, (i) => advantage.advantages[i]),
-    mask: forward.mask,
-    entropies: forward.entropies,
-    refLogprobs: reference && algorithm.klPlacement === 'loss' ? padRows(kept.map((i) => Array.from(referenceLogprobs!.logprobs.data.slice(i * referenceLogprobs!.Tc, i * referenceLogprobs!.Tc + batch.samples[i].completionIds.length))), Tc) : undefined,
-    tokenWeights: algorithm.loss === 'gtpo' ? padRows(gtpoTokenWeights(kept.map((i) => batch.samples[i].completionIds), kept.map((i) => advantage.advantages[i]), keptSizes, lossOptions).map((w) => Array.from(w)), Tc) : undefined,
-    groupSizes: algorithm.loss === 'real' ? keptSizes : undefined,
-  }, {
-    ...lossOptions, aggregation: lossAggregations.get(algorithm.aggregation), maxLength: config.sampling.maxNewTokens,
-    klCoefficient: algorithm.klPlacement === 'loss' ? algorithm.klCoefficient : 0, klEstimator: klEstimators.get(algorithm.klEstimator),
-    mismatchCorrection: algorithm.mismatchCorrection ?? undefined,
-  });
+  const loss = policyLosses.get(algorithm.loss)(
+    {
+      logprobs: forward.logprobs,
+      oldLogprobs: recomputed ? recomputed.logprobs.data : padRows(oldRows, Tc),
+      rolloutLogprobs: recomputed ? padRows(oldRows, Tc) : undefined,
+      advantages: advantage.tokenAdvantages
+        ? padRows(
+            kept.map((i) => Array.from(advantage.tokenAdvantages![i])),
+            Tc,
+          )
+        : Float32Array.from(kept, (i) => advantage.advantages[i]),
+      mask: forward.mask,
+      entropies: forward.entropies,
+      refLogprobs:
+        reference && algorithm.klPlacement === 'loss'
+          ? padRows(
+              kept.map((i) =>
+                Array.from(
+                  referenceLogprobs!.logprobs.data.slice(
+                    i * referenceLogprobs!.Tc,
+                    i * referenceLogprobs!.Tc + batch.samples[i].completionIds.length,
+                  ),
+                ),
+              ),
+              Tc,
+            )
+          : undefined,
+      tokenWeights:
+        algorithm.loss === 'gtpo'
+          ? padRows(
+              gtpoTokenWeights(
+                kept.map((i) => batch.samples[i].completionIds),
+                kept.map((i) => advantage.advantages[i]),
+                keptSizes,
+                lossOptions,
+              ).map((w) => Array.from(w)),
+              Tc,
+            )
+          : undefined,
+      groupSizes: algorithm.loss === 'real' ? keptSizes : undefined,
+    },
+    {
+      ...lossOptions,
+      aggregation: lossAggregations.get(algorithm.aggregation),
+      maxLength: config.sampling.maxNewTokens,
+      klCoefficient: algorithm.klPlacement === 'loss' ? algorithm.klCoefficient : 0,
+      klEstimator: klEstimators.get(algorithm.klEstimator),
+      mismatchCorrection: algorithm.mismatchCorrection ?? undefined,
+    },
+  );
   let total = loss.loss;
-  if (algorithm.entropyCoefficient > 0) total = sub(total, mul(aggregateLoss(forward.entropyTensor!, forward.mask, lossAggregations.get(algorithm.aggregation), { maxLength: config.sampling.maxNewTokens }), algorithm.entropyCoefficient));
+  if (algorithm.entropyCoefficient > 0)
+    total = sub(
+      total,
+      mul(
+        aggregateLoss(forward.entropyTensor!, forward.mask, lossAggregations.get(algorithm.aggregation), {
+          maxLength: config.sampling.maxNewTokens,
+        }),
+        algorithm.entropyCoefficient,
+      ),
+    );
   total.backward();
   return { loss: total.item(), keptCount: kept.length };
 }
@@ -139,7 +250,10 @@ function directClusters(batch: StepBatch): number[] {
 async function compare(testCase: Case): Promise<{ batch: StepBatch; state: TrainerState }> {
   const configInput = mergeConfig(base, testCase.config);
   const config = resolveConfig(configInput);
-  const context = createRunContext(config, { rewards: testCase.rewards ?? [digitShare, startsWithDigit], rollout: testCase.rollout });
+  const context = createRunContext(config, {
+    rewards: testCase.rewards ?? [digitShare, startsWithDigit],
+    rollout: testCase.rollout,
+  });
   const reference = config.algorithm.klCoefficient > 0 ? Transformer.random(context.model.config, 99, 0.05) : null;
   const environment = createStepEnvironment(context, reference);
   const state = freshState(testCase.state?.extra);
@@ -148,7 +262,13 @@ async function compare(testCase: Case): Promise<{ batch: StepBatch; state: Train
   const trainer = accumulatePolicyGradients(context.algorithm, environment.settings, context.model, prepared.samples);
   const trainerGradients = gradients(context.model);
   zeroGradients(context.model);
-  const direct = directComposition(configInput, prepared.batch, context.model, reference, freshState(testCase.state?.extra));
+  const direct = directComposition(
+    configInput,
+    prepared.batch,
+    context.model,
+    reference,
+    freshState(testCase.state?.extra),
+  );
   const directGradients = gradients(context.model);
   expect(prepared.samples.length).toBe(direct.keptCount);
   expect(trainer.lossTotal).toBeCloseTo(direct.loss, 5);
@@ -157,7 +277,8 @@ async function compare(testCase: Case): Promise<{ batch: StepBatch; state: Train
     const actual = trainerGradients.get(name)!;
     const scale = Math.max(1e-6, ...Array.from(expected, Math.abs));
     largest = Math.max(largest, scale);
-    for (let i = 0; i < expected.length; i++) expect(Math.abs(actual[i] - expected[i]), `${name}[${i}]`).toBeLessThanOrEqual(2e-5 * scale + 1e-7);
+    for (let i = 0; i < expected.length; i++)
+      expect(Math.abs(actual[i] - expected[i]), `${name}[${i}]`).toBeLessThanOrEqual(2e-5 * scale + 1e-7);
   }
   expect(largest, 'the step moved the parameters').toBeGreaterThan(1e-6);
   recordStepState(context.algorithm, state, prepared);
@@ -175,20 +296,35 @@ describe('every registered part, through a trainer step, equals the direct compo
       // Serial exits of one sampled chain: exit k keeps the first k+1 tokens (a stand-in for "truncate the CoT, answer").
       const { singleTurnRollout } = await import('./rollout.js');
       const chains = await singleTurnRollout(context, prompts, { ...settings, groupSize: 1 });
-      return chains.flatMap((chain) => Array.from({ length: settings.groupSize }, (_, k) => {
-        const length = Math.min(chain.completionIds.length, k + 1);
-        return { ...chain, completionIds: chain.completionIds.slice(0, length), oldLogprobs: chain.oldLogprobs.slice(0, length), lossMask: chain.lossMask.slice(0, length), text: context.tokenizer.decode(chain.completionIds.slice(0, length), { skipSpecialTokens: true }) };
-      }));
+      return chains.flatMap((chain) =>
+        Array.from({ length: settings.groupSize }, (_, k) => {
+          const length = Math.min(chain.completionIds.length, k + 1);
+          return {
+            ...chain,
+            completionIds: chain.completionIds.slice(0, length),
+            oldLogprobs: chain.oldLogprobs.slice(0, length),
+            lossMask: chain.lossMask.slice(0, length),
+            text: context.tokenizer.decode(chain.completionIds.slice(0, length), { skipSpecialTokens: true }),
+          };
+        }),
+      );
     }) as RolloutFn,
     { provides: ['serialExits'] as const },
   );
   it.each(advantageEstimators.names())('advantage %s', async (advantage) => {
     const serial = advantage === 's-grpo';
-    await compare({ config: { algorithm: { advantage, advantageOptions: advantageOptions[advantage] ?? {} } }, rollout: serial ? serialRollout : undefined, rewards: serial ? [binary] : undefined });
+    await compare({
+      config: { algorithm: { advantage, advantageOptions: advantageOptions[advantage] ?? {} } },
+      rollout: serial ? serialRollout : undefined,
+      rewards: serial ? [binary] : undefined,
+    });
   });
   // GTPO's entropy filter zeroes every advantage of a random model (mean entropy ≈ ln V > 0.7), so the
   // threshold is raised here; the filter itself is still applied (A − 0.1·H).
-  const lossOptions: Record<string, Record<string, unknown>> = { dispo: { positiveBounds: [0.2, 0.3], negativeBounds: [0.1, 0.2], maskOutside: true }, gtpo: { entropyThreshold: 10 } };
+  const lossOptions: Record<string, Record<string, unknown>> = {
+    dispo: { positiveBounds: [0.2, 0.3], negativeBounds: [0.1, 0.2], maskOutside: true },
+    gtpo: { entropyThreshold: 10 },
+  };
   it.each(policyLosses.names())('loss %s', async (loss) => {
     await compare({ config: { algorithm: { loss, lossOptions: lossOptions[loss] ?? {} } } });
   });
@@ -210,7 +346,10 @@ describe('every registered part, through a trainer step, equals the direct compo
   it('maskTruncated', async () => {
     await compare({ config: { algorithm: { maskTruncated: true }, sampling: { maxNewTokens: 3 } } });
   });
-  it.each([['truncate', 'token'], ['mask', 'sequence']])('mismatch correction %s per %s (π_old recomputed by the trainer)', async (mode, level) => {
+  it.each([
+    ['truncate', 'token'],
+    ['mask', 'sequence'],
+  ])('mismatch correction %s per %s (π_old recomputed by the trainer)', async (mode, level) => {
     await compare({ config: { algorithm: { mismatchCorrection: { mode, level, cap: 1.0001 } } } });
   });
   it('entropy bonus', async () => {
@@ -231,19 +370,34 @@ describe('prompt selectors choose from posteriors in trainer state', () => {
   it('knapsack: rollouts per prompt are the DP allocation over the candidates posteriors', async () => {
     const indices = candidates(P);
     const posteriors = Object.fromEntries(indices.map((index, k) => [String(index), [1 + 5 * k, 6 - k]]));
-    const { batch, state } = await compare({ config: { algorithm: { promptSelector: 'knapsack', loss: 'real' }, grpo: { microBatchSize: 8 } }, state: { extra: { promptPosteriors: posteriors } } });
-    const expected = knapsackAllocation({ alpha: indices.map((i) => posteriors[String(i)][0]), beta: indices.map((i) => posteriors[String(i)][1]) }, { budget: P * G, allowedCounts: [2, 4, 6, 8] });
+    const { batch, state } = await compare({
+      config: { algorithm: { promptSelector: 'knapsack', loss: 'real' }, grpo: { microBatchSize: 8 } },
+      state: { extra: { promptPosteriors: posteriors } },
+    });
+    const expected = knapsackAllocation(
+      { alpha: indices.map((i) => posteriors[String(i)][0]), beta: indices.map((i) => posteriors[String(i)][1]) },
+      { budget: P * G, allowedCounts: [2, 4, 6, 8] },
+    );
     expect(batch.groupSizes).toEqual(Array.from(expected.rolloutCounts));
     expect(new Set(batch.groupSizes).size).toBeGreaterThan(1); // ragged groups really reached the step
     const updated = state.extra.promptPosteriors as Record<string, [number, number]>;
     const first = batch.prompts[0].exampleIndex!;
-    expect(updated[String(first)][0] + updated[String(first)][1]).toBeCloseTo(posteriors[String(first)][0] + posteriors[String(first)][1] + batch.groupSizes[0], 10);
+    expect(updated[String(first)][0] + updated[String(first)][1]).toBeCloseTo(
+      posteriors[String(first)][0] + posteriors[String(first)][1] + batch.groupSizes[0],
+      10,
+    );
   });
   it('vade: the top promptsPerStep candidates by a seeded Thompson draw', async () => {
     const indices = candidates(4 * P);
     const posteriors = Object.fromEntries(indices.map((index, k) => [String(index), [1 + (k % 5), 1 + ((3 * k) % 7)]]));
-    const { batch } = await compare({ config: { algorithm: { promptSelector: 'vade' } }, state: { extra: { promptPosteriors: posteriors } } });
-    const selection = vadeSelection({ alpha: indices.map((i) => posteriors[String(i)][0]), beta: indices.map((i) => posteriors[String(i)][1]) }, { promptCount: P, rolloutsPerPrompt: G, seed: 7 });
+    const { batch } = await compare({
+      config: { algorithm: { promptSelector: 'vade' } },
+      state: { extra: { promptPosteriors: posteriors } },
+    });
+    const selection = vadeSelection(
+      { alpha: indices.map((i) => posteriors[String(i)][0]), beta: indices.map((i) => posteriors[String(i)][1]) },
+      { promptCount: P, rolloutsPerPrompt: G, seed: 7 },
+    );
     const chosen = indices.filter((_, k) => selection.rolloutCounts[k] > 0);
     expect(batch.prompts.map((p) => p.exampleIndex)).toEqual(chosen);
   });

@@ -33,7 +33,7 @@ export interface StepSignal {
 export function strataOf(batch: StepBatch, source: StrataSource): string[] {
   return batch.samples.map((sample) => {
     if (source.kind === 'row') return String(batch.prompts[sample.promptIndex].example[source.column]);
-    return String(source.statistic === 'truncated' ? sample.truncated : sample[source.statistic] ?? 'missing');
+    return String(source.statistic === 'truncated' ? sample.truncated : (sample[source.statistic] ?? 'missing'));
   });
 }
 
@@ -49,8 +49,11 @@ export function clustersOf(batch: StepBatch, by: 'answer' | 'text'): number[] {
     const representatives: { key: string; id: number }[] = [];
     for (let i = start; i < start + batch.groupSizes[g]; i++) {
       const text = batch.samples[i].text.trim();
-      const key = by === 'text' ? text : extractFinalAnswer(text)?.answer ?? null;
-      const match = key === null ? undefined : representatives.find((r) => (by === 'text' ? r.key === key : answersMatch(key, r.key)));
+      const key = by === 'text' ? text : (extractFinalAnswer(text)?.answer ?? null);
+      const match =
+        key === null
+          ? undefined
+          : representatives.find((r) => (by === 'text' ? r.key === key : answersMatch(key, r.key)));
       if (match) clusters[i] = match.id;
       else {
         clusters[i] = next++;
@@ -72,24 +75,38 @@ export function computeSignal(bound: BoundAlgorithm, batch: StepBatch, inputs: S
     completionIds: batch.samples.map((sample) => sample.completionIds),
   };
   if (bound.strata) estimatorInput.strata = strataOf(batch, bound.strata);
-  if (bound.needs.has('clusters')) estimatorInput.clusters = clustersOf(batch, bound.advantage.options.clusterBy ?? 'answer');
+  if (bound.needs.has('clusters'))
+    estimatorInput.clusters = clustersOf(batch, bound.advantage.options.clusterBy ?? 'answer');
   if (bound.needs.has('baselines')) {
-    if (!inputs.baselines) throw new Error('the single-stream estimator needs tracked baselines (grpo-step computes them)');
+    if (!inputs.baselines)
+      throw new Error('the single-stream estimator needs tracked baselines (grpo-step computes them)');
     estimatorInput.baselines = inputs.baselines;
   }
   const result = bound.advantage.fn(estimatorInput, bound.advantage.options);
   const keep = Uint8Array.from(result.keep);
   if (bound.groupFilter) {
     // The refill loop already dropped whole groups; this applies the filter's per-sample mask.
-    const filtered = bound.groupFilter.fn({ rewards: scoredRewards(rewards), groupSizes: batch.groupSizes, truncated: batch.samples.map((s) => s.truncated) }, bound.groupFilter.options);
-    filtered.keepSamples.forEach((kept, i) => { if (!kept) keep[i] = 0; });
+    const filtered = bound.groupFilter.fn(
+      {
+        rewards: scoredRewards(rewards),
+        groupSizes: batch.groupSizes,
+        truncated: batch.samples.map((s) => s.truncated),
+      },
+      bound.groupFilter.options,
+    );
+    filtered.keepSamples.forEach((kept, i) => {
+      if (!kept) keep[i] = 0;
+    });
   }
   batch.samples.forEach((sample, i) => {
     if (bound.maskTruncated && sample.truncated) keep[i] = 0;
     if (!batch.valid[i]) keep[i] = 0;
   });
   return {
-    rewards, advantages: result.advantages, tokenAdvantages: result.tokenAdvantages, keep,
+    rewards,
+    advantages: result.advantages,
+    tokenAdvantages: result.tokenAdvantages,
+    keep,
     zeroStdGroups: result.stdIsZero.reduce((a, b) => a + b, 0),
   };
 }

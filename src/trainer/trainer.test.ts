@@ -23,7 +23,11 @@ export const tinyConfig = {
   checkpoint: { every: 2, keepLast: 2 },
 };
 
-const readLines = (file: string) => readFileSync(file, 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+const readLines = (file: string) =>
+  readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line));
 
 describe('trainer smoke test', () => {
   it('runs SFT and GRPO steps: finite losses, every parameter changes, logs and checkpoints written', async () => {
@@ -34,7 +38,10 @@ describe('trainer smoke test', () => {
     const result = await train(context, { runDirectory, quiet: true });
     for (const [name, parameter] of context.model.parameters) {
       const initial = before.get(name)!;
-      expect(parameter.data.some((value, i) => value !== initial[i]), `parameter ${name} changed`).toBe(true);
+      expect(
+        parameter.data.some((value, i) => value !== initial[i]),
+        `parameter ${name} changed`,
+      ).toBe(true);
     }
     const metrics = readLines(join(runDirectory, 'metrics.jsonl'));
     const sft = metrics.filter((m) => m.phase === 'sft');
@@ -43,7 +50,15 @@ describe('trainer smoke test', () => {
     expect(grpo).toHaveLength(2);
     for (const m of sft) expect(Number.isFinite(m['loss/sft'])).toBe(true);
     for (const m of grpo) {
-      for (const name of ['reward/mean', 'loss/policy', 'loss/kl', 'entropy', 'gradNorm', 'completions/meanLength', 'reward/correct/mean']) {
+      for (const name of [
+        'reward/mean',
+        'loss/policy',
+        'loss/kl',
+        'entropy',
+        'gradNorm',
+        'completions/meanLength',
+        'reward/correct/mean',
+      ]) {
         expect(Number.isFinite(m[name]), name).toBe(true);
       }
     }
@@ -58,8 +73,12 @@ describe('trainer smoke test', () => {
     expect(existsSync(join(runDirectory, 'checkpoints', 'step-4', 'model.safetensors'))).toBe(true);
     expect(existsSync(join(runDirectory, 'checkpoints', 'step-4', 'tokenizer.json'))).toBe(true);
     // The checkpoint is a model folder as inference servers load it: its only top-level weights file is the model's.
-    expect(readdirSync(join(runDirectory, 'checkpoints', 'step-4')).filter((file) => file.endsWith('.safetensors'))).toEqual(['model.safetensors']);
-    expect(existsSync(join(runDirectory, 'checkpoints', 'step-4', 'training-state', 'optimizer.safetensors'))).toBe(true);
+    expect(
+      readdirSync(join(runDirectory, 'checkpoints', 'step-4')).filter((file) => file.endsWith('.safetensors')),
+    ).toEqual(['model.safetensors']);
+    expect(existsSync(join(runDirectory, 'checkpoints', 'step-4', 'training-state', 'optimizer.safetensors'))).toBe(
+      true,
+    );
     expect(existsSync(join(runDirectory, 'checkpoints', 'reference', 'model.safetensors'))).toBe(true);
   });
 });
@@ -69,17 +88,37 @@ describe('GRPO learns', () => {
   // held-out accuracy (greedy) starts at 0% for this seed and must pass 80% after 40 GRPO steps.
   const sevenTask = (): Task => {
     const base = additionTask({});
-    const startsWithSeven: NamedReward = { name: 'seven', weight: 1, reward: ({ completion }) => (completion.startsWith('7') ? 1 : 0) };
-    return { ...base, name: 'seven', rewards: () => [startsWithSeven], isCorrect: (_example, completion) => completion.startsWith('7'), recommendedConfig: undefined };
+    const startsWithSeven: NamedReward = {
+      name: 'seven',
+      weight: 1,
+      reward: ({ completion }) => (completion.startsWith('7') ? 1 : 0),
+    };
+    return {
+      ...base,
+      name: 'seven',
+      rewards: () => [startsWithSeven],
+      isCorrect: (_example, completion) => completion.startsWith('7'),
+      recommendedConfig: undefined,
+    };
   };
   it('held-out accuracy rises from under 20% to over 80% in 40 steps (seed 0)', async () => {
-    const config = resolveConfig({
-      model: { hiddenSize: 16, numLayers: 1, numHeads: 2 }, sft: { steps: 0 }, seed: 0,
-      grpo: { steps: 40, promptsPerStep: 8, microBatchSize: 64, learningRate: 0.02 }, sampling: { groupSize: 8, maxNewTokens: 2 },
-      evaluation: { examples: 32 }, checkpoint: { every: 0 },
-    }, ['seven']);
+    const config = resolveConfig(
+      {
+        model: { hiddenSize: 16, numLayers: 1, numHeads: 2 },
+        sft: { steps: 0 },
+        seed: 0,
+        grpo: { steps: 40, promptsPerStep: 8, microBatchSize: 64, learningRate: 0.02 },
+        sampling: { groupSize: 8, maxNewTokens: 2 },
+        evaluation: { examples: 32 },
+        checkpoint: { every: 0 },
+      },
+      ['seven'],
+    );
     const task = sevenTask();
-    const result = await train(createRunContext(config, { task, rewards: task.rewards() }), { runDirectory: join(scratch, 'learns'), quiet: true });
+    const result = await train(createRunContext(config, { task, rewards: task.rewards() }), {
+      runDirectory: join(scratch, 'learns'),
+      quiet: true,
+    });
     expect(result.evalBefore!['eval/accuracy']).toBeLessThan(0.2);
     expect(result.evalAfter!['eval/accuracy']).toBeGreaterThan(0.8);
   });
@@ -87,19 +126,30 @@ describe('GRPO learns', () => {
 
 describe('guards', () => {
   it('skips steps whose loss is not finite, logs them, and stops after maxSkippedSteps in a row', async () => {
-    const config = resolveConfig({ ...tinyConfig, sft: { steps: 0 }, grpo: { ...tinyConfig.grpo, steps: 5 }, optimizer: { maxSkippedSteps: 3 } });
+    const config = resolveConfig({
+      ...tinyConfig,
+      sft: { steps: 0 },
+      grpo: { ...tinyConfig.grpo, steps: 5 },
+      optimizer: { maxSkippedSteps: 3 },
+    });
     // Old logprobs of −1e30 (finite, so accepted) make every ratio infinite: with a negative
     // advantage the unclipped branch wins and the loss is infinite.
     const poisoned: RolloutFn = async (rolloutContext, prompts, settings) =>
-      (await singleTurnRollout(rolloutContext, prompts, settings)).map((sample) => ({ ...sample, oldLogprobs: sample.oldLogprobs.map(() => -1e30) }));
+      (await singleTurnRollout(rolloutContext, prompts, settings)).map((sample) => ({
+        ...sample,
+        oldLogprobs: sample.oldLogprobs.map(() => -1e30),
+      }));
     const alwaysMixed: NamedReward = { name: 'mixed', weight: 1, reward: ({ indexInGroup }) => indexInGroup % 2 };
     const context = createRunContext(config, { rewards: [alwaysMixed] });
     const before = new Map([...context.model.parameters].map(([name, p]) => [name, p.data.slice()]));
     const runDirectory = join(scratch, 'guard');
-    await expect(train(context, { runDirectory, quiet: true, rollout: poisoned })).rejects.toThrow(/3 consecutive steps had a non-finite loss or gradient/);
+    await expect(train(context, { runDirectory, quiet: true, rollout: poisoned })).rejects.toThrow(
+      /3 consecutive steps had a non-finite loss or gradient/,
+    );
     const metrics = readLines(join(runDirectory, 'metrics.jsonl')).filter((m) => 'skippedSteps' in m);
     expect(metrics.map((m) => m.skippedSteps)).toEqual([1, 1]); // the third skip stops the run before logging
-    for (const [name, parameter] of context.model.parameters) expect(Array.from(parameter.data), name).toEqual(Array.from(before.get(name)!));
+    for (const [name, parameter] of context.model.parameters)
+      expect(Array.from(parameter.data), name).toEqual(Array.from(before.get(name)!));
     const summary = JSON.parse(readFileSync(join(runDirectory, 'summary.json'), 'utf8'));
     expect(summary.status).toBe('failed');
     expect(summary.reason).toMatch(/3 consecutive steps had a non-finite loss or gradient/);
@@ -110,7 +160,11 @@ describe('guards', () => {
     const resumed = JSON.parse(readFileSync(join(runDirectory, 'summary.json'), 'utf8'));
     expect(resumed.status).toBe('finished');
     expect(resumed).not.toHaveProperty('reason');
-    expect(readLines(join(runDirectory, 'metrics.jsonl')).filter((m) => 'skippedSteps' in m).map((m) => m.step)).toEqual([1, 2, 3, 4, 5]);
+    expect(
+      readLines(join(runDirectory, 'metrics.jsonl'))
+        .filter((m) => 'skippedSteps' in m)
+        .map((m) => m.step),
+    ).toEqual([1, 2, 3, 4, 5]);
   });
 
   it('a run that throws anywhere (here: the rollout) is recorded as failed with the error as reason', async () => {
@@ -119,14 +173,23 @@ describe('guards', () => {
       throw new Error('rollout server unreachable');
     };
     const runDirectory = join(scratch, 'failed-rollout');
-    await expect(train(createRunContext(config), { runDirectory, quiet: true, rollout: broken })).rejects.toThrow('rollout server unreachable');
+    await expect(train(createRunContext(config), { runDirectory, quiet: true, rollout: broken })).rejects.toThrow(
+      'rollout server unreachable',
+    );
     const summary = JSON.parse(readFileSync(join(runDirectory, 'summary.json'), 'utf8'));
     expect(summary).toMatchObject({ status: 'failed', reason: 'rollout server unreachable', task: 'addition' });
   });
 
   it('a reward that throws marks its samples invalid (counted per reward) instead of scoring 0', async () => {
     const config = resolveConfig({ ...tinyConfig, sft: { steps: 0 }, grpo: { ...tinyConfig.grpo, steps: 1 } });
-    const flaky: NamedReward = { name: 'flaky', weight: 1, reward: ({ indexInGroup }) => { if (indexInGroup === 0) throw new Error('boom'); return 1; } };
+    const flaky: NamedReward = {
+      name: 'flaky',
+      weight: 1,
+      reward: ({ indexInGroup }) => {
+        if (indexInGroup === 0) throw new Error('boom');
+        return 1;
+      },
+    };
     const context = createRunContext(config, { rewards: [flaky] });
     const runDirectory = join(scratch, 'invalid');
     await train(context, { runDirectory, quiet: true });
@@ -141,15 +204,30 @@ describe('guards', () => {
 
 describe('reward failures are loud', () => {
   it('a reward returning a string: its message is printed once and kept in samples.jsonl, and the run stops after maxSkippedSteps steps with nothing valid', async () => {
-    const config = resolveConfig({ ...tinyConfig, sft: { steps: 0 }, grpo: { ...tinyConfig.grpo, steps: 6 }, optimizer: { maxSkippedSteps: 3 } });
-    const wrongType: NamedReward = { name: 'typo', weight: 1, reward: (() => 'yes') as unknown as NamedReward['reward'] };
+    const config = resolveConfig({
+      ...tinyConfig,
+      sft: { steps: 0 },
+      grpo: { ...tinyConfig.grpo, steps: 6 },
+      optimizer: { maxSkippedSteps: 3 },
+    });
+    const wrongType: NamedReward = {
+      name: 'typo',
+      weight: 1,
+      reward: (() => 'yes') as unknown as NamedReward['reward'],
+    };
     const printed: string[] = [];
     const original = process.stderr.write.bind(process.stderr);
-    process.stderr.write = ((chunk: string | Uint8Array) => { printed.push(String(chunk)); return true; }) as typeof process.stderr.write;
+    process.stderr.write = ((chunk: string | Uint8Array) => {
+      printed.push(String(chunk));
+      return true;
+    }) as typeof process.stderr.write;
     const runDirectory = join(scratch, 'loud');
     try {
-      await expect(train(createRunContext(config, { rewards: [wrongType] }), { runDirectory, quiet: true }))
-        .rejects.toThrow(/stopping: 3 consecutive steps had no sample with a valid reward \(reward "typo": returned string, expected a number or null\)/);
+      await expect(
+        train(createRunContext(config, { rewards: [wrongType] }), { runDirectory, quiet: true }),
+      ).rejects.toThrow(
+        /stopping: 3 consecutive steps had no sample with a valid reward \(reward "typo": returned string, expected a number or null\)/,
+      );
     } finally {
       process.stderr.write = original;
     }
@@ -168,15 +246,24 @@ describe('config validation', () => {
   it.each([
     [{ algorithm: { loss: 'ppo-clipp' } }, /algorithm\.loss: unknown policy loss "ppo-clipp"; known: ppo-clip/],
     [{ algorithm: { advantage: 'nope' } }, /algorithm\.advantage: unknown advantage estimator "nope"/],
-    [{ grpo: { promptsPerStep: 3, microBatchSize: 5 }, sampling: { groupSize: 4 } }, /grpo\.microBatchSize: 5 does not divide the 12 completions/],
+    [
+      { grpo: { promptsPerStep: 3, microBatchSize: 5 }, sampling: { groupSize: 4 } },
+      /grpo\.microBatchSize: 5 does not divide the 12 completions/,
+    ],
     [{ sampling: { groupSize: 1 } }, /sampling\.groupSize: grpo compares completions within a group/],
     [{ grpo: { steps: -1 } }, /grpo\.steps: /],
     [{ grpo: { stpes: 3 } }, /grpo: Unrecognized key/],
     [{ model: { hiddenSize: 30, numHeads: 4 } }, /model\.hiddenSize: 30 is not a multiple of model\.numHeads 4/],
     [{ preset: 'dapoo' }, /preset: unknown preset "dapoo"; known: grpo, dr-grpo, dapo/],
     [{ task: 'chess' }, /task: unknown task "chess"/],
-    [{ num_generations: 8, max_completion_length: 64 }, /\(root\): "num_generations" is TRL's name; here it is sampling\.groupSize\n- \(root\): "max_completion_length" is TRL's name; here it is sampling\.maxNewTokens/],
-    [{ algorithm: { beta: 0.04, typo: 1 } }, /algorithm: "beta" is TRL's name; here it is algorithm\.klCoefficient\n- algorithm: Unrecognized key: "typo"/],
+    [
+      { num_generations: 8, max_completion_length: 64 },
+      /\(root\): "num_generations" is TRL's name; here it is sampling\.groupSize\n- \(root\): "max_completion_length" is TRL's name; here it is sampling\.maxNewTokens/,
+    ],
+    [
+      { algorithm: { beta: 0.04, typo: 1 } },
+      /algorithm: "beta" is TRL's name; here it is algorithm\.klCoefficient\n- algorithm: Unrecognized key: "typo"/,
+    ],
   ])('%j is refused with a message naming the field', (input, message) => {
     expect(() => resolveConfig(input)).toThrow(message);
   });
@@ -200,7 +287,8 @@ describe('coming from TRL', () => {
 
 describe('extending a finished run', () => {
   it('--resume with more GRPO steps continues training and ends like a run that asked for them from the start', async () => {
-    const withSteps = (steps: number) => resolveConfig({ ...tinyConfig, sft: { steps: 0 }, grpo: { ...tinyConfig.grpo, steps } });
+    const withSteps = (steps: number) =>
+      resolveConfig({ ...tinyConfig, sft: { steps: 0 }, grpo: { ...tinyConfig.grpo, steps } });
     const whole = join(scratch, 'extend-whole');
     await train(createRunContext(withSteps(4)), { runDirectory: whole, quiet: true });
     const extended = join(scratch, 'extend-twice');
@@ -209,8 +297,15 @@ describe('extending a finished run', () => {
     expect(again.steps).toBe(2); // same steps: finished, nothing to do
     const result = await train(createRunContext(withSteps(4)), { runDirectory: extended, quiet: true, resume: true });
     expect(result.steps).toBe(4);
-    const untimed = (run: string) => readLines(join(run, 'metrics.jsonl')).map((m) => Object.fromEntries(Object.entries(m).filter(([key]) => !/^time\/|^tokensPerSecond$/.test(key))));
+    const untimed = (run: string) =>
+      readLines(join(run, 'metrics.jsonl')).map((m) =>
+        Object.fromEntries(Object.entries(m).filter(([key]) => !/^time\/|^tokensPerSecond$/.test(key))),
+      );
     expect(untimed(extended)).toEqual(untimed(whole));
-    expect(readFileSync(join(extended, 'checkpoints', 'step-4', 'model.safetensors')).equals(readFileSync(join(whole, 'checkpoints', 'step-4', 'model.safetensors')))).toBe(true);
+    expect(
+      readFileSync(join(extended, 'checkpoints', 'step-4', 'model.safetensors')).equals(
+        readFileSync(join(whole, 'checkpoints', 'step-4', 'model.safetensors')),
+      ),
+    ).toBe(true);
   });
 });

@@ -26,7 +26,8 @@ export const trlNames: Record<string, string> = {
   beta: 'algorithm.klCoefficient',
   epsilon: 'algorithm.lossOptions.epsilonLow',
   epsilon_high: 'algorithm.lossOptions.epsilonHigh',
-  loss_type: 'algorithm.aggregation (grpo → seq-mean-token-mean, bnpo/dapo → token-mean, dr_grpo → seq-mean-token-sum-norm)',
+  loss_type:
+    'algorithm.aggregation (grpo → seq-mean-token-mean, bnpo/dapo → token-mean, dr_grpo → seq-mean-token-sum-norm)',
   scale_rewards: 'algorithm.advantage (group → grpo, batch → batch-std, none → dr-grpo)',
   importance_sampling_level: 'algorithm.loss (token → ppo-clip, sequence → gspo)',
   mask_truncated_completions: 'algorithm.maskTruncated',

@@ -13,12 +13,24 @@ const finishedStatuses = new Set(['finished', 'failed', 'interrupted']);
 
 /** Charts in display order; `names` are metric names, `match` picks a family of them. */
 const chartDefinitions = [
-  { id: 'reward', title: 'Reward (overall and per reward)', match: (name) => name === 'reward/mean' || /^reward\/.+\/mean$/.test(name) },
+  {
+    id: 'reward',
+    title: 'Reward (overall and per reward)',
+    match: (name) => name === 'reward/mean' || /^reward\/.+\/mean$/.test(name),
+  },
   { id: 'eval', title: 'Evaluation', names: ['eval/accuracy', 'eval/passAtK', 'eval/meanReward'] },
   { id: 'kl', title: 'KL', names: ['loss/kl', 'kl/approx'] },
   { id: 'entropy', title: 'Entropy', names: ['entropy'] },
-  { id: 'lengths', title: 'Completion length (tokens)', names: ['completions/meanLength', 'completions/minLength', 'completions/maxLength'] },
-  { id: 'clip', title: 'Clip and truncation fractions', names: ['clip/low', 'clip/high', 'clip/region', 'completions/clippedRatio'] },
+  {
+    id: 'lengths',
+    title: 'Completion length (tokens)',
+    names: ['completions/meanLength', 'completions/minLength', 'completions/maxLength'],
+  },
+  {
+    id: 'clip',
+    title: 'Clip and truncation fractions',
+    names: ['clip/low', 'clip/high', 'clip/region', 'completions/clippedRatio'],
+  },
   { id: 'loss', title: 'Loss', names: ['loss/policy', 'loss/total', 'loss/sft'] },
   { id: 'gradNorm', title: 'Gradient norm', names: ['gradNorm'] },
   { id: 'lr', title: 'Learning rate', names: ['lr'] },
@@ -48,7 +60,11 @@ function element(tag, properties = {}, ...children) {
     else if (name.startsWith('on')) node.addEventListener(name.slice(2), value);
     else node[name] = value;
   }
-  node.append(...children.filter((child) => child !== null && child !== undefined).map((child) => (typeof child === 'object' ? child : String(child))));
+  node.append(
+    ...children
+      .filter((child) => child !== null && child !== undefined)
+      .map((child) => (typeof child === 'object' ? child : String(child))),
+  );
   return node;
 }
 
@@ -71,18 +87,29 @@ function renderRuns() {
     list.replaceChildren(element('li', { className: 'empty' }, 'No runs in this folder yet.'));
     return;
   }
-  list.replaceChildren(...state.runs.map((run) => {
-    const facts = [
-      run.lastStep === null ? 'no steps yet' : `${run.phase ?? ''} step ${run.lastStep}`,
-      run.latest['reward/mean'] === undefined ? null : `reward ${formatNumber(run.latest['reward/mean'])}`,
-      run.latest['eval/accuracy'] === undefined ? null : `eval ${formatNumber(run.latest['eval/accuracy'])}`,
-    ].filter(Boolean).join(' · ');
-    return element('li', {
-      className: run.id === state.selectedId ? 'selected' : '',
-      dataset: { run: run.id },
-      onclick: () => selectRun(run.id),
-    }, element('div', { className: 'id' }, run.id), statusBadge(run.status, run.reason), ' ', element('span', { className: 'facts' }, facts));
-  }));
+  list.replaceChildren(
+    ...state.runs.map((run) => {
+      const facts = [
+        run.lastStep === null ? 'no steps yet' : `${run.phase ?? ''} step ${run.lastStep}`,
+        run.latest['reward/mean'] === undefined ? null : `reward ${formatNumber(run.latest['reward/mean'])}`,
+        run.latest['eval/accuracy'] === undefined ? null : `eval ${formatNumber(run.latest['eval/accuracy'])}`,
+      ]
+        .filter(Boolean)
+        .join(' · ');
+      return element(
+        'li',
+        {
+          className: run.id === state.selectedId ? 'selected' : '',
+          dataset: { run: run.id },
+          onclick: () => selectRun(run.id),
+        },
+        element('div', { className: 'id' }, run.id),
+        statusBadge(run.status, run.reason),
+        ' ',
+        element('span', { className: 'facts' }, facts),
+      );
+    }),
+  );
 }
 
 function evalText(summaryEval) {
@@ -135,7 +162,9 @@ function seriesFor(definition, placed) {
   else names.sort((a, b) => (a === 'reward/mean' ? -1 : b === 'reward/mean' ? 1 : 0));
   return names.map((name) => ({
     name,
-    points: placed.filter(({ row }) => typeof row[name] === 'number' && Number.isFinite(row[name])).map(({ x, row }) => [x, row[name]]),
+    points: placed
+      .filter(({ row }) => typeof row[name] === 'number' && Number.isFinite(row[name]))
+      .map(({ x, row }) => [x, row[name]]),
   }));
 }
 
@@ -151,11 +180,19 @@ function renderCharts() {
     const series = seriesFor(definition, placed).filter((entry) => entry.points.length > 0);
     if (series.length === 0) continue;
     const section = element('section');
-    renderLineChart(section, { id: definition.id, title: definition.title, series, phases: phases.length > 1 ? phases : [], describeX, formatX });
+    renderLineChart(section, {
+      id: definition.id,
+      title: definition.title,
+      series,
+      phases: phases.length > 1 ? phases : [],
+      describeX,
+      formatX,
+    });
     charts.push(section);
   }
   container.replaceChildren(...charts);
-  if (charts.length === 0 && state.selectedId !== null) container.append(element('div', { className: 'panel empty' }, 'No metrics logged yet.'));
+  if (charts.length === 0 && state.selectedId !== null)
+    container.append(element('div', { className: 'panel empty' }, 'No metrics logged yet.'));
 }
 
 function renderProblems() {
@@ -168,43 +205,72 @@ function renderSampleSteps() {
     steps.replaceChildren(element('span', { className: 'empty' }, 'No samples logged yet.'));
     return;
   }
-  steps.replaceChildren(...state.sampleSteps.map((entry) => {
-    const key = `${entry.phase}/${entry.step}`;
-    return element('button', {
-      className: state.selectedStep === key ? 'selected' : '',
-      dataset: { step: String(entry.step), phase: entry.phase },
-      title: `${entry.groups} prompt group(s)`,
-      onclick: () => openSampleStep(entry.phase, entry.step),
-    }, `${entry.phase} ${entry.step}`);
-  }));
+  steps.replaceChildren(
+    ...state.sampleSteps.map((entry) => {
+      const key = `${entry.phase}/${entry.step}`;
+      return element(
+        'button',
+        {
+          className: state.selectedStep === key ? 'selected' : '',
+          dataset: { step: String(entry.step), phase: entry.phase },
+          title: `${entry.groups} prompt group(s)`,
+          onclick: () => openSampleStep(entry.phase, entry.step),
+        },
+        `${entry.phase} ${entry.step}`,
+      );
+    }),
+  );
 }
 
 function scoreCell(value) {
   if (value === 'error') return element('td', { className: 'error', title: 'the reward threw or timed out' }, 'error');
-  if (value === null || value === undefined) return element('td', { className: 'missing', title: 'not applicable' }, '–');
+  if (value === null || value === undefined)
+    return element('td', { className: 'missing', title: 'not applicable' }, '–');
   return element('td', {}, formatNumber(value));
 }
 
 function renderGroup(group, index) {
   const completions = Array.isArray(group.completions) ? group.completions : [];
   const rewardNames = [...new Set(completions.flatMap((completion) => Object.keys(completion.rewards ?? {})))];
-  const header = element('tr', {}, ...['#', 'completion', 'reward', ...rewardNames, 'advantage', 'length', 'finish'].map((name) => element('th', { className: name === 'completion' ? 'text' : '' }, name)));
+  const header = element(
+    'tr',
+    {},
+    ...['#', 'completion', 'reward', ...rewardNames, 'advantage', 'length', 'finish'].map((name) =>
+      element('th', { className: name === 'completion' ? 'text' : '' }, name),
+    ),
+  );
   const rows = completions.map((completion, k) => {
     const advantage = completion.advantage;
-    const advantageClass = typeof advantage !== 'number' ? 'missing' : advantage > 0 ? 'positive' : advantage < 0 ? 'negative' : '';
-    return element('tr', { className: 'completion' },
+    const advantageClass =
+      typeof advantage !== 'number' ? 'missing' : advantage > 0 ? 'positive' : advantage < 0 ? 'negative' : '';
+    return element(
+      'tr',
+      { className: 'completion' },
       element('td', {}, k + 1),
       element('td', { className: 'text' }, String(completion.text ?? '')),
       scoreCell(completion.reward),
       ...rewardNames.map((name) => scoreCell(completion.rewards?.[name])),
       element('td', { className: advantageClass }, formatNumber(typeof advantage === 'number' ? advantage : null)),
       element('td', {}, completion.length ?? '–'),
-      element('td', {}, completion.finishReason ?? '–'));
+      element('td', {}, completion.finishReason ?? '–'),
+    );
   });
-  return element('div', { className: 'group' },
-    element('div', {}, element('b', {}, `Group ${index + 1}`), group.answer === undefined ? null : ` · expected answer: ${String(group.answer)}`),
-    element('div', { className: 'prompt' }, typeof group.prompt === 'string' ? group.prompt : JSON.stringify(group.prompt)),
-    element('table', { className: 'completions' }, element('thead', {}, header), element('tbody', {}, ...rows)));
+  return element(
+    'div',
+    { className: 'group' },
+    element(
+      'div',
+      {},
+      element('b', {}, `Group ${index + 1}`),
+      group.answer === undefined ? null : ` · expected answer: ${String(group.answer)}`,
+    ),
+    element(
+      'div',
+      { className: 'prompt' },
+      typeof group.prompt === 'string' ? group.prompt : JSON.stringify(group.prompt),
+    ),
+    element('table', { className: 'completions' }, element('thead', {}, header), element('tbody', {}, ...rows)),
+  );
 }
 
 async function openSampleStep(phase, step) {
@@ -228,7 +294,11 @@ async function refreshSelectedRun() {
   const fromLine = state.nextLine;
   const [run, metrics, samples] = await Promise.all([
     fetchJson(runPath(id)),
-    fetchJson(`${runPath(id)}/metrics?fromLine=${fromLine}`).catch((error) => ({ rows: [], nextLine: fromLine, problems: [error.message] })),
+    fetchJson(`${runPath(id)}/metrics?fromLine=${fromLine}`).catch((error) => ({
+      rows: [],
+      nextLine: fromLine,
+      problems: [error.message],
+    })),
     fetchJson(`${runPath(id)}/samples`).catch(() => ({ steps: [], problems: [] })),
   ]);
   if (generation !== state.generation) return null;
@@ -250,15 +320,29 @@ async function refreshSelectedRun() {
 
 async function selectRun(id) {
   state.generation += 1;
-  Object.assign(state, { selectedId: id, rows: [], nextLine: 1, problems: [], sampleSteps: [], selectedStep: null, lastUpdate: null });
+  Object.assign(state, {
+    selectedId: id,
+    rows: [],
+    nextLine: 1,
+    problems: [],
+    sampleSteps: [],
+    selectedStep: null,
+    lastUpdate: null,
+  });
   history.replaceState(null, '', `#run=${encodeURIComponent(id)}`);
   renderRuns();
   renderSampleSteps();
-  byId('sample-groups').replaceChildren(element('span', { className: 'empty' }, 'Pick a step to see its prompt groups.'));
+  byId('sample-groups').replaceChildren(
+    element('span', { className: 'empty' }, 'Pick a step to see its prompt groups.'),
+  );
   const generation = state.generation;
   fetchJson(`${runPath(id)}/config`)
-    .then((config) => { if (generation === state.generation) byId('config').textContent = JSON.stringify(config, null, 2); })
-    .catch((error) => { if (generation === state.generation) byId('config').textContent = error.message; });
+    .then((config) => {
+      if (generation === state.generation) byId('config').textContent = JSON.stringify(config, null, 2);
+    })
+    .catch((error) => {
+      if (generation === state.generation) byId('config').textContent = error.message;
+    });
   await refreshSelectedRun().catch(showError);
 }
 
@@ -279,7 +363,9 @@ async function poll() {
     // A run that just finished still gets one last fetch so its final lines are drawn.
     if (live || (selected !== undefined && byId('live').dataset.live === 'true')) await refreshSelectedRun();
     byId('live').dataset.live = String(live);
-    byId('live').textContent = live ? `live · refreshing every ${pollMilliseconds / 1000} s · updated ${state.lastUpdate?.toLocaleTimeString() ?? ''}` : '';
+    byId('live').textContent = live
+      ? `live · refreshing every ${pollMilliseconds / 1000} s · updated ${state.lastUpdate?.toLocaleTimeString() ?? ''}`
+      : '';
   } catch (error) {
     showError(error);
   } finally {

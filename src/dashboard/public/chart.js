@@ -18,10 +18,13 @@ export function niceTicks(min, max, count = 4, minStep = 0) {
   const span = max - min;
   const rough = span / count;
   const magnitude = 10 ** Math.floor(Math.log10(rough));
-  const nice = [1, 2, 2.5, 5, 10].map((factor) => factor * magnitude).find((candidate) => span / candidate <= count) ?? 10 * magnitude;
+  const nice =
+    [1, 2, 2.5, 5, 10].map((factor) => factor * magnitude).find((candidate) => span / candidate <= count) ??
+    10 * magnitude;
   const step = Math.max(nice, minStep);
   const ticks = [];
-  for (let value = Math.ceil(min / step) * step; value <= max + step * 1e-9; value += step) ticks.push(Number(value.toPrecision(12)));
+  for (let value = Math.ceil(min / step) * step; value <= max + step * 1e-9; value += step)
+    ticks.push(Number(value.toPrecision(12)));
   return ticks;
 }
 
@@ -53,14 +56,18 @@ function extent(values, padFraction) {
 
 /** Path data joining the points in order; sparse series (eval) are joined across the steps they skip. */
 function pathData(points, scaleX, scaleY) {
-  return points.map(([x, y], index) => `${index === 0 ? 'M' : 'L'}${scaleX(x).toFixed(1)} ${scaleY(y).toFixed(1)}`).join(' ');
+  return points
+    .map(([x, y], index) => `${index === 0 ? 'M' : 'L'}${scaleX(x).toFixed(1)} ${scaleY(y).toFixed(1)}`)
+    .join(' ');
 }
 
 function drawAxes(svg, xRange, yRange, scaleX, scaleY, formatX) {
   for (const tick of niceTicks(yRange[0], yRange[1])) {
     const y = scaleY(tick);
     svg.append(svgElement('line', { class: 'grid', x1: margin.left, x2: width - margin.right, y1: y, y2: y }));
-    svg.append(svgElement('text', { class: 'tick', x: margin.left - 4, y: y + 3, 'text-anchor': 'end' }, formatNumber(tick)));
+    svg.append(
+      svgElement('text', { class: 'tick', x: margin.left - 4, y: y + 3, 'text-anchor': 'end' }, formatNumber(tick)),
+    );
   }
   // x is a step count: no ticks between whole steps.
   for (const tick of niceTicks(xRange[0], xRange[1], 6, 1)) {
@@ -112,10 +119,18 @@ export function renderLineChart(container, spec) {
   const heading = document.createElement('h3');
   heading.textContent = spec.title;
   const allPoints = spec.series.flatMap((entry) => entry.points);
-  const xRange = extent(allPoints.map(([x]) => x), 0);
-  const yRange = extent(allPoints.map(([, y]) => y), 0.05);
-  const scaleX = (x) => margin.left + ((x - xRange[0]) / (xRange[1] - xRange[0])) * (width - margin.left - margin.right);
-  const scaleY = (y) => height - margin.bottom - ((y - yRange[0]) / (yRange[1] - yRange[0])) * (height - margin.top - margin.bottom);
+  const xRange = extent(
+    allPoints.map(([x]) => x),
+    0,
+  );
+  const yRange = extent(
+    allPoints.map(([, y]) => y),
+    0.05,
+  );
+  const scaleX = (x) =>
+    margin.left + ((x - xRange[0]) / (xRange[1] - xRange[0])) * (width - margin.left - margin.right);
+  const scaleY = (y) =>
+    height - margin.bottom - ((y - yRange[0]) / (yRange[1] - yRange[0])) * (height - margin.top - margin.bottom);
   const svg = svgElement('svg', { viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': spec.title });
   drawAxes(svg, xRange, yRange, scaleX, scaleY, spec.formatX ?? formatNumber);
   drawPhases(svg, spec.phases ?? [], xRange, scaleX);
@@ -126,10 +141,16 @@ export function renderLineChart(container, spec) {
     path.dataset.points = String(entry.points.length);
     svg.append(path);
     if (entry.points.length <= 12) {
-      for (const [x, y] of entry.points) svg.append(svgElement('circle', { cx: scaleX(x), cy: scaleY(y), r: 2.5, fill: colour }));
+      for (const [x, y] of entry.points)
+        svg.append(svgElement('circle', { cx: scaleX(x), cy: scaleY(y), r: 2.5, fill: colour }));
     }
   });
-  const cursor = svgElement('line', { class: 'cursor', y1: margin.top, y2: height - margin.bottom, visibility: 'hidden' });
+  const cursor = svgElement('line', {
+    class: 'cursor',
+    y1: margin.top,
+    y2: height - margin.bottom,
+    visibility: 'hidden',
+  });
   svg.append(cursor);
   const caption = document.createElement('div');
   caption.className = 'legend';
@@ -141,7 +162,10 @@ export function renderLineChart(container, spec) {
   svg.addEventListener('mousemove', (event) => {
     const box = svg.getBoundingClientRect();
     const pointerX = ((event.clientX - box.left) / box.width) * width;
-    const nearest = xs.reduce((best, x) => (Math.abs(scaleX(x) - pointerX) < Math.abs(scaleX(best) - pointerX) ? x : best), xs[0]);
+    const nearest = xs.reduce(
+      (best, x) => (Math.abs(scaleX(x) - pointerX) < Math.abs(scaleX(best) - pointerX) ? x : best),
+      xs[0],
+    );
     cursor.setAttribute('x1', String(scaleX(nearest)));
     cursor.setAttribute('x2', String(scaleX(nearest)));
     cursor.setAttribute('visibility', 'visible');

@@ -14,10 +14,12 @@ import type { RewardFn } from '../../rewards/types.js';
 import { parseTaskOptions, type Example, type Task } from '../task.js';
 
 /** The options `additionTask` accepts (config `taskOptions`); unknown keys are refused. */
-export const additionOptionsSchema = z.object({
-  /** Fraction of carry problems whose demonstration drops the carry. */
-  teacherCarryErrorRate: z.number().min(0).max(1).optional(),
-}).strict();
+export const additionOptionsSchema = z
+  .object({
+    /** Fraction of carry problems whose demonstration drops the carry. */
+    teacherCarryErrorRate: z.number().min(0).max(1).optional(),
+  })
+  .strict();
 
 export type AdditionOptions = z.infer<typeof additionOptionsSchema>;
 

@@ -25,9 +25,21 @@ function term(numerator: number, denominator: number, expression: string): Term 
 /** Every way to combine two terms into one (both orders for − and ÷). */
 function combinations(a: Term, b: Term): Term[] {
   const candidates = [
-    term(a.numerator * b.denominator + b.numerator * a.denominator, a.denominator * b.denominator, `(${a.expression} + ${b.expression})`),
-    term(a.numerator * b.denominator - b.numerator * a.denominator, a.denominator * b.denominator, `(${a.expression} - ${b.expression})`),
-    term(b.numerator * a.denominator - a.numerator * b.denominator, a.denominator * b.denominator, `(${b.expression} - ${a.expression})`),
+    term(
+      a.numerator * b.denominator + b.numerator * a.denominator,
+      a.denominator * b.denominator,
+      `(${a.expression} + ${b.expression})`,
+    ),
+    term(
+      a.numerator * b.denominator - b.numerator * a.denominator,
+      a.denominator * b.denominator,
+      `(${a.expression} - ${b.expression})`,
+    ),
+    term(
+      b.numerator * a.denominator - a.numerator * b.denominator,
+      a.denominator * b.denominator,
+      `(${b.expression} - ${a.expression})`,
+    ),
     term(a.numerator * b.numerator, a.denominator * b.denominator, `(${a.expression} * ${b.expression})`),
     term(a.numerator * b.denominator, a.denominator * b.numerator, `(${a.expression} / ${b.expression})`),
     term(b.numerator * a.denominator, b.denominator * a.numerator, `(${b.expression} / ${a.expression})`),
@@ -36,7 +48,8 @@ function combinations(a: Term, b: Term): Term[] {
 }
 
 function search(terms: Term[], target: number): string | null {
-  if (terms.length === 1) return terms[0]!.denominator === 1 && terms[0]!.numerator === target ? terms[0]!.expression : null;
+  if (terms.length === 1)
+    return terms[0]!.denominator === 1 && terms[0]!.numerator === target ? terms[0]!.expression : null;
   for (let i = 0; i < terms.length; i++) {
     for (let j = i + 1; j < terms.length; j++) {
       const rest = terms.filter((_, index) => index !== i && index !== j);
@@ -51,7 +64,13 @@ function search(terms: Term[], target: number): string | null {
 
 /** An expression using every number once with + − × ÷ that equals `target`, outer parentheses dropped; null when none exists. */
 export function solveArithmetic(numbers: readonly number[], target: number): string | null {
-  if (numbers.length === 0 || numbers.length > 6) throw new Error(`solveArithmetic: 1 to 6 numbers, got ${numbers.length}`);
-  const found = search(numbers.map((value) => ({ numerator: value, denominator: 1, expression: String(value) })), target);
-  return found !== null && found.startsWith('(') && found.endsWith(')') && numbers.length > 1 ? found.slice(1, -1) : found;
+  if (numbers.length === 0 || numbers.length > 6)
+    throw new Error(`solveArithmetic: 1 to 6 numbers, got ${numbers.length}`);
+  const found = search(
+    numbers.map((value) => ({ numerator: value, denominator: 1, expression: String(value) })),
+    target,
+  );
+  return found !== null && found.startsWith('(') && found.endsWith(')') && numbers.length > 1
+    ? found.slice(1, -1)
+    : found;
 }

@@ -15,7 +15,11 @@ const dataDirectory = fileURLToPath(new URL('../../../../shared/data', import.me
 const SAMPLE = Number(process.env.GRPO_CODE_TASK_SAMPLE ?? 60);
 
 /** Runs `check` over the examples, `width` at a time, and counts the trues. */
-async function countPassing(examples: readonly Example[], check: (example: Example) => Promise<boolean>, width = 4): Promise<number> {
+async function countPassing(
+  examples: readonly Example[],
+  check: (example: Example) => Promise<boolean>,
+  width = 4,
+): Promise<number> {
   let passed = 0;
   for (let start = 0; start < examples.length; start += width) {
     const results = await Promise.all(examples.slice(start, start + width).map(check));
@@ -34,21 +38,33 @@ describe.each([
   ['humaneval', 164, 'return None'],
   ['mbpp', 974, 'return None'],
 ])('%s over the real data', (name, rows, wrongBody) => {
-  it.each(['plain', 'think'])(`canonical solutions in %s style pass ≥ 98% of a sample; a wrong solution passes no test`, async (style) => {
-    const task = await taskRegistry.load(name, { dataDirectory, style });
-    const examples = style === 'plain' ? sampleOf(task, rows) : task.trainExamples(Math.min(SAMPLE, rows) / 2, 2);
-    const passed = await countPassing(examples, async (example) => task.isCorrect(example, task.demonstration(example, Math.random)));
-    console.log(`${name} (${style}): canonical solutions correct: ${passed}/${examples.length}`);
-    expect(passed / examples.length).toBeGreaterThanOrEqual(0.98);
-    const reward = task.rewards()[0]!.reward as RewardFn;
-    // The tested function, defined with the right name, returning nothing useful.
-    const wrong = (example: Example) => {
-      if (name === 'humaneval') return `    ${wrongBody}\n`;
-      const tested = [...String(example.code).matchAll(/def (\w+)/g)].map((match) => match[1]!).find((defined) => String((example.test_list as string[])[0]).includes(`${defined}(`));
-      if (tested === undefined) throw new Error(`no tested function found in ${String(example.task_id)}`);
-      return `\`\`\`python\ndef ${tested}(*args, **kwargs):\n    ${wrongBody}\n\`\`\``;
-    };
-    const scores = await Promise.all(examples.slice(0, 8).map(async (example) => reward(makeRewardInput({ completion: wrong(example), row: example }))));
-    expect(scores).toEqual(scores.map(() => 0));
-  }, 120_000);
+  it.each(['plain', 'think'])(
+    `canonical solutions in %s style pass ≥ 98% of a sample; a wrong solution passes no test`,
+    async (style) => {
+      const task = await taskRegistry.load(name, { dataDirectory, style });
+      const examples = style === 'plain' ? sampleOf(task, rows) : task.trainExamples(Math.min(SAMPLE, rows) / 2, 2);
+      const passed = await countPassing(examples, async (example) =>
+        task.isCorrect(example, task.demonstration(example, Math.random)),
+      );
+      console.log(`${name} (${style}): canonical solutions correct: ${passed}/${examples.length}`);
+      expect(passed / examples.length).toBeGreaterThanOrEqual(0.98);
+      const reward = task.rewards()[0]!.reward as RewardFn;
+      // The tested function, defined with the right name, returning nothing useful.
+      const wrong = (example: Example) => {
+        if (name === 'humaneval') return `    ${wrongBody}\n`;
+        const tested = [...String(example.code).matchAll(/def (\w+)/g)]
+          .map((match) => match[1]!)
+          .find((defined) => String((example.test_list as string[])[0]).includes(`${defined}(`));
+        if (tested === undefined) throw new Error(`no tested function found in ${String(example.task_id)}`);
+        return `\`\`\`python\ndef ${tested}(*args, **kwargs):\n    ${wrongBody}\n\`\`\``;
+      };
+      const scores = await Promise.all(
+        examples
+          .slice(0, 8)
+          .map(async (example) => reward(makeRewardInput({ completion: wrong(example), row: example }))),
+      );
+      expect(scores).toEqual(scores.map(() => 0));
+    },
+    120_000,
+  );
 });

@@ -17,17 +17,21 @@ import { fileTaskOptionsShape, loadFileTask, THINK_INSTRUCTION, type FileTaskSpe
 /** Options of the countdown task (config `taskOptions`). */
 export const countdownOptionsSchema = z.object(fileTaskOptionsShape).strict();
 
-export const EQUATION_INSTRUCTION = 'Write an equation that uses each given number exactly once, with only + - * / and parentheses, and equals the target.';
+export const EQUATION_INSTRUCTION =
+  'Write an equation that uses each given number exactly once, with only + - * / and parentheses, and equals the target.';
 
 const equation = equationAnswer({ numbersColumn: 'numbers', targetColumn: 'target' });
 
 /** 1/0 from the equation reward, for `isCorrect`. */
-export const equationCorrect = async (example: Example, completion: string): Promise<boolean> => (await equation(makeRewardInput({ completion, row: example }))) === 1;
+export const equationCorrect = async (example: Example, completion: string): Promise<boolean> =>
+  (await equation(makeRewardInput({ completion, row: example }))) === 1;
 
 /** An equation task's gold solution: the solver's expression, as "expr = target" in plain style. */
 export function equationSolution(example: Example, style: 'plain' | 'think'): { reasoning: string; answer: string } {
   const statement = `${String(example.solution)} = ${String(example.target)}`;
-  return style === 'think' ? { reasoning: statement, answer: String(example.solution) } : { reasoning: '', answer: statement };
+  return style === 'think'
+    ? { reasoning: statement, answer: String(example.solution) }
+    : { reasoning: '', answer: statement };
 }
 
 function prepare(example: Example): Example | null {

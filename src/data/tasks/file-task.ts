@@ -60,7 +60,8 @@ export interface FileTaskSpec {
 }
 
 /** The R1 instruction appended to a task's plain system prompt. */
-export const THINK_INSTRUCTION = 'First think step by step inside <think> </think>, then give only the final answer inside <answer> </answer>.';
+export const THINK_INSTRUCTION =
+  'First think step by step inside <think> </think>, then give only the final answer inside <answer> </answer>.';
 
 /** A gold solution written in the chosen style. */
 function writeSolution({ reasoning, answer }: { reasoning: string; answer: string }, style: AnswerStyle): string {
@@ -74,15 +75,20 @@ export async function loadFileTask(spec: FileTaskSpec, options: FileTaskOptions)
   const columns = { ...spec.columns, systemPrompt: options.systemPrompt ?? spec.systemPrompt[style] };
   const read = async (path: string) => {
     const examples = await loadExamples(path, { ...columns, maxRows: options.maxRows });
-    return examples.map((example) => (spec.prepare ? spec.prepare(example) : example)).filter((example): example is Example => example !== null);
+    return examples
+      .map((example) => (spec.prepare ? spec.prepare(example) : example))
+      .filter((example): example is Example => example !== null);
   };
   const trainFile = options.trainFile ?? join(options.dataDirectory ?? 'data', spec.file);
   if (!existsSync(trainFile)) {
-    throw new Error(options.trainFile
-      ? `taskOptions.trainFile: ${trainFile} does not exist`
-      : `taskOptions.dataDirectory: task "${spec.name}" reads ${spec.file} from ${options.dataDirectory ?? 'data'} (resolved ${resolve(trainFile)}), which does not exist; set taskOptions.dataDirectory to the folder holding ${spec.file} (e.g. ../shared/data) or taskOptions.trainFile`);
+    throw new Error(
+      options.trainFile
+        ? `taskOptions.trainFile: ${trainFile} does not exist`
+        : `taskOptions.dataDirectory: task "${spec.name}" reads ${spec.file} from ${options.dataDirectory ?? 'data'} (resolved ${resolve(trainFile)}), which does not exist; set taskOptions.dataDirectory to the folder holding ${spec.file} (e.g. ../shared/data) or taskOptions.trainFile`,
+    );
   }
-  if (options.evalFile && !existsSync(options.evalFile)) throw new Error(`taskOptions.evalFile: ${options.evalFile} does not exist`);
+  if (options.evalFile && !existsSync(options.evalFile))
+    throw new Error(`taskOptions.evalFile: ${options.evalFile} does not exist`);
   const all = await read(trainFile);
   const { train, eval: held } = options.evalFile
     ? { train: all, eval: await read(options.evalFile) }

@@ -35,7 +35,9 @@ const spec: FileTaskSpec = {
     plain: `${EQUATION_INSTRUCTION} Give the equation on the last line.`,
     think: `${EQUATION_INSTRUCTION} ${THINK_INSTRUCTION}`,
   },
-  rewards: () => [{ name: 'correct', reward: equationAnswer({ numbersColumn: 'numbers', targetColumn: 'target' }), weight: 1 }],
+  rewards: () => [
+    { name: 'correct', reward: equationAnswer({ numbersColumn: 'numbers', targetColumn: 'target' }), weight: 1 },
+  ],
   isCorrect: equationCorrect,
   solution: equationSolution,
 };

@@ -19,7 +19,10 @@ const INSTRUCTION = 'Solve the math word problem.';
 
 /** The reasoning of a GSM8K solution: the text before `####`, calculator annotations removed. */
 export function gsm8kReasoning(solution: string): string {
-  return solution.replace(/####[\s\S]*$/, '').replace(/<<[^>]*>>/g, '').trim();
+  return solution
+    .replace(/####[\s\S]*$/, '')
+    .replace(/<<[^>]*>>/g, '')
+    .trim();
 }
 
 const spec: FileTaskSpec = {
@@ -35,7 +38,10 @@ const spec: FileTaskSpec = {
   isCorrect: (example, completion) => verifyMathAnswer(completion, String(example.answer)),
   solution: (example, style) => {
     const solution = String(example.answer);
-    return { reasoning: gsm8kReasoning(solution), answer: style === 'think' ? goldAnswer(solution) : `#### ${goldAnswer(solution)}` };
+    return {
+      reasoning: gsm8kReasoning(solution),
+      answer: style === 'think' ? goldAnswer(solution) : `#### ${goldAnswer(solution)}`,
+    };
   },
 };
 

@@ -22,8 +22,15 @@ const INSTRUCTION = 'Complete the Python function.';
 const tests = codeTests({ language: 'python', testsColumn: 'tests', prefixColumn: 'prefix' });
 
 function prepare(example: Example): Example {
-  if (typeof example.prompt !== 'string') throw new Error(`humaneval: row ${String(example.task_id)} has a message-list prompt; the prompt must be the code to complete`);
-  const row = humanEvalRow({ prompt: example.prompt, test: String(example.test), entry_point: String(example.entry_point) });
+  if (typeof example.prompt !== 'string')
+    throw new Error(
+      `humaneval: row ${String(example.task_id)} has a message-list prompt; the prompt must be the code to complete`,
+    );
+  const row = humanEvalRow({
+    prompt: example.prompt,
+    test: String(example.test),
+    entry_point: String(example.entry_point),
+  });
   return { ...example, prefix: row.prompt, tests: row.tests };
 }
 
@@ -40,9 +47,10 @@ const spec: FileTaskSpec = {
   rewards: () => [{ name: 'tests', reward: tests, weight: 1 }],
   isCorrect: (example, completion) => rewardPasses(tests, example, completion),
   // Plain: the body continues the prompt. R1 style: the whole function (it replaces the prefix's stub).
-  solution: (example, style) => (style === 'think'
-    ? { reasoning: '', answer: `\`\`\`python\n${String(example.prefix)}${String(example.canonical_solution)}\`\`\`` }
-    : { reasoning: '', answer: String(example.canonical_solution) }),
+  solution: (example, style) =>
+    style === 'think'
+      ? { reasoning: '', answer: `\`\`\`python\n${String(example.prefix)}${String(example.canonical_solution)}\`\`\`` }
+      : { reasoning: '', answer: String(example.canonical_solution) },
 };
 
 /** The HumanEval task over `<dataDirectory>/humaneval/HumanEval.jsonl.gz` (or `trainFile`). */

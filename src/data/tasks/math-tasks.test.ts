@@ -16,7 +16,10 @@ function allExamples(task: Task, rows: number): { train: Example[]; held: Exampl
   return { train: [...new Set(task.trainExamples(rows, 0))], held: [...new Set(task.evalExamples(rows, 0))] };
 }
 
-async function rate(examples: readonly Example[], check: (example: Example) => Promise<boolean> | boolean): Promise<number> {
+async function rate(
+  examples: readonly Example[],
+  check: (example: Example) => Promise<boolean> | boolean,
+): Promise<number> {
   let passed = 0;
   for (const example of examples) if (await check(example)) passed++;
   return passed / examples.length;
@@ -40,42 +43,67 @@ describe.each([
     const examples = [...train, ...held];
     const score = scoreWith(task);
     const goldRate = await rate(examples, async (example) => (await score(example, String(example[goldColumn]))) === 1);
-    console.log(`${name}: reward on the data set's own ${goldColumn}: ${(goldRate * 100).toFixed(2)}% of ${examples.length}`);
+    console.log(
+      `${name}: reward on the data set's own ${goldColumn}: ${(goldRate * 100).toFixed(2)}% of ${examples.length}`,
+    );
     expect(goldRate).toBeGreaterThanOrEqual(minimum);
     // A wrong final answer: 2|N| + 1 for GSM8K's N (not N + 1: the verifier's relative tolerance of
     // 1e-6 takes 1450001 for 1,450,000); for MATH an answer no problem has.
-    const wrong = (example: Example) => (name === 'gsm8k' ? `#### ${Math.abs(Number(String(example.answer).split('####')[1]!.replace(/,/g, ''))) * 2 + 1}` : '\\boxed{\\frac{98765}{4321}}');
+    const wrong = (example: Example) =>
+      name === 'gsm8k'
+        ? `#### ${Math.abs(Number(String(example.answer).split('####')[1]!.replace(/,/g, ''))) * 2 + 1}`
+        : '\\boxed{\\frac{98765}{4321}}';
     expect(await rate(examples, async (example) => (await score(example, wrong(example))) !== 0)).toBe(0);
     expect(await rate(examples, (example) => task.isCorrect(example, wrong(example)))).toBe(0);
   });
 
-  it.each(['plain', 'think'])('the gold demonstrations in %s style are correct and use only the alphabet', async (style) => {
-    const task = await taskRegistry.load(name, { dataDirectory, style });
-    const { train, held } = allExamples(task, rowCount);
-    const examples = [...train, ...held];
-    const demonstrationRate = await rate(examples, (example) => task.isCorrect(example, task.demonstration(example, Math.random)));
-    console.log(`${name} (${style}): gold demonstrations correct: ${(demonstrationRate * 100).toFixed(2)}% of ${examples.length}`);
-    expect(demonstrationRate).toBeGreaterThanOrEqual(minimum);
-    const alphabet = new Set(task.alphabet);
-    expect([...task.demonstration(examples[0]!, Math.random)].every((character) => alphabet.has(character))).toBe(true);
-    if (style === 'think') {
-      expect(task.rewards().map((reward) => reward.name)).toEqual(['correct', 'format']);
-      expect(task.demonstration(examples[0]!, Math.random)).toMatch(/^<think>\n[\s\S]+\n<\/think>\n<answer>\n[\s\S]+\n<\/answer>$/);
-    }
-  });
+  it.each(['plain', 'think'])(
+    'the gold demonstrations in %s style are correct and use only the alphabet',
+    async (style) => {
+      const task = await taskRegistry.load(name, { dataDirectory, style });
+      const { train, held } = allExamples(task, rowCount);
+      const examples = [...train, ...held];
+      const demonstrationRate = await rate(examples, (example) =>
+        task.isCorrect(example, task.demonstration(example, Math.random)),
+      );
+      console.log(
+        `${name} (${style}): gold demonstrations correct: ${(demonstrationRate * 100).toFixed(2)}% of ${examples.length}`,
+      );
+      expect(demonstrationRate).toBeGreaterThanOrEqual(minimum);
+      const alphabet = new Set(task.alphabet);
+      expect([...task.demonstration(examples[0]!, Math.random)].every((character) => alphabet.has(character))).toBe(
+        true,
+      );
+      if (style === 'think') {
+        expect(task.rewards().map((reward) => reward.name)).toEqual(['correct', 'format']);
+        expect(task.demonstration(examples[0]!, Math.random)).toMatch(
+          /^<think>\n[\s\S]+\n<\/think>\n<answer>\n[\s\S]+\n<\/answer>$/,
+        );
+      }
+    },
+  );
 });
 
 describe('file task options', () => {
   it('a missing data folder names the file; bad options name taskOptions.<key>; get() points to load()', async () => {
-    await expect(taskRegistry.load('gsm8k', { dataDirectory: '/nonexistent' })).rejects.toThrow(/\/nonexistent\/gsm8k\/test\.jsonl/);
+    await expect(taskRegistry.load('gsm8k', { dataDirectory: '/nonexistent' })).rejects.toThrow(
+      /\/nonexistent\/gsm8k\/test\.jsonl/,
+    );
     await expect(taskRegistry.load('gsm8k', { style: 'r1' })).rejects.toThrow(/taskOptions\.style/);
-    await expect(taskRegistry.load('math500', { dataDirectory, colour: 1 })).rejects.toThrow(/taskOptions\.colour: not an option of task "math500"/);
+    await expect(taskRegistry.load('math500', { dataDirectory, colour: 1 })).rejects.toThrow(
+      /taskOptions\.colour: not an option of task "math500"/,
+    );
     expect(() => taskRegistry.get('gsm8k')).toThrow(/use taskRegistry\.load\("gsm8k", options\)/);
     expect((await taskRegistry.load('addition')).name).toBe('addition');
   });
 
   it('a system prompt goes with a text prompt as its own field; maxRows and evalFile are honoured', async () => {
-    const task = await taskRegistry.load('gsm8k', { dataDirectory, maxRows: 20, systemPrompt: 'Be brief.', evalFile: `${dataDirectory}/gsm8k/test.jsonl` });
+    const task = await taskRegistry.load('gsm8k', {
+      dataDirectory,
+      maxRows: 20,
+      systemPrompt: 'Be brief.',
+      evalFile: `${dataDirectory}/gsm8k/test.jsonl`,
+    });
     const [example] = task.trainExamples(1, 0);
     expect(typeof example!.prompt).toBe('string');
     expect(example!.system).toBe('Be brief.');

@@ -29,9 +29,10 @@ const spec: FileTaskSpec = {
   rewards: () => [{ name: 'correct', reward: mathAnswer({ answerColumn: 'answer' }), weight: 1 }],
   isCorrect: (example, completion) => verifyMathAnswer(completion, String(example.answer)),
   // The reference solution already ends in \boxed{answer}; the R1 form repeats the answer in <answer>.
-  solution: (example, style) => (style === 'think'
-    ? { reasoning: String(example.solution), answer: `\\boxed{${String(example.answer)}}` }
-    : { reasoning: '', answer: String(example.solution) }),
+  solution: (example, style) =>
+    style === 'think'
+      ? { reasoning: String(example.solution), answer: `\\boxed{${String(example.answer)}}` }
+      : { reasoning: '', answer: String(example.solution) },
 };
 
 /** The MATH-500 task over `<dataDirectory>/math500/test.jsonl` (or `trainFile`). */

@@ -16,15 +16,21 @@ import { fileTaskOptionsShape, loadFileTask, THINK_INSTRUCTION, type FileTaskSpe
 /** Options of the mbpp task (config `taskOptions`). */
 export const mbppOptionsSchema = z.object(fileTaskOptionsShape).strict();
 
-const INSTRUCTION = 'Write a Python function for the task. It must pass the given tests. Answer with the code in a ```python block.';
+const INSTRUCTION =
+  'Write a Python function for the task. It must pass the given tests. Answer with the code in a ```python block.';
 
 const tests = codeTests({ language: 'python', testsColumn: 'test_list', setupColumn: 'test_setup_code' });
 
 function prepare(example: Example): Example {
   const asserts = example.test_list;
-  if (!Array.isArray(asserts)) throw new Error(`mbpp: row ${String(example.task_id)} has no test_list (a list of asserts)`);
+  if (!Array.isArray(asserts))
+    throw new Error(`mbpp: row ${String(example.task_id)} has no test_list (a list of asserts)`);
   // The reference code uses Windows line ends and tabs; keep tabs (Python indentation), drop \r.
-  return { ...example, prompt: `${String(example.text)}\nYour code should pass these tests:\n${asserts.join('\n')}`, code: String(example.code).replace(/\r\n/g, '\n') };
+  return {
+    ...example,
+    prompt: `${String(example.text)}\nYour code should pass these tests:\n${asserts.join('\n')}`,
+    code: String(example.code).replace(/\r\n/g, '\n'),
+  };
 }
 
 const spec: FileTaskSpec = {

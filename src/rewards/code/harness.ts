@@ -58,7 +58,9 @@ def send(writer, message):
 `;
 
 /** Python solution server: the program file of a test run. */
-export const PYTHON_SOLUTION_SERVER = PYTHON_CODEC + String.raw`
+export const PYTHON_SOLUTION_SERVER =
+  PYTHON_CODEC +
+  String.raw`
 reader = os.fdopen(3, 'rb')
 writer = os.fdopen(os.dup(3), 'wb')
 with open('solution.py') as handle:
@@ -94,7 +96,9 @@ for line in reader:
 `;
 
 /** Python grader: stdin = nonce line + `{ setup, tests }` JSON; results on fd 3. */
-export const PYTHON_GRADER = PYTHON_CODEC + String.raw`
+export const PYTHON_GRADER =
+  PYTHON_CODEC +
+  String.raw`
 import builtins, importlib, keyword, re
 try:  # not dumpable: where the solution shares our uid (no namespaces) it cannot read our memory or fds
     import ctypes
@@ -226,7 +230,9 @@ function receive(fd) {
 `;
 
 /** JavaScript solution server: the program file of a test run. */
-export const JAVASCRIPT_SOLUTION_SERVER = JAVASCRIPT_CODEC + String.raw`
+export const JAVASCRIPT_SOLUTION_SERVER =
+  JAVASCRIPT_CODEC +
+  String.raw`
 const source = fs.readFileSync('solution.js', 'utf8');
 fs.rmSync('solution.js');
 try {
@@ -264,7 +270,9 @@ async function answer(request) {
 `;
 
 /** JavaScript grader: stdin = nonce line + `{ setup, tests }` JSON; tests see the solution's names and `assert` (node:assert). */
-export const JAVASCRIPT_GRADER = JAVASCRIPT_CODEC + String.raw`
+export const JAVASCRIPT_GRADER =
+  JAVASCRIPT_CODEC +
+  String.raw`
 const input = fs.readFileSync(0, 'utf8');
 const nonce = input.slice(0, input.indexOf('\n')).trim();
 const spec = JSON.parse(input.slice(input.indexOf('\n') + 1));

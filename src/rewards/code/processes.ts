@@ -16,7 +16,8 @@ export function tasksOfUid(uid: number): number {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const status = readFileSync(`/proc/${entry}/status`, 'utf8');
-      if (new RegExp(`^Uid:\\s+${uid}\\s`, 'm').test(status)) tasks += Number(/^Threads:\s+(\d+)/m.exec(status)?.[1] ?? 1);
+      if (new RegExp(`^Uid:\\s+${uid}\\s`, 'm').test(status))
+        tasks += Number(/^Threads:\s+(\d+)/m.exec(status)?.[1] ?? 1);
     } catch {
       // ended while we looked
     }
@@ -61,14 +62,18 @@ function anyThreadAlive(pid: string): boolean {
 export async function settle(title: string, marker: string): Promise<void> {
   const started = Date.now();
   while (Date.now() - started < 5000) {
-    const pids = readdirSync('/proc').filter((entry) => /^\d+$/.test(entry) && Number(entry) !== process.pid).filter((entry) => {
-      try {
-        const ours = readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === title || readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(marker);
-        return ours && anyThreadAlive(entry);
-      } catch {
-        return false;
-      }
-    });
+    const pids = readdirSync('/proc')
+      .filter((entry) => /^\d+$/.test(entry) && Number(entry) !== process.pid)
+      .filter((entry) => {
+        try {
+          const ours =
+            readFileSync(`/proc/${entry}/comm`, 'utf8').trim() === title ||
+            readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(marker);
+          return ours && anyThreadAlive(entry);
+        } catch {
+          return false;
+        }
+      });
     if (pids.length === 0) return;
     if (Date.now() - started > 1000) for (const pid of pids) killQuietly(Number(pid)); // should not happen; never wait forever
     await new Promise((resolve) => setTimeout(resolve, 10));
@@ -78,14 +83,16 @@ export async function settle(title: string, marker: string): Promise<void> {
 /** Without namespaces or a fresh uid: kills the caller's processes still working in the work dir (a daemon that left it escapes). */
 export function sweepWorkDir(workDir: string): void {
   for (let round = 0; round < 20; round++) {
-    const pids = readdirSync('/proc').filter((entry) => /^\d+$/.test(entry) && Number(entry) !== process.pid).filter((entry) => {
-      try {
-        const cwd = readlinkSync(`/proc/${entry}/cwd`);
-        return cwd === workDir || cwd.startsWith(`${workDir}/`);
-      } catch {
-        return false; // another user's, or gone
-      }
-    });
+    const pids = readdirSync('/proc')
+      .filter((entry) => /^\d+$/.test(entry) && Number(entry) !== process.pid)
+      .filter((entry) => {
+        try {
+          const cwd = readlinkSync(`/proc/${entry}/cwd`);
+          return cwd === workDir || cwd.startsWith(`${workDir}/`);
+        } catch {
+          return false; // another user's, or gone
+        }
+      });
     if (pids.length === 0) return;
     for (const pid of pids) killQuietly(Number(pid));
   }
@@ -102,7 +109,8 @@ export function removeFilesOfUids(uids: number[]): void {
     }
     for (const entry of entries) {
       try {
-        if (uids.includes(lstatSync(join(directory, entry)).uid)) rmSync(join(directory, entry), { recursive: true, force: true });
+        if (uids.includes(lstatSync(join(directory, entry)).uid))
+          rmSync(join(directory, entry), { recursive: true, force: true });
       } catch {
         // gone already
       }
@@ -124,7 +132,10 @@ export function killQuietly(pid: number): void {
  */
 export function sweepUid(uid: number): void {
   for (let round = 0; round < 20 && processesOfUids([uid]).length > 0; round++) {
-    spawnSync('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', 'kill', '-KILL', '-1'], { stdio: 'ignore', env: { PATH: '/usr/local/bin:/usr/bin:/bin' } });
+    spawnSync('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', 'kill', '-KILL', '-1'], {
+      stdio: 'ignore',
+      env: { PATH: '/usr/local/bin:/usr/bin:/bin' },
+    });
     for (const pid of processesOfUids([uid])) killQuietly(pid);
   }
 }

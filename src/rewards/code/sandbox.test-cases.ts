@@ -46,59 +46,235 @@ interface HostileCase {
   check?: (result: SandboxResult, targets: HostileTargets) => boolean;
 }
 
-const TESTS = { python: ['assert add(1, 2) == 3', 'assert add(2, 2) == 4'], javascript: ['assert.strictEqual(add(1, 2), 3)', 'assert.strictEqual(add(2, 2), 4)'] };
+const TESTS = {
+  python: ['assert add(1, 2) == 3', 'assert add(2, 2) == 4'],
+  javascript: ['assert.strictEqual(add(1, 2), 3)', 'assert.strictEqual(add(2, 2), 4)'],
+};
 const MEMORY_MB = 256;
 const SCRATCH_MB = 32;
 const FILE_BYTES = 8 * 1024 * 1024;
-const notConnected = (result: SandboxResult) => !result.stdout.includes('connected') || result.stdout.includes('not connected');
-const wroteAtMost = (limit: number) => (result: SandboxResult) => Math.max(0, ...[...result.stdout.matchAll(/wrote (\d+)/g)].map((match) => Number(match[1]))) <= limit;
+const notConnected = (result: SandboxResult) =>
+  !result.stdout.includes('connected') || result.stdout.includes('not connected');
+const wroteAtMost = (limit: number) => (result: SandboxResult) =>
+  Math.max(0, ...[...result.stdout.matchAll(/wrote (\d+)/g)].map((match) => Number(match[1]))) <= limit;
 
 const PYTHON_CASES: HostileCase[] = [
-  { name: 'fork bomb', language: 'python', timeoutMs: 2000, program: () => 'import os\nwhile True:\n    try:\n        if os.fork() == 0:\n            os.setsid()\n    except OSError:\n        pass', check: () => true },
-  { name: 'setsid double-fork daemon', language: 'python', timeoutMs: 2000, program: () => 'import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(60)\n    os._exit(0)\nprint("parent done")', check: (result) => result.stdout.includes('parent done') },
-  { name: 'kill(getppid(), SIGKILL)', language: 'python', timeoutMs: 2000, program: () => 'import os\ntry:\n    os.kill(os.getppid(), 9)\nexcept OSError as error:\n    print("refused", error)\nprint("after kill")', check: () => true },
-  { name: 'TCP to 127.0.0.1', language: 'python', timeoutMs: 2000, program: (t) => `import socket\ntry:\n    socket.create_connection(('127.0.0.1', ${t.port}), timeout=1)\n    print('connected')\nexcept OSError as error:\n    print('not connected', error)`, check: notConnected },
-  { name: 'host unix socket (path)', language: 'python', timeoutMs: 2000, program: (t) => `import socket\ntry:\n    s = socket.socket(socket.AF_UNIX)\n    s.connect(${JSON.stringify(t.unixPath)})\n    print('connected')\nexcept OSError as error:\n    print('not connected', error)`, check: notConnected },
-  { name: 'host unix socket (abstract)', language: 'python', timeoutMs: 2000, program: (t) => `import socket\ntry:\n    s = socket.socket(socket.AF_UNIX)\n    s.connect('\\0${t.abstractName}'.ljust(108, '\\0'))  # libuv binds the whole padded sun_path\n    print('connected')\nexcept OSError as error:\n    print('not connected', error)`, check: notConnected },
   {
-    name: 'read an inherited fd', language: 'python', timeoutMs: 3000,
-    program: (t) => `import os\nfound = ''\nfor fd in os.listdir('/proc/self/fd'):\n    try:\n        with open('/proc/self/fd/' + fd, 'rb') as handle:\n            found += handle.read(100).decode(errors='replace')\n    except Exception:\n        pass\ntry:\n    found += os.pread(${t.secretFd}, 100, 0).decode(errors='replace')\nexcept OSError:\n    pass\nprint('fds', os.listdir('/proc/self/fd'))\nprint(found)`,
+    name: 'fork bomb',
+    language: 'python',
+    timeoutMs: 2000,
+    program: () =>
+      'import os\nwhile True:\n    try:\n        if os.fork() == 0:\n            os.setsid()\n    except OSError:\n        pass',
+    check: () => true,
+  },
+  {
+    name: 'setsid double-fork daemon',
+    language: 'python',
+    timeoutMs: 2000,
+    program: () =>
+      'import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(60)\n    os._exit(0)\nprint("parent done")',
+    check: (result) => result.stdout.includes('parent done'),
+  },
+  {
+    name: 'kill(getppid(), SIGKILL)',
+    language: 'python',
+    timeoutMs: 2000,
+    program: () =>
+      'import os\ntry:\n    os.kill(os.getppid(), 9)\nexcept OSError as error:\n    print("refused", error)\nprint("after kill")',
+    check: () => true,
+  },
+  {
+    name: 'TCP to 127.0.0.1',
+    language: 'python',
+    timeoutMs: 2000,
+    program: (t) =>
+      `import socket\ntry:\n    socket.create_connection(('127.0.0.1', ${t.port}), timeout=1)\n    print('connected')\nexcept OSError as error:\n    print('not connected', error)`,
+    check: notConnected,
+  },
+  {
+    name: 'host unix socket (path)',
+    language: 'python',
+    timeoutMs: 2000,
+    program: (t) =>
+      `import socket\ntry:\n    s = socket.socket(socket.AF_UNIX)\n    s.connect(${JSON.stringify(t.unixPath)})\n    print('connected')\nexcept OSError as error:\n    print('not connected', error)`,
+    check: notConnected,
+  },
+  {
+    name: 'host unix socket (abstract)',
+    language: 'python',
+    timeoutMs: 2000,
+    program: (t) =>
+      `import socket\ntry:\n    s = socket.socket(socket.AF_UNIX)\n    s.connect('\\0${t.abstractName}'.ljust(108, '\\0'))  # libuv binds the whole padded sun_path\n    print('connected')\nexcept OSError as error:\n    print('not connected', error)`,
+    check: notConnected,
+  },
+  {
+    name: 'read an inherited fd',
+    language: 'python',
+    timeoutMs: 3000,
+    program: (t) =>
+      `import os\nfound = ''\nfor fd in os.listdir('/proc/self/fd'):\n    try:\n        with open('/proc/self/fd/' + fd, 'rb') as handle:\n            found += handle.read(100).decode(errors='replace')\n    except Exception:\n        pass\ntry:\n    found += os.pread(${t.secretFd}, 100, 0).decode(errors='replace')\nexcept OSError:\n    pass\nprint('fds', os.listdir('/proc/self/fd'))\nprint(found)`,
     check: (result, t) => !result.stdout.includes(t.secret),
   },
   {
     // regular files only: reading another process's pipes can steal libuv's lock byte and hang it
-    name: "read another process's fds", language: 'python', timeoutMs: 3000,
-    program: () => `import os\nfound = ''\nfor pid in [p for p in os.listdir('/proc') if p.isdigit()]:\n    try:\n        fds = os.listdir('/proc/%s/fd' % pid)\n    except OSError:\n        continue\n    for fd in fds:\n        path = '/proc/%s/fd/%s' % (pid, fd)\n        try:\n            if os.path.isfile(path):\n                with open(path, 'rb') as handle:\n                    found += handle.read(100).decode(errors='replace')\n        except Exception:\n            pass\nprint(found)`,
+    name: "read another process's fds",
+    language: 'python',
+    timeoutMs: 3000,
+    program: () =>
+      `import os\nfound = ''\nfor pid in [p for p in os.listdir('/proc') if p.isdigit()]:\n    try:\n        fds = os.listdir('/proc/%s/fd' % pid)\n    except OSError:\n        continue\n    for fd in fds:\n        path = '/proc/%s/fd/%s' % (pid, fd)\n        try:\n            if os.path.isfile(path):\n                with open(path, 'rb') as handle:\n                    found += handle.read(100).decode(errors='replace')\n        except Exception:\n            pass\nprint(found)`,
     check: (result, t) => !result.stdout.includes(t.secret),
   },
-  { name: 'large /dev/shm write', language: 'python', timeoutMs: 3000, program: () => writer('python', '/dev/shm/grpo-hostile-shm'), check: wroteAtMost(FILE_BYTES) },
-  { name: 'large /tmp write', language: 'python', timeoutMs: 3000, program: () => writer('python', '/tmp/grpo-hostile-tmp'), check: wroteAtMost(FILE_BYTES) },
-  { name: 'memory bomb', language: 'python', timeoutMs: 3000, program: () => 'blocks = []\ntry:\n    while True:\n        blocks.append(bytearray(16 * 1024 * 1024))\nexcept MemoryError:\n    pass\nprint("held", 16 * len(blocks), "MiB")', check: (result) => Number(/held (\d+)/.exec(result.stdout)?.[1] ?? 0) <= MEMORY_MB },
-  { name: 'output flood', language: 'python', timeoutMs: 3000, program: () => 'while True:\n    print("x" * 10000)', check: (result) => result.outputTruncated && result.stdout.length <= 50_000 },
-  { name: 'replace builtins.exec', language: 'python', timeoutMs: 3000, solution: 'import builtins\nbuiltins.exec = lambda *args, **kwargs: None\ndef add(a, b):\n    return a - b' },
-  { name: 'nonce from __main__, gc and frames', language: 'python', timeoutMs: 3000, solution: 'import __main__, gc, re, sys\nseen = set(v for v in vars(__main__).values() if isinstance(v, str))\nseen |= set(o for o in gc.get_objects() if isinstance(o, str))\nframe = sys._getframe()\nwhile frame:\n    seen |= set(v for v in frame.f_globals.values() if isinstance(v, str))\n    frame = frame.f_back\nfor nonce in [s for s in seen if re.fullmatch("[0-9a-f]{24}", s)]:\n    for i in range(2):\n        print(nonce, "pass", i, flush=True)\ndef add(a, b):\n    return a - b' },
+  {
+    name: 'large /dev/shm write',
+    language: 'python',
+    timeoutMs: 3000,
+    program: () => writer('python', '/dev/shm/grpo-hostile-shm'),
+    check: wroteAtMost(FILE_BYTES),
+  },
+  {
+    name: 'large /tmp write',
+    language: 'python',
+    timeoutMs: 3000,
+    program: () => writer('python', '/tmp/grpo-hostile-tmp'),
+    check: wroteAtMost(FILE_BYTES),
+  },
+  {
+    name: 'memory bomb',
+    language: 'python',
+    timeoutMs: 3000,
+    program: () =>
+      'blocks = []\ntry:\n    while True:\n        blocks.append(bytearray(16 * 1024 * 1024))\nexcept MemoryError:\n    pass\nprint("held", 16 * len(blocks), "MiB")',
+    check: (result) => Number(/held (\d+)/.exec(result.stdout)?.[1] ?? 0) <= MEMORY_MB,
+  },
+  {
+    name: 'output flood',
+    language: 'python',
+    timeoutMs: 3000,
+    program: () => 'while True:\n    print("x" * 10000)',
+    check: (result) => result.outputTruncated && result.stdout.length <= 50_000,
+  },
+  {
+    name: 'replace builtins.exec',
+    language: 'python',
+    timeoutMs: 3000,
+    solution: 'import builtins\nbuiltins.exec = lambda *args, **kwargs: None\ndef add(a, b):\n    return a - b',
+  },
+  {
+    name: 'nonce from __main__, gc and frames',
+    language: 'python',
+    timeoutMs: 3000,
+    solution:
+      'import __main__, gc, re, sys\nseen = set(v for v in vars(__main__).values() if isinstance(v, str))\nseen |= set(o for o in gc.get_objects() if isinstance(o, str))\nframe = sys._getframe()\nwhile frame:\n    seen |= set(v for v in frame.f_globals.values() if isinstance(v, str))\n    frame = frame.f_back\nfor nonce in [s for s in seen if re.fullmatch("[0-9a-f]{24}", s)]:\n    for i in range(2):\n        print(nonce, "pass", i, flush=True)\ndef add(a, b):\n    return a - b',
+  },
   { name: 'sys.exit(0) before the tests', language: 'python', timeoutMs: 3000, solution: 'import sys\nsys.exit(0)' },
-  { name: 'patch assert helpers and AssertionError, always-equal result', language: 'python', timeoutMs: 3000, solution: 'import builtins, unittest\nunittest.TestCase.assertEqual = lambda *args: None\nbuiltins.AssertionError = type("Fake", (Exception,), {})\nclass Same(int):\n    def __eq__(self, other):\n        return True\ndef add(a, b):\n    return Same(0)' },
+  {
+    name: 'patch assert helpers and AssertionError, always-equal result',
+    language: 'python',
+    timeoutMs: 3000,
+    solution:
+      'import builtins, unittest\nunittest.TestCase.assertEqual = lambda *args: None\nbuiltins.AssertionError = type("Fake", (Exception,), {})\nclass Same(int):\n    def __eq__(self, other):\n        return True\ndef add(a, b):\n    return Same(0)',
+  },
 ];
 
 const JAVASCRIPT_CASES: HostileCase[] = [
-  { name: 'fork bomb', language: 'javascript', timeoutMs: 2000, program: () => "const { spawn } = require('child_process');\nsetInterval(() => { for (let i = 0; i < 20; i++) { try { spawn('/bin/sh', ['-c', 'sleep 60'], { detached: true, stdio: 'ignore' }).on('error', () => {}); } catch {} } }, 1);", check: () => true },
-  { name: 'setsid double-fork daemon', language: 'javascript', timeoutMs: 2000, program: () => "const { spawn } = require('child_process');\nspawn('/bin/sh', ['-c', 'sleep 60 & exit 0'], { detached: true, stdio: ['ignore', 1, 2] }).unref();\nconsole.log('parent done');", check: (result) => result.stdout.includes('parent done') },
-  { name: 'kill(ppid, SIGKILL)', language: 'javascript', timeoutMs: 2000, program: () => "try { process.kill(process.ppid, 'SIGKILL'); } catch (error) { console.log('refused', error.code); }\nconsole.log('after kill');", check: () => true },
-  { name: 'TCP to 127.0.0.1', language: 'javascript', timeoutMs: 2000, program: (t) => `require('net').connect(${t.port}, '127.0.0.1').on('connect', () => { console.log('connected'); process.exit(0); }).on('error', (e) => console.log('not connected', e.code));`, check: notConnected },
-  { name: 'host unix socket (path)', language: 'javascript', timeoutMs: 2000, program: (t) => `require('net').connect(${JSON.stringify(t.unixPath)}).on('connect', () => { console.log('connected'); process.exit(0); }).on('error', (e) => console.log('not connected', e.code));`, check: notConnected },
-  { name: 'host unix socket (abstract)', language: 'javascript', timeoutMs: 2000, program: (t) => `require('net').connect('\\0${t.abstractName}').on('connect', () => { console.log('connected'); process.exit(0); }).on('error', (e) => console.log('not connected', e.code));`, check: notConnected },
   {
-    name: 'read an inherited fd', language: 'javascript', timeoutMs: 3000,
-    program: (t) => `const fs = require('fs');\nlet found = '';\nfor (const fd of fs.readdirSync('/proc/self/fd')) { try { if (fs.statSync('/proc/self/fd/' + fd).isFile()) found += fs.readFileSync('/proc/self/fd/' + fd, 'utf8').slice(0, 100); } catch {} }\ntry { const b = Buffer.alloc(100); found += b.toString('utf8', 0, fs.readSync(${t.secretFd}, b, 0, 100, 0)); } catch {}\nconsole.log('fds', fs.readdirSync('/proc/self/fd').join(' '), found);`,
+    name: 'fork bomb',
+    language: 'javascript',
+    timeoutMs: 2000,
+    program: () =>
+      "const { spawn } = require('child_process');\nsetInterval(() => { for (let i = 0; i < 20; i++) { try { spawn('/bin/sh', ['-c', 'sleep 60'], { detached: true, stdio: 'ignore' }).on('error', () => {}); } catch {} } }, 1);",
+    check: () => true,
+  },
+  {
+    name: 'setsid double-fork daemon',
+    language: 'javascript',
+    timeoutMs: 2000,
+    program: () =>
+      "const { spawn } = require('child_process');\nspawn('/bin/sh', ['-c', 'sleep 60 & exit 0'], { detached: true, stdio: ['ignore', 1, 2] }).unref();\nconsole.log('parent done');",
+    check: (result) => result.stdout.includes('parent done'),
+  },
+  {
+    name: 'kill(ppid, SIGKILL)',
+    language: 'javascript',
+    timeoutMs: 2000,
+    program: () =>
+      "try { process.kill(process.ppid, 'SIGKILL'); } catch (error) { console.log('refused', error.code); }\nconsole.log('after kill');",
+    check: () => true,
+  },
+  {
+    name: 'TCP to 127.0.0.1',
+    language: 'javascript',
+    timeoutMs: 2000,
+    program: (t) =>
+      `require('net').connect(${t.port}, '127.0.0.1').on('connect', () => { console.log('connected'); process.exit(0); }).on('error', (e) => console.log('not connected', e.code));`,
+    check: notConnected,
+  },
+  {
+    name: 'host unix socket (path)',
+    language: 'javascript',
+    timeoutMs: 2000,
+    program: (t) =>
+      `require('net').connect(${JSON.stringify(t.unixPath)}).on('connect', () => { console.log('connected'); process.exit(0); }).on('error', (e) => console.log('not connected', e.code));`,
+    check: notConnected,
+  },
+  {
+    name: 'host unix socket (abstract)',
+    language: 'javascript',
+    timeoutMs: 2000,
+    program: (t) =>
+      `require('net').connect('\\0${t.abstractName}').on('connect', () => { console.log('connected'); process.exit(0); }).on('error', (e) => console.log('not connected', e.code));`,
+    check: notConnected,
+  },
+  {
+    name: 'read an inherited fd',
+    language: 'javascript',
+    timeoutMs: 3000,
+    program: (t) =>
+      `const fs = require('fs');\nlet found = '';\nfor (const fd of fs.readdirSync('/proc/self/fd')) { try { if (fs.statSync('/proc/self/fd/' + fd).isFile()) found += fs.readFileSync('/proc/self/fd/' + fd, 'utf8').slice(0, 100); } catch {} }\ntry { const b = Buffer.alloc(100); found += b.toString('utf8', 0, fs.readSync(${t.secretFd}, b, 0, 100, 0)); } catch {}\nconsole.log('fds', fs.readdirSync('/proc/self/fd').join(' '), found);`,
     check: (result, t) => !result.stdout.includes(t.secret),
   },
-  { name: 'large /dev/shm write', language: 'javascript', timeoutMs: 3000, program: () => writer('javascript', '/dev/shm/grpo-hostile-shm'), check: wroteAtMost(FILE_BYTES) },
-  { name: 'large /tmp write', language: 'javascript', timeoutMs: 3000, program: () => writer('javascript', '/tmp/grpo-hostile-tmp'), check: wroteAtMost(FILE_BYTES) },
-  { name: 'memory bomb', language: 'javascript', timeoutMs: 3000, program: () => "const blocks = [];\ntry { for (;;) { blocks.push(Buffer.alloc(16 * 1024 * 1024, 1)); console.log('held', 16 * blocks.length, 'MiB'); } } catch {}", check: (result) => Math.max(0, ...[...result.stdout.matchAll(/held (\d+)/g)].map((m) => Number(m[1]))) <= MEMORY_MB },
-  { name: 'output flood', language: 'javascript', timeoutMs: 3000, program: () => "const line = 'x'.repeat(10000) + '\\n';\nfor (;;) require('fs').writeSync(1, line);", check: (result) => result.outputTruncated && result.stdout.length <= 50_000 },
-  { name: 'replace assert', language: 'javascript', timeoutMs: 3000, solution: "globalThis.assert = new Proxy({}, { get: () => () => {} });\nfunction add(a, b) { return a - b; }" },
-  { name: 'replace vm.runInThisContext', language: 'javascript', timeoutMs: 3000, solution: "process.getBuiltinModule('vm').runInThisContext = () => undefined;\nfunction add(a, b) { return a - b; }" },
+  {
+    name: 'large /dev/shm write',
+    language: 'javascript',
+    timeoutMs: 3000,
+    program: () => writer('javascript', '/dev/shm/grpo-hostile-shm'),
+    check: wroteAtMost(FILE_BYTES),
+  },
+  {
+    name: 'large /tmp write',
+    language: 'javascript',
+    timeoutMs: 3000,
+    program: () => writer('javascript', '/tmp/grpo-hostile-tmp'),
+    check: wroteAtMost(FILE_BYTES),
+  },
+  {
+    name: 'memory bomb',
+    language: 'javascript',
+    timeoutMs: 3000,
+    program: () =>
+      "const blocks = [];\ntry { for (;;) { blocks.push(Buffer.alloc(16 * 1024 * 1024, 1)); console.log('held', 16 * blocks.length, 'MiB'); } } catch {}",
+    check: (result) => Math.max(0, ...[...result.stdout.matchAll(/held (\d+)/g)].map((m) => Number(m[1]))) <= MEMORY_MB,
+  },
+  {
+    name: 'output flood',
+    language: 'javascript',
+    timeoutMs: 3000,
+    program: () => "const line = 'x'.repeat(10000) + '\\n';\nfor (;;) require('fs').writeSync(1, line);",
+    check: (result) => result.outputTruncated && result.stdout.length <= 50_000,
+  },
+  {
+    name: 'replace assert',
+    language: 'javascript',
+    timeoutMs: 3000,
+    solution: 'globalThis.assert = new Proxy({}, { get: () => () => {} });\nfunction add(a, b) { return a - b; }',
+  },
+  {
+    name: 'replace vm.runInThisContext',
+    language: 'javascript',
+    timeoutMs: 3000,
+    solution:
+      "process.getBuiltinModule('vm').runInThisContext = () => undefined;\nfunction add(a, b) { return a - b; }",
+  },
   { name: 'process.exit(0) before the tests', language: 'javascript', timeoutMs: 3000, solution: 'process.exit(0);' },
 ];
 
@@ -116,7 +292,11 @@ function writer(language: SandboxLanguage, path: string): string {
 /** Whether `uid` is one of the fresh uids `sandbox.ts` hands out in process `pid` (so other runs on the machine are not counted). */
 export function ownUid(uid: number, pid: number): boolean {
   const offset = uid - 1_500_000_000;
-  return offset >= 0 && offset < 400_000_000 && (((offset - (pid % 100_000) * 4096) % 400_000_000) + 400_000_000) % 400_000_000 < 4096;
+  return (
+    offset >= 0 &&
+    offset < 400_000_000 &&
+    (((offset - (pid % 100_000) * 4096) % 400_000_000) + 400_000_000) % 400_000_000 < 4096
+  );
 }
 
 /** Live processes of this sandbox run: its fresh uids (root), the caller's uid (otherwise), or its work-dir marker. */
@@ -131,7 +311,10 @@ function leftovers(): string[] {
       if (/^State:\s+Z/m.test(status)) continue;
       const owner = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]);
       const sandboxUid = uid === 0 ? ownUid(owner, process.pid) : owner === uid;
-      if (sandboxUid || readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(marker)) pids.push(`${entry} ${readFileSync(`/proc/${entry}/stat`, 'utf8').slice(0, 60)} ${/^NSpid:.*$/m.exec(status)?.[0]}`);
+      if (sandboxUid || readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(marker))
+        pids.push(
+          `${entry} ${readFileSync(`/proc/${entry}/stat`, 'utf8').slice(0, 60)} ${/^NSpid:.*$/m.exec(status)?.[0]}`,
+        );
     } catch {
       // ended while we looked
     }
@@ -146,7 +329,13 @@ async function runCase(hostile: HostileCase, targets: HostileTargets): Promise<H
   let contained: boolean;
   let detail: string;
   if (hostile.program) {
-    const result = await runSandboxed(hostile.program(targets), { language: hostile.language, ...limits, scratchMb: SCRATCH_MB, maxFileBytes: FILE_BYTES, maxOutputBytes: 50_000 });
+    const result = await runSandboxed(hostile.program(targets), {
+      language: hostile.language,
+      ...limits,
+      scratchMb: SCRATCH_MB,
+      maxFileBytes: FILE_BYTES,
+      maxOutputBytes: 50_000,
+    });
     contained = hostile.check!(result, targets);
     detail = `exit ${result.exitCode}${result.timedOut ? ' timed out' : ''}${result.outputTruncated ? ' truncated' : ''}: ${(result.stdout + result.stderr).slice(0, 200).replace(/\s+/g, ' ')}`;
   } else {
@@ -158,14 +347,38 @@ async function runCase(hostile: HostileCase, targets: HostileTargets): Promise<H
   // files a program without a private /tmp may leave behind are noted, then cleared for the next case
   const filesLeft = ['/dev/shm/grpo-hostile-shm', '/tmp/grpo-hostile-tmp'].filter((path) => existsSync(path));
   for (const path of filesLeft) rmSync(path, { force: true });
-  return { name: hostile.name, language: hostile.language, contained, detail, durationMs, limitMs: hostile.timeoutMs, leftovers: leftovers(), filesLeft };
+  return {
+    name: hostile.name,
+    language: hostile.language,
+    contained,
+    detail,
+    durationMs,
+    limitMs: hostile.timeoutMs,
+    leftovers: leftovers(),
+    filesLeft,
+  };
 }
 
 /** Runs every case in turn, printing one JSON line per outcome, then a summary line with the layers used. */
 export async function runHostileCases(targets: HostileTargets): Promise<void> {
-  const control = await Promise.all((['python', 'javascript'] as const).map((language) => runTests(language === 'python' ? 'def add(a, b):\n    return a + b' : 'function add(a, b) { return a + b; }', TESTS[language], { language })));
+  const control = await Promise.all(
+    (['python', 'javascript'] as const).map((language) =>
+      runTests(
+        language === 'python' ? 'def add(a, b):\n    return a + b' : 'function add(a, b) { return a + b; }',
+        TESTS[language],
+        { language },
+      ),
+    ),
+  );
   for (const hostile of HOSTILE_CASES) console.log(JSON.stringify(await runCase(hostile, targets)));
-  console.log(JSON.stringify({ done: true, uid: process.getuid?.(), capabilities: sandboxCapabilities(), controlPassed: control.map((run) => run.passed) }));
+  console.log(
+    JSON.stringify({
+      done: true,
+      uid: process.getuid?.(),
+      capabilities: sandboxCapabilities(),
+      controlPassed: control.map((run) => run.passed),
+    }),
+  );
 }
 
 if (process.argv[2] === '--run-hostile-cases') await runHostileCases(JSON.parse(process.argv[3]!) as HostileTargets);

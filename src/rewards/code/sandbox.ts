@@ -98,10 +98,29 @@ export function sandboxCapabilities(): SandboxCapabilities {
     const linux = process.platform === 'linux';
     const root = linux && process.getuid?.() === 0;
     const allowed = linux && process.env.GRPO_SANDBOX_NAMESPACES !== '0';
-    const rootNamespaces = root && allowed && works('unshare', ['--pid', '--fork', '--kill-child', '--net', '--mount', '--mount-proc', 'true']);
+    const rootNamespaces =
+      root &&
+      allowed &&
+      works('unshare', ['--pid', '--fork', '--kill-child', '--net', '--mount', '--mount-proc', 'true']);
     // the nested user + PID namespace the code runs in must work too, and tmpfs must mount
-    const nested = 'mount -t tmpfs tmpfs /tmp && unshare --user --map-root-user --pid --fork --kill-child --mount --mount-proc true';
-    const userNamespaces = !root && allowed && works('unshare', ['--user', '--map-root-user', '--pid', '--fork', '--kill-child', '--net', '--mount', '--mount-proc', 'sh', '-c', nested]);
+    const nested =
+      'mount -t tmpfs tmpfs /tmp && unshare --user --map-root-user --pid --fork --kill-child --mount --mount-proc true';
+    const userNamespaces =
+      !root &&
+      allowed &&
+      works('unshare', [
+        '--user',
+        '--map-root-user',
+        '--pid',
+        '--fork',
+        '--kill-child',
+        '--net',
+        '--mount',
+        '--mount-proc',
+        'sh',
+        '-c',
+        nested,
+      ]);
     capabilities = {
       namespaces: rootNamespaces || userNamespaces,
       userNamespaces,
@@ -118,19 +137,29 @@ let uidCounter = 0;
 /** A uid unique to this process and call (no passwd entry needed), so RLIMIT_NPROC and the final sweep are per run. */
 function freshUid(): number {
   uidCounter = (uidCounter + 1) % 4096;
-  return 1_500_000_000 + ((process.pid % 100_000) * 4096 + uidCounter) % 400_000_000;
+  return 1_500_000_000 + (((process.pid % 100_000) * 4096 + uidCounter) % 400_000_000);
 }
 
 /** The python3 the sandbox's PATH finds, resolved, so hiding directories never hides it. */
 function python(): string {
-  for (const directory of SANDBOX_PATH.split(':')) if (existsSync(join(directory, 'python3'))) return realpathSync(join(directory, 'python3'));
+  for (const directory of SANDBOX_PATH.split(':'))
+    if (existsSync(join(directory, 'python3'))) return realpathSync(join(directory, 'python3'));
   return 'python3';
 }
 
 /** The interpreter command line for a program (a file, or code given inline for the grader). */
-function interpreter(language: SandboxLanguage, memoryMb: number, program: { file: string } | { code: string }): string[] {
-  if (language === 'python') return ['python3', '-I', '-B', ...('file' in program ? [program.file] : ['-c', program.code])];
-  return [process.execPath, `--max-old-space-size=${Math.max(16, Math.floor(memoryMb / 2))}`, ...('file' in program ? [program.file] : ['-e', program.code])];
+function interpreter(
+  language: SandboxLanguage,
+  memoryMb: number,
+  program: { file: string } | { code: string },
+): string[] {
+  if (language === 'python')
+    return ['python3', '-I', '-B', ...('file' in program ? [program.file] : ['-c', program.code])];
+  return [
+    process.execPath,
+    `--max-old-space-size=${Math.max(16, Math.floor(memoryMb / 2))}`,
+    ...('file' in program ? [program.file] : ['-e', program.code]),
+  ];
 }
 
 interface Limits {
@@ -147,33 +176,90 @@ function rlimits(limits: Limits, memoryMb: number): string[] {
   if (!sandboxCapabilities().resourceLimits) return [];
   const bytes = memoryMb * 1024 * 1024;
   const cpuSeconds = Math.ceil(limits.timeoutMs / 1000) + 1; // backstop if the wall-clock kill were missed
-  return ['prlimit', limits.language === 'python' ? `--as=${bytes}` : `--data=${bytes}`, `--fsize=${limits.maxFileBytes}`, `--cpu=${cpuSeconds}`, '--core=0', '--nofile=64'];
+  return [
+    'prlimit',
+    limits.language === 'python' ? `--as=${bytes}` : `--data=${bytes}`,
+    `--fsize=${limits.maxFileBytes}`,
+    `--cpu=${cpuSeconds}`,
+    '--core=0',
+    '--nofile=64',
+  ];
 }
 
 /** The command lines the supervisor runs for the program and the grader, per mode. */
-function commands(limits: Limits, program: string[], grader: string[] | null, uids: { program: number; grader: number } | null) {
+function commands(
+  limits: Limits,
+  program: string[],
+  grader: string[] | null,
+  uids: { program: number; grader: number } | null,
+) {
   const layers = sandboxCapabilities();
   const memory = rlimits(limits, limits.memoryMb - limits.scratchMb);
   // Node's own threads (V8 workers, libuv) count as tasks too, so JavaScript gets them on top
-  const nproc = (count: number) => (memory.length ? [...memory, `--nproc=${count + (limits.language === 'javascript' ? NODE_THREADS : 0)}`, '--'] : []);
-  const asUser = (uid: number) => ['setpriv', `--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--pdeathsig=SIGKILL', '--'];
+  const nproc = (count: number) =>
+    memory.length ? [...memory, `--nproc=${count + (limits.language === 'javascript' ? NODE_THREADS : 0)}`, '--'] : [];
+  const asUser = (uid: number) => [
+    'setpriv',
+    `--reuid=${uid}`,
+    `--regid=${uid}`,
+    '--clear-groups',
+    '--pdeathsig=SIGKILL',
+    '--',
+  ];
   const graderLimits = rlimits(limits, limits.memoryMb);
-  const graderCommand = grader && [...(uids ? asUser(uids.grader) : []), ...(graderLimits.length ? [...graderLimits, '--'] : []), ...grader];
+  const graderCommand = grader && [
+    ...(uids ? asUser(uids.grader) : []),
+    ...(graderLimits.length ? [...graderLimits, '--'] : []),
+    ...grader,
+  ];
   if (layers.namespaces && uids) {
     // nested PID namespace: the program cannot see the grader or the supervisor; its own uid caps its processes
-    return { program: ['unshare', '--pid', '--fork', '--kill-child', '--mount', '--mount-proc', '--', ...nproc(limits.maxProcesses), ...asUser(uids.program), ...program], grader: graderCommand };
+    return {
+      program: [
+        'unshare',
+        '--pid',
+        '--fork',
+        '--kill-child',
+        '--mount',
+        '--mount-proc',
+        '--',
+        ...nproc(limits.maxProcesses),
+        ...asUser(uids.program),
+        ...program,
+      ],
+      grader: graderCommand,
+    };
   }
   if (layers.namespaces) {
     // a nested user namespace counts its own processes (plus the unshare parent that entered it) and locks the read-only mounts
-    return { program: [...nproc(limits.maxProcesses + 1), 'unshare', '--user', '--map-root-user', '--pid', '--fork', '--kill-child', '--mount', '--mount-proc', '--', ...program], grader: graderCommand };
+    return {
+      program: [
+        ...nproc(limits.maxProcesses + 1),
+        'unshare',
+        '--user',
+        '--map-root-user',
+        '--pid',
+        '--fork',
+        '--kill-child',
+        '--mount',
+        '--mount-proc',
+        '--',
+        ...program,
+      ],
+      grader: graderCommand,
+    };
   }
-  if (uids) return { program: [...nproc(limits.maxProcesses), ...asUser(uids.program), ...program], grader: graderCommand };
+  if (uids)
+    return { program: [...nproc(limits.maxProcesses), ...asUser(uids.program), ...program], grader: graderCommand };
   // the caller's uid: RLIMIT_NPROC counts all its tasks, so the budget is added to what runs now;
   // `sh` stands between so that killing getppid() hits it, not the supervisor
   const budget = tasksOfUid(process.getuid?.() ?? 0) + 64 + limits.maxProcesses;
   const death = layers.parentDeathSignal ? ['setpriv', '--pdeathsig=SIGKILL', '--'] : [];
   const clean = 'env -i PATH="$PATH" LANG="$LANG" HOME="$HOME"'; // sh would add PWD
-  return { program: [...nproc(budget), ...death, 'sh', '-c', `${death.join(' ')} ${clean} "$@"; exit $?`, 'sh', ...program], grader: graderCommand };
+  return {
+    program: [...nproc(budget), ...death, 'sh', '-c', `${death.join(' ')} ${clean} "$@"; exit $?`, 'sh', ...program],
+    grader: graderCommand,
+  };
 }
 
 /** Runs `code` as a Python or JavaScript program under the sandbox; never throws for the program's own failures. */
@@ -187,7 +273,8 @@ export async function runSandboxed(code: string, options: SandboxOptions): Promi
     maxProcesses: options.maxProcesses ?? 16,
     maxFileBytes: options.maxFileBytes ?? 16 * 1024 * 1024,
   };
-  if (limits.scratchMb < 1 || limits.scratchMb >= memoryMb) throw new Error(`sandbox: scratchMb must be at least 1 and below memoryMb (${memoryMb})`);
+  if (limits.scratchMb < 1 || limits.scratchMb >= memoryMb)
+    throw new Error(`sandbox: scratchMb must be at least 1 and below memoryMb (${memoryMb})`);
   const layers = sandboxCapabilities();
   const uids = layers.separateUser ? { program: freshUid(), grader: freshUid() } : null;
   const hostWorkDir = mkdtempSync(join(tmpdir(), `grpo-sandbox-${process.pid}-`)); // the pid lets a test find only its own leftovers
@@ -197,12 +284,18 @@ export async function runSandboxed(code: string, options: SandboxOptions): Promi
     const file = join(workDir, options.language === 'python' ? 'main.py' : 'main.js');
     writeFileSync(join(hostWorkDir, basename(file)), code);
     for (const [name, content] of Object.entries(options.files ?? {})) {
-      if (!/^[\w.-]+$/.test(name) || name.startsWith('.') || name.startsWith('supervisor.')) throw new Error(`sandbox: file name "${name}" must be a plain name`);
+      if (!/^[\w.-]+$/.test(name) || name.startsWith('.') || name.startsWith('supervisor.'))
+        throw new Error(`sandbox: file name "${name}" must be a plain name`);
       writeFileSync(join(hostWorkDir, name), content);
     }
     const grader = options.grader ? interpreter(options.language, memoryMb, { code: options.grader.code }) : null;
     // niced, so that a program spinning on every core cannot starve the trainer's timers and kills
-    const argv = commands(limits, ['nice', '-n', '10', ...interpreter(options.language, limits.memoryMb - limits.scratchMb, { file })], grader, uids);
+    const argv = commands(
+      limits,
+      ['nice', '-n', '10', ...interpreter(options.language, limits.memoryMb - limits.scratchMb, { file })],
+      grader,
+      uids,
+    );
     const config = {
       title,
       path: SANDBOX_PATH,
@@ -221,7 +314,17 @@ export async function runSandboxed(code: string, options: SandboxOptions): Promi
     const command: string[] = [];
     if (layers.parentDeathSignal) command.push('setpriv', '--pdeathsig=SIGKILL', '--'); // dies with us, taking the namespaces along
     if (layers.namespaces) {
-      command.push('unshare', ...(layers.userNamespaces ? ['--user', '--map-root-user'] : []), '--pid', '--fork', '--kill-child', '--net', '--mount', '--mount-proc', '--');
+      command.push(
+        'unshare',
+        ...(layers.userNamespaces ? ['--user', '--map-root-user'] : []),
+        '--pid',
+        '--fork',
+        '--kill-child',
+        '--net',
+        '--mount',
+        '--mount-proc',
+        '--',
+      );
     }
     command.push(process.execPath, '--max-old-space-size=64', join(hostWorkDir, 'supervisor.cjs'));
     return await execute(command, hostWorkDir, limits.timeoutMs, options.maxOutputBytes ?? 64 * 1024, options.signal);
@@ -235,7 +338,13 @@ export async function runSandboxed(code: string, options: SandboxOptions): Promi
 }
 
 /** Spawns the supervisor and enforces time and output limits; resolves when it has exited, without waiting for stray pipe holders. */
-function execute(command: string[], workDir: string, timeoutMs: number, maxOutputBytes: number, signal: AbortSignal | undefined): Promise<SandboxResult> {
+function execute(
+  command: string[],
+  workDir: string,
+  timeoutMs: number,
+  maxOutputBytes: number,
+  signal: AbortSignal | undefined,
+): Promise<SandboxResult> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
     const child = spawn(command[0]!, command.slice(1), {
@@ -244,7 +353,11 @@ function execute(command: string[], workDir: string, timeoutMs: number, maxOutpu
       detached: true, // its own process group, killed as a whole
       stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
     });
-    const streams = { stdout: child.stdio[1] as Readable, stderr: child.stdio[2] as Readable, grader: child.stdio[3] as Readable };
+    const streams = {
+      stdout: child.stdio[1] as Readable,
+      stderr: child.stdio[2] as Readable,
+      grader: child.stdio[3] as Readable,
+    };
     const chunks = { stdout: [] as Buffer[], stderr: [] as Buffer[], grader: [] as Buffer[] };
     let kept = 0;
     let timedOut = false;
@@ -291,7 +404,10 @@ function execute(command: string[], workDir: string, timeoutMs: number, maxOutpu
       signal?.removeEventListener('abort', onAbort);
       killTree(); // anything left in the group
       // output already written is drained; a stray process still holding a pipe is not waited for
-      const ended = Object.values(streams).map((stream) => new Promise((done) => (stream.readableEnded || stream.destroyed ? done(null) : stream.once('close', done))));
+      const ended = Object.values(streams).map(
+        (stream) =>
+          new Promise((done) => (stream.readableEnded || stream.destroyed ? done(null) : stream.once('close', done))),
+      );
       const grace = new Promise((done) => setTimeout(done, 200));
       void Promise.race([Promise.all(ended), grace]).then(() => {
         for (const stream of Object.values(streams)) stream.destroy();

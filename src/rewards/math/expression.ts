@@ -20,15 +20,41 @@ export interface Expression {
 type Evaluator = (variables: ReadonlyMap<string, number>) => number;
 
 const FUNCTIONS: Record<string, (x: number) => number> = {
-  sin: Math.sin, cos: Math.cos, tan: Math.tan, sec: (x) => 1 / Math.cos(x), csc: (x) => 1 / Math.sin(x),
-  cot: (x) => 1 / Math.tan(x), arcsin: Math.asin, arccos: Math.acos, arctan: Math.atan,
-  ln: Math.log, log: Math.log10, exp: Math.exp, sinh: Math.sinh, cosh: Math.cosh, tanh: Math.tanh,
+  sin: Math.sin,
+  cos: Math.cos,
+  tan: Math.tan,
+  sec: (x) => 1 / Math.cos(x),
+  csc: (x) => 1 / Math.sin(x),
+  cot: (x) => 1 / Math.tan(x),
+  arcsin: Math.asin,
+  arccos: Math.acos,
+  arctan: Math.atan,
+  ln: Math.log,
+  log: Math.log10,
+  exp: Math.exp,
+  sinh: Math.sinh,
+  cosh: Math.cosh,
+  tanh: Math.tanh,
 };
 /** More tokens than any real final answer; past it the answer is not parsed (no stack to overflow). */
 const MAX_TOKENS = 1000;
 /** Nesting (brackets, signs, `\frac` arguments) allowed before the parser gives up. */
 const MAX_DEPTH = 100;
-const GREEK = new Set(['alpha', 'beta', 'gamma', 'delta', 'theta', 'lambda', 'mu', 'sigma', 'phi', 'omega', 'tau', 'rho', 'epsilon']);
+const GREEK = new Set([
+  'alpha',
+  'beta',
+  'gamma',
+  'delta',
+  'theta',
+  'lambda',
+  'mu',
+  'sigma',
+  'phi',
+  'omega',
+  'tau',
+  'rho',
+  'epsilon',
+]);
 
 interface Token {
   kind: 'number' | 'name' | 'command' | 'symbol';
@@ -127,7 +153,8 @@ class Parser {
       const token = this.peek();
       let divide = false;
       if (token?.kind === 'symbol' && (token.text === '*' || token.text === '/')) divide = token.text === '/';
-      else if (token?.kind === 'command' && ['cdot', 'times', 'div'].includes(token.text)) divide = token.text === 'div';
+      else if (token?.kind === 'command' && ['cdot', 'times', 'div'].includes(token.text))
+        divide = token.text === 'div';
       else if (!this.startsAtom()) return left;
       else {
         const right = this.power(); // implicit multiplication binds like ×, without a leading sign

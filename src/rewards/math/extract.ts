@@ -64,7 +64,8 @@ export function extractBoxed(text: string): string | null {
  * A number, not glued after letters (`GPT4o`, `B2`): digits with thousands separators (`1,000`,
  * `1 000`, `1\,000`, `1{,}000`, `1'000`), a decimal point or comma, an optional `/denominator`.
  */
-const NUMBER = /(?<![A-Za-z_\d])-?(?:\d{1,3}(?:(?:,|\{,\}|\\,| |\u00a0|\u2009|\u202f|')\d{3})+(?!\d)|\d+)(?:[.,]\d+)?(?:\/\d+)?|(?<![A-Za-z_\d])-?\.\d+/g;
+const NUMBER =
+  /(?<![A-Za-z_\d])-?(?:\d{1,3}(?:(?:,|\{,\}|\\,| |\u00a0|\u2009|\u202f|')\d{3})+(?!\d)|\d+)(?:[.,]\d+)?(?:\/\d+)?|(?<![A-Za-z_\d])-?\.\d+/g;
 
 /** The last number in the text and where it ends (thousands separators kept for the verifier to remove), or null. */
 function lastNumberMatch(text: string): { answer: string; end: number } | null {
@@ -84,7 +85,8 @@ export function lastNumber(text: string): string | null {
  * Math spans: `$$…$$`, `\[…\]`, `\(…\)`, and `$…$` by Pandoc's rule (no space inside either `$`,
  * the closing `$` not followed by a digit) so that "costs $5 and $6" holds no span.
  */
-const LATEX_SPAN = /\$\$([\s\S]+?)\$\$|\\\[([\s\S]+?)\\\]|\\\(([\s\S]+?)\\\)|(?<![\\$])\$(?=\S)([^$\n]+?)(?<=\S)\$(?![\d$])/g;
+const LATEX_SPAN =
+  /\$\$([\s\S]+?)\$\$|\\\[([\s\S]+?)\\\]|\\\(([\s\S]+?)\\\)|(?<![\\$])\$(?=\S)([^$\n]+?)(?<=\S)\$(?![\d$])/g;
 
 /** The last math span's answer (its right-hand side after a top-level `=`) and where it ends, or null. */
 function lastLatexSpan(text: string): { answer: string; end: number } | null {
@@ -96,7 +98,9 @@ function lastLatexSpan(text: string): { answer: string; end: number } | null {
   if (!last) return null;
   const content = (last[1] ?? last[2] ?? last[3] ?? last[4]!).trim();
   const sides = content.split(/(?<![<>\\!])=(?!=)/); // "2 + 3 = 5": the result is the right-hand side
-  const answer = sides[sides.length - 1]!.trim().replace(/[.,;]$/, '').trim();
+  const answer = sides[sides.length - 1]!.trim()
+    .replace(/[.,;]$/, '')
+    .trim();
   return answer === '' ? null : { answer, end: last.index + last[0].length };
 }
 
@@ -128,7 +132,10 @@ function markedAnswer(text: string): ExtractedAnswer | null {
 }
 
 /** Extracts the final answer of a solution, most explicit target first; null when nothing looks like one. */
-export function extractFinalAnswer(text: string, { targets = ALL_TARGETS, requireBoxed = false }: ExtractOptions = {}): ExtractedAnswer | null {
+export function extractFinalAnswer(
+  text: string,
+  { targets = ALL_TARGETS, requireBoxed = false }: ExtractOptions = {},
+): ExtractedAnswer | null {
   if (targets.includes('boxed') || requireBoxed) {
     const boxed = extractBoxed(text);
     if (boxed !== null && boxed !== '') return { answer: boxed, source: 'boxed' };

@@ -29,7 +29,11 @@ describe('equivalent forms score 1', () => {
     ['\\{3,1,2\\}', '\\{1,2,3\\}', 'sets are order-free'],
     ['\\{1,3\\} \\cup \\{2,4\\}', '\\{1,2,3,4\\}', 'a union of sets is one set'],
     ['(1,2,3)', '\\left(1, 2, 3\\right)', 'the same tuple'],
-    ['\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}', '\\begin{bmatrix}1 & 2 \\\\ 3 & 4\\end{bmatrix}', 'the same matrix in other brackets'],
+    [
+      '\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}',
+      '\\begin{bmatrix}1 & 2 \\\\ 3 & 4\\end{bmatrix}',
+      'the same matrix in other brackets',
+    ],
     ['1 000', '1000', 'space as thousands separator'],
     ['1,000', '1000', 'comma as thousands separator'],
     ['1\\,000', '1000', 'LaTeX thin space as thousands separator'],
@@ -53,7 +57,7 @@ describe('equivalent forms score 1', () => {
     ['-2\\frac{1}{4}', '-\\frac{9}{4}', 'a negative mixed number is −(2 + 1/4)'],
     ['\\pi', '3.14159265', 'π by value'],
     ['2\\pi r', 'r \\cdot 2\\pi', 'π in a product, reordered'],
-    ['e^{2}', '\\exp(2)', 'a lone e is Euler\'s number'],
+    ['e^{2}', '\\exp(2)', "a lone e is Euler's number"],
     ['e^{i\\pi}', '-1', 'complex powers through the Compute Engine'],
     ['\\log_2 8', '3', 'a logarithm to a base through the Compute Engine'],
     ['\\lfloor 2.7 \\rfloor', '2', 'floor through the Compute Engine; \\rfloor is not a unit word'],
@@ -74,7 +78,11 @@ describe('equivalent forms score 1', () => {
 describe('near misses score 0', () => {
   const cases: Array<[string, string, string]> = [
     ['\\boxed{17}', '18', 'off by one'],
-    ['#### 1450001', '1450000', 'off by one in a large integer: integers compare exactly, the 6-digit tolerance is for decimals'],
+    [
+      '#### 1450001',
+      '1450000',
+      'off by one in a large integer: integers compare exactly, the 6-digit tolerance is for decimals',
+    ],
     ['\\boxed{1000001}', '1000000', 'off by one past six significant digits'],
     ['\\boxed{\\frac{1}{4}}', '\\frac13', 'a different fraction'],
     ['\\boxed{-\\frac13}', '\\frac13', 'wrong sign'],
@@ -82,7 +90,11 @@ describe('near misses score 0', () => {
     ['\\boxed{[0,1]}', '[0,1)', 'wrong interval end (closed for open)'],
     ['\\boxed{(0,1)}', '[0,1)', 'wrong interval start (open for closed)'],
     ['\\boxed{(2,1)}', '(1,2)', 'swapped tuple'],
-    ['\\boxed{\\begin{pmatrix}1&3\\\\2&4\\end{pmatrix}}', '\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}', 'transposed matrix'],
+    [
+      '\\boxed{\\begin{pmatrix}1&3\\\\2&4\\end{pmatrix}}',
+      '\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}',
+      'transposed matrix',
+    ],
     ['\\boxed{\\{1,2\\}}', '\\{1,2,3\\}', 'a set missing an element'],
     ['\\boxed{3,74}', '3.75', 'decimal comma, different hundredths'],
     ['\\boxed{0.33}', '\\frac13', 'two digits do not make 1/3 at six-digit precision'],
@@ -169,7 +181,12 @@ describe('options', () => {
     expect(await score('\\boxed{50\\%}', '50', { percentAsFraction: false })).toBe(1);
   });
   it('the math-answer factory takes the options and rejects bad ones', async () => {
-    const strict = createReward('math-answer', { requireBoxed: true, targets: ['boxed'], precision: 3, percentAsFraction: false });
+    const strict = createReward('math-answer', {
+      requireBoxed: true,
+      targets: ['boxed'],
+      precision: 3,
+      percentAsFraction: false,
+    });
     if (isGroupReward(strict)) throw new Error('math-answer scores one completion at a time');
     expect(await strict(makeRewardInput({ completion: 'it is 3.1416', row: { answer: '\\pi' } }))).toBe(0);
     expect(await strict(makeRewardInput({ completion: '\\boxed{3.1416}', row: { answer: '\\pi' } }))).toBe(1);
@@ -196,7 +213,12 @@ describe('agreement with Math-Verify on cases built from its documented behaviou
     ['$10\\%$', '$0.1$', true, 'percentages as fractions'],
     ['$10 \\text{ meters}$', '$10$', true, 'units removed'],
     ['$a < b$', '$b > a$', true, 'a relation flipped'],
-    ['$\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}$', '$\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}$', true, 'matrices element-wise'],
+    [
+      '$\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}$',
+      '$\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}$',
+      true,
+      'matrices element-wise',
+    ],
     ['$e^{i\\pi}$', '$-1$', true, 'complex numbers through sympy'],
     ['$\\sqrt{8}$', '$2\\sqrt{2}$', true, 'radicals simplified'],
   ];

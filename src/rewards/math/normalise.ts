@@ -45,10 +45,24 @@ function stripUnits(text: string): string {
 
 /** `\begin{pmatrix}a&b\\c&d\end{pmatrix}` (any matrix environment) as the nested tuple `((a,b),(c,d))`. */
 function matricesAsTuples(text: string): string {
-  return text.replace(/\\begin\{([pbvBV]?matrix|array)\}(?:\{[lcr|]*\})?([\s\S]*?)\\end\{\1\}/g, (_, _name: string, body: string) => {
-    const rows = body.split(/\\\\/).map((row) => row.trim()).filter((row) => row !== '');
-    return `(${rows.map((row) => `(${row.split('&').map((cell) => cell.trim()).join(',')})`).join(',')})`;
-  });
+  return text.replace(
+    /\\begin\{([pbvBV]?matrix|array)\}(?:\{[lcr|]*\})?([\s\S]*?)\\end\{\1\}/g,
+    (_, _name: string, body: string) => {
+      const rows = body
+        .split(/\\\\/)
+        .map((row) => row.trim())
+        .filter((row) => row !== '');
+      return `(${rows
+        .map(
+          (row) =>
+            `(${row
+              .split('&')
+              .map((cell) => cell.trim())
+              .join(',')})`,
+        )
+        .join(',')})`;
+    },
+  );
 }
 
 /** `\binom{n}{k}` as a factorial quotient, which both evaluators know. */
@@ -65,7 +79,8 @@ function binomialsAsFactorials(text: string): string {
 }
 
 /** Spaces, thin spaces, `\,`, `{,}` and apostrophes between groups of exactly three digits: separators anywhere. */
-const SPACED_THOUSANDS = /(?<![\d.,])(\d{1,3})((?:(?:\{,\}|\\,|\\ |\\;|\\!| |\u00a0|\u2009|\u202f|'|’)\d{3})+)(?![\d])/g;
+const SPACED_THOUSANDS =
+  /(?<![\d.,])(\d{1,3})((?:(?:\{,\}|\\,|\\ |\\;|\\!| |\u00a0|\u2009|\u202f|'|’)\d{3})+)(?![\d])/g;
 
 /**
  * Commas or dots between three-digit groups, read as separators only when they make the whole
@@ -80,10 +95,30 @@ function wholeNumberWithoutSeparators(text: string): string {
 
 /** Canonical text of one answer. */
 export function normaliseAnswer(raw: string): Normalised {
-  let text = raw.trim().replace(/\u2212/g, '-').replace(/[×·]/g, '*').replace(/÷/g, '/').replace(/π/g, '\\pi');
-  text = text.replace(/^\\\[|\\\]$/g, '').replace(/^\\\(|\\\)$/g, '').replace(/^\$+|\$+$/g, '');
+  let text = raw
+    .trim()
+    .replace(/\u2212/g, '-')
+    .replace(/[×·]/g, '*')
+    .replace(/÷/g, '/')
+    .replace(/π/g, '\\pi');
+  text = text
+    .replace(/^\\\[|\\\]$/g, '')
+    .replace(/^\\\(|\\\)$/g, '')
+    .replace(/^\$+|\$+$/g, '');
   text = text.replace(/(\d)\s*\\(?:text|mbox|mathrm)\{\s*[a-zA-Z][a-zA-Z\s.]*\}(\^\{?\d\}?)?\s*$/, '$1'); // a unit after a number: "10\text{ m}"
-  text = unwrapCommand(text, ['text', 'textbf', 'textit', 'textrm', 'mathrm', 'mathbf', 'mathit', 'mbox', 'operatorname', 'boxed', 'displaystyle']);
+  text = unwrapCommand(text, [
+    'text',
+    'textbf',
+    'textit',
+    'textrm',
+    'mathrm',
+    'mathbf',
+    'mathit',
+    'mbox',
+    'operatorname',
+    'boxed',
+    'displaystyle',
+  ]);
   text = text.replace(/\{\\rm\s+([^}]*)\}/g, '$1');
   text = matricesAsTuples(text);
   text = text

@@ -95,7 +95,9 @@ export function engineEqual(predicted: string, gold: string, tolerance: number):
   }
   let checked = 0;
   for (let trial = 0; trial < POINTS.length; trial++) {
-    const substitution = Object.fromEntries(names.map((name, index) => [name, POINTS[(trial + index) % POINTS.length]!]));
+    const substitution = Object.fromEntries(
+      names.map((name, index) => [name, POINTS[(trial + index) % POINTS.length]!]),
+    );
     const a = numericValue(left.subs(substitution));
     const b = numericValue(right.subs(substitution));
     if (Number.isNaN(a[0]) && Number.isNaN(b[0])) continue;

@@ -97,11 +97,19 @@ function scalarsMatch(predicted: Normalised, gold: Normalised, settings: Setting
   if (!left || !right) return engineEqual(predicted.text, gold.text, settings.tolerance) === true; // LaTeX ours does not read
   if (expressionsEqual(left, right, settings.tolerance)) return true;
   // Ours reads i as a variable, exact only for polynomials in i; the engine knows i² = −1 (e^{iπ} = −1).
-  if (left.variables.has('i') || right.variables.has('i')) return engineEqual(predicted.text, gold.text, settings.tolerance) === true;
-  if (settings.percentAsFraction && left.variables.size === 0 && right.variables.size === 0 && predicted.percent !== gold.percent) {
+  if (left.variables.has('i') || right.variables.has('i'))
+    return engineEqual(predicted.text, gold.text, settings.tolerance) === true;
+  if (
+    settings.percentAsFraction &&
+    left.variables.size === 0 &&
+    right.variables.size === 0 &&
+    predicted.percent !== gold.percent
+  ) {
     const a = left.evaluate(new Map());
     const b = right.evaluate(new Map());
-    return predicted.percent ? numbersClose(a / 100, b, settings.tolerance) : numbersClose(a, b / 100, settings.tolerance); // 50% = 0.5
+    return predicted.percent
+      ? numbersClose(a / 100, b, settings.tolerance)
+      : numbersClose(a, b / 100, settings.tolerance); // 50% = 0.5
   }
   return false;
 }

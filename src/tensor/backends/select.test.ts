@@ -12,10 +12,16 @@ import { backendNames, createBackend, getBackend, setBackend } from './select.js
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 
 /** Runs a snippet with tsx in a fresh Node process; returns its stderr, stdout and exit status. */
-function runChild(code: string, env: Record<string, string>): { status: number | null; stdout: string; stderr: string } {
+function runChild(
+  code: string,
+  env: Record<string, string>,
+): { status: number | null; stdout: string; stderr: string } {
   const { VITEST: _vitest, GRPO_BACKEND: _backend, GRPO_THREADS: _threads, GRPO_QUIET: _quiet, ...rest } = process.env;
   const result = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
-    cwd: root, env: { ...rest, ...env }, encoding: 'utf8', timeout: 20_000,
+    cwd: root,
+    env: { ...rest, ...env },
+    encoding: 'utf8',
+    timeout: 20_000,
   });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
@@ -72,10 +78,14 @@ describe('backend selection', () => {
     expect(quiet.status).toBe(0);
     expect(['native', 'wasm']).toContain(quiet.stdout.trim());
     expect(quiet.stderr).not.toContain('grpo: backend');
-    const unknown = runChild(`const { getBackend } = await import('${selectModule}'); getBackend();`, { GRPO_BACKEND: 'gpu' });
+    const unknown = runChild(`const { getBackend } = await import('${selectModule}'); getBackend();`, {
+      GRPO_BACKEND: 'gpu',
+    });
     expect(unknown.status).not.toBe(0);
     expect(unknown.stderr).toContain('unknown backend "gpu"; known backends: js, wasm, native');
-    const threads = runChild(`const { getBackend } = await import('${selectModule}'); getBackend();`, { GRPO_THREADS: 'two' });
+    const threads = runChild(`const { getBackend } = await import('${selectModule}'); getBackend();`, {
+      GRPO_THREADS: 'two',
+    });
     expect(threads.stderr).toContain('GRPO_THREADS must be a positive integer, got "two"');
   });
 });

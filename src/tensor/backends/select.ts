@@ -98,7 +98,10 @@ export function getBackend(): Backend {
 export function withConstantWeights<T>(tensors: Iterable<{ readonly data: Float32Array }>, fn: () => T): T {
   const backend = getBackend();
   if (!backend.withConstantOperands) return fn();
-  return backend.withConstantOperands(Array.from(tensors, (tensor) => tensor.data), fn);
+  return backend.withConstantOperands(
+    Array.from(tensors, (tensor) => tensor.data),
+    fn,
+  );
 }
 
 /**

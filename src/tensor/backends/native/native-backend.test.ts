@@ -31,8 +31,18 @@ function randomArray(length: number, seed: number): Float32Array {
 }
 
 function makeShape(M: number, K: number, N: number, extra: Partial<MatmulShape> = {}): MatmulShape {
-  return { batch: 1, M, K, N, transposeA: false, transposeB: false, aBatchStride: M * K, bBatchStride: K * N,
-    accumulate: false, ...extra };
+  return {
+    batch: 1,
+    M,
+    K,
+    N,
+    transposeA: false,
+    transposeB: false,
+    aBatchStride: M * K,
+    bBatchStride: K * N,
+    accumulate: false,
+    ...extra,
+  };
 }
 
 interface Case {
@@ -80,41 +90,77 @@ function buildCases(): Case[] {
   const cases: Case[] = [];
   let seed = 1;
   const sizes = [1, 7, 33];
-  for (const M of sizes) for (const K of sizes) for (const N of sizes) {
+  for (const M of sizes)
+    for (const K of sizes)
+      for (const N of sizes) {
+        cases.push(makeCase(`${M}x${K}x${N}`, makeShape(M, K, N), seed++));
+      }
+  for (const [M, K, N] of [
+    [257, 257, 257],
+    [15, 300, 65],
+    [29, 5, 95],
+    [700, 40, 37],
+    [3, 7, 4100],
+    [1, 513, 33],
+    [120, 8, 4100],
+  ]) {
     cases.push(makeCase(`${M}x${K}x${N}`, makeShape(M, K, N), seed++));
   }
-  for (const [M, K, N] of [[257, 257, 257], [15, 300, 65], [29, 5, 95], [700, 40, 37], [3, 7, 4100], [1, 513, 33], [120, 8, 4100]]) {
-    cases.push(makeCase(`${M}x${K}x${N}`, makeShape(M, K, N), seed++));
-  }
-  for (const transposeA of [false, true]) for (const transposeB of [false, true]) {
-    for (const [M, K, N] of [[33, 257, 7], [257, 33, 129], [130, 130, 130]]) {
-      const label = `${M}x${K}x${N} tA=${transposeA} tB=${transposeB}`;
-      cases.push(makeCase(label, makeShape(M, K, N, { transposeA, transposeB }), seed++));
+  for (const transposeA of [false, true])
+    for (const transposeB of [false, true]) {
+      for (const [M, K, N] of [
+        [33, 257, 7],
+        [257, 33, 129],
+        [130, 130, 130],
+      ]) {
+        const label = `${M}x${K}x${N} tA=${transposeA} tB=${transposeB}`;
+        cases.push(makeCase(label, makeShape(M, K, N, { transposeA, transposeB }), seed++));
+      }
     }
-  }
   // Few rows: a transposed B takes the dot-product path, a plain B is read in place (gemm.c).
-  for (const [M, K, N, transposeA] of [[1, 17, 5, false], [3, 300, 37, false], [8, 300, 1000, false],
-    [7, 1000, 70, true], [5, 33, 1, true], [4, 16, 4, false]] as const) {
+  for (const [M, K, N, transposeA] of [
+    [1, 17, 5, false],
+    [3, 300, 37, false],
+    [8, 300, 1000, false],
+    [7, 1000, 70, true],
+    [5, 33, 1, true],
+    [4, 16, 4, false],
+  ] as const) {
     const shape = makeShape(M, K, N, { transposeA, transposeB: true });
     cases.push(makeCase(`small M ${M}x${K}x${N} tA=${transposeA} tB=true`, shape, seed++));
     cases.push(makeCase(`small M ${M}x${K}x${N} accumulate`, { ...shape, accumulate: true }, seed++));
   }
-  for (const [M, K, N] of [[20, 300, 700], [28, 9, 64], [29, 40, 96]]) {
+  for (const [M, K, N] of [
+    [20, 300, 700],
+    [28, 9, 64],
+    [29, 40, 96],
+  ]) {
     cases.push(makeCase(`in-place B ${M}x${K}x${N}`, makeShape(M, K, N), seed++));
   }
   const [M, K, N] = [45, 70, 90];
   for (const batch of [2, 3]) {
-    const strides: Array<[number, number]> = [[0, K * N], [M * K, 0], [0, 0], [M * K + 5, K * N + 3]];
+    const strides: Array<[number, number]> = [
+      [0, K * N],
+      [M * K, 0],
+      [0, 0],
+      [M * K + 5, K * N + 3],
+    ];
     for (const [aBatchStride, bBatchStride] of strides) {
       const shape = makeShape(M, K, N, { batch, aBatchStride, bBatchStride, transposeB: batch === 3 });
       cases.push(makeCase(`batch ${batch} strides ${aBatchStride}/${bBatchStride}`, shape, seed++));
     }
   }
   cases.push(makeCase('batch 3 of 130x130x130', makeShape(130, 130, 130, { batch: 3 }), seed++));
-  for (const [M, K, N] of [[7, 33, 1], [300, 300, 300], [5, 1, 5]]) {
+  for (const [M, K, N] of [
+    [7, 33, 1],
+    [300, 300, 300],
+    [5, 1, 5],
+  ]) {
     cases.push(makeCase(`${M}x${K}x${N} accumulate`, makeShape(M, K, N, { accumulate: true }), seed++));
   }
-  cases.push(makeCase('batch 2 accumulate tA', makeShape(20, 600, 40, { batch: 2, accumulate: true, transposeA: true }), seed++));
+  cases.push(
+    makeCase('batch 2 accumulate tA', makeShape(20, 600, 40, { batch: 2, accumulate: true, transposeA: true }), seed++),
+  );
   return cases;
 }
 
@@ -195,14 +241,25 @@ describe.skipIf(!status.available && !required)('native backend', () => {
           const backend = get();
           // Rows from the packed path's lower limit to one whole A block (MC = 336 for the 14-row kernel);
           // K and N off the KC = 256 and NR = 32 grid; both transposes of B; accumulate.
-          const shapes = [[8, 300, 45, true], [15, 64, 8192, true], [64, 512, 70, false], [336, 257, 33, true], [20, 5, 1, true]] as const;
+          const shapes = [
+            [8, 300, 45, true],
+            [15, 64, 8192, true],
+            [64, 512, 70, false],
+            [336, 257, 33, true],
+            [20, 5, 1, true],
+          ] as const;
           let seed = 500;
           for (const [M, K, N, transposeB] of shapes) {
             for (const accumulate of [false, true]) {
-              const testCase = makeCase(`packed ${M}x${K}x${N} tB=${transposeB}${accumulate ? ' accumulate' : ''}`, makeShape(M, K, N, { transposeB, accumulate }), seed++);
+              const testCase = makeCase(
+                `packed ${M}x${K}x${N} tB=${transposeB}${accumulate ? ' accumulate' : ''}`,
+                makeShape(M, K, N, { transposeB, accumulate }),
+                seed++,
+              );
               const { value, scale } = expectedOf(testCase);
               backend.withConstantOperands!([testCase.b], () => {
-                for (let call = 0; call < 2; call++) { // the second call reuses the copy made by the first
+                for (let call = 0; call < 2; call++) {
+                  // the second call reuses the copy made by the first
                   const out = testCase.initial.slice();
                   backend.matmul(testCase.a, testCase.b, out, testCase.shape);
                   expectAgrees(out, value, scale, K, `${testCase.label} call ${call}`);
@@ -243,7 +300,10 @@ describe.skipIf(!status.available && !required)('native backend', () => {
             const out = testCase.initial.slice();
             backend.matmul(testCase.a, testCase.b, out, testCase.shape);
             const { value, scale } = expectedFor(testCase);
-            expect(value.some((x) => !Number.isFinite(x)), testCase.label).toBe(true);
+            expect(
+              value.some((x) => !Number.isFinite(x)),
+              testCase.label,
+            ).toBe(true);
             expectAgrees(out, value, scale, testCase.shape.K, testCase.label);
           }
         });

@@ -58,29 +58,137 @@ interface Addon {
   createContext(threads: number, isa: NativeIsa): object;
   destroyContext(handle: object): void;
   matmul(
-    handle: object, a: Float32Array, b: Float32Array, out: Float32Array, batch: number, M: number, K: number,
-    N: number, transposeA: boolean, transposeB: boolean, aBatchStride: number, bBatchStride: number,
+    handle: object,
+    a: Float32Array,
+    b: Float32Array,
+    out: Float32Array,
+    batch: number,
+    M: number,
+    K: number,
+    N: number,
+    transposeA: boolean,
+    transposeB: boolean,
+    aBatchStride: number,
+    bBatchStride: number,
     accumulate: boolean,
   ): void;
-  contextInfo(handle: object): { isa: Exclude<NativeIsa, 'auto'>; threads: number; mr: number; nr: number; packedMaxRows: number };
+  contextInfo(handle: object): {
+    isa: Exclude<NativeIsa, 'auto'>;
+    threads: number;
+    mr: number;
+    nr: number;
+    packedMaxRows: number;
+  };
   packMatrix(handle: object, b: Float32Array, K: number, N: number, transposeB: boolean): object;
   releasePacked(packed: object): void;
-  matmulPacked(handle: object, a: Float32Array, packed: object, out: Float32Array, M: number, accumulate: boolean): void;
+  matmulPacked(
+    handle: object,
+    a: Float32Array,
+    packed: object,
+    out: Float32Array,
+    M: number,
+    accumulate: boolean,
+  ): void;
   supportedIsas(): Array<Exclude<NativeIsa, 'auto'>>;
   rowExp(x: Float32Array, out: Float32Array, isa: NativeIsa): void;
-  swigluForward(handle: object, gate: Float32Array, up: Float32Array, out: Float32Array, activated: Float32Array | null): void;
-  swigluBackward(handle: object, gate: Float32Array, up: Float32Array, activated: Float32Array, g: Float32Array, gradGate: Float32Array, gradUp: Float32Array): void;
-  logSumExpRows(handle: object, logits: Float32Array, rows: number, V: number, shift: Float32Array, logTotal: Float64Array, entropy: Float32Array | null): void;
-  softmaxGradRows(handle: object, logits: Float32Array, rows: number, V: number, shift: Float32Array, logTotal: Float64Array, rowGrad: Float32Array, out: Float32Array): void;
-  rmsNormForward(handle: object, x: Float32Array, weight: Float32Array, rows: number, D: number, eps: number, out: Float32Array, inverseRms: Float32Array): void;
-  rmsNormBackward(handle: object, x: Float32Array, weight: Float32Array, inverseRms: Float32Array, g: Float32Array, rows: number, D: number, gradX: Float32Array, gradWeight: Float32Array): void;
-  sampleRows(handle: object, logits: Float32Array, rows: number, V: number, temperature: number, uniforms: Float64Array, ids: Int32Array, logprobs: Float64Array): void;
-  prefixAttention(
-    handle: object, q: Float32Array, promptKeys: Float32Array, promptValues: Float32Array, ownKeys: Float32Array,
-    ownValues: Float32Array, out: Float32Array, rows: number, Hq: number, Hkv: number, D: number, L: number, S: number,
-    promptCapacity: number, ownCapacity: number, firstVisible: number, scale: number,
+  swigluForward(
+    handle: object,
+    gate: Float32Array,
+    up: Float32Array,
+    out: Float32Array,
+    activated: Float32Array | null,
   ): void;
-  adamwUpdate(handle: object, parameter: Float32Array, grad: Float32Array, first: Float32Array, second: Float32Array, beta1: number, beta2: number, epsilon: number, stepSize: number, biasCorrection2Sqrt: number, decayFactor: number): void;
+  swigluBackward(
+    handle: object,
+    gate: Float32Array,
+    up: Float32Array,
+    activated: Float32Array,
+    g: Float32Array,
+    gradGate: Float32Array,
+    gradUp: Float32Array,
+  ): void;
+  logSumExpRows(
+    handle: object,
+    logits: Float32Array,
+    rows: number,
+    V: number,
+    shift: Float32Array,
+    logTotal: Float64Array,
+    entropy: Float32Array | null,
+  ): void;
+  softmaxGradRows(
+    handle: object,
+    logits: Float32Array,
+    rows: number,
+    V: number,
+    shift: Float32Array,
+    logTotal: Float64Array,
+    rowGrad: Float32Array,
+    out: Float32Array,
+  ): void;
+  rmsNormForward(
+    handle: object,
+    x: Float32Array,
+    weight: Float32Array,
+    rows: number,
+    D: number,
+    eps: number,
+    out: Float32Array,
+    inverseRms: Float32Array,
+  ): void;
+  rmsNormBackward(
+    handle: object,
+    x: Float32Array,
+    weight: Float32Array,
+    inverseRms: Float32Array,
+    g: Float32Array,
+    rows: number,
+    D: number,
+    gradX: Float32Array,
+    gradWeight: Float32Array,
+  ): void;
+  sampleRows(
+    handle: object,
+    logits: Float32Array,
+    rows: number,
+    V: number,
+    temperature: number,
+    uniforms: Float64Array,
+    ids: Int32Array,
+    logprobs: Float64Array,
+  ): void;
+  prefixAttention(
+    handle: object,
+    q: Float32Array,
+    promptKeys: Float32Array,
+    promptValues: Float32Array,
+    ownKeys: Float32Array,
+    ownValues: Float32Array,
+    out: Float32Array,
+    rows: number,
+    Hq: number,
+    Hkv: number,
+    D: number,
+    L: number,
+    S: number,
+    promptCapacity: number,
+    ownCapacity: number,
+    firstVisible: number,
+    scale: number,
+  ): void;
+  adamwUpdate(
+    handle: object,
+    parameter: Float32Array,
+    grad: Float32Array,
+    first: Float32Array,
+    second: Float32Array,
+    beta1: number,
+    beta2: number,
+    epsilon: number,
+    stepSize: number,
+    biasCorrection2Sqrt: number,
+    decayFactor: number,
+  ): void;
 }
 
 /** The addon's vectorised float32 exp on every element (exposed for its accuracy test), or null if not built. */
@@ -116,7 +224,8 @@ function loadAddon(): { addon: Addon | null; status: NativeAddonStatus } {
   const paths = candidatePaths();
   const path = paths.find((candidate) => existsSync(candidate));
   if (!path) {
-    const reason = `addon not built: no ${ADDON_FILE} found (looked in ${paths.join(', ')}); ` +
+    const reason =
+      `addon not built: no ${ADDON_FILE} found (looked in ${paths.join(', ')}); ` +
       'it is built by node-gyp at `npm install` (needs a C compiler); rebuild with `npm run build:native`';
     loaded = { addon: null, status: { available: false, path: null, reason, isas: [] } };
     return loaded;
@@ -147,11 +256,14 @@ function checkOptions(options: NativeBackendOptions): { threads: number; isa: Na
     throw new RangeError(`native backend: options.isa must be one of ${ISAS.join(', ')}, got '${String(isa)}'`);
   }
   const fromEnvironment = process.env.GRPO_NATIVE_PACK_MB;
-  const packBudgetBytes = options.packBudgetBytes ?? (fromEnvironment === undefined ? 2048 : Number(fromEnvironment)) * 2 ** 20;
+  const packBudgetBytes =
+    options.packBudgetBytes ?? (fromEnvironment === undefined ? 2048 : Number(fromEnvironment)) * 2 ** 20;
   if (!(packBudgetBytes >= 0)) {
-    throw new RangeError(options.packBudgetBytes === undefined
-      ? `native backend: GRPO_NATIVE_PACK_MB must be a non-negative number of MiB, got '${fromEnvironment}'`
-      : `native backend: options.packBudgetBytes must be a non-negative number, got ${options.packBudgetBytes}`);
+    throw new RangeError(
+      options.packBudgetBytes === undefined
+        ? `native backend: GRPO_NATIVE_PACK_MB must be a non-negative number of MiB, got '${fromEnvironment}'`
+        : `native backend: options.packBudgetBytes must be a non-negative number, got ${options.packBudgetBytes}`,
+    );
   }
   return { threads, isa, packBudgetBytes };
 }
@@ -219,8 +331,19 @@ export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBac
         }
       }
       addon.matmul(
-        handle, a, b, out, shape.batch, shape.M, shape.K, shape.N, shape.transposeA, shape.transposeB,
-        shape.aBatchStride, shape.bBatchStride, shape.accumulate,
+        handle,
+        a,
+        b,
+        out,
+        shape.batch,
+        shape.M,
+        shape.K,
+        shape.N,
+        shape.transposeA,
+        shape.transposeB,
+        shape.aBatchStride,
+        shape.bBatchStride,
+        shape.accumulate,
       );
     },
     swigluForward(gate, up, out, activated) {
@@ -246,14 +369,38 @@ export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBac
     },
     prefixAttentionRows(q, promptKeys, promptValues, ownKeys, ownValues, out, d: PrefixAttentionDims) {
       addon.prefixAttention(
-        live('prefixAttentionRows'), q, promptKeys, promptValues, ownKeys, ownValues, out, d.rows, d.Hq, d.Hkv, d.D,
-        d.L, d.S, d.promptCapacity, d.ownCapacity, Math.max(0, d.firstVisible), d.scale,
+        live('prefixAttentionRows'),
+        q,
+        promptKeys,
+        promptValues,
+        ownKeys,
+        ownValues,
+        out,
+        d.rows,
+        d.Hq,
+        d.Hkv,
+        d.D,
+        d.L,
+        d.S,
+        d.promptCapacity,
+        d.ownCapacity,
+        Math.max(0, d.firstVisible),
+        d.scale,
       );
     },
     adamwUpdate(parameter, grad, first, second, step: AdamWStep) {
       addon.adamwUpdate(
-        live('adamwUpdate'), parameter, grad, first, second, step.beta1, step.beta2, step.epsilon, step.stepSize,
-        step.biasCorrection2Sqrt, step.decayFactor,
+        live('adamwUpdate'),
+        parameter,
+        grad,
+        first,
+        second,
+        step.beta1,
+        step.beta2,
+        step.epsilon,
+        step.stepSize,
+        step.biasCorrection2Sqrt,
+        step.decayFactor,
       );
     },
     withConstantOperands<T>(operands: Iterable<Float32Array>, fn: () => T): T {
@@ -277,7 +424,10 @@ class ConstantOperands {
   private readonly copies = new Map<Float32Array, { key: string; packed: object }>();
   private bytes = 0;
 
-  constructor(private readonly addon: Addon, private readonly budgetBytes: number) {}
+  constructor(
+    private readonly addon: Addon,
+    private readonly budgetBytes: number,
+  ) {}
 
   holds(array: Float32Array): boolean {
     return this.depth > 0 && this.arrays.has(array);

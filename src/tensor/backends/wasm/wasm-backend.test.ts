@@ -30,7 +30,13 @@ function randomArray(length: number, seed: number): Float32Array {
 
 function makeShape(partial: Partial<MatmulShape> & Pick<MatmulShape, 'M' | 'K' | 'N'>): MatmulShape {
   const shape: MatmulShape = {
-    batch: 1, transposeA: false, transposeB: false, aBatchStride: 0, bBatchStride: 0, accumulate: false, ...partial,
+    batch: 1,
+    transposeA: false,
+    transposeB: false,
+    aBatchStride: 0,
+    bBatchStride: 0,
+    accumulate: false,
+    ...partial,
   };
   return shape;
 }
@@ -47,7 +53,13 @@ function magnitudes(a: Float32Array, b: Float32Array, shape: MatmulShape): Float
 }
 
 /** Runs both backends on the same inputs and checks every element within the stated tolerance. */
-function expectAgreement(backend: Backend, a: Float32Array, b: Float32Array, shape: MatmulShape, initial?: Float32Array): void {
+function expectAgreement(
+  backend: Backend,
+  a: Float32Array,
+  b: Float32Array,
+  shape: MatmulShape,
+  initial?: Float32Array,
+): void {
   const length = shape.batch * shape.M * shape.N;
   const expected = initial ? initial.slice() : new Float32Array(length).fill(7);
   const actual = expected.slice();
@@ -77,7 +89,10 @@ function runCase(backend: Backend, shape: MatmulShape, seed: number): void {
 }
 
 const transposes = [
-  [false, false], [true, false], [false, true], [true, true],
+  [false, false],
+  [true, false],
+  [false, true],
+  [true, true],
 ] as const;
 
 // parallelThreshold 0 sends even tiny products through the workers, so the 2-thread partition
@@ -95,16 +110,24 @@ for (const { name, options } of configurations) {
     it('on every combination of small odd sizes and transposes', () => {
       const sizes = [1, 3, 7, 8, 33];
       let seed = 1;
-      for (const M of sizes) for (const K of sizes) for (const N of sizes) {
-        for (const [transposeA, transposeB] of transposes) {
-          runCase(backend, makeShape({ M, K, N, transposeA, transposeB }), seed++);
-        }
-      }
+      for (const M of sizes)
+        for (const K of sizes)
+          for (const N of sizes) {
+            for (const [transposeA, transposeB] of transposes) {
+              runCase(backend, makeShape({ M, K, N, transposeA, transposeB }), seed++);
+            }
+          }
     });
 
     it('on larger shapes (64, 100, 257, a decode-like row, K past one cache block)', () => {
       const shapes = [
-        [64, 64, 64], [100, 257, 33], [257, 100, 129], [257, 257, 257], [1, 300, 1000], [130, 5, 300], [9, 600, 17],
+        [64, 64, 64],
+        [100, 257, 33],
+        [257, 100, 129],
+        [257, 257, 257],
+        [1, 300, 1000],
+        [130, 5, 300],
+        [9, 600, 17],
       ];
       let seed = 100;
       for (const [M, K, N] of shapes) {
@@ -117,7 +140,11 @@ for (const { name, options } of configurations) {
     it('on batches with packed, broadcast (stride 0) and padded strides', () => {
       const [M, K, N] = [7, 33, 13];
       const strides = [
-        [M * K, K * N], [0, K * N], [M * K, 0], [0, 0], [M * K + 5, K * N + 3],
+        [M * K, K * N],
+        [0, K * N],
+        [M * K, 0],
+        [0, 0],
+        [M * K + 5, K * N + 3],
       ];
       let seed = 200;
       for (const batch of [1, 2, 3, 5]) {
@@ -131,9 +158,27 @@ for (const { name, options } of configurations) {
 
     it('when accumulating into out', () => {
       let seed = 300;
-      for (const [M, K, N] of [[1, 1, 1], [7, 33, 5], [33, 300, 65]]) {
+      for (const [M, K, N] of [
+        [1, 1, 1],
+        [7, 33, 5],
+        [33, 300, 65],
+      ]) {
         for (const [transposeA, transposeB] of transposes) {
-          runCase(backend, makeShape({ batch: 2, M, K, N, transposeA, transposeB, aBatchStride: M * K, bBatchStride: 0, accumulate: true }), seed++);
+          runCase(
+            backend,
+            makeShape({
+              batch: 2,
+              M,
+              K,
+              N,
+              transposeA,
+              transposeB,
+              aBatchStride: M * K,
+              bBatchStride: 0,
+              accumulate: true,
+            }),
+            seed++,
+          );
         }
       }
     });
@@ -196,7 +241,11 @@ describe('wasm backend', () => {
     const one = createWasmBackend({ threads: 1 });
     const two = createWasmBackend({ threads: 2, parallelThreshold: 0 });
     try {
-      for (const [batch, M, K, N] of [[1, 200, 300, 100], [1, 5, 300, 700], [3, 50, 70, 90]]) {
+      for (const [batch, M, K, N] of [
+        [1, 200, 300, 100],
+        [1, 5, 300, 700],
+        [3, 50, 70, 90],
+      ]) {
         const shape = makeShape({ batch, M, K, N, aBatchStride: M * K, bBatchStride: 0 });
         const a = randomArray(batch * M * K, 11);
         const b = randomArray(K * N, 12);
@@ -229,10 +278,12 @@ describe('wasm backend', () => {
     expect(() => backend.matmul(new Float32Array(11), new Float32Array(12), new Float32Array(16), shape)).toThrow(
       /a has 11 elements but batch=2 M=2 K=3 N=4 .* needs 12/,
     );
-    expect(() => backend.matmul(new Float32Array(12), new Float32Array(12), new Float32Array(15), shape)).toThrow(/out has 15/);
-    expect(() => backend.matmul(new Float32Array(12), new Float32Array(12), new Float32Array(16), { ...shape, M: -1 })).toThrow(
-      /shape.M must be a non-negative integer/,
+    expect(() => backend.matmul(new Float32Array(12), new Float32Array(12), new Float32Array(15), shape)).toThrow(
+      /out has 15/,
     );
+    expect(() =>
+      backend.matmul(new Float32Array(12), new Float32Array(12), new Float32Array(16), { ...shape, M: -1 }),
+    ).toThrow(/shape.M must be a non-negative integer/);
     backend.dispose();
   });
 
@@ -244,8 +295,8 @@ describe('wasm backend', () => {
     expect(backend.threads).toBe(2);
     backend.dispose();
     backend.dispose();
-    expect(() => backend.matmul(new Float32Array(1), new Float32Array(1), new Float32Array(1), makeShape({ M: 1, K: 1, N: 1 }))).toThrow(
-      /disposed/,
-    );
+    expect(() =>
+      backend.matmul(new Float32Array(1), new Float32Array(1), new Float32Array(1), makeShape({ M: 1, K: 1, N: 1 })),
+    ).toThrow(/disposed/);
   });
 });

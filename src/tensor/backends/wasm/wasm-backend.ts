@@ -104,9 +104,13 @@ class WasmBackend implements Backend {
   private workersReady: boolean;
   private disposed = false;
 
-  constructor(readonly threads: number, private readonly parallelThreshold: number) {
+  constructor(
+    readonly threads: number,
+    private readonly parallelThreshold: number,
+  ) {
     const module = kernelModule();
-    this.kernels = new WebAssembly.Instance(module, { env: { memory: this.memory } }).exports as unknown as KernelExports;
+    this.kernels = new WebAssembly.Instance(module, { env: { memory: this.memory } })
+      .exports as unknown as KernelExports;
     this.paramsAddress = align(this.kernels.__heap_base.value as number, 64);
     this.scratchBytes = align(this.kernels.sgemm_scratch_bytes(), 64);
     this.scratchAddress = this.paramsAddress + 64;
@@ -115,8 +119,19 @@ class WasmBackend implements Backend {
     for (let index = 1; index < threads; index++) {
       const worker = new Worker(new URL('./worker.mjs', import.meta.url), {
         workerData: {
-          module, memory: this.memory, control: this.control.buffer, index,
-          layout: { GENERATION: CONTROL_GENERATION, PENDING: CONTROL_PENDING, PARAMS: CONTROL_PARAMS, COUNT: CONTROL_COUNT, STOP: CONTROL_STOP, READY: CONTROL_READY, FAILED: CONTROL_FAILED },
+          module,
+          memory: this.memory,
+          control: this.control.buffer,
+          index,
+          layout: {
+            GENERATION: CONTROL_GENERATION,
+            PENDING: CONTROL_PENDING,
+            PARAMS: CONTROL_PARAMS,
+            COUNT: CONTROL_COUNT,
+            STOP: CONTROL_STOP,
+            READY: CONTROL_READY,
+            FAILED: CONTROL_FAILED,
+          },
         },
         // worker.mjs is plain JS: it needs no loader (tsx) and must not inherit flags such as
         // --input-type or --eval, which make a worker fail before it can signal the calling thread.
@@ -150,8 +165,21 @@ class WasmBackend implements Backend {
     heap.set(b.subarray(0, bLength), bAddress / 4);
     if (accumulate) heap.set(out.subarray(0, outLength), outAddress / 4);
     new Int32Array(this.memory.buffer, this.paramsAddress, PARAMS_WORDS).set([
-      aAddress, bAddress, outAddress, batch, M, K, N, shape.transposeA ? 1 : 0, shape.transposeB ? 1 : 0,
-      aBatchStride, bBatchStride, accumulate ? 1 : 0, this.scratchAddress, this.scratchBytes, 0,
+      aAddress,
+      bAddress,
+      outAddress,
+      batch,
+      M,
+      K,
+      N,
+      shape.transposeA ? 1 : 0,
+      shape.transposeB ? 1 : 0,
+      aBatchStride,
+      bBatchStride,
+      accumulate ? 1 : 0,
+      this.scratchAddress,
+      this.scratchBytes,
+      0,
     ]);
     if (this.workers.length > 0 && batch * M * N * K >= this.parallelThreshold) this.runParallel();
     else this.kernels.sgemm_thread(this.paramsAddress, 0, 1);
