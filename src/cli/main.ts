@@ -60,6 +60,12 @@ function dataFlagsOf(options: Record<string, unknown>): DataFlags {
   };
 }
 
+/** --lora-rank N as the `--set lora.rank=N` it stands for, placed first so an explicit --set still wins. */
+function setWithLoraRank(options: Record<string, unknown>): string[] {
+  const rank = options.loraRank === undefined ? [] : [`lora.rank=${options.loraRank as number}`];
+  return [...rank, ...((options.set as string[] | undefined) ?? [])];
+}
+
 export function buildProgram(): Command {
   const program = new Command('grpo')
     .description(
@@ -108,6 +114,11 @@ export function buildProgram(): Command {
       .option(
         '--chat-template <auto|none|file>',
         "prompt format: the checkpoint's chat template (auto), plain text (none), or a .jinja file (= model.chatTemplate)",
+      )
+      .option(
+        '--lora-rank <n>',
+        'train LoRA adapters of this rank instead of every weight (= --set lora.rank=N; 1 to 4096)',
+        integerFrom(1, 4096),
       );
   trainOptions(program.command('train'))
     .description(
@@ -116,7 +127,7 @@ export function buildProgram(): Command {
     .action(async (recipe: string | undefined, options) => {
       process.exitCode = await runTrainCommand({
         recipe,
-        set: options.set,
+        set: setWithLoraRank(options),
         preset: options.preset,
         resume: options.resume,
         runName: options.runName,
@@ -129,7 +140,7 @@ export function buildProgram(): Command {
     .action(async (recipe: string | undefined, options) => {
       process.exitCode = await runTrainCommand({
         recipe,
-        set: options.set,
+        set: setWithLoraRank(options),
         resume: options.resume,
         runName: options.runName,
         quiet: options.quiet,

@@ -39,9 +39,11 @@ export interface LoraPair {
 }
 
 /** 'all-linear' (as PEFT, every projection but lm_head) or an explicit list, in a stable order. */
-export function resolveTargetModules(targetModules: 'all-linear' | readonly string[]): LoraModuleName[] {
+export function resolveTargetModules(targetModules: string | readonly string[]): LoraModuleName[] {
   const all = Object.keys(LORA_MODULES) as LoraModuleName[];
   if (targetModules === 'all-linear') return all;
+  if (typeof targetModules === 'string')
+    throw new Error(`lora.targetModules: "${targetModules}" is neither 'all-linear' nor a list of module names`);
   for (const name of targetModules)
     if (!all.includes(name as LoraModuleName))
       throw new Error(`lora.targetModules: unknown module "${name}"; known: all-linear, ${all.join(', ')}`);

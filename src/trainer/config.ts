@@ -6,7 +6,10 @@
  * (algorithms/*), and presets.ts fills them in for the named recipes.
  */
 import { z } from 'zod';
+import { LORA_MODULES } from '../model/lora.js';
 import { trlHint } from './trl-names.js';
+
+const LORA_MODULE_NAMES = Object.keys(LORA_MODULES);
 
 const positiveInteger = z.number().int().positive();
 const nonNegativeInteger = z.number().int().nonnegative();
@@ -243,6 +246,46 @@ const checkpointSchema = z
   })
   .strict();
 
+const loraSchema = z
+  .object({
+    rank: boundedInteger(1, 4096).default(8).describe('r: the rank of every adapter (A is [r, in], B is [out, r]).'),
+    alpha: z
+      .number()
+      .positive()
+      .default(16)
+      .describe('lora_alpha: the update is scaled by alpha/rank (alpha/√rank with rsLora).'),
+    dropout: z
+      .number()
+      .max(0, 'LoRA dropout is not implemented; only 0 is accepted')
+      .min(0)
+      .default(0)
+      .describe('lora_dropout on the adapter input; only 0 (no dropout) is implemented.'),
+    targetModules: z
+      .union([z.string(), z.array(z.string()).min(1)])
+      .default('all-linear')
+      .superRefine((value, context) => {
+        // One message naming the bad module, rather than zod's "Invalid input" for a failed union.
+        const unknown = (Array.isArray(value) ? value : [value]).filter(
+          (name) => !(LORA_MODULE_NAMES as string[]).includes(name) && !(name === 'all-linear' && value === name),
+        );
+        if (unknown.length > 0)
+          context.addIssue({
+            code: 'custom',
+            message: `unknown module "${unknown[0]}"; give 'all-linear' or a list of ${LORA_MODULE_NAMES.join(', ')}`,
+          });
+      })
+      .describe(
+        "Linear layers that get adapters: 'all-linear' (q, k, v, o, gate, up and down projections) or a list such as ['q_proj', 'v_proj'].",
+      ),
+    learningRate: z
+      .number()
+      .positive()
+      .optional()
+      .describe('Peak learning rate of both phases while LoRA is on; absent = sft.learningRate and grpo.learningRate.'),
+    rsLora: z.boolean().default(false).describe('rsLoRA: scale by alpha/√rank instead of alpha/rank.'),
+  })
+  .strict();
+
 export const trainerConfigSchema = z
   .object({
     task: z
@@ -279,6 +322,12 @@ export const trainerConfigSchema = z
     evaluation: evaluationSchema.default(() => evaluationSchema.parse({})).describe('Held-out evaluation.'),
     logging: loggingSchema.default(() => loggingSchema.parse({})).describe('Run folder and console output.'),
     checkpoint: checkpointSchema.default(() => checkpointSchema.parse({})).describe('Checkpointing for resume.'),
+    lora: loraSchema
+      .nullable()
+      .default(null)
+      .describe(
+        'LoRA adapters (PEFT format) instead of full fine-tuning; null = every weight trains. The base weights stay frozen, checkpoints hold the adapter, and the KL reference is the model with its adapters off (the base model, even after an SFT phase).',
+      ),
   })
   .strict();
 

@@ -7,7 +7,9 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { ADAPTER_WEIGHTS_FILE } from '../model/adapter-files.js';
 import { loadCheckpoint, saveCheckpoint } from '../model/checkpoint.js';
+import { readSafetensors } from '../model/safetensors.js';
 import { Transformer } from '../model/transformer.js';
 import type { AdamW } from '../nn/index.js';
 import type { ProgressReporter } from './progress.js';
@@ -29,8 +31,13 @@ export function resumeFrom(
   }
   const step = steps[steps.length - 1];
   const { state, optimizer: optimizerState, directory, logBytes } = folder.loadTrainingState(step);
-  const restored = Transformer.fromTensors(model.config, loadCheckpoint(directory).tensors);
-  for (const [name, parameter] of model.parameters) parameter.data.set(restored.parameters.get(name)!.data);
+  if (model.adapters) {
+    // A LoRA checkpoint holds only the adapter; the frozen base weights are the ones loaded at setup.
+    model.adapters.load(readSafetensors(join(directory, ADAPTER_WEIGHTS_FILE)), directory);
+  } else {
+    const restored = Transformer.fromTensors(model.config, loadCheckpoint(directory).tensors);
+    for (const [name, parameter] of model.parameters) parameter.data.set(restored.parameters.get(name)!.data);
+  }
   optimizer.setState(optimizerState);
   // Lines logged after the checkpoint (even at its own step) are replayed, so they are cut first.
   if (logBytes) folder.truncateLogsTo(logBytes);
