@@ -5,7 +5,7 @@
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { runListCommand } from './list-command.js';
-import { runGenerateCommand, runScoreCommand } from './model-commands.js';
+import { runGenerateCommand, runMergeCommand, runScoreCommand } from './model-commands.js';
 import { runRewardCommand } from './reward-command.js';
 import { runTrainCommand, type DataFlags } from './train-command.js';
 import { runEvalCommand } from './eval-command.js';
@@ -153,6 +153,10 @@ export function buildProgram(): Command {
     .command('eval')
     .description('held-out accuracy (greedy pass@1, sampled pass@k) of a checkpoint on a built-in task')
     .requiredOption('--model <directory>', 'checkpoint folder (HF layout)')
+    .option(
+      '--adapter <directory>',
+      'a PEFT LoRA adapter folder applied on top of --model (e.g. a LoRA run checkpoint)',
+    )
     .option('--task <name>', 'built-in task', 'addition')
     .option('--data <file>', 'evaluate on every row of a dataset file instead (needs --reward)')
     .option('--prompt-column <column>', 'column holding the prompt (with --data)')
@@ -181,6 +185,10 @@ export function buildProgram(): Command {
     .command('generate')
     .description('sample completions from a checkpoint')
     .requiredOption('--model <directory>', 'checkpoint folder (HF layout)')
+    .option(
+      '--adapter <directory>',
+      'a PEFT LoRA adapter folder applied on top of --model (e.g. a LoRA run checkpoint)',
+    )
     .requiredOption('--prompt <text>', 'prompt text')
     .option('--chat', "wrap the prompt in the tokenizer's chat template as a user message")
     .option('--max-new-tokens <n>', 'tokens to generate at most (1 to 32768)', maxNewTokens, 64)
@@ -196,10 +204,22 @@ export function buildProgram(): Command {
     .command('score')
     .description('per-token log-probabilities, mean NLL and perplexity of a text under a checkpoint')
     .requiredOption('--model <directory>', 'checkpoint folder (HF layout)')
+    .option(
+      '--adapter <directory>',
+      'a PEFT LoRA adapter folder applied on top of --model (e.g. a LoRA run checkpoint)',
+    )
     .option('--text <text>', 'text to score (BOS added as the tokenizer config says)')
     .option('--ids <ids>', 'comma-separated token ids to score')
     .option('--json', 'print JSON')
     .action((options) => runScoreCommand(options));
+
+  program
+    .command('merge')
+    .description('fold a LoRA adapter into its base weights and write a plain HF checkpoint')
+    .requiredOption('--model <directory>', 'the base checkpoint folder (HF layout)')
+    .requiredOption('--adapter <directory>', 'a PEFT LoRA adapter folder')
+    .requiredOption('--out <directory>', 'folder to write the merged checkpoint to')
+    .action((options) => runMergeCommand(options));
 
   program
     .command('reward')
