@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { loadCheckpoint } from '../model/checkpoint.js';
 import { Transformer } from '../model/transformer.js';
 import { readSafetensors } from '../model/safetensors.js';
 import { createRunContext, resolveConfig, singleTurnRollout, train, type RolloutFn } from './index.js';
@@ -54,6 +55,13 @@ describe('a LoRA run', () => {
     expect(existsSync(join(last, 'adapter_config.json'))).toBe(true);
     expect(existsSync(join(last, 'model.safetensors'))).toBe(false);
     expect(existsSync(join(whole, 'checkpoints', 'reference'))).toBe(false); // no second copy of the weights
+    // A from-scratch base is saved once, and the adapter names it: base + adapter is the trained policy.
+    const baseFolder = join(whole, 'checkpoints', 'base');
+    expect(JSON.parse(readFileSync(join(last, 'adapter_config.json'), 'utf8')).base_model_name_or_path).toBe(
+      baseFolder,
+    );
+    const reloaded = Transformer.fromTensors(context.model.config, loadCheckpoint(baseFolder).tensors);
+    for (const [name, parameter] of reloaded.parameters) expect(parameter.data).toEqual(baseBefore.get(name));
     const optimizerNames = [...readSafetensors(join(last, 'training-state', 'optimizer.safetensors')).keys()];
     expect(optimizerNames.length).toBe(2 * 2 * 7); // first and second moments of A and B of 7 linears
     expect(optimizerNames.every((name) => /\.lora_[AB]\.weight$/.test(name))).toBe(true);

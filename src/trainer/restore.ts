@@ -1,7 +1,7 @@
 /**
  * What a run restores or rebuilds before it continues: the weights, optimiser state and counters of
- * the last complete checkpoint (with the logs cut back to what that checkpoint had seen), and the
- * frozen KL reference model saved at GRPO start.
+ * the last complete checkpoint (with the logs cut back to what that checkpoint had seen), the
+ * frozen KL reference model saved at GRPO start, and the base model a LoRA run's adapters name.
  *
  * Is not: the writing of checkpoints (run-folder.ts) or the loop (trainer.ts).
  */
@@ -74,4 +74,21 @@ export function referenceFor(context: RunContext, folder: RunFolder, state: Trai
   const reference = Transformer.fromTensors(context.model.config, tensors);
   for (const parameter of reference.parameters.values()) parameter.requiresGrad = false;
   return reference;
+}
+
+/**
+ * The base model a LoRA run's adapters apply to, as adapter_config.json names it: the configured
+ * checkpoint, or for a from-scratch model its frozen weights saved once as checkpoints/base (a
+ * complete HF folder, so `grpo score --model checkpoints/base --adapter checkpoints/step-N` works).
+ */
+export function adapterBaseFor(context: RunContext, folder: RunFolder): string {
+  if (context.config.model.checkpoint) return context.config.model.checkpoint;
+  const directory = join(folder.checkpointsDirectory, 'base');
+  if (!existsSync(directory))
+    saveCheckpoint(directory, {
+      config: context.model.config,
+      tensors: context.model.toStoredTensors(),
+      extraFiles: context.tokenizerFiles,
+    });
+  return directory;
 }

@@ -17,7 +17,7 @@ import { createProgressReporter, type ProgressReporter } from './progress.js';
 import type { RolloutFn } from './rollout.js';
 import { RunFolder, type TrainerState } from './run-folder.js';
 import { completionMetrics, rewardLogMetrics, sampleRecords } from './step-metrics.js';
-import { referenceFor, resumeFrom } from './restore.js';
+import { adapterBaseFor, referenceFor, resumeFrom } from './restore.js';
 import { guardSkips, reportRewardFailures } from './run-guards.js';
 import { bindAlgorithm } from './algorithm.js';
 import { markFailed, markRunning } from './run-status.js';
@@ -119,13 +119,14 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
       temperature: config.sampling.temperature,
       seed: config.seed,
     });
+  const adapterBase = model.adapters ? adapterBaseFor(context, folder) : null;
   // Saving step N twice (a periodic checkpoint, then the end of a phase) replaces it atomically.
   // A LoRA run saves its adapter (PEFT format) instead of the frozen base weights.
   const save = () =>
     folder.saveCheckpoint({
       config: model.config,
       tensors: model.toStoredTensors(),
-      adapter: model.adapters ? { adapters: model.adapters, baseModel: config.model.checkpoint ?? null } : undefined,
+      adapter: model.adapters ? { adapters: model.adapters, baseModel: adapterBase! } : undefined,
       optimizer,
       state,
       extraFiles: context.tokenizerFiles,
