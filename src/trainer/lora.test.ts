@@ -113,6 +113,11 @@ describe('a LoRA run', () => {
     expect(existsSync(join(broken, 'checkpoints', 'step-2', 'adapter_model.safetensors'))).toBe(true);
     expect(existsSync(join(broken, 'checkpoints', 'step-3'))).toBe(false);
 
+    // Resuming with the other setting is refused before anything changes.
+    const fullConfig = { ...config, lora: null };
+    await expect(
+      train(createRunContext(fullConfig), { runDirectory: broken, quiet: true, resume: true }),
+    ).rejects.toThrow(/holds a LoRA adapter but the config has lora null/);
     await train(createRunContext(config), { runDirectory: broken, quiet: true, resume: true });
     expect(metrics(broken)).toEqual(metrics(whole));
     expect(adapterBytes(broken, 4).equals(adapterBytes(whole, 4))).toBe(true);

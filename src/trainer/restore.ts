@@ -31,6 +31,11 @@ export function resumeFrom(
   }
   const step = steps[steps.length - 1];
   const { state, optimizer: optimizerState, directory, logBytes } = folder.loadTrainingState(step);
+  const holdsAdapter = existsSync(join(directory, ADAPTER_WEIGHTS_FILE));
+  if (holdsAdapter !== (model.adapters !== null))
+    throw new Error(
+      `${directory}: the checkpoint holds ${holdsAdapter ? 'a LoRA adapter' : 'full weights'} but the config has ${model.adapters ? 'lora set' : 'lora null'}; resume with the run's own lora setting`,
+    );
   if (model.adapters) {
     // A LoRA checkpoint holds only the adapter; the frozen base weights are the ones loaded at setup.
     model.adapters.load(readSafetensors(join(directory, ADAPTER_WEIGHTS_FILE)), directory);
