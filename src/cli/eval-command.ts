@@ -6,6 +6,7 @@ import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { taskRegistry } from '../data/index.js';
 import { dataFlagOverrides } from './train-command.js';
+import { loadAdapter } from '../model/adapter-files.js';
 import { loadCheckpoint, resolveStopTokenIds } from '../model/checkpoint.js';
 import { checkTokenizerFitsModel, loadTokenizer } from '../model/tokenizer.js';
 import { Transformer } from '../model/transformer.js';
@@ -14,6 +15,8 @@ import { promptFormatFor } from '../trainer/prompt-format.js';
 
 export interface EvalCommandOptions {
   model: string;
+  /** A PEFT LoRA adapter folder applied on top of `model`. */
+  adapter?: string;
   task: string;
   examples: number;
   passAtK: number;
@@ -63,6 +66,7 @@ export async function runEvalCommand(options: EvalCommandOptions): Promise<numbe
   const tokenizer = loadTokenizer(options.model);
   checkTokenizerFitsModel(tokenizer, checkpoint.config, options.model);
   const model = Transformer.fromTensors(checkpoint.config, checkpoint.tensors);
+  if (options.adapter !== undefined) model.attachAdapters(loadAdapter(options.adapter, checkpoint.config));
   // The held-out split is drawn with the training seed + 1, as the trainer does.
   const examples = task.evalExamples(options.examples, options.seed + 1);
   const output =

@@ -5,7 +5,7 @@
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { runListCommand } from './list-command.js';
-import { runGenerateCommand, runScoreCommand } from './model-commands.js';
+import { runGenerateCommand, runMergeCommand, runScoreCommand } from './model-commands.js';
 import { runRewardCommand } from './reward-command.js';
 import { runTrainCommand, type DataFlags } from './train-command.js';
 import { runEvalCommand } from './eval-command.js';
@@ -60,6 +60,12 @@ function dataFlagsOf(options: Record<string, unknown>): DataFlags {
   };
 }
 
+/** --lora-rank N as the `--set lora.rank=N` it stands for, placed first so an explicit --set still wins. */
+function setWithLoraRank(options: Record<string, unknown>): string[] {
+  const rank = options.loraRank === undefined ? [] : [`lora.rank=${options.loraRank as number}`];
+  return [...rank, ...((options.set as string[] | undefined) ?? [])];
+}
+
 export function buildProgram(): Command {
   const program = new Command('grpo')
     .description(
@@ -108,6 +114,11 @@ export function buildProgram(): Command {
       .option(
         '--chat-template <auto|none|file>',
         "prompt format: the checkpoint's chat template (auto), plain text (none), or a .jinja file (= model.chatTemplate)",
+      )
+      .option(
+        '--lora-rank <n>',
+        'train LoRA adapters of this rank instead of every weight (= --set lora.rank=N; 1 to 4096)',
+        integerFrom(1, 4096),
       );
   trainOptions(program.command('train'))
     .description(
@@ -116,7 +127,7 @@ export function buildProgram(): Command {
     .action(async (recipe: string | undefined, options) => {
       process.exitCode = await runTrainCommand({
         recipe,
-        set: options.set,
+        set: setWithLoraRank(options),
         preset: options.preset,
         resume: options.resume,
         runName: options.runName,
@@ -129,7 +140,7 @@ export function buildProgram(): Command {
     .action(async (recipe: string | undefined, options) => {
       process.exitCode = await runTrainCommand({
         recipe,
-        set: options.set,
+        set: setWithLoraRank(options),
         resume: options.resume,
         runName: options.runName,
         quiet: options.quiet,
@@ -142,6 +153,10 @@ export function buildProgram(): Command {
     .command('eval')
     .description('held-out accuracy (greedy pass@1, sampled pass@k) of a checkpoint on a built-in task')
     .requiredOption('--model <directory>', 'checkpoint folder (HF layout)')
+    .option(
+      '--adapter <directory>',
+      'a PEFT LoRA adapter folder applied on top of --model (e.g. a LoRA run checkpoint)',
+    )
     .option('--task <name>', 'built-in task', 'addition')
     .option('--data <file>', 'evaluate on every row of a dataset file instead (needs --reward)')
     .option('--prompt-column <column>', 'column holding the prompt (with --data)')
@@ -170,6 +185,10 @@ export function buildProgram(): Command {
     .command('generate')
     .description('sample completions from a checkpoint')
     .requiredOption('--model <directory>', 'checkpoint folder (HF layout)')
+    .option(
+      '--adapter <directory>',
+      'a PEFT LoRA adapter folder applied on top of --model (e.g. a LoRA run checkpoint)',
+    )
     .requiredOption('--prompt <text>', 'prompt text')
     .option('--chat', "wrap the prompt in the tokenizer's chat template as a user message")
     .option('--max-new-tokens <n>', 'tokens to generate at most (1 to 32768)', maxNewTokens, 64)
@@ -185,10 +204,22 @@ export function buildProgram(): Command {
     .command('score')
     .description('per-token log-probabilities, mean NLL and perplexity of a text under a checkpoint')
     .requiredOption('--model <directory>', 'checkpoint folder (HF layout)')
+    .option(
+      '--adapter <directory>',
+      'a PEFT LoRA adapter folder applied on top of --model (e.g. a LoRA run checkpoint)',
+    )
     .option('--text <text>', 'text to score (BOS added as the tokenizer config says)')
     .option('--ids <ids>', 'comma-separated token ids to score')
     .option('--json', 'print JSON')
     .action((options) => runScoreCommand(options));
+
+  program
+    .command('merge')
+    .description('fold a LoRA adapter into its base weights and write a plain HF checkpoint')
+    .requiredOption('--model <directory>', 'the base checkpoint folder (HF layout)')
+    .requiredOption('--adapter <directory>', 'a PEFT LoRA adapter folder')
+    .requiredOption('--out <directory>', 'folder to write the merged checkpoint to')
+    .action((options) => runMergeCommand(options));
 
   program
     .command('reward')

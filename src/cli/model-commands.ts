@@ -1,24 +1,56 @@
 /**
- * `grpo generate` and `grpo score`: sample from, or score text under, any checkpoint folder.
- * Argument parsing lives in main.ts; these functions take typed options and print to stdout.
+ * `grpo generate` and `grpo score`: sample from, or score text under, any checkpoint folder, with a
+ * PEFT LoRA adapter applied on top (--adapter); `grpo merge` folds an adapter into its base weights
+ * and writes a plain HF checkpoint. Argument parsing lives in main.ts; these functions take typed
+ * options and print to stdout.
  * Is not: a chat UI. With --json the output carries ids, text and logprobs.
  */
-import { loadCheckpoint, resolveStopTokenIds } from '../model/checkpoint.js';
+import { loadAdapter } from '../model/adapter-files.js';
+import { loadCheckpoint, resolveStopTokenIds, saveCheckpoint } from '../model/checkpoint.js';
 import { encodeChat } from '../model/chat-template.js';
 import { checkTokenizerFitsModel, loadTokenizer } from '../model/tokenizer.js';
 import { Transformer } from '../model/transformer.js';
 import { generate } from '../sampling/index.js';
 import { logSoftmaxGather, noGrad } from '../tensor/index.js';
 
-function loadModel(directory: string) {
+/** The base checkpoint, its tokenizer, and the model with the adapter (if any) attached. */
+function loadModel(directory: string, adapter?: string) {
   const checkpoint = loadCheckpoint(directory);
   const tokenizer = loadTokenizer(directory);
   checkTokenizerFitsModel(tokenizer, checkpoint.config, directory);
-  return { checkpoint, tokenizer, model: Transformer.fromTensors(checkpoint.config, checkpoint.tensors) };
+  const model = Transformer.fromTensors(checkpoint.config, checkpoint.tensors);
+  if (adapter !== undefined) model.attachAdapters(loadAdapter(adapter, checkpoint.config));
+  return { checkpoint, tokenizer, model };
+}
+
+export interface MergeCommandOptions {
+  /** The base checkpoint folder the adapter was trained on. */
+  model: string;
+  /** A PEFT LoRA adapter folder (adapter_config.json + adapter_model.safetensors). */
+  adapter: string;
+  out: string;
+}
+
+/** Writes base + s·B·A as a plain HF checkpoint (tokenizer and generation files copied from the base). */
+export function runMergeCommand(
+  options: MergeCommandOptions,
+  write: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
+): void {
+  const checkpoint = loadCheckpoint(options.model);
+  const adapters = loadAdapter(options.adapter, checkpoint.config);
+  saveCheckpoint(options.out, {
+    config: checkpoint.config,
+    tensors: adapters.mergeInto(checkpoint.tensors),
+    generationConfig: checkpoint.generationConfig,
+    sourceDir: options.model,
+  });
+  write(`merged ${adapters.pairs.size} adapted linears into ${options.out}`);
 }
 
 export interface GenerateCommandOptions {
   model: string;
+  /** A PEFT LoRA adapter folder applied on top of `model`. */
+  adapter?: string;
   prompt: string;
   chat?: boolean;
   maxNewTokens: number;
@@ -34,7 +66,7 @@ export function runGenerateCommand(
   options: GenerateCommandOptions,
   write: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
 ): void {
-  const { checkpoint, tokenizer, model } = loadModel(options.model);
+  const { checkpoint, tokenizer, model } = loadModel(options.model, options.adapter);
   const promptIds = options.chat
     ? encodeChat(tokenizer, [{ role: 'user', content: options.prompt }], { addGenerationPrompt: true })
     : tokenizer.encode(options.prompt, { addSpecialTokens: true });
@@ -73,6 +105,8 @@ export function runGenerateCommand(
 
 export interface ScoreCommandOptions {
   model: string;
+  /** A PEFT LoRA adapter folder applied on top of `model`. */
+  adapter?: string;
   text?: string;
   ids?: string;
   json?: boolean;
@@ -84,7 +118,7 @@ export function runScoreCommand(
 ): void {
   if ((options.text === undefined) === (options.ids === undefined))
     throw new Error('grpo score: give exactly one of --text or --ids');
-  const { tokenizer, model } = loadModel(options.model);
+  const { tokenizer, model } = loadModel(options.model, options.adapter);
   const ids =
     options.text !== undefined
       ? tokenizer.encode(options.text, { addSpecialTokens: true })

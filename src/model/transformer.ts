@@ -9,6 +9,8 @@
  *
  * Is not: a sampler (src/sampling drives `forward` with a KV cache) or a checkpoint reader
  * (checkpoint.ts). The same `forward` serves training (graph recorded) and generation (noGrad + cache).
+ * With LoRA adapters attached (lora.ts) every adapted linear adds its low-rank update; the base
+ * weights are then frozen, and `withoutAdapters()` is the same weights without them (the KL reference).
  */
 import {
   add,
@@ -16,7 +18,6 @@ import {
   concat,
   embedding,
   formatShape,
-  linear,
   matmul,
   permute,
   Random,
@@ -33,6 +34,7 @@ import { prefixAttention } from '../tensor/prefix-attention.js';
 import type { StoredTensor } from './safetensors.js';
 import { computeRopeInverseFrequencies, type ModelConfig } from './config.js';
 import { expectedTensorShapes } from './checkpoint.js';
+import { linearWithAdapter, type LoraAdapters } from './lora.js';
 
 /**
  * Keys and values of every layer for the sequences of a batch: [B, Hkv, capacity, D] each, of which
@@ -69,12 +71,37 @@ export interface ForwardOptions {
 
 export class Transformer {
   readonly inverseFrequencies: Float32Array;
+  /** LoRA adapters on the linear layers, or null (full fine-tuning, or a view without them). */
+  adapters: LoraAdapters | null = null;
 
   constructor(
     readonly config: ModelConfig,
     readonly parameters: Map<string, Tensor>,
   ) {
     this.inverseFrequencies = computeRopeInverseFrequencies(config);
+  }
+
+  /** Attaches adapters and freezes the base weights: from here on only the adapters get gradients. */
+  attachAdapters(adapters: LoraAdapters): void {
+    for (const parameter of this.parameters.values()) parameter.requiresGrad = false;
+    this.adapters = adapters;
+  }
+
+  /** The same base weights (shared, not copied) without adapters: the model as it was before LoRA. */
+  withoutAdapters(): Transformer {
+    return new Transformer(this.config, this.parameters);
+  }
+
+  /** x Wᵀ + b of the linear at `module` (an HF path without .weight), plus its adapter's update if any. */
+  private project(x: Tensor, module: string): Tensor {
+    const adapters = this.adapters;
+    return linearWithAdapter(
+      x,
+      this.weight(`${module}.weight`),
+      this.optional(`${module}.bias`),
+      adapters?.pairs.get(module) ?? null,
+      adapters?.scaling ?? 0,
+    );
   }
 
   /** Builds the model from checked float32 tensors (see loadCheckpoint); they become trainable parameters. */
@@ -183,9 +210,9 @@ export class Transformer {
       );
       x = residual(x, attended);
       const normed = rmsNorm(x, this.weight(`${prefix}.post_attention_layernorm.weight`), config.rmsNormEps);
-      const gate = linear(normed, this.weight(`${prefix}.mlp.gate_proj.weight`)); // [B, T, I]
-      const up = linear(normed, this.weight(`${prefix}.mlp.up_proj.weight`)); // [B, T, I]
-      x = residual(x, linear(swiglu(gate, up), this.weight(`${prefix}.mlp.down_proj.weight`))); // [B, T, H]
+      const gate = this.project(normed, `${prefix}.mlp.gate_proj`); // [B, T, I]
+      const up = this.project(normed, `${prefix}.mlp.up_proj`); // [B, T, I]
+      x = residual(x, this.project(swiglu(gate, up), `${prefix}.mlp.down_proj`)); // [B, T, H]
     }
     if (options.cache) options.cache.length = past + T;
     return rmsNorm(x, this.weight('model.norm.weight'), config.rmsNormEps);
@@ -203,11 +230,7 @@ export class Transformer {
     const prefix = `model.layers.${layer}.self_attn`;
     const D = config.headDim;
     const project = (name: string, heads: number): Tensor => {
-      const projected = linear(
-        x,
-        this.weight(`${prefix}.${name}_proj.weight`),
-        this.optional(`${prefix}.${name}_proj.bias`),
-      ); // [B, T, heads·D]
+      const projected = this.project(x, `${prefix}.${name}_proj`); // [B, T, heads·D]
       let perHead = reshape(projected, [B, T, heads, D]); // [B, T, heads, D]
       const norm = name === 'v' ? null : this.optional(`${prefix}.${name}_norm.weight`);
       if (norm) perHead = rmsNorm(perHead, norm, config.rmsNormEps); // Qwen3: per-head RMSNorm before RoPE
@@ -244,7 +267,7 @@ export class Transformer {
             keyLength: S,
           }); // [B, Hq, T, D]
     const merged = reshape(permute(attended, [0, 2, 1, 3]), [B, T, config.numHeads * D]); // [B, T, Hq·D]
-    return linear(merged, this.weight(`${prefix}.o_proj.weight`), this.optional(`${prefix}.o_proj.bias`)); // [B, T, H]
+    return this.project(merged, `${prefix}.o_proj`); // [B, T, H]
   }
 }
 

@@ -6,6 +6,7 @@
  * (algorithms/*), and presets.ts fills them in for the named recipes.
  */
 import { z } from 'zod';
+import { loraSchema } from './lora-config.js';
 import { trlHint } from './trl-names.js';
 
 const positiveInteger = z.number().int().positive();
@@ -279,6 +280,12 @@ export const trainerConfigSchema = z
     evaluation: evaluationSchema.default(() => evaluationSchema.parse({})).describe('Held-out evaluation.'),
     logging: loggingSchema.default(() => loggingSchema.parse({})).describe('Run folder and console output.'),
     checkpoint: checkpointSchema.default(() => checkpointSchema.parse({})).describe('Checkpointing for resume.'),
+    lora: loraSchema
+      .nullable()
+      .default(null)
+      .describe(
+        'LoRA adapters (PEFT format) instead of full fine-tuning; null = every weight trains. The base weights stay frozen, checkpoints hold the adapter, and the KL reference is the model with its adapters off (the base model, even after an SFT phase).',
+      ),
   })
   .strict();
 

@@ -146,9 +146,13 @@ export function lossOptionsFor(bound: BoundAlgorithm, settings: Pick<StepSetting
   };
 }
 
-/** Parameters as AdamW wants them: matrices decay, norms and biases do not. */
+/**
+ * Parameters as AdamW wants them: matrices decay, norms and biases do not. With LoRA only the
+ * adapters' A and B (matrices, PEFT names), so the frozen base weights get no optimiser state.
+ */
 export function optimizedParameters(model: Transformer) {
-  return [...model.parameters].map(([name, tensor]) => ({
+  const trained = model.adapters ? model.adapters.namedParameters() : [...model.parameters];
+  return trained.map(([name, tensor]) => ({
     name,
     tensor,
     decay: tensor.rank >= 2 && !name.endsWith('norm.weight'),
@@ -161,7 +165,7 @@ function applyUpdate(
   maxGradNorm: number,
   lossValue: number,
 ): { gradNorm: number; applied: boolean } {
-  const parameters = [...model.parameters.values()];
+  const parameters = optimizedParameters(model).map(({ tensor }) => tensor);
   const gradNorm = maxGradNorm > 0 ? clipGradNorm(parameters, maxGradNorm) : clipGradNorm(parameters, Infinity);
   const applied = Number.isFinite(gradNorm) && Number.isFinite(lossValue);
   if (applied) optimizer.step();

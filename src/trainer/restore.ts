@@ -1,13 +1,15 @@
 /**
  * What a run restores or rebuilds before it continues: the weights, optimiser state and counters of
- * the last complete checkpoint (with the logs cut back to what that checkpoint had seen), and the
- * frozen KL reference model saved at GRPO start.
+ * the last complete checkpoint (with the logs cut back to what that checkpoint had seen), the
+ * frozen KL reference model saved at GRPO start, and the base model a LoRA run's adapters name.
  *
  * Is not: the writing of checkpoints (run-folder.ts) or the loop (trainer.ts).
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { ADAPTER_WEIGHTS_FILE } from '../model/adapter-files.js';
 import { loadCheckpoint, saveCheckpoint } from '../model/checkpoint.js';
+import { readSafetensors } from '../model/safetensors.js';
 import { Transformer } from '../model/transformer.js';
 import type { AdamW } from '../nn/index.js';
 import type { ProgressReporter } from './progress.js';
@@ -29,8 +31,18 @@ export function resumeFrom(
   }
   const step = steps[steps.length - 1];
   const { state, optimizer: optimizerState, directory, logBytes } = folder.loadTrainingState(step);
-  const restored = Transformer.fromTensors(model.config, loadCheckpoint(directory).tensors);
-  for (const [name, parameter] of model.parameters) parameter.data.set(restored.parameters.get(name)!.data);
+  const holdsAdapter = existsSync(join(directory, ADAPTER_WEIGHTS_FILE));
+  if (holdsAdapter !== (model.adapters !== null))
+    throw new Error(
+      `${directory}: the checkpoint holds ${holdsAdapter ? 'a LoRA adapter' : 'full weights'} but the config has ${model.adapters ? 'lora set' : 'lora null'}; resume with the run's own lora setting`,
+    );
+  if (model.adapters) {
+    // A LoRA checkpoint holds only the adapter; the frozen base weights are the ones loaded at setup.
+    model.adapters.load(readSafetensors(join(directory, ADAPTER_WEIGHTS_FILE)), directory);
+  } else {
+    const restored = Transformer.fromTensors(model.config, loadCheckpoint(directory).tensors);
+    for (const [name, parameter] of model.parameters) parameter.data.set(restored.parameters.get(name)!.data);
+  }
   optimizer.setState(optimizerState);
   // Lines logged after the checkpoint (even at its own step) are replayed, so they are cut first.
   if (logBytes) folder.truncateLogsTo(logBytes);
@@ -67,4 +79,21 @@ export function referenceFor(context: RunContext, folder: RunFolder, state: Trai
   const reference = Transformer.fromTensors(context.model.config, tensors);
   for (const parameter of reference.parameters.values()) parameter.requiresGrad = false;
   return reference;
+}
+
+/**
+ * The base model a LoRA run's adapters apply to, as adapter_config.json names it: the configured
+ * checkpoint, or for a from-scratch model its frozen weights saved once as checkpoints/base (a
+ * complete HF folder, so `grpo score --model checkpoints/base --adapter checkpoints/step-N` works).
+ */
+export function adapterBaseFor(context: RunContext, folder: RunFolder): string {
+  if (context.config.model.checkpoint) return context.config.model.checkpoint;
+  const directory = join(folder.checkpointsDirectory, 'base');
+  if (!existsSync(directory))
+    saveCheckpoint(directory, {
+      config: context.model.config,
+      tensors: context.model.toStoredTensors(),
+      extraFiles: context.tokenizerFiles,
+    });
+  return directory;
 }

@@ -1,6 +1,7 @@
 /**
  * The run folder (docs/run-folder.md): config.json, metrics.jsonl, samples.jsonl, summary.json and
- * checkpoints/step-N/ (HF layout + trainer-state.json, and training-state/optimizer.safetensors), written so a kill at
+ * checkpoints/step-N/ (HF layout, or a LoRA run's PEFT adapter files, + trainer-state.json, and
+ * training-state/optimizer.safetensors), written so a kill at
  * any moment loses nothing that was saved. JSON files are replaced by rename; a checkpoint is built
  * in a hidden folder, every file and folder fsynced, and published by rename (model/checkpoint.ts
  * `publishFolder`); trainer-state.json lists the files and sizes that make it complete and the
@@ -20,7 +21,9 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
+import { writeAdapterFiles } from '../model/adapter-files.js';
 import { publishFolder, writeCheckpointFiles } from '../model/checkpoint.js';
+import type { LoraAdapters } from '../model/lora.js';
 import type { ModelConfig } from '../model/config.js';
 import {
   makeDirectory,
@@ -162,6 +165,8 @@ export class RunFolder {
     extraFiles?: Record<string, string>;
     sourceDirectory?: string;
     keepLast: number;
+    /** A LoRA run's adapter: written in PEFT's format instead of the (frozen) model weights. */
+    adapter?: { adapters: LoraAdapters; baseModel: string | null };
   }): string {
     if (!existsSync(this.checkpointsDirectory)) makeDirectory(this.checkpointsDirectory);
     const name = `step-${input.state.step}`;
@@ -170,16 +175,18 @@ export class RunFolder {
     const partial = join(this.checkpointsDirectory, `.${name}.tmp-${stamp}`);
     makeDirectory(partial);
     try {
-      writeCheckpointFiles(
-        partial,
-        {
-          config: input.config,
-          tensors: input.tensors,
-          sourceDir: input.sourceDirectory,
-          extraFiles: input.extraFiles,
-        },
-        final,
-      );
+      if (input.adapter) writeAdapterFiles(partial, input.adapter.adapters, input.adapter.baseModel);
+      else
+        writeCheckpointFiles(
+          partial,
+          {
+            config: input.config,
+            tensors: input.tensors,
+            sourceDir: input.sourceDirectory,
+            extraFiles: input.extraFiles,
+          },
+          final,
+        );
       // The optimiser moments go in a subfolder: the checkpoint's top level stays a model folder that
       // inference servers load as is (vLLM loads every top-level *.safetensors file as weights).
       makeDirectory(join(partial, OPTIMIZER_FOLDER));

@@ -1,6 +1,6 @@
 /**
  * Builds what a run needs from a validated config: the task, the tokenizer, the model (from a
- * checkpoint or from scratch), the rewards, and the algorithm functions looked up by name.
+ * checkpoint or from scratch, with LoRA adapters attached when configured), the rewards, and the algorithm functions looked up by name.
  *
  * Is not: the loop. Everything here runs before any compute, so bad input fails fast here.
  */
@@ -19,6 +19,7 @@ import { createSmallConfig } from '../model/config.js';
 import { CharTokenizer } from '../model/char-tokenizer.js';
 import { checkTokenizerFitsModel, loadTokenizer, type TextTokenizer } from '../model/tokenizer.js';
 import { Transformer } from '../model/transformer.js';
+import { LoraAdapters, resolveTargetModules } from '../model/lora.js';
 import { rewardFactories } from '../rewards/index.js';
 import type { NamedReward } from '../rewards/types.js';
 import { validateConfig, type KnownNames, type TrainerConfig } from './config.js';
@@ -151,6 +152,12 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
     });
     model = Transformer.random(modelConfig, config.model.initSeed);
     stopTokenIds = [charTokenizer.eosTokenId];
+  }
+  if (config.lora) {
+    const { rank, alpha, rsLora, targetModules } = config.lora;
+    const settings = { rank, alpha, rsLora, targetModules: resolveTargetModules(targetModules) };
+    // Seeded by model.initSeed, like a from-scratch model: the same config gives the same adapters.
+    model.attachAdapters(LoraAdapters.create(model.config, settings, config.model.initSeed));
   }
   const promptFormat = promptFormatFor(config.model.chatTemplate, tokenizer);
   const context = {

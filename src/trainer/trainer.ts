@@ -17,7 +17,7 @@ import { createProgressReporter, type ProgressReporter } from './progress.js';
 import type { RolloutFn } from './rollout.js';
 import { RunFolder, type TrainerState } from './run-folder.js';
 import { completionMetrics, rewardLogMetrics, sampleRecords } from './step-metrics.js';
-import { referenceFor, resumeFrom } from './restore.js';
+import { adapterBaseFor, referenceFor, resumeFrom } from './restore.js';
 import { guardSkips, reportRewardFailures } from './run-guards.js';
 import { bindAlgorithm } from './algorithm.js';
 import { markFailed, markRunning } from './run-status.js';
@@ -73,7 +73,7 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
   const { config, model, task } = context;
   const progress = createProgressReporter(config.logging.printEvery, process.stderr, options.quiet);
   const optimizer = new AdamW(optimizedParameters(model), {
-    learningRate: config.sft.learningRate,
+    learningRate: config.lora?.learningRate ?? config.sft.learningRate,
     beta1: config.optimizer.beta1,
     beta2: config.optimizer.beta2,
     epsilon: config.optimizer.epsilon,
@@ -119,11 +119,14 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
       temperature: config.sampling.temperature,
       seed: config.seed,
     });
+  const adapterBase = model.adapters ? adapterBaseFor(context, folder) : null;
   // Saving step N twice (a periodic checkpoint, then the end of a phase) replaces it atomically.
+  // A LoRA run saves its adapter (PEFT format) instead of the frozen base weights.
   const save = () =>
     folder.saveCheckpoint({
       config: model.config,
       tensors: model.toStoredTensors(),
+      adapter: model.adapters ? { adapters: model.adapters, baseModel: adapterBase! } : undefined,
       optimizer,
       state,
       extraFiles: context.tokenizerFiles,
@@ -182,7 +185,7 @@ async function runSft(
   const eos = context.stopTokenIds[0];
   const schedule = {
     kind: config.sft.schedule,
-    learningRate: config.sft.learningRate,
+    learningRate: config.lora?.learningRate ?? config.sft.learningRate,
     warmupSteps: config.sft.warmupSteps,
     totalSteps: config.sft.steps,
     minRatio: 0.1,
@@ -229,13 +232,15 @@ async function runGrpo(
   const { config, model, algorithm: bound } = context;
   const schedule = {
     kind: config.grpo.schedule,
-    learningRate: config.grpo.learningRate,
+    learningRate: config.lora?.learningRate ?? config.grpo.learningRate,
     warmupSteps: config.grpo.warmupSteps,
     totalSteps: config.grpo.steps,
   };
   // β = 0 needs no reference model, and none is built. Otherwise the reference is the policy at
-  // GRPO start, saved once beside the checkpoints so a resumed run uses the same one.
-  const referenceModel = bound.klCoefficient > 0 ? referenceFor(context, folder, state) : null;
+  // GRPO start, saved once beside the checkpoints so a resumed run uses the same one. With LoRA it
+  // is the base model, i.e. the policy with its adapters off: the same weights, no second copy.
+  const reference = () => (model.adapters ? model.withoutAdapters() : referenceFor(context, folder, state));
+  const referenceModel = bound.klCoefficient > 0 ? reference() : null;
   const environment = createStepEnvironment({ ...context, rollout }, referenceModel);
   const settings = environment.settings;
   const reportedFailures = new Set<string>();

@@ -1,0 +1,122 @@
+/**
+ * LoRA adapters: finite-difference gradients of the adapted linear (x, W, A, B) on every backend,
+ * PEFT's initialisation (A uniform within ±1/√in, B zero: a fresh adapter changes nothing), only
+ * adapter tensors receiving gradients, the merged weights giving the adapter path's logprobs, the
+ * view without adapters equalling the base model, and the PEFT files round-tripping.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gradCheck } from '../testing/gradcheck.js';
+import * as T from '../tensor/index.js';
+import { backendsUnderTest } from '../tensor/test-backends.js';
+import { loadAdapter, writeAdapterFiles } from './adapter-files.js';
+import { createSmallConfig } from './config.js';
+import { LoraAdapters, linearWithAdapter, resolveTargetModules } from './lora.js';
+import { Transformer } from './transformer.js';
+
+const random = new T.Random(11);
+const normal = (shape: number[], scale = 1) => T.randomNormal(shape, random, scale);
+const config = createSmallConfig({ vocabSize: 20, hiddenSize: 16, numLayers: 2, numHeads: 4, numKeyValueHeads: 2 });
+const settings = { rank: 4, alpha: 8, targetModules: resolveTargetModules('all-linear'), rsLora: false };
+const ids = Int32Array.from([1, 5, 7, 3, 9, 2, 4, 11]);
+
+/** A model with adapters whose B is random too, so the adapters change the output. */
+function adaptedModel(): { model: Transformer; adapters: LoraAdapters } {
+  const model = Transformer.random(config, 3, 0.2);
+  const adapters = LoraAdapters.create(config, settings, 5);
+  for (const { b } of adapters.pairs.values()) b.data.set(normal(b.shape, 0.2).data);
+  model.attachAdapters(adapters);
+  return { model, adapters };
+}
+
+const logprobs = (model: Transformer): Float32Array =>
+  T.noGrad(() => T.logSoftmaxGather(model.forward(ids.slice(0, -1), 1), ids.slice(1))).data;
+
+describe('LoRA adapters', () => {
+  it('initialise as PEFT does: A within ±1/√in and spread over it, B zero, scaling alpha/r or alpha/√r', () => {
+    const adapters = LoraAdapters.create(config, settings, 5);
+    expect(adapters.pairs.size).toBe(2 * 7);
+    const down = adapters.pairs.get('model.layers.1.mlp.down_proj')!;
+    expect(down.a.shape).toEqual([4, config.intermediateSize]);
+    expect(down.b.shape).toEqual([16, 4]);
+    const bound = 1 / Math.sqrt(config.intermediateSize);
+    const values = Array.from(down.a.data);
+    expect(Math.max(...values.map(Math.abs))).toBeLessThanOrEqual(bound);
+    expect(Math.max(...values.map(Math.abs))).toBeGreaterThan(0.9 * bound);
+    expect(down.b.data.every((v) => v === 0)).toBe(true);
+    expect(adapters.scaling).toBe(2);
+    expect(new LoraAdapters({ ...settings, rsLora: true }, new Map()).scaling).toBe(4);
+  });
+
+  it('a fresh adapter leaves the logprobs unchanged; the view without adapters equals the base model', () => {
+    const base = Transformer.random(config, 3, 0.2);
+    const before = logprobs(base);
+    const model = Transformer.random(config, 3, 0.2);
+    model.attachAdapters(LoraAdapters.create(config, settings, 5));
+    expect(logprobs(model)).toEqual(before);
+    const { model: adapted } = adaptedModel();
+    expect(logprobs(adapted)).not.toEqual(before);
+    expect(logprobs(adapted.withoutAdapters())).toEqual(before);
+  });
+
+  it('only adapter tensors get gradients; the base weights are frozen', () => {
+    const { model, adapters } = adaptedModel();
+    const loss = T.sum(T.logSoftmaxGather(model.forward(ids.slice(0, -1), 1), ids.slice(1)));
+    loss.backward();
+    for (const parameter of model.parameters.values()) {
+      expect(parameter.requiresGrad).toBe(false);
+      expect(parameter.grad).toBeNull();
+    }
+    for (const [, parameter] of adapters.namedParameters()) expect(parameter.grad).not.toBeNull();
+  });
+
+  it('merging W + s·B·A gives the adapter path logprobs within 1e-5', () => {
+    const { model, adapters } = adaptedModel();
+    const merged = Transformer.fromTensors(config, adapters.mergeInto(model.toStoredTensors()));
+    const [adapted, fromMerged] = [logprobs(model), logprobs(merged)];
+    for (let i = 0; i < adapted.length; i++) expect(Math.abs(adapted[i] - fromMerged[i])).toBeLessThan(1e-5);
+  });
+
+  it('round-trips through PEFT files with PEFT names and shapes', () => {
+    const folder = mkdtempSync(join(tmpdir(), 'grpo-lora-'));
+    try {
+      const { adapters } = adaptedModel();
+      writeAdapterFiles(folder, adapters, 'some/base');
+      const saved = JSON.parse(readFileSync(join(folder, 'adapter_config.json'), 'utf8'));
+      expect(saved).toMatchObject({ peft_type: 'LORA', r: 4, lora_alpha: 8, task_type: 'CAUSAL_LM', bias: 'none' });
+      const loaded = loadAdapter(folder, config);
+      const names = loaded.namedParameters().map(([name]) => name);
+      expect(names).toContain('base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight');
+      for (const [name, parameter] of loaded.namedParameters())
+        expect(parameter.data).toEqual(adapters.namedParameters().find(([other]) => other === name)![1].data);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses an unknown target module by name', () => {
+    expect(() => resolveTargetModules(['q_proj', 'lm_head'])).toThrow(/unknown module "lm_head"/);
+  });
+});
+
+// After the model tests: backendsUnderTest disposes the backends it made once their suites end.
+for (const { name, backend } of backendsUnderTest()) {
+  describe(`linearWithAdapter gradients on ${name}`, () => {
+    let previous: T.Backend;
+    beforeAll(() => {
+      previous = T.getBackend();
+      T.setBackend(backend);
+    });
+    afterAll(() => T.setBackend(previous));
+
+    it('matches finite differences for x, W, bias, A and B (scaling 1.5)', () => {
+      const pair = { a: normal([3, 5]), b: normal([4, 3]) };
+      gradCheck(
+        (x, w, bias, a, b) => linearWithAdapter(x, w, bias, { a, b }, 1.5),
+        [normal([2, 3, 5]), normal([4, 5]), normal([4]), pair.a, pair.b],
+      );
+    });
+  });
+}

@@ -1,0 +1,56 @@
+/**
+ * The `lora` section of the trainer config (zod, a doc line per field): LoRA adapters in PEFT's
+ * terms (r, lora_alpha, target_modules, use_rslora) instead of full fine-tuning.
+ *
+ * Is not: the adapters (model/lora.ts) or where they are attached (setup.ts).
+ */
+import { z } from 'zod';
+import { LORA_MODULES } from '../model/lora.js';
+
+const LORA_MODULE_NAMES = Object.keys(LORA_MODULES);
+
+export const loraSchema = z
+  .object({
+    rank: z
+      .number()
+      .int()
+      .min(1)
+      .max(4096, 'must be at most 4096')
+      .default(8)
+      .describe('r: the rank of every adapter (A is [r, in], B is [out, r]).'),
+    alpha: z
+      .number()
+      .positive()
+      .default(16)
+      .describe('lora_alpha: the update is scaled by alpha/rank (alpha/√rank with rsLora).'),
+    dropout: z
+      .number()
+      .max(0, 'LoRA dropout is not implemented; only 0 is accepted')
+      .min(0)
+      .default(0)
+      .describe('lora_dropout on the adapter input; only 0 (no dropout) is implemented.'),
+    targetModules: z
+      .union([z.string(), z.array(z.string()).min(1)])
+      .default('all-linear')
+      .superRefine((value, context) => {
+        // One message naming the bad module, rather than zod's "Invalid input" for a failed union.
+        const unknown = (Array.isArray(value) ? value : [value]).filter(
+          (name) => !(LORA_MODULE_NAMES as string[]).includes(name) && !(name === 'all-linear' && value === name),
+        );
+        if (unknown.length > 0)
+          context.addIssue({
+            code: 'custom',
+            message: `unknown module "${unknown[0]}"; give 'all-linear' or a list of ${LORA_MODULE_NAMES.join(', ')}`,
+          });
+      })
+      .describe(
+        "Linear layers that get adapters: 'all-linear' (q, k, v, o, gate, up and down projections) or a list such as ['q_proj', 'v_proj'].",
+      ),
+    learningRate: z
+      .number()
+      .positive()
+      .optional()
+      .describe('Peak learning rate of both phases while LoRA is on; absent = sft.learningRate and grpo.learningRate.'),
+    rsLora: z.boolean().default(false).describe('rsLoRA: scale by alpha/√rank instead of alpha/rank.'),
+  })
+  .strict();
