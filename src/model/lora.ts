@@ -163,7 +163,12 @@ function peftTensorName(path: string, which: 'A' | 'B'): string {
   return `base_model.model.${path}.lora_${which}.weight`;
 }
 
-/** x Wᵀ + b, plus s·(x Aᵀ) Bᵀ when the linear has an adapter: the low-rank path never forms B·A. */
+/**
+ * x Wᵀ + b, plus (s·x Aᵀ) Bᵀ when the linear has an adapter: the low-rank path never forms B·A, and
+ * s scales the rank-wide [..., r] activation rather than the [..., out] update (PEFT scales the
+ * latter; the same product up to float rounding, exact when s is a power of two), so the only
+ * out-wide elementwise op an adapter adds is the sum.
+ */
 export function linearWithAdapter(
   x: Tensor,
   weight: Tensor,
@@ -173,6 +178,6 @@ export function linearWithAdapter(
 ): Tensor {
   const base = linear(x, weight, bias);
   if (!adapter) return base;
-  const update = linear(linear(x, adapter.a), adapter.b); // [..., r] then [..., out]
-  return add(base, mul(update, scaling));
+  const down = mul(linear(x, adapter.a), scaling); // [..., r]
+  return add(base, linear(down, adapter.b)); // [..., out]
 }
