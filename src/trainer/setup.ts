@@ -90,6 +90,17 @@ export async function loadRunTask(input: unknown, recipeTask?: Task): Promise<Ta
   return taskRegistry.load(name, (raw.taskOptions ?? {}) as Record<string, unknown>);
 }
 
+/**
+ * The bound algorithm of a run: its parts' options and needs checked against the first training
+ * rows (the same draw the GRPO loop makes) and what `rollout` provides. Runs before any model loads.
+ */
+export function bindRunAlgorithm(config: TrainerConfig, task: Task, rollout: RolloutFn): BoundAlgorithm {
+  return bindAlgorithm(config, {
+    sampleRows: task.trainExamples(Math.min(16, config.grpo.examples), config.seed + 2),
+    rolloutProvides: rollout.provides ?? [],
+  });
+}
+
 export interface RunContext {
   config: TrainerConfig;
   task: Task;
@@ -119,10 +130,7 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
   const task = recipe.task ?? taskRegistry.get(config.task)(config.taskOptions);
   const rollout = recipe.rollout ?? singleTurnRollout;
   // Before any model is loaded: every part's options and needs against the data and the rollout.
-  const algorithm = bindAlgorithm(config, {
-    sampleRows: task.trainExamples(Math.min(16, config.grpo.examples), config.seed + 2),
-    rolloutProvides: rollout.provides ?? [],
-  });
+  const algorithm = bindRunAlgorithm(config, task, rollout);
   const rewards = recipeRewards ?? buildRewards(config, task);
   let tokenizer: TextTokenizer;
   let tokenizerFiles: Record<string, string> = {};

@@ -19,9 +19,8 @@ import { RunFolder, type TrainerState } from './run-folder.js';
 import { completionMetrics, rewardLogMetrics, sampleRecords } from './step-metrics.js';
 import { adapterBaseFor, referenceFor, resumeFrom } from './restore.js';
 import { guardSkips, reportRewardFailures } from './run-guards.js';
-import { bindAlgorithm } from './algorithm.js';
 import { markFailed, markRunning } from './run-status.js';
-import type { RunContext } from './setup.js';
+import { bindRunAlgorithm, type RunContext } from './setup.js';
 
 export interface TrainOptions {
   runDirectory: string;
@@ -51,13 +50,7 @@ export async function train(runContext: RunContext, options: TrainOptions): Prom
       ? {
           ...runContext,
           rollout: options.rollout,
-          algorithm: bindAlgorithm(runContext.config, {
-            sampleRows: runContext.task.trainExamples(
-              Math.min(16, runContext.config.grpo.examples),
-              runContext.config.seed + 2,
-            ),
-            rolloutProvides: options.rollout.provides ?? [],
-          }),
+          algorithm: bindRunAlgorithm(runContext.config, runContext.task, options.rollout),
         }
       : runContext;
   const folder = new RunFolder(options.runDirectory);
