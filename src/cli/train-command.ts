@@ -143,7 +143,9 @@ export function dataFlagOverrides(flags: DataFlags = {}): Record<string, unknown
     result.model = { ...(result.model as object), chatTemplate: flags.chatTemplate };
   if (flags.data !== undefined) {
     if (rewards.length === 0)
-      throw new Error('--data: name the rewards to train or score with, e.g. --reward math-answer (grpo list shows them)');
+      throw new Error(
+        '--data: name the rewards to train or score with, e.g. --reward math-answer (grpo list shows them)',
+      );
     result.task = 'dataset';
     result.taskOptions = { trainFile: flags.data, ...taskOptions, rewards };
   } else {
