@@ -17,9 +17,10 @@ const allowed = {
   algorithms: ['algorithms', 'tensor'],
   rewards: ['rewards'],
   data: ['data', 'rewards'],
-  trainer: ['trainer', 'data', 'rewards', 'algorithms', 'sampling', 'model', 'nn', 'tensor'],
+  agents: ['agents', 'rewards'],
+  trainer: ['trainer', 'agents', 'data', 'rewards', 'algorithms', 'sampling', 'model', 'nn', 'tensor'],
   dashboard: ['dashboard'],
-  cli: ['cli', 'dashboard', 'trainer', 'data', 'rewards', 'algorithms', 'sampling', 'model', 'nn', 'tensor'],
+  cli: ['cli', 'dashboard', 'trainer', 'agents', 'data', 'rewards', 'algorithms', 'sampling', 'model', 'nn', 'tensor'],
 };
 const maxSourceLines = 40_000;
 
