@@ -4,7 +4,15 @@
  */
 export { trainerConfigSchema, validateConfig, type TrainerConfig, type TrainerConfigInput } from './config.js';
 export { applyPreset, mergeConfig, presetConfig, presetList, presetNames } from './presets.js';
-export { createRunContext, knownNames, loadRunTask, resolveConfig, type Recipe, type RunContext } from './setup.js';
+export {
+  buildRewards,
+  createRunContext,
+  knownNames,
+  loadRunTask,
+  resolveConfig,
+  type Recipe,
+  type RunContext,
+} from './setup.js';
 export { train, type TrainOptions, type TrainResult } from './trainer.js';
 export {
   singleTurnRollout,
