@@ -74,6 +74,23 @@ describe('malformed requests', () => {
   });
 });
 
+describe('request shapes', () => {
+  it('an empty OpenRLHF list (what its extra remote_url shards get) is answered with empty lists', async () => {
+    const url = await serve([correct]);
+    const { status, text } = await post(url, JSON.stringify({ query: [], prompts: [], labels: [] }));
+    expect(status).toBe(200);
+    expect(JSON.parse(text)).toEqual({ rewards: [], scores: [], extra_logs: { 'reward/math-answer': [] }, errors: [] });
+  });
+
+  it('slime: a chat-message prompt and a numeric label are accepted', async () => {
+    const url = await serve([correct]);
+    const prompt = [{ role: 'user', content: 'What is 3 + 4?' }];
+    const right = await post(url, JSON.stringify({ prompt, response: '\\boxed{7}', label: 7 }));
+    const wrong = await post(url, JSON.stringify({ prompt, response: '\\boxed{8}', label: 7 }));
+    expect([right.status, right.text, wrong.status, wrong.text]).toEqual([200, '1', 200, '0']);
+  });
+});
+
 describe('a reward that throws', () => {
   it('OpenRLHF: null reward for that row, the reason in errors, NaN in its extra_logs list', async () => {
     const url = await serve([correct, explodes, { ...explodes, name: 'logged-only', weight: 0 }]);
