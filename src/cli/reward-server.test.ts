@@ -67,6 +67,14 @@ describe('malformed requests', () => {
     if (message.includes('fields') || message.includes('empty')) expect(error).toContain('"query"');
   });
 
+  it('a body over the limit → 413', async () => {
+    const server = await startRewardServer({ rewards: [correct], port: 0, maxBodyBytes: 1000 });
+    servers.push(server);
+    const { status, text } = await post(server.url, JSON.stringify({ query: ['x'.repeat(5000)] }));
+    expect(status).toBe(413);
+    expect(text).toContain('over the limit of 1000 bytes');
+  });
+
   it('a wrong route or method is refused', async () => {
     const url = await serve([correct]);
     expect((await post(`${url}/rewards`, '{}')).status).toBe(404);

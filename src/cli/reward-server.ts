@@ -34,6 +34,8 @@ export interface RewardServerOptions {
   timeoutMs?: number;
   /** Reward calls in flight per request (default 8, the trainer's). */
   concurrency?: number;
+  /** Largest request body accepted (default MAX_BODY_BYTES); a larger one is answered 413. */
+  maxBodyBytes?: number;
 }
 
 export interface RunningRewardServer {
@@ -45,18 +47,15 @@ export interface RunningRewardServer {
 
 class BodyTooLarge extends Error {}
 
-function readBody(request: IncomingMessage): Promise<string> {
+function readBody(request: IncomingMessage, limit: number): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     request.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size > MAX_BODY_BYTES) {
-        reject(new BodyTooLarge(`the body is over ${MAX_BODY_BYTES} bytes`));
-        request.destroy();
-        return;
-      }
-      chunks.push(chunk);
+      // Past the limit the rest is read and dropped, so the 413 reaches a client still sending.
+      if (size > limit) reject(new BodyTooLarge(`the body is over the limit of ${limit} bytes`));
+      else chunks.push(chunk);
     });
     request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     request.on('error', reject);
@@ -101,7 +100,7 @@ async function handle(request: IncomingMessage, response: ServerResponse, option
   }
   let text: string;
   try {
-    text = await readBody(request);
+    text = await readBody(request, options.maxBodyBytes ?? MAX_BODY_BYTES);
   } catch (error) {
     return sendError(response, error instanceof BodyTooLarge ? 413 : 400, (error as Error).message);
   }
