@@ -14,6 +14,7 @@ export {
   type RunContext,
 } from './setup.js';
 export { train, type TrainOptions, type TrainResult } from './trainer.js';
+export { RunInterrupted } from './run-status.js';
 export {
   singleTurnRollout,
   type RolloutFn,
