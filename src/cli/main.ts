@@ -245,6 +245,11 @@ export function buildProgram(): Command {
     .option('--task <name>', 'a task whose rewards are served (its own when no --reward is given)')
     .option('--port <n>', 'port (0 = any free one; the address is printed on stdout)', integerFrom(0, 65535), 8000)
     .option('--host <address>', 'address to listen on (0.0.0.0 for other machines)', '127.0.0.1')
+    .option(
+      '--strip-suffix <text>',
+      "cut this text from the end of each completion, e.g. '<|im_end|>' that OpenRLHF's query keeps (repeatable)",
+      collect,
+    )
     .addHelpText(
       'after',
       `
@@ -262,6 +267,7 @@ verl: scripts/verl_compute_score.py (custom_reward_function.path / name=compute_
         task: options.task,
         port: options.port,
         host: options.host,
+        stripSuffixes: options.stripSuffix,
       });
     });
 

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { mathAnswer, type NamedReward } from '../rewards/index.js';
+import { mathAnswer, rewardFactories, type NamedReward } from '../rewards/index.js';
 import { startRewardServer, type RunningRewardServer } from './reward-server.js';
 import { resolveServedRewards } from './serve-rewards-command.js';
 
@@ -88,6 +88,21 @@ describe('request shapes', () => {
     const { status, text } = await post(url, JSON.stringify({ query: [], prompts: [], labels: [] }));
     expect(status).toBe(200);
     expect(JSON.parse(text)).toEqual({ rewards: [], scores: [], extra_logs: { 'reward/math-answer': [] }, errors: [] });
+  });
+
+  it('stripSuffixes cuts the end token OpenRLHF leaves in query, so exact-match sees the bare answer', async () => {
+    const exact: NamedReward = {
+      name: 'exact-match',
+      reward: rewardFactories.get('exact-match').create({}),
+      weight: 1,
+    };
+    const query = JSON.stringify({ query: ['Q: 2+2? A: 4<|im_end|>'], prompts: ['Q: 2+2? A: '], labels: ['4'] });
+    const kept = await post(await serve([exact]), query);
+    const server = await startRewardServer({ rewards: [exact], port: 0, stripSuffixes: ['</s>', '<|im_end|>'] });
+    servers.push(server);
+    const stripped = await post(server.url, query);
+    expect(JSON.parse(kept.text).rewards).toEqual([0]); // "4<|im_end|>" is not "4"
+    expect(JSON.parse(stripped.text).rewards).toEqual([1]);
   });
 
   it('slime: a chat-message prompt and a numeric label are accepted', async () => {

@@ -36,6 +36,12 @@ export interface RewardServerOptions {
   concurrency?: number;
   /** Largest request body accepted (default MAX_BODY_BYTES); a larger one is answered 413. */
   maxBodyBytes?: number;
+  /**
+   * Texts cut from the end of each completion (the first that matches), e.g. the end-of-sequence
+   * token OpenRLHF leaves in `query` (it decodes with special tokens); the trainer's completions
+   * never hold their stop token, so exact-match rewards need it gone.
+   */
+  stripSuffixes?: readonly string[];
 }
 
 export interface RunningRewardServer {
@@ -73,6 +79,10 @@ const sendError = (response: ServerResponse, status: number, message: string): v
 /** Scores one parsed request body; returns the HTTP status and the body to send. */
 async function answer(body: unknown, options: RewardServerOptions): Promise<{ status: number; body: string }> {
   const request = parseRewardRequest(body);
+  for (const row of request.rows) {
+    const suffix = options.stripSuffixes?.find((text) => text !== '' && row.completion.endsWith(text));
+    if (suffix !== undefined) row.completion = row.completion.slice(0, -suffix.length);
+  }
   const { groups, rowOfSample } = groupByPrompt(request.rows);
   const matrix = await scoreRewards(options.rewards, groups, {
     timeoutMs: options.timeoutMs,

@@ -21,6 +21,8 @@ export interface ServeRewardsOptions {
   task?: string;
   port?: number;
   host?: string;
+  /** Texts cut from the end of each completion (e.g. `<|im_end|>`), see RewardServerOptions. */
+  stripSuffixes?: string[];
 }
 
 /** The named, weighted rewards the options stand for, resolved as `grpo train` does. */
@@ -44,7 +46,12 @@ export async function resolveServedRewards(options: ServeRewardsOptions): Promis
 /** Runs `grpo serve-rewards` until SIGINT/SIGTERM; returns the exit code. */
 export async function runServeRewardsCommand(options: ServeRewardsOptions): Promise<number> {
   const rewards = await resolveServedRewards(options);
-  const server: RunningRewardServer = await startRewardServer({ rewards, host: options.host, port: options.port });
+  const server: RunningRewardServer = await startRewardServer({
+    rewards,
+    host: options.host,
+    port: options.port,
+    stripSuffixes: options.stripSuffixes,
+  });
   const served = rewards
     .map(({ name, weight }) => `${name} (weight ${typeof weight === 'number' ? weight : 'annealed, read at step 0'})`)
     .join(', ');
