@@ -2,8 +2,9 @@
  * Tests of `grpo serve-rewards`: Python clients written with the standard library (python3, run
  * as a child process) send exactly OpenRLHF's, slime's and verl's requests to a server on
  * 127.0.0.1 and get the rewards `grpo reward` computes for the same rows (the oracle is the CLI
- * path, run here on the same rows, not constants); malformed bodies, failing rewards, concurrency,
- * and the command itself. Not here: the reward functions (src/rewards).
+ * path, run here on the same rows, not constants), with rows that share a prompt scored as a group.
+ * Not here: malformed bodies, failing rewards, concurrency and the command (reward-server.test.ts),
+ * nor the reward functions (src/rewards).
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
