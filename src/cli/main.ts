@@ -232,6 +232,46 @@ export function buildProgram(): Command {
     });
 
   program
+    .command('serve-rewards')
+    .description(
+      'serve rewards over HTTP to Python trainers: OpenRLHF (--reward.remote_url), slime (--rm-url), verl (docs/scaling.md)',
+    )
+    .option('--recipe <file>', "a recipe: its code rewards, else its config's rewards, else its task's")
+    .option(
+      '--reward <name[:weight]>',
+      'a reward by name (grpo list), weight default 1 (repeatable; = rewards in the config)',
+      collect,
+    )
+    .option('--task <name>', 'a task whose rewards are served (its own when no --reward is given)')
+    .option('--port <n>', 'port (0 = any free one; the address is printed on stdout)', integerFrom(0, 65535), 8000)
+    .option('--host <address>', 'address to listen on (0.0.0.0 for other machines)', '127.0.0.1')
+    .option(
+      '--strip-suffix <text>',
+      "cut this text from the end of each completion, e.g. '<|im_end|>' that OpenRLHF's query keeps (repeatable)",
+      collect,
+    )
+    .addHelpText(
+      'after',
+      `
+POST /get_reward (or /) with OpenRLHF's {"query": [...], "prompts": [...], "labels": [...]}
+  -> {"rewards": [...], "scores": [...], "extra_logs": {"reward/<name>": [...]}, "errors": [...]}
+or slime's {"prompt": ..., "response": "...", "label": ...} -> the reward as a JSON number.
+A failed reward is never 0: null in "rewards" (OpenRLHF) or HTTP 500 (slime), with the reason.
+verl: scripts/verl_compute_score.py (custom_reward_function.path / name=compute_score).`,
+    )
+    .action(async (options) => {
+      const { runServeRewardsCommand } = await import('./serve-rewards-command.js');
+      process.exitCode = await runServeRewardsCommand({
+        recipe: options.recipe,
+        rewards: options.reward,
+        task: options.task,
+        port: options.port,
+        host: options.host,
+        stripSuffixes: options.stripSuffix,
+      });
+    });
+
+  program
     .command('list')
     .description(
       'every registered advantage estimator, policy loss, aggregation, KL estimator, filter, reward, task and preset',

@@ -13,6 +13,7 @@ import {
   loadRunTask,
   mergeConfig,
   resolveConfig,
+  RunInterrupted,
   train,
   type Recipe,
   type TrainerConfig,
@@ -224,7 +225,31 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
     if (options.recipe) writeJsonAtomically(join(runDirectory, 'source.json'), { recipe: resolve(options.recipe) });
   }
   process.stderr.write(`grpo: run folder ${runDirectory}\n`);
-  const result = await train(context, { runDirectory, resume: Boolean(options.resume), quiet: options.quiet });
+  // Ctrl-C / SIGTERM stop the run at the next step boundary with summary.json saying `interrupted`
+  // (the default action would kill it mid-step and leave it saying `running`).
+  const controller = new AbortController();
+  const stop = (signal: NodeJS.Signals) => {
+    if (!controller.signal.aborted) process.stderr.write(`grpo: ${signal}: stopping between steps\n`);
+    controller.abort(signal);
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  let result: Awaited<ReturnType<typeof train>>;
+  try {
+    result = await train(context, {
+      runDirectory,
+      resume: Boolean(options.resume),
+      quiet: options.quiet,
+      signal: controller.signal,
+    });
+  } catch (error) {
+    if (!(error instanceof RunInterrupted)) throw error;
+    process.stderr.write(`grpo: ${error.message}; continue with grpo train --resume ${runDirectory}\n`);
+    return error.reason === 'SIGTERM' ? 143 : 130; // 128 + the signal number, as a shell reports it
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+  }
   const before = result.evalBefore?.['eval/accuracy'];
   const after = result.evalAfter?.['eval/accuracy'];
   const percent = (value: number | undefined) => (value === undefined ? 'n/a' : `${(value * 100).toFixed(1)}%`);

@@ -4,8 +4,17 @@
  */
 export { trainerConfigSchema, validateConfig, type TrainerConfig, type TrainerConfigInput } from './config.js';
 export { applyPreset, mergeConfig, presetConfig, presetList, presetNames } from './presets.js';
-export { createRunContext, knownNames, loadRunTask, resolveConfig, type Recipe, type RunContext } from './setup.js';
+export {
+  buildRewards,
+  createRunContext,
+  knownNames,
+  loadRunTask,
+  resolveConfig,
+  type Recipe,
+  type RunContext,
+} from './setup.js';
 export { train, type TrainOptions, type TrainResult } from './trainer.js';
+export { RunInterrupted } from './run-status.js';
 export {
   singleTurnRollout,
   type RolloutFn,

@@ -1,8 +1,8 @@
 /**
- * Kill-and-resume: `grpo train` is started as a child process and killed with SIGKILL once it has
- * written a mid-run checkpoint (and while it is still working); `grpo train --resume` then finishes
- * the run. Its metrics (timing fields aside), samples and final weights must equal those of the
- * same run left alone.
+ * Kill-and-resume: `grpo train` is started as a child process and killed with SIGKILL (or stopped
+ * with SIGINT, as Ctrl-C does) once it has written a mid-run checkpoint (and while it is still
+ * working); `grpo train --resume` then finishes the run. Its metrics (timing fields aside), samples
+ * and final weights must equal those of the same run left alone.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -70,28 +70,37 @@ function metricsWithoutTiming(runDirectory: string): unknown[] {
     });
 }
 
+/** The run left alone, started once for both tests. */
+let referenceRun: Promise<{ code: number | null; stderr: string }> | undefined;
+const uninterrupted = () => (referenceRun ??= finished(startTrain(['--run-name', 'uninterrupted'])));
+
+/** Sends `signal` to the child as soon as `checkpoint` of `run` is complete. */
+function signalAtCheckpoint(child: ReturnType<typeof spawn>, run: string, checkpoint: string, signal: NodeJS.Signals) {
+  return new Promise<void>((resolve, reject) => {
+    const poll = setInterval(() => {
+      if (existsSync(join(run, 'checkpoints', checkpoint, 'trainer-state.json'))) {
+        clearInterval(poll);
+        child.kill(signal);
+        resolve();
+      }
+    }, 5);
+    child.on('exit', () => {
+      clearInterval(poll);
+      reject(new Error('the run finished before it could be signalled'));
+    });
+  });
+}
+
 describe('kill and resume', () => {
   it('a run killed with SIGKILL mid-run and resumed ends exactly like an uninterrupted run', async () => {
-    const reference = await finished(startTrain(['--run-name', 'uninterrupted']));
+    const reference = await uninterrupted();
     expect(reference.code, reference.stderr).toBe(0);
 
     const victim = startTrain(['--run-name', 'killed']);
     const exit = finished(victim);
     const killedRun = join(scratch, 'killed');
     // Kill as soon as a GRPO-phase checkpoint exists (step 8 = 6 SFT + 2 GRPO): mid-run, mid-work.
-    await new Promise<void>((resolve, reject) => {
-      const poll = setInterval(() => {
-        if (existsSync(join(killedRun, 'checkpoints', 'step-8', 'trainer-state.json'))) {
-          clearInterval(poll);
-          victim.kill('SIGKILL');
-          resolve();
-        }
-      }, 5);
-      victim.on('exit', () => {
-        clearInterval(poll);
-        reject(new Error('the run finished before it could be killed'));
-      });
-    });
+    await signalAtCheckpoint(victim, killedRun, 'step-8', 'SIGKILL');
     const killed = await exit;
     expect(killed.signal).toBe('SIGKILL');
     await new Promise((resolve) => setTimeout(resolve, 300)); // nothing may still be writing
@@ -111,5 +120,31 @@ describe('kill and resume', () => {
     const summary = JSON.parse(readFileSync(join(killedRun, 'summary.json'), 'utf8'));
     expect(summary.status).toBe('finished');
     expect(readdirSync(join(killedRun, 'checkpoints')).filter((name) => name.startsWith('.'))).toEqual([]); // no temporary or aside folder left
+  }, 180_000);
+
+  it('Ctrl-C (SIGINT) mid-run: exit 130, summary.json says interrupted, the checkpoint resumes exactly', async () => {
+    const reference = await uninterrupted();
+    expect(reference.code, reference.stderr).toBe(0);
+    const victim = startTrain(['--run-name', 'ctrl-c']);
+    const exit = finished(victim);
+    const run = join(scratch, 'ctrl-c');
+    await signalAtCheckpoint(victim, run, 'step-8', 'SIGINT');
+    const stopped = await exit;
+    // Stopped by the trainer itself (an exit code), not killed by the signal's default action.
+    expect([stopped.code, stopped.signal], stopped.stderr).toEqual([130, null]);
+    expect(stopped.stderr).toContain('run interrupted by SIGINT after step');
+    const summary = JSON.parse(readFileSync(join(run, 'summary.json'), 'utf8'));
+    expect(summary.status).toBe('interrupted');
+    expect(summary.reason).toMatch(/^stopped by SIGINT after step \d+; the last checkpoint is kept/);
+    const survivors = readdirSync(join(run, 'checkpoints')).filter((name) => name.startsWith('step-'));
+    expect(survivors).not.toContain('step-14'); // stopped mid-run
+
+    const resumed = await finished(startTrain(['--resume', run]));
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(metricsWithoutTiming(run)).toEqual(metricsWithoutTiming(join(scratch, 'uninterrupted')));
+    const finalWeights = (name: string) =>
+      readFileSync(join(scratch, name, 'checkpoints', 'step-14', 'model.safetensors'));
+    expect(finalWeights('ctrl-c').equals(finalWeights('uninterrupted'))).toBe(true);
+    expect(JSON.parse(readFileSync(join(run, 'summary.json'), 'utf8')).status).toBe('finished');
   }, 180_000);
 });

@@ -185,7 +185,12 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
   return context;
 }
 
-function buildRewards(config: TrainerConfig, task: Task): NamedReward[] {
+/**
+ * The rewards a resolved config names: the task's own when `config.rewards` is empty, else each
+ * entry from the task's rewards or the built-in factories (an unknown name lists the known ones).
+ * Shared by the trainer and `grpo serve-rewards`, so both score with the same functions.
+ */
+export function buildRewards(config: TrainerConfig, task: Task): NamedReward[] {
   if (config.rewards.length === 0) return task.rewards();
   const taskRewards = new Map(task.rewards().map((reward) => [reward.name, reward]));
   return config.rewards.map(({ name, weight, options }) => {

@@ -19,7 +19,7 @@ import { RunFolder, type TrainerState } from './run-folder.js';
 import { completionMetrics, rewardLogMetrics, sampleRecords } from './step-metrics.js';
 import { adapterBaseFor, referenceFor, resumeFrom } from './restore.js';
 import { guardSkips, reportRewardFailures } from './run-guards.js';
-import { markFailed, markRunning } from './run-status.js';
+import { markFailed, markInterrupted, markRunning, RunInterrupted, stopIfAborted } from './run-status.js';
 import { bindRunAlgorithm, type RunContext } from './setup.js';
 
 export interface TrainOptions {
@@ -28,6 +28,11 @@ export interface TrainOptions {
   resume?: boolean;
   rollout?: RolloutFn;
   quiet?: boolean;
+  /**
+   * Stops the run at the next step boundary when aborted (the CLI aborts it on SIGINT/SIGTERM):
+   * summary.json says `interrupted`, nothing more is saved, and train() throws RunInterrupted.
+   */
+  signal?: AbortSignal;
 }
 
 export interface TrainResult {
@@ -41,7 +46,8 @@ const stepSeed = (seed: number, step: number): number => seed * 100_003 + step *
 
 /**
  * Runs (or with `resume`, continues) a training run in `runDirectory`. summary.json says `running`
- * while it works, `finished` at the end, and `failed` with the error as `reason` when it throws.
+ * while it works, `finished` at the end, `failed` with the error as `reason` when it throws, and
+ * `interrupted` when `options.signal` stopped it (then it throws RunInterrupted).
  */
 export async function train(runContext: RunContext, options: TrainOptions): Promise<TrainResult> {
   // A rollout passed here replaces the recipe's: its `provides` are checked again before any compute.
@@ -57,7 +63,8 @@ export async function train(runContext: RunContext, options: TrainOptions): Prom
   try {
     return await trainInFolder(context, options, folder);
   } catch (error) {
-    markFailed(folder, error);
+    if (error instanceof RunInterrupted) markInterrupted(folder, error);
+    else markFailed(folder, error);
     throw error;
   }
 }
@@ -103,6 +110,8 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
   }
   const started = Date.now();
   markRunning(folder, task.name);
+  // Between steps only: a stop never lands inside save(), so the last checkpoint stays whole.
+  const checkStop = () => stopIfAborted(options.signal, state.step);
   const evalExamples = task.evalExamples(config.evaluation.examples, config.seed + 1);
   const runEval = () =>
     evaluate(model, context.promptFormat, task, evalExamples, context.rewards, {
@@ -127,22 +136,24 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
       keepLast: config.checkpoint.keepLast,
     });
   if (state.phase === 'sft') {
-    await runSft(context, folder, optimizer, state, progress, save);
+    await runSft(context, folder, optimizer, state, progress, save, checkStop);
     state.phase = 'grpo';
     state.phaseStep = 0;
     save();
   }
   if (state.phase === 'grpo') {
     if (!state.evalBefore) {
+      await checkStop();
       state.evalBefore = { ...(await runEval()) };
       progress.message(`held-out accuracy before GRPO: ${(state.evalBefore['eval/accuracy'] * 100).toFixed(1)}%`);
       folder.logMetrics({ step: state.step, phase: 'grpo', ...state.evalBefore });
       folder.writeSummary({ ...folder.readSummary(), evalBefore: state.evalBefore });
     }
-    await runGrpo(context, folder, optimizer, state, progress, save, runEval, context.rollout);
+    await runGrpo(context, folder, optimizer, state, progress, save, runEval, context.rollout, checkStop);
     state.phase = 'done';
     save();
   }
+  await checkStop();
   const evalAfter = await runEval();
   folder.logMetrics({ step: state.step, phase: 'grpo', ...evalAfter });
   progress.message(`held-out accuracy after GRPO: ${(evalAfter['eval/accuracy'] * 100).toFixed(1)}%`);
@@ -172,6 +183,7 @@ async function runSft(
   state: TrainerState,
   progress: ProgressReporter,
   save: () => void,
+  checkStop: () => Promise<void>,
 ): Promise<void> {
   const { config, model, task } = context;
   const examples = task.trainExamples(config.sft.examples, config.seed);
@@ -184,6 +196,7 @@ async function runSft(
     minRatio: 0.1,
   };
   while (state.phaseStep < config.sft.steps) {
+    await checkStop();
     const stepStart = Date.now();
     const random = new Random(stepSeed(config.seed, state.step));
     const batch = Array.from({ length: config.sft.batchSize }, () => examples[random.integer(examples.length)]);
@@ -221,6 +234,7 @@ async function runGrpo(
   save: () => void,
   runEval: () => Promise<EvaluationResult>,
   rollout: RolloutFn,
+  checkStop: () => Promise<void>,
 ): Promise<void> {
   const { config, model, algorithm: bound } = context;
   const schedule = {
@@ -238,6 +252,7 @@ async function runGrpo(
   const settings = environment.settings;
   const reportedFailures = new Set<string>();
   while (state.phaseStep < config.grpo.steps) {
+    await checkStop();
     const stepStart = Date.now();
     const seed = stepSeed(config.seed, state.step);
     // 1-3. Prompts, rollout, score, refill, advantages, loss mask, training rows (grpo-step.ts).
@@ -248,6 +263,8 @@ async function runGrpo(
       rolloutSettingsOf(context, seed),
       state.phaseStep,
     );
+    // The rollout is most of a step: a stop asked for during it lands here, before any weight changes.
+    await checkStop();
     // 4. Optimisation: μ passes over the kept samples with the stored old logprobs.
     optimizer.learningRate = learningRateAt(schedule, state.phaseStep);
     const trainStart = Date.now();

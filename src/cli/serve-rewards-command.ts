@@ -1,0 +1,68 @@
+/**
+ * `grpo serve-rewards --recipe FILE | --reward NAME[:W]... [--task NAME] [--port P] [--host H]`:
+ * the rewards a training run would use, served over HTTP to Python trainers (OpenRLHF, slime, and
+ * verl through scripts/verl_compute_score.py; docs/scaling.md).
+ *
+ * The rewards are resolved exactly as `grpo train` resolves them (loadRecipe, dataFlagOverrides,
+ * resolveConfig, buildRewards): a recipe's code rewards, else the config's `rewards`, else the
+ * task's own. Is not: the HTTP protocol (reward-server.ts, reward-protocols.ts).
+ */
+import { buildRewards, loadRunTask, mergeConfig, resolveConfig, type Recipe } from '../trainer/index.js';
+import type { NamedReward } from '../rewards/index.js';
+import { startRewardServer, type RunningRewardServer } from './reward-server.js';
+import { dataFlagOverrides, loadRecipe } from './train-command.js';
+
+export interface ServeRewardsOptions {
+  /** A recipe file (.ts/.js with code rewards, or a .json/.yaml config). */
+  recipe?: string;
+  /** `NAME` or `NAME:WEIGHT`, repeatable (the config's `rewards`). */
+  rewards?: string[];
+  /** The task whose rewards (and reward names) are served. */
+  task?: string;
+  port?: number;
+  host?: string;
+  /** Texts cut from the end of each completion (e.g. `<|im_end|>`), see RewardServerOptions. */
+  stripSuffixes?: string[];
+}
+
+/** The named, weighted rewards the options stand for, resolved as `grpo train` does. */
+export async function resolveServedRewards(options: ServeRewardsOptions): Promise<NamedReward[]> {
+  const flagRewards = options.rewards ?? [];
+  if (options.recipe === undefined && flagRewards.length === 0 && options.task === undefined)
+    throw new Error('serve-rewards: name the rewards to serve: --recipe FILE, --reward NAME[:WEIGHT] or --task NAME');
+  const recipe: Recipe = options.recipe === undefined ? { config: {} } : await loadRecipe(options.recipe);
+  if (recipe.rewards && flagRewards.length > 0)
+    throw new Error(
+      `serve-rewards: --reward: the recipe ${options.recipe} defines its rewards in code, which replace any named reward; drop --reward or the recipe`,
+    );
+  let raw = mergeConfig(recipe.config, dataFlagOverrides({ rewards: flagRewards }));
+  if (options.task !== undefined) raw = { ...raw, task: options.task };
+  const task = await loadRunTask(raw, recipe.task);
+  const config = resolveConfig(raw, recipe.task ? [recipe.task.name] : [], task);
+  // resolveConfig refuses an unknown task, so a task is loaded here.
+  return recipe.rewards ?? buildRewards(config, task!);
+}
+
+/** Runs `grpo serve-rewards` until SIGINT/SIGTERM; returns the exit code. */
+export async function runServeRewardsCommand(options: ServeRewardsOptions): Promise<number> {
+  const rewards = await resolveServedRewards(options);
+  const server: RunningRewardServer = await startRewardServer({
+    rewards,
+    host: options.host,
+    port: options.port,
+    stripSuffixes: options.stripSuffixes,
+  });
+  const served = rewards
+    .map(({ name, weight }) => `${name} (weight ${typeof weight === 'number' ? weight : 'annealed, read at step 0'})`)
+    .join(', ');
+  process.stderr.write(`grpo serve-rewards: ${served}\n`);
+  // The address alone on stdout, so a script (or a test) can read the port that was bound.
+  process.stdout.write(`${server.url}/get_reward\n`);
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  await server.close();
+  return 0;
+}
