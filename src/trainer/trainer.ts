@@ -12,6 +12,7 @@ import { AdamW, learningRateAt, Random } from '../nn/index.js';
 import { evaluate, type EvaluationResult } from './evaluate.js';
 import { renderDemonstration } from './prompt-format.js';
 import { createStepEnvironment, prepareGrpoStep, recordStepState, rolloutSettingsOf } from './grpo-step.js';
+import { publishAdapter } from './openai-rollout.js';
 import { optimizedParameters, policyStep, sftStep } from './optimize.js';
 import { createProgressReporter, type ProgressReporter } from './progress.js';
 import type { RolloutFn } from './rollout.js';
@@ -139,7 +140,12 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
       folder.logMetrics({ step: state.step, phase: 'grpo', ...state.evalBefore });
       folder.writeSummary({ ...folder.readSummary(), evalBefore: state.evalBefore });
     }
-    await runGrpo(context, folder, optimizer, state, progress, save, runEval, context.rollout);
+    // The 'openai' engine samples from the adapter last published to it: publish before each step's rollout.
+    const publish =
+      config.rollout.engine === 'openai'
+        ? () => publishAdapter(config.rollout, model, folder.directory, adapterBase)
+        : null;
+    await runGrpo(context, folder, optimizer, state, progress, save, runEval, context.rollout, publish);
     state.phase = 'done';
     save();
   }
@@ -221,6 +227,7 @@ async function runGrpo(
   save: () => void,
   runEval: () => Promise<EvaluationResult>,
   rollout: RolloutFn,
+  publish: (() => Promise<void>) | null,
 ): Promise<void> {
   const { config, model, algorithm: bound } = context;
   const schedule = {
@@ -240,6 +247,9 @@ async function runGrpo(
   while (state.phaseStep < config.grpo.steps) {
     const stepStart = Date.now();
     const seed = stepSeed(config.seed, state.step);
+    const publishStart = Date.now();
+    await publish?.();
+    const publishSeconds = (Date.now() - publishStart) / 1000;
     // 1-3. Prompts, rollout, score, refill, advantages, loss mask, training rows (grpo-step.ts).
     const prepared = await prepareGrpoStep(
       environment,
@@ -277,6 +287,7 @@ async function runGrpo(
       'train/samples': prepared.samples.length,
       'train/groups': prepared.batch.prompts.length,
       'time/train': trainSeconds,
+      ...(publish ? { 'time/publish_adapter': publishSeconds } : {}),
       'time/step': (Date.now() - stepStart) / 1000,
       tokensPerSecond: (tokens * config.grpo.iterations) / Math.max(1e-9, trainSeconds),
     };
