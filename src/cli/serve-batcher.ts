@@ -13,6 +13,7 @@
  * called through its public API.
  */
 import { randomInt } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import type { Transformer } from '../model/transformer.js';
 import { generate, type Completion } from '../sampling/index.js';
 
@@ -38,8 +39,10 @@ interface Pending {
 }
 
 export interface BatcherOptions {
-  /** How long the first request of a batch waits for others (ms). */
+  /** How long a batch waits after the latest arrival for more requests (ms). */
   windowMs?: number;
+  /** The longest the first request of a batch waits for others (ms). */
+  maxWaitMs?: number;
   /** Most sequences (prompts × n) in one decode batch. */
   maxSequences?: number;
 }
@@ -59,13 +62,16 @@ const settingsKey = (job: GenerationJob): string =>
 export class DecodeBatcher {
   private queue: Pending[] = [];
   private timer: NodeJS.Timeout | null = null;
+  private firstQueuedAt = 0;
   /** Sizes (in requests) of the batches run so far, for tests and the bench. */
   readonly batchSizes: number[] = [];
   private readonly windowMs: number;
+  private readonly maxWaitMs: number;
   private readonly maxSequences: number;
 
   constructor(options: BatcherOptions = {}) {
-    this.windowMs = options.windowMs ?? 5;
+    this.windowMs = options.windowMs ?? 2;
+    this.maxWaitMs = options.maxWaitMs ?? 50;
     this.maxSequences = options.maxSequences ?? 512;
   }
 
@@ -78,9 +84,14 @@ export class DecodeBatcher {
   }
 
   private schedule(): void {
-    if (this.timer || this.queue.length === 0) return;
-    // generate() is synchronous: requests that arrive while it runs are parsed as soon as it
-    // returns, before this timer fires, so they join the next batch.
+    if (this.queue.length === 0) return;
+    // Each arrival restarts the window (clients' requests trickle in over a few milliseconds),
+    // but the first queued request never waits more than maxWaitMs. generate() is synchronous:
+    // requests that arrive while it runs are parsed as soon as it returns and join the next batch.
+    if (this.timer) {
+      if (performance.now() - this.firstQueuedAt >= this.maxWaitMs) return;
+      clearTimeout(this.timer);
+    } else this.firstQueuedAt = performance.now();
     this.timer = setTimeout(() => {
       this.timer = null;
       this.runOneBatch();
