@@ -128,7 +128,7 @@ describe("rollout.engine 'openai'", () => {
   const faults: [string, RegExp][] = [
     ['error', /HTTP 500/],
     ['hang', /no answer within rollout\.timeoutMs \(1500 ms\)/],
-    ['drop', /inference engine at .* failed 2 time\(s\)/],
+    ['drop', /failed 2 time\(s\) \(rollout\.retries = 1\); last: UND_ERR_SOCKET \(other side closed\)/],
     ['malformed', /a malformed answer/],
   ];
   it.each(faults)(
