@@ -125,6 +125,21 @@ describe("rollout.engine 'openai'", () => {
     expect([...final.pairs.values()].some(({ b }) => b.data.some((value) => value !== 0))).toBe(true);
   });
 
+  it('concurrency 2 splits each round into two requests with their own seeds, and the run finishes', async () => {
+    enginePaths.length = 0;
+    await train('remote-2', [
+      'rollout.engine=openai',
+      `rollout.baseUrl=${engine.url}/v1`,
+      'rollout.concurrency=2',
+      'grpo.steps=1',
+    ]);
+    expect(process.exitCode).toBe(0);
+    expect(enginePaths).toEqual(['/v1/load_lora_adapter', '/v1/completions', '/v1/completions']);
+    expect(summaryOf('remote-2').status).toBe('finished');
+    const [row] = metricsOf('remote-2').filter((record) => 'reward/mean' in record);
+    expect(row['train/samples']).toBe(8);
+  });
+
   const faults: [string, RegExp][] = [
     ['error', /HTTP 500/],
     ['hang', /no answer within rollout\.timeoutMs \(1500 ms\)/],

@@ -11,6 +11,7 @@ import { loadCheckpoint, resolveStopTokenIds } from '../model/checkpoint.js';
 import { loadTokenizer, type TextTokenizer } from '../model/tokenizer.js';
 import { Transformer } from '../model/transformer.js';
 import { runGenerateCommand, runScoreCommand } from './model-commands.js';
+import { runServeCommand } from './serve-command.js';
 import { startServe, type RunningServer } from './serve-server.js';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -213,6 +214,30 @@ describe('grpo serve', () => {
       expect(reply.status, `${path} ${JSON.stringify(body)}`).toBe(status);
       expect(reply.json.error.param).toBe(param);
       expect(reply.json.error.message.length).toBeGreaterThan(10);
+    }
+  });
+
+  it('grpo serve --adapter serves base and adapter; a request naming no model gets the adapter', async () => {
+    const lines: string[] = [];
+    const served = await runServeCommand({ model: tinyStories, adapter: fixtureAdapter, port: 0 }, (line) =>
+      lines.push(line),
+    );
+    try {
+      expect(lines[0]).toContain(`${served.url}/v1`);
+      const models = await (await fetch(`${served.url}/v1/models`)).json();
+      expect(models.data.map((model: { id: string }) => model.id)).toEqual(['tinystories-656k', 'lora-tinystories']);
+      const ask = async (model?: string) => {
+        const response = await fetch(`${served.url}/v1/completions`, {
+          method: 'POST',
+          body: JSON.stringify({ model, prompt: 'Once upon a time', max_tokens: 6, temperature: 0, logprobs: 0 }),
+        });
+        return (await response.json()).choices[0].logprobs.token_logprobs as number[];
+      };
+      const [implicit, adapter, base] = [await ask(), await ask('lora-tinystories'), await ask('tinystories-656k')];
+      expect(implicit).toEqual(adapter);
+      expect(maxDifference(implicit, base)).toBeGreaterThan(1e-3);
+    } finally {
+      await served.close();
     }
   });
 });
