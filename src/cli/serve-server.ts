@@ -116,7 +116,8 @@ export async function startServe(options: ServeOptions): Promise<RunningServer> 
     const { name, model } = served(body);
     const sampling = parseSampling(body, config.vocabSize, chat);
     const longest = Math.max(...prompts.map((ids) => ids.length));
-    const maxNewTokens = sampling.maxNewTokens ?? config.maxPositionEmbeddings - longest;
+    // Chat without max_tokens: the rest of the context, at least 1 (so a full prompt is refused, not run).
+    const maxNewTokens = sampling.maxNewTokens ?? Math.max(1, config.maxPositionEmbeddings - longest);
     checkFits(prompts, maxNewTokens, config.maxPositionEmbeddings, 'max_tokens');
     const completions = await batcher.submit({
       modelName: name,

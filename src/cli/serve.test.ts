@@ -205,6 +205,8 @@ describe('grpo serve', () => {
       ['/v1/completions', { prompt: 'x', max_tokens: 100000 }, 400, 'max_tokens'],
       ['/v1/completions', { prompt: 'x', model: 'nope' }, 404, 'model'],
       ['/v1/completions', {}, 400, 'prompt'],
+      ['/v1/chat/completions', { messages: [{ role: 'user', content: 'story '.repeat(3000) }] }, 400, 'max_tokens'],
+      ['/v1/chat/completions', { messages: [{ role: 'user' }] }, 400, 'messages'],
       ['/v1/load_lora_adapter', { lora_name: 'a', lora_path: '/nonexistent' }, 400, 'lora_path'],
       ['/v1/unload_lora_adapter', { lora_name: 'a' }, 404, 'lora_name'],
       ['/v1/nothing', {}, 404, null],
