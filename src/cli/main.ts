@@ -224,7 +224,7 @@ export function buildProgram(): Command {
       'a PEFT LoRA adapter folder, served under its folder name and used when a request names no model',
     )
     .option('--served-model-name <name>', "the base model's name in requests (default: the --model folder name)")
-    .option('--port <n>', 'port (default 8000; 0 = any free port)', integerFrom(0, 65535), 8000)
+    .option('--port <n>', 'port (0 = any free port)', integerFrom(0, 65535), 8000)
     .option('--host <address>', 'address to listen on (0.0.0.0 for every interface)', '127.0.0.1')
     .action(async (options) => {
       const { runServeCommand } = await import('./serve-command.js');
