@@ -63,7 +63,7 @@ function tokenIdList(value: unknown, name: string, vocabularySize: number): numb
   return value as number[];
 }
 
-/** The sampling fields of a request body; `maxTokensField` is max_tokens (or chat's max_completion_tokens). */
+/** The sampling fields of a request body; `chat` takes chat's forms (max_completion_tokens, boolean logprobs). */
 export function parseSampling(body: Body, vocabularySize: number, chat: boolean): SamplingFields {
   if (body.stream === true) throw new RequestError('stream: streaming responses are not supported', 'stream');
   if (body.echo === true) throw new RequestError('echo: echoing the prompt is not supported', 'echo');
@@ -81,8 +81,7 @@ export function parseSampling(body: Body, vocabularySize: number, chat: boolean)
     if (body.logprobs !== undefined && body.logprobs !== null && typeof body.logprobs !== 'boolean')
       throw new RequestError('logprobs must be true or false on chat completions', 'logprobs');
     logprobs = body.logprobs === true;
-    if (numberField(body, 'top_logprobs', 0, (v) => v === 0, '0 (top alternatives are not computed)') !== 0)
-      throw new RequestError('top_logprobs must be 0', 'top_logprobs');
+    numberField(body, 'top_logprobs', 0, (v) => v === 0, '0 (top alternatives are not computed)');
   } else if (body.logprobs !== undefined && body.logprobs !== null) {
     numberField(
       body,
