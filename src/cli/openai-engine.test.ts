@@ -140,6 +140,38 @@ describe("rollout.engine 'openai'", () => {
     expect(row['train/samples']).toBe(8);
   });
 
+  it("uses the engine's logprobs as they come: shifted by +0.5, rollout/logprob_diff reads 0.5", async () => {
+    const shifted: Server = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', async () => {
+        const answer = await fetch(`${engine.url}${request.url}`, { method: 'POST', body: Buffer.concat(chunks) });
+        let text = await answer.text();
+        if (request.url === '/v1/completions') {
+          const json = JSON.parse(text);
+          for (const choice of json.choices)
+            choice.logprobs.token_logprobs = choice.logprobs.token_logprobs.map((value: number) => value + 0.5);
+          text = JSON.stringify(json);
+        }
+        response.writeHead(answer.status);
+        response.end(text);
+      });
+    });
+    await new Promise<void>((done) => shifted.listen(0, '127.0.0.1', done));
+    try {
+      const url = `http://127.0.0.1:${(shifted.address() as AddressInfo).port}/v1`;
+      await train('shifted', ['rollout.engine=openai', `rollout.baseUrl=${url}`, 'grpo.steps=1']);
+      expect(process.exitCode).toBe(0);
+      const [row] = metricsOf('shifted').filter((record) => 'rollout/logprob_diff' in record);
+      expect(Math.abs(row['rollout/logprob_diff'] - 0.5)).toBeLessThan(1e-3);
+      const [local] = metricsOf('local').filter((record) => 'rollout/logprob_diff' in record);
+      expect(local['rollout/logprob_diff']).toBeLessThan(1e-3); // the same kernels agree: the 0.5 is the shift
+    } finally {
+      shifted.closeAllConnections();
+      await new Promise((done) => shifted.close(done));
+    }
+  });
+
   const faults: [string, RegExp][] = [
     ['error', /HTTP 500/],
     ['hang', /no answer within rollout\.timeoutMs \(1500 ms\)/],
