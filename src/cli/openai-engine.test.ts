@@ -116,7 +116,10 @@ describe("rollout.engine 'openai'", () => {
       }
     });
     expect(compared).toBeGreaterThan(30);
-    expect(remote.filter((row) => 'rollout/logprob_diff' in row)).toHaveLength(3);
+    const differences = remote.flatMap((row) => ('rollout/logprob_diff' in row ? [row['rollout/logprob_diff']] : []));
+    expect(differences).toHaveLength(3);
+    // grpo serve runs the trainer's kernels: the engine/trainer gap is rounding (so a shift would show).
+    for (const difference of differences) expect(difference).toBeLessThan(1e-3);
     // The adapter did train, so "equal" compares runs in which the engine's policy moved.
     const adapterFile = join(scratch, 'remote', 'engine-adapter', 'adapter_model.safetensors');
     expect(existsSync(adapterFile)).toBe(true);
@@ -164,8 +167,6 @@ describe("rollout.engine 'openai'", () => {
       expect(process.exitCode).toBe(0);
       const [row] = metricsOf('shifted').filter((record) => 'rollout/logprob_diff' in record);
       expect(Math.abs(row['rollout/logprob_diff'] - 0.5)).toBeLessThan(1e-3);
-      const [local] = metricsOf('local').filter((record) => 'rollout/logprob_diff' in record);
-      expect(local['rollout/logprob_diff']).toBeLessThan(1e-3); // the same kernels agree: the 0.5 is the shift
     } finally {
       shifted.closeAllConnections();
       await new Promise((done) => shifted.close(done));
