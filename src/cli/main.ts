@@ -214,6 +214,24 @@ export function buildProgram(): Command {
     .action((options) => runScoreCommand(options));
 
   program
+    .command('serve')
+    .description(
+      'serve a checkpoint (and LoRA adapters) behind an OpenAI-compatible API: /v1/completions, /v1/chat/completions, /v1/models, /v1/load_lora_adapter',
+    )
+    .requiredOption('--model <directory>', 'checkpoint folder (HF layout)')
+    .option(
+      '--adapter <directory>',
+      'a PEFT LoRA adapter folder, served under its folder name and used when a request names no model',
+    )
+    .option('--served-model-name <name>', "the base model's name in requests (default: the --model folder name)")
+    .option('--port <n>', 'port (0 = any free port)', integerFrom(0, 65535), 8000)
+    .option('--host <address>', 'address to listen on (0.0.0.0 for every interface)', '127.0.0.1')
+    .action(async (options) => {
+      const { runServeCommand } = await import('./serve-command.js');
+      await runServeCommand(options);
+    });
+
+  program
     .command('merge')
     .description('fold a LoRA adapter into its base weights and write a plain HF checkpoint')
     .requiredOption('--model <directory>', 'the base checkpoint folder (HF layout)')

@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import { loraSchema } from './lora-config.js';
+import { rolloutEngineProblems, rolloutEngineSchema } from './rollout-engine-config.js';
 import { trlHint } from './trl-names.js';
 
 const positiveInteger = z.number().int().positive();
@@ -280,6 +281,9 @@ export const trainerConfigSchema = z
     evaluation: evaluationSchema.default(() => evaluationSchema.parse({})).describe('Held-out evaluation.'),
     logging: loggingSchema.default(() => loggingSchema.parse({})).describe('Run folder and console output.'),
     checkpoint: checkpointSchema.default(() => checkpointSchema.parse({})).describe('Checkpointing for resume.'),
+    rollout: rolloutEngineSchema
+      .default(() => rolloutEngineSchema.parse({}))
+      .describe('Where rollouts are generated: the in-process sampler or an OpenAI-compatible engine.'),
     lora: loraSchema
       .nullable()
       .default(null)
@@ -356,6 +360,7 @@ export function validateConfig(input: unknown, known: KnownNames): TrainerConfig
       `- sampling.groupSize: ${config.algorithm.advantage} compares completions within a group, so it needs at least 2 (got ${config.sampling.groupSize})`,
     );
   }
+  problems.push(...rolloutEngineProblems(config));
   if (problems.length > 0) throw new Error(`invalid config:\n${problems.join('\n')}`);
   return config;
 }

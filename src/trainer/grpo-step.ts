@@ -316,7 +316,9 @@ function trainingRows(
     let difference = 0;
     let tokens = 0;
     rows = rows.map((row, i) => {
+      // Over loss tokens only: tokens the policy did not produce (tool output) have no engine logprob.
       row.oldLogprobs.forEach((value, t) => {
+        if (row.lossMask?.[t] === 0) return;
         difference += Math.abs(value - recomputed[i][t]);
         tokens++;
       });

@@ -27,6 +27,7 @@ import { checkPositionBudget } from './position-budget.js';
 import { applyPreset, mergeConfig, presetNames } from './presets.js';
 import { bindAlgorithm, type BoundAlgorithm } from './algorithm.js';
 import { promptFormatFor, type PromptFormat } from './prompt-format.js';
+import { openaiRollout } from './openai-rollout.js';
 import { singleTurnRollout, type RolloutFn } from './rollout.js';
 
 /** What a recipe file exports: a config (as written, before defaults) and optional reward functions. */
@@ -128,7 +129,12 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
     );
   }
   const task = recipe.task ?? taskRegistry.get(config.task)(config.taskOptions);
-  const rollout = recipe.rollout ?? singleTurnRollout;
+  if (recipe.rollout && config.rollout.engine === 'openai')
+    throw new Error(
+      "invalid config:\n- rollout.engine: 'openai' generates single-turn rollouts itself; a recipe's own rollout cannot run on it (leave rollout.engine 'local')",
+    );
+  const rollout =
+    recipe.rollout ?? (config.rollout.engine === 'openai' ? openaiRollout(config.rollout) : singleTurnRollout);
   // Before any model is loaded: every part's options and needs against the data and the rollout.
   const algorithm = bindRunAlgorithm(config, task, rollout);
   const rewards = recipeRewards ?? buildRewards(config, task);

@@ -12,6 +12,7 @@ import { AdamW, learningRateAt, Random } from '../nn/index.js';
 import { evaluate, type EvaluationResult } from './evaluate.js';
 import { renderDemonstration } from './prompt-format.js';
 import { createStepEnvironment, prepareGrpoStep, recordStepState, rolloutSettingsOf } from './grpo-step.js';
+import { publishAdapter } from './openai-rollout.js';
 import { optimizedParameters, policyStep, sftStep } from './optimize.js';
 import { createProgressReporter, type ProgressReporter } from './progress.js';
 import type { RolloutFn } from './rollout.js';
@@ -149,7 +150,12 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
       folder.logMetrics({ step: state.step, phase: 'grpo', ...state.evalBefore });
       folder.writeSummary({ ...folder.readSummary(), evalBefore: state.evalBefore });
     }
-    await runGrpo(context, folder, optimizer, state, progress, save, runEval, context.rollout, checkStop);
+    // The 'openai' engine samples from the adapter last published to it: publish before each step's rollout.
+    const publish =
+      config.rollout.engine === 'openai'
+        ? () => publishAdapter(config.rollout, model, folder.directory, adapterBase)
+        : null;
+    await runGrpo(context, folder, optimizer, state, progress, save, runEval, context.rollout, checkStop, publish);
     state.phase = 'done';
     save();
   }
@@ -235,6 +241,7 @@ async function runGrpo(
   runEval: () => Promise<EvaluationResult>,
   rollout: RolloutFn,
   checkStop: () => Promise<void>,
+  publish: (() => Promise<void>) | null,
 ): Promise<void> {
   const { config, model, algorithm: bound } = context;
   const schedule = {
@@ -255,6 +262,9 @@ async function runGrpo(
     await checkStop();
     const stepStart = Date.now();
     const seed = stepSeed(config.seed, state.step);
+    const publishStart = Date.now();
+    await publish?.();
+    const publishSeconds = (Date.now() - publishStart) / 1000;
     // 1-3. Prompts, rollout, score, refill, advantages, loss mask, training rows (grpo-step.ts).
     const prepared = await prepareGrpoStep(
       environment,
@@ -294,6 +304,7 @@ async function runGrpo(
       'train/samples': prepared.samples.length,
       'train/groups': prepared.batch.prompts.length,
       'time/train': trainSeconds,
+      ...(publish ? { 'time/publish_adapter': publishSeconds } : {}),
       'time/step': (Date.now() - stepStart) / 1000,
       tokensPerSecond: (tokens * config.grpo.iterations) / Math.max(1e-9, trainSeconds),
     };

@@ -1,0 +1,46 @@
+/**
+ * `grpo serve`: loads a checkpoint (and optionally a PEFT LoRA adapter) and serves it behind the
+ * OpenAI-compatible API of serve-server.ts until the process is stopped.
+ *
+ * Is not: the server itself; this file only loads the model and prints where it listens.
+ */
+import { loadCheckpoint, resolveStopTokenIds } from '../model/checkpoint.js';
+import { checkTokenizerFitsModel, loadTokenizer } from '../model/tokenizer.js';
+import { Transformer } from '../model/transformer.js';
+import { servedNameOf, startServe, type RunningServer } from './serve-server.js';
+
+export interface ServeCommandOptions {
+  /** Checkpoint folder (HF layout) served as the base model. */
+  model: string;
+  /** A PEFT LoRA adapter folder served on top of the base, and the default for requests that name no model. */
+  adapter?: string;
+  /** The name the base model is served under (default: its folder name). */
+  servedModelName?: string;
+  port?: number;
+  host?: string;
+}
+
+export async function runServeCommand(
+  options: ServeCommandOptions,
+  write: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+): Promise<RunningServer> {
+  const checkpoint = loadCheckpoint(options.model);
+  const tokenizer = loadTokenizer(options.model);
+  checkTokenizerFitsModel(tokenizer, checkpoint.config, options.model);
+  const modelName = options.servedModelName ?? servedNameOf(options.model);
+  const adapterName = options.adapter !== undefined ? servedNameOf(options.adapter) : undefined;
+  const running = await startServe({
+    model: Transformer.fromTensors(checkpoint.config, checkpoint.tensors),
+    modelName,
+    tokenizer,
+    stopTokenIds: resolveStopTokenIds(checkpoint.config, checkpoint.generationConfig),
+    adapters: adapterName !== undefined ? { [adapterName]: options.adapter! } : {},
+    defaultModel: adapterName,
+    host: options.host,
+    port: options.port,
+  });
+  write(
+    `grpo serve: ${modelName}${adapterName ? ` (+ adapter ${adapterName}, the default)` : ''} at ${running.url}/v1`,
+  );
+  return running;
+}

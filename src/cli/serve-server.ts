@@ -1,0 +1,299 @@
+/**
+ * `grpo serve`'s HTTP server: an OpenAI-compatible engine over one base checkpoint and any number of
+ * PEFT LoRA adapters on top of it (vLLM's runtime LoRA API). Routes: GET /v1/models,
+ * POST /v1/completions, POST /v1/chat/completions, POST /v1/load_lora_adapter and
+ * POST /v1/unload_lora_adapter. Generation goes through the decode batcher, so concurrent requests
+ * share decode batches. Errors are OpenAI's `{error: {message, type, param}}`.
+ *
+ * Is not: a production server (no auth, no streaming, no top-k alternatives in logprobs), or the
+ * `grpo serve` command line (serve-command.ts).
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { basename, resolve } from 'node:path';
+import { loadAdapter } from '../model/adapter-files.js';
+import { encodeChat } from '../model/chat-template.js';
+import type { TextTokenizer } from '../model/tokenizer.js';
+import { Transformer } from '../model/transformer.js';
+import { DecodeBatcher, type BatcherOptions } from './serve-batcher.js';
+import {
+  chatLogprobs,
+  checkFits,
+  completionLogprobs,
+  finishChoice,
+  parseChatMessages,
+  parseCompletionPrompts,
+  parseSampling,
+  RequestError,
+  type FinishedChoice,
+} from './serve-protocol.js';
+
+export interface ServeOptions extends BatcherOptions {
+  /** The base model (no adapters attached) and the name it is served under. */
+  model: Transformer;
+  modelName: string;
+  tokenizer: TextTokenizer;
+  /** The model's end-of-sequence ids: they always stop generation. */
+  stopTokenIds: number[];
+  /** Adapters to load at start, by served name. */
+  adapters?: Record<string, string>;
+  /** The model a request without `model` gets: the base, or an adapter's name. */
+  defaultModel?: string;
+  host?: string;
+  port?: number;
+}
+
+export interface RunningServer {
+  url: string;
+  server: Server;
+  batcher: DecodeBatcher;
+  close(): Promise<void>;
+}
+
+const MAX_BODY_BYTES = 64 * 1024 * 1024;
+
+function readBody(request: IncomingMessage): Promise<Record<string, unknown>> {
+  return new Promise((resolveBody, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    request.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) reject(new RequestError(`request body is over ${MAX_BODY_BYTES} bytes`, null, 413));
+      else chunks.push(chunk);
+    });
+    request.on('error', reject);
+    request.on('end', () => {
+      try {
+        const value = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+        if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not an object');
+        resolveBody(value as Record<string, unknown>);
+      } catch {
+        reject(new RequestError('request body must be a JSON object', null));
+      }
+    });
+  });
+}
+
+function sendJson(response: ServerResponse, status: number, value: unknown): void {
+  response.writeHead(status, { 'content-type': 'application/json' });
+  response.end(JSON.stringify(value));
+}
+
+/** Starts the server; resolves once it listens (port 0 = any free port). */
+export async function startServe(options: ServeOptions): Promise<RunningServer> {
+  const { tokenizer, modelName } = options;
+  const config = options.model.config;
+  const models = new Map<string, { model: Transformer; root: string }>([
+    [modelName, { model: options.model, root: modelName }],
+  ]);
+  const loadNamed = (name: string, path: string): void => {
+    // The base weights are shared, never copied: an adapter costs only its own tensors.
+    const model = new Transformer(config, options.model.parameters);
+    model.attachAdapters(loadAdapter(path, config));
+    models.set(name, { model, root: resolve(path) });
+  };
+  for (const [name, path] of Object.entries(options.adapters ?? {})) loadNamed(name, path);
+  const defaultModel = options.defaultModel ?? modelName;
+  const batcher = new DecodeBatcher(options);
+  const created = Math.floor(Date.now() / 1000);
+  let counter = 0;
+
+  const served = (body: Record<string, unknown>) => {
+    const name = body.model === undefined || body.model === null ? defaultModel : body.model;
+    const entry = typeof name === 'string' ? models.get(name) : undefined;
+    if (!entry)
+      throw new RequestError(
+        `model ${JSON.stringify(name)} is not served; served: ${[...models.keys()].join(', ')}`,
+        'model',
+        404,
+        'NotFoundError',
+      );
+    return { name: name as string, model: entry.model };
+  };
+
+  /** Runs the prompts through the batcher; returns each prompt's choices in OpenAI index order. */
+  const complete = async (body: Record<string, unknown>, prompts: number[][], chat: boolean) => {
+    const { name, model } = served(body);
+    const sampling = parseSampling(body, config.vocabSize, chat);
+    const longest = Math.max(...prompts.map((ids) => ids.length));
+    // Chat without max_tokens: the rest of the context, at least 1 (so a full prompt is refused, not run).
+    const maxNewTokens = sampling.maxNewTokens ?? Math.max(1, config.maxPositionEmbeddings - longest);
+    checkFits(prompts, maxNewTokens, config.maxPositionEmbeddings, 'max_tokens');
+    const completions = await batcher.submit({
+      modelName: name,
+      model,
+      prompts,
+      numSamples: sampling.numSamples,
+      maxNewTokens,
+      temperature: sampling.temperature,
+      topK: sampling.topK,
+      topP: sampling.topP,
+      minP: sampling.minP,
+      stopTokenIds: [...new Set([...options.stopTokenIds, ...sampling.stopTokenIds])],
+      seed: sampling.seed,
+    });
+    const choices = completions.map((completion) => ({
+      promptIndex: completion.promptIndex,
+      choice: finishChoice(completion, sampling.stopStrings, tokenizer),
+    }));
+    const completionTokens = choices.reduce((total, { choice }) => total + choice.ids.length, 0);
+    const promptTokens = prompts.reduce((total, ids) => total + ids.length, 0);
+    return {
+      name,
+      sampling,
+      choices,
+      usage: {
+        prompt_tokens: promptTokens,
+        completion_tokens: completionTokens,
+        total_tokens: promptTokens + completionTokens,
+      },
+    };
+  };
+
+  const handleCompletions = async (body: Record<string, unknown>) => {
+    const prompts = parseCompletionPrompts(body, tokenizer, config.vocabSize);
+    const { name, sampling, choices, usage } = await complete(body, prompts, false);
+    return {
+      id: `cmpl-${++counter}`,
+      object: 'text_completion',
+      created: Math.floor(Date.now() / 1000),
+      model: name,
+      choices: choices.map(({ promptIndex, choice }, index) => ({
+        index,
+        text: choice.text,
+        logprobs: sampling.logprobs ? completionLogprobs(choice, tokenizer) : null,
+        finish_reason: choice.finishReason,
+        stop_reason: choice.stopReason,
+        ...(sampling.returnTokenIds ? { prompt_token_ids: prompts[promptIndex], token_ids: choice.ids } : {}),
+      })),
+      usage,
+    };
+  };
+
+  const handleChat = async (body: Record<string, unknown>) => {
+    const messages = parseChatMessages(body);
+    let promptIds: number[];
+    try {
+      promptIds = encodeChat(tokenizer, messages, { addGenerationPrompt: true });
+    } catch (error) {
+      throw new RequestError(`messages: ${(error as Error).message}`, 'messages');
+    }
+    const { name, sampling, choices, usage } = await complete(body, [promptIds], true);
+    return {
+      id: `chatcmpl-${++counter}`,
+      object: 'chat.completion',
+      created: Math.floor(Date.now() / 1000),
+      model: name,
+      ...(sampling.returnTokenIds ? { prompt_token_ids: promptIds } : {}),
+      choices: choices.map(({ choice }: { choice: FinishedChoice }, index) => ({
+        index,
+        message: { role: 'assistant', content: choice.text },
+        logprobs: sampling.logprobs ? chatLogprobs(choice, tokenizer) : null,
+        finish_reason: choice.finishReason,
+        stop_reason: choice.stopReason,
+        ...(sampling.returnTokenIds ? { token_ids: choice.ids } : {}),
+      })),
+      usage,
+    };
+  };
+
+  const handleLoad = (body: Record<string, unknown>): string => {
+    const { lora_name: name, lora_path: path, load_inplace: inPlace } = body;
+    if (typeof name !== 'string' || name.length === 0)
+      throw new RequestError('lora_name must be a non-empty string', 'lora_name');
+    if (typeof path !== 'string' || path.length === 0)
+      throw new RequestError('lora_path must be a non-empty string', 'lora_path');
+    if (name === modelName) throw new RequestError(`lora_name "${name}" is the base model's name`, 'lora_name');
+    if (models.has(name) && inPlace !== true)
+      throw new RequestError(
+        `The lora adapter '${name}' has already been loaded; pass load_inplace: true to replace it`,
+        'lora_name',
+      );
+    try {
+      loadNamed(name, path);
+    } catch (error) {
+      throw new RequestError(`lora_path: ${(error as Error).message}`, 'lora_path');
+    }
+    return `Success: LoRA adapter '${name}' added successfully.`;
+  };
+
+  const handleUnload = (body: Record<string, unknown>): string => {
+    const name = body.lora_name;
+    if (typeof name !== 'string' || name === modelName || !models.has(name))
+      throw new RequestError(
+        `lora_name ${JSON.stringify(name)} is not a loaded adapter`,
+        'lora_name',
+        404,
+        'NotFoundError',
+      );
+    models.delete(name);
+    return `Success: LoRA adapter '${name}' removed successfully.`;
+  };
+
+  const route = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
+    const path = (request.url ?? '/').split('?')[0];
+    if (request.method === 'GET' && path === '/v1/models') {
+      sendJson(response, 200, {
+        object: 'list',
+        data: [...models].map(([id, entry]) => ({
+          id,
+          object: 'model',
+          created,
+          owned_by: 'grpo',
+          root: entry.root,
+          parent: id === modelName ? null : modelName,
+          max_model_len: config.maxPositionEmbeddings,
+        })),
+      });
+      return;
+    }
+    const handlers: Record<string, (body: Record<string, unknown>) => unknown> = {
+      '/v1/completions': handleCompletions,
+      '/v1/chat/completions': handleChat,
+      '/v1/load_lora_adapter': handleLoad,
+      '/v1/unload_lora_adapter': handleUnload,
+    };
+    const handler = handlers[path];
+    if (!handler || request.method !== 'POST')
+      throw new RequestError(`${request.method} ${path} is not a route of grpo serve`, null, 404, 'NotFoundError');
+    const result = await handler(await readBody(request));
+    if (typeof result === 'string') {
+      response.writeHead(200, { 'content-type': 'text/plain' });
+      response.end(result);
+    } else sendJson(response, 200, result);
+  };
+
+  const server = createServer((request, response) => {
+    route(request, response).catch((error: unknown) => {
+      const known = error instanceof RequestError;
+      const status = known ? error.status : 500;
+      sendJson(response, status, {
+        error: {
+          message: (error as Error).message,
+          type: known ? error.type : 'InternalServerError',
+          param: known ? error.param : null,
+          code: status,
+        },
+      });
+    });
+  });
+  await new Promise<void>((resolveListen, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 8000, options.host ?? '127.0.0.1', () => resolveListen());
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${host}:${address.port}`,
+    server,
+    batcher,
+    close: () =>
+      new Promise((resolveClose) => {
+        server.closeAllConnections();
+        server.close(() => resolveClose());
+      }),
+  };
+}
+
+/** The name a model folder is served under by default: its folder name. */
+export const servedNameOf = (directory: string): string => basename(resolve(directory));
