@@ -9,6 +9,7 @@ import { runGenerateCommand, runMergeCommand, runScoreCommand } from './model-co
 import { runRewardCommand } from './reward-command.js';
 import { runTrainCommand, type DataFlags } from './train-command.js';
 import { runEvalCommand } from './eval-command.js';
+import { addFlowCommands } from './flow-command.js';
 
 const integer = (value: string): number => {
   const parsed = Number(value);
@@ -248,6 +249,8 @@ export function buildProgram(): Command {
       const { configReferenceMarkdown } = await import('../trainer/config-docs.js');
       process.stdout.write(configReferenceMarkdown());
     });
+
+  addFlowCommands(program);
 
   program
     .command('dashboard')
