@@ -87,6 +87,9 @@ describe('grpo flow', () => {
     await expect(grpo(...train, '--reward', 'boldness')).rejects.toThrow(/rewards.boldness: unknown image reward/);
     await expect(grpo(...train, '--reward', 'confidence')).rejects.toThrow(/needs a digit classifier/);
     await expect(grpo(...train, '--advantage', 'nope')).rejects.toThrow(/nope/);
+    await expect(grpo(...train, '--window', '11')).rejects.toThrow(
+      /window.size 11 is larger than the 10 sampler steps/,
+    );
     await expect(grpo('sample', '--model', '/nonexistent', '--out', 'x.png')).rejects.toThrow(/config.json is missing/);
     expect(existsSync(join(directory, 'never'))).toBe(false);
   });

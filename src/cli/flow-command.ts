@@ -87,14 +87,34 @@ export function addFlowCommands(program: Command): void {
     .option('--seed <n>', 'seed', number, d.seed)
     .option('--eval-every <n>', 'evaluate (Euler sampler, fixed noise) every n steps', number, d.evalEvery)
     .option('--eval-per-class <n>', 'evaluation samples per class', number, d.evalPerClass)
+    .option('--window <size>', 'MixGRPO: SDE and training only in a sliding window of this many steps', number)
+    .option('--window-shift-every <n>', 'MixGRPO: RL steps between window moves', number, 25)
+    .option('--window-stride <n>', 'MixGRPO: steps the window moves each time', number, 1)
+    .option('--window-roll-back', 'MixGRPO: restart the window at step 0 after the end')
     .action((options) => {
-      const { model, classifier, out, kl, advantage, reward, ...rest } = options;
+      const {
+        model,
+        classifier,
+        out,
+        kl,
+        advantage,
+        reward,
+        window,
+        windowShiftEvery,
+        windowStride,
+        windowRollBack,
+        ...rest
+      } = options;
       const runOptions: FlowRunOptions = {
         ...d,
         ...rest,
         klCoefficient: kl,
         advantageEstimator: advantage,
         rewards: reward ?? d.rewards,
+        window:
+          window === undefined
+            ? null
+            : { size: window, shiftEvery: windowShiftEvery, stride: windowStride, rollBack: windowRollBack === true },
       };
       const result = runFlowGrpo({ model, classifier: classifier ?? null, run: out }, runOptions, print);
       print(

@@ -146,12 +146,16 @@ export type ScoreImagesFn = (
   classes: number[],
 ) => { total: Float32Array; components: Record<string, Float32Array> };
 
-/** One Flow-GRPO step: rollout, rewards, advantages, μ updates. Returns metrics and the final images. */
+/**
+ * One Flow-GRPO step: rollout, rewards, advantages, μ updates. Returns metrics and the final images.
+ * `trained` overrides the first-⌊N·f⌋ choice (MixGRPO's window, mix-grpo.ts).
+ */
 export function flowGrpoStep(
   context: { model: FlowModel; reference: FlowModel | null; optimizer: AdamW; score: ScoreImagesFn },
   prompts: readonly number[],
   options: FlowGrpoOptions,
   random: Random,
+  trained: number[] = trainedSteps(options.sampler.sigmas.length - 1, options.trainFraction),
 ): { metrics: Record<string, number>; images: Float32Array[]; classes: number[] } {
   const classes = prompts.flatMap((label) => Array<number>(options.groupSize).fill(label));
   const trajectory = sampleTrajectory(context.model, classes, options.sampler, random);
@@ -166,7 +170,7 @@ export function flowGrpoStep(
   );
   const batch = {
     trajectory,
-    steps: trainedSteps(options.sampler.sigmas.length - 1, options.trainFraction),
+    steps: trained,
     advantages,
   };
   const parameters = [...context.model.parameters.values()];

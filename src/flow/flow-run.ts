@@ -18,6 +18,7 @@ import { Random } from '../tensor/random.js';
 import { type DigitClassifier, loadClassifier } from './digit-classifier.js';
 import { type FlowGrpoOptions, flowGrpoStep } from './flow-grpo.js';
 import { checkRewardWeights, scoreImages } from './image-rewards.js';
+import { type SlidingWindow, checkSlidingWindow, slidingWindowAt } from './mix-grpo.js';
 import { writeImageGrid } from './png.js';
 import { finalImages, sampleTrajectory } from './sample.js';
 
@@ -50,6 +51,8 @@ export interface FlowRunOptions {
   evalEvery: number;
   /** Evaluation samples per class. */
   evalPerClass: number;
+  /** MixGRPO: SDE and training only inside this sliding window of steps, ODE elsewhere; null = Flow-GRPO. */
+  window: SlidingWindow | null;
 }
 
 /** Flow-GRPO's published choices where they apply; sizes small enough for minutes on a CPU. */
@@ -73,6 +76,7 @@ export const defaultFlowRunOptions: FlowRunOptions = {
   seed: 1,
   evalEvery: 10,
   evalPerClass: 8,
+  window: null,
 };
 
 const positiveIntegers = [
@@ -103,6 +107,7 @@ export function validateFlowRunOptions(options: FlowRunOptions, numClasses = 10)
     throw new Error(`trainFraction must be in (0, 1], got ${options.trainFraction}`);
   if (!(options.klCoefficient >= 0)) throw new Error(`klCoefficient must be ≥ 0, got ${options.klCoefficient}`);
   advantageEstimators.get(options.advantageEstimator); // throws listing the known names
+  if (options.window) checkSlidingWindow(options.window, options.samplingSteps);
 }
 
 /** The mean reward of the Euler (ODE) sampler on fixed noise, `perClass` samples per class, and the images. */
@@ -178,7 +183,14 @@ export function runFlowGrpo(
     const prompts = random
       .shuffle(Array.from({ length: model.config.numClasses }, (_, label) => label))
       .slice(0, options.promptsPerStep);
-    const { metrics } = flowGrpoStep({ model, reference, optimizer, score }, prompts, grpoOptions, random);
+    let stepOptions = grpoOptions;
+    let trained: number[] | undefined;
+    if (options.window) {
+      const window = slidingWindowAt(options.window, options.samplingSteps, step - 1, options.sampler);
+      stepOptions = { ...grpoOptions, sampler: { ...grpoOptions.sampler, steps: window.steps } };
+      trained = window.trained;
+    }
+    const { metrics } = flowGrpoStep({ model, reference, optimizer, score }, prompts, stepOptions, random, trained);
     record({ step, ...metrics });
     log(`step ${step}: reward ${metrics['reward/mean'].toFixed(4)} loss ${metrics['loss/total'].toExponential(3)}`);
     if (step % options.evalEvery === 0 || step === options.steps) after = evaluate(step);
