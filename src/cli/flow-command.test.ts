@@ -87,6 +87,10 @@ describe('grpo flow', () => {
     await expect(grpo(...train, '--reward', 'boldness')).rejects.toThrow(/rewards.boldness: unknown image reward/);
     await expect(grpo(...train, '--reward', 'confidence')).rejects.toThrow(/needs a digit classifier/);
     await expect(grpo(...train, '--advantage', 'nope')).rejects.toThrow(/nope/);
+    await expect(grpo(...train, '--algorithm', 'dpo')).rejects.toThrow(/algorithm must be "flow-grpo" or "nft"/);
+    await expect(grpo(...train, '--algorithm', 'nft', '--window', '2')).rejects.toThrow(
+      /window \(MixGRPO\) applies to flow-grpo only/,
+    );
     await expect(grpo(...train, '--window', '11')).rejects.toThrow(
       /window.size 11 is larger than the 10 sampler steps/,
     );

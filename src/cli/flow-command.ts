@@ -61,7 +61,9 @@ export function addFlowCommands(program: Command): void {
   const d = defaultFlowRunOptions;
   flow
     .command('train')
-    .description('Flow-GRPO from a pre-trained flow model; writes the run folder (metrics.jsonl, sample grids, model/)')
+    .description(
+      'Flow-GRPO or DiffusionNFT from a pre-trained flow model; writes the run folder (metrics.jsonl, sample grids, model/)',
+    )
     .requiredOption('--model <directory>', 'pre-trained flow model (grpo flow pretrain)')
     .option('--classifier <directory>', 'digit classifier (grpo flow classifier), needed by the confidence reward')
     .requiredOption('--out <directory>', 'run folder to write')
@@ -87,6 +89,8 @@ export function addFlowCommands(program: Command): void {
     .option('--seed <n>', 'seed', number, d.seed)
     .option('--eval-every <n>', 'evaluate (Euler sampler, fixed noise) every n steps', number, d.evalEvery)
     .option('--eval-per-class <n>', 'evaluation samples per class', number, d.evalPerClass)
+    .option('--algorithm <name>', 'flow-grpo, or nft (DiffusionNFT: no log-probs, any sampler incl. ode)', d.algorithm)
+    .option('--nft-beta <x>', 'DiffusionNFT: β of the implicit policies', number, d.nftBeta)
     .option('--window <size>', 'MixGRPO: SDE and training only in a sliding window of this many steps', number)
     .option('--window-shift-every <n>', 'MixGRPO: RL steps between window moves', number, 25)
     .option('--window-stride <n>', 'MixGRPO: steps the window moves each time', number, 1)

@@ -1,6 +1,6 @@
 /**
- * A Flow-GRPO run from a pre-trained flow model: validate every option (before any compute), load
- * the model, classifier and frozen reference, loop `flowGrpoStep`, evaluate with the deterministic
+ * A Flow-GRPO (or DiffusionNFT) run from a pre-trained flow model: validate every option (before any compute), load
+ * the model, classifier and frozen reference, loop `flowGrpoStep` or `nftStep`, evaluate with the deterministic
  * Euler sampler on fixed noise, and write the run folder:
  *   config.json, metrics.jsonl (one line per step, and eval lines), samples-step-N.png (one row per
  *   class), model/ (the tuned checkpoint, same layout as the input).
@@ -16,6 +16,7 @@ import { type FlowModel, copyFlowModel, loadFlowModel, saveFlowModel } from '../
 import { AdamW } from '../nn/optimizer.js';
 import { Random } from '../tensor/random.js';
 import { type DigitClassifier, loadClassifier } from './digit-classifier.js';
+import { nftStep } from './diffusion-nft.js';
 import { type FlowGrpoOptions, flowGrpoStep } from './flow-grpo.js';
 import { checkRewardWeights, scoreImages } from './image-rewards.js';
 import { type SlidingWindow, checkSlidingWindow, slidingWindowAt } from './mix-grpo.js';
@@ -24,6 +25,10 @@ import { finalImages, sampleTrajectory } from './sample.js';
 
 /** Everything a run needs besides the folders. */
 export interface FlowRunOptions {
+  /** 'flow-grpo' (per-step log-probs, ppo-clip) or 'nft' (DiffusionNFT: forward process, any sampler). */
+  algorithm: 'flow-grpo' | 'nft';
+  /** DiffusionNFT's β of the implicit policies v± (the reference code's 1.0). */
+  nftBeta: number;
   /** RL steps (rollout + update each). */
   steps: number;
   /** Class prompts drawn per step (without replacement from 0..numClasses−1). */
@@ -57,6 +62,8 @@ export interface FlowRunOptions {
 
 /** Flow-GRPO's published choices where they apply; sizes small enough for minutes on a CPU. */
 export const defaultFlowRunOptions: FlowRunOptions = {
+  algorithm: 'flow-grpo',
+  nftBeta: 1,
   steps: 40,
   promptsPerStep: 4,
   groupSize: 8,
@@ -101,7 +108,14 @@ export function validateFlowRunOptions(options: FlowRunOptions, numClasses = 10)
     throw new Error(`groupSize must be an integer ≥ 2 (a group needs a spread), got ${options.groupSize}`);
   if (options.promptsPerStep > numClasses)
     throw new Error(`promptsPerStep must be at most the ${numClasses} classes, got ${options.promptsPerStep}`);
-  if (!flowSteps.has(options.sampler) || options.sampler === 'ode')
+  if (options.algorithm !== 'flow-grpo' && options.algorithm !== 'nft')
+    throw new Error(`algorithm must be "flow-grpo" or "nft", got "${String(options.algorithm)}"`);
+  if (options.algorithm === 'nft') {
+    if (!flowSteps.has(options.sampler))
+      throw new Error(`sampler must be one of ${flowSteps.names().join(', ')}, got "${options.sampler}"`);
+    if (options.window) throw new Error('window (MixGRPO) applies to flow-grpo only, not to nft');
+    if (!(options.nftBeta > 0)) throw new Error(`nftBeta must be positive, got ${options.nftBeta}`);
+  } else if (!flowSteps.has(options.sampler) || options.sampler === 'ode')
     throw new Error(`sampler must be a stochastic step with log-probs (sde, cps, dance), got "${options.sampler}"`);
   if (!(options.trainFraction > 0 && options.trainFraction <= 1))
     throw new Error(`trainFraction must be in (0, 1], got ${options.trainFraction}`);
@@ -144,6 +158,7 @@ export function runFlowGrpo(
   const model = loadFlowModel(folders.model);
   const classifier = folders.classifier ? loadClassifier(folders.classifier) : null;
   const reference = options.klCoefficient > 0 ? copyFlowModel(model) : null;
+  const old = options.algorithm === 'nft' ? copyFlowModel(model) : null; // DiffusionNFT's sampling policy
   makeDirectory(folders.run);
   writeFileSync(join(folders.run, 'config.json'), JSON.stringify({ ...folders, ...options }, null, 2) + '\n');
   const metricsFile = join(folders.run, 'metrics.jsonl');
@@ -190,7 +205,15 @@ export function runFlowGrpo(
       stepOptions = { ...grpoOptions, sampler: { ...grpoOptions.sampler, steps: window.steps } };
       trained = window.trained;
     }
-    const { metrics } = flowGrpoStep({ model, reference, optimizer, score }, prompts, stepOptions, random, trained);
+    const { metrics } = old
+      ? nftStep(
+          { model, old, reference, optimizer, score },
+          prompts,
+          { ...grpoOptions, nftBeta: options.nftBeta },
+          random,
+          step,
+        )
+      : flowGrpoStep({ model, reference, optimizer, score }, prompts, stepOptions, random, trained);
     record({ step, ...metrics });
     log(`step ${step}: reward ${metrics['reward/mean'].toFixed(4)} loss ${metrics['loss/total'].toExponential(3)}`);
     if (step % options.evalEvery === 0 || step === options.steps) after = evaluate(step);
