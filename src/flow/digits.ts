@@ -7,13 +7,8 @@
  */
 import { createRequire } from 'node:module';
 
-interface MnistDigit {
-  input: number[];
-  output: number[];
-}
-interface MnistModule {
-  set(training: number, test: number): { training: MnistDigit[]; test: MnistDigit[] };
-}
+/** The package's per-class digit lists (`mnist[d].get(i)` → 784 ink values in [0, 1]). */
+type MnistModule = Record<number, { length: number; get(index: number): number[] }>;
 
 /** Images as rows of pixels in model space [−1, 1] (−1 = background), with their labels. */
 export interface DigitSet {
@@ -47,15 +42,30 @@ export function toInk(pixels: ArrayLike<number>): Float32Array {
   return Float32Array.from(pixels, (value) => Math.min(1, Math.max(0, (value + 1) / 2)));
 }
 
-/** The package's digits, split as it splits them (its fixed order), pooled to `size`. */
+/** Training digits per class: the first 800 of each class; the rest (863–1127 per class) are held out. */
+const trainingPerClass = 800;
+
+/**
+ * The package's digits, pooled to `size`, in a fixed order: classes interleaved round-robin (so the
+ * first `count` hold every class), each class in the package's own order. Not `mnist.set()`, which
+ * shuffles with Math.random and would make runs irreproducible.
+ */
 export function loadDigits(size: number, split: 'training' | 'test', count?: number): DigitSet {
   const mnist = createRequire(import.meta.url)('mnist') as MnistModule;
-  // The package holds 10,000 digits; set(8000, 2000) keeps the training and test parts disjoint.
-  const sets = mnist.set(8000, 2000);
-  const digits = sets[split].slice(0, count);
-  return {
-    size,
-    images: digits.map((digit) => poolDigit(digit.input, size)),
-    labels: digits.map((digit) => digit.output.indexOf(1)),
-  };
+  const perClass = Array.from({ length: 10 }, (_, label) => {
+    const start = split === 'training' ? 0 : trainingPerClass;
+    const end = split === 'training' ? trainingPerClass : mnist[label].length;
+    return Array.from({ length: end - start }, (_, i) => start + i);
+  });
+  const images: Float32Array[] = [];
+  const labels: number[] = [];
+  const limit = count ?? Infinity;
+  for (let round = 0; images.length < limit && perClass.some((indices) => round < indices.length); round++) {
+    for (let label = 0; label < 10 && images.length < limit; label++) {
+      if (round >= perClass[label].length) continue;
+      images.push(poolDigit(mnist[label].get(perClass[label][round]), size));
+      labels.push(label);
+    }
+  }
+  return { size, images, labels };
 }
