@@ -19,8 +19,24 @@ const allowed = {
   data: ['data', 'rewards'],
   agents: ['agents', 'rewards'],
   trainer: ['trainer', 'agents', 'data', 'rewards', 'algorithms', 'sampling', 'model', 'nn', 'tensor'],
+  // flow/: image generators (flow matching, Flow-GRPO) — their own loop over tensors, not over token
+  // ids, so beside trainer/ rather than inside it; it reuses algorithms/ (steps, advantages, losses).
+  flow: ['flow', 'algorithms', 'rewards', 'model', 'nn', 'tensor'],
   dashboard: ['dashboard'],
-  cli: ['cli', 'dashboard', 'trainer', 'agents', 'data', 'rewards', 'algorithms', 'sampling', 'model', 'nn', 'tensor'],
+  cli: [
+    'cli',
+    'dashboard',
+    'flow',
+    'trainer',
+    'agents',
+    'data',
+    'rewards',
+    'algorithms',
+    'sampling',
+    'model',
+    'nn',
+    'tensor',
+  ],
 };
 const maxSourceLines = 40_000;
 

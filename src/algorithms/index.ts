@@ -64,6 +64,7 @@ export * from './policy-losses.js';
 export * from './policy-losses-sequence.js';
 export * from './policy-losses-gtpo.js';
 export * from './option-schemas.js';
+export * from './flow-steps.js';
 
 type Builtins<Fn> = [name: string, fn: Fn, description: string, citation: string, needs?: AlgorithmNeed[]][];
 

@@ -9,6 +9,7 @@ import { runGenerateCommand, runMergeCommand, runScoreCommand } from './model-co
 import { runRewardCommand } from './reward-command.js';
 import { runTrainCommand, type DataFlags } from './train-command.js';
 import { runEvalCommand } from './eval-command.js';
+import { addFlowCommands } from './flow-command.js';
 
 const integer = (value: string): number => {
   const parsed = Number(value);
@@ -306,6 +307,8 @@ verl: scripts/verl_compute_score.py (custom_reward_function.path / name=compute_
       const { configReferenceMarkdown } = await import('../trainer/config-docs.js');
       process.stdout.write(configReferenceMarkdown());
     });
+
+  addFlowCommands(program);
 
   program
     .command('dashboard')

@@ -1,0 +1,100 @@
+/**
+ * `grpo flow ...` end to end at toy sizes: pretrain → classifier → train → sample write their
+ * folders and files; bad values are refused before compute, naming the field.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { buildProgram } from './main.js';
+
+const directory = mkdtempSync(join(tmpdir(), 'grpo-flow-cli-'));
+afterAll(() => rmSync(directory, { recursive: true, force: true }));
+const grpo = (...argv: string[]) =>
+  buildProgram()
+    .exitOverride()
+    .parseAsync(['node', 'grpo', 'flow', ...argv]);
+
+describe('grpo flow', () => {
+  it('pretrains, trains a classifier, runs Flow-GRPO and samples, writing every file', async () => {
+    const write = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    try {
+      const model = join(directory, 'model');
+      const classifier = join(directory, 'classifier');
+      const run = join(directory, 'run');
+      await grpo(
+        'pretrain',
+        '--out',
+        model,
+        '--steps',
+        '3',
+        '--hidden-size',
+        '8',
+        '--blocks',
+        '1',
+        '--image-size',
+        '7',
+      );
+      await grpo('classifier', '--out', classifier, '--epochs', '1', '--image-size', '7');
+      await grpo('train', '--model', model, '--classifier', classifier, '--out', run, '--steps', '2', '--prompts-per-step', '2',
+        '--group-size', '2', '--sampling-steps', '3', '--eval-every', '1', '--eval-per-class', '1', '--reward', 'confidence', '--reward', 'thickness:0.5', '--kl', '0.04'); // prettier-ignore
+      await grpo(
+        'sample',
+        '--model',
+        join(run, 'model'),
+        '--out',
+        join(directory, 'grid.png'),
+        '--sampler',
+        'cps',
+        '--per-class',
+        '2',
+      );
+      for (const file of [
+        'model/config.json',
+        'model/model.safetensors',
+        'model/samples.png',
+        'classifier/model.safetensors',
+        'run/model/model.safetensors',
+        'run/samples-step-0.png',
+        'run/samples-step-2.png',
+        'grid.png',
+      ])
+        expect(existsSync(join(directory, file)), file).toBe(true);
+      const lines = readFileSync(join(run, 'metrics.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as Record<string, number>);
+      const steps = lines.filter((line) => 'reward/mean' in line);
+      expect(steps.map((line) => line.step)).toEqual([1, 2]);
+      for (const line of steps) {
+        expect(Number.isFinite(line['loss/total'])).toBe(true);
+        expect(line['reward/mean']).toBeCloseTo(
+          line['reward/confidence/mean'] + 0.5 * line['reward/thickness/mean'],
+          5,
+        );
+        expect(line['loss/kl']).toBeGreaterThanOrEqual(0);
+      }
+      expect(lines.filter((line) => 'eval/reward/mean' in line).length).toBe(3); // start, step 1, step 2
+    } finally {
+      write.mockRestore();
+    }
+  }, 60_000);
+
+  it('refuses what cannot run before loading anything, naming the field', async () => {
+    const train = ['train', '--model', '/nonexistent', '--out', join(directory, 'never')];
+    await expect(grpo(...train, '--sampler', 'ode')).rejects.toThrow(/sampler must be a stochastic step/);
+    await expect(grpo(...train, '--group-size', '1')).rejects.toThrow(/groupSize must be an integer ≥ 2/);
+    await expect(grpo(...train, '--reward', 'boldness')).rejects.toThrow(/rewards.boldness: unknown image reward/);
+    await expect(grpo(...train, '--reward', 'confidence')).rejects.toThrow(/needs a digit classifier/);
+    await expect(grpo(...train, '--advantage', 'nope')).rejects.toThrow(/nope/);
+    await expect(grpo(...train, '--algorithm', 'dpo')).rejects.toThrow(/algorithm must be "flow-grpo" or "nft"/);
+    await expect(grpo(...train, '--algorithm', 'nft', '--window', '2')).rejects.toThrow(
+      /window \(MixGRPO\) applies to flow-grpo only/,
+    );
+    await expect(grpo(...train, '--window', '11')).rejects.toThrow(
+      /window.size 11 is larger than the 10 sampler steps/,
+    );
+    await expect(grpo('sample', '--model', '/nonexistent', '--out', 'x.png')).rejects.toThrow(/config.json is missing/);
+    expect(existsSync(join(directory, 'never'))).toBe(false);
+  });
+});

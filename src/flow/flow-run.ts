@@ -1,0 +1,223 @@
+/**
+ * A Flow-GRPO (or DiffusionNFT) run from a pre-trained flow model: validate every option (before any compute), load
+ * the model, classifier and frozen reference, loop `flowGrpoStep` or `nftStep`, evaluate with the deterministic
+ * Euler sampler on fixed noise, and write the run folder:
+ *   config.json, metrics.jsonl (one line per step, and eval lines), samples-step-N.png (one row per
+ *   class), model/ (the tuned checkpoint, same layout as the input).
+ *
+ * Is: orchestration and files. Is not: the loss (flow-grpo.ts) or the CLI parsing (cli/flow-command.ts).
+ */
+import { appendFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { flowSigmas, flowSteps } from '../algorithms/flow-steps.js';
+import { advantageEstimators } from '../algorithms/index.js';
+import { makeDirectory } from '../model/durable-files.js';
+import { type FlowModel, copyFlowModel, loadFlowModel, saveFlowModel } from '../model/flow-mlp.js';
+import { AdamW } from '../nn/optimizer.js';
+import { Random } from '../tensor/random.js';
+import { type DigitClassifier, loadClassifier } from './digit-classifier.js';
+import { nftStep } from './diffusion-nft.js';
+import { type FlowGrpoOptions, flowGrpoStep } from './flow-grpo.js';
+import { checkRewardWeights, scoreImages } from './image-rewards.js';
+import { type SlidingWindow, checkSlidingWindow, slidingWindowAt } from './mix-grpo.js';
+import { writeImageGrid } from './png.js';
+import { finalImages, sampleTrajectory } from './sample.js';
+
+/** Everything a run needs besides the folders. */
+export interface FlowRunOptions {
+  /** 'flow-grpo' (per-step log-probs, ppo-clip) or 'nft' (DiffusionNFT: forward process, any sampler). */
+  algorithm: 'flow-grpo' | 'nft';
+  /** DiffusionNFT's β of the implicit policies v± (the reference code's 1.0). */
+  nftBeta: number;
+  /** RL steps (rollout + update each). */
+  steps: number;
+  /** Class prompts drawn per step (without replacement from 0..numClasses−1). */
+  promptsPerStep: number;
+  groupSize: number;
+  /** Stochastic sampler step for rollouts: 'sde', 'cps' or 'dance'. */
+  sampler: string;
+  noiseLevel: number;
+  /** Sampler steps N (σ from 1 to 0). */
+  samplingSteps: number;
+  /** SD3 time shift of the schedule (1 = uniform). */
+  shift: number;
+  trainFraction: number;
+  clipRange: number;
+  advantageClip: number;
+  klCoefficient: number;
+  advantageEstimator: string;
+  innerSteps: number;
+  maxGradNorm: number;
+  learningRate: number;
+  /** Reward name → weight (confidence, thickness, centredness, symmetry). */
+  rewards: Record<string, number>;
+  seed: number;
+  /** Evaluate (Euler sampler, fixed noise) every this many steps, and at the start and end. */
+  evalEvery: number;
+  /** Evaluation samples per class. */
+  evalPerClass: number;
+  /** MixGRPO: SDE and training only inside this sliding window of steps, ODE elsewhere; null = Flow-GRPO. */
+  window: SlidingWindow | null;
+}
+
+/** Flow-GRPO's published choices where they apply; sizes small enough for minutes on a CPU. */
+export const defaultFlowRunOptions: FlowRunOptions = {
+  algorithm: 'flow-grpo',
+  nftBeta: 1,
+  steps: 40,
+  promptsPerStep: 4,
+  groupSize: 8,
+  sampler: 'sde',
+  noiseLevel: 0.7,
+  samplingSteps: 10,
+  shift: 1,
+  trainFraction: 0.6,
+  clipRange: 1e-4,
+  advantageClip: 5,
+  klCoefficient: 0,
+  advantageEstimator: 'grpo',
+  innerSteps: 1,
+  maxGradNorm: 1,
+  learningRate: 3e-4,
+  rewards: { confidence: 1 },
+  seed: 1,
+  evalEvery: 10,
+  evalPerClass: 8,
+  window: null,
+};
+
+const positiveIntegers = [
+  'steps',
+  'promptsPerStep',
+  'samplingSteps',
+  'innerSteps',
+  'evalEvery',
+  'evalPerClass',
+] as const;
+const positiveNumbers = ['clipRange', 'advantageClip', 'maxGradNorm', 'learningRate', 'shift', 'noiseLevel'] as const;
+
+/** Throws naming the field for any option that cannot run, before anything is loaded. */
+export function validateFlowRunOptions(options: FlowRunOptions, numClasses = 10): void {
+  for (const field of positiveIntegers)
+    if (!Number.isInteger(options[field]) || options[field] < 1)
+      throw new Error(`${field} must be a positive integer, got ${options[field]}`);
+  for (const field of positiveNumbers)
+    if (!(options[field] > 0 && Number.isFinite(options[field])))
+      throw new Error(`${field} must be a positive number, got ${options[field]}`);
+  if (!Number.isInteger(options.groupSize) || options.groupSize < 2)
+    throw new Error(`groupSize must be an integer ≥ 2 (a group needs a spread), got ${options.groupSize}`);
+  if (options.promptsPerStep > numClasses)
+    throw new Error(`promptsPerStep must be at most the ${numClasses} classes, got ${options.promptsPerStep}`);
+  if (options.algorithm !== 'flow-grpo' && options.algorithm !== 'nft')
+    throw new Error(`algorithm must be "flow-grpo" or "nft", got "${String(options.algorithm)}"`);
+  if (options.algorithm === 'nft') {
+    if (!flowSteps.has(options.sampler))
+      throw new Error(`sampler must be one of ${flowSteps.names().join(', ')}, got "${options.sampler}"`);
+    if (options.window) throw new Error('window (MixGRPO) applies to flow-grpo only, not to nft');
+    if (!(options.nftBeta > 0)) throw new Error(`nftBeta must be positive, got ${options.nftBeta}`);
+  } else if (!flowSteps.has(options.sampler) || options.sampler === 'ode')
+    throw new Error(`sampler must be a stochastic step with log-probs (sde, cps, dance), got "${options.sampler}"`);
+  if (!(options.trainFraction > 0 && options.trainFraction <= 1))
+    throw new Error(`trainFraction must be in (0, 1], got ${options.trainFraction}`);
+  if (!(options.klCoefficient >= 0)) throw new Error(`klCoefficient must be ≥ 0, got ${options.klCoefficient}`);
+  advantageEstimators.get(options.advantageEstimator); // throws listing the known names
+  if (options.window) checkSlidingWindow(options.window, options.samplingSteps);
+}
+
+/** The mean reward of the Euler (ODE) sampler on fixed noise, `perClass` samples per class, and the images. */
+export function evaluateFlowModel(
+  model: FlowModel,
+  classifier: DigitClassifier | null,
+  options: FlowRunOptions,
+): { reward: number; components: Record<string, number>; rows: Float32Array[][] } {
+  const classes = Array.from({ length: model.config.numClasses }, (_, label) =>
+    Array<number>(options.evalPerClass).fill(label),
+  ).flat();
+  const sampler = { sigmas: flowSigmas(options.samplingSteps, options.shift), steps: 'ode', noiseLevel: 0 };
+  const images = finalImages(sampleTrajectory(model, classes, sampler, new Random(options.seed + 1_000_003)));
+  const scores = scoreImages(images, classes, model.config.imageSize, options.rewards, classifier);
+  const average = (values: Float32Array) => values.reduce((a, b) => a + b, 0) / values.length;
+  const components = Object.fromEntries(
+    Object.entries(scores.components).map(([name, values]) => [name, average(values)]),
+  );
+  const rows = Array.from({ length: model.config.numClasses }, (_, label) =>
+    images.slice(label * options.evalPerClass, (label + 1) * options.evalPerClass),
+  );
+  return { reward: average(scores.total), components, rows };
+}
+
+/** Runs Flow-GRPO; returns the evaluation reward before and after and the minutes taken. */
+export function runFlowGrpo(
+  folders: { model: string; classifier: string | null; run: string },
+  options: FlowRunOptions,
+  log: (line: string) => void = () => {},
+): { before: number; after: number; minutes: number } {
+  validateFlowRunOptions(options);
+  checkRewardWeights(options.rewards, folders.classifier !== null);
+  const started = Date.now();
+  const model = loadFlowModel(folders.model);
+  const classifier = folders.classifier ? loadClassifier(folders.classifier) : null;
+  const reference = options.klCoefficient > 0 ? copyFlowModel(model) : null;
+  const old = options.algorithm === 'nft' ? copyFlowModel(model) : null; // DiffusionNFT's sampling policy
+  makeDirectory(folders.run);
+  writeFileSync(join(folders.run, 'config.json'), JSON.stringify({ ...folders, ...options }, null, 2) + '\n');
+  const metricsFile = join(folders.run, 'metrics.jsonl');
+  writeFileSync(metricsFile, '');
+  const record = (line: Record<string, unknown>) => appendFileSync(metricsFile, JSON.stringify(line) + '\n');
+  const evaluate = (step: number) => {
+    const result = evaluateFlowModel(model, classifier, options);
+    writeImageGrid(join(folders.run, `samples-step-${step}.png`), result.rows, model.config.imageSize, 2);
+    record({
+      step,
+      'eval/reward/mean': result.reward,
+      ...Object.fromEntries(
+        Object.entries(result.components).map(([name, value]) => [`eval/reward/${name}/mean`, value]),
+      ),
+    });
+    log(`eval step ${step}: reward ${result.reward.toFixed(4)} ${JSON.stringify(result.components)}`);
+    return result.reward;
+  };
+  const grpoOptions: FlowGrpoOptions = {
+    ...options,
+    sampler: {
+      sigmas: flowSigmas(options.samplingSteps, options.shift),
+      steps: options.sampler,
+      noiseLevel: options.noiseLevel,
+    },
+  };
+  const optimizer = new AdamW(
+    [...model.parameters].map(([name, tensor]) => ({ name, tensor, decay: false })),
+    { learningRate: options.learningRate, weightDecay: 0 },
+  );
+  const score = (images: Float32Array[], classes: number[]) =>
+    scoreImages(images, classes, model.config.imageSize, options.rewards, classifier);
+  const before = evaluate(0);
+  let after = before;
+  for (let step = 1; step <= options.steps; step++) {
+    const random = new Random(options.seed * 100003 + 7 * step + 1);
+    const prompts = random
+      .shuffle(Array.from({ length: model.config.numClasses }, (_, label) => label))
+      .slice(0, options.promptsPerStep);
+    let stepOptions = grpoOptions;
+    let trained: number[] | undefined;
+    if (options.window) {
+      const window = slidingWindowAt(options.window, options.samplingSteps, step - 1, options.sampler);
+      stepOptions = { ...grpoOptions, sampler: { ...grpoOptions.sampler, steps: window.steps } };
+      trained = window.trained;
+    }
+    const { metrics } = old
+      ? nftStep(
+          { model, old, reference, optimizer, score },
+          prompts,
+          { ...grpoOptions, nftBeta: options.nftBeta },
+          random,
+          step,
+        )
+      : flowGrpoStep({ model, reference, optimizer, score }, prompts, stepOptions, random, trained);
+    record({ step, ...metrics });
+    log(`step ${step}: reward ${metrics['reward/mean'].toFixed(4)} loss ${metrics['loss/total'].toExponential(3)}`);
+    if (step % options.evalEvery === 0 || step === options.steps) after = evaluate(step);
+  }
+  saveFlowModel(model, join(folders.run, 'model'));
+  return { before, after, minutes: (Date.now() - started) / 60000 };
+}
