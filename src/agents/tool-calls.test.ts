@@ -141,7 +141,7 @@ describe('malformed and absent calls', () => {
     ['llama3', '{"name": 7, "parameters": {}}', 'name not a string'],
     ['mistral', '[TOOL_CALLS] [{"name": "calculator", "arguments": {"expression": "1+1"}}', 'array not closed'],
     ['mistral', '[TOOL_CALLS] [{"name": "calculator", "arguments": 3}]', 'arguments not an object'],
-  ] as const)('%s: %s is an error (%s)', (format, text) => {
+  ] as const)('%s: %s is an error (%s)', (format, text, _why) => {
     const parsed = parseToolCalls(text, format);
     expect(parsed.calls).toEqual([]);
     expect(parsed.errors).toHaveLength(1);
