@@ -12,6 +12,34 @@ export interface ChatMessage {
   content: string;
 }
 
+/** One executed tool call of an episode, as rewards see it (the agents layer's ToolCallRecord has this shape). */
+export interface RewardToolCall {
+  name: string;
+  arguments: Record<string, unknown>;
+  /** Model turn (0-based) that made the call. */
+  turn: number;
+  /** The observation text the model was shown. */
+  result: string;
+  /** Set when the call failed (unknown tool, bad arguments, malformed call, throw, timeout). */
+  error?: string;
+}
+
+/**
+ * A finished multi-turn episode as rewards see it: structurally the agents layer's `Episode`, kept
+ * here because rewards/ may not import agents/.
+ */
+export interface RewardEpisode {
+  /** The whole conversation: the prompt's messages, then assistant, tool and user turns in order. */
+  messages: readonly ChatMessage[];
+  toolCalls: readonly RewardToolCall[];
+  /** Model turns taken. */
+  turns: number;
+  /** Per model turn: the reward the environment gave for it (null = none). */
+  turnRewards: readonly (number | null)[];
+  /** Why the episode ended ('stop', 'length', 'max_turns', 'tool_error', 'env_done', 'timeout'). */
+  stopReason: string;
+}
+
 /** Everything a reward may look at for one completion. */
 export interface RewardInput {
   /** The prompt as plain text, or as chat messages for conversational datasets. */
@@ -32,6 +60,8 @@ export interface RewardInput {
   truncated?: boolean;
   /** Aborted when the runner gives up on this call (timeout); long-running rewards should honour it. */
   signal?: AbortSignal;
+  /** The whole episode when the rollout was multi-turn (tool calls, turns, stop reason); absent otherwise. */
+  episode?: RewardEpisode;
 }
 
 /** A reward score: a finite number, or `null` when the reward does not apply to this sample. */
@@ -93,6 +123,7 @@ export function makeRewardInput(partial: Partial<RewardInput> & { completion: st
     step: partial.step ?? 0,
     truncated: partial.truncated,
     signal: partial.signal,
+    episode: partial.episode,
   };
 }
 
