@@ -12,10 +12,10 @@ export interface ChatMessage {
   content: string;
 }
 
-/** One executed tool call of an episode, as rewards see it (the agents layer's ToolCallRecord has this shape). */
+/** One tool call of an episode as rewards see it (the agents layer's ToolCallRecord has this shape). */
 export interface RewardToolCall {
   name: string;
-  arguments: Record<string, unknown>;
+  arguments: Readonly<Record<string, unknown>>;
   /** Model turn (0-based) that made the call. */
   turn: number;
   /** The observation text the model was shown. */
@@ -25,19 +25,22 @@ export interface RewardToolCall {
 }
 
 /**
- * A finished multi-turn episode as rewards see it: structurally the agents layer's `Episode`, kept
- * here because rewards/ may not import agents/.
+ * A multi-turn episode as rewards see it (agents' `Episode` is one): the whole conversation, every
+ * tool call with its result, per-turn rewards and why it ended. Declared here, not imported, because
+ * rewards/ sits below agents/.
  */
 export interface RewardEpisode {
-  /** The whole conversation: the prompt's messages, then assistant, tool and user turns in order. */
   messages: readonly ChatMessage[];
   toolCalls: readonly RewardToolCall[];
-  /** Model turns taken. */
   turns: number;
-  /** Per model turn: the reward the environment gave for it (null = none). */
   turnRewards: readonly (number | null)[];
-  /** Why the episode ended ('stop', 'length', 'max_turns', 'tool_error', 'env_done', 'timeout'). */
   stopReason: string;
+  /** The environment the episode ran in (its own state; typed by the recipe that made it). */
+  environment?: unknown;
+  /** What the environment's `reward()` returned (the reward named 'environment' reads it); null = none. */
+  environmentReward?: number | null;
+  /** Set when the environment's `reward()` threw: the 'environment' reward fails with it (the failure policy applies). */
+  environmentRewardError?: string;
 }
 
 /** Everything a reward may look at for one completion. */
@@ -60,7 +63,7 @@ export interface RewardInput {
   truncated?: boolean;
   /** Aborted when the runner gives up on this call (timeout); long-running rewards should honour it. */
   signal?: AbortSignal;
-  /** The whole episode when the rollout was multi-turn (tool calls, turns, stop reason); absent otherwise. */
+  /** The whole episode, for completions of multi-turn rollouts (`completion` is then the last assistant turn). */
   episode?: RewardEpisode;
 }
 
