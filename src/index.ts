@@ -11,6 +11,7 @@ export { softOverlongPunishment } from './rewards/index.js';
 export { softOverlongPunishment as softOverlongPenalties } from './algorithms/index.js';
 export * from './data/index.js';
 export * from './trainer/index.js';
+export * from './agents/builtins.js';
 export { generate, type Completion, type GenerateRequest, type SamplingSettings } from './sampling/index.js';
 export { Transformer, type KvCache, type ForwardOptions } from './model/transformer.js';
 export { loadCheckpoint, saveCheckpoint, resolveStopTokenIds, type Checkpoint } from './model/checkpoint.js';
