@@ -112,6 +112,13 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
       passAtK: config.evaluation.passAtK,
       temperature: config.sampling.temperature,
       seed: config.seed,
+      // Agent runs are judged on whole episodes (tools and all), the way they are trained.
+      episodes: config.agent
+        ? {
+            rollout: context.rollout,
+            context: { model, tokenizer: context.tokenizer, chatTemplate: context.promptFormat.chatTemplate },
+          }
+        : undefined,
     });
   const adapterBase = model.adapters ? adapterBaseFor(context, folder) : null;
   // Saving step N twice (a periodic checkpoint, then the end of a phase) replaces it atomically.
