@@ -194,6 +194,42 @@ describe('a multi-turn GRPO step', () => {
   });
 });
 
+describe('IGPO through the step', () => {
+  it("gives each turn the information gain of the row's answer under the policy, then igpo's advantages", async () => {
+    const { context, prepared } = await agentStep({ algorithm: { turnCredit: { name: 'igpo' } } });
+    const { batch, signal } = prepared;
+    // Directly: before each turn, exp(mean log π(answer | tokens so far)); gain = next − this; last turn 0.
+    const gains = batch.samples.map((sample, i) => {
+      const answer = context.tokenizer.encode(String(batch.prompts[sample.promptIndex].example.answer), {
+        addSpecialTokens: false,
+      });
+      const before: number[] = [];
+      for (const row of sampleRows(batch, i))
+        row.tokenTurns!.forEach((turn, t) => {
+          if (turn < 0 || (t > 0 && row.tokenTurns![t - 1] === turn)) return;
+          const context_ = [...row.promptIds, ...row.completionIds.slice(0, t)];
+          const forward = completionLogprobs(context.model, [{ promptIds: context_, completionIds: answer }], 1);
+          const values = Array.from(forward.logprobs.data.slice(0, answer.length));
+          before[turn] = Math.exp(values.reduce((a, b) => a + b, 0) / values.length);
+        });
+      return before.map((p, turn) => (turn + 1 < before.length ? before[turn + 1] - p : 0));
+    });
+    expect(gains.flat().some((gain) => gain !== 0)).toBe(true);
+    const expected = turnCreditEstimators.get('igpo')(
+      {
+        rewards: Float64Array.from(signal.rewards, (r, i) => (signal.keep[i] ? r : NaN)),
+        groupSizes: batch.groupSizes,
+        turnRewards: batch.samples.map((s) => s.episode!.turnRewards),
+        informationGains: gains,
+      },
+      {},
+    ).turnAdvantages;
+    signal.turnAdvantages!.forEach((row, i) =>
+      row.forEach((value, turn) => expect(value).toBeCloseTo(expected[i][turn], 5)),
+    );
+  });
+});
+
 describe('agent configuration is refused before any compute', () => {
   const context = (overrides: Record<string, unknown>, environment?: EnvironmentFactory) => () =>
     createRunContext(resolveConfig(mergeConfig(base, overrides)), { rewards: [lowDigits], environment });
