@@ -266,6 +266,24 @@ describe('agent configuration is refused before any compute', () => {
     expect(context(overrides, environment)).toThrow(message);
   });
 
+  it("adds the environment's reward as 'environment' (weight 1), or with the weight config.rewards gives it", () => {
+    const added = createRunContext(resolveConfig(base), { rewards: [lowDigits], environment: game }).rewards;
+    expect(added.map((r) => [r.name, r.weight])).toEqual([
+      ['low', 1],
+      ['environment', 1],
+    ]);
+    const configured = createRunContext(
+      resolveConfig(mergeConfig(base, { rewards: [{ name: 'environment', weight: 0.25 }] })),
+      {
+        environment: game,
+      },
+    ).rewards;
+    expect(configured.map((r) => [r.name, r.weight])).toEqual([['environment', 0.25]]);
+    expect(() =>
+      createRunContext(resolveConfig(mergeConfig(base, { agent: null, rewards: [{ name: 'environment' }] }))),
+    ).toThrow(/unknown reward "environment"/);
+  });
+
   it('refuses gigpo on an environment without stateKey() before decoding', async () => {
     await expect(agentStep({ algorithm: { turnCredit: { name: 'gigpo' } } })).rejects.toThrow(
       /algorithm\.turnCredit: gigpo groups turns by the environment's anchor state, and the recipe's environment has no stateKey\(\)/,

@@ -137,7 +137,10 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
   const rollout = runRollout(config, recipe);
   // Before any model is loaded: every part's options and needs against the data and the rollout.
   const algorithm = bindRunAlgorithm(config, task, rollout);
-  const rewards = withEnvironmentReward(recipeRewards ?? buildRewards(config, task), recipe.environment);
+  const rewards = withEnvironmentReward(
+    recipeRewards ?? buildRewards(config, task, Boolean(recipe.environment)),
+    recipe.environment,
+  );
   let tokenizer: TextTokenizer;
   let tokenizerFiles: Record<string, string> = {};
   let model: Transformer;
@@ -243,12 +246,14 @@ function withEnvironmentReward(rewards: NamedReward[], environment: EnvironmentF
   return [...rewards, environmentReward()];
 }
 
-function buildRewards(config: TrainerConfig, task: Task): NamedReward[] {
+/** The config's rewards by name; with environments, 'environment' (their `reward()`) takes the configured weight. */
+function buildRewards(config: TrainerConfig, task: Task, hasEnvironments = false): NamedReward[] {
   if (config.rewards.length === 0) return task.rewards();
   const taskRewards = new Map(task.rewards().map((reward) => [reward.name, reward]));
   return config.rewards.map(({ name, weight, options }) => {
     const fromTask = taskRewards.get(name);
     if (fromTask) return { ...fromTask, weight };
+    if (name === 'environment' && hasEnvironments) return environmentReward(weight);
     if (!rewardFactories.has(name)) {
       const known = [...taskRewards.keys(), ...rewardFactories.names()];
       throw new Error(`invalid config:\n- rewards: unknown reward "${name}"; known: ${known.join(', ')}`);
