@@ -263,6 +263,25 @@ describe('multiTurnRollout', () => {
     expectTokenExact(samples[1], policy.fed.slice(1, 2));
   });
 
+  it("stops the step naming the member when the recipe's own environment code throws", async () => {
+    const failing: EnvironmentFactory = () => ({
+      respond: () => {
+        throw new Error('bad state');
+      },
+    });
+    await expect(run(() => 'hello', failing)).rejects.toThrow(
+      /environment respond\(\) failed for prompt 0 of the step: bad state/,
+    );
+    await expect(
+      run(
+        () => 'hello',
+        () => {
+          throw new Error('no game');
+        },
+      ),
+    ).rejects.toThrow(/the environment factory failed for prompt 0 of the step: no game/);
+  });
+
   it('splits an episode whose template rewrites history into rows that each extend exactly', async () => {
     const environment: EnvironmentFactory = () => {
       let turns = 0;

@@ -56,6 +56,8 @@ const episodeDecoder: TurnDecoderFactory = (context, settings) =>
 
 interface LiveEpisode {
   environment: Environment;
+  /** The episode's prompt within this rollout call (error messages name it). */
+  promptIndex: number;
   rendering: EpisodeRendering;
   messages: AgentMessage[];
   rows: EpisodeRows;
@@ -135,8 +137,10 @@ async function startEpisode(
 ): Promise<LiveEpisode> {
   const { settings, p, g } = options;
   const seed = settings.seed * 1_000_003 + p * 7919 + g;
-  const environment = await factory(prompt.example, { seed, episodeIndex: p * settings.groupSize + g });
-  const extra = (await environment.reset?.()) ?? undefined;
+  const environment = await inEnvironment('the environment factory', p, () =>
+    factory(prompt.example, { seed, episodeIndex: p * settings.groupSize + g }),
+  );
+  const extra = (await inEnvironment('environment reset()', p, async () => environment.reset?.())) ?? undefined;
   const messages: AgentMessage[] = [...exampleMessages(prompt.example), ...(extra?.messages ?? [])];
   const tools = environment.tools ?? [];
   const rendering: EpisodeRendering = {
@@ -151,6 +155,7 @@ async function startEpisode(
   const rows = new EpisodeRows(promptIds, text);
   const episode: LiveEpisode = {
     environment,
+    promptIndex: p,
     rendering,
     messages,
     rows,
@@ -166,6 +171,20 @@ async function startEpisode(
   };
   if (tokensLeft(context, episode, options.agent) <= 0) episode.stopReason = 'length';
   return episode;
+}
+
+/**
+ * Runs the recipe's environment code; a throw stops the step with the member and the prompt named
+ * (environment code is the recipe's own, unlike tool calls, whose errors are observations).
+ */
+async function inEnvironment<T>(member: string, promptIndex: number, work: () => T | Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw new Error(
+      `environment ${member} failed for prompt ${promptIndex} of the step: ${(error as Error)?.message ?? String(error)}`,
+    );
+  }
 }
 
 /** Completion tokens the episode may still add: its budget, and the model's positions for the current row. */
@@ -202,7 +221,10 @@ async function runTurn(
       episode.messages.push(assistantMessage(text, parsed.calls, episode.rendering.format, turn));
       if (parsed.calls.length + parsed.errors.length > 0) await runCalls(episode, parsed, turn, agent);
       else if (episode.environment.respond) {
-        const feedback = await episode.environment.respond(parsed.content);
+        const respond = episode.environment.respond.bind(episode.environment);
+        const feedback = await inEnvironment('environment respond()', episode.promptIndex, async () =>
+          respond(parsed.content),
+        );
         episode.turnRewards[turn] = feedback.reward ?? null;
         if (feedback.done) episode.stopReason = 'env_done';
         else if (feedback.observation === undefined) episode.stopReason = 'stop';
