@@ -96,17 +96,18 @@ export class EpisodeDecoder {
     state.pending = null;
   }
 
-  /** Runs ids through a cache (no graph, weights constant) and returns the last position's logits [V]. */
+  /**
+   * Runs ids through a cache (no graph) and returns the last position's logits [V]. One forward
+   * only, so the weights are not packed for it (packing pays off over many decode steps).
+   */
   private feed(cache: KvCache, ids: readonly number[]): Float32Array {
-    return withConstantWeights(this.model.parameters.values(), () =>
-      noGrad(() => {
-        const logits = this.model.forward(Int32Array.from(ids), 1, {
-          cache,
-          logitRows: Int32Array.of(ids.length - 1),
-        }); // [1, V]
-        return logits.data.slice();
-      }),
-    );
+    return noGrad(() => {
+      const logits = this.model.forward(Int32Array.from(ids), 1, {
+        cache,
+        logitRows: Int32Array.of(ids.length - 1),
+      }); // [1, V]
+      return logits.data.slice();
+    });
   }
 
   /**
