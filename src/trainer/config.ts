@@ -6,6 +6,7 @@
  * (algorithms/*), and presets.ts fills them in for the named recipes.
  */
 import { z } from 'zod';
+import { agentSchema } from './agent-config.js';
 import { loraSchema } from './lora-config.js';
 import { trlHint } from './trl-names.js';
 
@@ -285,6 +286,12 @@ export const trainerConfigSchema = z
       .default(null)
       .describe(
         'LoRA adapters (PEFT format) instead of full fine-tuning; null = every weight trains. The base weights stay frozen, checkpoints hold the adapter, and the KL reference is the model with its adapters off (the base model, even after an SFT phase).',
+      ),
+    agent: agentSchema
+      .nullable()
+      .default(null)
+      .describe(
+        "Multi-turn tool-use episodes in the environments a TypeScript recipe's `environment` factory makes (docs/agents.md); null = single-turn completions.",
       ),
   })
   .strict();

@@ -28,6 +28,8 @@ import { applyPreset, mergeConfig, presetNames } from './presets.js';
 import { bindAlgorithm, type BoundAlgorithm } from './algorithm.js';
 import { promptFormatFor, type PromptFormat } from './prompt-format.js';
 import { singleTurnRollout, type RolloutFn } from './rollout.js';
+import type { EnvironmentFactory } from '../agents/types.js';
+import { environmentReward, multiTurnRollout, resolveToolCallFormat } from './multi-turn-rollout.js';
 
 /** What a recipe file exports: a config (as written, before defaults) and optional reward functions. */
 export interface Recipe {
@@ -38,6 +40,8 @@ export interface Recipe {
   task?: Task;
   /** A rollout written in the recipe (multi-turn, serial exits, a remote engine); replaces the single-turn one. */
   rollout?: RolloutFn;
+  /** Creates each episode's environment: the run rolls out multi-turn tool-use episodes (needs the config's `agent`). */
+  environment?: EnvironmentFactory;
 }
 
 export function knownNames(): KnownNames {
@@ -128,10 +132,10 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
     );
   }
   const task = recipe.task ?? taskRegistry.get(config.task)(config.taskOptions);
-  const rollout = recipe.rollout ?? singleTurnRollout;
+  const rollout = runRollout(config, recipe);
   // Before any model is loaded: every part's options and needs against the data and the rollout.
   const algorithm = bindRunAlgorithm(config, task, rollout);
-  const rewards = recipeRewards ?? buildRewards(config, task);
+  const rewards = withEnvironmentReward(recipeRewards ?? buildRewards(config, task), recipe.environment);
   let tokenizer: TextTokenizer;
   let tokenizerFiles: Record<string, string> = {};
   let model: Transformer;
@@ -168,6 +172,13 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
     model.attachAdapters(LoraAdapters.create(model.config, settings, config.model.initSeed));
   }
   const promptFormat = promptFormatFor(config.model.chatTemplate, tokenizer);
+  if (config.agent) {
+    if (promptFormat.chatTemplate === null)
+      throw new Error(
+        'invalid config:\n- agent: multi-turn episodes render tool results through a chat template, and this model has none; set model.chatTemplate (a .jinja file or the template text)',
+      );
+    resolveToolCallFormat(config.agent.toolCallFormat, promptFormat.chatTemplate); // 'auto' must find one
+  }
   const context = {
     config,
     task,
@@ -183,6 +194,33 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
   };
   checkPositionBudget(context);
   return context;
+}
+
+/**
+ * The run's rollout: the recipe's, the multi-turn one over the recipe's environments (which needs
+ * the `agent` section, and the section needs them), or single-turn generation.
+ */
+function runRollout(config: TrainerConfig, recipe: Omit<Recipe, 'config'>): RolloutFn {
+  if (recipe.environment && !config.agent)
+    throw new Error(
+      'invalid config:\n- agent: the recipe exports an environment, so the config needs an agent section (e.g. agent: { maxTurns: 4 }) to run multi-turn episodes',
+    );
+  if (config.agent && !recipe.environment)
+    throw new Error(
+      'invalid config:\n- agent: multi-turn episodes need environments; a TypeScript recipe must export `environment` (an EnvironmentFactory, docs/agents.md)',
+    );
+  if (recipe.environment && recipe.rollout)
+    throw new Error(
+      'recipe: exports both `rollout` and `environment`; the environment runs in the built-in multi-turn rollout, so give one',
+    );
+  if (recipe.environment) return multiTurnRollout(recipe.environment, config.agent!);
+  return recipe.rollout ?? singleTurnRollout;
+}
+
+/** With environments, the reward named 'environment' (their `reward()`) joins the run's rewards unless one has that name. */
+function withEnvironmentReward(rewards: NamedReward[], environment: EnvironmentFactory | undefined): NamedReward[] {
+  if (!environment || rewards.some((reward) => reward.name === 'environment')) return rewards;
+  return [...rewards, environmentReward()];
 }
 
 function buildRewards(config: TrainerConfig, task: Task): NamedReward[] {

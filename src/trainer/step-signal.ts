@@ -9,6 +9,7 @@
 import type { AdvantageInput } from '../algorithms/index.js';
 import { answersMatch, extractFinalAnswer } from '../rewards/index.js';
 import type { BoundAlgorithm, StrataSource } from './algorithm.js';
+import type { RolloutRow } from './rollout.js';
 import { groupStarts, rewardColumns, scoredRewards, type StepBatch } from './step-batch.js';
 
 /** Per-sample numbers the caller computed with a model: KL penalties and tracked baselines. */
@@ -24,6 +25,8 @@ export interface StepSignal {
   rewards: Float64Array;
   advantages: Float32Array;
   tokenAdvantages?: Float32Array[];
+  /** [N][turns] per model turn of each episode: the advantage of that turn's tokens (algorithm.turnCredit). */
+  turnAdvantages?: number[][];
   /** [N] 1 = the sample carries gradient. */
   keep: Uint8Array;
   zeroStdGroups: number;
@@ -109,4 +112,10 @@ export function computeSignal(bound: BoundAlgorithm, batch: StepBatch, inputs: S
     keep,
     zeroStdGroups: result.stdIsZero.reduce((a, b) => a + b, 0),
   };
+}
+
+/** Per completion token of a row: its turn's advantage (observation tokens, turn −1, get 0; they are masked). */
+export function turnTokenAdvantages(row: RolloutRow, turnAdvantages: readonly number[]): Float32Array {
+  if (!row.tokenTurns) throw new Error("turn-level credit needs the rollout to record each token's turn (tokenTurns)");
+  return Float32Array.from(row.tokenTurns, (turn) => (turn >= 0 ? (turnAdvantages[turn] ?? 0) : 0));
 }
