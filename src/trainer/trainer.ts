@@ -111,6 +111,13 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
       passAtK: config.evaluation.passAtK,
       temperature: config.sampling.temperature,
       seed: config.seed,
+      // A multi-turn run is judged on whole episodes, tools included, through its own rollout.
+      episodes: context.rollout.provides?.includes('turns')
+        ? {
+            rollout: context.rollout,
+            context: { model, tokenizer: context.tokenizer, chatTemplate: context.promptFormat.chatTemplate },
+          }
+        : undefined,
     });
   const adapterBase = model.adapters ? adapterBaseFor(context, folder) : null;
   // Saving step N twice (a periodic checkpoint, then the end of a phase) replaces it atomically.
