@@ -192,6 +192,20 @@ const algorithmSchema = z
       .describe(
         'Rollout/trainer mismatch correction: the trainer recomputes π_old with its own forward pass and weights tokens by π_old/π_rollout (null = off).',
       ),
+    turnCredit: z
+      .object({
+        name: z.string().describe('Registered turn-credit estimator (see `grpo list`).'),
+        options: z
+          .record(z.string(), z.unknown())
+          .default({})
+          .describe("The estimator's options, checked against its schema."),
+      })
+      .strict()
+      .nullable()
+      .default(null)
+      .describe(
+        'Multi-turn episodes: one advantage per model turn from a registered turn-credit estimator (docs/turn-credit.md), given to every loss token of that turn; null = the episode-level advantage on every token.',
+      ),
   })
   .strict();
 
@@ -307,6 +321,8 @@ export interface KnownNames {
   klEstimator: string[];
   groupFilter: string[];
   promptSelector: string[];
+  /** Turn-credit estimators; absent = not checked here (binding still looks the name up). */
+  turnCredit?: string[];
   task: string[];
 }
 
@@ -337,6 +353,13 @@ export function validateConfig(input: unknown, known: KnownNames): TrainerConfig
   checkName('algorithm.klEstimator', config.algorithm.klEstimator, known.klEstimator, 'KL estimator');
   checkName('algorithm.groupFilter', config.algorithm.groupFilter, known.groupFilter, 'group filter');
   checkName('algorithm.promptSelector', config.algorithm.promptSelector, known.promptSelector, 'prompt selector');
+  if (known.turnCredit)
+    checkName(
+      'algorithm.turnCredit',
+      config.algorithm.turnCredit?.name ?? null,
+      known.turnCredit,
+      'turn-credit estimator',
+    );
   checkName('task', config.task, known.task, 'task');
   const completions = config.grpo.promptsPerStep * config.sampling.groupSize;
   if (config.grpo.microBatchSize > completions) {

@@ -2,15 +2,12 @@
  * Held-out evaluation: pass@1 with greedy decoding, pass@k with k sampled completions, and the mean
  * task reward of the greedy answers. Used before and after GRPO and every `evaluation.every` steps.
  *
- * A multi-turn run (a rollout that provides 'turns') is evaluated through its own rollout at
- * temperature 0, so tools run and the check sees the episode's final answer, as in training.
- *
  * Is not: a benchmark harness; it scores one task's held-out split with the task's own check.
  */
 import type { Example, Task } from '../data/task.js';
 import type { Transformer } from '../model/transformer.js';
 import { scoreRewards, weightedSum, weightsAt } from '../rewards/index.js';
-import type { NamedReward } from '../rewards/types.js';
+import type { NamedReward, RewardEpisode } from '../rewards/types.js';
 import { generate } from '../sampling/index.js';
 import { renderPrompt, type PromptFormat } from './prompt-format.js';
 import type { RolloutContext, RolloutFn } from './rollout.js';
@@ -21,7 +18,7 @@ export interface EvaluationSettings {
   passAtK: number;
   temperature: number;
   seed: number;
-  /** Evaluate whole episodes with this multi-turn rollout (greedy) instead of single completions. */
+  /** Agent runs: answers come from whole episodes of this rollout (greedy for accuracy), not single completions. */
   episodes?: { rollout: RolloutFn; context: RolloutContext };
   /** Called once per greedy completion, in order (e.g. `grpo eval` saves them). */
   onCompletion?: (record: {
@@ -48,22 +45,9 @@ export async function evaluate(
   rewards: readonly NamedReward[],
   settings: EvaluationSettings,
 ): Promise<EvaluationResult> {
-  const { tokenizer } = format;
   const prompts = examples.map((example) => renderPrompt(format, example).ids);
-  const greedy = settings.episodes
-    ? await greedyEpisodes(settings.episodes, format, examples, prompts, settings)
-    : generate(model, {
-        prompts,
-        maxNewTokens: settings.maxNewTokens,
-        temperature: 0,
-        stopTokenIds: settings.stopTokenIds,
-        seed: settings.seed,
-      }).map((completion) => ({
-        ...completion,
-        text: tokenizer.decode(completion.ids, { skipSpecialTokens: true }),
-        episode: undefined,
-      }));
-  const texts = greedy.map((completion) => completion.text);
+  const greedy = await answers(model, format, examples, prompts, settings, 1, 0, settings.seed);
+  const texts = greedy.map((answer) => answer.text);
   // One check at a time: a code task's check starts a sandbox process, and evaluation sets are hundreds long.
   let correct = 0;
   const verdicts: boolean[] = [];
@@ -80,7 +64,7 @@ export async function evaluate(
       group: [text],
       indexInGroup: 0,
       step: 0,
-      truncated: greedy[i].finishReason === 'length',
+      truncated: greedy[i].truncated,
       episode: greedy[i].episode,
     },
   ]);
@@ -102,80 +86,80 @@ export async function evaluate(
     'eval/accuracy': correct / examples.length,
     'eval/meanReward': finite.reduce((a, b) => a + b, 0) / Math.max(1, finite.length),
   };
-  if (settings.passAtK > 0 && settings.episodes) {
-    const sampled = await settings.episodes.rollout(
-      settings.episodes.context,
-      rolloutPrompts(format, examples, prompts),
-      {
-        ...episodeSettings(settings),
-        groupSize: settings.passAtK,
-        temperature: settings.temperature,
-        seed: settings.seed + 1,
-      },
+  if (settings.passAtK > 0) {
+    const sampled = await answers(
+      model,
+      format,
+      examples,
+      prompts,
+      settings,
+      settings.passAtK,
+      settings.temperature,
+      settings.seed + 1,
     );
     const solved = new Set<number>();
-    for (const sample of sampled) {
-      if (await task.isCorrect(examples[sample.promptIndex], sample.text)) solved.add(sample.promptIndex);
-    }
-    result['eval/passAtK'] = solved.size / examples.length;
-  } else if (settings.passAtK > 0) {
-    const sampled = generate(model, {
-      prompts,
-      numSamples: settings.passAtK,
-      maxNewTokens: settings.maxNewTokens,
-      temperature: settings.temperature,
-      stopTokenIds: settings.stopTokenIds,
-      seed: settings.seed + 1,
-    });
-    const solved = new Set<number>();
-    for (const completion of sampled) {
-      if (
-        await task.isCorrect(
-          examples[completion.promptIndex],
-          tokenizer.decode(completion.ids, { skipSpecialTokens: true }),
-        )
-      )
-        solved.add(completion.promptIndex);
-    }
+    for (const answer of sampled)
+      if (await task.isCorrect(examples[answer.promptIndex], answer.text)) solved.add(answer.promptIndex);
     result['eval/passAtK'] = solved.size / examples.length;
   }
   return result;
 }
 
-function rolloutPrompts(format: PromptFormat, examples: readonly Example[], prompts: number[][]) {
-  return examples.map((example, i) => ({ example, promptIds: prompts[i], text: renderPrompt(format, example).text }));
+interface Answer {
+  promptIndex: number;
+  ids: number[];
+  /** What the task's check and the rewards read: the completion, or an episode's last assistant turn. */
+  text: string;
+  truncated: boolean;
+  episode?: RewardEpisode;
 }
 
-function episodeSettings(settings: EvaluationSettings) {
-  return {
-    groupSize: 1,
-    maxNewTokens: settings.maxNewTokens,
-    temperature: 0,
-    topK: 0,
-    topP: 1,
-    minP: 0,
-    stopTokenIds: settings.stopTokenIds,
-    seed: settings.seed,
-  };
-}
-
-/** One greedy episode per example through the run's multi-turn rollout (tools run as in training). */
-async function greedyEpisodes(
-  episodes: NonNullable<EvaluationSettings['episodes']>,
+/** `count` answers per prompt: single completions from the sampler, or whole episodes of the agent rollout. */
+async function answers(
+  model: Transformer,
   format: PromptFormat,
   examples: readonly Example[],
   prompts: number[][],
   settings: EvaluationSettings,
-) {
-  const samples = await episodes.rollout(
-    episodes.context,
-    rolloutPrompts(format, examples, prompts),
-    episodeSettings(settings),
-  );
-  return samples.map((sample) => ({
-    ids: sample.completionIds,
-    text: sample.text,
-    finishReason: sample.truncated ? 'length' : 'stop',
-    episode: sample.episode,
+  count: number,
+  temperature: number,
+  seed: number,
+): Promise<Answer[]> {
+  if (settings.episodes) {
+    const samples = await settings.episodes.rollout(
+      settings.episodes.context,
+      examples.map((example, i) => ({ example, promptIds: prompts[i], exampleIndex: i })),
+      {
+        groupSize: count,
+        maxNewTokens: settings.maxNewTokens,
+        temperature,
+        topK: 0,
+        topP: 1,
+        minP: 0,
+        stopTokenIds: settings.stopTokenIds,
+        seed,
+      },
+    );
+    return samples.map((sample) => ({
+      promptIndex: sample.promptIndex,
+      ids: sample.completionIds,
+      text: sample.text,
+      truncated: sample.truncated,
+      episode: sample.episode,
+    }));
+  }
+  const completions = generate(model, {
+    prompts,
+    numSamples: count,
+    maxNewTokens: settings.maxNewTokens,
+    temperature,
+    stopTokenIds: settings.stopTokenIds,
+    seed,
+  });
+  return completions.map((completion) => ({
+    promptIndex: completion.promptIndex,
+    ids: completion.ids,
+    text: format.tokenizer.decode(completion.ids, { skipSpecialTokens: true }),
+    truncated: completion.finishReason === 'length',
   }));
 }

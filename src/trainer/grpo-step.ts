@@ -47,6 +47,7 @@ import { concatenateGroups, generateRound, groupStarts, sampleRows, type StepBat
 import { computeSignal, turnTokenAdvantages, type StepSignal } from './step-signal.js';
 import type { NamedReward } from '../rewards/types.js';
 import { padRows } from './sequences.js';
+import { informationGains } from './information-gain.js';
 
 /** What a step needs from the run. */
 export interface StepEnvironment {
@@ -280,7 +281,21 @@ export async function prepareGrpoStep(
   const seenRewards = penalties ? batch.rewards.map((r, i) => r - penalties[i]) : batch.rewards;
   const tracked =
     bound.tracker && batch.samples.length > 0 ? trackerInputs(environment, batch, seenRewards, state) : undefined;
-  const signal = computeSignal(bound, batch, { klPenalties: penalties, baselines: tracked?.baselines });
+  const gains =
+    bound.needs.has('informationGains') && batch.samples.length > 0
+      ? informationGains(
+          environment.rolloutContext.model,
+          environment.rolloutContext.tokenizer,
+          batch,
+          environment.settings,
+        )
+      : undefined;
+  const signal = computeSignal(bound, batch, {
+    klPenalties: penalties,
+    baselines: tracked?.baselines,
+    informationGains: gains,
+  });
+  for (const [key, value] of Object.entries(signal.turnCreditMetrics ?? {})) metrics[`turnCredit/${key}`] = value;
   const samples = trainingRows(environment, batch, signal, metrics);
   return { batch, firstRound: firstRound!, signal, samples, discounts: tracked?.discounts, metrics };
 }

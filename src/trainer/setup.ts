@@ -11,6 +11,7 @@ import {
   lossAggregations,
   policyLosses,
   promptSelectors,
+  turnCreditEstimators,
 } from '../algorithms/index.js';
 import type { Task } from '../data/task.js';
 import { taskRegistry } from '../data/index.js';
@@ -52,6 +53,7 @@ export function knownNames(): KnownNames {
     klEstimator: klEstimators.names(),
     groupFilter: groupFilters.names(),
     promptSelector: promptSelectors.names(),
+    turnCredit: turnCreditEstimators.names(),
     task: taskRegistry.names(),
   };
 }
@@ -213,8 +215,26 @@ function runRollout(config: TrainerConfig, recipe: Omit<Recipe, 'config'>): Roll
     throw new Error(
       'recipe: exports both `rollout` and `environment`; the environment runs in the built-in multi-turn rollout, so give one',
     );
-  if (recipe.environment) return multiTurnRollout(recipe.environment, config.agent!);
+  if (recipe.environment) return multiTurnRollout(checkedEnvironments(config, recipe.environment), config.agent!);
   return recipe.rollout ?? singleTurnRollout;
+}
+
+/**
+ * The factory, wrapped so that a turn-credit estimator that needs anchor states (GiGPO) refuses an
+ * environment without `stateKey()` as soon as the first one is made, before anything is decoded.
+ */
+function checkedEnvironments(config: TrainerConfig, factory: EnvironmentFactory): EnvironmentFactory {
+  const name = config.algorithm.turnCredit?.name;
+  const entry = turnCreditEstimators.list().find((candidate) => candidate.name === name);
+  if (!entry?.needs?.includes('stateKeys')) return factory;
+  return async (row, context) => {
+    const environment = await factory(row, context);
+    if (typeof environment.stateKey !== 'function')
+      throw new Error(
+        `algorithm.turnCredit: ${name} groups turns by the environment's anchor state, and the recipe's environment has no stateKey()`,
+      );
+    return environment;
+  };
 }
 
 /** With environments, the reward named 'environment' (their `reward()`) joins the run's rewards unless one has that name. */
