@@ -11,7 +11,29 @@ export { softOverlongPunishment } from './rewards/index.js';
 export { softOverlongPunishment as softOverlongPenalties } from './algorithms/index.js';
 export * from './data/index.js';
 export * from './trainer/index.js';
-export { generate, type Completion, type GenerateRequest, type SamplingSettings } from './sampling/index.js';
+export * from './agents/builtins.js';
+export type {
+  Environment,
+  EnvironmentFactory,
+  EnvironmentFeedback,
+  Episode,
+  EpisodeStopReason,
+  JsonSchema,
+  Tool,
+  ToolCall,
+  ToolCallRecord,
+  ToolContext,
+  ToolDefinition,
+} from './agents/types.js';
+export { parseToolCalls, toolDefinitions, type ParsedToolCalls, type ToolCallFormat } from './agents/tool-calls.js';
+export {
+  EpisodeDecoder,
+  generate,
+  type Completion,
+  type EpisodeTurn,
+  type GenerateRequest,
+  type SamplingSettings,
+} from './sampling/index.js';
 export { Transformer, type KvCache, type ForwardOptions } from './model/transformer.js';
 export { loadCheckpoint, saveCheckpoint, resolveStopTokenIds, type Checkpoint } from './model/checkpoint.js';
 export { loadModelConfig, parseModelConfig, createSmallConfig, toHfConfig, type ModelConfig } from './model/config.js';

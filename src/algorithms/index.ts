@@ -47,7 +47,9 @@ import {
   groupFilterOptionSchemas,
   lossOptionSchemas,
   promptSelectorOptionSchemas,
+  turnCreditOptionSchemas,
 } from './option-schemas.js';
+import { type TurnCreditFn, gigpoCredit, igpoCredit, turnRewardsCredit } from './turn-credit.js';
 import type { ZodType } from 'zod';
 
 export * from './registry.js';
@@ -65,6 +67,7 @@ export * from './policy-losses-sequence.js';
 export * from './policy-losses-gtpo.js';
 export * from './option-schemas.js';
 export * from './flow-steps.js';
+export * from './turn-credit.js';
 
 type Builtins<Fn> = [name: string, fn: Fn, description: string, citation: string, needs?: AlgorithmNeed[]][];
 
@@ -303,6 +306,34 @@ export const promptSelectors = filled<PromptSelectorFn>(
   promptSelectorOptionSchemas,
 );
 
+/** Turn-level credit for multi-turn episodes by name (docs/turn-credit.md); `algorithm.turnCredit`. */
+export const turnCreditEstimators = filled<TurnCreditFn>(
+  'turn-credit estimator',
+  [
+    [
+      'turn-rewards',
+      turnRewardsCredit,
+      "r_t = env turn reward (+ R on the last turn), G_t = Σ γ^k r, z-scored over the group's pooled turn returns",
+      "discounted returns with a group baseline (REINFORCE); this library's default multi-turn credit",
+    ],
+    [
+      'igpo',
+      igpoCredit,
+      'r_t = information gain (t < T), r_T = R; group z-score over all turn rewards; A_t = Σ_{k≥t} γ^{k−t} Â_k',
+      'IGPO, Wang et al. 2025, arXiv 2510.14967; GuoqingWang1/IGPO',
+      ['informationGains'],
+    ],
+    [
+      'gigpo',
+      gigpoCredit,
+      'A = A^E (episode, group) + ω·A^S (discounted returns grouped by equal anchor state); γ 0.95, ω 1, F_norm 1',
+      'GiGPO, Feng et al. 2025, arXiv 2505.10978; langfengQ/verl-agent',
+      ['stateKeys'],
+    ],
+  ],
+  turnCreditOptionSchemas,
+);
+
 /** Options of the step rather than registry members, by the config field that selects them, for `grpo list`. */
 export const algorithmOptions: (RegistryEntryInfo & { name: string })[] = [
   {
@@ -340,4 +371,5 @@ export const algorithmRegistries = [
   klEstimators,
   groupFilters,
   promptSelectors,
+  turnCreditEstimators,
 ] as const;

@@ -160,6 +160,34 @@ export const promptSelectorOptionSchemas = {
     .strict(),
 } as const;
 
+const gamma = z.number().min(0).max(1).describe('the discount γ over later turns');
+const turnNormalization = z
+  .enum(['mean-std', 'mean'])
+  .describe("'mean-std' ((x − mean)/(std + 1e-6)) or 'mean' (x − mean, F_norm = 1)");
+
+/** Turn-credit estimator options, by estimator name (`algorithm.turnCredit.options`). */
+export const turnCreditOptionSchemas = {
+  'turn-rewards': z.object({ gamma, normalization: turnNormalization }).partial().strict(),
+  igpo: z
+    .object({
+      gamma,
+      normalization: turnNormalization,
+      pooling: z
+        .enum(['joint', 'separate'])
+        .describe("'joint': IG and outcome rewards normalised together; 'separate': each kind on its own"),
+    })
+    .partial()
+    .strict(),
+  gigpo: z
+    .object({
+      gamma,
+      omega: z.number().nonnegative().describe('ω, the weight of the step-level advantage'),
+      normalization: turnNormalization,
+    })
+    .partial()
+    .strict(),
+} as const;
+
 /**
  * Parses `options` with a part's schema; every problem is one line naming `field.key`, and an
  * unknown key lists the keys the part knows.

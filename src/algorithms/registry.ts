@@ -30,9 +30,21 @@ export interface RegistryEntryInfo {
  * - `wholeGroups`: every micro-batch holds whole groups, with their sizes;
  * - `groupTokenWeights`: per-token weights computed from the whole group before micro-batching;
  * - `serialRollout`: a group's samples are serial early exits of one chain of thought (the rollout
- *   must say it provides `serialExits`).
+ *   must say it provides `serialExits`);
+ * - `stateKeys`: a turn-credit estimator needs the anchor-state key before every model turn (an
+ *   environment with `stateKey()`; GiGPO's step groups);
+ * - `informationGains`: a turn-credit estimator needs each turn's information gain about the
+ *   reference answer, computed by the trainer with the policy (IGPO).
  */
-export type AlgorithmNeed = 'strata' | 'clusters' | 'baselines' | 'wholeGroups' | 'groupTokenWeights' | 'serialRollout';
+export type AlgorithmNeed =
+  | 'strata'
+  | 'clusters'
+  | 'baselines'
+  | 'wholeGroups'
+  | 'groupTokenWeights'
+  | 'serialRollout'
+  | 'stateKeys'
+  | 'informationGains';
 
 /** One registered function with its name and metadata. */
 export interface RegistryEntry<Fn> extends RegistryEntryInfo {

@@ -75,6 +75,10 @@ export async function loadRecipe(file: string): Promise<Recipe> {
   if (!('config' in exported)) return { config: exported };
   if (!isPlainObject(exported.config))
     throw new Error(`recipe ${path}: its config must be an object, not ${describeValue(exported.config)}`);
+  if (exported.environment !== undefined && typeof exported.environment !== 'function')
+    throw new Error(
+      `recipe ${path}: its environment must be a function (row, context) => Environment, not ${describeValue(exported.environment)}`,
+    );
   if (exported.rewards !== undefined && !Array.isArray(exported.rewards)) {
     throw new Error(
       `recipe ${path}: its rewards must be an array of { name, reward, weight }, not ${describeValue(exported.rewards)}`,
@@ -198,7 +202,13 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
       (existsSync(source) ? (JSON.parse(readFileSync(source, 'utf8')) as { recipe?: string }).recipe : undefined);
     if (recipeFile) {
       const code = await loadRecipe(recipeFile);
-      recipe = { ...recipe, rewards: code.rewards, task: code.task, rollout: code.rollout };
+      recipe = {
+        ...recipe,
+        rewards: code.rewards,
+        task: code.task,
+        rollout: code.rollout,
+        environment: code.environment,
+      };
     }
   } else if (options.recipe) {
     recipe = await loadRecipe(options.recipe);
@@ -209,7 +219,12 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
   if (options.sftOnly) raw = mergeConfig(raw, { grpo: { steps: 0 } });
   const task = await loadRunTask(raw, recipe.task);
   const config = resolveConfig(raw, recipe.task ? [recipe.task.name] : [], task);
-  const context = createRunContext(config, { rewards: recipe.rewards, task, rollout: recipe.rollout });
+  const context = createRunContext(config, {
+    rewards: recipe.rewards,
+    task,
+    rollout: recipe.rollout,
+    environment: recipe.environment,
+  });
   runDirectory ??= join(
     resolve(config.logging.runsDirectory),
     config.logging.runName ??

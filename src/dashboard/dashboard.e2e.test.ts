@@ -8,7 +8,7 @@
  * It is not a visual test: layout is checked by eye from that screenshot during development.
  */
 import { existsSync } from 'node:fs';
-import { appendFile, cp, mkdtemp, rm } from 'node:fs/promises';
+import { appendFile, cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -165,6 +165,62 @@ describe.skipIf(browserProblem !== null)('dashboard page in headless Chromium', 
     const metrics = join(scratch, 'runs', liveId, 'metrics.jsonl');
     await appendFile(metrics, 'Z","reward/mean":0.9}\n{"step":14,"phase":"grpo","reward/mean":0.95}\n');
     await expect.poll(() => pointsDrawn('reward', 'reward/mean'), { timeout: 5_000 }).toBe(14);
+  });
+
+  it('shows an agent episode turn by turn: roles, tool calls, masked observation tokens apart', async () => {
+    const agentId = '20260103-100000-agent';
+    const folder = join(scratch, 'runs', agentId);
+    await mkdir(folder, { recursive: true });
+    await writeFile(join(folder, 'config.json'), JSON.stringify({ task: 'addition', agent: { maxTurns: 3 } }));
+    await writeFile(join(folder, 'summary.json'), JSON.stringify({ status: 'finished', steps: 1 }));
+    await writeFile(join(folder, 'metrics.jsonl'), '{"step":1,"phase":"grpo","reward/mean":0.5,"turns/mean":2}\n');
+    const episode = {
+      turns: 2,
+      stopReason: 'stop',
+      turnRewards: [null, null],
+      messages: [
+        { role: 'user', content: 'What is 12*7?' },
+        {
+          role: 'assistant',
+          content: '<tool_call>{"name": "calculator", "arguments": {"expression": "12*7"}}</tool_call>',
+        },
+        { role: 'tool', content: '84' },
+        { role: 'assistant', content: '84' },
+      ],
+      toolCalls: [{ turn: 0, name: 'calculator', arguments: { expression: '12*7' }, result: '84' }],
+      rows: [
+        {
+          segments: [
+            { text: '<tool_call>…</tool_call>', trained: true },
+            { text: '\ntool: 84\nAssistant:', trained: false },
+            { text: '84', trained: true },
+          ],
+        },
+      ],
+    };
+    const completion = {
+      text: '84',
+      reward: 1,
+      rewards: { correct: 1 },
+      advantage: 0.5,
+      length: 40,
+      finishReason: 'stop',
+      episode,
+    };
+    await writeFile(
+      join(folder, 'samples.jsonl'),
+      `${JSON.stringify({ step: 1, phase: 'grpo', prompt: 'What is 12*7?', answer: '84', completions: [completion] })}\n`,
+    );
+    await page.goto(`${dashboard.url}?poll=251#run=${agentId}`); // another query: a fresh load, not a hash change
+    await page.locator('#sample-steps button[data-step="1"]').click();
+    const details = page.locator('details.episode').first();
+    await details.waitFor();
+    expect(await details.locator('summary').textContent()).toBe('episode: 2 turn(s), stop stop, 1 tool call(s)');
+    await details.locator('summary').click();
+    expect(await details.locator('.turn .role').allTextContents()).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    expect(await details.locator('.tool-call').textContent()).toBe('turn 0: calculator({"expression":"12*7"}) → 84');
+    expect(await details.locator('.tokens .masked').allTextContents()).toEqual(['\ntool: 84\nAssistant:']);
+    expect(await details.locator('.tokens .trained').count()).toBe(2);
   });
 
   it('logs no errors and loads nothing from outside the dashboard', () => {

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { codeTests } from './code.js';
 import { equationAnswer } from './equation.js';
 import { lengthAmongCorrect } from './group.js';
+import { toolEfficiency } from './tool-efficiency.js';
 import {
   exactMatch,
   jsonSchema,
@@ -261,6 +262,20 @@ const builtIns: RewardFactory[] = [
       })
       .strict(),
     ({ answerColumn, ...rest }) => lengthAmongCorrect({ correctness: mathAnswer({ answerColumn }), ...rest }),
+  ),
+  define(
+    'tool-efficiency',
+    'group: α·r_tool(m, n)·correctness, r_tool peaking at the optimal tool-call count n (agent rollouts)',
+    'OTC-PO, Wang et al. 2025, arXiv 2504.14870; docs/turn-credit.md §4',
+    z
+      .object({
+        answerColumn: column.optional(),
+        mode: z.enum(['grpo', 'ppo']).optional(),
+        smoothing: z.number().positive().optional(),
+        alpha: z.number().optional(),
+      })
+      .strict(),
+    ({ answerColumn, ...rest }) => toolEfficiency({ correctness: mathAnswer({ answerColumn }), ...rest }),
   ),
   define(
     'bleu',

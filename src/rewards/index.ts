@@ -9,6 +9,7 @@ export * from './math.js';
 export * from './format.js';
 export * from './length.js';
 export * from './group.js';
+export * from './tool-efficiency.js';
 export * from './similarity.js';
 export * from './code.js';
 export * from './equation.js';

@@ -12,6 +12,37 @@ export interface ChatMessage {
   content: string;
 }
 
+/** One tool call of an episode as rewards see it (the agents layer's ToolCallRecord has this shape). */
+export interface RewardToolCall {
+  name: string;
+  arguments: Readonly<Record<string, unknown>>;
+  /** Model turn (0-based) that made the call. */
+  turn: number;
+  /** The observation text the model was shown. */
+  result: string;
+  /** Set when the call failed (unknown tool, bad arguments, malformed call, throw, timeout). */
+  error?: string;
+}
+
+/**
+ * A multi-turn episode as rewards see it (agents' `Episode` is one): the whole conversation, every
+ * tool call with its result, per-turn rewards and why it ended. Declared here, not imported, because
+ * rewards/ sits below agents/.
+ */
+export interface RewardEpisode {
+  messages: readonly ChatMessage[];
+  toolCalls: readonly RewardToolCall[];
+  turns: number;
+  turnRewards: readonly (number | null)[];
+  stopReason: string;
+  /** The environment the episode ran in (its own state; typed by the recipe that made it). */
+  environment?: unknown;
+  /** What the environment's `reward()` returned (the reward named 'environment' reads it); null = none. */
+  environmentReward?: number | null;
+  /** Set when the environment's `reward()` threw: the 'environment' reward fails with it (the failure policy applies). */
+  environmentRewardError?: string;
+}
+
 /** Everything a reward may look at for one completion. */
 export interface RewardInput {
   /** The prompt as plain text, or as chat messages for conversational datasets. */
@@ -32,6 +63,8 @@ export interface RewardInput {
   truncated?: boolean;
   /** Aborted when the runner gives up on this call (timeout); long-running rewards should honour it. */
   signal?: AbortSignal;
+  /** The whole episode, for completions of multi-turn rollouts (`completion` is then the last assistant turn). */
+  episode?: RewardEpisode;
 }
 
 /** A reward score: a finite number, or `null` when the reward does not apply to this sample. */
@@ -93,6 +126,7 @@ export function makeRewardInput(partial: Partial<RewardInput> & { completion: st
     step: partial.step ?? 0,
     truncated: partial.truncated,
     signal: partial.signal,
+    episode: partial.episode,
   };
 }
 

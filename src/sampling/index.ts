@@ -13,3 +13,4 @@ export {
   logSoftmaxRow,
   type SamplingSettings,
 } from './logits.js';
+export { EpisodeDecoder, type EpisodeTurn } from './episode-decoder.js';

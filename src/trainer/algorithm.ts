@@ -15,6 +15,7 @@ import {
   parsePartOptions,
   policyLosses,
   promptSelectors,
+  turnCreditEstimators,
   type AdvantageFn,
   type AdvantageOptions,
   type AggregationFn,
@@ -27,6 +28,7 @@ import {
   type PolicyLossOptions,
   type PromptSelectorFn,
   type Registry,
+  type TurnCreditFn,
 } from '../algorithms/index.js';
 import { z } from 'zod';
 import type { Example } from '../data/task.js';
@@ -94,6 +96,8 @@ export interface BoundAlgorithm {
   needs: Set<AlgorithmNeed>;
   strata: StrataSource | null;
   tracker: TrackerOptions | null;
+  /** Turn-level credit of multi-turn episodes (algorithm.turnCredit), or null: the episode's advantage on every token. */
+  turnCredit: BoundPart<TurnCreditFn, Record<string, unknown>> | null;
 }
 
 /** What the binding checks needs against: the training rows and what the rollout produces. */
@@ -170,13 +174,28 @@ export function bindAlgorithm(config: TrainerConfig, context: BindingContext): B
           'algorithm.promptSelectorOptions',
           problems,
         );
+  const turnCredit =
+    algorithm.turnCredit === null
+      ? null
+      : bindPart<TurnCreditFn, Record<string, unknown>>(
+          turnCreditEstimators,
+          algorithm.turnCredit.name,
+          algorithm.turnCredit.options,
+          'algorithm.turnCredit.options',
+          problems,
+        );
+  if (algorithm.turnCredit && !turnCreditEstimators.has(algorithm.turnCredit.name))
+    problems.push(
+      `algorithm.turnCredit: unknown turn-credit estimator "${algorithm.turnCredit.name}"; known: ${turnCreditEstimators.names().join(', ')}`,
+    );
+  if (turnCredit) checkTurnCredit(turnCredit, context, problems);
   if (algorithm.groupFilter === null && Object.keys(algorithm.groupFilterOptions).length > 0)
     problems.push('algorithm.groupFilterOptions: set, but algorithm.groupFilter is null');
   if (algorithm.promptSelector === null && Object.keys(algorithm.promptSelectorOptions).length > 0)
     problems.push('algorithm.promptSelectorOptions: set, but algorithm.promptSelector is null');
   if (problems.length > 0 || !advantage || !loss)
     throw new Error(`invalid config:\n${problems.map((line) => `- ${line}`).join('\n')}`);
-  const needs = new Set<AlgorithmNeed>([...advantage.needs, ...loss.needs]);
+  const needs = new Set<AlgorithmNeed>([...advantage.needs, ...loss.needs, ...(turnCredit?.needs ?? [])]);
   const strata = parseStrata(advantage.options.strataFrom);
   checkNeeds(config, { advantage, loss, needs, strata, promptSelector }, context, problems);
   if (problems.length > 0) throw new Error(`invalid config:\n${problems.map((line) => `- ${line}`).join('\n')}`);
@@ -196,6 +215,7 @@ export function bindAlgorithm(config: TrainerConfig, context: BindingContext): B
     maskTruncated: algorithm.maskTruncated,
     maxRefills: algorithm.maxRefills,
     mismatchCorrection: algorithm.mismatchCorrection,
+    turnCredit,
     tracker: needs.has('baselines')
       ? {
           halfLifeKl: trackerOptions.halfLifeKl,
@@ -204,6 +224,31 @@ export function bindAlgorithm(config: TrainerConfig, context: BindingContext): B
         }
       : null,
   };
+}
+
+/**
+ * Turn credit needs turns (a multi-turn rollout); IGPO's information gains need the reference
+ * answer in every row (`answer`). GiGPO's state keys come from the environment, which exists only
+ * once an episode starts: the rollout refuses an environment without `stateKey()` before decoding.
+ */
+function checkTurnCredit(
+  turnCredit: BoundPart<TurnCreditFn, Record<string, unknown>>,
+  context: BindingContext,
+  problems: string[],
+): void {
+  if (!context.rolloutProvides.includes('turns')) {
+    problems.push(
+      `algorithm.turnCredit: ${turnCredit.name} gives each model turn its own advantage, and this rollout has no turns (a recipe's environment with the agent section runs multi-turn episodes)`,
+    );
+    return;
+  }
+  if (turnCredit.needs.includes('informationGains')) {
+    const missing = context.sampleRows.findIndex((row) => typeof row.answer !== 'string' || row.answer.length === 0);
+    if (missing >= 0)
+      problems.push(
+        `algorithm.turnCredit: ${turnCredit.name} measures each turn's information gain as the policy's probability of the row's "answer", which training row ${missing} does not have as a non-empty string`,
+      );
+  }
 }
 
 type Chosen = Pick<BoundAlgorithm, 'advantage' | 'loss' | 'needs' | 'strata' | 'promptSelector'>;

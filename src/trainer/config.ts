@@ -6,6 +6,7 @@
  * (algorithms/*), and presets.ts fills them in for the named recipes.
  */
 import { z } from 'zod';
+import { agentSchema } from './agent-config.js';
 import { loraSchema } from './lora-config.js';
 import { rolloutEngineProblems, rolloutEngineSchema } from './rollout-engine-config.js';
 import { trlHint } from './trl-names.js';
@@ -192,6 +193,20 @@ const algorithmSchema = z
       .describe(
         'Rollout/trainer mismatch correction: the trainer recomputes π_old with its own forward pass and weights tokens by π_old/π_rollout (null = off).',
       ),
+    turnCredit: z
+      .object({
+        name: z.string().describe('Registered turn-credit estimator (see `grpo list`).'),
+        options: z
+          .record(z.string(), z.unknown())
+          .default({})
+          .describe("The estimator's options, checked against its schema."),
+      })
+      .strict()
+      .nullable()
+      .default(null)
+      .describe(
+        'Multi-turn episodes: one advantage per model turn from a registered turn-credit estimator (docs/turn-credit.md), given to every loss token of that turn; null = the episode-level advantage on every token.',
+      ),
   })
   .strict();
 
@@ -290,6 +305,12 @@ export const trainerConfigSchema = z
       .describe(
         'LoRA adapters (PEFT format) instead of full fine-tuning; null = every weight trains. The base weights stay frozen, checkpoints hold the adapter, and the KL reference is the model with its adapters off (the base model, even after an SFT phase).',
       ),
+    agent: agentSchema
+      .nullable()
+      .default(null)
+      .describe(
+        "Multi-turn tool-use episodes in the environments a TypeScript recipe's `environment` factory makes (docs/agents.md); null = single-turn completions.",
+      ),
   })
   .strict();
 
@@ -304,6 +325,8 @@ export interface KnownNames {
   klEstimator: string[];
   groupFilter: string[];
   promptSelector: string[];
+  /** Turn-credit estimators; absent = not checked here (binding still looks the name up). */
+  turnCredit?: string[];
   task: string[];
 }
 
@@ -334,6 +357,13 @@ export function validateConfig(input: unknown, known: KnownNames): TrainerConfig
   checkName('algorithm.klEstimator', config.algorithm.klEstimator, known.klEstimator, 'KL estimator');
   checkName('algorithm.groupFilter', config.algorithm.groupFilter, known.groupFilter, 'group filter');
   checkName('algorithm.promptSelector', config.algorithm.promptSelector, known.promptSelector, 'prompt selector');
+  if (known.turnCredit)
+    checkName(
+      'algorithm.turnCredit',
+      config.algorithm.turnCredit?.name ?? null,
+      known.turnCredit,
+      'turn-credit estimator',
+    );
   checkName('task', config.task, known.task, 'task');
   const completions = config.grpo.promptsPerStep * config.sampling.groupSize;
   if (config.grpo.microBatchSize > completions) {

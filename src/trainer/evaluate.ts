@@ -7,9 +7,10 @@
 import type { Example, Task } from '../data/task.js';
 import type { Transformer } from '../model/transformer.js';
 import { scoreRewards, weightedSum, weightsAt } from '../rewards/index.js';
-import type { NamedReward } from '../rewards/types.js';
+import type { NamedReward, RewardEpisode } from '../rewards/types.js';
 import { generate } from '../sampling/index.js';
 import { renderPrompt, type PromptFormat } from './prompt-format.js';
+import type { RolloutContext, RolloutFn } from './rollout.js';
 
 export interface EvaluationSettings {
   maxNewTokens: number;
@@ -17,6 +18,8 @@ export interface EvaluationSettings {
   passAtK: number;
   temperature: number;
   seed: number;
+  /** Agent runs: answers come from whole episodes of this rollout (greedy for accuracy), not single completions. */
+  episodes?: { rollout: RolloutFn; context: RolloutContext };
   /** Called once per greedy completion, in order (e.g. `grpo eval` saves them). */
   onCompletion?: (record: {
     prompt: string;
@@ -42,16 +45,9 @@ export async function evaluate(
   rewards: readonly NamedReward[],
   settings: EvaluationSettings,
 ): Promise<EvaluationResult> {
-  const { tokenizer } = format;
   const prompts = examples.map((example) => renderPrompt(format, example).ids);
-  const greedy = generate(model, {
-    prompts,
-    maxNewTokens: settings.maxNewTokens,
-    temperature: 0,
-    stopTokenIds: settings.stopTokenIds,
-    seed: settings.seed,
-  });
-  const texts = greedy.map((completion) => tokenizer.decode(completion.ids, { skipSpecialTokens: true }));
+  const greedy = await answers(model, format, examples, prompts, settings, 1, 0, settings.seed);
+  const texts = greedy.map((answer) => answer.text);
   // One check at a time: a code task's check starts a sandbox process, and evaluation sets are hundreds long.
   let correct = 0;
   const verdicts: boolean[] = [];
@@ -68,7 +64,8 @@ export async function evaluate(
       group: [text],
       indexInGroup: 0,
       step: 0,
-      truncated: greedy[i].finishReason === 'length',
+      truncated: greedy[i].truncated,
+      episode: greedy[i].episode,
     },
   ]);
   const matrix = await scoreRewards(rewards, groups);
@@ -90,25 +87,79 @@ export async function evaluate(
     'eval/meanReward': finite.reduce((a, b) => a + b, 0) / Math.max(1, finite.length),
   };
   if (settings.passAtK > 0) {
-    const sampled = generate(model, {
+    const sampled = await answers(
+      model,
+      format,
+      examples,
       prompts,
-      numSamples: settings.passAtK,
-      maxNewTokens: settings.maxNewTokens,
-      temperature: settings.temperature,
-      stopTokenIds: settings.stopTokenIds,
-      seed: settings.seed + 1,
-    });
+      settings,
+      settings.passAtK,
+      settings.temperature,
+      settings.seed + 1,
+    );
     const solved = new Set<number>();
-    for (const completion of sampled) {
-      if (
-        await task.isCorrect(
-          examples[completion.promptIndex],
-          tokenizer.decode(completion.ids, { skipSpecialTokens: true }),
-        )
-      )
-        solved.add(completion.promptIndex);
-    }
+    for (const answer of sampled)
+      if (await task.isCorrect(examples[answer.promptIndex], answer.text)) solved.add(answer.promptIndex);
     result['eval/passAtK'] = solved.size / examples.length;
   }
   return result;
+}
+
+interface Answer {
+  promptIndex: number;
+  ids: number[];
+  /** What the task's check and the rewards read: the completion, or an episode's last assistant turn. */
+  text: string;
+  truncated: boolean;
+  episode?: RewardEpisode;
+}
+
+/** `count` answers per prompt: single completions from the sampler, or whole episodes of the agent rollout. */
+async function answers(
+  model: Transformer,
+  format: PromptFormat,
+  examples: readonly Example[],
+  prompts: number[][],
+  settings: EvaluationSettings,
+  count: number,
+  temperature: number,
+  seed: number,
+): Promise<Answer[]> {
+  if (settings.episodes) {
+    const samples = await settings.episodes.rollout(
+      settings.episodes.context,
+      examples.map((example, i) => ({ example, promptIds: prompts[i], exampleIndex: i })),
+      {
+        groupSize: count,
+        maxNewTokens: settings.maxNewTokens,
+        temperature,
+        topK: 0,
+        topP: 1,
+        minP: 0,
+        stopTokenIds: settings.stopTokenIds,
+        seed,
+      },
+    );
+    return samples.map((sample) => ({
+      promptIndex: sample.promptIndex,
+      ids: sample.completionIds,
+      text: sample.text,
+      truncated: sample.truncated,
+      episode: sample.episode,
+    }));
+  }
+  const completions = generate(model, {
+    prompts,
+    numSamples: count,
+    maxNewTokens: settings.maxNewTokens,
+    temperature,
+    stopTokenIds: settings.stopTokenIds,
+    seed,
+  });
+  return completions.map((completion) => ({
+    promptIndex: completion.promptIndex,
+    ids: completion.ids,
+    text: format.tokenizer.decode(completion.ids, { skipSpecialTokens: true }),
+    truncated: completion.finishReason === 'length',
+  }));
 }

@@ -43,10 +43,11 @@ import {
 } from './prompt-state.js';
 import type { RolloutContext, RolloutFn, RolloutPrompt, RolloutSettings } from './rollout.js';
 import type { TrainerState } from './run-folder.js';
-import { concatenateGroups, generateRound, groupStarts, type StepBatch } from './step-batch.js';
-import { computeSignal, type StepSignal } from './step-signal.js';
+import { concatenateGroups, generateRound, groupStarts, sampleRows, type StepBatch } from './step-batch.js';
+import { computeSignal, turnTokenAdvantages, type StepSignal } from './step-signal.js';
 import type { NamedReward } from '../rewards/types.js';
 import { padRows } from './sequences.js';
+import { informationGains } from './information-gain.js';
 
 /** What a step needs from the run. */
 export interface StepEnvironment {
@@ -82,7 +83,7 @@ export function createStepEnvironment(context: RunContext, referenceModel: Trans
     bound: context.algorithm,
     settings: stepSettingsOf(config),
     rollout: context.rollout,
-    rolloutContext: { model, tokenizer },
+    rolloutContext: { model, tokenizer, chatTemplate: context.promptFormat.chatTemplate },
     rewards: context.rewards,
     examples: task.trainExamples(config.grpo.examples, config.seed + 2),
     render: (example) => renderPrompt(context.promptFormat, example),
@@ -150,33 +151,32 @@ const keepEveryGroup: GroupFilterFn = (input) => {
 
 /** β·Σ_t k1 per sample under the reference model: the KL-in-reward penalty (RLOO/PPO placement). */
 function klPenalties(environment: StepEnvironment, batch: StepBatch): Float64Array {
-  const reference = frozenLogprobs(
-    environment.referenceModel!,
-    batch.samples.map((s) => ({ promptIds: batch.prompts[s.promptIndex].promptIds, completionIds: s.completionIds })),
-    environment.settings,
-  );
-  const T = Math.max(1, ...batch.samples.map((s) => s.completionIds.length));
-  const mask = padRows(
-    batch.samples.map((s) => s.lossMask),
-    T,
-  );
+  // Every trained row of a sample (an episode the template split has several) adds to its penalty.
+  const rows = batch.samples.flatMap((_, i) => sampleRows(batch, i).map((row) => ({ ...row, sample: i })));
+  const reference = frozenLogprobs(environment.referenceModel!, rows, environment.settings);
+  const T = Math.max(1, ...rows.map((row) => row.completionIds.length));
   const penalized = klPenalizedRewards(
     {
-      rewards: new Float32Array(batch.samples.length),
+      rewards: new Float32Array(rows.length),
       logprobs: padRows(
-        batch.samples.map((s) => s.oldLogprobs),
+        rows.map((row) => row.oldLogprobs),
         T,
       ),
       refLogprobs: padRows(
         reference.map((r) => Array.from(r)),
         T,
       ),
-      mask,
+      mask: padRows(
+        rows.map((row) => row.lossMask),
+        T,
+      ),
     },
     environment.bound.klCoefficient,
     klK1,
   );
-  return Float64Array.from(penalized, (value) => -value);
+  const penalties = new Float64Array(batch.samples.length);
+  rows.forEach((row, r) => (penalties[row.sample] -= penalized[r]));
+  return penalties;
 }
 
 /** Single-stream baselines of every sample and this visit's discount per group. */
@@ -281,7 +281,21 @@ export async function prepareGrpoStep(
   const seenRewards = penalties ? batch.rewards.map((r, i) => r - penalties[i]) : batch.rewards;
   const tracked =
     bound.tracker && batch.samples.length > 0 ? trackerInputs(environment, batch, seenRewards, state) : undefined;
-  const signal = computeSignal(bound, batch, { klPenalties: penalties, baselines: tracked?.baselines });
+  const gains =
+    bound.needs.has('informationGains') && batch.samples.length > 0
+      ? informationGains(
+          environment.rolloutContext.model,
+          environment.rolloutContext.tokenizer,
+          batch,
+          environment.settings,
+        )
+      : undefined;
+  const signal = computeSignal(bound, batch, {
+    klPenalties: penalties,
+    baselines: tracked?.baselines,
+    informationGains: gains,
+  });
+  for (const [key, value] of Object.entries(signal.turnCreditMetrics ?? {})) metrics[`turnCredit/${key}`] = value;
   const samples = trainingRows(environment, batch, signal, metrics);
   return { batch, firstRound: firstRound!, signal, samples, discounts: tracked?.discounts, metrics };
 }
@@ -296,17 +310,19 @@ function trainingRows(
   const { bound, settings } = environment;
   let rows: TrainingSample[] = batch.samples.flatMap((sample, i) =>
     signal.keep[i]
-      ? [
-          {
-            promptIds: batch.prompts[sample.promptIndex].promptIds,
-            completionIds: sample.completionIds,
-            lossMask: sample.lossMask,
-            oldLogprobs: sample.oldLogprobs,
-            advantage: signal.advantages[i],
-            tokenAdvantages: signal.tokenAdvantages?.[i],
-            group: sample.promptIndex,
-          },
-        ]
+      ? sampleRows(batch, i).map((row, r) => ({
+          promptIds: row.promptIds,
+          completionIds: row.completionIds,
+          lossMask: row.lossMask,
+          oldLogprobs: row.oldLogprobs,
+          advantage: signal.advantages[i],
+          tokenAdvantages: signal.turnAdvantages
+            ? turnTokenAdvantages(row, signal.turnAdvantages[i])
+            : r === 0
+              ? signal.tokenAdvantages?.[i]
+              : undefined,
+          group: sample.promptIndex,
+        }))
       : [],
   );
   if (rows.length === 0) return rows;
@@ -346,7 +362,7 @@ export function recordStepState(bound: BoundAlgorithm, state: TrainerState, prep
         firstScored === undefined
           ? null
           : {
-              promptIds: prompt.promptIds,
+              promptIds: batch.samples[firstScored].promptIds ?? prompt.promptIds,
               completionIds: batch.samples[firstScored].completionIds,
               logprobs: batch.samples[firstScored].oldLogprobs,
             };

@@ -19,10 +19,18 @@ export {
   singleTurnRollout,
   type RolloutFn,
   type RolloutPrompt,
+  type RolloutRow,
   type RolloutSample,
   type RolloutSettings,
 } from './rollout.js';
 export { evaluate, type EvaluationResult } from './evaluate.js';
+export {
+  environmentReward,
+  multiTurnRollout,
+  type AgentSettings,
+  type TurnDecoder,
+  type TurnDecoderFactory,
+} from './multi-turn-rollout.js';
 export { RunFolder, type TrainerState } from './run-folder.js';
 export {
   accumulatePolicyGradients,

@@ -34,7 +34,7 @@ export interface StepSettings {
   microBatchSize: number;
   /** Sampling temperature: training logprobs use logits / temperature, as the sampler did. */
   temperature: number;
-  /** L_max of the constant-normaliser aggregation (the completion limit). */
+  /** L_max of the constant-normaliser aggregation: the completion limit (an agent run: agent.maxEpisodeTokens). */
   maxNewTokens: number;
   maxGradNorm: number;
 }
@@ -43,7 +43,9 @@ export function stepSettingsOf(config: TrainerConfig): StepSettings {
   return {
     microBatchSize: config.grpo.microBatchSize,
     temperature: config.sampling.temperature,
-    maxNewTokens: config.sampling.maxNewTokens,
+    // L_max of the constant normaliser is the longest completion a row can have: an agent episode's
+    // rows hold up to agent.maxEpisodeTokens (turns and observations), not one turn's maxNewTokens.
+    maxNewTokens: config.agent ? config.agent.maxEpisodeTokens : config.sampling.maxNewTokens,
     maxGradNorm: config.optimizer.maxGradNorm,
   };
 }

@@ -7,6 +7,7 @@
  * Is not: scoring or advantage computation.
  */
 import type { Example } from '../data/task.js';
+import type { RewardEpisode } from '../rewards/types.js';
 import type { TextTokenizer } from '../model/tokenizer.js';
 import type { Transformer } from '../model/transformer.js';
 import { generate } from '../sampling/index.js';
@@ -32,6 +33,17 @@ export interface RolloutSettings {
   seed: number;
 }
 
+/** One trained row: a prompt and the completion tokens that extend it, with what the loss needs per token. */
+export interface RolloutRow {
+  promptIds: number[];
+  completionIds: number[];
+  /** Log π_old of each completion token; 0 where lossMask is 0 (observation tokens have no old logprob). */
+  oldLogprobs: number[];
+  lossMask: number[];
+  /** Per completion token: the model turn it belongs to (0-based), -1 for observation tokens. */
+  tokenTurns?: number[];
+}
+
 export interface RolloutSample {
   promptIndex: number;
   completionIds: number[];
@@ -46,11 +58,30 @@ export interface RolloutSample {
   toolCalls?: number;
   /** Model turns of the episode (multi-turn rollouts that declare provides: ['turns']). */
   turns?: number;
+  /**
+   * The prompt ids this sample's completion extends, when the rollout rendered the prompt itself
+   * (e.g. with tool definitions); absent = the prompt's `promptIds`.
+   */
+  promptIds?: number[];
+  /** Per completion token: the model turn it belongs to (0-based), -1 for observation tokens. */
+  tokenTurns?: number[];
+  /**
+   * Further rows of the same episode, after a point where the chat template rewrote the history so
+   * that the next prompt no longer extended the tokens so far. Each is trained like the sample
+   * itself, with the sample's advantage; rewards and metrics see the episode once.
+   */
+  continuationRows?: RolloutRow[];
+  /** The whole episode (multi-turn rollouts): rewards see it as `RewardInput.episode`. */
+  episode?: RewardEpisode;
+  /** Per model turn: the environment's anchor-state key before that turn (environments with stateKey()). */
+  stateKeys?: string[];
 }
 
 export interface RolloutContext {
   model: Transformer;
   tokenizer: TextTokenizer;
+  /** The chat template in force (model.chatTemplate resolved); multi-turn rollouts render turns with it. */
+  chatTemplate?: string | null;
 }
 
 /**

@@ -11,6 +11,7 @@ import {
   lossAggregations,
   policyLosses,
   promptSelectors,
+  turnCreditEstimators,
 } from '../algorithms/index.js';
 import type { Task } from '../data/task.js';
 import { taskRegistry } from '../data/index.js';
@@ -29,6 +30,8 @@ import { bindAlgorithm, type BoundAlgorithm } from './algorithm.js';
 import { promptFormatFor, type PromptFormat } from './prompt-format.js';
 import { openaiRollout } from './openai-rollout.js';
 import { singleTurnRollout, type RolloutFn } from './rollout.js';
+import type { EnvironmentFactory } from '../agents/types.js';
+import { environmentReward, multiTurnRollout, resolveToolCallFormat } from './multi-turn-rollout.js';
 
 /** What a recipe file exports: a config (as written, before defaults) and optional reward functions. */
 export interface Recipe {
@@ -39,6 +42,8 @@ export interface Recipe {
   task?: Task;
   /** A rollout written in the recipe (multi-turn, serial exits, a remote engine); replaces the single-turn one. */
   rollout?: RolloutFn;
+  /** Creates each episode's environment: the run rolls out multi-turn tool-use episodes (needs the config's `agent`). */
+  environment?: EnvironmentFactory;
 }
 
 export function knownNames(): KnownNames {
@@ -49,6 +54,7 @@ export function knownNames(): KnownNames {
     klEstimator: klEstimators.names(),
     groupFilter: groupFilters.names(),
     promptSelector: promptSelectors.names(),
+    turnCredit: turnCreditEstimators.names(),
     task: taskRegistry.names(),
   };
 }
@@ -129,15 +135,13 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
     );
   }
   const task = recipe.task ?? taskRegistry.get(config.task)(config.taskOptions);
-  if (recipe.rollout && config.rollout.engine === 'openai')
-    throw new Error(
-      "invalid config:\n- rollout.engine: 'openai' generates single-turn rollouts itself; a recipe's own rollout cannot run on it (leave rollout.engine 'local')",
-    );
-  const rollout =
-    recipe.rollout ?? (config.rollout.engine === 'openai' ? openaiRollout(config.rollout) : singleTurnRollout);
+  const rollout = runRollout(config, recipe);
   // Before any model is loaded: every part's options and needs against the data and the rollout.
   const algorithm = bindRunAlgorithm(config, task, rollout);
-  const rewards = recipeRewards ?? buildRewards(config, task);
+  const rewards = withEnvironmentReward(
+    recipeRewards ?? buildRewards(config, task, Boolean(recipe.environment)),
+    recipe.environment,
+  );
   let tokenizer: TextTokenizer;
   let tokenizerFiles: Record<string, string> = {};
   let model: Transformer;
@@ -174,6 +178,13 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
     model.attachAdapters(LoraAdapters.create(model.config, settings, config.model.initSeed));
   }
   const promptFormat = promptFormatFor(config.model.chatTemplate, tokenizer);
+  if (config.agent) {
+    if (promptFormat.chatTemplate === null)
+      throw new Error(
+        'invalid config:\n- agent: multi-turn episodes render tool results through a chat template, and this model has none; set model.chatTemplate (a .jinja file or the template text)',
+      );
+    resolveToolCallFormat(config.agent.toolCallFormat, promptFormat.chatTemplate); // 'auto' must find one
+  }
   const context = {
     config,
     task,
@@ -192,16 +203,67 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
 }
 
 /**
- * The rewards a resolved config names: the task's own when `config.rewards` is empty, else each
- * entry from the task's rewards or the built-in factories (an unknown name lists the known ones).
- * Shared by the trainer and `grpo serve-rewards`, so both score with the same functions.
+ * The run's rollout: the recipe's, the multi-turn one over the recipe's environments (which needs
+ * the `agent` section, and the section needs them), or single-turn generation.
  */
-export function buildRewards(config: TrainerConfig, task: Task): NamedReward[] {
+function runRollout(config: TrainerConfig, recipe: Omit<Recipe, 'config'>): RolloutFn {
+  if (recipe.environment && !config.agent)
+    throw new Error(
+      'invalid config:\n- agent: the recipe exports an environment, so the config needs an agent section (e.g. agent: { maxTurns: 4 }) to run multi-turn episodes',
+    );
+  if (config.agent && !recipe.environment)
+    throw new Error(
+      'invalid config:\n- agent: multi-turn episodes need environments; a TypeScript recipe must export `environment` (an EnvironmentFactory, docs/agents.md)',
+    );
+  if (recipe.environment && recipe.rollout)
+    throw new Error(
+      'recipe: exports both `rollout` and `environment`; the environment runs in the built-in multi-turn rollout, so give one',
+    );
+  if ((recipe.rollout || recipe.environment) && config.rollout.engine === 'openai')
+    throw new Error(
+      "invalid config:\n- rollout.engine: 'openai' generates single-turn rollouts itself; a recipe's own rollout or environment cannot run on it (leave rollout.engine 'local')",
+    );
+  if (recipe.environment) return multiTurnRollout(checkedEnvironments(config, recipe.environment), config.agent!);
+  return recipe.rollout ?? (config.rollout.engine === 'openai' ? openaiRollout(config.rollout) : singleTurnRollout);
+}
+
+/**
+ * The factory, wrapped so that a turn-credit estimator that needs anchor states (GiGPO) refuses an
+ * environment without `stateKey()` as soon as the first one is made, before anything is decoded.
+ */
+function checkedEnvironments(config: TrainerConfig, factory: EnvironmentFactory): EnvironmentFactory {
+  const name = config.algorithm.turnCredit?.name;
+  const entry = turnCreditEstimators.list().find((candidate) => candidate.name === name);
+  if (!entry?.needs?.includes('stateKeys')) return factory;
+  return async (row, context) => {
+    const environment = await factory(row, context);
+    if (typeof environment.stateKey !== 'function')
+      throw new Error(
+        `algorithm.turnCredit: ${name} groups turns by the environment's anchor state, and the recipe's environment has no stateKey()`,
+      );
+    return environment;
+  };
+}
+
+/** With environments, the reward named 'environment' (their `reward()`) joins the run's rewards unless one has that name. */
+function withEnvironmentReward(rewards: NamedReward[], environment: EnvironmentFactory | undefined): NamedReward[] {
+  if (!environment || rewards.some((reward) => reward.name === 'environment')) return rewards;
+  return [...rewards, environmentReward()];
+}
+
+/**
+ * The rewards a resolved config names: the task's own when `config.rewards` is empty, else each
+ * entry from the task's rewards or the built-in factories (an unknown name lists the known ones);
+ * with environments, 'environment' (their `reward()`) takes the configured weight. Shared by the
+ * trainer and `grpo serve-rewards`, so both score with the same functions.
+ */
+export function buildRewards(config: TrainerConfig, task: Task, hasEnvironments = false): NamedReward[] {
   if (config.rewards.length === 0) return task.rewards();
   const taskRewards = new Map(task.rewards().map((reward) => [reward.name, reward]));
   return config.rewards.map(({ name, weight, options }) => {
     const fromTask = taskRewards.get(name);
     if (fromTask) return { ...fromTask, weight };
+    if (name === 'environment' && hasEnvironments) return environmentReward(weight);
     if (!rewardFactories.has(name)) {
       const known = [...taskRewards.keys(), ...rewardFactories.names()];
       throw new Error(`invalid config:\n- rewards: unknown reward "${name}"; known: ${known.join(', ')}`);

@@ -8,7 +8,14 @@
  */
 import type { RewardInput, NamedReward } from '../rewards/types.js';
 import { scoreRewards, weightedSum, weightsAt } from '../rewards/index.js';
-import type { RolloutContext, RolloutFn, RolloutPrompt, RolloutSample, RolloutSettings } from './rollout.js';
+import type {
+  RolloutContext,
+  RolloutFn,
+  RolloutPrompt,
+  RolloutRow,
+  RolloutSample,
+  RolloutSettings,
+} from './rollout.js';
 
 export interface StepBatch {
   /** [groups] the prompt of each group. */
@@ -77,6 +84,7 @@ export async function generateRound(
       indexInGroup,
       step,
       truncated: sample.truncated,
+      episode: sample.episode,
     })),
   );
   const matrix = await scoreRewards(rewards, groups);
@@ -101,6 +109,22 @@ export async function generateRound(
     errors,
   };
   return { batch, rolloutSeconds, rewardSeconds: (Date.now() - rewardStart) / 1000 };
+}
+
+/**
+ * The trained rows of sample i: the sample itself (its prompt ids, or the group's prompt) and, for
+ * an episode the template split, its continuation rows — all with the sample's advantage.
+ */
+export function sampleRows(batch: StepBatch, i: number): RolloutRow[] {
+  const sample = batch.samples[i];
+  const first: RolloutRow = {
+    promptIds: sample.promptIds ?? batch.prompts[sample.promptIndex].promptIds,
+    completionIds: sample.completionIds,
+    oldLogprobs: sample.oldLogprobs,
+    lossMask: sample.lossMask,
+    tokenTurns: sample.tokenTurns,
+  };
+  return sample.continuationRows ? [first, ...sample.continuationRows] : [first];
 }
 
 /** [N] index of each sample's group. */

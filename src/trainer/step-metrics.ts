@@ -7,8 +7,10 @@
  *
  * Is not: the loss metrics (optimize.ts names those) or the writing of files (run-folder.ts).
  */
+import type { TextTokenizer } from '../model/tokenizer.js';
+import { episodeRecord } from './agent-metrics.js';
 import type { PreparedStep } from './grpo-step.js';
-import { groupStarts, type StepBatch } from './step-batch.js';
+import { groupStarts, sampleRows, type StepBatch } from './step-batch.js';
 
 function meanAndStd(values: readonly number[]): { mean: number; std: number } {
   const mean = values.reduce((a, b) => a + b, 0) / Math.max(1, values.length);
@@ -53,7 +55,12 @@ export function completionMetrics(batch: StepBatch): Record<string, number> {
 }
 
 /** samples.jsonl lines of a step: its first `groupCount` groups, each completion with its rewards, advantage and errors. */
-export function sampleRecords(step: number, prepared: PreparedStep, groupCount: number): Record<string, unknown>[] {
+export function sampleRecords(
+  step: number,
+  prepared: PreparedStep,
+  groupCount: number,
+  tokenizer?: TextTokenizer,
+): Record<string, unknown>[] {
   const { batch, signal } = prepared;
   const starts = groupStarts(batch.groupSizes);
   const K = batch.rewardNames.length;
@@ -75,9 +82,12 @@ export function sampleRecords(step: number, prepared: PreparedStep, groupCount: 
         ),
         advantage: signal.advantages[i],
         length: batch.samples[i].completionIds.length,
-        finishReason: batch.samples[i].truncated ? 'length' : 'stop',
+        finishReason: batch.samples[i].episode?.stopReason ?? (batch.samples[i].truncated ? 'length' : 'stop'),
         inLoss: signal.keep[i] === 1,
         ...(batch.errors[i] ? { errors: batch.errors[i] } : {}),
+        ...(tokenizer && batch.samples[i].episode
+          ? { episode: episodeRecord(batch.samples[i], sampleRows(batch, i), tokenizer) }
+          : {}),
       })),
     };
   });

@@ -9,6 +9,7 @@
 import type { AdvantageInput } from '../algorithms/index.js';
 import { answersMatch, extractFinalAnswer } from '../rewards/index.js';
 import type { BoundAlgorithm, StrataSource } from './algorithm.js';
+import type { RolloutRow } from './rollout.js';
 import { groupStarts, rewardColumns, scoredRewards, type StepBatch } from './step-batch.js';
 
 /** Per-sample numbers the caller computed with a model: KL penalties and tracked baselines. */
@@ -17,6 +18,8 @@ export interface SignalInputs {
   klPenalties?: Float64Array;
   /** [N] the tracked value v(q) of each sample's prompt (single-stream). */
   baselines?: Float64Array;
+  /** [N][turns] each turn's information gain under the policy (IGPO; grpo-step computes them). */
+  informationGains?: number[][];
 }
 
 export interface StepSignal {
@@ -24,9 +27,13 @@ export interface StepSignal {
   rewards: Float64Array;
   advantages: Float32Array;
   tokenAdvantages?: Float32Array[];
+  /** [N][turns] per model turn of each episode: the advantage of that turn's tokens (algorithm.turnCredit). */
+  turnAdvantages?: number[][];
   /** [N] 1 = the sample carries gradient. */
   keep: Uint8Array;
   zeroStdGroups: number;
+  /** The turn-credit estimator's own metrics (logged under turnCredit/). */
+  turnCreditMetrics?: Record<string, number>;
 }
 
 /** Stratum key of every sample. */
@@ -102,11 +109,43 @@ export function computeSignal(bound: BoundAlgorithm, batch: StepBatch, inputs: S
     if (bound.maskTruncated && sample.truncated) keep[i] = 0;
     if (!batch.valid[i]) keep[i] = 0;
   });
+  const credit = bound.turnCredit ? turnCredit(bound, batch, rewards, keep, inputs) : undefined;
   return {
     rewards,
     advantages: result.advantages,
     tokenAdvantages: result.tokenAdvantages,
+    turnAdvantages: credit?.turnAdvantages,
+    turnCreditMetrics: credit?.metrics,
     keep,
     zeroStdGroups: result.stdIsZero.reduce((a, b) => a + b, 0),
   };
+}
+
+/** The bound turn-credit estimator over the episodes (samples that carry no gradient count as unscored). */
+function turnCredit(
+  bound: BoundAlgorithm,
+  batch: StepBatch,
+  rewards: Float64Array,
+  keep: Uint8Array,
+  inputs: SignalInputs,
+): { turnAdvantages: number[][]; metrics: Record<string, number> } {
+  const { fn, options, needs, name } = bound.turnCredit!;
+  if (needs.includes('informationGains') && !inputs.informationGains)
+    throw new Error(`${name} needs per-turn information gains (grpo-step computes them with the policy)`);
+  return fn(
+    {
+      rewards: Float64Array.from(rewards, (reward, i) => (keep[i] ? reward : Number.NaN)),
+      groupSizes: batch.groupSizes,
+      turnRewards: batch.samples.map((sample) => sample.episode?.turnRewards ?? []),
+      stateKeys: needs.includes('stateKeys') ? batch.samples.map((sample) => sample.stateKeys ?? []) : undefined,
+      informationGains: inputs.informationGains,
+    },
+    options,
+  );
+}
+
+/** Per completion token of a row: its turn's advantage (observation tokens, turn −1, get 0; they are masked). */
+export function turnTokenAdvantages(row: RolloutRow, turnAdvantages: readonly number[]): Float32Array {
+  if (!row.tokenTurns) throw new Error("turn-level credit needs the rollout to record each token's turn (tokenTurns)");
+  return Float32Array.from(row.tokenTurns, (turn) => (turn >= 0 ? (turnAdvantages[turn] ?? 0) : 0));
 }

@@ -17,6 +17,7 @@ import { optimizedParameters, policyStep, sftStep } from './optimize.js';
 import { createProgressReporter, type ProgressReporter } from './progress.js';
 import type { RolloutFn } from './rollout.js';
 import { RunFolder, type TrainerState } from './run-folder.js';
+import { agentMetrics } from './agent-metrics.js';
 import { completionMetrics, rewardLogMetrics, sampleRecords } from './step-metrics.js';
 import { adapterBaseFor, referenceFor, resumeFrom } from './restore.js';
 import { guardSkips, reportRewardFailures } from './run-guards.js';
@@ -121,6 +122,13 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
       passAtK: config.evaluation.passAtK,
       temperature: config.sampling.temperature,
       seed: config.seed,
+      // Agent runs are judged on whole episodes (tools and all), the way they are trained.
+      episodes: config.agent
+        ? {
+            rollout: context.rollout,
+            context: { model, tokenizer: context.tokenizer, chatTemplate: context.promptFormat.chatTemplate },
+          }
+        : undefined,
     });
   const adapterBase = model.adapters ? adapterBaseFor(context, folder) : null;
   // Saving step N twice (a periodic checkpoint, then the end of a phase) replaces it atomically.
@@ -297,6 +305,7 @@ async function runGrpo(
     const record: Record<string, number> = {
       ...rewardLogMetrics(first),
       ...completionMetrics(first),
+      ...agentMetrics(first),
       ...prepared.metrics,
       ...stepMetrics,
       lr: optimizer.learningRate,
@@ -316,7 +325,7 @@ async function runGrpo(
       Object.assign(record, await runEval());
     folder.logMetrics({ step: state.step, phase: 'grpo', ...record });
     if (config.logging.samplesEvery > 0 && state.phaseStep % config.logging.samplesEvery === 0)
-      for (const record of sampleRecords(state.step, prepared, config.logging.samplesPerStep))
+      for (const record of sampleRecords(state.step, prepared, config.logging.samplesPerStep, context.tokenizer))
         folder.logSamples(record);
     progress.update('grpo', state.phaseStep, config.grpo.steps, record);
     if (config.checkpoint.every > 0 && state.step % config.checkpoint.every === 0) save();

@@ -229,6 +229,55 @@ function scoreCell(value) {
   return element('td', {}, formatNumber(value));
 }
 
+/** An agent episode, turn by turn: messages by role, tool calls (failed ones marked), and each trained row's tokens with observation tokens (loss mask 0) shown apart. */
+function renderEpisode(episode) {
+  const list = (value) => (Array.isArray(value) ? value : []);
+  const messages = list(episode.messages).map((message) =>
+    element(
+      'div',
+      { className: `turn role-${String(message.role).replace(/[^a-z]/g, '')}` },
+      element('span', { className: 'role' }, String(message.role)),
+      String(message.content ?? ''),
+    ),
+  );
+  const calls = list(episode.toolCalls).map((call) =>
+    element(
+      'div',
+      { className: call.error === undefined ? 'tool-call' : 'tool-call failed' },
+      `turn ${call.turn}: ${call.name || '(malformed)'}(${JSON.stringify(call.arguments ?? {})}) → ${call.result}`,
+    ),
+  );
+  const rows = list(episode.rows).map((row, r) =>
+    element(
+      'div',
+      { className: 'tokens' },
+      element('span', { className: 'role' }, `row ${r + 1}`),
+      ...list(row.segments).map((segment) =>
+        element(
+          'span',
+          {
+            className: segment.trained ? 'trained' : 'masked',
+            title: segment.trained ? 'sampled: in the loss' : 'observation: loss mask 0',
+          },
+          String(segment.text ?? ''),
+        ),
+      ),
+    ),
+  );
+  return element(
+    'details',
+    { className: 'episode' },
+    element(
+      'summary',
+      {},
+      `episode: ${episode.turns} turn(s), stop ${episode.stopReason}, ${calls.length} tool call(s)`,
+    ),
+    element('div', { className: 'messages' }, ...messages),
+    calls.length > 0 ? element('div', { className: 'calls' }, ...calls) : null,
+    element('div', { className: 'rows' }, ...rows),
+  );
+}
+
 function renderGroup(group, index) {
   const completions = Array.isArray(group.completions) ? group.completions : [];
   const rewardNames = [...new Set(completions.flatMap((completion) => Object.keys(completion.rewards ?? {})))];
@@ -247,7 +296,12 @@ function renderGroup(group, index) {
       'tr',
       { className: 'completion' },
       element('td', {}, k + 1),
-      element('td', { className: 'text' }, String(completion.text ?? '')),
+      element(
+        'td',
+        { className: 'text' },
+        String(completion.text ?? ''),
+        completion.episode ? renderEpisode(completion.episode) : null,
+      ),
       scoreCell(completion.reward),
       ...rewardNames.map((name) => scoreCell(completion.rewards?.[name])),
       element('td', { className: advantageClass }, formatNumber(typeof advantage === 'number' ? advantage : null)),

@@ -1,0 +1,292 @@
+/**
+ * A multi-turn step through the real pipeline (createRunContext with a recipe environment and the
+ * agent section → prepareGrpoStep → accumulatePolicyGradients): its gradient equals the direct
+ * composition of the parts on the exact ids (the sampled ids plus the appended observation ids,
+ * masked loss), observation tokens receive exactly zero gradient, and what sits in their old-logprob
+ * slots cannot leak into the update. Also: turn credit is wired (every loss token of a turn gets its
+ * turn's advantage), and impossible agent configurations are refused before any compute.
+ */
+import { describe, expect, it } from 'vitest';
+import { advantageEstimators, lossAggregations, policyLosses, turnCreditEstimators } from '../algorithms/index.js';
+import type { EnvironmentFactory } from '../agents/types.js';
+import type { NamedReward } from '../rewards/types.js';
+import { Random, Tensor } from '../tensor/index.js';
+import type { Transformer } from '../model/transformer.js';
+import { createStepEnvironment, prepareGrpoStep, rolloutSettingsOf } from './grpo-step.js';
+import { accumulatePolicyGradients, lossOptionsFor, stepSettingsOf } from './optimize.js';
+import { mergeConfig } from './presets.js';
+import { completionLogprobs, padRows } from './sequences.js';
+import { createRunContext, resolveConfig } from './setup.js';
+import { sampleRows } from './step-batch.js';
+
+// The addition task's characters only (digits, '+', '='): the template joins messages with '+'.
+const base = {
+  model: {
+    hiddenSize: 16,
+    numLayers: 1,
+    numHeads: 2,
+    chatTemplate: "{% for m in messages %}{{ m.content + '+' }}{% endfor %}",
+  },
+  sft: { steps: 0 },
+  grpo: { steps: 1, promptsPerStep: 2, microBatchSize: 2, learningRate: 0.01 },
+  sampling: { groupSize: 4, maxNewTokens: 4 },
+  evaluation: { examples: 8 },
+  agent: { maxTurns: 3, toolCallFormat: 'hermes', maxEpisodeTokens: 40 },
+};
+
+/** A game that answers every turn with a digit of feedback and a per-turn reward, done after three turns. */
+const game: EnvironmentFactory = (_, { seed }) => {
+  let turns = 0;
+  return {
+    respond: (text) => {
+      turns++;
+      return turns < 3
+        ? { observation: String((seed + turns) % 10), reward: text.length % 3, done: false }
+        : { reward: 1, done: true };
+    },
+  };
+};
+const lowDigits: NamedReward = {
+  name: 'low',
+  weight: 1,
+  reward: ({ completion, episode }) =>
+    [...(episode?.messages.map((m) => m.content).join('') ?? completion)].filter((c) => '1234'.includes(c)).length,
+};
+
+function gradients(model: Transformer): Map<string, Float32Array> {
+  return new Map(
+    [...model.parameters].map(([name, p]) => [name, p.grad ? p.grad.data.slice() : new Float32Array(p.data.length)]),
+  );
+}
+function zeroGradients(model: Transformer): void {
+  for (const p of model.parameters.values()) p.grad = null;
+}
+function maxDifference(a: Map<string, Float32Array>, b: Map<string, Float32Array>): number {
+  let worst = 0;
+  for (const [name, values] of a) values.forEach((v, i) => (worst = Math.max(worst, Math.abs(v - b.get(name)![i]))));
+  return worst;
+}
+
+async function agentStep(overrides: Record<string, unknown> = {}) {
+  const config = resolveConfig(mergeConfig(base, overrides));
+  const context = createRunContext(config, { rewards: [lowDigits], environment: game });
+  const environment = createStepEnvironment(context, null);
+  // Turns end at any digit (ordinary ids), so episodes take several turns on a random model.
+  const digits = [...'0123456789'].map((d) => context.tokenizer.encode(d, { addSpecialTokens: false })[0]);
+  const settings = { ...rolloutSettingsOf(context, 7), stopTokenIds: digits };
+  const state = { step: 0, phase: 'grpo' as const, phaseStep: 0, consecutiveSkips: 0, evalBefore: null, extra: {} };
+  const prepared = await prepareGrpoStep(environment, state, new Random(7), settings, 0);
+  return { config, context, prepared };
+}
+
+describe('a multi-turn GRPO step', () => {
+  it("equals the direct composition: the masked loss over the exact ids, the episode's advantage on every row", async () => {
+    const { config, context, prepared } = await agentStep();
+    const { batch } = prepared;
+    expect(batch.samples.every((s) => (s.turns ?? 0) > 1)).toBe(true);
+    expect(batch.samples.some((s) => s.lossMask.includes(0))).toBe(true);
+    zeroGradients(context.model);
+    accumulatePolicyGradients(context.algorithm, stepSettingsOf(config), context.model, prepared.samples);
+    const fromStep = gradients(context.model);
+
+    zeroGradients(context.model);
+    const advantages = advantageEstimators.get('grpo')(
+      { rewards: Array.from(batch.rewards), groupSizes: batch.groupSizes },
+      {},
+    ).advantages;
+    const rows = batch.samples.flatMap((_, i) =>
+      sampleRows(batch, i).map((row) => ({ row, advantage: advantages[i] })),
+    );
+    const forward = completionLogprobs(
+      context.model,
+      rows.map(({ row }) => ({ promptIds: row.promptIds, completionIds: row.completionIds, lossMask: row.lossMask })),
+      config.sampling.temperature,
+    );
+    const loss = policyLosses.get('ppo-clip')(
+      {
+        logprobs: forward.logprobs,
+        oldLogprobs: padRows(
+          rows.map(({ row }) => row.oldLogprobs),
+          forward.Tc,
+        ),
+        advantages: Float32Array.from(rows, ({ advantage }) => advantage),
+        mask: forward.mask,
+        entropies: forward.entropies,
+      },
+      { aggregation: lossAggregations.get('token-mean'), maxLength: config.sampling.maxNewTokens, klCoefficient: 0 },
+    );
+    loss.loss.backward();
+    const direct = gradients(context.model);
+    expect(Math.max(...[...direct.values()].map((g) => Math.max(...g.map(Math.abs))))).toBeGreaterThan(1e-6);
+    expect(maxDifference(fromStep, direct)).toBeLessThan(1e-6);
+  });
+
+  it('gives observation tokens exactly zero gradient, and their old-logprob slots cannot leak into the update', async () => {
+    const { config, context, prepared } = await agentStep();
+    const samples = prepared.samples;
+    const Tc = Math.max(...samples.map((s) => s.completionIds.length));
+    // d loss / d log π at every completion position, with the log-probs as a leaf.
+    const forward = completionLogprobs(context.model, samples, config.sampling.temperature);
+    const leaf = new Tensor(forward.logprobs.data.slice(), forward.logprobs.shape, { requiresGrad: true });
+    const loss = context.algorithm.loss.fn(
+      {
+        logprobs: leaf,
+        oldLogprobs: padRows(
+          samples.map((s) => s.oldLogprobs),
+          Tc,
+        ),
+        advantages: Float32Array.from(samples, (s) => s.advantage),
+        mask: forward.mask,
+        entropies: forward.entropies,
+      },
+      lossOptionsFor(context.algorithm, stepSettingsOf(config)),
+    );
+    loss.loss.backward();
+    let observationTokens = 0;
+    let trainedWithGradient = 0;
+    samples.forEach((sample, b) =>
+      sample.lossMask!.forEach((mask, t) => {
+        const gradient = leaf.grad!.data[b * Tc + t];
+        if (mask === 0) {
+          observationTokens++;
+          expect(gradient).toBe(0);
+        } else if (gradient !== 0) trainedWithGradient++;
+      }),
+    );
+    expect(observationTokens).toBeGreaterThan(0);
+    expect(trainedWithGradient).toBeGreaterThan(0);
+    // Garbage in the masked slots (huge, NaN) changes nothing in the parameter gradient.
+    zeroGradients(context.model);
+    accumulatePolicyGradients(context.algorithm, stepSettingsOf(config), context.model, samples);
+    const clean = gradients(context.model);
+    const poisoned = samples.map((s) => ({
+      ...s,
+      oldLogprobs: s.oldLogprobs.map((v, t) => (s.lossMask![t] === 0 ? (t % 2 ? 1e30 : NaN) : v)),
+    }));
+    zeroGradients(context.model);
+    accumulatePolicyGradients(context.algorithm, stepSettingsOf(config), context.model, poisoned);
+    expect(maxDifference(clean, gradients(context.model))).toBe(0);
+  });
+
+  it("gives every loss token of a turn that turn's advantage from algorithm.turnCredit", async () => {
+    const { prepared } = await agentStep({
+      algorithm: { turnCredit: { name: 'turn-rewards', options: { gamma: 0.5 } } },
+    });
+    const { batch, signal } = prepared;
+    const expected = turnCreditEstimators.get('turn-rewards')(
+      {
+        rewards: Float64Array.from(signal.rewards, (r, i) => (signal.keep[i] ? r : NaN)),
+        groupSizes: batch.groupSizes,
+        turnRewards: batch.samples.map((s) => s.episode!.turnRewards),
+      },
+      { gamma: 0.5 },
+    ).turnAdvantages;
+    expect(signal.turnAdvantages).toEqual(expected);
+    let row = 0;
+    batch.samples.forEach((sample, i) => {
+      if (!signal.keep[i]) return;
+      for (const sampleRow of sampleRows(batch, i)) {
+        const tokens = Array.from(prepared.samples[row++].tokenAdvantages!);
+        sampleRow.tokenTurns!.forEach((turn, t) => expect(tokens[t]).toBeCloseTo(turn >= 0 ? expected[i][turn] : 0, 6));
+      }
+    });
+    expect(new Set(prepared.samples.flatMap((s) => Array.from(s.tokenAdvantages!))).size).toBeGreaterThan(2);
+  });
+});
+
+describe('IGPO through the step', () => {
+  it("gives each turn the information gain of the row's answer under the policy, then igpo's advantages", async () => {
+    const { context, prepared } = await agentStep({ algorithm: { turnCredit: { name: 'igpo' } } });
+    const { batch, signal } = prepared;
+    // Directly: before each turn, exp(mean log π(answer | tokens so far)); gain = next − this; last turn 0.
+    const gains = batch.samples.map((sample, i) => {
+      const answer = context.tokenizer.encode(String(batch.prompts[sample.promptIndex].example.answer), {
+        addSpecialTokens: false,
+      });
+      const before: number[] = [];
+      for (const row of sampleRows(batch, i))
+        row.tokenTurns!.forEach((turn, t) => {
+          if (turn < 0 || (t > 0 && row.tokenTurns![t - 1] === turn)) return;
+          const context_ = [...row.promptIds, ...row.completionIds.slice(0, t)];
+          const forward = completionLogprobs(context.model, [{ promptIds: context_, completionIds: answer }], 1);
+          const values = Array.from(forward.logprobs.data.slice(0, answer.length));
+          before[turn] = Math.exp(values.reduce((a, b) => a + b, 0) / values.length);
+        });
+      return before.map((p, turn) => (turn + 1 < before.length ? before[turn + 1] - p : 0));
+    });
+    expect(gains.flat().some((gain) => gain !== 0)).toBe(true);
+    const expected = turnCreditEstimators.get('igpo')(
+      {
+        rewards: Float64Array.from(signal.rewards, (r, i) => (signal.keep[i] ? r : NaN)),
+        groupSizes: batch.groupSizes,
+        turnRewards: batch.samples.map((s) => s.episode!.turnRewards),
+        informationGains: gains,
+      },
+      {},
+    ).turnAdvantages;
+    signal.turnAdvantages!.forEach((row, i) =>
+      row.forEach((value, turn) => expect(value).toBeCloseTo(expected[i][turn], 5)),
+    );
+  });
+});
+
+describe('agent configuration is refused before any compute', () => {
+  const context = (overrides: Record<string, unknown>, environment?: EnvironmentFactory) => () =>
+    createRunContext(resolveConfig(mergeConfig(base, overrides)), { rewards: [lowDigits], environment });
+
+  it.each([
+    ['an agent section without an environment', {}, undefined, /agent: multi-turn episodes need environments/],
+    ['an environment without an agent section', { agent: null }, game, /agent: the recipe exports an environment/],
+    [
+      'turn credit without turns',
+      { agent: null, algorithm: { turnCredit: { name: 'turn-rewards' } } },
+      undefined,
+      /algorithm\.turnCredit: turn-rewards gives each model turn its own advantage, and this rollout has no turns/,
+    ],
+    [
+      'an unknown turn-credit estimator',
+      { algorithm: { turnCredit: { name: 'nope' } } },
+      game,
+      /algorithm\.turnCredit: unknown turn-credit estimator "nope"; known: /,
+    ],
+    [
+      'a bad turn-credit option',
+      { algorithm: { turnCredit: { name: 'gigpo', options: { omega: -1 } } } },
+      game,
+      /algorithm\.turnCredit\.options/,
+    ],
+    ["'auto' on a template without tool syntax", { agent: { toolCallFormat: 'auto' } }, game, /agent\.toolCallFormat/],
+    [
+      'a model without a chat template',
+      { model: { chatTemplate: 'none' } },
+      game,
+      /agent: multi-turn episodes render tool results through a chat template/,
+    ],
+  ])('%s', (_, overrides, environment, message) => {
+    expect(context(overrides, environment)).toThrow(message);
+  });
+
+  it("adds the environment's reward as 'environment' (weight 1), or with the weight config.rewards gives it", () => {
+    const added = createRunContext(resolveConfig(base), { rewards: [lowDigits], environment: game }).rewards;
+    expect(added.map((r) => [r.name, r.weight])).toEqual([
+      ['low', 1],
+      ['environment', 1],
+    ]);
+    const configured = createRunContext(
+      resolveConfig(mergeConfig(base, { rewards: [{ name: 'environment', weight: 0.25 }] })),
+      {
+        environment: game,
+      },
+    ).rewards;
+    expect(configured.map((r) => [r.name, r.weight])).toEqual([['environment', 0.25]]);
+    expect(() =>
+      createRunContext(resolveConfig(mergeConfig(base, { agent: null, rewards: [{ name: 'environment' }] }))),
+    ).toThrow(/unknown reward "environment"/);
+  });
+
+  it('refuses gigpo on an environment without stateKey() before decoding', async () => {
+    await expect(agentStep({ algorithm: { turnCredit: { name: 'gigpo' } } })).rejects.toThrow(
+      /algorithm\.turnCredit: gigpo groups turns by the environment's anchor state, and the recipe's environment has no stateKey\(\)/,
+    );
+  });
+});
