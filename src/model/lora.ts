@@ -7,7 +7,7 @@
  * Is not: file I/O (adapter-files.ts writes and reads PEFT's adapter_config.json and
  * adapter_model.safetensors) or the transformer (which looks up an adapter per linear here).
  */
-import { linear, lowRankLinear, Random, tensor, type Tensor } from '../tensor/index.js';
+import { HalfMatrix, linear, lowRankLinear, Random, tensor, type Tensor } from '../tensor/index.js';
 import type { ModelConfig } from './config.js';
 import type { StoredTensor } from './safetensors.js';
 
@@ -166,14 +166,15 @@ function peftTensorName(path: string, which: 'A' | 'B'): string {
 /**
  * x Wᵀ + b, plus (s·x Aᵀ) Bᵀ when the linear has an adapter, as the fused lowRankLinear: the low-rank
  * path never forms B·A, and backward keeps only x and the rank-wide s·x Aᵀ, not the out-wide update.
+ * A bfloat16 base weight (HalfMatrix) goes through lowRankLinear too, which widens it per product.
  */
 export function linearWithAdapter(
   x: Tensor,
-  weight: Tensor,
+  weight: Tensor | HalfMatrix,
   bias: Tensor | null,
   adapter: LoraPair | null,
   scaling: number,
 ): Tensor {
-  if (!adapter) return linear(x, weight, bias);
-  return lowRankLinear(x, weight, bias, adapter.a, adapter.b, scaling);
+  if (!adapter && !(weight instanceof HalfMatrix)) return linear(x, weight, bias);
+  return lowRankLinear(x, weight, bias, adapter ? { a: adapter.a, b: adapter.b, scaling } : null);
 }

@@ -32,15 +32,18 @@ for (const { name, backend } of backendsUnderTest()) {
 
     it('passes gradCheck for x, W, b, A and B (batched x, rank 3, s = 1.5)', () => {
       const inputs = [normal([2, 3, 5]), normal([4, 5]), normal([4]), normal([3, 5]), normal([4, 3])];
-      gradCheck((x, w, b, a, bb) => lowRankLinear(x, w, b, a, bb, 1.5), inputs);
-      gradCheck((x, w, a, bb) => lowRankLinear(x, w, null, a, bb, 0.25), [inputs[0], inputs[1], inputs[3], inputs[4]]);
+      gradCheck((x, w, b, a, bb) => lowRankLinear(x, w, b, { a, b: bb, scaling: 1.5 }), inputs);
+      gradCheck(
+        (x, w, a, bb) => lowRankLinear(x, w, null, { a, b: bb, scaling: 0.25 }),
+        [inputs[0], inputs[1], inputs[3], inputs[4]],
+      );
     });
 
     it('with W and b frozen gives them no gradient and checks x, A and B', () => {
       const weight = normal([6, 7]);
       const bias = normal([6]);
       const result = gradCheck(
-        (x, a, b) => lowRankLinear(x, weight, bias, a, b, 2),
+        (x, a, b) => lowRankLinear(x, weight, bias, { a, b, scaling: 2 }),
         [normal([5, 7]), normal([2, 7]), normal([6, 2])],
       );
       expect(result.checked).toBe(5 * 7 + 2 * 7 + 6 * 2);
@@ -58,7 +61,7 @@ for (const { name, backend } of backendsUnderTest()) {
       ];
       for (const t of [x, a, b]) t.requiresGrad = true;
       const seed = normal([3, 4, 11]).data;
-      const fused = lowRankLinear(x, weight, bias, a, b, 0.7);
+      const fused = lowRankLinear(x, weight, bias, { a, b, scaling: 0.7 });
       fused.backward(seed);
       const fusedGradients = [x, a, b].map((t) => t.grad!.data.slice());
       for (const t of [x, a, b]) t.grad = null;
@@ -66,7 +69,7 @@ for (const { name, backend } of backendsUnderTest()) {
       composite.backward(seed);
       expect(maxDifference(fused.data, composite.data)).toBeLessThan(1e-5);
       [x, a, b].forEach((t, i) => expect(maxDifference(fusedGradients[i], t.grad!.data)).toBeLessThan(1e-4));
-      const generation = T.noGrad(() => lowRankLinear(x, weight, bias, a, b, 0.7));
+      const generation = T.noGrad(() => lowRankLinear(x, weight, bias, { a, b, scaling: 0.7 }));
       expect(generation.node).toBeNull();
       expect(Array.from(generation.data)).toEqual(Array.from(fused.data));
     });
@@ -78,18 +81,28 @@ for (const { name, backend } of backendsUnderTest()) {
       const [x, a, b] = [normal([2, 5, 6]), normal([3, 6]), normal([13, 3])].map((t) => T.parameter(t.data, t.shape));
       const run = (weight: HalfMatrix | T.Tensor) => {
         x.grad = a.grad = b.grad = null;
-        const y = lowRankLinear(x, weight, bias, a, b, 0.5);
+        const y = lowRankLinear(x, weight, bias, { a, b, scaling: 0.5 });
         y.backward(seed);
         return [y.data, x.grad!.data, a.grad!.data, b.grad!.data].map((data) => Array.from(data));
       };
       expect(run(half)).toEqual(run(widened));
-      gradCheck((x, a, b) => lowRankLinear(x, half, null, a, b, 2), [normal([4, 6]), normal([2, 6]), normal([13, 2])]);
+      gradCheck(
+        (x, a, b) => lowRankLinear(x, half, null, { a, b, scaling: 2 }),
+        [normal([4, 6]), normal([2, 6]), normal([13, 2])],
+      );
+      // Without an update: the plain linear of a frozen bfloat16 W, only x gets a gradient.
+      const plain = gradCheck((x, b) => lowRankLinear(x, half, b, null), [normal([3, 6]), normal([13])]);
+      expect(plain.checked).toBe(3 * 6 + 13);
+      const input = normal([3, 6]);
+      expect(Array.from(lowRankLinear(input, half, bias, null).data)).toEqual(
+        Array.from(T.linear(input, widened, bias).data),
+      );
     });
 
     it('refuses operands that do not fit, naming each shape', () => {
-      expect(() => lowRankLinear(normal([2, 5]), normal([4, 5]), null, normal([3, 6]), normal([4, 3]), 1)).toThrow(
-        'lowRankLinear: x [2, 5], W [4, 5], bias none, A [3, 6] and B [4, 3] do not fit',
-      );
+      expect(() =>
+        lowRankLinear(normal([2, 5]), normal([4, 5]), null, { a: normal([3, 6]), b: normal([4, 3]), scaling: 1 }),
+      ).toThrow('lowRankLinear: x [2, 5], W [4, 5], bias none, A [3, 6] and B [4, 3] do not fit');
     });
   });
 }

@@ -47,32 +47,42 @@ function product(
   getBackend().matmul(a, b, out, shape);
 }
 
-function checkShapes(x: Tensor, weight: Tensor | HalfMatrix, bias: Tensor | null, a: Tensor, b: Tensor): void {
-  const fail = (): never => {
-    throw new Error(
-      `lowRankLinear: x ${formatShape(x.shape)}, W ${formatShape(weight.shape)}, bias ${bias ? formatShape(bias.shape) : 'none'}, ` +
-        `A ${formatShape(a.shape)} and B ${formatShape(b.shape)} do not fit y = x·Wᵀ + b + s·(x·Aᵀ)·Bᵀ`,
-    );
-  };
-  if (x.rank < 1 || weight.shape.length !== 2 || a.rank !== 2 || b.rank !== 2) fail();
-  const [out, inputs] = weight.shape;
-  const rank = a.shape[0];
-  if (x.shape[x.rank - 1] !== inputs || a.shape[1] !== inputs || b.shape[0] !== out || b.shape[1] !== rank) fail();
-  if (bias && (bias.rank !== 1 || bias.shape[0] !== out)) fail();
+/** A low-rank update (s·x·Aᵀ)·Bᵀ: A [r, in], B [out, r], s a scalar. */
+export interface LowRankUpdate {
+  a: Tensor;
+  b: Tensor;
+  scaling: number;
 }
 
-/** y = x·Wᵀ + b + (s·x·Aᵀ)·Bᵀ over the last axis of x; see the file header for what it keeps. */
+function checkShapes(x: Tensor, weight: Tensor | HalfMatrix, bias: Tensor | null, update: LowRankUpdate | null): void {
+  const fail = (): never => {
+    const lowRank = update ? `, A ${formatShape(update.a.shape)} and B ${formatShape(update.b.shape)}` : '';
+    throw new Error(
+      `lowRankLinear: x ${formatShape(x.shape)}, W ${formatShape(weight.shape)}, bias ${bias ? formatShape(bias.shape) : 'none'}` +
+        `${lowRank} do not fit y = x·Wᵀ + b${update ? ' + s·(x·Aᵀ)·Bᵀ' : ''}`,
+    );
+  };
+  if (x.rank < 1 || weight.shape.length !== 2) fail();
+  const [out, inputs] = weight.shape;
+  if (x.shape[x.rank - 1] !== inputs || (bias && (bias.rank !== 1 || bias.shape[0] !== out))) fail();
+  if (!update) return;
+  const { a, b } = update;
+  if (a.rank !== 2 || b.rank !== 2 || a.shape[1] !== inputs || b.shape[0] !== out || b.shape[1] !== a.shape[0]) fail();
+}
+
+/**
+ * y = x·Wᵀ + b (+ (s·x·Aᵀ)·Bᵀ when `update` is given) over the last axis of x; see the file header for
+ * what it keeps. Without an update it is the plain linear of a HalfMatrix (a frozen bfloat16 base).
+ */
 export function lowRankLinear(
   x: Tensor,
   weight: Tensor | HalfMatrix,
   bias: Tensor | null,
-  a: Tensor,
-  b: Tensor,
-  scaling: number,
+  update: LowRankUpdate | null,
 ): Tensor {
-  checkShapes(x, weight, bias, a, b);
+  checkShapes(x, weight, bias, update);
   const [out, inputs] = weight.shape;
-  const rank = a.shape[0];
+  const rank = update ? update.a.shape[0] : 0;
   const N = x.size / inputs;
   const weightData = (): Float32Array => (weight instanceof HalfMatrix ? widenedScratch(weight) : weight.data);
   const trainedWeight = weight instanceof HalfMatrix ? null : weight;
@@ -80,39 +90,32 @@ export function lowRankLinear(
   product(x.data, weightData(), output, N, inputs, out, { transposeB: true });
   if (bias) for (let row = 0; row < N; row++) for (let j = 0; j < out; j++) output[row * out + j] += bias.data[j];
   const down = new Float32Array(N * rank); // u = s·x·Aᵀ [N, r]
-  product(x.data, a.data, down, N, inputs, rank, { transposeB: true });
-  for (let i = 0; i < down.length; i++) down[i] *= scaling;
-  product(down, b.data, output, N, rank, out, { transposeB: true, accumulate: true });
+  if (update) {
+    product(x.data, update.a.data, down, N, inputs, rank, { transposeB: true });
+    for (let i = 0; i < down.length; i++) down[i] *= update.scaling;
+    product(down, update.b.data, output, N, rank, out, { transposeB: true, accumulate: true });
+  }
   const result = new Tensor(output, [...x.shape.slice(0, -1), out]);
-  // A HalfMatrix is frozen and not a graph input; its gradient slot stays null.
-  const inputsOfNode = [x, a, b, ...(trainedWeight ? [trainedWeight] : []), ...(bias ? [bias] : [])];
+  // A HalfMatrix is frozen and not a graph input. Gradients come back in this order.
+  const inputsOfNode = [
+    x,
+    ...(update ? [update.a, update.b] : []),
+    ...(trainedWeight ? [trainedWeight] : []),
+    ...(bias ? [bias] : []),
+  ];
   if (!needsGrad(inputsOfNode)) return result;
   result.requiresGrad = true;
   result.node = {
     opName: 'lowRankLinear',
     inputs: inputsOfNode,
     backward: (g) => {
-      // du = s·g·B [N, r]: the gradient reaching x·Aᵀ, shared by dx and dA.
-      const gradDown = new Float32Array(N * rank);
-      product(g, b.data, gradDown, N, out, rank, {});
-      for (let i = 0; i < gradDown.length; i++) gradDown[i] *= scaling;
       let gradX: Float32Array | null = null;
       if (x.requiresGrad) {
         gradX = new Float32Array(x.size);
         product(g, weightData(), gradX, N, out, inputs, {}); // g·W
-        product(gradDown, a.data, gradX, N, rank, inputs, { accumulate: true }); // + du·A
       }
-      let gradA: Float32Array | null = null;
-      if (a.requiresGrad) {
-        gradA = new Float32Array(a.size);
-        product(gradDown, x.data, gradA, rank, N, inputs, { transposeA: true }); // duᵀ·x
-      }
-      let gradB: Float32Array | null = null;
-      if (b.requiresGrad) {
-        gradB = new Float32Array(b.size);
-        product(g, down, gradB, out, N, rank, { transposeA: true }); // gᵀ·u
-      }
-      const gradients = [gradX, gradA, gradB];
+      const gradients: (Float32Array | null)[] = [gradX];
+      if (update) gradients.push(...lowRankGradients(update, x, down, g, gradX, N, out));
       if (trainedWeight) {
         const gradW = trainedWeight.requiresGrad ? new Float32Array(trainedWeight.size) : null;
         if (gradW) product(g, x.data, gradW, out, N, inputs, { transposeA: true }); // gᵀ·x
@@ -127,4 +130,33 @@ export function lowRankLinear(
     },
   };
   return result;
+}
+
+/** dA and dB, adding du·A into gradX when x needs it; u = s·x·Aᵀ is the forward's `down`. */
+function lowRankGradients(
+  { a, b, scaling }: LowRankUpdate,
+  x: Tensor,
+  down: Float32Array,
+  g: Float32Array,
+  gradX: Float32Array | null,
+  N: number,
+  out: number,
+): [Float32Array | null, Float32Array | null] {
+  const [rank, inputs] = a.shape;
+  // du = s·g·B [N, r]: the gradient reaching x·Aᵀ, shared by dx and dA.
+  const gradDown = new Float32Array(N * rank);
+  product(g, b.data, gradDown, N, out, rank, {});
+  for (let i = 0; i < gradDown.length; i++) gradDown[i] *= scaling;
+  if (gradX) product(gradDown, a.data, gradX, N, rank, inputs, { accumulate: true }); // + du·A
+  let gradA: Float32Array | null = null;
+  if (a.requiresGrad) {
+    gradA = new Float32Array(a.size);
+    product(gradDown, x.data, gradA, rank, N, inputs, { transposeA: true }); // duᵀ·x
+  }
+  let gradB: Float32Array | null = null;
+  if (b.requiresGrad) {
+    gradB = new Float32Array(b.size);
+    product(g, down, gradB, out, N, rank, { transposeA: true }); // gᵀ·u
+  }
+  return [gradA, gradB];
 }
