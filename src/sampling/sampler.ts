@@ -136,8 +136,10 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
     });
     return completions;
   }
-  // Nothing changes the weights while generating: the backend may keep them packed for every step.
-  return withConstantWeights(model.parameters.values(), () =>
+  // Nothing changes the weights while generating: the backend may keep them packed for every step,
+  // LoRA adapters included (a bfloat16 base is widened per product instead; see tensor/half-matrix.ts).
+  const adapterTensors = (model.adapters?.namedParameters() ?? []).map(([, adapter]) => adapter);
+  return withConstantWeights([...model.parameters.values(), ...adapterTensors], () =>
     noGrad(() => {
       const live: LiveSequence[] = [];
       const prefilled = prefillPrompts(model, request.prompts);
