@@ -80,6 +80,8 @@ export class Transformer {
    * and is rerun in backward (tensor/recompute.ts), for one more forward pass per step.
    */
   recomputeLayers = false;
+  /** Float32 copies of halfWeights while withWidenedWeights runs, else null. */
+  private widened: Map<string, Tensor> | null = null;
 
   constructor(
     readonly config: ModelConfig,
@@ -118,12 +120,30 @@ export class Transformer {
     }
   }
 
+  /**
+   * Runs `fn` (a generation) with float32 copies of the bfloat16 weights, made once here and dropped
+   * when it returns: a decode step multiplies every matrix by a few rows, so widening each one per
+   * product would cost as much as the product. Peak memory meanwhile is the float32 base's, without
+   * the packed copies (the copies are not promised constant to the backend).
+   */
+  withWidenedWeights<T>(fn: () => T): T {
+    if (this.halfWeights.size === 0 || this.widened) return fn();
+    this.widened = new Map([...this.halfWeights].map(([name, half]) => [name, tensor(half.toFloat32(), half.shape)]));
+    try {
+      return fn();
+    } finally {
+      this.widened = null;
+    }
+  }
+
   /** x Wᵀ + b of the linear at `module` (an HF path without .weight), plus its adapter's update if any. */
   private project(x: Tensor, module: string): Tensor {
     const adapters = this.adapters;
     return linearWithAdapter(
       x,
-      this.halfWeights.get(`${module}.weight`) ?? this.weight(`${module}.weight`),
+      this.widened?.get(`${module}.weight`) ??
+        this.halfWeights.get(`${module}.weight`) ??
+        this.weight(`${module}.weight`),
       this.optional(`${module}.bias`),
       adapters?.pairs.get(module) ?? null,
       adapters?.scaling ?? 0,
