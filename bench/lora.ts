@@ -16,10 +16,10 @@
  * with a trivial reward (share of even ids) and GRPO advantages, then runs one untimed warm-up
  * `policyStep` (PPO-clip, token-mean, grad clip 1: forward + backward + AdamW) and `--steps` timed
  * ones on that fixed batch. Prints per case the trainable parameters, the bytes that parameters
- * (all, at their width) + gradients + AdamW's two moments (trainable ones, fp32) hold, the RSS after setup,
- * the peak RSS, the rollout seconds (apart) and the mean optimiser-step seconds; per model the
- * ratios LoRA/full of peak RSS (issue 17's target: ≤ 0.40 on the 135M model) and step seconds
- * (target: ≤ 1).
+ * (all, at their width) + gradients + AdamW's two moments (trainable ones, fp32) hold, the RSS after
+ * setup, the peak RSS, the rollout seconds (apart) and the mean optimiser-step seconds, wall and CPU
+ * (all threads; steadier on a shared machine); per model the ratios LoRA/full of peak RSS (issue
+ * 17's target: ≤ 0.40 on the 135M model) and step seconds (target: ≤ 1).
  * Is not: a test, or the trainer loop (no run folder, logging, checkpoints or reference model).
  */
 import { spawnSync } from 'node:child_process';
@@ -169,11 +169,13 @@ function runCase(benchCase: LoraCase): void {
   policyStep(bound, settings, model, optimizer, samples); // warm-up: first AdamW step, JIT
   const stepSeconds: number[] = [];
   let loss = 0;
+  const cpuStart = process.cpuUsage();
   for (let step = 0; step < benchCase.steps; step++) {
     const start = performance.now();
     loss = policyStep(bound, settings, model, optimizer, samples).metrics['loss/total'];
     stepSeconds.push((performance.now() - start) / 1000);
   }
+  const cpu = process.cpuUsage(cpuStart);
   console.log(
     JSON.stringify({
       ...benchCase,
@@ -185,6 +187,8 @@ function runCase(benchCase: LoraCase): void {
       rolloutSeconds,
       stepSeconds: stepSeconds.reduce((a, b) => a + b, 0) / stepSeconds.length,
       stepSecondsEach: stepSeconds,
+      // CPU seconds of every thread per step: steadier than wall time on a machine shared with other work.
+      stepCpuSeconds: (cpu.user + cpu.system) / 1e6 / benchCase.steps,
       setupRssMiB,
       peakRssMiB: process.resourceUsage().maxRSS / 1024,
       loss,
@@ -199,7 +203,7 @@ function reportCase(line: Line): void {
   const fixed = (key: string, digits: number, width: number) => Number(line[key]).toFixed(digits).padStart(width);
   console.log(
     `${String(line.model).padEnd(20)}${String(line.mode).padEnd(6)}${fixed('parameters', 0, 11)}${fixed('trainableParameters', 0, 11)}` +
-      `${fixed('stateMiB', 1, 11)}${fixed('setupRssMiB', 0, 11)}${fixed('peakRssMiB', 0, 10)}${fixed('rolloutSeconds', 2, 11)}${fixed('stepSeconds', 2, 9)}`,
+      `${fixed('stateMiB', 1, 11)}${fixed('setupRssMiB', 0, 11)}${fixed('peakRssMiB', 0, 10)}${fixed('rolloutSeconds', 2, 11)}${fixed('stepSeconds', 2, 9)}${fixed('stepCpuSeconds', 2, 9)}`,
   );
 }
 
@@ -217,7 +221,7 @@ export async function main(argv: string[]): Promise<void> {
     );
     console.log(
       `${'model'.padEnd(20)}${'mode'.padEnd(6)}${'params'.padStart(11)}${'trainable'.padStart(11)}${'p+g+adam'.padStart(11)}` +
-        `${'setup RSS'.padStart(11)}${'peak RSS'.padStart(10)}${'rollout s'.padStart(11)}${'step s'.padStart(9)}   (MiB)`,
+        `${'setup RSS'.padStart(11)}${'peak RSS'.padStart(10)}${'rollout s'.padStart(11)}${'step s'.padStart(9)}${'cpu s'.padStart(9)}   (MiB)`,
     );
   }
   for (const model of settings.models) {
@@ -252,13 +256,14 @@ export async function main(argv: string[]): Promise<void> {
       peakRssRatio: ratio('peakRssMiB'),
       stateRatio: ratio('stateMiB'),
       stepSecondsRatio: ratio('stepSeconds'),
+      stepCpuSecondsRatio: ratio('stepCpuSeconds'),
       trainableRatio: ratio('trainableParameters'),
     };
     if (settings.json) console.log(JSON.stringify({ ...comparison, comparison: 'lora/full' }));
     else
       console.log(
         `${model}: LoRA/full peak RSS ${comparison.peakRssRatio.toFixed(3)} (target ≤ 0.40), p+g+adam ${comparison.stateRatio.toFixed(3)}, ` +
-          `step s ${comparison.stepSecondsRatio.toFixed(3)} (target ≤ 1), trainable ${(100 * comparison.trainableRatio).toFixed(2)}%`,
+          `step s ${comparison.stepSecondsRatio.toFixed(3)} (target ≤ 1), step CPU s ${comparison.stepCpuSecondsRatio.toFixed(3)}, trainable ${(100 * comparison.trainableRatio).toFixed(2)}%`,
       );
   }
 }
