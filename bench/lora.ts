@@ -8,16 +8,18 @@
  * [--prompts 4] [--group-size 4] [--prompt-length 32] [--new-tokens 64] [--micro-batch 4]
  * [--steps 2]`. Each (model, full|lora) case runs in its own child process, so its peak RSS (the
  * kernel's high-water mark, process.resourceUsage().maxRSS) is its own. A case builds the model
- * (seed 7), attaches adapters the way trainer/setup.ts does when `lora` is set, rolls out G
+ * (seed 7), attaches adapters with trainer/setup.ts's attachLora (rank 16, alpha 32, all-linear, the
+ * frozen linears in bfloat16 as baseDtype 'auto' keeps a BF16 checkpoint's, each decoder layer
+ * recomputed in backward: the lora section's defaults), rolls out G
  * completions for each of P random prompts once (temperature 1, no stop ids, so every completion
  * has `new-tokens` ids; fresh adapters have B = 0, so both cases get the same batch), scores them
  * with a trivial reward (share of even ids) and GRPO advantages, then runs one untimed warm-up
  * `policyStep` (PPO-clip, token-mean, grad clip 1: forward + backward + AdamW) and `--steps` timed
  * ones on that fixed batch. Prints per case the trainable parameters, the bytes that parameters
- * (all, fp32) + gradients + AdamW's two moments (trainable ones, fp32) hold, the RSS after setup,
- * the peak RSS, the rollout seconds (apart) and the mean optimiser-step seconds; per model the
- * ratios LoRA/full of peak RSS (issue 17's target: ≤ 0.40 on the 135M model) and step seconds
- * (target: ≤ 1).
+ * (all, at their width) + gradients + AdamW's two moments (trainable ones, fp32) hold, the RSS after
+ * setup, the peak RSS, the rollout seconds (apart) and the mean optimiser-step seconds, wall and CPU
+ * (all threads; steadier on a shared machine); per model the ratios LoRA/full of peak RSS (issue
+ * 17's target: ≤ 0.40 on the 135M model) and step seconds (target: ≤ 1).
  * Is not: a test, or the trainer loop (no run folder, logging, checkpoints or reference model).
  */
 import { spawnSync } from 'node:child_process';
@@ -26,13 +28,13 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { advantageEstimators } from '../src/algorithms/index.js';
 import { createSmallConfig, type SmallConfigOptions } from '../src/model/config.js';
-import { LoraAdapters, resolveTargetModules } from '../src/model/lora.js';
 import { Transformer } from '../src/model/transformer.js';
 import { AdamW } from '../src/nn/index.js';
 import { generate } from '../src/sampling/sampler.js';
 import { getBackend, Random, setBackend } from '../src/tensor/index.js';
 import { bindAlgorithm } from '../src/trainer/algorithm.js';
 import { trainerConfigSchema } from '../src/trainer/config.js';
+import { attachLora } from '../src/trainer/setup.js';
 import { optimizedParameters, policyStep, stepSettingsOf, type TrainingSample } from '../src/trainer/optimize.js';
 import { RANDOM_25M_SHAPE } from './generate.js';
 import { readFlags } from './_flags.js';
@@ -53,7 +55,8 @@ const MODELS: Record<string, SmallConfigOptions> = {
   'random-25m': RANDOM_25M_SHAPE,
   'smollm2-135m-shape': SMOLLM2_135M_SHAPE,
 };
-const LORA = { rank: 16, alpha: 32, targetModules: 'all-linear' };
+// baseDtype bfloat16: what 'auto' picks for SmolLM2-135M's own checkpoint, which stores BF16 weights.
+const LORA = { rank: 16, alpha: 32, targetModules: 'all-linear', baseDtype: 'bfloat16' };
 
 interface Shape {
   prompts: number;
@@ -139,11 +142,7 @@ function runCase(benchCase: LoraCase): void {
     ...(benchCase.mode === 'lora' ? { lora: LORA } : {}),
   });
   const model = Transformer.random(createSmallConfig(MODELS[benchCase.model]), 7);
-  if (config.lora) {
-    const { rank, alpha, rsLora, targetModules } = config.lora;
-    const settings = { rank, alpha, rsLora, targetModules: resolveTargetModules(targetModules) };
-    model.attachAdapters(LoraAdapters.create(model.config, settings, 7));
-  }
+  if (config.lora) attachLora(model, config.lora, 7, []);
   const trained = optimizedParameters(model);
   const optimizer = new AdamW(trained, {
     learningRate: 1e-5,
@@ -154,11 +153,14 @@ function runCase(benchCase: LoraCase): void {
   });
   const setupRssMiB = mebibytes(process.memoryUsage().rss);
   const size = (tensors: { size: number }[]) => tensors.reduce((total, t) => total + t.size, 0);
-  const baseParameters = size([...model.parameters.values()]);
+  const float32Parameters = size([...model.parameters.values()]);
+  const halfParameters = size([...model.halfWeights.values()]);
+  const baseParameters = float32Parameters + halfParameters;
   const adapterParameters = model.adapters ? size(model.adapters.namedParameters().map(([, t]) => t)) : 0;
   const trainable = size(trained.map(({ tensor }) => tensor));
-  // fp32 everywhere: every weight, a gradient per trainable weight, AdamW's first and second moments.
-  const stateBytes = 4 * (baseParameters + adapterParameters) + 4 * trainable + 8 * trainable;
+  // Weights at their width (bfloat16 base linears 2 bytes, the rest 4), an fp32 gradient per trainable
+  // weight, AdamW's fp32 first and second moments.
+  const stateBytes = 4 * (float32Parameters + adapterParameters) + 2 * halfParameters + 4 * trainable + 8 * trainable;
 
   generate(model, { prompts: [[1, 2, 3]], numSamples: 2, maxNewTokens: 4, stopTokenIds: [], seed: 1 }); // JIT warm-up
   const { samples, seconds: rolloutSeconds } = rollout(model, benchCase, 2);
@@ -167,11 +169,13 @@ function runCase(benchCase: LoraCase): void {
   policyStep(bound, settings, model, optimizer, samples); // warm-up: first AdamW step, JIT
   const stepSeconds: number[] = [];
   let loss = 0;
+  const cpuStart = process.cpuUsage();
   for (let step = 0; step < benchCase.steps; step++) {
     const start = performance.now();
     loss = policyStep(bound, settings, model, optimizer, samples).metrics['loss/total'];
     stepSeconds.push((performance.now() - start) / 1000);
   }
+  const cpu = process.cpuUsage(cpuStart);
   console.log(
     JSON.stringify({
       ...benchCase,
@@ -183,6 +187,8 @@ function runCase(benchCase: LoraCase): void {
       rolloutSeconds,
       stepSeconds: stepSeconds.reduce((a, b) => a + b, 0) / stepSeconds.length,
       stepSecondsEach: stepSeconds,
+      // CPU seconds of every thread per step: steadier than wall time on a machine shared with other work.
+      stepCpuSeconds: (cpu.user + cpu.system) / 1e6 / benchCase.steps,
       setupRssMiB,
       peakRssMiB: process.resourceUsage().maxRSS / 1024,
       loss,
@@ -197,7 +203,7 @@ function reportCase(line: Line): void {
   const fixed = (key: string, digits: number, width: number) => Number(line[key]).toFixed(digits).padStart(width);
   console.log(
     `${String(line.model).padEnd(20)}${String(line.mode).padEnd(6)}${fixed('parameters', 0, 11)}${fixed('trainableParameters', 0, 11)}` +
-      `${fixed('stateMiB', 1, 11)}${fixed('setupRssMiB', 0, 11)}${fixed('peakRssMiB', 0, 10)}${fixed('rolloutSeconds', 2, 11)}${fixed('stepSeconds', 2, 9)}`,
+      `${fixed('stateMiB', 1, 11)}${fixed('setupRssMiB', 0, 11)}${fixed('peakRssMiB', 0, 10)}${fixed('rolloutSeconds', 2, 11)}${fixed('stepSeconds', 2, 9)}${fixed('stepCpuSeconds', 2, 9)}`,
   );
 }
 
@@ -211,11 +217,11 @@ export async function main(argv: string[]): Promise<void> {
     console.log(
       `batch: ${prompts} prompts × ${groupSize} completions, ${promptLength} prompt + ${newTokens} new tokens each, ` +
         `micro-batch ${microBatch}; mean of ${steps} timed optimiser step(s) after 1 warm-up; backend ${settings.backend}; ` +
-        `LoRA rank ${LORA.rank}, alpha ${LORA.alpha}, ${LORA.targetModules}`,
+        `LoRA rank ${LORA.rank}, alpha ${LORA.alpha}, ${LORA.targetModules}, base ${LORA.baseDtype}`,
     );
     console.log(
       `${'model'.padEnd(20)}${'mode'.padEnd(6)}${'params'.padStart(11)}${'trainable'.padStart(11)}${'p+g+adam'.padStart(11)}` +
-        `${'setup RSS'.padStart(11)}${'peak RSS'.padStart(10)}${'rollout s'.padStart(11)}${'step s'.padStart(9)}   (MiB)`,
+        `${'setup RSS'.padStart(11)}${'peak RSS'.padStart(10)}${'rollout s'.padStart(11)}${'step s'.padStart(9)}${'cpu s'.padStart(9)}   (MiB)`,
     );
   }
   for (const model of settings.models) {
@@ -250,13 +256,14 @@ export async function main(argv: string[]): Promise<void> {
       peakRssRatio: ratio('peakRssMiB'),
       stateRatio: ratio('stateMiB'),
       stepSecondsRatio: ratio('stepSeconds'),
+      stepCpuSecondsRatio: ratio('stepCpuSeconds'),
       trainableRatio: ratio('trainableParameters'),
     };
     if (settings.json) console.log(JSON.stringify({ ...comparison, comparison: 'lora/full' }));
     else
       console.log(
         `${model}: LoRA/full peak RSS ${comparison.peakRssRatio.toFixed(3)} (target ≤ 0.40), p+g+adam ${comparison.stateRatio.toFixed(3)}, ` +
-          `step s ${comparison.stepSecondsRatio.toFixed(3)} (target ≤ 1), trainable ${(100 * comparison.trainableRatio).toFixed(2)}%`,
+          `step s ${comparison.stepSecondsRatio.toFixed(3)} (target ≤ 1), step CPU s ${comparison.stepCpuSecondsRatio.toFixed(3)}, trainable ${(100 * comparison.trainableRatio).toFixed(2)}%`,
       );
   }
 }

@@ -2,7 +2,8 @@
  * LoRA adapters: finite-difference gradients of the adapted linear (x, W, A, B) on every backend,
  * PEFT's initialisation (A uniform within ±1/√in, B zero: a fresh adapter changes nothing), only
  * adapter tensors receiving gradients, the merged weights giving the adapter path's logprobs, the
- * view without adapters equalling the base model, and the PEFT files round-tripping.
+ * view without adapters equalling the base model, recomputed layers (activation checkpointing)
+ * giving the same gradients, and the PEFT files round-tripping.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -70,6 +71,55 @@ describe('LoRA adapters', () => {
       expect(parameter.grad).toBeNull();
     }
     for (const [, parameter] of adapters.namedParameters()) expect(parameter.grad).not.toBeNull();
+  });
+
+  it('recomputing each layer in backward gives bitwise the same loss and gradients, with LoRA and without', () => {
+    const lossAndGradients = (model: Transformer, trained: T.Tensor[]) => {
+      for (const t of trained) t.grad = null;
+      const loss = T.sum(T.logSoftmaxGather(model.forward(ids.slice(0, -1), 1), ids.slice(1)));
+      loss.backward();
+      return [loss.item(), ...trained.map((t) => Array.from(t.grad!.data))];
+    };
+    const { model, adapters } = adaptedModel();
+    const trained = adapters.namedParameters().map(([, t]) => t);
+    const plain = lossAndGradients(model, trained);
+    model.recomputeLayers = true;
+    expect(lossAndGradients(model, trained)).toEqual(plain);
+    const full = Transformer.random(config, 3, 0.2);
+    const weights = [...full.parameters.values()];
+    const fullPlain = lossAndGradients(full, weights);
+    full.recomputeLayers = true;
+    expect(lossAndGradients(full, weights)).toEqual(fullPlain);
+    expect(logprobs(full)).toEqual(logprobs(Transformer.random(config, 3, 0.2))); // no graph: the plain forward
+  });
+
+  it('a base kept in bfloat16 gives bitwise the logprobs and adapter gradients of its float32 widening', () => {
+    const { model, adapters } = adaptedModel();
+    expect(() => Transformer.random(config, 3).keepFrozenLinearsInBfloat16()).toThrow(
+      'Transformer: "model.layers.0.self_attn.q_proj.weight" is trained; only frozen (LoRA base) weights can be kept in bfloat16',
+    );
+    model.keepFrozenLinearsInBfloat16();
+    expect(model.halfWeights.size).toBe(2 * 7);
+    expect(model.parameters.has('model.layers.0.mlp.up_proj.weight')).toBe(false);
+    const widened = Transformer.fromTensors(config, model.toStoredTensors());
+    widened.attachAdapters(adapters);
+    expect(widened.halfWeights.size).toBe(0);
+    const lossAndGradients = (m: Transformer) => {
+      for (const [, t] of adapters.namedParameters()) t.grad = null;
+      const loss = T.sum(T.logSoftmaxGather(m.forward(ids.slice(0, -1), 1), ids.slice(1)));
+      loss.backward();
+      return [loss.item(), ...adapters.namedParameters().map(([, t]) => Array.from(t.grad!.data))];
+    };
+    expect(logprobs(model)).toEqual(logprobs(widened));
+    expect(logprobs(model.withoutAdapters())).toEqual(logprobs(widened.withoutAdapters()));
+    expect(lossAndGradients(model)).toEqual(lossAndGradients(widened));
+    // The bfloat16 values are the float32 ones rounded: close to the unrounded model, not equal.
+    const unroundedModel = Transformer.random(config, 3, 0.2);
+    unroundedModel.attachAdapters(adapters);
+    const unrounded = logprobs(unroundedModel);
+    const rounded = logprobs(model);
+    expect(rounded).not.toEqual(unrounded);
+    for (let i = 0; i < rounded.length; i++) expect(Math.abs(rounded[i] - unrounded[i])).toBeLessThan(2e-2);
   });
 
   it('merging W + s·B·A gives the adapter path logprobs within 1e-5', () => {

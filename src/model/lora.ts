@@ -7,7 +7,7 @@
  * Is not: file I/O (adapter-files.ts writes and reads PEFT's adapter_config.json and
  * adapter_model.safetensors) or the transformer (which looks up an adapter per linear here).
  */
-import { add, linear, mul, Random, tensor, type Tensor } from '../tensor/index.js';
+import { HalfMatrix, linear, lowRankLinear, Random, tensor, type Tensor } from '../tensor/index.js';
 import type { ModelConfig } from './config.js';
 import type { StoredTensor } from './safetensors.js';
 
@@ -164,20 +164,17 @@ function peftTensorName(path: string, which: 'A' | 'B'): string {
 }
 
 /**
- * x Wᵀ + b, plus (s·x Aᵀ) Bᵀ when the linear has an adapter: the low-rank path never forms B·A, and
- * s scales the rank-wide [..., r] activation rather than the [..., out] update (PEFT scales the
- * latter; the same product up to float rounding, exact when s is a power of two), so the only
- * out-wide elementwise op an adapter adds is the sum.
+ * x Wᵀ + b, plus (s·x Aᵀ) Bᵀ when the linear has an adapter, as the fused lowRankLinear: the low-rank
+ * path never forms B·A, and backward keeps only x and the rank-wide s·x Aᵀ, not the out-wide update.
+ * A bfloat16 base weight (HalfMatrix) goes through lowRankLinear too, which widens it per product.
  */
 export function linearWithAdapter(
   x: Tensor,
-  weight: Tensor,
+  weight: Tensor | HalfMatrix,
   bias: Tensor | null,
   adapter: LoraPair | null,
   scaling: number,
 ): Tensor {
-  const base = linear(x, weight, bias);
-  if (!adapter) return base;
-  const down = mul(linear(x, adapter.a), scaling); // [..., r]
-  return add(base, linear(down, adapter.b)); // [..., out]
+  if (!adapter && !(weight instanceof HalfMatrix)) return linear(x, weight, bias);
+  return lowRankLinear(x, weight, bias, adapter ? { a: adapter.a, b: adapter.b, scaling } : null);
 }

@@ -28,9 +28,11 @@ import {
   slice,
   Tensor,
   tensor,
+  HalfMatrix,
 } from '../tensor/index.js';
 import { ropeTable, swiglu, type RopeTable } from '../tensor/fused.js';
 import { prefixAttention } from '../tensor/prefix-attention.js';
+import { recompute } from '../tensor/recompute.js';
 import type { StoredTensor } from './safetensors.js';
 import { computeRopeInverseFrequencies, type ModelConfig } from './config.js';
 import { expectedTensorShapes } from './checkpoint.js';
@@ -73,10 +75,19 @@ export class Transformer {
   readonly inverseFrequencies: Float32Array;
   /** LoRA adapters on the linear layers, or null (full fine-tuning, or a view without them). */
   adapters: LoraAdapters | null = null;
+  /**
+   * Activation checkpointing of training forwards (no cache): each decoder layer keeps only its input
+   * and is rerun in backward (tensor/recompute.ts), for one more forward pass per step.
+   */
+  recomputeLayers = false;
+  /** Float32 copies of halfWeights while withWidenedWeights runs, else null. */
+  private widened: Map<string, Tensor> | null = null;
 
   constructor(
     readonly config: ModelConfig,
     readonly parameters: Map<string, Tensor>,
+    /** Frozen decoder-layer linear weights kept as bfloat16 (keepFrozenLinearsInBfloat16), by HF name. */
+    readonly halfWeights = new Map<string, HalfMatrix>(),
   ) {
     this.inverseFrequencies = computeRopeInverseFrequencies(config);
   }
@@ -89,7 +100,40 @@ export class Transformer {
 
   /** The same base weights (shared, not copied) without adapters: the model as it was before LoRA. */
   withoutAdapters(): Transformer {
-    return new Transformer(this.config, this.parameters);
+    return new Transformer(this.config, this.parameters, this.halfWeights);
+  }
+
+  /**
+   * Moves the frozen q/k/v/o/gate/up/down weights to bfloat16 (half the bytes; each product widens
+   * its matrix into a scratch float32 copy). Rounds float32 values; exact for a bfloat16 checkpoint.
+   * Only frozen weights may move: a trained weight needs its float32 value and gradient.
+   */
+  keepFrozenLinearsInBfloat16(): void {
+    for (const [name, parameter] of this.parameters) {
+      if (!/\.(q|k|v|o|gate|up|down)_proj\.weight$/.test(name)) continue;
+      if (parameter.requiresGrad)
+        throw new Error(`Transformer: "${name}" is trained; only frozen (LoRA base) weights can be kept in bfloat16`);
+      const half = HalfMatrix.fromFloat32(parameter.data, parameter.shape);
+      half.name = name;
+      this.halfWeights.set(name, half);
+      this.parameters.delete(name);
+    }
+  }
+
+  /**
+   * Runs `fn` (a generation) with float32 copies of the bfloat16 weights, made once here and dropped
+   * when it returns: a decode step multiplies every matrix by a few rows, so widening each one per
+   * product would cost as much as the product. Peak memory meanwhile is the float32 base's, without
+   * the packed copies (the copies are not promised constant to the backend).
+   */
+  withWidenedWeights<T>(fn: () => T): T {
+    if (this.halfWeights.size === 0 || this.widened) return fn();
+    this.widened = new Map([...this.halfWeights].map(([name, half]) => [name, tensor(half.toFloat32(), half.shape)]));
+    try {
+      return fn();
+    } finally {
+      this.widened = null;
+    }
   }
 
   /** x Wᵀ + b of the linear at `module` (an HF path without .weight), plus its adapter's update if any. */
@@ -97,7 +141,9 @@ export class Transformer {
     const adapters = this.adapters;
     return linearWithAdapter(
       x,
-      this.weight(`${module}.weight`),
+      this.widened?.get(`${module}.weight`) ??
+        this.halfWeights.get(`${module}.weight`) ??
+        this.weight(`${module}.weight`),
       this.optional(`${module}.bias`),
       adapters?.pairs.get(module) ?? null,
       adapters?.scaling ?? 0,
@@ -131,11 +177,17 @@ export class Transformer {
     return Transformer.fromTensors(config, tensors);
   }
 
-  /** The parameters as stored tensors for saveCheckpoint (shares memory; copy before mutating). */
+  /**
+   * The weights as stored tensors for saveCheckpoint, in checkpoint order (float32 ones share memory:
+   * copy before mutating; bfloat16 ones are widened into new arrays).
+   */
   toStoredTensors(): Map<string, StoredTensor> {
     const stored = new Map<string, StoredTensor>();
-    for (const [name, parameter] of this.parameters)
+    for (const name of expectedTensorShapes(this.config).keys()) {
+      const half = this.halfWeights.get(name);
+      const parameter = half ? { shape: half.shape, data: half.toFloat32() } : this.weight(name);
       stored.set(name, { shape: [...parameter.shape], data: parameter.data });
+    }
     return stored;
   }
 
@@ -198,24 +250,46 @@ export class Transformer {
     const positions = options.positions ?? Int32Array.from({ length: T }, (_, t) => past + t);
     const angles = ropeTable(positions, this.inverseFrequencies); // shared by every layer's q and k
     let x = reshape(embedding(this.weight('model.embed_tokens.weight'), ids), [B, T, config.hiddenSize]); // [B, T, H]
+    const recomputing = this.recomputeLayers && isGradEnabled() && !options.cache;
     for (let layer = 0; layer < config.numLayers; layer++) {
-      const prefix = `model.layers.${layer}`;
-      const attended = this.attention(
-        rmsNorm(x, this.weight(`${prefix}.input_layernorm.weight`), config.rmsNormEps),
-        layer,
-        B,
-        T,
-        { positions, angles },
-        options,
-      );
-      x = residual(x, attended);
-      const normed = rmsNorm(x, this.weight(`${prefix}.post_attention_layernorm.weight`), config.rmsNormEps);
-      const gate = this.project(normed, `${prefix}.mlp.gate_proj`); // [B, T, I]
-      const up = this.project(normed, `${prefix}.mlp.up_proj`); // [B, T, I]
-      x = residual(x, this.project(swiglu(gate, up), `${prefix}.mlp.down_proj`)); // [B, T, H]
+      const rotary = { positions, angles };
+      // A recomputed layer keeps its input for the rerun in backward, so the first sum must not overwrite it.
+      const run = (input: Tensor) => this.decoderLayer(input, layer, B, T, rotary, options, !recomputing);
+      x = recomputing ? recompute(run, x, this.layerParameters(layer)) : run(x); // [B, T, H]
     }
     if (options.cache) options.cache.length = past + T;
     return rmsNorm(x, this.weight('model.norm.weight'), config.rmsNormEps);
+  }
+
+  /** One decoder layer: x + attention(norm(x)), then + MLP(norm(·)). `overwriteInput`: x is this forward's own. */
+  private decoderLayer(
+    x: Tensor,
+    layer: number,
+    B: number,
+    T: number,
+    rotary: { positions: Int32Array; angles: RopeTable },
+    options: ForwardOptions,
+    overwriteInput: boolean,
+  ): Tensor {
+    const { config } = this;
+    const prefix = `model.layers.${layer}`;
+    const normedInput = rmsNorm(x, this.weight(`${prefix}.input_layernorm.weight`), config.rmsNormEps);
+    const attended = this.attention(normedInput, layer, B, T, rotary, options);
+    const mixed = overwriteInput ? residual(x, attended) : add(x, attended); // [B, T, H]
+    const normed = rmsNorm(mixed, this.weight(`${prefix}.post_attention_layernorm.weight`), config.rmsNormEps);
+    const gate = this.project(normed, `${prefix}.mlp.gate_proj`); // [B, T, I]
+    const up = this.project(normed, `${prefix}.mlp.up_proj`); // [B, T, I]
+    return residual(mixed, this.project(swiglu(gate, up), `${prefix}.mlp.down_proj`)); // [B, T, H]
+  }
+
+  /** The trainable leaves a decoder layer reads: its weights and its adapters (recompute's parameters). */
+  private layerParameters(layer: number): Tensor[] {
+    const prefix = `model.layers.${layer}.`;
+    const weights = [...this.parameters].filter(([name]) => name.startsWith(prefix)).map(([, weight]) => weight);
+    const adapters = [...(this.adapters?.pairs ?? [])]
+      .filter(([path]) => path.startsWith(prefix))
+      .flatMap(([, pair]) => [pair.a, pair.b]);
+    return [...weights, ...adapters];
   }
 
   private attention(

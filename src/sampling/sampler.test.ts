@@ -1,12 +1,13 @@
 /**
  * The sampler on the real TinyStories checkpoint: the greedy reference continuation, KV-cached
  * logprobs equal to a full forward of the finished sequences (1e-4), seed reproducibility and batch
- * independence, top-k = 1 equals greedy, stop ids and max-token limits, and bad requests.
+ * independence, the same with LoRA adapters on a bfloat16 base, top-k = 1 equals greedy, stop ids and max-token limits, and bad requests.
  */
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadCheckpoint } from '../model/checkpoint.js';
+import { LoraAdapters, resolveTargetModules } from '../model/lora.js';
 import { Transformer } from '../model/transformer.js';
 import { logSoftmax, noGrad, Random } from '../tensor/index.js';
 import { applyMinP, applyTopK, applyTopP, chooseToken, logSoftmaxRow } from './logits.js';
@@ -31,6 +32,27 @@ describe('generate', () => {
       const full = [...prompts[completion.promptIndex], ...completion.ids];
       const logprobs = noGrad(() => logSoftmax(model.forward(Int32Array.from(full.slice(0, -1)), 1)));
       const V = model.config.vocabSize;
+      const start = prompts[completion.promptIndex].length - 1;
+      completion.ids.forEach((id, i) =>
+        expect(Math.abs(logprobs.data[(start + i) * V + id] - completion.logprobs[i])).toBeLessThan(1e-4),
+      );
+    }
+  });
+
+  it('with LoRA adapters (kept constant with the weights) on a bfloat16 base, KV-cached logprobs equal a full forward', () => {
+    const adapted = Transformer.fromTensors(checkpoint.config, checkpoint.tensors);
+    const settings = { rank: 4, alpha: 8, targetModules: resolveTargetModules('all-linear'), rsLora: false };
+    const adapters = LoraAdapters.create(adapted.config, settings, 3);
+    for (const { b } of adapters.pairs.values()) b.data.forEach((_, i) => (b.data[i] = 0.02 * Math.sin(i)));
+    adapted.attachAdapters(adapters);
+    adapted.keepFrozenLinearsInBfloat16();
+    const completions = generate(adapted, { prompts, numSamples: 2, maxNewTokens: 10, temperature: 1, seed: 9 });
+    const plain = generate(model, { prompts, numSamples: 2, maxNewTokens: 10, temperature: 1, seed: 9 });
+    expect(completions.map((c) => c.ids)).not.toEqual(plain.map((c) => c.ids)); // the adapters matter
+    for (const completion of completions) {
+      const full = [...prompts[completion.promptIndex], ...completion.ids];
+      const logprobs = noGrad(() => logSoftmax(adapted.forward(Int32Array.from(full.slice(0, -1)), 1)));
+      const V = adapted.config.vocabSize;
       const start = prompts[completion.promptIndex].length - 1;
       completion.ids.forEach((id, i) =>
         expect(Math.abs(logprobs.data[(start + i) * V + id] - completion.logprobs[i])).toBeLessThan(1e-4),

@@ -136,78 +136,85 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
     });
     return completions;
   }
-  // Nothing changes the weights while generating: the backend may keep them packed for every step.
-  return withConstantWeights(model.parameters.values(), () =>
-    noGrad(() => {
-      const live: LiveSequence[] = [];
-      const prefilled = prefillPrompts(model, request.prompts);
-      // Each prompt's G samples start from the same last-position logits.
-      request.prompts.forEach((prompt, promptIndex) => {
-        for (let sampleIndex = 0; sampleIndex < numSamples; sampleIndex++) {
-          const random = new Random(request.seed * 1_000_003 + promptIndex * 7919 + sampleIndex);
-          const completion: Completion = { promptIndex, sampleIndex, ids: [], logprobs: [], finishReason: 'length' };
-          completions.push(completion);
-          live.push({ completion, random, nextId: -1, position: prompt.length });
-          accept(
-            live[live.length - 1],
-            chooseTokens(prefilled.lastLogits[promptIndex], 1, settings, [random])[0],
-            stop,
-            request.maxNewTokens,
-          );
-        }
-      });
-      // Each prompt's keys stay in its own prefill cache, read once per group by the attention
-      // (sharedPrefix); the batched cache holds only the generated keys, so it needs no padding.
-      let active = live.filter(
-        (sequence) =>
-          sequence.completion.finishReason === 'length' && sequence.completion.ids.length < request.maxNewTokens,
-      );
-      const prompts = prefilled.caches;
-      const cache = model.createCache(request.maxNewTokens); // room for every step: nothing regrows
-      while (active.length > 0) {
-        const B = active.length;
-        const logits = model.forward(
-          Int32Array.from(active, (s) => s.nextId),
-          B,
-          {
-            cache,
-            positions: Int32Array.from(active, (s) => s.position),
-            sharedPrefix: { prompts, rowPrefix: Int32Array.from(active, (s) => s.completion.promptIndex) },
-          },
-        ); // [B, 1, V]
-        const chosen = chooseTokens(
-          logits.data,
-          B,
-          settings,
-          active.map((sequence) => sequence.random),
-        );
-        active.forEach((sequence, b) => {
-          sequence.position++;
-          accept(sequence, chosen[b], stop, request.maxNewTokens);
-        });
-        // Finished sequences leave the batch: keep only the rows still generating (order kept, so
-        // the rows of one prompt stay contiguous).
-        const keep = active
-          .map((s, b) => ({ s, b }))
-          .filter(({ s }) => s.completion.finishReason === 'length' && s.completion.ids.length < request.maxNewTokens);
-        if (keep.length < active.length && keep.length > 0) {
-          for (let layer = 0; layer < model.config.numLayers; layer++) {
-            cache.keys[layer] = keepRows(
-              cache.keys[layer]!,
-              keep.map(({ b }) => b),
-              cache.length,
-            );
-            cache.values[layer] = keepRows(
-              cache.values[layer]!,
-              keep.map(({ b }) => b),
-              cache.length,
+  // Nothing changes the weights while generating: the backend may keep them packed for every step,
+  // LoRA adapters included; a bfloat16 base is widened once for the whole generation.
+  const adapterTensors = (model.adapters?.namedParameters() ?? []).map(([, adapter]) => adapter);
+  const constant = [...model.parameters.values(), ...adapterTensors];
+  return model.withWidenedWeights(() =>
+    withConstantWeights(constant, () =>
+      noGrad(() => {
+        const live: LiveSequence[] = [];
+        const prefilled = prefillPrompts(model, request.prompts);
+        // Each prompt's G samples start from the same last-position logits.
+        request.prompts.forEach((prompt, promptIndex) => {
+          for (let sampleIndex = 0; sampleIndex < numSamples; sampleIndex++) {
+            const random = new Random(request.seed * 1_000_003 + promptIndex * 7919 + sampleIndex);
+            const completion: Completion = { promptIndex, sampleIndex, ids: [], logprobs: [], finishReason: 'length' };
+            completions.push(completion);
+            live.push({ completion, random, nextId: -1, position: prompt.length });
+            accept(
+              live[live.length - 1],
+              chooseTokens(prefilled.lastLogits[promptIndex], 1, settings, [random])[0],
+              stop,
+              request.maxNewTokens,
             );
           }
+        });
+        // Each prompt's keys stay in its own prefill cache, read once per group by the attention
+        // (sharedPrefix); the batched cache holds only the generated keys, so it needs no padding.
+        let active = live.filter(
+          (sequence) =>
+            sequence.completion.finishReason === 'length' && sequence.completion.ids.length < request.maxNewTokens,
+        );
+        const prompts = prefilled.caches;
+        const cache = model.createCache(request.maxNewTokens); // room for every step: nothing regrows
+        while (active.length > 0) {
+          const B = active.length;
+          const logits = model.forward(
+            Int32Array.from(active, (s) => s.nextId),
+            B,
+            {
+              cache,
+              positions: Int32Array.from(active, (s) => s.position),
+              sharedPrefix: { prompts, rowPrefix: Int32Array.from(active, (s) => s.completion.promptIndex) },
+            },
+          ); // [B, 1, V]
+          const chosen = chooseTokens(
+            logits.data,
+            B,
+            settings,
+            active.map((sequence) => sequence.random),
+          );
+          active.forEach((sequence, b) => {
+            sequence.position++;
+            accept(sequence, chosen[b], stop, request.maxNewTokens);
+          });
+          // Finished sequences leave the batch: keep only the rows still generating (order kept, so
+          // the rows of one prompt stay contiguous).
+          const keep = active
+            .map((s, b) => ({ s, b }))
+            .filter(
+              ({ s }) => s.completion.finishReason === 'length' && s.completion.ids.length < request.maxNewTokens,
+            );
+          if (keep.length < active.length && keep.length > 0) {
+            for (let layer = 0; layer < model.config.numLayers; layer++) {
+              cache.keys[layer] = keepRows(
+                cache.keys[layer]!,
+                keep.map(({ b }) => b),
+                cache.length,
+              );
+              cache.values[layer] = keepRows(
+                cache.values[layer]!,
+                keep.map(({ b }) => b),
+                cache.length,
+              );
+            }
+          }
+          active = keep.map(({ s }) => s);
         }
-        active = keep.map(({ s }) => s);
-      }
-      return completions;
-    }),
+        return completions;
+      }),
+    ),
   );
 }
 

@@ -29,6 +29,17 @@ export function noGrad<T>(fn: () => T): T {
   }
 }
 
+/** Runs `fn` recording the graph even inside a noGrad scope (recompute.ts reruns a forward in backward). */
+export function withGrad<T>(fn: () => T): T {
+  const previous = gradEnabled;
+  gradEnabled = true;
+  try {
+    return fn();
+  } finally {
+    gradEnabled = previous;
+  }
+}
+
 export function isGradEnabled(): boolean {
   return gradEnabled;
 }

@@ -52,5 +52,17 @@ export const loraSchema = z
       .optional()
       .describe('Peak learning rate of both phases while LoRA is on; absent = sft.learningRate and grpo.learningRate.'),
     rsLora: z.boolean().default(false).describe('rsLoRA: scale by alpha/√rank instead of alpha/rank.'),
+    baseDtype: z
+      .enum(['auto', 'float32', 'bfloat16'])
+      .default('auto')
+      .describe(
+        "How the frozen base's q/k/v/o/gate/up/down weights are held in memory: 'bfloat16' halves them (each product widens its matrix to float32 first; a float32 checkpoint is rounded), 'float32' keeps them as loaded, 'auto' is bfloat16 when the checkpoint stores them all as BF16 (no rounding) and float32 otherwise. Embeddings, norms and the adapters stay float32.",
+      ),
+    recomputeActivations: z
+      .boolean()
+      .default(true)
+      .describe(
+        'Activation checkpointing: each decoder layer keeps only its input during the training forward pass and is rerun in backward, so a micro-batch holds one layer of activations instead of all of them, for one more forward pass (LoRA skips the weight gradients, which cost about as much). Same gradients either way.',
+      ),
   })
   .strict();

@@ -3,17 +3,20 @@
  * are bit-identical afterwards, AdamW holds state for A and B only), checkpoints hold PEFT adapter
  * files instead of model weights, the KL reference (the policy with adapters off) scores exactly as
  * a separately built base model, and a run stopped after a checkpoint and resumed ends with the same
- * adapter and metrics as one left alone.
+ * adapter and metrics as one left alone. A BF16 checkpoint's base stays bfloat16 under baseDtype
+ * 'auto' and scores exactly as its float32 load.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadCheckpoint } from '../model/checkpoint.js';
 import { Transformer } from '../model/transformer.js';
-import { readSafetensors } from '../model/safetensors.js';
+import { encodeSafetensors, readSafetensors } from '../model/safetensors.js';
 import { createRunContext, resolveConfig, singleTurnRollout, train, type RolloutFn } from './index.js';
 import { frozenLogprobs } from './optimize.js';
+import { attachLora } from './setup.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-lora-run-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -91,6 +94,35 @@ describe('a LoRA run', () => {
       );
     expect(k3(adaptersOff)).toEqual(k3(base));
     expect(k3(base)[0]).toBeGreaterThan(0);
+  });
+
+  it("keeps a BF16 checkpoint's frozen linears in bfloat16 under baseDtype 'auto', scoring as the float32 load", () => {
+    const fixture = join(dirname(fileURLToPath(import.meta.url)), '../../../shared/fixtures/models/tinystories-656k');
+    const folder = join(scratch, 'bf16-checkpoint');
+    mkdirSync(folder);
+    copyFileSync(join(fixture, 'config.json'), join(folder, 'config.json'));
+    const bf16 = encodeSafetensors(loadCheckpoint(fixture).tensors, { dtype: 'BF16' });
+    writeFileSync(join(folder, 'model.safetensors'), bf16);
+    const lora = resolveConfig({ lora: { rank: 4 } }).lora!;
+    const attached = (directory: string, baseDtype: 'auto' | 'float32') => {
+      const checkpoint = loadCheckpoint(directory);
+      const model = Transformer.fromTensors(checkpoint.config, checkpoint.tensors);
+      attachLora(model, { ...lora, baseDtype }, 3, checkpoint.files);
+      for (const { b } of model.adapters!.pairs.values()) b.data.fill(0.01);
+      return model;
+    };
+    const [kept, widened, float32Fixture] = [
+      attached(folder, 'auto'),
+      attached(folder, 'float32'),
+      attached(fixture, 'auto'),
+    ];
+    expect(kept.halfWeights.size).toBe(7 * kept.config.numLayers);
+    expect(widened.halfWeights.size).toBe(0);
+    expect(float32Fixture.halfWeights.size).toBe(0); // an F32 checkpoint is never rounded under 'auto'
+    expect(kept.recomputeLayers).toBe(true);
+    const samples = [{ promptIds: [1, 40, 52], completionIds: [61, 7, 200, 2] }];
+    const settings = { microBatchSize: 1, temperature: 1 };
+    expect(frozenLogprobs(kept, samples, settings)).toEqual(frozenLogprobs(widened, samples, settings));
   });
 
   it('refuses dropout above 0 and unknown target modules before any compute, naming the field', () => {

@@ -16,6 +16,7 @@ import {
 import type { Task } from '../data/task.js';
 import { taskRegistry } from '../data/index.js';
 import { loadCheckpoint, resolveStopTokenIds } from '../model/checkpoint.js';
+import { readSafetensorsHeader } from '../model/safetensors.js';
 import { createSmallConfig } from '../model/config.js';
 import { CharTokenizer } from '../model/char-tokenizer.js';
 import { checkTokenizerFitsModel, loadTokenizer, type TextTokenizer } from '../model/tokenizer.js';
@@ -147,8 +148,10 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
   let model: Transformer;
   let stopTokenIds: number[];
   let sourceDirectory: string | undefined;
+  let checkpointFiles: string[] = [];
   if (config.model.checkpoint) {
     const checkpoint = loadCheckpoint(config.model.checkpoint);
+    checkpointFiles = checkpoint.files;
     tokenizer = loadTokenizer(config.model.checkpoint);
     checkTokenizerFitsModel(tokenizer, checkpoint.config, config.model.checkpoint);
     model = Transformer.fromTensors(checkpoint.config, checkpoint.tensors);
@@ -171,12 +174,8 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
     model = Transformer.random(modelConfig, config.model.initSeed);
     stopTokenIds = [charTokenizer.eosTokenId];
   }
-  if (config.lora) {
-    const { rank, alpha, rsLora, targetModules } = config.lora;
-    const settings = { rank, alpha, rsLora, targetModules: resolveTargetModules(targetModules) };
-    // Seeded by model.initSeed, like a from-scratch model: the same config gives the same adapters.
-    model.attachAdapters(LoraAdapters.create(model.config, settings, config.model.initSeed));
-  }
+  // Seeded by model.initSeed, like a from-scratch model: the same config gives the same adapters.
+  if (config.lora) attachLora(model, config.lora, config.model.initSeed, checkpointFiles);
   const promptFormat = promptFormatFor(config.model.chatTemplate, tokenizer);
   if (config.agent) {
     if (promptFormat.chatTemplate === null)
@@ -270,4 +269,29 @@ export function buildRewards(config: TrainerConfig, task: Task, hasEnvironments 
     }
     return { name, reward: rewardFactories.get(name).create(options), weight };
   });
+}
+
+/**
+ * Attaches fresh adapters as `lora` says (freezing the base), then keeps the frozen linears in
+ * bfloat16 and turns on per-layer recomputation when it says so. `checkpointFiles`: the loaded
+ * checkpoint's files, whose safetensors headers decide baseDtype 'auto' (empty for a random model).
+ */
+export function attachLora(
+  model: Transformer,
+  lora: NonNullable<TrainerConfig['lora']>,
+  seed: number,
+  checkpointFiles: readonly string[],
+): void {
+  const { rank, alpha, rsLora, targetModules } = lora;
+  const settings = { rank, alpha, rsLora, targetModules: resolveTargetModules(targetModules) };
+  model.attachAdapters(LoraAdapters.create(model.config, settings, seed));
+  const linearDtypes = checkpointFiles
+    .filter((file) => file.endsWith('.safetensors'))
+    .flatMap((file) => [...readSafetensorsHeader(file).entries])
+    .filter(([name]) => /_proj\.weight$/.test(name))
+    .map(([, entry]) => entry.dtype);
+  const storedInBfloat16 = linearDtypes.length > 0 && linearDtypes.every((dtype) => dtype === 'BF16');
+  if (lora.baseDtype === 'bfloat16' || (lora.baseDtype === 'auto' && storedInBfloat16))
+    model.keepFrozenLinearsInBfloat16();
+  model.recomputeLayers = lora.recomputeActivations;
 }

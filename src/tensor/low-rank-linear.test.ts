@@ -1,0 +1,108 @@
+/**
+ * lowRankLinear on every backend: finite-difference gradients of x, W, b, A and B; with W and b frozen
+ * (a LoRA base) they get no gradient and the others still check; forward and gradients equal the
+ * composite linear + mul + linear + add it replaces; a bfloat16 W (HalfMatrix) gives bitwise the
+ * results of its float32 widening; shape errors name every operand.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gradCheck } from '../testing/gradcheck.js';
+import * as T from './index.js';
+import { HalfMatrix } from './half-matrix.js';
+import { lowRankLinear } from './low-rank-linear.js';
+import { backendsUnderTest } from './test-backends.js';
+
+const random = new T.Random(5);
+const normal = (shape: number[], scale = 1) => T.randomNormal(shape, random, scale);
+
+function maxDifference(actual: Float32Array, expected: Float32Array): number {
+  expect(actual.length).toBe(expected.length);
+  let worst = 0;
+  for (let i = 0; i < actual.length; i++) worst = Math.max(worst, Math.abs(actual[i] - expected[i]));
+  return worst;
+}
+
+for (const { name, backend } of backendsUnderTest()) {
+  describe(`lowRankLinear on ${name}`, () => {
+    let previous: T.Backend;
+    beforeAll(() => {
+      previous = T.getBackend();
+      T.setBackend(backend);
+    });
+    afterAll(() => T.setBackend(previous));
+
+    it('passes gradCheck for x, W, b, A and B (batched x, rank 3, s = 1.5)', () => {
+      const inputs = [normal([2, 3, 5]), normal([4, 5]), normal([4]), normal([3, 5]), normal([4, 3])];
+      gradCheck((x, w, b, a, bb) => lowRankLinear(x, w, b, { a, b: bb, scaling: 1.5 }), inputs);
+      gradCheck(
+        (x, w, a, bb) => lowRankLinear(x, w, null, { a, b: bb, scaling: 0.25 }),
+        [inputs[0], inputs[1], inputs[3], inputs[4]],
+      );
+    });
+
+    it('with W and b frozen gives them no gradient and checks x, A and B', () => {
+      const weight = normal([6, 7]);
+      const bias = normal([6]);
+      const result = gradCheck(
+        (x, a, b) => lowRankLinear(x, weight, bias, { a, b, scaling: 2 }),
+        [normal([5, 7]), normal([2, 7]), normal([6, 2])],
+      );
+      expect(result.checked).toBe(5 * 7 + 2 * 7 + 6 * 2);
+      expect(weight.grad).toBeNull();
+      expect(bias.grad).toBeNull();
+    });
+
+    it('equals the composite x·Wᵀ + b + (s·x·Aᵀ)·Bᵀ, gradients included', () => {
+      const [x, weight, bias, a, b] = [
+        normal([3, 4, 9]),
+        normal([11, 9], 0.3),
+        normal([11]),
+        normal([4, 9], 0.3),
+        normal([11, 4], 0.3),
+      ];
+      for (const t of [x, a, b]) t.requiresGrad = true;
+      const seed = normal([3, 4, 11]).data;
+      const fused = lowRankLinear(x, weight, bias, { a, b, scaling: 0.7 });
+      fused.backward(seed);
+      const fusedGradients = [x, a, b].map((t) => t.grad!.data.slice());
+      for (const t of [x, a, b]) t.grad = null;
+      const composite = T.add(T.linear(x, weight, bias), T.linear(T.mul(T.linear(x, a), 0.7), b));
+      composite.backward(seed);
+      expect(maxDifference(fused.data, composite.data)).toBeLessThan(1e-5);
+      [x, a, b].forEach((t, i) => expect(maxDifference(fusedGradients[i], t.grad!.data)).toBeLessThan(1e-4));
+      const generation = T.noGrad(() => lowRankLinear(x, weight, bias, { a, b, scaling: 0.7 }));
+      expect(generation.node).toBeNull();
+      expect(Array.from(generation.data)).toEqual(Array.from(fused.data));
+    });
+
+    it('with W kept as bfloat16 equals W widened to float32 up front, bitwise, gradients included', () => {
+      const half = HalfMatrix.fromFloat32(normal([13, 6]).data, [13, 6]);
+      const widened = new T.Tensor(half.toFloat32(), [13, 6]);
+      const [bias, seed] = [normal([13]), normal([2, 5, 13]).data];
+      const [x, a, b] = [normal([2, 5, 6]), normal([3, 6]), normal([13, 3])].map((t) => T.parameter(t.data, t.shape));
+      const run = (weight: HalfMatrix | T.Tensor) => {
+        x.grad = a.grad = b.grad = null;
+        const y = lowRankLinear(x, weight, bias, { a, b, scaling: 0.5 });
+        y.backward(seed);
+        return [y.data, x.grad!.data, a.grad!.data, b.grad!.data].map((data) => Array.from(data));
+      };
+      expect(run(half)).toEqual(run(widened));
+      gradCheck(
+        (x, a, b) => lowRankLinear(x, half, null, { a, b, scaling: 2 }),
+        [normal([4, 6]), normal([2, 6]), normal([13, 2])],
+      );
+      // Without an update: the plain linear of a frozen bfloat16 W, only x gets a gradient.
+      const plain = gradCheck((x, b) => lowRankLinear(x, half, b, null), [normal([3, 6]), normal([13])]);
+      expect(plain.checked).toBe(3 * 6 + 13);
+      const input = normal([3, 6]);
+      expect(Array.from(lowRankLinear(input, half, bias, null).data)).toEqual(
+        Array.from(T.linear(input, widened, bias).data),
+      );
+    });
+
+    it('refuses operands that do not fit, naming each shape', () => {
+      expect(() =>
+        lowRankLinear(normal([2, 5]), normal([4, 5]), null, { a: normal([3, 6]), b: normal([4, 3]), scaling: 1 }),
+      ).toThrow('lowRankLinear: x [2, 5], W [4, 5], bias none, A [3, 6] and B [4, 3] do not fit');
+    });
+  });
+}

@@ -1,0 +1,162 @@
+/**
+ * The LoRA linear as one op with a hand-written backward: y = x·Wᵀ + b + (s·x·Aᵀ)·Bᵀ, with W [out, in],
+ * b [out], A [r, in], B [out, r] and a scalar s. As a composite (linear, mul, linear, add) it kept
+ * three out-wide tensors per call for backward (x·Wᵀ, the update and the sum); this op keeps only
+ * its inputs and the rank-wide u = s·x·Aᵀ [N, r], and writes the low-rank update into y by
+ * accumulating the second product into the first. s scales u rather than the out-wide update (the
+ * same product up to float rounding, exact when s is a power of two).
+ *
+ * Legend: N = rows (every leading axis of x flattened), in/out = the linear's widths, r = rank.
+ * Gradients, with g = dL/dy [N, out] and du = s·g·B [N, r]:
+ *   dx = g·W + du·A, dA = duᵀ·x, dB = gᵀ·u, dW = gᵀ·x, db = Σ_rows g.
+ * W and b get theirs only when they require grad; frozen (a LoRA base) they allocate nothing. W may
+ * be a HalfMatrix (a bfloat16 base): it is widened into a scratch matrix right before each product
+ * that reads it (forward, and dx in backward), so no float32 copy of it outlives the product.
+ *
+ * Is not: the adapter bookkeeping (model/lora.ts owns A, B, s and the PEFT names) or a general
+ * linear (ops.ts `linear`, a composite). Gradient-checked on every backend in low-rank-linear.test.ts.
+ */
+import { needsGrad } from './autograd.js';
+import type { MatmulShape } from './backend.js';
+import { getBackend } from './backends/select.js';
+import { HalfMatrix, widenedScratch } from './half-matrix.js';
+import { formatShape } from './shape.js';
+import { Tensor } from './tensor.js';
+
+/** C (+)= op(A)·op(B) for plain 2-D operands through the current backend. */
+function product(
+  a: Float32Array,
+  b: Float32Array,
+  out: Float32Array,
+  M: number,
+  K: number,
+  N: number,
+  flags: { transposeA?: boolean; transposeB?: boolean; accumulate?: boolean },
+): void {
+  const shape: MatmulShape = {
+    batch: 1,
+    M,
+    K,
+    N,
+    transposeA: flags.transposeA ?? false,
+    transposeB: flags.transposeB ?? false,
+    aBatchStride: 0,
+    bBatchStride: 0,
+    accumulate: flags.accumulate ?? false,
+  };
+  getBackend().matmul(a, b, out, shape);
+}
+
+/** A low-rank update (s·x·Aᵀ)·Bᵀ: A [r, in], B [out, r], s a scalar. */
+export interface LowRankUpdate {
+  a: Tensor;
+  b: Tensor;
+  scaling: number;
+}
+
+function checkShapes(x: Tensor, weight: Tensor | HalfMatrix, bias: Tensor | null, update: LowRankUpdate | null): void {
+  const fail = (): never => {
+    const lowRank = update ? `, A ${formatShape(update.a.shape)} and B ${formatShape(update.b.shape)}` : '';
+    throw new Error(
+      `lowRankLinear: x ${formatShape(x.shape)}, W ${formatShape(weight.shape)}, bias ${bias ? formatShape(bias.shape) : 'none'}` +
+        `${lowRank} do not fit y = x·Wᵀ + b${update ? ' + s·(x·Aᵀ)·Bᵀ' : ''}`,
+    );
+  };
+  if (x.rank < 1 || weight.shape.length !== 2) fail();
+  const [out, inputs] = weight.shape;
+  if (x.shape[x.rank - 1] !== inputs || (bias && (bias.rank !== 1 || bias.shape[0] !== out))) fail();
+  if (!update) return;
+  const { a, b } = update;
+  if (a.rank !== 2 || b.rank !== 2 || a.shape[1] !== inputs || b.shape[0] !== out || b.shape[1] !== a.shape[0]) fail();
+}
+
+/**
+ * y = x·Wᵀ + b (+ (s·x·Aᵀ)·Bᵀ when `update` is given) over the last axis of x; see the file header for
+ * what it keeps. Without an update it is the plain linear of a HalfMatrix (a frozen bfloat16 base).
+ */
+export function lowRankLinear(
+  x: Tensor,
+  weight: Tensor | HalfMatrix,
+  bias: Tensor | null,
+  update: LowRankUpdate | null,
+): Tensor {
+  checkShapes(x, weight, bias, update);
+  const [out, inputs] = weight.shape;
+  const rank = update ? update.a.shape[0] : 0;
+  const N = x.size / inputs;
+  const weightData = (): Float32Array => (weight instanceof HalfMatrix ? widenedScratch(weight) : weight.data);
+  const trainedWeight = weight instanceof HalfMatrix ? null : weight;
+  const output = new Float32Array(N * out); // [N, out]
+  product(x.data, weightData(), output, N, inputs, out, { transposeB: true });
+  if (bias) for (let row = 0; row < N; row++) for (let j = 0; j < out; j++) output[row * out + j] += bias.data[j];
+  const down = new Float32Array(N * rank); // u = s·x·Aᵀ [N, r]
+  if (update) {
+    product(x.data, update.a.data, down, N, inputs, rank, { transposeB: true });
+    for (let i = 0; i < down.length; i++) down[i] *= update.scaling;
+    product(down, update.b.data, output, N, rank, out, { transposeB: true, accumulate: true });
+  }
+  const result = new Tensor(output, [...x.shape.slice(0, -1), out]);
+  // A HalfMatrix is frozen and not a graph input. Gradients come back in this order.
+  const inputsOfNode = [
+    x,
+    ...(update ? [update.a, update.b] : []),
+    ...(trainedWeight ? [trainedWeight] : []),
+    ...(bias ? [bias] : []),
+  ];
+  if (!needsGrad(inputsOfNode)) return result;
+  result.requiresGrad = true;
+  result.node = {
+    opName: 'lowRankLinear',
+    inputs: inputsOfNode,
+    backward: (g) => {
+      let gradX: Float32Array | null = null;
+      if (x.requiresGrad) {
+        gradX = new Float32Array(x.size);
+        product(g, weightData(), gradX, N, out, inputs, {}); // g·W
+      }
+      const gradients: (Float32Array | null)[] = [gradX];
+      if (update) gradients.push(...lowRankGradients(update, x, down, g, gradX, N, out));
+      if (trainedWeight) {
+        const gradW = trainedWeight.requiresGrad ? new Float32Array(trainedWeight.size) : null;
+        if (gradW) product(g, x.data, gradW, out, N, inputs, { transposeA: true }); // gᵀ·x
+        gradients.push(gradW);
+      }
+      if (bias?.requiresGrad) {
+        const gradBias = new Float32Array(out);
+        for (let row = 0; row < N; row++) for (let j = 0; j < out; j++) gradBias[j] += g[row * out + j];
+        gradients.push(gradBias);
+      } else if (bias) gradients.push(null);
+      return gradients;
+    },
+  };
+  return result;
+}
+
+/** dA and dB, adding du·A into gradX when x needs it; u = s·x·Aᵀ is the forward's `down`. */
+function lowRankGradients(
+  { a, b, scaling }: LowRankUpdate,
+  x: Tensor,
+  down: Float32Array,
+  g: Float32Array,
+  gradX: Float32Array | null,
+  N: number,
+  out: number,
+): [Float32Array | null, Float32Array | null] {
+  const [rank, inputs] = a.shape;
+  // du = s·g·B [N, r]: the gradient reaching x·Aᵀ, shared by dx and dA.
+  const gradDown = new Float32Array(N * rank);
+  product(g, b.data, gradDown, N, out, rank, {});
+  for (let i = 0; i < gradDown.length; i++) gradDown[i] *= scaling;
+  if (gradX) product(gradDown, a.data, gradX, N, rank, inputs, { accumulate: true }); // + du·A
+  let gradA: Float32Array | null = null;
+  if (a.requiresGrad) {
+    gradA = new Float32Array(a.size);
+    product(gradDown, x.data, gradA, rank, N, inputs, { transposeA: true }); // duᵀ·x
+  }
+  let gradB: Float32Array | null = null;
+  if (b.requiresGrad) {
+    gradB = new Float32Array(b.size);
+    product(g, down, gradB, out, N, rank, { transposeA: true }); // gᵀ·u
+  }
+  return [gradA, gradB];
+}

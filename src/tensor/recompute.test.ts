@@ -1,0 +1,50 @@
+/**
+ * recompute: a block of ops run through it gives the same output and, through the rerun in backward,
+ * bitwise the same gradients (input and parameters) as the block recorded directly; it passes
+ * gradCheck; it records a node when only the block's parameters require grad; it keeps none of the
+ * block's intermediates in the graph.
+ */
+import { describe, expect, it } from 'vitest';
+import { gradCheck } from '../testing/gradcheck.js';
+import * as T from './index.js';
+import { recompute } from './recompute.js';
+
+const random = new T.Random(3);
+const normal = (shape: number[]) => T.randomNormal(shape, random, 1);
+
+/** x + W₂·silu(W₁·rmsNorm(x)): a small residual block. */
+function block(x: T.Tensor, w1: T.Tensor, w2: T.Tensor, norm: T.Tensor): T.Tensor {
+  return T.add(x, T.linear(T.silu(T.linear(T.rmsNorm(x, norm, 1e-6), w1)), w2));
+}
+
+describe('recompute', () => {
+  it('gives bitwise the output and gradients of the directly recorded block, through two blocks', () => {
+    const [w1, w2, norm] = [normal([7, 5]), normal([5, 7]), normal([5])].map((t) => T.parameter(t.data, t.shape));
+    const x = T.parameter(normal([3, 5]).data, [3, 5]);
+    const seed = normal([3, 5]).data;
+    const run = (checkpointed: boolean) => {
+      for (const t of [x, w1, w2, norm]) t.grad = null;
+      const step = (input: T.Tensor) =>
+        checkpointed ? recompute((h) => block(h, w1, w2, norm), input, [w1, w2, norm]) : block(input, w1, w2, norm);
+      const y = step(step(x));
+      y.backward(seed);
+      return [y, x, w1, w2, norm].map((t) => Array.from(t === y ? t.data : t.grad!.data));
+    };
+    expect(run(true)).toEqual(run(false));
+  });
+
+  it('passes gradCheck, and records a node when only the parameters require grad', () => {
+    gradCheck(
+      (x, w1, w2, norm) => recompute((h) => block(h, w1, w2, norm), x, [w1, w2, norm]),
+      [normal([2, 4]), normal([6, 4]), normal([4, 6]), normal([4])],
+    );
+    const [w1, w2, norm] = [normal([6, 4]), normal([4, 6]), normal([4])].map((t) => T.parameter(t.data, t.shape));
+    const frozenInput = normal([2, 4]);
+    const y = recompute((h) => block(h, w1, w2, norm), frozenInput, [w1, w2, norm]);
+    expect(y.node!.inputs).toEqual([frozenInput]); // the block's intermediates are not in the graph
+    T.sum(y).backward();
+    expect(w1.grad).not.toBeNull();
+    expect(frozenInput.grad).toBeNull();
+    expect(T.noGrad(() => recompute((h) => block(h, w1, w2, norm), frozenInput, [w1])).node).toBeNull();
+  });
+});
