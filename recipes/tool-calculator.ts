@@ -3,19 +3,27 @@
  * three-digit × two-digit multiplication, which it cannot do in its head.
  * Run: `npx grpo train recipes/tool-calculator.ts`.
  *
- * Why GRPO has real work here: the SFT teacher always answers correctly, but calls the calculator
- * on only `TOOL_RATE` of its demonstrations and answers from memory otherwise. A 2-layer model
- * cannot learn multiplication from a few thousand examples, so after SFT it mostly answers
- * directly (and wrong), calling the tool on roughly a third of its samples. Those episodes are the
- * correct ones; GRPO with the correctness reward turns them into a policy that calls the tool.
+ * The task: the SFT teacher always answers correctly, but calls the calculator on only `TOOL_RATE`
+ * of its demonstrations and answers from memory otherwise. A 2-layer model cannot learn
+ * multiplication from a few thousand examples, so its direct answers are wrong; the episodes that
+ * call the tool and copy the expression and the result exactly are the correct ones, and GRPO with
+ * the correctness reward reinforces them (held-out accuracy is measured on whole greedy episodes).
  *
- * Episode shape (the chat template below, Hermes tool calls, a character tokenizer):
- *   Q:123*45\nA:<tool_call>{"name": "calc", "arguments": {"expression": "123*45"}}</tool_call><eos>\nR:5535\nA:5535<eos>\n
- * The R: line is the tool's observation (loss mask 0 in GRPO).
+ * Measured (2 shared cores, native backend, this config): held-out accuracy (60 problems) 60.0%
+ * after SFT → 83.3% after 300 GRPO steps; the whole run 6 min 57 s (SFT 2.5 min, GRPO 4.3 min),
+ * on a machine other jobs were also using. Shorter GRPO gave 68.3% (40 steps) and 75.0% (150).
+ *
+ * Episode shape (the chat template below, Llama-3 JSON tool calls, a character tokenizer):
+ *   Q:123*45\nA:{"name": "c", "parameters": {"e": "123*45"}}<eos>\nR:5535\nA:5535<eos>\n
+ * The R: line is the tool's observation (loss mask 0 in GRPO). The tool is the built-in calculator's
+ * evaluator under a one-letter name and argument: every character of boilerplate is a token a
+ * 2-layer model must learn to write, and the digits it must copy sit closer to the prompt.
  */
+import { z } from 'zod';
 import {
-  calculatorTool,
+  evaluateArithmetic,
   toolUseEnvironment,
+  type Tool,
   type Example,
   type Recipe,
   type RewardFn,
@@ -23,7 +31,7 @@ import {
 } from '../src/index.js';
 
 /** Fraction of SFT demonstrations that call the calculator. */
-const TOOL_RATE = 0.3;
+const TOOL_RATE = 0.4;
 
 const CHAT_TEMPLATE = [
   '{% for message in messages %}',
@@ -32,12 +40,19 @@ const CHAT_TEMPLATE = [
   "{% elif message.role == 'tool' %}R:{{ message.content }}\n",
   '{% endif %}{% endfor %}',
   '{% if add_generation_prompt %}A:{% endif %}',
-  // The literal below only lets agent.toolCallFormat 'auto' find the syntax: <tool_call>
-  '{% if false %}<tool_call>{% endif %}',
 ].join('');
 
-const toolCall = (expression: string) =>
-  `<tool_call>{"name": "calc", "arguments": {"expression": "${expression}"}}</tool_call>`;
+const toolCall = (expression: string) => `{"name": "c", "parameters": {"e": "${expression}"}}`;
+
+const parameters = z.object({ e: z.string().min(1).max(40).describe('an arithmetic expression, e.g. "123*45"') });
+/** The calculator (the built-in `calculatorTool`'s evaluator) as `c(e)`. */
+const calculator: Tool = {
+  name: 'c',
+  description: 'calculator: evaluates an arithmetic expression',
+  parameters,
+  timeoutMs: 1000,
+  run: (args) => evaluateArithmetic(parameters.parse(args).e),
+};
 
 function hash(a: number, b: number): number {
   let h = Math.imul(a * 1009 + b, 0x9e3779b1) >>> 0;
@@ -89,14 +104,14 @@ export default {
   config: {
     task: 'tool-calculator',
     model: { hiddenSize: 64, numLayers: 2, numHeads: 4, chatTemplate: CHAT_TEMPLATE },
-    sft: { steps: 300, batchSize: 16, learningRate: 3e-3, warmupSteps: 20, schedule: 'cosine' },
-    sampling: { groupSize: 8, maxNewTokens: 80, temperature: 1 },
-    grpo: { steps: 30, promptsPerStep: 6, microBatchSize: 48, learningRate: 2e-4 },
-    agent: { maxTurns: 2, toolCallFormat: 'hermes', maxEpisodeTokens: 120 },
+    sft: { steps: 600, batchSize: 16, learningRate: 3e-3, warmupSteps: 20, schedule: 'cosine' },
+    sampling: { groupSize: 8, maxNewTokens: 60, temperature: 0.7 },
+    grpo: { steps: 300, promptsPerStep: 6, microBatchSize: 48, learningRate: 2e-4 },
+    agent: { maxTurns: 2, toolCallFormat: 'llama3', maxEpisodeTokens: 100 },
     evaluation: { examples: 60 },
     checkpoint: { every: 1000 },
-    logging: { printEvery: 10 },
+    logging: { printEvery: 50 },
   },
   task,
-  environment: toolUseEnvironment({ tools: [calculatorTool({ name: 'calc' })] }),
+  environment: toolUseEnvironment({ tools: [calculator] }),
 } satisfies Recipe;
