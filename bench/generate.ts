@@ -37,6 +37,19 @@ export const RANDOM_25M_SHAPE = {
   maxPositionEmbeddings: 1024,
 };
 
+/** SmolLM2-135M's config.json shape (HuggingFaceTB/SmolLM2-135M), for random weights: ~135M parameters. */
+export const SMOLLM2_135M_SHAPE = {
+  vocabSize: 49152,
+  hiddenSize: 576,
+  intermediateSize: 1536,
+  numLayers: 30,
+  numHeads: 9,
+  numKeyValueHeads: 3,
+  maxPositionEmbeddings: 8192,
+  tieWordEmbeddings: true,
+  ropeTheta: 100000,
+};
+
 interface Settings {
   json: boolean;
   backends: string[];
@@ -114,7 +127,7 @@ export function forwardFlops(config: ModelConfig, tokens: number, keysSeen: numb
 }
 
 /** Keys visible to the queries at positions first..first+count−1 summed (causal: position p sees p+1). */
-function causalKeys(first: number, count: number): number {
+export function causalKeys(first: number, count: number): number {
   return count * first + (count * (count + 1)) / 2;
 }
 
