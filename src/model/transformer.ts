@@ -166,12 +166,15 @@ export class Transformer {
     return this.logits(hidden, options.logitRows);
   }
 
+  /** The lm_head weight [V, H]: the embedding matrix when the embeddings are tied. */
+  headWeight(): Tensor {
+    return this.config.tieWordEmbeddings ? this.weight('model.embed_tokens.weight') : this.weight('lm_head.weight');
+  }
+
   /** lm_head over the final hidden states, optionally only at the given rows of [B·T]. */
   logits(hidden: Tensor, rows?: Int32Array): Tensor {
     const H = this.config.hiddenSize;
-    const head = this.config.tieWordEmbeddings
-      ? this.weight('model.embed_tokens.weight')
-      : this.weight('lm_head.weight');
+    const head = this.headWeight();
     const flat = reshape(hidden, [-1, H]); // [B·T, H]
     const selected = rows ? embedding(flat, rows) : flat; // gather rows; its gradient scatters back
     const logits = matmul(selected, head, { transposeB: true }); // [rows, V]
