@@ -230,7 +230,10 @@ function runChild(label: string, command: string, args: string[]): Result | unde
     console.error(`grpo-step bench: ${label} failed (exit ${child.status}):\n${child.stderr}`);
     return undefined;
   }
-  return JSON.parse(lastLine) as Result;
+  const line = JSON.parse(lastLine) as Result;
+  // Progress on stderr: the table needs every case (and the second peak reading) first.
+  console.error(`# ${label}: ${line.promptLength}x${line.newTokens}, step ${Number(line.stepSeconds).toFixed(1)} s`);
+  return line;
 }
 
 /** Adds the ratios of the file header to a result line. */
