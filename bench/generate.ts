@@ -1,7 +1,8 @@
 /**
  * Bench scenario `generate`: prefill and decode tokens/s of the KV-cached sampler at several batch
  * sizes, for the tinystories-656k fixture and a ~25M-parameter random Llama, per backend, with
- * model-FLOPs utilisation (mfu) against the same backend's 1024³ matmul rate measured in this run.
+ * model-FLOPs utilisation (mfu) against the same backend's 1024³ matmul rate measured in this run, and
+ * against this machine's FMA peak with the backend's threads measured in this run (fmaFraction, bench/peak).
  *
  * Is: `npm run bench -- generate [--json] [--backends native,wasm,js] [--batches 1,16,64]
  * [--prompt-length 64] [--new-tokens 32] [--models fixture,random-25m] [--top-p 1]`.
@@ -22,6 +23,7 @@ import { createSmallConfig, type ModelConfig } from '../src/model/config.js';
 import { Transformer } from '../src/model/transformer.js';
 import { generate } from '../src/sampling/sampler.js';
 import { getBackend, noGrad, Random, setBackend } from '../src/tensor/index.js';
+import { measurePeak } from './peak/peak.js';
 import { readFlags } from './_flags.js';
 
 const FIXTURE = new URL('../../shared/fixtures/models/tinystories-656k', import.meta.url).pathname;
@@ -35,6 +37,19 @@ export const RANDOM_25M_SHAPE = {
   numHeads: 8,
   numKeyValueHeads: 8,
   maxPositionEmbeddings: 1024,
+};
+
+/** SmolLM2-135M's config.json shape (HuggingFaceTB/SmolLM2-135M), for random weights: ~135M parameters. */
+export const SMOLLM2_135M_SHAPE = {
+  vocabSize: 49152,
+  hiddenSize: 576,
+  intermediateSize: 1536,
+  numLayers: 30,
+  numHeads: 9,
+  numKeyValueHeads: 3,
+  maxPositionEmbeddings: 8192,
+  tieWordEmbeddings: true,
+  ropeTheta: 100000,
 };
 
 interface Settings {
@@ -114,7 +129,7 @@ export function forwardFlops(config: ModelConfig, tokens: number, keysSeen: numb
 }
 
 /** Keys visible to the queries at positions first..first+count−1 summed (causal: position p sees p+1). */
-function causalKeys(first: number, count: number): number {
+export function causalKeys(first: number, count: number): number {
   return count * first + (count * (count + 1)) / 2;
 }
 
@@ -166,6 +181,8 @@ interface Line {
   gflops: number;
   matmulGflops: number;
   mfu: number;
+  fmaGflops: number;
+  fmaFraction: number;
   parameters: number;
 }
 
@@ -176,7 +193,8 @@ function report(line: Line, json: boolean): void {
   }
   console.log(
     `${line.model.padEnd(11)}${line.backend.padEnd(8)}${String(line.batch).padStart(6)}  ${line.phase.padEnd(8)}` +
-      `${line.tokensPerSecond.toFixed(0).padStart(10)}${line.gflops.toFixed(1).padStart(9)}${(line.mfu * 100).toFixed(1).padStart(7)}%`,
+      `${line.tokensPerSecond.toFixed(0).padStart(10)}${line.gflops.toFixed(1).padStart(9)}${(line.mfu * 100).toFixed(1).padStart(7)}%` +
+      `${(line.fmaFraction * 100).toFixed(1).padStart(7)}%`,
   );
 }
 
@@ -188,7 +206,13 @@ function loadModel(name: string): Transformer {
   return Transformer.random(createSmallConfig(RANDOM_25M_SHAPE), 7);
 }
 
-function benchModel(modelName: string, backendName: string, matmulGflops: number, settings: Settings): void {
+function benchModel(
+  modelName: string,
+  backendName: string,
+  peaks: { matmulGflops: number; fmaGflops: number },
+  settings: Settings,
+): void {
+  const { matmulGflops, fmaGflops } = peaks;
   const model = loadModel(modelName);
   const { config } = model;
   const random = new Random(42);
@@ -228,6 +252,8 @@ function benchModel(modelName: string, backendName: string, matmulGflops: number
           gflops,
           matmulGflops,
           mfu: gflops / matmulGflops,
+          fmaGflops,
+          fmaFraction: gflops / fmaGflops,
           parameters: parameterCount(model),
         },
         settings.json,
@@ -240,7 +266,7 @@ function benchModel(modelName: string, backendName: string, matmulGflops: number
 export async function main(argv: string[]): Promise<void> {
   const settings = parseArguments(argv);
   if (!settings.json)
-    console.log(`${'model'.padEnd(11)}${'backend'.padEnd(8)} batch  phase      tokens/s   GFLOP/s    mfu`);
+    console.log(`${'model'.padEnd(11)}${'backend'.padEnd(8)} batch  phase      tokens/s   GFLOP/s    mfu   %fma`);
   for (const backendName of settings.backends) {
     try {
       setBackend(backendName);
@@ -249,13 +275,19 @@ export async function main(argv: string[]): Promise<void> {
       continue;
     }
     const matmulGflops = measureMatmulGflops();
-    if (!settings.json) console.log(`# ${backendName}: 1024³ matmul ${matmulGflops.toFixed(1)} GFLOP/s`);
+    const peak = measurePeak(getBackend().threads);
+    if ('error' in peak) throw new Error(`generate bench: ${peak.error}`);
+    if (!settings.json)
+      console.log(
+        `# ${backendName}: 1024³ matmul ${matmulGflops.toFixed(1)} GFLOP/s; ` +
+          `FMA peak (${getBackend().threads} threads, bench/peak) ${peak.fmaGflops.toFixed(1)} GFLOP/s`,
+      );
     for (const modelName of settings.models) {
       if (backendName === 'js' && modelName === 'random-25m') {
         console.error('generate bench: random-25m skipped on js (plain loops take minutes per line)');
         continue;
       }
-      benchModel(modelName, backendName, matmulGflops, settings);
+      benchModel(modelName, backendName, { matmulGflops, fmaGflops: peak.fmaGflops }, settings);
     }
   }
   getBackend().dispose();

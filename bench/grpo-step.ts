@@ -3,16 +3,29 @@
  * (KV-cached `generate`, temperature 1, no stop ids so every completion has `new-tokens` ids), a
  * trivial reward (the share of even ids in the completion), GRPO group advantages, and one
  * `policyStep` (PPO-clip ε 0.2, token-mean, grad clip 1, forward + backward + AdamW) — for the
- * tinystories-656k fixture and the ~25M random model of bench/generate.ts, per backend.
+ * tinystories-656k fixture, the ~25M random model of bench/generate.ts and a random model with
+ * SmolLM2-135M's shape, per backend, next to the same step in PyTorch (bench/reference/grpo_step.py)
+ * run in the same window with the same options.
  *
- * Is: `npm run bench -- grpo-step [--json] [--backends native,wasm,js] [--models fixture,random-25m]
- * [--prompts 8] [--group-size 8] [--prompt-length 32] [--new-tokens 32] [--micro-batch 64]`.
- * Each (model, backend) runs in its own child process so its peak memory (the kernel's RSS
- * high-water mark, process.resourceUsage().maxRSS) is its own. Prints rollout tokens/s (completion
- * tokens generated / rollout seconds) and training tokens/s (prompt + completion tokens through
- * forward and backward / policyStep seconds), after a small untimed warm-up step. The 25M model is
- * skipped on `js` (plain loops: many minutes per step). bench/reference/grpo_step.py is the same
- * step in PyTorch with the same shapes.
+ * Is: `npm run bench -- grpo-step [--json] [--backends native,wasm,js]
+ * [--models fixture,random-25m,smollm2-135m-shape] [--shapes 32x32,64x128] [--prompts 8]
+ * [--group-size 8] [--micro-batch 64] [--pytorch-threads 1,2|none]`. A shape is
+ * `<prompt length>x<new tokens>`. Each case (ours per backend, PyTorch per thread count) runs in its
+ * own child process so its peak memory (the kernel's RSS high-water mark) is its own. Prints rollout
+ * tokens/s (completion tokens / rollout seconds), training tokens/s (prompt + completion tokens
+ * through forward and backward / policyStep seconds) and whole-step tokens/s (completion tokens /
+ * step seconds), after a small untimed warm-up step, and every figure as a ratio to something
+ * measured in this run (bench/peak: an FMA loop and a streaming read, both threads, before and after
+ * the cases; the larger reading counts):
+ * - train %fma: training model FLOPs (3 × forward: 2 per weight per token, 4·Hq·D per visible key
+ *   per layer, the lm_head on the completion rows) per second / FMA peak;
+ * - rollout %roof: the rollout's roofline seconds / its measured seconds, where the roofline of the
+ *   prefill is its FLOPs at the FMA peak and of each decode step the larger of its FLOPs at the FMA
+ *   peak and its memory traffic (every weight once, the shared prompt's K/V once per group, each row's
+ *   own K/V) at the read bandwidth;
+ * - ×torch: our whole-step tokens/s / PyTorch's best (fastest thread count) on the same model and
+ *   shape; mem ×torch: our peak RSS / that PyTorch run's.
+ * The 25M and 135M models are skipped on `js` (plain loops: many minutes per step).
  * Is not: a test, or the trainer loop (no run folder, logging or checkpoints).
  */
 import { spawnSync } from 'node:child_process';
@@ -21,7 +34,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { advantageEstimators } from '../src/algorithms/index.js';
 import { loadCheckpoint } from '../src/model/checkpoint.js';
-import { createSmallConfig } from '../src/model/config.js';
+import { createSmallConfig, type ModelConfig } from '../src/model/config.js';
 import { Transformer } from '../src/model/transformer.js';
 import { AdamW } from '../src/nn/index.js';
 import { generate } from '../src/sampling/sampler.js';
@@ -29,10 +42,13 @@ import { getBackend, Random, setBackend } from '../src/tensor/index.js';
 import { trainerConfigSchema } from '../src/trainer/config.js';
 import { optimizedParameters, policyStep, stepSettingsOf, type TrainingSample } from '../src/trainer/optimize.js';
 import { bindAlgorithm } from '../src/trainer/algorithm.js';
-import { RANDOM_25M_SHAPE } from './generate.js';
+import { causalKeys, forwardFlops, RANDOM_25M_SHAPE, SMOLLM2_135M_SHAPE } from './generate.js';
+import { measurePeak, type MachinePeak } from './peak/peak.js';
 import { readFlags } from './_flags.js';
 
 const FIXTURE = new URL('../../shared/fixtures/models/tinystories-656k', import.meta.url).pathname;
+const REFERENCE = new URL('./reference/grpo_step.py', import.meta.url).pathname;
+const MODELS = ['fixture', 'random-25m', 'smollm2-135m-shape'];
 
 interface StepCase {
   model: string;
@@ -44,33 +60,38 @@ interface StepCase {
   microBatch: number;
 }
 
-function parseArguments(argv: string[]): {
-  json: boolean;
-  backends: string[];
-  models: string[];
-  shape: Omit<StepCase, 'model' | 'backend'>;
-} {
+type Result = Record<string, number | string>;
+
+function parseArguments(argv: string[]) {
   const { value, positive } = readFlags(argv);
   const models = value('--models', 'fixture,random-25m').split(',');
   for (const model of models)
-    if (model !== 'fixture' && model !== 'random-25m')
-      throw new Error(`--models: unknown model '${model}'; known: fixture, random-25m`);
-  const shape = {
+    if (!MODELS.includes(model)) throw new Error(`--models: unknown model '${model}'; known: ${MODELS.join(', ')}`);
+  const shapes = value('--shapes', '32x32,64x128')
+    .split(',')
+    .map((text) => {
+      const [promptLength, newTokens] = text.split('x').map(Number);
+      if (!(Number.isInteger(promptLength) && promptLength > 0 && Number.isInteger(newTokens) && newTokens > 0))
+        throw new Error(`--shapes: '${text}' is not <prompt length>x<new tokens> with positive integers`);
+      return { promptLength, newTokens };
+    });
+  const batch = {
     prompts: positive('--prompts', '8'),
     groupSize: positive('--group-size', '8'),
-    promptLength: positive('--prompt-length', '32'),
-    newTokens: positive('--new-tokens', '32'),
     microBatch: positive('--micro-batch', '64'),
   };
-  if ((shape.prompts * shape.groupSize) % shape.microBatch !== 0)
+  if ((batch.prompts * batch.groupSize) % batch.microBatch !== 0)
     throw new Error(
-      `--micro-batch: ${shape.microBatch} does not divide the ${shape.prompts * shape.groupSize} completions`,
+      `--micro-batch: ${batch.microBatch} does not divide the ${batch.prompts * batch.groupSize} completions`,
     );
+  const torchThreads = value('--pytorch-threads', '1,2');
   return {
     json: argv.includes('--json'),
     backends: value('--backends', process.env.GRPO_BACKEND ?? 'native,wasm,js').split(','),
     models,
-    shape,
+    shapes,
+    batch,
+    pytorchThreads: torchThreads === 'none' ? [] : torchThreads.split(',').map(Number),
   };
 }
 
@@ -79,7 +100,7 @@ function loadModel(name: string): Transformer {
     const checkpoint = loadCheckpoint(FIXTURE);
     return Transformer.fromTensors(checkpoint.config, checkpoint.tensors);
   }
-  return Transformer.random(createSmallConfig(RANDOM_25M_SHAPE), 7);
+  return Transformer.random(createSmallConfig(name === 'random-25m' ? RANDOM_25M_SHAPE : SMOLLM2_135M_SHAPE), 7);
 }
 
 /** Rollout → reward → advantages → policyStep; returns the two phases' seconds and token counts. */
@@ -167,16 +188,99 @@ function runCase(stepCase: StepCase): void {
   getBackend().dispose();
 }
 
-function report(line: Record<string, number | string>, json: boolean): void {
+function modelConfig(name: string): ModelConfig {
+  if (name === 'fixture') return loadCheckpoint(FIXTURE).config;
+  return createSmallConfig(name === 'random-25m' ? RANDOM_25M_SHAPE : SMOLLM2_135M_SHAPE);
+}
+
+/** Training FLOPs of the step: 3 × the forward of every prompt + completion (lm_head on completion rows). */
+function trainFlops(config: ModelConfig, step: StepCase): number {
+  const length = step.promptLength + step.newTokens;
+  const rows = step.prompts * step.groupSize;
+  return 3 * rows * forwardFlops(config, length, causalKeys(0, length), step.newTokens);
+}
+
+/** Roofline seconds of the rollout at `peak`: prefill compute-bound, each decode step max(compute, traffic). */
+function rolloutRooflineSeconds(config: ModelConfig, step: StepCase, peak: MachinePeak): number {
+  const { prompts: P, groupSize: G, promptLength: L, newTokens: N } = step;
+  const flopsPerSecond = peak.fmaGflops * 1e9;
+  const bytesPerSecond = peak.readGBs * 1e9;
+  const { hiddenSize: H, intermediateSize: I, numHeads, numKeyValueHeads, headDim: D, numLayers } = config;
+  const weightBytes =
+    4 * (numLayers * (2 * H * numHeads * D + 2 * H * numKeyValueHeads * D + 3 * H * I) + H * config.vocabSize);
+  const kvBytesPerKey = 4 * 2 * numLayers * numKeyValueHeads * D;
+  let seconds = (P * forwardFlops(config, L, causalKeys(0, L), 1)) / flopsPerSecond;
+  for (let t = 1; t < N; t++) {
+    const flops = P * G * forwardFlops(config, 1, L + t, 1);
+    const bytes = weightBytes + kvBytesPerKey * (P * L + P * G * t);
+    seconds += Math.max(flops / flopsPerSecond, bytes / bytesPerSecond);
+  }
+  return seconds;
+}
+
+/** Runs `args` as a child whose last stdout line is one JSON result, or reports why it failed. */
+function runChild(label: string, command: string, args: string[]): Result | undefined {
+  const child = spawnSync(command, args, {
+    encoding: 'utf8',
+    env: { ...process.env, GRPO_QUIET: '1' },
+    maxBuffer: 1 << 24,
+  });
+  const lastLine = child.stdout?.trim().split('\n').pop() ?? '';
+  if (child.status !== 0 || !lastLine.startsWith('{')) {
+    console.error(`grpo-step bench: ${label} failed (exit ${child.status}):\n${child.stderr}`);
+    return undefined;
+  }
+  const line = JSON.parse(lastLine) as Result;
+  // Progress on stderr: the table needs every case (and the second peak reading) first.
+  console.error(`# ${label}: ${line.promptLength}x${line.newTokens}, step ${Number(line.stepSeconds).toFixed(1)} s`);
+  return line;
+}
+
+/** Adds the ratios of the file header to a result line. */
+function withRatios(line: Result, config: ModelConfig, peak: MachinePeak, torchBest: Result | undefined): Result {
+  const step = line as unknown as StepCase & Record<string, number>;
+  const wholeStepTokensPerSecond = Number(line.rolloutTokens) / Number(line.stepSeconds);
+  const trainGflops = trainFlops(config, step) / Number(line.trainSeconds) / 1e9;
+  const ratios: Result = {
+    wholeStepTokensPerSecond,
+    trainGflops,
+    trainFmaFraction: trainGflops / peak.fmaGflops,
+    rolloutRooflineFraction: rolloutRooflineSeconds(config, step, peak) / Number(line.rolloutSeconds),
+    fmaGflops: peak.fmaGflops,
+    readGBs: peak.readGBs,
+  };
+  if (torchBest) {
+    ratios.stepRatioToTorch = Number(torchBest.stepSeconds) / Number(line.stepSeconds);
+    ratios.peakRssRatioToTorch = Number(line.peakRssMiB) / Number(torchBest.peakRssMiB);
+  }
+  return { ...line, ...ratios };
+}
+
+const HEADER =
+  `${'model'.padEnd(19)}${'shape'.padEnd(8)}${'backend'.padEnd(16)}thr rollout/s  train/s   step/s  step s` +
+  `  train%fma rollout%roof  ×torch  peak MiB  mem×torch`;
+
+function report(line: Result, json: boolean): void {
   if (json) {
     console.log(JSON.stringify(line));
     return;
   }
-  const number = (key: string, digits = 0) => Number(line[key]).toFixed(digits);
+  const number = (key: string, digits = 0, width = 9) =>
+    (line[key] === undefined ? '-' : Number(line[key]).toFixed(digits)).padStart(width);
+  const percent = (key: string, width: number) => (Number(line[key]) * 100).toFixed(1).padStart(width - 1) + '%';
   console.log(
-    `${String(line.model).padEnd(11)}${String(line.backend).padEnd(8)}${number('rolloutTokensPerSecond').padStart(10)}${number('rolloutSeconds', 2).padStart(9)}` +
-      `${number('trainTokensPerSecond').padStart(10)}${number('trainSeconds', 2).padStart(9)}${number('peakRssMiB').padStart(10)}`,
+    `${String(line.model).padEnd(19)}${`${line.promptLength}x${line.newTokens}`.padEnd(8)}` +
+      `${String(line.backend).padEnd(16)}${String(line.threads).padStart(3)}` +
+      `${number('rolloutTokensPerSecond', 0, 10)}${number('trainTokensPerSecond')}${number('wholeStepTokensPerSecond')}` +
+      `${number('stepSeconds', 2, 8)}${percent('trainFmaFraction', 11)}${percent('rolloutRooflineFraction', 13)}` +
+      `${number('stepRatioToTorch', 2, 8)}${number('peakRssMiB', 0, 10)}${number('peakRssRatioToTorch', 2, 11)}`,
   );
+}
+
+function peakOrExit(threads: number): MachinePeak {
+  const peak = measurePeak(threads);
+  if ('error' in peak) throw new Error(`grpo-step bench: no machine peak to compare with: ${peak.error}`);
+  return peak;
 }
 
 /** Runs the scenario; see the file header for flags. */
@@ -184,31 +288,57 @@ export async function main(argv: string[]): Promise<void> {
   if (argv[0] === '--child') return runCase(JSON.parse(argv[1]) as StepCase);
   const settings = parseArguments(argv);
   const runner = join(dirname(fileURLToPath(import.meta.url)), 'run.ts');
-  if (!settings.json)
-    console.log(`${'model'.padEnd(11)}${'backend'.padEnd(8)}rollout/s rollout s   train/s  train s  peak MiB`);
-  for (const backend of settings.backends) {
-    for (const model of settings.models) {
-      if (backend === 'js' && model === 'random-25m') {
-        console.error('grpo-step bench: random-25m skipped on js (plain loops take many minutes per step)');
-        continue;
+  const threads = 2;
+  const before = peakOrExit(threads);
+  const results: { config: ModelConfig; ours: Result[]; torch: Result[] }[] = [];
+  for (const model of settings.models) {
+    const config = modelConfig(model);
+    for (const shape of settings.shapes) {
+      const base = { model, ...settings.batch, ...shape };
+      const ours: Result[] = [];
+      for (const backend of settings.backends) {
+        if (backend === 'js' && model !== 'fixture') {
+          console.error(`grpo-step bench: ${model} skipped on js (plain loops take many minutes per step)`);
+          continue;
+        }
+        const stepCase: StepCase = { ...base, backend };
+        // A child per case: its RSS high-water mark is then this case's peak memory alone.
+        const args = [...process.execArgv, runner, 'grpo-step', '--child', JSON.stringify(stepCase)];
+        const line = runChild(`${model} on ${backend}`, process.execPath, args);
+        if (line) ours.push(line);
       }
-      const stepCase: StepCase = { model, backend, ...settings.shape };
-      // A child per case: its RSS high-water mark is then this case's peak memory alone.
-      const child = spawnSync(
-        process.execPath,
-        [...process.execArgv, runner, 'grpo-step', '--child', JSON.stringify(stepCase)],
-        {
-          encoding: 'utf8',
-          env: { ...process.env, GRPO_QUIET: '1' },
-          maxBuffer: 1 << 24,
-        },
-      );
-      const lastLine = child.stdout.trim().split('\n').pop() ?? '';
-      if (child.status !== 0 || !lastLine.startsWith('{')) {
-        console.error(`grpo-step bench: ${model} on ${backend} failed (exit ${child.status}):\n${child.stderr}`);
-        continue;
+      const torch: Result[] = [];
+      for (const torchThreads of settings.pytorchThreads) {
+        const flags = ['--models', model, '--threads', String(torchThreads), '--prompts', String(base.prompts)];
+        flags.push('--group-size', String(base.groupSize), '--prompt-length', String(base.promptLength));
+        flags.push('--new-tokens', String(base.newTokens));
+        const line = runChild(`PyTorch ${model} (${torchThreads} threads)`, '/usr/bin/python3', [REFERENCE, ...flags]);
+        if (line) torch.push(line);
       }
-      report(JSON.parse(lastLine) as Record<string, number | string>, settings.json);
+      results.push({ config, ours, torch });
     }
+  }
+  const after = peakOrExit(threads);
+  // Contention from other processes only lowers a reading, so the larger one is the closer to the peak.
+  const peak: MachinePeak = {
+    ...before,
+    fmaGflops: Math.max(before.fmaGflops, after.fmaGflops),
+    readGBs: Math.max(before.readGBs, after.readGBs),
+  };
+  if (settings.json) console.log(JSON.stringify({ peak, before, after }));
+  else {
+    const readings = [before, after].map((p) => `${p.fmaGflops.toFixed(0)}/${p.readGBs.toFixed(1)}`).join(', ');
+    console.log(
+      `# peak (${threads} threads, bench/peak): FMA ${peak.fmaGflops.toFixed(1)} GFLOP/s (${peak.fmaWidth}-bit), ` +
+        `read ${peak.readGBs.toFixed(1)} GB/s; before, after: ${readings}`,
+    );
+    console.log(HEADER);
+  }
+  for (const { config, ours, torch } of results) {
+    const torchBest = torch.reduce<Result | undefined>(
+      (best, line) => (!best || Number(line.stepSeconds) < Number(best.stepSeconds) ? line : best),
+      undefined,
+    );
+    for (const line of [...ours, ...torch]) report(withRatios(line, config, peak, torchBest), settings.json);
   }
 }

@@ -36,21 +36,9 @@ import { bindAlgorithm } from '../src/trainer/algorithm.js';
 import { trainerConfigSchema } from '../src/trainer/config.js';
 import { attachLora } from '../src/trainer/setup.js';
 import { optimizedParameters, policyStep, stepSettingsOf, type TrainingSample } from '../src/trainer/optimize.js';
-import { RANDOM_25M_SHAPE } from './generate.js';
+import { RANDOM_25M_SHAPE, SMOLLM2_135M_SHAPE } from './generate.js';
 import { readFlags } from './_flags.js';
 
-/** SmolLM2-135M's config.json shape (HuggingFaceTB/SmolLM2-135M), random weights. */
-const SMOLLM2_135M_SHAPE = {
-  vocabSize: 49152,
-  hiddenSize: 576,
-  intermediateSize: 1536,
-  numLayers: 30,
-  numHeads: 9,
-  numKeyValueHeads: 3,
-  maxPositionEmbeddings: 8192,
-  tieWordEmbeddings: true,
-  ropeTheta: 100000,
-};
 const MODELS: Record<string, SmallConfigOptions> = {
   'random-25m': RANDOM_25M_SHAPE,
   'smollm2-135m-shape': SMOLLM2_135M_SHAPE,

@@ -3,10 +3,10 @@
  * libopenblas, compiled and run by bench/openblas/openblas.ts in the same run), with 1 and 2 threads.
  *
  * Is: `npm run bench -- matmul-native [--json] [--repeats 10] [--rounds 3] [--threads 1,2]
- * [--shapes 512x512x512,...] [--peak-per-core 116]`; one JSON line per (backend, threads, shape) with
- * gflops and peakFraction (gflops / (peak-per-core x threads)), and on native lines `ratioToOpenblas`.
- * Shapes are MxKxN: C[M,N] = A[M,K] · B[K,N], no transposes. The default peak, 116, is the figure in
- * DESIGN.md; an FMA-only loop on the 2-core Xeon this was tuned on reaches about 175 per core (turbo).
+ * [--shapes 512x512x512,...] [--peak-per-core G]`; one JSON line per (backend, threads, shape) with
+ * gflops and peakFraction (gflops / the FMA peak with that many threads, measured in this run by
+ * bench/peak unless --peak-per-core fixes it), and on native lines `ratioToOpenblas`.
+ * Shapes are MxKxN: C[M,N] = A[M,K] · B[K,N], no transposes.
  * Is not: a test; numbers on a shared machine vary, so compare lines from the same run only.
  */
 import { performance } from 'node:perf_hooks';
@@ -16,6 +16,7 @@ import {
   type NativeBackend,
 } from '../src/tensor/backends/native/native-backend.js';
 import { measureOpenblas, type MatmulSize, type OpenblasResult } from './openblas/openblas.js';
+import { measurePeak } from './peak/peak.js';
 import { DEFAULT_MATMUL_SHAPES, readFlags } from './_flags.js';
 
 interface Settings {
@@ -33,7 +34,7 @@ function parseArguments(argv: string[]): Settings {
   const threads = positiveList('--threads', '1,2');
   const repeats = Number(value('--repeats', '10'));
   const rounds = Number(value('--rounds', '3'));
-  const peakPerCore = Number(value('--peak-per-core', '116'));
+  const peakPerCore = Number(value('--peak-per-core', '0'));
   if (!Number.isInteger(repeats) || repeats < 1) throw new Error('--repeats: a positive integer');
   if (!Number.isInteger(rounds) || rounds < 1) throw new Error('--rounds: a positive integer');
   return { json: argv.includes('--json'), repeats, rounds, threads, sizes, peakPerCore };
@@ -95,7 +96,7 @@ function report(settings: Settings, record: Record<string, unknown>): void {
  * keeps its best, so load from other processes on a shared machine hits both alike.
  */
 function measureThreads(settings: Settings, threads: number, backend: NativeBackend | null): void {
-  const peak = settings.peakPerCore * threads;
+  const peak = peakGflops(settings.peakPerCore, threads);
   const key = ({ M, K, N }: MatmulSize) => `${M}x${K}x${N}`;
   const blas = new Map<string, OpenblasResult>();
   const native = new Map<string, number>();
@@ -157,4 +158,13 @@ export async function main(argv: string[]): Promise<void> {
       backend?.dispose();
     }
   }
+}
+
+/** The FMA peak for `threads` threads: `--peak-per-core` × threads when given, else measured now (bench/peak). */
+function peakGflops(peakPerCore: number, threads: number): number {
+  if (peakPerCore > 0) return peakPerCore * threads;
+  const measured = measurePeak(threads);
+  if ('error' in measured) throw new Error(`${measured.error}; pass --peak-per-core instead`);
+  console.error(`# FMA peak with ${threads} thread(s), measured now: ${measured.fmaGflops.toFixed(1)} GFLOP/s`);
+  return measured.fmaGflops;
 }

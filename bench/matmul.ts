@@ -2,16 +2,17 @@
  * Bench scenario `matmul`: GFLOP/s of single-precision matmul per backend, thread count and shape.
  *
  * Is: `npm run bench -- matmul [--json] [--repeats 5] [--threads 1,2] [--backends js,wasm]
- * [--shapes 512x512x512,...] [--peak-per-core 116]`. Shapes are MxKxN: C[M,N] = A[M,K] · B[K,N],
+ * [--shapes 512x512x512,...] [--peak-per-core G]`. Shapes are MxKxN: C[M,N] = A[M,K] · B[K,N],
  * no transposes. Each line is the best of `repeats` timed runs after one warm-up; peakFraction is
- * gflops / (threads x peak-per-core), the default peak being 116 GFLOP/s per core (FP32 FMA on the
- * 2-core Zen4 this project targets). js is single-threaded and slow: it is timed once per shape,
+ * gflops / the FMA peak with that many threads, measured in this run by bench/peak (an FMA loop)
+ * unless --peak-per-core fixes it. js is single-threaded and slow: it is timed once per shape,
  * with threads 1 only. With --json, one JSON line per (backend, threads, shape); else a table.
  * Is not: a test; numbers on a shared machine vary, so compare lines from the same run only.
  */
 import { performance } from 'node:perf_hooks';
 import type { Backend, MatmulShape } from '../src/tensor/backend.js';
 import { createBackend } from '../src/tensor/backends/select.js';
+import { measurePeak } from './peak/peak.js';
 import { DEFAULT_MATMUL_SHAPES, readFlags } from './_flags.js';
 
 interface Settings {
@@ -40,10 +41,10 @@ function parseArguments(argv: string[]): Settings {
   const sizes = shapes('--shapes', DEFAULT_MATMUL_SHAPES);
   const threads = positiveList('--threads', '1,2');
   const repeats = Number(value('--repeats', '5'));
-  const peakPerCore = Number(value('--peak-per-core', '116'));
+  const peakPerCore = Number(value('--peak-per-core', '0'));
   const backends = value('--backends', 'js,wasm').split(',');
   if (!Number.isInteger(repeats) || repeats < 1) throw new Error('--repeats: a positive integer');
-  if (!(peakPerCore > 0)) throw new Error('--peak-per-core: a positive number of GFLOP/s');
+  if (!(peakPerCore >= 0)) throw new Error('--peak-per-core: a number of GFLOP/s (0: measure it)');
   return { json: argv.includes('--json'), repeats, threads, backends, sizes, peakPerCore };
 }
 
@@ -107,12 +108,13 @@ export async function main(argv: string[]): Promise<void> {
     const threadCounts = name === 'js' ? [1] : settings.threads;
     for (const threads of threadCounts) {
       const backend = createBackend(name, { threads });
+      const peak = peakGflops(settings.peakPerCore, backend.threads);
       try {
         if (name === 'js') bestSeconds(backend, { M: 64, K: 64, N: 64 }, 3); // JIT warm-up
         for (const size of settings.sizes) {
           const seconds = bestSeconds(backend, size, name === 'js' ? 1 : settings.repeats);
           const gflops = (2 * size.M * size.K * size.N) / seconds / 1e9;
-          const peakFraction = gflops / (backend.threads * settings.peakPerCore);
+          const peakFraction = gflops / peak;
           report({ backend: name, threads: backend.threads, ...size, seconds, gflops, peakFraction }, settings.json);
         }
       } finally {
@@ -120,4 +122,13 @@ export async function main(argv: string[]): Promise<void> {
       }
     }
   }
+}
+
+/** The FMA peak for `threads` threads: `--peak-per-core` × threads when given, else measured now (bench/peak). */
+function peakGflops(peakPerCore: number, threads: number): number {
+  if (peakPerCore > 0) return peakPerCore * threads;
+  const measured = measurePeak(threads);
+  if ('error' in measured) throw new Error(`${measured.error}; pass --peak-per-core instead`);
+  console.error(`# FMA peak with ${threads} thread(s), measured now: ${measured.fmaGflops.toFixed(1)} GFLOP/s`);
+  return measured.fmaGflops;
 }

@@ -1,8 +1,10 @@
 """One GRPO step in PyTorch with the shapes of bench/grpo-step.ts, for a side-by-side speed comparison.
 
 Is: a hand-run reference (Debian's python3-torch, never in CI or npm test). For the tinystories-656k
-fixture (weights read from its model.safetensors) and the ~25M random Llama of bench/generate.ts
-(vocab 8192, hidden 512, MLP 1536, 6 layers, 8 heads, tied embeddings, N(0, 0.02) init), it runs
+fixture (weights read from its model.safetensors), the ~25M random Llama of bench/generate.ts
+(vocab 8192, hidden 512, MLP 1536, 6 layers, 8 heads, tied embeddings, N(0, 0.02) init) and a random
+model with SmolLM2-135M's shape (vocab 49152, hidden 576, MLP 1536, 30 layers, 9 heads, 3 KV heads,
+rope theta 1e5, tied embeddings), it runs
   1. rollout: the P prompts prefilled in one batch, each prompt's KV cache repeated G times, then a
      simple decode loop over a preallocated KV cache (temperature 1 multinomial sampling, no stop
      ids), recording the sampled ids' logprobs (the old-policy logprobs);
@@ -17,7 +19,7 @@ is set from the CPU flags when unset (see _openblas_core_type: without it Debian
 generic kernels on this VM and PyTorch would look 6x slower than it is).
 Prints one JSON line per model with the fields of `npm run bench -- grpo-step --json`.
 
-Run:  /usr/bin/python3 bench/reference/grpo_step.py [--models fixture,random-25m] [--threads 2]
+Run:  /usr/bin/python3 bench/reference/grpo_step.py [--models fixture,random-25m,smollm2-135m-shape] [--threads 2]
       [--prompts 8] [--group-size 8] [--prompt-length 32] [--new-tokens 32]
 Is not: a transformers model (plain functions, same maths as src/model/transformer.ts).
 """
@@ -54,6 +56,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE = os.path.join(HERE, "../../../shared/fixtures/models/tinystories-656k")
 RANDOM_25M = {"vocab_size": 8192, "hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 6,
               "num_attention_heads": 8, "num_key_value_heads": 8, "rms_norm_eps": 1e-5, "rope_theta": 10000.0}
+# SmolLM2-135M's shape (bench/generate.ts SMOLLM2_135M_SHAPE), random weights: GQA 9 query / 3 KV heads.
+SMOLLM2_135M = {"vocab_size": 49152, "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30,
+                "num_attention_heads": 9, "num_key_value_heads": 3, "rms_norm_eps": 1e-5, "rope_theta": 100000.0}
+RANDOM_MODELS = {"random-25m": RANDOM_25M, "smollm2-135m-shape": SMOLLM2_135M}
 
 
 def read_safetensors(path):
@@ -81,13 +87,14 @@ def load_model(name):
         shared = weights.pop("lm_head.weight", None)
         weights.setdefault("model.embed_tokens.weight", shared)
     else:
-        config = dict(RANDOM_25M)
+        config = dict(RANDOM_MODELS[name])
         generator = torch.Generator().manual_seed(7)
         H, I, V = config["hidden_size"], config["intermediate_size"], config["vocab_size"]
+        KV = config["num_key_value_heads"] * H // config["num_attention_heads"]
         weights = {"model.embed_tokens.weight": torch.randn(V, H, generator=generator) * 0.02, "model.norm.weight": torch.ones(H)}
         for layer in range(config["num_hidden_layers"]):
             prefix = f"model.layers.{layer}"
-            for proj, shape in [("self_attn.q_proj", (H, H)), ("self_attn.k_proj", (H, H)), ("self_attn.v_proj", (H, H)),
+            for proj, shape in [("self_attn.q_proj", (H, H)), ("self_attn.k_proj", (KV, H)), ("self_attn.v_proj", (KV, H)),
                                 ("self_attn.o_proj", (H, H)), ("mlp.gate_proj", (I, H)), ("mlp.up_proj", (I, H)), ("mlp.down_proj", (H, I))]:
                 weights[f"{prefix}.{proj}.weight"] = torch.randn(*shape, generator=generator) * 0.02
             weights[f"{prefix}.input_layernorm.weight"] = torch.ones(H)
@@ -246,8 +253,8 @@ def main():
         run_case(arguments)
         return
     for model in arguments.models.split(","):
-        if model not in ("fixture", "random-25m"):
-            sys.exit(f"--models: unknown model '{model}'; known: fixture, random-25m")
+        if model != "fixture" and model not in RANDOM_MODELS:
+            sys.exit(f"--models: unknown model '{model}'; known: fixture, {', '.join(RANDOM_MODELS)}")
         rest = [a for a in sys.argv[1:] if not a.startswith("--models") and a != arguments.models]
         subprocess.run([sys.executable, os.path.abspath(__file__), "--child", "--models", model, *rest], check=True)
 

@@ -67,8 +67,11 @@ export interface ForwardOptions {
    * Decode steps of groups sharing a prompt (T = 1, no graph): row b continues prompt rowPrefix[b],
    * whose keys/values sit in prompts[rowPrefix[b]] (stored once per prompt); `cache` then holds only
    * each row's generated keys. Positions must be given (prompt length + tokens generated).
+   * With rowLengths, rows may be at different steps (continuous batching): row b holds
+   * rowLengths[b] generated keys, its new key goes to column rowLengths[b] and it attends to those
+   * alone (a slot given to a new sequence starts again at 0); cache.length becomes max + 1.
    */
-  sharedPrefix?: { prompts: KvCache[]; rowPrefix: Int32Array };
+  sharedPrefix?: { prompts: KvCache[]; rowPrefix: Int32Array; rowLengths?: Int32Array };
 }
 
 export class Transformer {
@@ -218,12 +221,15 @@ export class Transformer {
     return this.logits(hidden, options.logitRows);
   }
 
+  /** The lm_head weight [V, H]: the embedding matrix when the embeddings are tied. */
+  headWeight(): Tensor {
+    return this.config.tieWordEmbeddings ? this.weight('model.embed_tokens.weight') : this.weight('lm_head.weight');
+  }
+
   /** lm_head over the final hidden states, optionally only at the given rows of [B·T]. */
   logits(hidden: Tensor, rows?: Int32Array): Tensor {
     const H = this.config.hiddenSize;
-    const head = this.config.tieWordEmbeddings
-      ? this.weight('model.embed_tokens.weight')
-      : this.weight('lm_head.weight');
+    const head = this.headWeight();
     const flat = reshape(hidden, [-1, H]); // [B·T, H]
     const selected = rows ? embedding(flat, rows) : flat; // gather rows; its gradient scatters back
     const logits = matmul(selected, head, { transposeB: true }); // [rows, V]
@@ -246,7 +252,8 @@ export class Transformer {
     if (options.sharedPrefix && (!options.cache || !options.positions || T !== 1)) {
       throw new Error('Transformer.forward: sharedPrefix needs a cache, explicit positions and one token per row');
     }
-    const past = options.cache?.length ?? 0;
+    const rowLengths = options.sharedPrefix?.rowLengths;
+    const past = rowLengths ? Math.max(0, ...rowLengths) : (options.cache?.length ?? 0);
     const positions = options.positions ?? Int32Array.from({ length: T }, (_, t) => past + t);
     const angles = ropeTable(positions, this.inverseFrequencies); // shared by every layer's q and k
     let x = reshape(embedding(this.weight('model.embed_tokens.weight'), ids), [B, T, config.hiddenSize]); // [B, T, H]
@@ -316,14 +323,18 @@ export class Transformer {
     let v = project('v', config.numKeyValueHeads);
     const cache = options.cache;
     let S = T;
-    if (cache) {
+    const shared = options.sharedPrefix;
+    const rowLengths = shared?.rowLengths;
+    if (cache && rowLengths) {
+      S = Math.max(0, ...rowLengths) + 1;
+      [k, v] = writeRowsToCache(cache, layer, k, v, rowLengths, S); // [B, Hkv, capacity ≥ S, D]
+    } else if (cache) {
       S = cache.length + T;
       if (k.requiresGrad || v.requiresGrad)
         [k, v] = concatToCache(cache, layer, k, v); // keeps the graph
       else [k, v] = writeToCache(cache, layer, k, v); // [B, Hkv, capacity ≥ S, D]
     }
     const window = config.slidingWindow;
-    const shared = options.sharedPrefix;
     const attended =
       shared && cache
         ? prefixAttention(q, k, v, S, {
@@ -332,6 +343,7 @@ export class Transformer {
             lengths: shared.prompts.map((prompt) => prompt.length),
             rowPrefix: shared.rowPrefix,
             window: window ?? undefined,
+            ownLengths: rowLengths && Int32Array.from(rowLengths, (length) => length + 1),
           })
         : causalAttention(q, k, v, {
             positionOffset: S - T,
@@ -373,6 +385,44 @@ function concatToCache(cache: KvCache, layer: number, k: Tensor, v: Tensor): [Te
 }
 
 /** Writes k, v [B, Hkv, T, D] at positions length..length+T−1 in place, growing the room by doubling. */
+/** Writes one new key/value per row [B, Hkv, 1, D] at column columns[b] of the cache (rows at different steps). */
+function writeRowsToCache(
+  cache: KvCache,
+  layer: number,
+  k: Tensor,
+  v: Tensor,
+  columns: Int32Array,
+  needed: number,
+): [Tensor, Tensor] {
+  const [B, Hkv, T, D] = k.shape;
+  if (T !== 1 || columns.length !== B) throw new Error(`Transformer: rowLengths need one new token per row (T = ${T})`);
+  const result = [k, v].map((fresh, which) => {
+    let target = which === 0 ? cache.keys[layer] : cache.values[layer];
+    if (target && (target.shape[0] !== B || target.shape[1] !== Hkv || target.shape[3] !== D))
+      throw new Error(
+        `Transformer: KV cache of layer ${layer} holds ${formatShape(target.shape)}, new keys are ${formatShape(fresh.shape)}`,
+      );
+    const capacity = target ? target.shape[2] : 0;
+    if (!target || needed > capacity) {
+      const grown = Math.max(needed, cache.capacityHint ?? 0, capacity * 2);
+      const data = new Float32Array(B * Hkv * grown * D);
+      for (let row = 0; row < B * Hkv && target; row++)
+        data.set(target.data.subarray(row * capacity * D, (row + 1) * capacity * D), row * grown * D);
+      target = new Tensor(data, [B, Hkv, grown, D]);
+    }
+    const room = target.shape[2];
+    for (let b = 0; b < B; b++)
+      for (let h = 0; h < Hkv; h++) {
+        const row = b * Hkv + h;
+        target.data.set(fresh.data.subarray(row * D, (row + 1) * D), (row * room + columns[b]) * D);
+      }
+    return target;
+  });
+  cache.keys[layer] = result[0];
+  cache.values[layer] = result[1];
+  return [result[0], result[1]];
+}
+
 function writeToCache(cache: KvCache, layer: number, k: Tensor, v: Tensor): [Tensor, Tensor] {
   const [B, Hkv, T, D] = k.shape;
   const past = cache.length;

@@ -2,7 +2,8 @@
  * Batched, KV-cached group sampling over token ids: each prompt is prefilled once and its cache is
  * shared by its G samples (never copied: attention reads it once per group), and all live
  * sequences decode together with per-sequence positions. Finished sequences leave the batch, so a step costs what the live
- * ones need. Returns ids and the per-token logprobs of the sampled ids (GRPO's old-policy logprobs).
+ * ones need; with maxBatchSize below the sample count, a finished sequence's slot goes to the next
+ * waiting one instead (continuous batching: rows at different steps, each with its own key count). Returns ids and the per-token logprobs of the sampled ids (GRPO's old-policy logprobs).
  *
  * Legend: B = live sequences, Hkv, D as in the model; the batched cache holds generated keys only.
  * Is not: tokenizer-aware (ids in, ids out) or a training forward. Each sequence draws from its own
@@ -21,6 +22,12 @@ export interface GenerateRequest extends Partial<SamplingSettings> {
   /** Generation stops after any of these ids (the stop id is kept in the completion). */
   stopTokenIds?: number[];
   seed: number;
+  /**
+   * Most sequences decoded together (default: every sample at once). Below P·G, the rest wait and
+   * each finished sequence's slot goes to the next waiting one (continuous batching): memory stays
+   * bounded and the batch stays full while lengths vary. Results are the same either way.
+   */
+  maxBatchSize?: number;
 }
 
 export interface Completion {
@@ -39,6 +46,8 @@ function validate(request: GenerateRequest, model: Transformer): void {
   const numSamples = request.numSamples ?? 1;
   if (!Number.isInteger(numSamples) || numSamples < 1)
     throw new Error(`generate: numSamples must be a positive integer, got ${numSamples}`);
+  if (request.maxBatchSize !== undefined && !(Number.isInteger(request.maxBatchSize) && request.maxBatchSize >= 1))
+    throw new Error(`generate: maxBatchSize must be a positive integer, got ${request.maxBatchSize}`);
   const temperature = request.temperature ?? 1;
   if (!(temperature >= 0)) throw new Error(`generate: temperature must be >= 0, got ${temperature}`);
   if (request.topP !== undefined && !(request.topP > 0 && request.topP <= 1))
@@ -162,21 +171,30 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
         });
         // Each prompt's keys stay in its own prefill cache, read once per group by the attention
         // (sharedPrefix); the batched cache holds only the generated keys, so it needs no padding.
-        let active = live.filter(
-          (sequence) =>
-            sequence.completion.finishReason === 'length' && sequence.completion.ids.length < request.maxNewTokens,
-        );
+        const unfinished = (sequence: LiveSequence) =>
+          sequence.completion.finishReason === 'length' && sequence.completion.ids.length < request.maxNewTokens;
+        const waiting = live.filter(unfinished);
+        const slots = Math.min(waiting.length, request.maxBatchSize ?? waiting.length);
+        // Continuous batching only when some sequences wait: rows are then at different steps.
+        const continuous = slots < waiting.length;
+        let active = waiting.splice(0, slots);
         const prompts = prefilled.caches;
         const cache = model.createCache(request.maxNewTokens); // room for every step: nothing regrows
+        const generatedKeys = (s: LiveSequence) => s.position - request.prompts[s.completion.promptIndex].length;
         while (active.length > 0) {
           const B = active.length;
+          const rowPrefix = Int32Array.from(active, (s) => s.completion.promptIndex);
           const logits = model.forward(
             Int32Array.from(active, (s) => s.nextId),
             B,
             {
               cache,
               positions: Int32Array.from(active, (s) => s.position),
-              sharedPrefix: { prompts, rowPrefix: Int32Array.from(active, (s) => s.completion.promptIndex) },
+              sharedPrefix: {
+                prompts,
+                rowPrefix,
+                rowLengths: continuous ? Int32Array.from(active, generatedKeys) : undefined,
+              },
             },
           ); // [B, 1, V]
           const chosen = chooseTokens(
@@ -189,13 +207,13 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
             sequence.position++;
             accept(sequence, chosen[b], stop, request.maxNewTokens);
           });
-          // Finished sequences leave the batch: keep only the rows still generating (order kept, so
-          // the rows of one prompt stay contiguous).
-          const keep = active
+          // A finished row's slot goes to the next waiting sequence (its keys overwrite the slot's from
+          // column 0); with none waiting, finished rows leave the batch (order kept, so the rows of one
+          // prompt stay contiguous).
+          const slotted = active.map((s) => (unfinished(s) ? s : waiting.shift()));
+          const keep = slotted
             .map((s, b) => ({ s, b }))
-            .filter(
-              ({ s }) => s.completion.finishReason === 'length' && s.completion.ids.length < request.maxNewTokens,
-            );
+            .filter((row): row is { s: LiveSequence; b: number } => !!row.s);
           if (keep.length < active.length && keep.length > 0) {
             for (let layer = 0; layer < model.config.numLayers; layer++) {
               cache.keys[layer] = keepRows(

@@ -38,11 +38,10 @@ export interface Backend {
   matmul(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void;
   /** out = silu(gate)·up elementwise; `activated`, when given, receives silu(gate). */
   swigluForward?(gate: Float32Array, up: Float32Array, out: Float32Array, activated: Float32Array | null): void;
-  /** gradGate = (g·up)·σ(gate)(1 + gate(1 − σ(gate))), gradUp = g·activated (activated = silu(gate)). */
+  /** gradGate = (g·up)·σ(gate)(1 + gate(1 − σ(gate))), gradUp = g·fround(silu(gate)) (recomputed, not kept). */
   swigluBackward?(
     gate: Float32Array,
     up: Float32Array,
-    activated: Float32Array,
     gradOut: Float32Array,
     gradGate: Float32Array,
     gradUp: Float32Array,

@@ -112,37 +112,24 @@ export function swiglu(gate: Tensor, up: Tensor): Tensor {
   const u = up.data;
   const output = new Float32Array(x.length);
   const forwardBackend = getBackend();
-  if (!needsGrad([gate, up])) {
-    if (forwardBackend.swigluForward) {
-      forwardBackend.swigluForward(x, u, output, null);
-      return new Tensor(output, gate.shape);
-    }
-    // Generation: no gradient, so silu(gate) is not kept (rounded to float32 as the composite stores it).
-    for (let i = 0; i < x.length; i++) output[i] = Math.fround(x[i] * sigmoidOf(x[i])) * u[i];
-    return new Tensor(output, gate.shape);
-  }
-  const activated = new Float32Array(x.length); // silu(gate), kept for the gradient
-  if (forwardBackend.swigluForward) {
-    forwardBackend.swigluForward(x, u, output, activated);
-  } else {
-    for (let i = 0; i < x.length; i++) {
-      activated[i] = x[i] * sigmoidOf(x[i]);
-      output[i] = activated[i] * u[i];
-    }
-  }
+  // silu(gate) is rounded to float32 as the composite stores it; the backward recomputes it rather
+  // than keeping a [.., I] copy alive between the passes.
+  if (forwardBackend.swigluForward) forwardBackend.swigluForward(x, u, output, null);
+  else for (let i = 0; i < x.length; i++) output[i] = Math.fround(x[i] * sigmoidOf(x[i])) * u[i];
+  if (!needsGrad([gate, up])) return new Tensor(output, gate.shape);
   return record(new Tensor(output, gate.shape), 'swiglu', [gate, up], (g) => {
     const gradGate = new Float32Array(x.length);
     const gradUp = new Float32Array(x.length);
     const backend = getBackend();
     if (backend.swigluBackward) {
-      backend.swigluBackward(x, u, activated, g, gradGate, gradUp);
+      backend.swigluBackward(x, u, g, gradGate, gradUp);
       return [gradGate, gradUp];
     }
     for (let i = 0; i < x.length; i++) {
       const sigmoid = sigmoidOf(x[i]);
       // g·up is rounded to float32 first, as the composite stores it between its two ops.
       gradGate[i] = Math.fround(g[i] * u[i]) * (sigmoid * (1 + x[i] * (1 - sigmoid)));
-      gradUp[i] = g[i] * activated[i];
+      gradUp[i] = g[i] * Math.fround(x[i] * sigmoid);
     }
     return [gradGate, gradUp];
   });

@@ -142,6 +142,13 @@ for (const { name, backend } of backendsUnderTest()) {
       gradCheck((x) => T.logSoftmaxGather(x, Int32Array.from([2, 0, 4])), [normal([3, 5], 2)]);
       gradCheck((x) => T.crossEntropy(x, Int32Array.from([1, -100, 3, 0])), [normal([2, 2, 5], 2)]);
     });
+    it('projectedLogSoftmaxGather (lm_head + log-softmax-gather in chunks of 2 rows, temperature 0.7)', () =>
+      gradCheck(
+        (x, w) =>
+          T.projectedLogSoftmaxGather(x, w, Int32Array.from([2, 0, 5, 1, 3]), { scale: 1 / 0.7, chunkRows: 2 })
+            .logprobs,
+        [normal([5, 4]), normal([6, 4], 2)],
+      ));
     it('linear (x·Wᵀ + b)', () =>
       gradCheck((x, w, b) => T.linear(x, w, b), [normal([2, 3, 4]), normal([5, 4]), normal([5])]));
   });

@@ -57,7 +57,13 @@ export { mean, logSumExp, logSoftmax, softmax, entropy, linear } from './ops.js'
 export { rmsNorm, rope, causalAttention, swiglu, type AttentionOptions } from './fused.js';
 export { lowRankLinear, type LowRankUpdate } from './low-rank-linear.js';
 export { HalfMatrix } from './half-matrix.js';
-export { logSoftmaxGather, crossEntropy, entropyFromLogits, type CrossEntropyOptions } from './fused-vocabulary.js';
+export {
+  logSoftmaxGather,
+  projectedLogSoftmaxGather,
+  crossEntropy,
+  entropyFromLogits,
+  type CrossEntropyOptions,
+} from './fused-vocabulary.js';
 export { sizeOf, formatShape, type Shape } from './shape.js';
 export type { Backend, MatmulShape } from './backend.js';
 export { getBackend, setBackend, createBackend, withConstantWeights } from './backends/select.js';

@@ -27,6 +27,12 @@ export interface SharedPrefix {
   rowPrefix: Int32Array;
   /** Sliding window (Mistral/Qwen): a query at position p sees keys s with p − s < window. */
   window?: number;
+  /**
+   * [B] generated keys each row sees (its first ownLengths[b] of `keys`), when rows are at different
+   * steps (continuous batching: a refilled slot starts again at 0); `S` is then their maximum. Each
+   * run of consecutive rows with the same prompt and length is computed as one call with that length.
+   */
+  ownLengths?: Int32Array;
 }
 
 /**
@@ -54,6 +60,7 @@ export function prefixAttention(q: Tensor, keys: Tensor, values: Tensor, S: numb
   if (isGradEnabled() && (q.requiresGrad || keys.requiresGrad || values.requiresGrad)) {
     throw new Error('prefixAttention: has no gradient; call it under noGrad (generation only)');
   }
+  if (prefix.ownLengths) return byOwnLength(q, keys, values, S, prefix, prefix.ownLengths);
   const rep = Hq / Hkv;
   const backend = getBackend();
   if (backend.prefixAttentionRows) return prefixAttentionKernel(q, keys, values, S, prefix);
@@ -89,6 +96,41 @@ export function prefixAttention(q: Tensor, keys: Tensor, values: Tensor, S: numb
       accumulate: false,
     });
     for (let i = 0; i < output.length; i++) output[i] += ownOutput[i];
+  }
+  return new Tensor(output, [B, Hq, 1, D]);
+}
+
+/** Rows at different steps: each run of rows with one prompt and one own length as its own call, on views. */
+function byOwnLength(
+  q: Tensor,
+  keys: Tensor,
+  values: Tensor,
+  S: number,
+  prefix: SharedPrefix,
+  ownLengths: Int32Array,
+): Tensor {
+  const [B, Hq, , D] = q.shape;
+  const [, Hkv, capacity] = keys.shape;
+  if (ownLengths.length !== B || ownLengths.some((length) => !(length >= 0 && length <= S)))
+    throw new Error(`prefixAttention: ownLengths [${ownLengths.join(', ')}] do not fit ${B} rows of at most ${S} keys`);
+  const output = new Float32Array(B * Hq * D);
+  const queryRow = Hq * D;
+  const cacheRow = Hkv * capacity * D;
+  for (let start = 0; start < B;) {
+    let end = start + 1;
+    while (end < B && ownLengths[end] === ownLengths[start] && prefix.rowPrefix[end] === prefix.rowPrefix[start]) end++;
+    const rows = end - start;
+    const view = (tensor: Tensor) =>
+      new Tensor(tensor.data.subarray(start * cacheRow, end * cacheRow), [rows, Hkv, capacity, D]);
+    const part = prefixAttention(
+      new Tensor(q.data.subarray(start * queryRow, end * queryRow), [rows, Hq, 1, D]),
+      view(keys),
+      view(values),
+      ownLengths[start],
+      { ...prefix, rowPrefix: prefix.rowPrefix.subarray(start, end), ownLengths: undefined },
+    );
+    output.set(part.data, start * queryRow);
+    start = end;
   }
   return new Tensor(output, [B, Hq, 1, D]);
 }

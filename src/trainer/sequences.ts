@@ -9,7 +9,17 @@
  * restarts its positions and a segment mask keeps documents apart.
  */
 import type { Transformer } from '../model/transformer.js';
-import { entropy, entropyFromLogits, logSoftmaxGather, mul, noGrad, reshape, type Tensor } from '../tensor/index.js';
+import {
+  embedding,
+  entropy,
+  entropyFromLogits,
+  logSoftmaxGather,
+  mul,
+  noGrad,
+  projectedLogSoftmaxGather,
+  reshape,
+  type Tensor,
+} from '../tensor/index.js';
 
 export interface TokenSequence {
   promptIds: readonly number[];
@@ -115,6 +125,15 @@ export function completionLogprobs(
       }
     }
   });
+  if (!layout.entropyWithGradient) {
+    // The lm_head, log-softmax-gather and entropy in chunks of rows: no [count·Tc, V] tensor is kept.
+    const hidden = reshape(model.hiddenStates(ids, B, { positions, segmentIds }), [-1, model.config.hiddenSize]);
+    const selected = embedding(hidden, rows); // [count·Tc, H]
+    const projected = projectedLogSoftmaxGather(selected, model.headWeight(), targets, {
+      scale: 1 / temperature,
+    });
+    return { logprobs: reshape(projected.logprobs, [count, Tc]), mask, entropies: projected.entropies, Tc };
+  }
   let logits = model.forward(ids, B, { logitRows: rows, positions, segmentIds }); // [count·Tc, V]
   if (temperature !== 1) logits = mul(logits, 1 / temperature);
   const entropies = noGrad(() => entropyFromLogits(logits));

@@ -102,7 +102,6 @@ interface Addon {
     handle: object,
     gate: Float32Array,
     up: Float32Array,
-    activated: Float32Array,
     g: Float32Array,
     gradGate: Float32Array,
     gradUp: Float32Array,
@@ -349,8 +348,8 @@ export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBac
     swigluForward(gate, up, out, activated) {
       addon.swigluForward(live('swigluForward'), gate, up, out, activated);
     },
-    swigluBackward(gate, up, activated, gradOut, gradGate, gradUp) {
-      addon.swigluBackward(live('swigluBackward'), gate, up, activated, gradOut, gradGate, gradUp);
+    swigluBackward(gate, up, gradOut, gradGate, gradUp) {
+      addon.swigluBackward(live('swigluBackward'), gate, up, gradOut, gradGate, gradUp);
     },
     rmsNormForward(x, weight, rows, D, eps, out, inverseRms) {
       addon.rmsNormForward(live('rmsNormForward'), x, weight, rows, D, eps, out, inverseRms);

@@ -212,16 +212,20 @@ RK_TARGET void row_swiglu_forward(const float *gate, const float *up, float *out
   }
 }
 
-/* gradGate = fround(g·up)·σ(x)(1 + x(1 − σ(x))); gradUp = g·silu(x), silu(x) as kept by the forward. */
-RK_TARGET void row_swiglu_backward(const float *gate, const float *up, const float *activated, const float *g,
-                                     float *grad_gate, float *grad_up, int64_t begin, int64_t end) {
+/*
+ * gradGate = fround(g·up)·σ(x)(1 + x(1 − σ(x))); gradUp = g·fround(x·σ(x)), silu recomputed exactly as the
+ * forward rounds it (so nothing [rows, I]-sized is kept between the passes).
+ */
+RK_TARGET void row_swiglu_backward(const float *gate, const float *up, const float *g, float *grad_gate, float *grad_up,
+                                     int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; i += HALF) {
     int64_t count = end - i < HALF ? end - i : HALF;
     vd x = load_d(gate + i, count), gi = load_d(g + i, count);
     vd s = sigmoid_d(x);
     vd g_up = __builtin_convertvector(__builtin_convertvector(gi * load_d(up + i, count), vf8), vd);
+    vd silu = __builtin_convertvector(__builtin_convertvector(x * s, vf8), vd);
     store_d(grad_gate + i, g_up * (s * (1.0 + x * (1.0 - s))), count);
-    store_d(grad_up + i, gi * load_d(activated + i, count), count);
+    store_d(grad_up + i, gi * silu, count);
   }
 }
 

@@ -81,7 +81,7 @@ static void run_row_job(void *arg, int thread) {
   switch (j->kind) {
     case JOB_SWIGLU_FORWARD: j->k->swiglu_forward(j->in[0], j->in[1], j->out[0], j->out[1], begin, end); break;
     case JOB_SWIGLU_BACKWARD:
-      j->k->swiglu_backward(j->in[0], j->in[1], j->in[2], j->in[3], j->out[0], j->out[1], begin, end);
+      j->k->swiglu_backward(j->in[0], j->in[1], j->in[2], j->out[0], j->out[1], begin, end);
       break;
     case JOB_LOG_SUM_EXP: j->k->log_sum_exp(j->in[0], j->width, j->out[0], j->doubles, j->out[1], begin, end); break;
     case JOB_SOFTMAX_GRAD:

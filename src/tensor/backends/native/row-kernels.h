@@ -25,8 +25,8 @@ typedef struct {
   const char *name;
   void (*exp)(const float *x, float *out, int64_t n);
   void (*swiglu_forward)(const float *gate, const float *up, float *out, float *activated, int64_t begin, int64_t end);
-  void (*swiglu_backward)(const float *gate, const float *up, const float *activated, const float *g, float *grad_gate,
-                          float *grad_up, int64_t begin, int64_t end);
+  void (*swiglu_backward)(const float *gate, const float *up, const float *g, float *grad_gate, float *grad_up,
+                          int64_t begin, int64_t end);
   void (*log_sum_exp)(const float *logits, int64_t V, float *shift, double *log_total, float *entropy, int64_t begin,
                       int64_t end);
   void (*softmax_grad)(const float *logits, int64_t V, const float *shift, const double *log_total,
