@@ -13,6 +13,7 @@
 import type { KvCache, Transformer } from '../model/transformer.js';
 import { noGrad, type Random, Tensor, withConstantWeights } from '../tensor/index.js';
 import { chooseTokens, type SamplingSettings } from './logits.js';
+import { keepRows } from './sampler.js';
 
 /** One decoded turn of one episode. */
 export interface EpisodeTurn {
@@ -41,19 +42,6 @@ function grown(tensor: Tensor, used: number, needed: number): Tensor {
   for (let h = 0; h < heads; h++)
     data.set(tensor.data.subarray(h * capacity * headDim, (h * capacity + used) * headDim), h * room * headDim);
   return new Tensor(data, [1, heads, room, headDim]);
-}
-
-/** The given rows of a [B, Hkv, capacity, D] turn cache (first `used` positions) as a new one. */
-function keepRows(tensor: Tensor, rows: readonly number[], used: number): Tensor {
-  const [, heads, capacity, headDim] = tensor.shape;
-  const output = new Float32Array(rows.length * heads * capacity * headDim);
-  rows.forEach((row, b) => {
-    for (let h = 0; h < heads; h++) {
-      const from = (row * heads + h) * capacity * headDim;
-      output.set(tensor.data.subarray(from, from + used * headDim), (b * heads + h) * capacity * headDim);
-    }
-  });
-  return new Tensor(output, [rows.length, heads, capacity, headDim]);
 }
 
 /** Decodes the turns of many episodes, each continuing from its own KV cache. */

@@ -72,7 +72,7 @@ function validate(request: GenerateRequest, model: Transformer): void {
 }
 
 /** The given rows of a [B, Hkv, capacity, D] cache tensor (first `used` positions) as a new one. */
-function keepRows(tensor: Tensor, rows: number[], used: number): Tensor {
+export function keepRows(tensor: Tensor, rows: readonly number[], used: number): Tensor {
   const [, heads, capacity, headDim] = tensor.shape;
   const output = new Float32Array(rows.length * heads * capacity * headDim);
   rows.forEach((row, b) => {
