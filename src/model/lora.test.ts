@@ -3,7 +3,8 @@
  * PEFT's initialisation (A uniform within ±1/√in, B zero: a fresh adapter changes nothing), only
  * adapter tensors receiving gradients, the merged weights giving the adapter path's logprobs, the
  * view without adapters equalling the base model, recomputed layers (activation checkpointing)
- * giving the same gradients, and the PEFT files round-tripping.
+ * giving the same gradients (LoRA dropout included), dropout only in forwards given a dropout seed,
+ * and the PEFT files round-tripping.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -91,6 +92,36 @@ describe('LoRA adapters', () => {
     full.recomputeLayers = true;
     expect(lossAndGradients(full, weights)).toEqual(fullPlain);
     expect(logprobs(full)).toEqual(logprobs(Transformer.random(config, 3, 0.2))); // no graph: the plain forward
+  });
+
+  it('with dropout, recomputed layers give bitwise the gradients of stored ones; masks follow the seed', () => {
+    const lossAndGradients = (model: Transformer, trained: T.Tensor[], dropoutSeed?: number) => {
+      for (const t of trained) t.grad = null;
+      const loss = T.sum(T.logSoftmaxGather(model.forward(ids.slice(0, -1), 1, { dropoutSeed }), ids.slice(1)));
+      loss.backward();
+      return [loss.item(), ...trained.map((t) => Array.from(t.grad!.data))];
+    };
+    const { model, adapters } = adaptedModel();
+    const trained = adapters.namedParameters().map(([, t]) => t);
+    const undropped = lossAndGradients(model, trained, 7);
+    model.adapterDropout = 0.5;
+    const stored = lossAndGradients(model, trained, 7);
+    expect(stored).not.toEqual(undropped);
+    model.recomputeLayers = true;
+    expect(lossAndGradients(model, trained, 7)).toEqual(stored);
+    expect(lossAndGradients(model, trained, 8)).not.toEqual(stored); // another step or micro-batch: other masks
+    model.adapterDropout = 0;
+    expect(lossAndGradients(model, trained, 7)).toEqual(undropped); // p = 0 is the plain forward, bitwise
+  });
+
+  it('drops nothing in forwards without a dropout seed (rollout, scoring, reference): logprobs equal p = 0', () => {
+    const { model } = adaptedModel();
+    const before = logprobs(model);
+    model.adapterDropout = 0.5;
+    model.recomputeLayers = true;
+    expect(logprobs(model)).toEqual(before);
+    const trained = T.logSoftmaxGather(model.forward(ids.slice(0, -1), 1, { dropoutSeed: 1 }), ids.slice(1));
+    expect(Array.from(trained.data)).not.toEqual(Array.from(before));
   });
 
   it('a base kept in bfloat16 gives bitwise the logprobs and adapter gradients of its float32 widening', () => {

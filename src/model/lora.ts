@@ -7,7 +7,7 @@
  * Is not: file I/O (adapter-files.ts writes and reads PEFT's adapter_config.json and
  * adapter_model.safetensors) or the transformer (which looks up an adapter per linear here).
  */
-import { HalfMatrix, linear, lowRankLinear, Random, tensor, type Tensor } from '../tensor/index.js';
+import { HalfMatrix, linear, lowRankLinear, Random, tensor, type LowRankUpdate, type Tensor } from '../tensor/index.js';
 import type { ModelConfig } from './config.js';
 import type { StoredTensor } from './safetensors.js';
 
@@ -174,7 +174,15 @@ export function linearWithAdapter(
   bias: Tensor | null,
   adapter: LoraPair | null,
   scaling: number,
+  dropout?: LowRankUpdate['dropout'],
 ): Tensor {
   if (!adapter && !(weight instanceof HalfMatrix)) return linear(x, weight, bias);
-  return lowRankLinear(x, weight, bias, adapter ? { a: adapter.a, b: adapter.b, scaling } : null);
+  return lowRankLinear(x, weight, bias, adapter ? { a: adapter.a, b: adapter.b, scaling, dropout } : null);
+}
+
+/** A 32-bit hash (FNV-1a) of a module path, so each layer's each module gets its own dropout mask. */
+export function moduleSeed(path: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < path.length; i++) hash = Math.imul(hash ^ path.charCodeAt(i), 0x01000193) >>> 0;
+  return hash;
 }

@@ -11,6 +11,7 @@
  * (checkpoint.ts). The same `forward` serves training (graph recorded) and generation (noGrad + cache).
  * With LoRA adapters attached (lora.ts) every adapted linear adds its low-rank update; the base
  * weights are then frozen, and `withoutAdapters()` is the same weights without them (the KL reference).
+ * LoRA dropout (`adapterDropout`) applies only to forwards given a `dropoutSeed`, i.e. training ones.
  */
 import {
   add,
@@ -29,6 +30,7 @@ import {
   Tensor,
   tensor,
   HalfMatrix,
+  combineSeeds,
 } from '../tensor/index.js';
 import { ropeTable, swiglu, type RopeTable } from '../tensor/fused.js';
 import { prefixAttention } from '../tensor/prefix-attention.js';
@@ -36,7 +38,7 @@ import { recompute } from '../tensor/recompute.js';
 import type { StoredTensor } from './safetensors.js';
 import { computeRopeInverseFrequencies, type ModelConfig } from './config.js';
 import { expectedTensorShapes } from './checkpoint.js';
-import { linearWithAdapter, type LoraAdapters } from './lora.js';
+import { linearWithAdapter, moduleSeed, type LoraAdapters } from './lora.js';
 
 /**
  * Keys and values of every layer for the sequences of a batch: [B, Hkv, capacity, D] each, of which
@@ -72,6 +74,12 @@ export interface ForwardOptions {
    * alone (a slot given to a new sequence starts again at 0); cache.length becomes max + 1.
    */
   sharedPrefix?: { prompts: KvCache[]; rowPrefix: Int32Array; rowLengths?: Int32Array };
+  /**
+   * Marks a training forward: LoRA dropout (adapterDropout > 0) is applied with masks derived from
+   * this seed, the layer and the module, so a recomputed layer draws the same masks. Absent (every
+   * rollout, scoring, old-logprob and reference pass) = no dropout.
+   */
+  dropoutSeed?: number;
 }
 
 export class Transformer {
@@ -83,6 +91,8 @@ export class Transformer {
    * and is rerun in backward (tensor/recompute.ts), for one more forward pass per step.
    */
   recomputeLayers = false;
+  /** LoRA dropout probability on the adapters' input (PEFT's lora_dropout), used only by forwards given a dropoutSeed. */
+  adapterDropout = 0;
   /** Float32 copies of halfWeights while withWidenedWeights runs, else null. */
   private widened: Map<string, Tensor> | null = null;
 
@@ -140,8 +150,9 @@ export class Transformer {
   }
 
   /** x Wᵀ + b of the linear at `module` (an HF path without .weight), plus its adapter's update if any. */
-  private project(x: Tensor, module: string): Tensor {
+  private project(x: Tensor, module: string, dropoutSeed?: number): Tensor {
     const adapters = this.adapters;
+    const dropping = dropoutSeed !== undefined && this.adapterDropout > 0;
     return linearWithAdapter(
       x,
       this.widened?.get(`${module}.weight`) ??
@@ -150,6 +161,7 @@ export class Transformer {
       this.optional(`${module}.bias`),
       adapters?.pairs.get(module) ?? null,
       adapters?.scaling ?? 0,
+      dropping ? { probability: this.adapterDropout, seed: combineSeeds(dropoutSeed, moduleSeed(module)) } : undefined,
     );
   }
 
@@ -284,9 +296,9 @@ export class Transformer {
     const attended = this.attention(normedInput, layer, B, T, rotary, options);
     const mixed = overwriteInput ? residual(x, attended) : add(x, attended); // [B, T, H]
     const normed = rmsNorm(mixed, this.weight(`${prefix}.post_attention_layernorm.weight`), config.rmsNormEps);
-    const gate = this.project(normed, `${prefix}.mlp.gate_proj`); // [B, T, I]
-    const up = this.project(normed, `${prefix}.mlp.up_proj`); // [B, T, I]
-    return residual(mixed, this.project(swiglu(gate, up), `${prefix}.mlp.down_proj`)); // [B, T, H]
+    const gate = this.project(normed, `${prefix}.mlp.gate_proj`, options.dropoutSeed); // [B, T, I]
+    const up = this.project(normed, `${prefix}.mlp.up_proj`, options.dropoutSeed); // [B, T, I]
+    return residual(mixed, this.project(swiglu(gate, up), `${prefix}.mlp.down_proj`, options.dropoutSeed)); // [B, T, H]
   }
 
   /** The trainable leaves a decoder layer reads: its weights and its adapters (recompute's parameters). */
@@ -311,7 +323,7 @@ export class Transformer {
     const prefix = `model.layers.${layer}.self_attn`;
     const D = config.headDim;
     const project = (name: string, heads: number): Tensor => {
-      const projected = this.project(x, `${prefix}.${name}_proj`); // [B, T, heads·D]
+      const projected = this.project(x, `${prefix}.${name}_proj`, options.dropoutSeed); // [B, T, heads·D]
       let perHead = reshape(projected, [B, T, heads, D]); // [B, T, heads, D]
       const norm = name === 'v' ? null : this.optional(`${prefix}.${name}_norm.weight`);
       if (norm) perHead = rmsNorm(perHead, norm, config.rmsNormEps); // Qwen3: per-head RMSNorm before RoPE
@@ -353,7 +365,7 @@ export class Transformer {
             keyLength: S,
           }); // [B, Hq, T, D]
     const merged = reshape(permute(attended, [0, 2, 1, 3]), [B, T, config.numHeads * D]); // [B, T, Hq·D]
-    return this.project(merged, `${prefix}.o_proj`); // [B, T, H]
+    return this.project(merged, `${prefix}.o_proj`, options.dropoutSeed); // [B, T, H]
   }
 }
 

@@ -2,7 +2,8 @@
  * lowRankLinear on every backend: finite-difference gradients of x, W, b, A and B; with W and b frozen
  * (a LoRA base) they get no gradient and the others still check; forward and gradients equal the
  * composite linear + mul + linear + add it replaces; a bfloat16 W (HalfMatrix) gives bitwise the
- * results of its float32 widening; shape errors name every operand.
+ * results of its float32 widening; shape errors name every operand. With LoRA dropout: gradCheck under
+ * a fixed mask (the same seed), p = 0 bitwise the plain op, the mask a function of the seed alone.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gradCheck } from '../testing/gradcheck.js';
@@ -96,6 +97,51 @@ for (const { name, backend } of backendsUnderTest()) {
       const input = normal([3, 6]);
       expect(Array.from(lowRankLinear(input, half, bias, null).data)).toEqual(
         Array.from(T.linear(input, widened, bias).data),
+      );
+    });
+
+    it('with dropout passes gradCheck under a fixed mask (same seed), for x, W, b, A and B', () => {
+      const dropout = { probability: 0.5, seed: 9 };
+      const inputs = [normal([2, 3, 5]), normal([4, 5]), normal([4]), normal([3, 5]), normal([4, 3])];
+      const result = gradCheck((x, w, b, a, bb) => lowRankLinear(x, w, b, { a, b: bb, scaling: 1.5, dropout }), inputs);
+      expect(result.checked).toBe(30 + 20 + 4 + 15 + 12);
+    });
+
+    it('with dropout: p = 0 is bitwise the plain op; the mask depends on the seed only and keeps 1/(1−p)·x', () => {
+      const [x, weight, a, b] = [normal([6, 40]), normal([5, 40]), normal([3, 40]), normal([5, 3])].map((t) =>
+        T.parameter(t.data, t.shape),
+      );
+      const seed = normal([6, 5]).data;
+      const run = (dropout?: { probability: number; seed: number }) => {
+        x.grad = a.grad = b.grad = weight.grad = null;
+        const y = lowRankLinear(x, weight, null, { a, b, scaling: 0.5, dropout });
+        y.backward(seed);
+        return [y.data, x.grad!.data, a.grad!.data, b.grad!.data, weight.grad!.data].map((data) => Array.from(data));
+      };
+      const plain = run();
+      expect(run({ probability: 0, seed: 3 })).toEqual(plain);
+      const dropped = run({ probability: 0.5, seed: 3 });
+      expect(run({ probability: 0.5, seed: 3 })).toEqual(dropped); // a rerun (recompute, resume) draws the same mask
+      expect(run({ probability: 0.5, seed: 4 })).not.toEqual(dropped);
+      expect(dropped[4]).toEqual(plain[4]); // dW = gᵀ·x: the base product never sees the mask
+      // With A = identity rows and W = 0, output column 0 is x̃ of input 0: each entry 0 or x/(1−p) = 2·x.
+      const eye = T.tensor(
+        Float32Array.from({ length: 3 * 40 }, (_, i) => (i % 41 === 0 ? 1 : 0)),
+        [3, 40],
+      );
+      const u = lowRankLinear(x, T.zeros([5, 40]), null, {
+        a: eye,
+        b: T.tensor(
+          Float32Array.from({ length: 15 }, (_, i) => (i === 0 ? 1 : 0)),
+          [5, 3],
+        ),
+        scaling: 1,
+        dropout: { probability: 0.5, seed: 3 },
+      });
+      const firstColumn = Array.from({ length: 6 }, (_, row) => u.data[row * 5]);
+      firstColumn.forEach((value, row) => expect([0, 2 * x.data[row * 40]]).toContainEqual(value));
+      expect(() => lowRankLinear(x, weight, null, { a, b, scaling: 1, dropout: { probability: 1, seed: 0 } })).toThrow(
+        /dropout probability must be in \[0, 1\)/,
       );
     });
 

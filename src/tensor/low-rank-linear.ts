@@ -13,6 +13,12 @@
  * be a HalfMatrix (a bfloat16 base): it is widened into a scratch matrix right before each product
  * that reads it (forward, and dx in backward), so no float32 copy of it outlives the product.
  *
+ * With `update.dropout` (LoRA dropout, PEFT's lora_dropout) the low-rank path reads x̃ = m⊙x/(1−p)
+ * instead of x, where the keep mask m is a pure function of (dropout seed, element index): the same
+ * seed gives the same mask in backward and in a recompute rerun, with nothing stored and no RNG
+ * state consumed. Then u = s·x̃·Aᵀ, dA = duᵀ·x̃ and dx gets du·A through the same mask. The base
+ * product x·Wᵀ never sees the mask.
+ *
  * Is not: the adapter bookkeeping (model/lora.ts owns A, B, s and the PEFT names) or a general
  * linear (ops.ts `linear`, a composite). Gradient-checked on every backend in low-rank-linear.test.ts.
  */
@@ -52,6 +58,38 @@ export interface LowRankUpdate {
   a: Tensor;
   b: Tensor;
   scaling: number;
+  /** Inverted dropout on the adapter's input: drop each entry with `probability`, mask from `seed`. */
+  dropout?: { probability: number; seed: number };
+}
+
+/** A 32-bit avalanche mix (murmur3's finaliser), so neighbouring inputs give unrelated outputs. */
+function mix32(value: number): number {
+  let z = value >>> 0;
+  z = Math.imul(z ^ (z >>> 16), 0x85ebca6b) >>> 0;
+  z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
+  return (z ^ (z >>> 16)) >>> 0;
+}
+
+/** One 32-bit seed from several integers (any size up to 2^53): order matters, equal inputs give equal seeds. */
+export function combineSeeds(...parts: number[]): number {
+  let hash = 0x2545f491;
+  for (const part of parts) {
+    const low = part >>> 0;
+    const high = Math.floor(part / 2 ** 32) >>> 0;
+    hash = mix32(hash ^ mix32(low + 0x9e3779b9));
+    hash = mix32(hash ^ mix32(high + 0x7f4a7c15));
+  }
+  return hash;
+}
+
+/** x̃ = m⊙x/(1−p) with m[i] = 1 when the hash of (seed, i) clears p: the same array for the same seed. */
+function droppedInput(x: Float32Array, { probability, seed }: { probability: number; seed: number }): Float32Array {
+  const dropped = new Float32Array(x.length);
+  const keptScale = 1 / (1 - probability);
+  const threshold = probability * 2 ** 32;
+  const base = mix32(seed);
+  for (let i = 0; i < x.length; i++) if (mix32(base ^ mix32(i)) >= threshold) dropped[i] = x[i] * keptScale;
+  return dropped;
 }
 
 function checkShapes(x: Tensor, weight: Tensor | HalfMatrix, bias: Tensor | null, update: LowRankUpdate | null): void {
@@ -63,6 +101,9 @@ function checkShapes(x: Tensor, weight: Tensor | HalfMatrix, bias: Tensor | null
     );
   };
   if (x.rank < 1 || weight.shape.length !== 2) fail();
+  const probability = update?.dropout?.probability ?? 0;
+  if (!(probability >= 0 && probability < 1))
+    throw new Error(`lowRankLinear: dropout probability must be in [0, 1), got ${probability}`);
   const [out, inputs] = weight.shape;
   if (x.shape[x.rank - 1] !== inputs || (bias && (bias.rank !== 1 || bias.shape[0] !== out))) fail();
   if (!update) return;
@@ -89,9 +130,12 @@ export function lowRankLinear(
   const output = new Float32Array(N * out); // [N, out]
   product(x.data, weightData(), output, N, inputs, out, { transposeB: true });
   if (bias) for (let row = 0; row < N; row++) for (let j = 0; j < out; j++) output[row * out + j] += bias.data[j];
-  const down = new Float32Array(N * rank); // u = s·x·Aᵀ [N, r]
+  const down = new Float32Array(N * rank); // u = s·x̃·Aᵀ [N, r]
+  // x̃: x itself without dropout; rebuilt from the seed in backward rather than kept.
+  const adapterInput = (): Float32Array =>
+    update?.dropout && update.dropout.probability > 0 ? droppedInput(x.data, update.dropout) : x.data;
   if (update) {
-    product(x.data, update.a.data, down, N, inputs, rank, { transposeB: true });
+    product(adapterInput(), update.a.data, down, N, inputs, rank, { transposeB: true });
     for (let i = 0; i < down.length; i++) down[i] *= update.scaling;
     product(down, update.b.data, output, N, rank, out, { transposeB: true, accumulate: true });
   }
@@ -115,7 +159,7 @@ export function lowRankLinear(
         product(g, weightData(), gradX, N, out, inputs, {}); // g·W
       }
       const gradients: (Float32Array | null)[] = [gradX];
-      if (update) gradients.push(...lowRankGradients(update, x, down, g, gradX, N, out));
+      if (update) gradients.push(...lowRankGradients(update, x, adapterInput, down, g, gradX, N, out));
       if (trainedWeight) {
         const gradW = trainedWeight.requiresGrad ? new Float32Array(trainedWeight.size) : null;
         if (gradW) product(g, x.data, gradW, out, N, inputs, { transposeA: true }); // gᵀ·x
@@ -132,10 +176,11 @@ export function lowRankLinear(
   return result;
 }
 
-/** dA and dB, adding du·A into gradX when x needs it; u = s·x·Aᵀ is the forward's `down`. */
+/** dA and dB, adding du·A (through the dropout mask) into gradX when x needs it; u = s·x̃·Aᵀ is the forward's `down`. */
 function lowRankGradients(
-  { a, b, scaling }: LowRankUpdate,
+  { a, b, scaling, dropout }: LowRankUpdate,
   x: Tensor,
+  adapterInput: () => Float32Array,
   down: Float32Array,
   g: Float32Array,
   gradX: Float32Array | null,
@@ -147,11 +192,19 @@ function lowRankGradients(
   const gradDown = new Float32Array(N * rank);
   product(g, b.data, gradDown, N, out, rank, {});
   for (let i = 0; i < gradDown.length; i++) gradDown[i] *= scaling;
-  if (gradX) product(gradDown, a.data, gradX, N, rank, inputs, { accumulate: true }); // + du·A
+  const dropping = dropout !== undefined && dropout.probability > 0;
+  if (gradX && !dropping) product(gradDown, a.data, gradX, N, rank, inputs, { accumulate: true }); // + du·A
+  if (gradX && dropping) {
+    // dx̃ = du·A, then dx += m⊙dx̃/(1−p): the mask is x̃'s, rebuilt from the seed on a vector of ones.
+    const gradDropped = new Float32Array(x.size);
+    product(gradDown, a.data, gradDropped, N, rank, inputs, {});
+    const scales = droppedInput(new Float32Array(x.size).fill(1), dropout);
+    for (let i = 0; i < gradX.length; i++) gradX[i] += scales[i] * gradDropped[i];
+  }
   let gradA: Float32Array | null = null;
   if (a.requiresGrad) {
     gradA = new Float32Array(a.size);
-    product(gradDown, x.data, gradA, rank, N, inputs, { transposeA: true }); // duᵀ·x
+    product(gradDown, adapterInput(), gradA, rank, N, inputs, { transposeA: true }); // duᵀ·x̃
   }
   let gradB: Float32Array | null = null;
   if (b.requiresGrad) {

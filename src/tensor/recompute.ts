@@ -5,8 +5,9 @@
  * as it returns. So a network of N such blocks holds N block inputs plus one block's activations in
  * backward instead of N blocks' activations, for one more forward pass of each block.
  *
- * fn must be a pure function of x and the parameters it closes over (no randomness, no cache writes):
- * the rerun must produce the same values as the first run. The parameters (trainable leaves fn
+ * fn must be a pure function of x and the parameters it closes over (no cache writes, no RNG draws;
+ * LoRA dropout qualifies because its masks are hashes of a seed): the rerun must produce the same
+ * values as the first run. The parameters (trainable leaves fn
  * reads) receive their gradients from the inner backward directly into `.grad`; they are listed so
  * that the op records a node when only they, and not x, require grad.
  *

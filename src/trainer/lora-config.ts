@@ -25,10 +25,12 @@ export const loraSchema = z
       .describe('lora_alpha: the update is scaled by alpha/rank (alpha/√rank with rsLora).'),
     dropout: z
       .number()
-      .max(0, 'LoRA dropout is not implemented; only 0 is accepted')
       .min(0)
+      .lt(1, 'must be below 1')
       .default(0)
-      .describe('lora_dropout on the adapter input; only 0 (no dropout) is implemented.'),
+      .describe(
+        'lora_dropout: inverted dropout on each adapter input x before A (the base product never sees it), only in training forward passes (never in rollout, scoring, old-logprob or reference passes). Masks come from the run seed, step, micro-batch and module, so recomputed layers and resumed runs draw the same ones.',
+      ),
     targetModules: z
       .union([z.string(), z.array(z.string()).min(1)])
       .default('all-linear')

@@ -3,7 +3,8 @@
  * are bit-identical afterwards, AdamW holds state for A and B only), checkpoints hold PEFT adapter
  * files instead of model weights, the KL reference (the policy with adapters off) scores exactly as
  * a separately built base model, and a run stopped after a checkpoint and resumed ends with the same
- * adapter and metrics as one left alone. A BF16 checkpoint's base stays bfloat16 under baseDtype
+ * adapter and metrics as one left alone (with LoRA dropout on: its masks come from the seed and step).
+ * A BF16 checkpoint's base stays bfloat16 under baseDtype
  * 'auto' and scores exactly as its float32 load.
  */
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -29,7 +30,8 @@ const config = resolveConfig({
   evaluation: { examples: 8 },
   checkpoint: { every: 1, keepLast: 10 },
   algorithm: { klCoefficient: 0.1, klPlacement: 'loss' },
-  lora: { rank: 4, alpha: 8, learningRate: 0.05 },
+  // Dropout on, so the resume test also shows that masks come from the seed and step, not RNG state.
+  lora: { rank: 4, alpha: 8, learningRate: 0.05, dropout: 0.1 },
 });
 
 const metrics = (run: string) =>
@@ -50,6 +52,7 @@ describe('a LoRA run', () => {
     const context = createRunContext(config);
     const baseBefore = new Map([...context.model.parameters].map(([name, p]) => [name, p.data.slice()]));
     await train(context, { runDirectory: whole, quiet: true });
+    expect(context.model.adapterDropout).toBe(0.1);
     for (const [name, parameter] of context.model.parameters) expect(parameter.data).toEqual(baseBefore.get(name));
     const changed = [...context.model.adapters!.pairs.values()].filter(({ b }) => b.data.some((v) => v !== 0));
     expect(changed.length).toBe(context.model.adapters!.pairs.size);
@@ -125,8 +128,9 @@ describe('a LoRA run', () => {
     expect(frozenLogprobs(kept, samples, settings)).toEqual(frozenLogprobs(widened, samples, settings));
   });
 
-  it('refuses dropout above 0 and unknown target modules before any compute, naming the field', () => {
-    expect(() => resolveConfig({ lora: { dropout: 0.1 } })).toThrow(/lora\.dropout: LoRA dropout is not implemented/);
+  it('refuses dropout of 1 or more and unknown target modules before any compute, naming the field', () => {
+    expect(resolveConfig({ lora: { dropout: 0.1 } }).lora?.dropout).toBe(0.1);
+    expect(() => resolveConfig({ lora: { dropout: 1 } })).toThrow(/lora\.dropout: must be below 1/);
     expect(() => resolveConfig({ lora: { targetModules: ['q_proj', 'lm_head'] } })).toThrow(
       /lora\.targetModules: unknown module "lm_head"/,
     );

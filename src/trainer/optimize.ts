@@ -8,7 +8,7 @@
 import { aggregateLoss, gtpoTokenWeights, topEntropyThreshold, type PolicyLossOptions } from '../algorithms/index.js';
 import type { Transformer } from '../model/transformer.js';
 import { AdamW, clipGradNorm } from '../nn/index.js';
-import { mul, noGrad, sub, sum, tensor, type Tensor } from '../tensor/index.js';
+import { combineSeeds, mul, noGrad, sub, sum, tensor, type Tensor } from '../tensor/index.js';
 import type { BoundAlgorithm } from './algorithm.js';
 import type { TrainerConfig } from './config.js';
 import { completionLogprobs, padRows, type TokenSequence } from './sequences.js';
@@ -190,6 +190,7 @@ export function accumulatePolicyGradients(
   settings: StepSettings,
   model: Transformer,
   samples: readonly TrainingSample[],
+  dropoutSeed?: number,
 ): { lossTotal: number; metrics: Record<string, number> } {
   const globals = {
     globalTokenCount: samples.reduce((total, s) => total + lossTokenCount(s), 0),
@@ -211,9 +212,11 @@ export function accumulatePolicyGradients(
   }
   const accumulator = new MetricAccumulator();
   let lossTotal = 0;
-  for (const micro of microBatches(samples, settings.microBatchSize, wholeGroups)) {
+  for (const [index, micro] of microBatches(samples, settings.microBatchSize, wholeGroups).entries()) {
     const forward = completionLogprobs(model, micro, settings.temperature, {
       entropyWithGradient: bound.entropyCoefficient > 0,
+      // Each micro-batch its own LoRA dropout masks: the step's seed mixed with the micro-batch index.
+      dropoutSeed: dropoutSeed === undefined ? undefined : combineSeeds(dropoutSeed, index),
     });
     const { logprobs, mask, entropies, Tc } = forward;
     const column = (pick: (s: TrainingSample) => ArrayLike<number> | undefined) =>
@@ -280,9 +283,10 @@ export function policyStep(
   model: Transformer,
   optimizer: AdamW,
   samples: readonly TrainingSample[],
+  dropoutSeed?: number,
 ): StepOutcome {
   optimizer.zeroGrad();
-  const { lossTotal, metrics } = accumulatePolicyGradients(bound, settings, model, samples);
+  const { lossTotal, metrics } = accumulatePolicyGradients(bound, settings, model, samples, dropoutSeed);
   const { gradNorm, applied } = applyUpdate(model, optimizer, settings.maxGradNorm, lossTotal);
   return { metrics: { ...metrics, 'loss/total': lossTotal, gradNorm }, applied };
 }
@@ -337,9 +341,13 @@ export function sftStep(
   model: Transformer,
   optimizer: AdamW,
   sequences: readonly TokenSequence[],
+  dropoutSeed?: number,
 ): StepOutcome {
   optimizer.zeroGrad();
-  const { logprobs, mask } = completionLogprobs(model, sequences, 1, { packLength: config.sft.packLength });
+  const { logprobs, mask } = completionLogprobs(model, sequences, 1, {
+    packLength: config.sft.packLength,
+    dropoutSeed,
+  });
   const count = mask.reduce((a, b) => a + b, 0);
   const lossTensor: Tensor = mul(sum(mul(logprobs, tensor(mask, logprobs.shape))), -1 / Math.max(1, count));
   lossTensor.backward();

@@ -49,6 +49,8 @@ export interface LayoutOptions {
   packLength?: number;
   /** Also return the per-token entropy as a tensor with gradient (costs a [rows, V] softmax graph). */
   entropyWithGradient?: boolean;
+  /** Seed of this training forward's LoRA dropout masks (Transformer's ForwardOptions); absent = no dropout. */
+  dropoutSeed?: number;
 }
 
 interface RowLayout {
@@ -127,14 +129,17 @@ export function completionLogprobs(
   });
   if (!layout.entropyWithGradient) {
     // The lm_head, log-softmax-gather and entropy in chunks of rows: no [count·Tc, V] tensor is kept.
-    const hidden = reshape(model.hiddenStates(ids, B, { positions, segmentIds }), [-1, model.config.hiddenSize]);
+    const { dropoutSeed } = layout;
+    const states = model.hiddenStates(ids, B, { positions, segmentIds, dropoutSeed }); // [B, L, H]
+    const hidden = reshape(states, [-1, model.config.hiddenSize]);
     const selected = embedding(hidden, rows); // [count·Tc, H]
     const projected = projectedLogSoftmaxGather(selected, model.headWeight(), targets, {
       scale: 1 / temperature,
     });
     return { logprobs: reshape(projected.logprobs, [count, Tc]), mask, entropies: projected.entropies, Tc };
   }
-  let logits = model.forward(ids, B, { logitRows: rows, positions, segmentIds }); // [count·Tc, V]
+  const forwardOptions = { logitRows: rows, positions, segmentIds, dropoutSeed: layout.dropoutSeed };
+  let logits = model.forward(ids, B, forwardOptions); // [count·Tc, V]
   if (temperature !== 1) logits = mul(logits, 1 / temperature);
   const entropies = noGrad(() => entropyFromLogits(logits));
   const logprobs = reshape(logSoftmaxGather(logits, targets), [count, Tc]); // [count, Tc]

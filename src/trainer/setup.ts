@@ -294,4 +294,5 @@ export function attachLora(
   if (lora.baseDtype === 'bfloat16' || (lora.baseDtype === 'auto' && storedInBfloat16))
     model.keepFrozenLinearsInBfloat16();
   model.recomputeLayers = lora.recomputeActivations;
+  model.adapterDropout = lora.dropout;
 }

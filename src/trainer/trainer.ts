@@ -9,6 +9,7 @@
  */
 import { join } from 'node:path';
 import { AdamW, learningRateAt, Random } from '../nn/index.js';
+import { combineSeeds } from '../tensor/index.js';
 import { evaluate, type EvaluationResult } from './evaluate.js';
 import { renderDemonstration } from './prompt-format.js';
 import { createStepEnvironment, prepareGrpoStep, recordStepState, rolloutSettingsOf } from './grpo-step.js';
@@ -223,7 +224,8 @@ async function runSft(
       ),
     );
     optimizer.learningRate = learningRateAt(schedule, state.phaseStep);
-    const { metrics, applied } = sftStep(config, model, optimizer, sequences);
+    // LoRA dropout masks from the run seed and step (not RNG state), so a resumed run draws the same ones.
+    const { metrics, applied } = sftStep(config, model, optimizer, sequences, stepSeed(config.seed, state.step));
     guardSkips(state, applied, config.optimizer.maxSkippedSteps);
     state.step++;
     state.phaseStep++;
@@ -289,7 +291,8 @@ async function runGrpo(
     let stepMetrics: Record<string, number> = {};
     let applied = true;
     for (let iteration = 0; iteration < config.grpo.iterations && prepared.samples.length > 0; iteration++) {
-      const outcome = policyStep(bound, settings, model, optimizer, prepared.samples);
+      // LoRA dropout masks from the step's seed and the pass, so each of the μ passes drops anew.
+      const outcome = policyStep(bound, settings, model, optimizer, prepared.samples, combineSeeds(seed, iteration));
       stepMetrics = outcome.metrics;
       applied &&= outcome.applied;
     }
