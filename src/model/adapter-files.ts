@@ -18,8 +18,11 @@ import { encodeSafetensors, readSafetensors } from './safetensors.js';
 export const ADAPTER_CONFIG_FILE = 'adapter_config.json';
 export const ADAPTER_WEIGHTS_FILE = 'adapter_model.safetensors';
 
-/** Writes adapter_config.json and adapter_model.safetensors into an existing folder, each fsynced. */
-export function writeAdapterFiles(folder: string, adapters: LoraAdapters, baseModel: string | null): void {
+/**
+ * Writes adapter_config.json and adapter_model.safetensors into an existing folder, each fsynced.
+ * `dropout` is the training run's lora_dropout, recorded as PEFT records it (inference ignores it).
+ */
+export function writeAdapterFiles(folder: string, adapters: LoraAdapters, baseModel: string | null, dropout = 0): void {
   const { settings } = adapters;
   const adapterConfig = {
     peft_type: 'LORA',
@@ -27,7 +30,7 @@ export function writeAdapterFiles(folder: string, adapters: LoraAdapters, baseMo
     base_model_name_or_path: baseModel,
     r: settings.rank,
     lora_alpha: settings.alpha,
-    lora_dropout: 0,
+    lora_dropout: dropout,
     target_modules: settings.targetModules,
     use_rslora: settings.rsLora,
     use_dora: false,

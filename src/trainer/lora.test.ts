@@ -63,9 +63,9 @@ describe('a LoRA run', () => {
     expect(existsSync(join(whole, 'checkpoints', 'reference'))).toBe(false); // no second copy of the weights
     // A from-scratch base is saved once, and the adapter names it: base + adapter is the trained policy.
     const baseFolder = join(whole, 'checkpoints', 'base');
-    expect(JSON.parse(readFileSync(join(last, 'adapter_config.json'), 'utf8')).base_model_name_or_path).toBe(
-      baseFolder,
-    );
+    const adapterConfig = JSON.parse(readFileSync(join(last, 'adapter_config.json'), 'utf8'));
+    expect(adapterConfig.base_model_name_or_path).toBe(baseFolder);
+    expect(adapterConfig.lora_dropout).toBe(0.1); // the run's dropout, recorded as PEFT records it
     const reloaded = Transformer.fromTensors(context.model.config, loadCheckpoint(baseFolder).tensors);
     for (const [name, parameter] of reloaded.parameters) expect(parameter.data).toEqual(baseBefore.get(name));
     const optimizerNames = [...readSafetensors(join(last, 'training-state', 'optimizer.safetensors')).keys()];

@@ -166,7 +166,7 @@ export class RunFolder {
     sourceDirectory?: string;
     keepLast: number;
     /** A LoRA run's adapter: written in PEFT's format instead of the (frozen) model weights. */
-    adapter?: { adapters: LoraAdapters; baseModel: string | null };
+    adapter?: { adapters: LoraAdapters; baseModel: string | null; dropout?: number };
   }): string {
     if (!existsSync(this.checkpointsDirectory)) makeDirectory(this.checkpointsDirectory);
     const name = `step-${input.state.step}`;
@@ -175,7 +175,8 @@ export class RunFolder {
     const partial = join(this.checkpointsDirectory, `.${name}.tmp-${stamp}`);
     makeDirectory(partial);
     try {
-      if (input.adapter) writeAdapterFiles(partial, input.adapter.adapters, input.adapter.baseModel);
+      if (input.adapter)
+        writeAdapterFiles(partial, input.adapter.adapters, input.adapter.baseModel, input.adapter.dropout);
       else
         writeCheckpointFiles(
           partial,

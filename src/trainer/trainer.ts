@@ -138,7 +138,9 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
     folder.saveCheckpoint({
       config: model.config,
       tensors: model.toStoredTensors(),
-      adapter: model.adapters ? { adapters: model.adapters, baseModel: adapterBase! } : undefined,
+      adapter: model.adapters
+        ? { adapters: model.adapters, baseModel: adapterBase!, dropout: model.adapterDropout }
+        : undefined,
       optimizer,
       state,
       extraFiles: context.tokenizerFiles,
