@@ -6,7 +6,7 @@
  *
  * Is: `npm run bench -- lora [--json] [--models random-25m,smollm2-135m-shape] [--backend native]
  * [--prompts 4] [--group-size 4] [--prompt-length 32] [--new-tokens 64] [--micro-batch 4]
- * [--steps 2]`. Each (model, full|lora) case runs in its own child process, so its peak RSS (the
+ * [--steps 2] [--recompute on|off]`. Each (model, full|lora) case runs in its own child process, so its peak RSS (the
  * kernel's high-water mark, process.resourceUsage().maxRSS) is its own. A case builds the model
  * (seed 7), attaches adapters with trainer/setup.ts's attachLora (rank 16, alpha 32, all-linear, the
  * frozen linears in bfloat16 as baseDtype 'auto' keeps a BF16 checkpoint's, each decoder layer
@@ -53,6 +53,8 @@ interface Shape {
   newTokens: number;
   microBatch: number;
   steps: number;
+  /** LoRA's lora.recomputeActivations: layers rerun in backward (less memory, one more forward). */
+  recompute: boolean;
 }
 
 interface LoraCase extends Shape {
@@ -74,6 +76,7 @@ function parseArguments(argv: string[]): { json: boolean; backend: string; model
     newTokens: positive('--new-tokens', '64'),
     microBatch: positive('--micro-batch', '4'),
     steps: positive('--steps', '2'),
+    recompute: value('--recompute', 'on') !== 'off',
   };
   if ((shape.prompts * shape.groupSize) % shape.microBatch !== 0)
     throw new Error(
@@ -127,7 +130,7 @@ function runCase(benchCase: LoraCase): void {
     sampling: { groupSize: benchCase.groupSize, maxNewTokens: benchCase.newTokens, temperature: 1 },
     grpo: { promptsPerStep: benchCase.prompts, microBatchSize: benchCase.microBatch },
     algorithm: { loss: 'ppo-clip', aggregation: 'token-mean' },
-    ...(benchCase.mode === 'lora' ? { lora: LORA } : {}),
+    ...(benchCase.mode === 'lora' ? { lora: { ...LORA, recomputeActivations: benchCase.recompute } } : {}),
   });
   const model = Transformer.random(createSmallConfig(MODELS[benchCase.model]), 7);
   if (config.lora) attachLora(model, config.lora, 7, []);
@@ -205,7 +208,8 @@ export async function main(argv: string[]): Promise<void> {
     console.log(
       `batch: ${prompts} prompts × ${groupSize} completions, ${promptLength} prompt + ${newTokens} new tokens each, ` +
         `micro-batch ${microBatch}; mean of ${steps} timed optimiser step(s) after 1 warm-up; backend ${settings.backend}; ` +
-        `LoRA rank ${LORA.rank}, alpha ${LORA.alpha}, ${LORA.targetModules}, base ${LORA.baseDtype}`,
+        `LoRA rank ${LORA.rank}, alpha ${LORA.alpha}, ${LORA.targetModules}, base ${LORA.baseDtype}, ` +
+        `recomputed activations ${settings.shape.recompute ? 'on' : 'off'}`,
     );
     console.log(
       `${'model'.padEnd(20)}${'mode'.padEnd(6)}${'params'.padStart(11)}${'trainable'.padStart(11)}${'p+g+adam'.padStart(11)}` +
