@@ -16,7 +16,6 @@
 import {
   add,
   causalAttention,
-  concat,
   embedding,
   formatShape,
   matmul,
@@ -26,7 +25,6 @@ import {
   rmsNorm,
   rope,
   isGradEnabled,
-  slice,
   Tensor,
   tensor,
   HalfMatrix,
@@ -39,20 +37,9 @@ import type { StoredTensor } from './safetensors.js';
 import { computeRopeInverseFrequencies, type ModelConfig } from './config.js';
 import { expectedTensorShapes } from './checkpoint.js';
 import { linearWithAdapter, moduleSeed, type LoraAdapters } from './lora.js';
+import { concatToCache, writeRowsToCache, writeToCache, type KvCache } from './kv-cache.js';
 
-/**
- * Keys and values of every layer for the sequences of a batch: [B, Hkv, capacity, D] each, of which
- * the first `length` positions are filled. The room after them lets a decode step write its key in
- * place instead of copying the whole cache (which made each token cost O(S) copies).
- */
-export interface KvCache {
-  keys: (Tensor | null)[];
-  values: (Tensor | null)[];
-  /** Number of positions already stored (S before the next call). */
-  length: number;
-  /** Positions to allocate when a layer's tensors are first created or must grow (0 = just enough). */
-  capacityHint?: number;
-}
+export type { KvCache } from './kv-cache.js';
 
 export interface ForwardOptions {
   /** Absolute position of each new token, [T] shared or [B·T]; defaults to cache length + t. */
@@ -381,86 +368,4 @@ function residual(x: Tensor, branch: Tensor): Tensor {
     throw new Error(`Transformer: residual ${formatShape(x.shape)} and branch ${formatShape(branch.shape)} differ`);
   for (let i = 0; i < to.length; i++) to[i] += from[i];
   return x;
-}
-
-/** Appends k, v [B, Hkv, T, D] by concatenation, recording gradients (a cache used while training). */
-function concatToCache(cache: KvCache, layer: number, k: Tensor, v: Tensor): [Tensor, Tensor] {
-  const previousKeys = cache.keys[layer];
-  const previousValues = cache.values[layer];
-  const used = (stored: Tensor): Tensor =>
-    stored.shape[2] === cache.length ? stored : slice(stored, 2, 0, cache.length);
-  const keys = previousKeys && previousValues && cache.length > 0 ? concat([used(previousKeys), k], 2) : k; // [B, Hkv, S, D]
-  const values = previousKeys && previousValues && cache.length > 0 ? concat([used(previousValues), v], 2) : v;
-  cache.keys[layer] = keys;
-  cache.values[layer] = values;
-  return [keys, values];
-}
-
-/** Writes k, v [B, Hkv, T, D] at positions length..length+T−1 in place, growing the room by doubling. */
-/** Writes one new key/value per row [B, Hkv, 1, D] at column columns[b] of the cache (rows at different steps). */
-function writeRowsToCache(
-  cache: KvCache,
-  layer: number,
-  k: Tensor,
-  v: Tensor,
-  columns: Int32Array,
-  needed: number,
-): [Tensor, Tensor] {
-  const [B, Hkv, T, D] = k.shape;
-  if (T !== 1 || columns.length !== B) throw new Error(`Transformer: rowLengths need one new token per row (T = ${T})`);
-  const result = [k, v].map((fresh, which) => {
-    let target = which === 0 ? cache.keys[layer] : cache.values[layer];
-    if (target && (target.shape[0] !== B || target.shape[1] !== Hkv || target.shape[3] !== D))
-      throw new Error(
-        `Transformer: KV cache of layer ${layer} holds ${formatShape(target.shape)}, new keys are ${formatShape(fresh.shape)}`,
-      );
-    const capacity = target ? target.shape[2] : 0;
-    if (!target || needed > capacity) {
-      const grown = Math.max(needed, cache.capacityHint ?? 0, capacity * 2);
-      const data = new Float32Array(B * Hkv * grown * D);
-      for (let row = 0; row < B * Hkv && target; row++)
-        data.set(target.data.subarray(row * capacity * D, (row + 1) * capacity * D), row * grown * D);
-      target = new Tensor(data, [B, Hkv, grown, D]);
-    }
-    const room = target.shape[2];
-    for (let b = 0; b < B; b++)
-      for (let h = 0; h < Hkv; h++) {
-        const row = b * Hkv + h;
-        target.data.set(fresh.data.subarray(row * D, (row + 1) * D), (row * room + columns[b]) * D);
-      }
-    return target;
-  });
-  cache.keys[layer] = result[0];
-  cache.values[layer] = result[1];
-  return [result[0], result[1]];
-}
-
-function writeToCache(cache: KvCache, layer: number, k: Tensor, v: Tensor): [Tensor, Tensor] {
-  const [B, Hkv, T, D] = k.shape;
-  const past = cache.length;
-  const stored = [cache.keys[layer], cache.values[layer]];
-  const result = [k, v].map((fresh, which) => {
-    let target = stored[which];
-    if (target && (target.shape[0] !== B || target.shape[1] !== Hkv || target.shape[3] !== D)) {
-      throw new Error(
-        `Transformer: KV cache of layer ${layer} holds ${formatShape(target.shape)}, new keys are ${formatShape(fresh.shape)}`,
-      );
-    }
-    const capacity = target ? target.shape[2] : 0;
-    if (!target || past + T > capacity) {
-      const grown = Math.max(past + T, cache.capacityHint ?? 0, capacity * 2);
-      const data = new Float32Array(B * Hkv * grown * D);
-      for (let row = 0; row < B * Hkv && target && past > 0; row++) {
-        data.set(target.data.subarray(row * capacity * D, (row * capacity + past) * D), row * grown * D);
-      }
-      target = new Tensor(data, [B, Hkv, grown, D]);
-    }
-    const room = target.shape[2];
-    for (let row = 0; row < B * Hkv; row++)
-      target.data.set(fresh.data.subarray(row * T * D, (row + 1) * T * D), (row * room + past) * D);
-    return target;
-  });
-  cache.keys[layer] = result[0];
-  cache.values[layer] = result[1];
-  return [result[0], result[1]];
 }
