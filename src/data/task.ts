@@ -16,6 +16,10 @@ import type { ChatMessage, NamedReward } from '../rewards/types.js';
 export interface Example {
   prompt: string | ChatMessage[];
   answer?: string;
+  /** The row's images, in the order of the prompt's `<image>` placeholders (`data/images.ts`): paths (absolute), base64 / data: URLs, bytes. */
+  images?: (string | Uint8Array)[];
+  /** Where the images came from ("train.jsonl line 4"), for decoding errors. */
+  imageOrigin?: string;
   [column: string]: unknown;
 }
 
