@@ -19,7 +19,9 @@ export function layerNorm(x: Tensor, weight: Tensor, bias: Tensor, eps: number):
     ['bias', bias],
   ] as const) {
     if (parameter.rank !== 1 || parameter.shape[0] !== D)
-      throw new Error(`layerNorm: ${label} ${formatShape(parameter.shape)} does not match input ${formatShape(x.shape)}`);
+      throw new Error(
+        `layerNorm: ${label} ${formatShape(parameter.shape)} does not match input ${formatShape(x.shape)}`,
+      );
   }
   const rows = D === 0 ? 0 : x.size / D;
   const input = x.data;
