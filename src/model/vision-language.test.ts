@@ -150,6 +150,18 @@ describe('VisionLanguageModel', () => {
     );
   });
 
+  it('the frozen tower runs a few tiles per forward with the same outputs as one tile at a time', () => {
+    const model = VisionLanguageModel.random(config, 7);
+    const all = model.visionOutputs(pixels(6, 8), 6); // two chunks: 4 + 2
+    expect(all.shape).toEqual([6, 16, 8]);
+    const perImage = 3 * 16 * 16;
+    for (let n = 0; n < 6; n++) {
+      const single = model.visionOutputs(pixels(6, 8).subarray(n * perImage, (n + 1) * perImage), 1);
+      const rows = all.data.subarray(n * 16 * 8, (n + 1) * 16 * 8);
+      single.data.forEach((value, i) => expect(Math.abs(value - rows[i])).toBeLessThan(1e-6));
+    }
+  });
+
   it('an unfrozen tower gets gradients too', () => {
     const model = VisionLanguageModel.random(config, 6);
     model.setVisionTrainable(true);
