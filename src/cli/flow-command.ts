@@ -6,11 +6,10 @@
  */
 import { type Command, InvalidArgumentError } from 'commander';
 import { flowSigmas } from '../algorithms/flow-steps.js';
-import { runFlowGrpo, defaultFlowRunOptions, type FlowRunOptions } from '../flow/flow-run.js';
+import { runFlowGrpo, defaultFlowRunOptions, type FlowRunOptions, loadImageFlowModel } from '../flow/flow-run.js';
 import { writeImageGrid } from '../flow/png.js';
 import { defaultFlowPretrainOptions, runClassifierTraining, runFlowPretrain } from '../flow/pretrain-run.js';
 import { finalImages, sampleTrajectory, stepsAt } from '../flow/sample.js';
-import { loadFlowModel } from '../model/flow-mlp.js';
 import { Random } from '../tensor/random.js';
 
 const number = (value: string): number => {
@@ -136,7 +135,7 @@ export function addFlowCommands(program: Command): void {
     .option('--per-class <n>', 'samples per class', number, 8)
     .option('--seed <n>', 'seed', number, 1)
     .action((options) => {
-      const model = loadFlowModel(options.model);
+      const model = loadImageFlowModel(options.model);
       const sampler = {
         sigmas: flowSigmas(options.samplingSteps),
         steps: options.sampler,

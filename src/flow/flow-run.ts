@@ -124,6 +124,14 @@ export function validateFlowRunOptions(options: FlowRunOptions, numClasses = 10)
   if (options.window) checkSlidingWindow(options.window, options.samplingSteps);
 }
 
+/** A flow model for images: refuses a toy model whose config sets `dimensions` (its samples are no pictures). */
+export function loadImageFlowModel(folder: string): FlowModel {
+  const model = loadFlowModel(folder);
+  if (model.config.dimensions !== undefined)
+    throw new Error(`${folder}/config.json: dimensions is set (a toy model of points); image jobs need an image model`);
+  return model;
+}
+
 /** The mean reward of the Euler (ODE) sampler on fixed noise, `perClass` samples per class, and the images. */
 export function evaluateFlowModel(
   model: FlowModel,
@@ -155,7 +163,7 @@ export function runFlowGrpo(
   validateFlowRunOptions(options);
   checkRewardWeights(options.rewards, folders.classifier !== null);
   const started = Date.now();
-  const model = loadFlowModel(folders.model);
+  const model = loadImageFlowModel(folders.model);
   const classifier = folders.classifier ? loadClassifier(folders.classifier) : null;
   const reference = options.klCoefficient > 0 ? copyFlowModel(model) : null;
   const old = options.algorithm === 'nft' ? copyFlowModel(model) : null; // DiffusionNFT's sampling policy
