@@ -77,6 +77,9 @@ const rlSchema = z
   })
   .partial()
   .strict();
+/** The fields of `flow.rl` (what `grpo list` may name as options). */
+export const flowRlFields: readonly string[] = Object.keys(rlSchema.shape);
+
 const flowRecipeSchema = z
   .object({
     flow: z
