@@ -82,7 +82,7 @@ export function addFlowCommands(program: Command): void {
     .option('--learning-rate <x>', 'AdamW learning rate', number, d.learningRate)
     .option(
       '--reward <name[:weight]>',
-      'confidence, thickness, centredness, symmetry (repeatable; default confidence)',
+      'confidence, thickness, centredness, symmetry, compressibility (repeatable; default confidence)',
       rewardWeight,
     )
     .option('--seed <n>', 'seed', number, d.seed)

@@ -70,4 +70,5 @@ export const imageRewardCatalog: readonly FlowCatalogEntry[] = [
   { name: 'thickness', description: 'mean ink: thicker (bolder) strokes score higher', citation: 'src/rewards/image.ts', options: [] },
   { name: 'centredness', description: 'how close the ink centre is to the image centre', citation: 'src/rewards/image.ts', options: [] },
   { name: 'symmetry', description: 'left-right mirror similarity of the ink', citation: 'src/rewards/image.ts', options: [] },
+  { name: 'compressibility', description: '1 − deflated bytes / pixels (PNG scanlines, zlib level 9): simpler images score higher', citation: 'DDPO / Flow-GRPO jpeg_compressibility, lossless here', options: [] },
 ]; // prettier-ignore
