@@ -38,6 +38,18 @@ describe('grpo flow', () => {
       await grpo('classifier', '--out', classifier, '--epochs', '1', '--image-size', '7');
       await grpo('train', '--model', model, '--classifier', classifier, '--out', run, '--steps', '2', '--prompts-per-step', '2',
         '--group-size', '2', '--sampling-steps', '3', '--eval-every', '1', '--eval-per-class', '1', '--reward', 'confidence', '--reward', 'thickness:0.5', '--kl', '0.04'); // prettier-ignore
+      // DanceGRPO (its step and timestep selection) on the compressibility reward, no classifier needed.
+      await grpo('train', '--model', model, '--out', join(directory, 'dance'), '--steps', '1', '--prompts-per-step', '2', '--group-size', '2',
+        '--sampling-steps', '3', '--eval-per-class', '1', '--sampler', 'dance', '--noise-level', '0.3', '--timestep-selection', 'dance', '--reward', 'compressibility'); // prettier-ignore
+      const dance = JSON.parse(
+        readFileSync(join(directory, 'dance', 'metrics.jsonl'), 'utf8')
+          .trim()
+          .split('\n')[1],
+      );
+      expect(dance.step).toBe(1);
+      expect(dance['reward/compressibility/mean']).toBeGreaterThanOrEqual(0); // noisy 7×7 samples barely compress
+      expect(dance['reward/compressibility/mean']).toBeLessThanOrEqual(1);
+      expect(Number.isFinite(dance['loss/policy'])).toBe(true);
       await grpo(
         'sample',
         '--model',
@@ -90,6 +102,15 @@ describe('grpo flow', () => {
     await expect(grpo(...train, '--algorithm', 'dpo')).rejects.toThrow(/algorithm must be "flow-grpo" or "nft"/);
     await expect(grpo(...train, '--algorithm', 'nft', '--window', '2')).rejects.toThrow(
       /window \(MixGRPO\) applies to flow-grpo only/,
+    );
+    await expect(grpo(...train, '--timestep-selection', 'last')).rejects.toThrow(
+      /timestepSelection must be "first" or "dance"/,
+    );
+    await expect(grpo(...train, '--timestep-selection', 'dance', '--window', '2')).rejects.toThrow(
+      /both choose the steps/,
+    );
+    await expect(grpo(...train, '--timestep-selection', 'dance', '--algorithm', 'nft')).rejects.toThrow(
+      /flow-grpo only/,
     );
     await expect(grpo(...train, '--window', '11')).rejects.toThrow(
       /window.size 11 is larger than the 10 sampler steps/,

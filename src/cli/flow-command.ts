@@ -74,6 +74,11 @@ export function addFlowCommands(program: Command): void {
     .option('--sampling-steps <n>', 'sampler steps N', number, d.samplingSteps)
     .option('--shift <x>', 'time shift of the σ schedule (1 = uniform)', number, d.shift)
     .option('--train-fraction <x>', 'fraction of the steps trained (the first ones)', number, d.trainFraction)
+    .option(
+      '--timestep-selection <name>',
+      'first (Flow-GRPO: the first steps) or dance (DanceGRPO: a random subset per sample, never the last)',
+      d.timestepSelection,
+    )
     .option('--clip-range <x>', 'PPO clip range ε', number, d.clipRange)
     .option('--advantage-clip <x>', 'advantages clipped to ±this', number, d.advantageClip)
     .option('--kl <x>', 'β of the step-mean KL to the frozen start model', number, d.klCoefficient)

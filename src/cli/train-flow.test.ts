@@ -104,6 +104,7 @@ describe('flow recipes through grpo train', () => {
       [sets({ 'flow.rl.advantageEstimator': 'nope' }), /flow.rl: .*nope/],
       [sets({ "flow.rl.window": { size: 4 } }), /flow.rl.window.size 4 is larger than the 3 sampler steps/],
       [sets({ 'flow.rl.window': { size: 2, strid: 1 } }), /flow.rl.window: not a setting .*strid/],
+      [sets({ 'flow.rl.timestepSelection': 'dance', 'flow.rl.algorithm': 'nft' }), /flow.rl.timestepSelection "dance" applies to flow-grpo only/],
       [sets({ 'flow.pretrain.imageSize': 5 }), /flow.pretrain.imageSize must divide 28/],
       [sets({ 'flow.classifierTraining.epochs': 0.5 }), /flow.classifierTraining.epochs: must be a positive integer/],
       [sets({ 'flow.classifier': '/nonexistent' }), /flow.classifierTraining: unused, flow.classifier is given/],

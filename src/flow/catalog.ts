@@ -43,6 +43,13 @@ export const flowTrainers: readonly FlowCatalogEntry[] = [
     options: ['window.size', 'window.shiftEvery', 'window.stride', 'window.rollBack'],
   },
   {
+    name: 'dance-grpo',
+    description:
+      'flow-grpo with sampler "dance" (η·√Δσ step) and timestepSelection "dance": per sample a random ⌊(N−1)·f⌋ of the steps, never the last',
+    citation: 'Xue et al. 2025, DanceGRPO (arXiv:2505.07818), train_grpo_flux.py',
+    options: ['sampler', 'noiseLevel', 'timestepSelection', 'trainFraction'],
+  },
+  {
     name: 'nft',
     description:
       'algorithm "nft", DiffusionNFT: no log-probs, any sampler (ode included); flow-matching loss on final samples under v⁺ = βv_θ + (1−β)v_old and v⁻ = (1+β)v_old − βv_θ',

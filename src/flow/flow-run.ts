@@ -42,6 +42,8 @@ export interface FlowRunOptions {
   /** SD3 time shift of the schedule (1 = uniform). */
   shift: number;
   trainFraction: number;
+  /** 'first' (Flow-GRPO: the first ⌊N·f⌋ steps) or 'dance' (DanceGRPO: a random ⌊(N−1)·f⌋ per sample). */
+  timestepSelection: 'first' | 'dance';
   clipRange: number;
   advantageClip: number;
   klCoefficient: number;
@@ -72,6 +74,7 @@ export const defaultFlowRunOptions: FlowRunOptions = {
   samplingSteps: 10,
   shift: 1,
   trainFraction: 0.6,
+  timestepSelection: 'first',
   clipRange: 1e-4,
   advantageClip: 5,
   klCoefficient: 0,
@@ -117,6 +120,18 @@ export function validateFlowRunOptions(options: FlowRunOptions, numClasses = 10)
     if (!(options.nftBeta > 0)) throw new Error(`nftBeta must be positive, got ${options.nftBeta}`);
   } else if (!flowSteps.has(options.sampler) || options.sampler === 'ode')
     throw new Error(`sampler must be a stochastic step with log-probs (sde, cps, dance), got "${options.sampler}"`);
+  if (options.timestepSelection !== 'first' && options.timestepSelection !== 'dance')
+    throw new Error(`timestepSelection must be "first" or "dance", got "${String(options.timestepSelection)}"`);
+  if (options.timestepSelection === 'dance') {
+    if (options.algorithm === 'nft')
+      throw new Error('timestepSelection "dance" applies to flow-grpo only (nft draws its own noise levels)');
+    if (options.window)
+      throw new Error('timestepSelection "dance" and window (MixGRPO) both choose the steps: give one');
+    if (options.samplingSteps < 2)
+      throw new Error(
+        `timestepSelection "dance" needs samplingSteps ≥ 2 (it never trains the last), got ${options.samplingSteps}`,
+      );
+  }
   if (!(options.trainFraction > 0 && options.trainFraction <= 1))
     throw new Error(`trainFraction must be in (0, 1], got ${options.trainFraction}`);
   if (!(options.klCoefficient >= 0)) throw new Error(`klCoefficient must be ≥ 0, got ${options.klCoefficient}`);

@@ -62,6 +62,7 @@ const rlSchema = z
     samplingSteps: number,
     shift: number,
     trainFraction: number,
+    timestepSelection: z.enum(['first', 'dance']),
     clipRange: number,
     advantageClip: number,
     klCoefficient: number,

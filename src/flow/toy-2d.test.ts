@@ -1,7 +1,8 @@
 /**
  * The issue's 2-D toy, seconds long: a flow pre-trained on four Gaussians in the plane (at (±0.7, ±0.7))
  * puts about a quarter of its samples in the rewarded region (the upper-right quadrant). Flow-GRPO (sde
- * steps, log-probs, ppo-clip) and DiffusionNFT (ODE rollouts, no log-probs) each raise that share; the
+ * steps, log-probs, ppo-clip), DanceGRPO (its step and per-sample timestep selection) and DiffusionNFT
+ * (ODE rollouts, no log-probs) each raise that share; the
  * same runs with the advantage sign flipped (an estimator returning −A) lower it instead, so the rise
  * comes from following the advantages, not from any drift of training.
  */
@@ -75,9 +76,10 @@ const optimizerFor = (model: FlowModel) =>
     { learningRate: 3e-3, weightDecay: 0 },
   );
 
-function flowGrpoShares(advantageEstimator: string): { before: number; after: number } {
+function flowGrpoShares(advantageEstimator: string, dance = false): { before: number; after: number } {
   const { model, random } = pretrainedFourModes();
-  const sampler = { sigmas: flowSigmas(8), steps: 'sde', noiseLevel: 0.7 };
+  // DanceGRPO: its step (η = 0.3 as its code) and its per-sample timestep selection.
+  const sampler = { sigmas: flowSigmas(8), steps: dance ? 'dance' : 'sde', noiseLevel: dance ? 0.3 : 0.7 };
   const context = { model, reference: null, optimizer: optimizerFor(model), score };
   const options = {
     groupSize: 16,
@@ -89,6 +91,8 @@ function flowGrpoShares(advantageEstimator: string): { before: number; after: nu
     advantageEstimator,
     innerSteps: 2,
     maxGradNorm: 1,
+    timestepSelection: dance ? ('dance' as const) : ('first' as const),
+    ...(dance ? { trainFraction: 0.6 } : {}),
   };
   const before = regionShare(model, sampler, random);
   for (let step = 0; step < 10; step++) flowGrpoStep(context, [0, 0, 0, 0], options, random);
@@ -123,7 +127,8 @@ describe('2-D toy: four Gaussians, a reward on the upper-right quadrant', () => 
   });
 
   for (const [name, run] of [
-    ['Flow-GRPO (sde)', flowGrpoShares],
+    ['Flow-GRPO (sde)', (estimator: string) => flowGrpoShares(estimator)],
+    ['DanceGRPO (dance step and timestep selection)', (estimator: string) => flowGrpoShares(estimator, true)],
     ['DiffusionNFT (ode)', nftShares],
   ] as const) {
     it(`${name}: the share in the region rises from about ¼, and falls with the advantage sign flipped`, () => {
