@@ -58,14 +58,16 @@ describe('flow recipes through grpo train', () => {
     expect(JSON.parse(readFileSync(join(pretrain, 'summary.json'), 'utf8')).status).toBe('finished');
 
     await grpo('train', 'recipes/flow-grpo.ts', ...runsDirectory, '--run-name', 'grpo', '--model', join(pretrain, 'model'),
-      '--set', `flow.classifier=${join(pretrain, 'classifier')}`, ...tinyRl); // prettier-ignore
+      '--set', `flow.classifier=${join(pretrain, 'classifier')}`, '--set', 'flow.rl.klCoefficient=0.04', ...tinyRl); // prettier-ignore
     const grpoRun = join(runs, 'grpo');
     expect(existsSync(join(grpoRun, 'pretrained')), 'no second pre-training').toBe(false);
     expect(existsSync(join(grpoRun, 'classifier')), 'the given classifier is used').toBe(false);
     const recipe = JSON.parse(readFileSync(join(grpoRun, 'recipe.json'), 'utf8'));
     expect(recipe.rl).toMatchObject({ algorithm: 'flow-grpo', sampler: 'sde', steps: 2, learningRate: 5e-4 });
     const lines = readLines(join(grpoRun, 'metrics.jsonl'));
-    expect(lines.filter((line) => 'reward/thickness/mean' in line).map((line) => line.step)).toEqual([1, 2]);
+    const stepLines = lines.filter((line) => 'reward/thickness/mean' in line);
+    expect(stepLines.map((line) => line.step)).toEqual([1, 2]);
+    expect(stepLines.map((line) => line['loss/kl'])).toEqual([0, expect.any(Number)]); // the KL term is on
     for (const step of [0, 1, 2]) expect(existsSync(join(grpoRun, `samples-step-${step}.png`))).toBe(true);
     const summary = JSON.parse(readFileSync(join(grpoRun, 'summary.json'), 'utf8'));
     expect(summary.status).toBe('finished');
