@@ -1,5 +1,5 @@
 /**
- * `grpo flow pretrain|classifier|train|sample`: the image-generator jobs (docs/image-generators.md).
+ * `grpo flow pretrain|classifier|train|sample`: the image-generator jobs (docs/image-models.md).
  * Flags map 1:1 to the options of src/flow/ (pretrain-run.ts, flow-run.ts); every value is checked
  * there, naming the field, before any compute.
  * Is not: any training logic.
