@@ -228,7 +228,13 @@ describe.skipIf(browserProblem !== null)('dashboard page in headless Chromium', 
     const flowId = '20260104-100000-flow-grpo';
     const folder = join(scratch, 'runs', flowId);
     await mkdir(folder, { recursive: true });
-    await writeFile(join(folder, 'summary.json'), JSON.stringify({ status: 'finished', steps: 2 }));
+    const summary = {
+      status: 'finished',
+      steps: 2,
+      evalBefore: { 'eval/reward/mean': 0.4 },
+      evalAfter: { 'eval/reward/mean': 0.7 },
+    };
+    await writeFile(join(folder, 'summary.json'), JSON.stringify(summary));
     await writeFile(join(folder, 'config.json'), JSON.stringify({ algorithm: 'flow-grpo', steps: 2 }));
     await writeFile(
       join(folder, 'metrics.jsonl'),
@@ -254,6 +260,7 @@ describe.skipIf(browserProblem !== null)('dashboard page in headless Chromium', 
       )
       .toEqual([21, 23]);
     expect(await pointsDrawn('eval', 'eval/reward/mean')).toBe(2);
+    expect(await page.locator('#run-header').textContent()).toContain('eval before 0.4');
     await page.goto(`${dashboard.url}?poll=253#run=${finishedId}`); // a text run has no image panel
     await page.locator('[data-chart="reward"] path.series').first().waitFor();
     expect(await page.locator('#images').isVisible()).toBe(false);

@@ -122,7 +122,8 @@ function renderRuns() {
 
 function evalText(summaryEval) {
   if (summaryEval === null || typeof summaryEval !== 'object') return '–';
-  const accuracy = summaryEval.accuracy ?? summaryEval['eval/accuracy'];
+  // A flow run (image models) evaluates a mean reward instead of an accuracy.
+  const accuracy = summaryEval.accuracy ?? summaryEval['eval/accuracy'] ?? summaryEval['eval/reward/mean'];
   return accuracy === undefined ? JSON.stringify(summaryEval) : formatNumber(accuracy);
 }
 
