@@ -5,14 +5,15 @@
  * 2. rewards on the final images → group-relative advantages with a registered estimator
  *    (`grpo` = (r − mean)/(std + ε) per prompt, Flow-GRPO's per-prompt stat tracking), clipped to
  *    ±advantageClip (Flow-GRPO: 5);
- * 3. the loss over the first ⌊N·trainFraction⌋ steps (Flow-GRPO trains the first steps, in order):
+ * 3. the loss over the first ⌊N·trainFraction⌋ steps (Flow-GRPO trains the first steps, in order; or,
+ *    with timestepSelection 'dance', DanceGRPO's random ⌊(N−1)·trainFraction⌋ steps per sample):
  *    the registered `ppo-clip` loss with ε = clipRange (Flow-GRPO: 1e-4) where each (step, sample)
  *    plays a token, token-mean aggregation (= Flow-GRPO's mean over the batch, then over steps), plus
  *    β·mean KL(N(μ_θ, s²) ‖ N(μ_ref, s²)) of each step's Gaussians to the frozen reference;
  * 4. μ = innerSteps AdamW updates on the same rollout (the ratio and its clip matter from the second).
  *
  * Is: the loss as a composition of the registry parts, and one step. Is not: the run loop and its
- * files (flow-train.ts). No classifier-free guidance (the model has no null class).
+ * files (flow-run.ts). No classifier-free guidance (the model has no null class).
  *
  * Legend: B = samples (prompts × G), D = pixels, N = sampler steps, J = trained steps.
  */

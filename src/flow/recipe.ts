@@ -12,10 +12,10 @@
  * Is: the schema, the checks and the sequence of jobs with the run's summary.json. Is not: the jobs
  * themselves (pretrain-run.ts, flow-run.ts) or the CLI (cli/train-command.ts dispatches here).
  */
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { writeFileDurably } from '../model/durable-files.js';
-import { hostname } from 'node:os';
 import { loadClassifier } from './digit-classifier.js';
 import {
   type FlowRunOptions,
@@ -163,9 +163,8 @@ export function resolveFlowRecipe(config: Record<string, unknown>): ResolvedFlow
       `flow.classifierTraining: unused, ${flow.classifier ? 'flow.classifier is given' : 'no reward needs a classifier'}`,
     );
   if (flow.job === 'pretrain' || !flow.model) withField('flow.pretrain', () => validateFlowPretrainOptions(pretrain));
-  for (const field of ['epochs'] as const)
-    if (!Number.isInteger(classifierTraining[field]) || classifierTraining[field] < 1)
-      throw new Error(`flow.classifierTraining.${field}: must be a positive integer, got ${classifierTraining[field]}`);
+  if (!Number.isInteger(classifierTraining.epochs) || classifierTraining.epochs < 1)
+    throw new Error(`flow.classifierTraining.epochs: must be a positive integer, got ${classifierTraining.epochs}`);
   // Cheap checks of the given folders (config and tensor shapes), so a wrong path fails before any compute.
   const imageSize = flow.model ? loadImageFlowModel(flow.model).config.imageSize : pretrain.imageSize;
   if (flow.classifier) {
