@@ -59,3 +59,4 @@ export { CharTokenizer } from './model/char-tokenizer.js';
 export { applyChatTemplate, encodeChat } from './model/chat-template.js';
 export { AdamW, learningRateAt, clipGradNorm, globalGradNorm, type ScheduleConfig } from './nn/index.js';
 export { getBackend, setBackend, createBackend, noGrad, Tensor, tensor, Random } from './tensor/index.js';
+export type { FlowRecipeConfig } from './flow/recipe.js';

@@ -1,16 +1,15 @@
 /**
- * `grpo flow pretrain|classifier|train|sample`: the image-generator jobs (docs/image-generators.md).
+ * `grpo flow pretrain|classifier|train|sample`: the image-generator jobs (docs/image-models.md).
  * Flags map 1:1 to the options of src/flow/ (pretrain-run.ts, flow-run.ts); every value is checked
  * there, naming the field, before any compute.
  * Is not: any training logic.
  */
 import { type Command, InvalidArgumentError } from 'commander';
 import { flowSigmas } from '../algorithms/flow-steps.js';
-import { runFlowGrpo, defaultFlowRunOptions, type FlowRunOptions } from '../flow/flow-run.js';
+import { runFlowGrpo, defaultFlowRunOptions, type FlowRunOptions, loadImageFlowModel } from '../flow/flow-run.js';
 import { writeImageGrid } from '../flow/png.js';
 import { defaultFlowPretrainOptions, runClassifierTraining, runFlowPretrain } from '../flow/pretrain-run.js';
 import { finalImages, sampleTrajectory, stepsAt } from '../flow/sample.js';
-import { loadFlowModel } from '../model/flow-mlp.js';
 import { Random } from '../tensor/random.js';
 
 const number = (value: string): number => {
@@ -75,6 +74,11 @@ export function addFlowCommands(program: Command): void {
     .option('--sampling-steps <n>', 'sampler steps N', number, d.samplingSteps)
     .option('--shift <x>', 'time shift of the σ schedule (1 = uniform)', number, d.shift)
     .option('--train-fraction <x>', 'fraction of the steps trained (the first ones)', number, d.trainFraction)
+    .option(
+      '--timestep-selection <name>',
+      'first (Flow-GRPO: the first steps) or dance (DanceGRPO: a random subset per sample, never the last)',
+      d.timestepSelection,
+    )
     .option('--clip-range <x>', 'PPO clip range ε', number, d.clipRange)
     .option('--advantage-clip <x>', 'advantages clipped to ±this', number, d.advantageClip)
     .option('--kl <x>', 'β of the step-mean KL to the frozen start model', number, d.klCoefficient)
@@ -83,7 +87,7 @@ export function addFlowCommands(program: Command): void {
     .option('--learning-rate <x>', 'AdamW learning rate', number, d.learningRate)
     .option(
       '--reward <name[:weight]>',
-      'confidence, thickness, centredness, symmetry (repeatable; default confidence)',
+      'confidence, thickness, centredness, symmetry, compressibility (repeatable; default confidence)',
       rewardWeight,
     )
     .option('--seed <n>', 'seed', number, d.seed)
@@ -136,7 +140,7 @@ export function addFlowCommands(program: Command): void {
     .option('--per-class <n>', 'samples per class', number, 8)
     .option('--seed <n>', 'seed', number, 1)
     .action((options) => {
-      const model = loadFlowModel(options.model);
+      const model = loadImageFlowModel(options.model);
       const sampler = {
         sigmas: flowSigmas(options.samplingSteps),
         steps: options.sampler,

@@ -19,6 +19,8 @@ import {
   type TrainerConfig,
 } from '../trainer/index.js';
 import { writeJsonAtomically } from '../trainer/run-folder.js';
+import { isFlowRecipe } from '../flow/recipe.js';
+import { runFlowTrainCommand } from './train-flow.js';
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -192,6 +194,7 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
   let runDirectory: string | undefined;
   if (options.resume) {
     runDirectory = resolve(options.resume);
+    if (existsSync(join(runDirectory, 'recipe.json'))) return runFlowTrainCommand({}, options);
     const saved = join(runDirectory, 'config.json');
     if (!existsSync(saved)) throw new Error(`--resume ${runDirectory}: no config.json there (is it a run folder?)`);
     recipe = { config: readConfigFile(saved) };
@@ -216,6 +219,7 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
   let raw = mergeConfig(mergeConfig(recipe.config, dataFlagOverrides(options.data)), parseOverrides(options.set ?? []));
   if (options.preset) raw = { ...raw, preset: options.preset };
   if (options.runName) raw = mergeConfig(raw, { logging: { runName: options.runName } });
+  if (isFlowRecipe(raw)) return runFlowTrainCommand(raw, options);
   if (options.sftOnly) raw = mergeConfig(raw, { grpo: { steps: 0 } });
   const task = await loadRunTask(raw, recipe.task);
   const config = resolveConfig(raw, recipe.task ? [recipe.task.name] : [], task);

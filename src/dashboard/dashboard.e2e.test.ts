@@ -2,7 +2,7 @@
  * End-to-end test of the dashboard page in a real headless Chromium (Debian's `chromium`,
  * driven by `playwright-core`): the fixture runs load, the curves are drawn as SVG paths with
  * points, a sample step opens with its completions, per-reward scores and advantages, and the
- * page picks up new metric lines of a running run by polling.
+ * page picks up new metric lines of a running run by polling, and a flow run's image grids show by step.
  * Without Chromium or playwright-core it skips with a message, except under CI=true, where it
  * fails: CI must install both (.ci/run). Set DASHBOARD_SCREENSHOT=/path.png to save a screenshot.
  * It is not a visual test: layout is checked by eye from that screenshot during development.
@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrowserContext, Page } from 'playwright-core';
+import { PNG } from 'pngjs';
 import { startDashboard, type DashboardHandle } from './server.js';
 
 const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -221,6 +222,48 @@ describe.skipIf(browserProblem !== null)('dashboard page in headless Chromium', 
     expect(await details.locator('.tool-call').textContent()).toBe('turn 0: calculator({"expression":"12*7"}) → 84');
     expect(await details.locator('.tokens .masked').allTextContents()).toEqual(['\ntool: 84\nAssistant:']);
     expect(await details.locator('.tokens .trained').count()).toBe(2);
+  });
+
+  it('shows the image grids of a flow run by step, decoded by the browser', async () => {
+    const flowId = '20260104-100000-flow-grpo';
+    const folder = join(scratch, 'runs', flowId);
+    await mkdir(folder, { recursive: true });
+    const summary = {
+      status: 'finished',
+      steps: 2,
+      evalBefore: { 'eval/reward/mean': 0.4 },
+      evalAfter: { 'eval/reward/mean': 0.7 },
+    };
+    await writeFile(join(folder, 'summary.json'), JSON.stringify(summary));
+    await writeFile(join(folder, 'config.json'), JSON.stringify({ algorithm: 'flow-grpo', steps: 2 }));
+    await writeFile(
+      join(folder, 'metrics.jsonl'),
+      ['{"step":0,"eval/reward/mean":0.4}', '{"step":1,"reward/mean":0.5}', '{"step":2,"reward/mean":0.6}', '{"step":2,"eval/reward/mean":0.7}', ''].join('\n'),
+    ); // prettier-ignore
+    for (const [step, width] of [
+      [0, 21],
+      [2, 23],
+    ]) {
+      const png = new PNG({ width, height: 11 });
+      png.data.fill(255);
+      await writeFile(join(folder, `samples-step-${step}.png`), PNG.sync.write(png));
+    }
+    await page.goto(`${dashboard.url}?poll=252#run=${flowId}`);
+    await page.locator('#image-grids figure[data-step="2"] img').waitFor();
+    expect(await page.locator('#images').isVisible()).toBe(true);
+    expect(await page.locator('#image-grids figcaption').allTextContents()).toEqual(['step 0', 'step 2']);
+    await expect
+      .poll(() =>
+        page
+          .locator('#image-grids img')
+          .evaluateAll((images) => images.map((image) => (image as HTMLImageElement).naturalWidth)),
+      )
+      .toEqual([21, 23]);
+    expect(await pointsDrawn('eval', 'eval/reward/mean')).toBe(2);
+    expect(await page.locator('#run-header').textContent()).toContain('eval before 0.4');
+    await page.goto(`${dashboard.url}?poll=253#run=${finishedId}`); // a text run has no image panel
+    await page.locator('[data-chart="reward"] path.series').first().waitFor();
+    expect(await page.locator('#images').isVisible()).toBe(false);
   });
 
   it('logs no errors and loads nothing from outside the dashboard', () => {

@@ -96,6 +96,26 @@ export async function readRegularFile(path: string, label: string): Promise<stri
   }
 }
 
+/** The binary content of a regular file (an image); anything else is refused naming `label`. */
+async function readRegularBytes(path: string, label: string): Promise<Buffer> {
+  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    if (!(await handle.stat()).isFile()) throw new RefusedPathError(`${label} is not a regular file`);
+    return await handle.readFile();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** The image grids a run writes (`samples-step-N.png`, flow runs: docs/image-models.md); nothing else is served. */
+const imageGridName = /^samples-step-(\d+)\.png$/;
+
+/** One image grid of a run. */
+export interface RunImage {
+  name: string;
+  step: number;
+}
+
 /** Parse JSONL text; a last line without newline that does not parse is treated as still being written. */
 export function parseJsonLines(text: string, fileName: string): ParsedJsonLines {
   const pieces = text.split('\n');
@@ -203,8 +223,11 @@ export class RunFolderReader {
     return requireSteps(await this.readJsonLines(id, 'metrics.jsonl'), 'metrics.jsonl');
   }
 
-  /** The run's parsed samples.jsonl (one row per prompt group). */
+  /** The run's parsed samples.jsonl (one row per prompt group); none yet, or a run that logs none (flow runs): no rows. */
   async readSamples(id: string): Promise<ParsedJsonLines> {
+    await resolveInside(this.root, [id]); // a run that does not exist is still not found
+    if ((await this.modifiedTime(id, 'samples.jsonl')) === null)
+      return { rows: [], nextLine: 1, partialLastLine: false, problems: [] };
     return requireSteps(await this.readJsonLines(id, 'samples.jsonl'), 'samples.jsonl');
   }
 
@@ -228,6 +251,22 @@ export class RunFolderReader {
       .filter((entry) => entry.isDirectory() && /^step-\d+$/.test(entry.name))
       .map((entry) => entry.name)
       .sort((a, b) => Number(a.slice(5)) - Number(b.slice(5)));
+  }
+
+  /** The run's image grids (`samples-step-N.png`), in step order. */
+  async listImages(id: string): Promise<RunImage[]> {
+    const folder = await resolveInside(this.root, [id]);
+    const entries = await readdir(folder, { withFileTypes: true });
+    return entries
+      .filter((entry) => entry.isFile() && imageGridName.test(entry.name))
+      .map((entry) => ({ name: entry.name, step: Number(imageGridName.exec(entry.name)![1]) }))
+      .sort((a, b) => a.step - b.step);
+  }
+
+  /** The bytes of one image grid; any other file name is not found (only image grids are served). */
+  async readImage(id: string, name: string): Promise<Buffer> {
+    if (!imageGridName.test(name)) throw new NotFoundError(`${name} is not an image grid (samples-step-N.png)`);
+    return readRegularBytes(await resolveInside(this.root, [id, name]), `${id}/${name}`);
   }
 
   private async readJsonLines(id: string, fileName: string): Promise<ParsedJsonLines> {

@@ -10,6 +10,7 @@ import { request } from 'node:http';
 import { appendFile, cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runDashboardCommand, startDashboard, type DashboardHandle } from './server.js';
 
@@ -41,6 +42,25 @@ function rawRequest(path: string, method = 'GET', host?: string): Promise<RawRes
           status: incoming.statusCode ?? 0,
           headers: incoming.headers,
           body: Buffer.concat(chunks).toString('utf8'),
+        }),
+      );
+    });
+    outgoing.on('error', reject);
+    outgoing.end();
+  });
+}
+
+/** GET `path` as bytes, with the status and content type. */
+function rawBytes(path: string): Promise<{ status: number; type: string | undefined; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const outgoing = request({ host: '127.0.0.1', port, path }, (incoming) => {
+      const chunks: Buffer[] = [];
+      incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+      incoming.on('end', () =>
+        resolve({
+          status: incoming.statusCode ?? 0,
+          type: incoming.headers['content-type'],
+          body: Buffer.concat(chunks),
         }),
       );
     });
@@ -147,6 +167,40 @@ describe('dashboard API', () => {
     expect((await getJson(`/api/runs/${finishedId}`)).json.checkpoints).toEqual(['step-30']);
     expect((await getJson('/api/runs/no-such-run/metrics')).status).toBe(404);
     expect((await getJson(`/api/runs/${finishedId}/metrics?fromLine=0`)).status).toBe(400);
+  });
+
+  it('lists and serves the image grids of a flow run, in step order, and no other file', async () => {
+    const folder = join(runsDirectory, 'flow-run');
+    await mkdir(folder);
+    await writeFile(join(folder, 'metrics.jsonl'), '{"step":0,"eval/reward/mean":0.5}\n');
+    const grid = (width: number) => {
+      const png = new PNG({ width, height: 3 });
+      png.data.fill(200);
+      return PNG.sync.write(png);
+    };
+    for (const [name, width] of [
+      ['samples-step-10.png', 5],
+      ['samples-step-2.png', 4],
+      ['notes.png', 6],
+    ] as const)
+      await writeFile(join(folder, name), grid(width));
+    await symlink(join(scratch, 'secret.json'), join(folder, 'samples-step-3.png')); // a link out: never served
+    const list = await getJson('/api/runs/flow-run/images');
+    expect(list.json.images.map((image: { name: string }) => image.name)).toEqual([
+      'samples-step-2.png',
+      'samples-step-10.png',
+    ]);
+    const image = await rawBytes('/api/runs/flow-run/images/samples-step-10.png');
+    expect(image.status).toBe(200);
+    expect(image.type).toBe('image/png');
+    expect(PNG.sync.read(image.body).width).toBe(5);
+    expect((await rawBytes('/api/runs/flow-run/images/notes.png')).status).toBe(404);
+    expect((await rawBytes('/api/runs/flow-run/images/metrics.jsonl')).status).toBe(404);
+    expect((await rawBytes('/api/runs/flow-run/images/samples-step-3.png')).status).toBe(403);
+    expect((await rawBytes('/api/runs/flow-run/images/..%2Fsecret.json')).status).toBe(403);
+    expect((await getJson(`/api/runs/${finishedId}/images`)).json.images).toEqual([]);
+    expect((await getJson('/api/runs/flow-run/samples')).json.steps).toEqual([]); // no samples.jsonl: none, not an error
+    expect((await getJson('/api/runs/no-such-run/samples')).status).toBe(404);
   });
 
   it('serves the page and its scripts with a same-origin content security policy', async () => {

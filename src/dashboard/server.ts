@@ -12,6 +12,8 @@
  *   GET /api/runs/:id/samples              the steps that have samples
  *   GET /api/runs/:id/samples?phase=P&step=N   the prompt groups logged at that step
  *   GET /api/runs/:id/config | /summary    config.json, summary.json
+ *   GET /api/runs/:id/images               the run's image grids (samples-step-N.png of flow runs), by step
+ *   GET /api/runs/:id/images/:name         one image grid (image/png); no other file name is served
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { readFile, realpath, stat } from 'node:fs/promises';
@@ -180,6 +182,9 @@ async function handleRequest(
     return send(response, request, 200, type, body);
   }
   if (segments[0] !== 'api' || segments[1] !== 'runs') throw new HttpError(404, 'no such page');
+  if (segments.length === 5 && segments[3] === 'images') {
+    return send(response, request, 200, 'image/png', await reader.readImage(segments[2], segments[4]));
+  }
   const data = await apiResponse(segments.slice(2), query, reader);
   return send(response, request, 200, 'application/json; charset=utf-8', JSON.stringify(data));
 }
@@ -200,6 +205,7 @@ async function apiResponse(rest: string[], query: URLSearchParams, reader: RunFo
     return { ...metrics, rows: metrics.rows.filter((row) => row.line >= fromLine).map((row) => row.value) };
   }
   if (resource === 'samples') return samplesResponse(id, query, reader);
+  if (resource === 'images') return { images: await reader.listImages(id) };
   throw new HttpError(404, `no such run resource: ${resource}`);
 }
 

@@ -9,7 +9,7 @@ import { flowSigmas, flowStepKl, flowSteps } from '../algorithms/flow-steps.js';
 import { type FlowModel, type FlowModelConfig, copyFlowModel, flowVelocity, initFlowModel } from '../model/flow-mlp.js';
 import { AdamW } from '../nn/optimizer.js';
 import * as T from '../tensor/index.js';
-import { flowGrpoLoss, flowGrpoStep, trainedSteps } from './flow-grpo.js';
+import { danceTimestepSelection, flowGrpoLoss, flowGrpoStep, trainedSteps } from './flow-grpo.js';
 import { pretrainFlowModel } from './pretrain.js';
 import { sampleTrajectory } from './sample.js';
 
@@ -33,8 +33,20 @@ function randomModel(seed: number): FlowModel {
 const row = (x: T.Tensor, b: number) => T.slice(x, 0, b, b + 1); // [1, D]
 
 describe('Flow-GRPO loss = the direct composition of its parts', () => {
-  for (const stepName of ['sde', 'cps', 'dance']) {
-    it(`${stepName}: loss and every parameter gradient`, () => {
+  // Every sample at steps 0–2 (Flow-GRPO), or a subset of samples per step (DanceGRPO's selection).
+  const cases: { stepName: string; steps: number[]; samples?: number[][] }[] = [
+    ...['sde', 'cps', 'dance'].map((stepName) => ({ stepName, steps: [0, 1, 2] })),
+    {
+      stepName: 'dance',
+      steps: [0, 2],
+      samples: [
+        [0, 3],
+        [1, 2, 3],
+      ],
+    },
+  ];
+  for (const { stepName, steps, samples } of cases) {
+    it(`${stepName}${samples ? ', samples chosen per step' : ''}: loss and every parameter gradient`, () => {
       const model = randomModel(3);
       const reference = copyFlowModel(randomModel(4));
       const sampler = { sigmas: flowSigmas(4, 2), steps: stepName, noiseLevel: 0.7 };
@@ -44,18 +56,18 @@ describe('Flow-GRPO loss = the direct composition of its parts', () => {
         (values, j) => values && values.map((v, b) => v + 0.04 * (b - 1.5) + 0.02 * j),
       );
       const advantages = Float32Array.from([1.5, -0.5, 0.7, -2]);
-      const steps = [0, 1, 2];
       const options = { sampler, clipRange: 0.05, klCoefficient: 0.3 };
-      const batched = flowGrpoLoss(model, reference, { trajectory, steps, advantages }, options);
+      const batched = flowGrpoLoss(model, reference, { trajectory, steps, samples, advantages }, options);
       batched.loss.backward();
       const batchedGradients = new Map([...model.parameters].map(([name, value]) => [name, value.grad!.toArray()]));
       for (const value of model.parameters.values()) value.grad = null;
 
       const step = flowSteps.get(stepName);
       let total: T.Tensor = T.scalar(0);
-      const pairs = steps.length * 4;
-      for (const j of steps) {
-        for (let b = 0; b < 4; b++) {
+      const rowsAt = steps.map((_, k) => samples?.[k] ?? [0, 1, 2, 3]);
+      const pairs = rowsAt.flat().length;
+      for (const [k, j] of steps.entries()) {
+        for (const b of rowsAt[k]) {
           const input = {
             sample: row(trajectory.states[j], b),
             sigmas: sampler.sigmas,
@@ -77,7 +89,7 @@ describe('Flow-GRPO loss = the direct composition of its parts', () => {
         }
       }
       expect(batched.loss.item()).toBeCloseTo(total.item(), 5);
-      expect(batched.metrics.clipFraction).toBeGreaterThan(0); // the clip binds somewhere: its branch is exercised
+      if (!samples) expect(batched.metrics.clipFraction).toBeGreaterThan(0); // the clip binds somewhere: its branch is exercised
       total.backward();
       for (const [name, value] of model.parameters) {
         const direct = value.grad!.toArray();
@@ -96,6 +108,20 @@ describe('Flow-GRPO parts', () => {
     expect(trainedSteps(10, 0.01)).toEqual([0]);
     expect(() => trainedSteps(10, 0)).toThrow(/trainFraction/);
   });
+  it("DanceGRPO's selection: per sample its own ⌊(N−1)·f⌋ distinct steps, never the last, uniform over the rest", () => {
+    const random = new T.Random(7);
+    const B = 900;
+    const { steps, samples } = danceTimestepSelection(10, B, 0.6, random);
+    expect(steps).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]); // step 9 (the last) is never trained
+    const perSample = new Map<number, number[]>();
+    steps.forEach((step, k) => samples[k].forEach((b) => perSample.set(b, [...(perSample.get(b) ?? []), step])));
+    expect([...perSample.values()].every((chosen) => chosen.length === 5)).toBe(true); // ⌊9·0.6⌋
+    expect(new Set([...perSample.values()].map((chosen) => chosen.join())).size).toBeGreaterThan(50); // not one shared set
+    for (const rows of samples) expect(Math.abs(rows.length - (B * 5) / 9)).toBeLessThan(60); // ≈ 500 each (σ ≈ 15)
+    expect(danceTimestepSelection(10, 3, 0.01, random).samples.flat().length).toBe(3); // at least one step each
+    expect(() => danceTimestepSelection(1, 3, 1, random)).toThrow(/at least 2 sampler steps/);
+  });
+
   it('refuses to train an ODE step and KL without a reference', () => {
     const model = randomModel(1);
     const sampler = { sigmas: flowSigmas(2), steps: 'ode', noiseLevel: 0.7 };

@@ -5,14 +5,15 @@
  * 2. rewards on the final images → group-relative advantages with a registered estimator
  *    (`grpo` = (r − mean)/(std + ε) per prompt, Flow-GRPO's per-prompt stat tracking), clipped to
  *    ±advantageClip (Flow-GRPO: 5);
- * 3. the loss over the first ⌊N·trainFraction⌋ steps (Flow-GRPO trains the first steps, in order):
+ * 3. the loss over the first ⌊N·trainFraction⌋ steps (Flow-GRPO trains the first steps, in order; or,
+ *    with timestepSelection 'dance', DanceGRPO's random ⌊(N−1)·trainFraction⌋ steps per sample):
  *    the registered `ppo-clip` loss with ε = clipRange (Flow-GRPO: 1e-4) where each (step, sample)
  *    plays a token, token-mean aggregation (= Flow-GRPO's mean over the batch, then over steps), plus
  *    β·mean KL(N(μ_θ, s²) ‖ N(μ_ref, s²)) of each step's Gaussians to the frozen reference;
  * 4. μ = innerSteps AdamW updates on the same rollout (the ratio and its clip matter from the second).
  *
  * Is: the loss as a composition of the registry parts, and one step. Is not: the run loop and its
- * files (flow-train.ts). No classifier-free guidance (the model has no null class).
+ * files (flow-run.ts). No classifier-free guidance (the model has no null class).
  *
  * Legend: B = samples (prompts × G), D = pixels, N = sampler steps, J = trained steps.
  */
@@ -27,7 +28,7 @@ import { add, mul } from '../tensor/elementwise.js';
 import { mean } from '../tensor/ops.js';
 import { concat, reshape, slice } from '../tensor/primitives.js';
 import type { Random } from '../tensor/random.js';
-import type { Tensor } from '../tensor/tensor.js';
+import { type Tensor, tensor } from '../tensor/tensor.js';
 import { type SamplerOptions, type Trajectory, finalImages, sampleTrajectory, stepsAt } from './sample.js';
 
 /** Flow-GRPO's knobs; defaults in `defaultFlowGrpoOptions`. */
@@ -38,6 +39,11 @@ export interface FlowGrpoOptions {
   sampler: SamplerOptions;
   /** Fraction of the N steps trained (the first ⌊N·f⌋, at least 1). Flow-GRPO: 0.99. */
   trainFraction: number;
+  /**
+   * Which steps are trained: 'first' (Flow-GRPO: the first ⌊N·f⌋, the same for every sample; default) or
+   * 'dance' (DanceGRPO: per sample a random ⌊(N−1)·f⌋ of the steps before the last; danceTimestepSelection).
+   */
+  timestepSelection?: 'first' | 'dance';
   /** PPO clip range ε (Flow-GRPO: 1e-4). */
   clipRange: number;
   /** Advantages are clipped to ±this (Flow-GRPO: 5). */
@@ -58,18 +64,53 @@ export function trainedSteps(stepCount: number, fraction: number): number[] {
   return Array.from({ length: Math.max(1, Math.floor(stepCount * fraction)) }, (_, j) => j);
 }
 
+/**
+ * DanceGRPO's timestep selection (`train_grpo_flux.py`): every sample gets its own random permutation
+ * of the steps except the last (the code drops the final step from `samples`), and the first
+ * ⌊(N−1)·fraction⌋ of it (at least one) are trained: a random subset per sample, in random order.
+ * Returns, for each step, the samples that train it (sorted), so one model call still covers all pairs.
+ */
+export function danceTimestepSelection(
+  stepCount: number,
+  sampleCount: number,
+  fraction: number,
+  random: Random,
+): { steps: number[]; samples: number[][] } {
+  if (!(fraction > 0 && fraction <= 1)) throw new Error(`trainFraction must be in (0, 1], got ${fraction}`);
+  if (stepCount < 2) throw new Error(`timestepSelection "dance" needs at least 2 sampler steps, got ${stepCount}`);
+  const candidates = stepCount - 1;
+  const count = Math.max(1, Math.floor(candidates * fraction));
+  const samplesAt: number[][] = Array.from({ length: candidates }, () => []);
+  for (let b = 0; b < sampleCount; b++)
+    for (const step of random.shuffle(Array.from({ length: candidates }, (_, j) => j)).slice(0, count))
+      samplesAt[step].push(b);
+  const steps = samplesAt.flatMap((rows, step) => (rows.length > 0 ? [step] : []));
+  return { steps, samples: steps.map((step) => samplesAt[step]) };
+}
+
 /** What the loss needs from a rollout. */
 export interface FlowGrpoBatch {
   trajectory: Trajectory;
   /** The trained step indices. */
   steps: number[];
+  /** samples[k]: the sample rows trained at steps[k] (DanceGRPO's per-sample choice); absent = every sample. */
+  samples?: number[][];
   /** [B] advantages (already clipped). */
   advantages: Float32Array;
 }
 
+/** Rows `rows` of a constant [B, D] tensor (the stored states need no gradient). [R, D] */
+function takeRows(x: Tensor, rows: readonly number[]): Tensor {
+  const D = x.shape[1];
+  if (rows.length === x.shape[0] && rows.every((row, i) => row === i)) return x;
+  const out = new Float32Array(rows.length * D);
+  rows.forEach((row, i) => out.set(x.data.subarray(row * D, (row + 1) * D), i * D));
+  return tensor(out, [rows.length, D]);
+}
+
 /**
  * The Flow-GRPO loss of one batch under the current model (gradients flow into its parameters):
- * ppo-clip over (step, sample) pairs + β·mean step-mean KL. One model call over all J·B states.
+ * ppo-clip over (step, sample) pairs + β·mean step-mean KL. One model call over all pairs.
  */
 export function flowGrpoLoss(
   model: FlowModel,
@@ -81,56 +122,63 @@ export function flowGrpoLoss(
   const { sigmas, noiseLevel } = options.sampler;
   const stepFns = stepsAt(options.sampler);
   const B = trajectory.classes.length;
-  const J = steps.length;
+  const all = Array.from({ length: B }, (_, b) => b);
+  const rowsAt = steps.map((_, k) => batch.samples?.[k] ?? all);
+  if (batch.samples && batch.samples.length !== steps.length)
+    throw new Error(`flowGrpoLoss: ${batch.samples.length} sample lists for ${steps.length} steps`);
+  if (options.klCoefficient > 0 && !reference)
+    throw new Error('flowGrpoLoss: klCoefficient > 0 needs a reference model');
   const states = concat(
-    steps.map((j) => trajectory.states[j]),
+    steps.map((j, k) => takeRows(trajectory.states[j], rowsAt[k])),
     0,
-  ); // [J·B, D]
-  const rowSigmas = steps.flatMap((j) => Array<number>(B).fill(sigmas[j]));
-  const rowClasses = steps.flatMap(() => trajectory.classes);
-  const velocity = flowVelocity(model, states, rowSigmas, rowClasses); // [J·B, D]
+  ); // [P, D], P = pairs
+  const rowSigmas = steps.flatMap((j, k) => Array<number>(rowsAt[k].length).fill(sigmas[j]));
+  const rowClasses = rowsAt.flatMap((rows) => rows.map((b) => trajectory.classes[b]));
+  const velocity = flowVelocity(model, states, rowSigmas, rowClasses); // [P, D]
   const referenceVelocity =
     options.klCoefficient > 0 && reference
       ? noGrad(() => flowVelocity(reference, states, rowSigmas, rowClasses))
       : null;
-  if (options.klCoefficient > 0 && !reference)
-    throw new Error('flowGrpoLoss: klCoefficient > 0 needs a reference model');
   const logProbRows: Tensor[] = [];
   const klRows: Tensor[] = [];
-  const oldLogProbs = new Float32Array(J * B);
-  steps.forEach((j, row) => {
+  const P = rowSigmas.length;
+  const oldLogProbs = new Float32Array(P);
+  const pairAdvantages = new Float32Array(P);
+  let offset = 0;
+  steps.forEach((j, k) => {
+    const rows = rowsAt[k];
+    const end = offset + rows.length;
     const input = {
-      sample: trajectory.states[j],
+      sample: takeRows(trajectory.states[j], rows),
       sigmas,
       index: j,
       noiseLevel,
-      nextSample: trajectory.states[j + 1],
+      nextSample: takeRows(trajectory.states[j + 1], rows),
     };
-    const result = stepFns[j]({ ...input, velocity: slice(velocity, 0, row * B, (row + 1) * B) });
+    const result = stepFns[j]({ ...input, velocity: slice(velocity, 0, offset, end) });
     const old = trajectory.logProbs[j];
     if (!result.logProb || !old)
       throw new Error(`flowGrpoLoss: step ${j} has no log-prob (an ODE step cannot be trained)`);
-    logProbRows.push(reshape(result.logProb, [1, B]));
-    oldLogProbs.set(old, row * B);
+    logProbRows.push(reshape(result.logProb, [1, rows.length]));
+    rows.forEach((b, i) => {
+      oldLogProbs[offset + i] = old[b];
+      pairAdvantages[offset + i] = advantages[b];
+    });
     if (referenceVelocity) {
-      const referenceMean = stepFns[j]({
-        ...input,
-        velocity: slice(referenceVelocity, 0, row * B, (row + 1) * B),
-      }).mean;
-      klRows.push(flowStepKl(result.mean, referenceMean, result.std)); // [B]
+      const referenceMean = stepFns[j]({ ...input, velocity: slice(referenceVelocity, 0, offset, end) }).mean;
+      klRows.push(flowStepKl(result.mean, referenceMean, result.std)); // [rows]
     }
+    offset = end;
   });
-  const perToken = new Float32Array(J * B);
-  for (let row = 0; row < J; row++) perToken.set(advantages, row * B);
   const policy = ppoClipLoss(
     {
-      logprobs: concat(logProbRows, 0),
+      logprobs: concat(logProbRows, 1),
       oldLogprobs: oldLogProbs,
-      advantages: perToken,
-      mask: new Float32Array(J * B).fill(1),
+      advantages: pairAdvantages,
+      mask: new Float32Array(P).fill(1),
     },
     { epsilonLow: options.clipRange, epsilonHigh: options.clipRange },
-  ); // token-mean over the J·B (step, sample) pairs
+  ); // token-mean over the P (step, sample) pairs
   if (klRows.length === 0)
     return { loss: policy.loss, metrics: { ...policy.metrics, 'loss/policy': policy.loss.item() } };
   const kl = mean(concat(klRows, 0));
@@ -148,14 +196,14 @@ export type ScoreImagesFn = (
 
 /**
  * One Flow-GRPO step: rollout, rewards, advantages, μ updates. Returns metrics and the final images.
- * `trained` overrides the first-⌊N·f⌋ choice (MixGRPO's window, mix-grpo.ts).
+ * `trained` overrides the step choice (MixGRPO's window, mix-grpo.ts).
  */
 export function flowGrpoStep(
   context: { model: FlowModel; reference: FlowModel | null; optimizer: AdamW; score: ScoreImagesFn },
   prompts: readonly number[],
   options: FlowGrpoOptions,
   random: Random,
-  trained: number[] = trainedSteps(options.sampler.sigmas.length - 1, options.trainFraction),
+  trained?: number[],
 ): { metrics: Record<string, number>; images: Float32Array[]; classes: number[] } {
   const classes = prompts.flatMap((label) => Array<number>(options.groupSize).fill(label));
   const trajectory = sampleTrajectory(context.model, classes, options.sampler, random);
@@ -168,11 +216,14 @@ export function flowGrpoStep(
   const advantages = Float32Array.from(estimate.advantages, (a) =>
     Math.max(-options.advantageClip, Math.min(options.advantageClip, a)),
   );
-  const batch = {
-    trajectory,
-    steps: trained,
-    advantages,
-  };
+  const stepCount = options.sampler.sigmas.length - 1;
+  const selection =
+    trained !== undefined
+      ? { steps: trained }
+      : options.timestepSelection === 'dance'
+        ? danceTimestepSelection(stepCount, classes.length, options.trainFraction, random)
+        : { steps: trainedSteps(stepCount, options.trainFraction) };
+  const batch = { trajectory, ...selection, advantages };
   const parameters = [...context.model.parameters.values()];
   let metrics: Record<string, number> = {};
   for (let inner = 0; inner < options.innerSteps; inner++) {

@@ -42,6 +42,8 @@ export interface FlowRunOptions {
   /** SD3 time shift of the schedule (1 = uniform). */
   shift: number;
   trainFraction: number;
+  /** 'first' (Flow-GRPO: the first ⌊N·f⌋ steps) or 'dance' (DanceGRPO: a random ⌊(N−1)·f⌋ per sample). */
+  timestepSelection: 'first' | 'dance';
   clipRange: number;
   advantageClip: number;
   klCoefficient: number;
@@ -72,6 +74,7 @@ export const defaultFlowRunOptions: FlowRunOptions = {
   samplingSteps: 10,
   shift: 1,
   trainFraction: 0.6,
+  timestepSelection: 'first',
   clipRange: 1e-4,
   advantageClip: 5,
   klCoefficient: 0,
@@ -117,11 +120,31 @@ export function validateFlowRunOptions(options: FlowRunOptions, numClasses = 10)
     if (!(options.nftBeta > 0)) throw new Error(`nftBeta must be positive, got ${options.nftBeta}`);
   } else if (!flowSteps.has(options.sampler) || options.sampler === 'ode')
     throw new Error(`sampler must be a stochastic step with log-probs (sde, cps, dance), got "${options.sampler}"`);
+  if (options.timestepSelection !== 'first' && options.timestepSelection !== 'dance')
+    throw new Error(`timestepSelection must be "first" or "dance", got "${String(options.timestepSelection)}"`);
+  if (options.timestepSelection === 'dance') {
+    if (options.algorithm === 'nft')
+      throw new Error('timestepSelection "dance" applies to flow-grpo only (nft draws its own noise levels)');
+    if (options.window)
+      throw new Error('timestepSelection "dance" and window (MixGRPO) both choose the steps: give one');
+    if (options.samplingSteps < 2)
+      throw new Error(
+        `timestepSelection "dance" needs samplingSteps ≥ 2 (it never trains the last), got ${options.samplingSteps}`,
+      );
+  }
   if (!(options.trainFraction > 0 && options.trainFraction <= 1))
     throw new Error(`trainFraction must be in (0, 1], got ${options.trainFraction}`);
   if (!(options.klCoefficient >= 0)) throw new Error(`klCoefficient must be ≥ 0, got ${options.klCoefficient}`);
   advantageEstimators.get(options.advantageEstimator); // throws listing the known names
   if (options.window) checkSlidingWindow(options.window, options.samplingSteps);
+}
+
+/** A flow model for images: refuses a toy model whose config sets `dimensions` (its samples are no pictures). */
+export function loadImageFlowModel(folder: string): FlowModel {
+  const model = loadFlowModel(folder);
+  if (model.config.dimensions !== undefined)
+    throw new Error(`${folder}/config.json: dimensions is set (a toy model of points); image jobs need an image model`);
+  return model;
 }
 
 /** The mean reward of the Euler (ODE) sampler on fixed noise, `perClass` samples per class, and the images. */
@@ -155,7 +178,7 @@ export function runFlowGrpo(
   validateFlowRunOptions(options);
   checkRewardWeights(options.rewards, folders.classifier !== null);
   const started = Date.now();
-  const model = loadFlowModel(folders.model);
+  const model = loadImageFlowModel(folders.model);
   const classifier = folders.classifier ? loadClassifier(folders.classifier) : null;
   const reference = options.klCoefficient > 0 ? copyFlowModel(model) : null;
   const old = options.algorithm === 'nft' ? copyFlowModel(model) : null; // DiffusionNFT's sampling policy

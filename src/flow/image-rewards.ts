@@ -5,18 +5,25 @@
  *
  * Is: scoring a batch of generated images. Is not: the rewards' maths (rewards/image.ts, digit-classifier.ts).
  */
-import { centredness, type ImageRewardFn, leftRightSymmetry, strokeThickness } from '../rewards/image.js';
+import {
+  centredness,
+  compressibility,
+  type ImageRewardFn,
+  leftRightSymmetry,
+  strokeThickness,
+} from '../rewards/image.js';
 import { type DigitClassifier, classProbabilities } from './digit-classifier.js';
 import { toInk } from './digits.js';
 
 /** The reward names a config may weight. */
-export const imageRewardNames = ['confidence', 'thickness', 'centredness', 'symmetry'] as const;
+export const imageRewardNames = ['confidence', 'thickness', 'centredness', 'symmetry', 'compressibility'] as const;
 export type ImageRewardName = (typeof imageRewardNames)[number];
 
 const pixelRewards: Record<Exclude<ImageRewardName, 'confidence'>, ImageRewardFn> = {
   thickness: strokeThickness,
   centredness,
   symmetry: leftRightSymmetry,
+  compressibility,
 };
 
 /** Throws naming the field when a weight names no reward or a needed classifier is absent. */

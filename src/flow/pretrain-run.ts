@@ -5,6 +5,7 @@
  *
  * Is: orchestration and files. Is not: the losses (pretrain.ts, digit-classifier.ts) or CLI parsing.
  */
+import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { flowSigmas } from '../algorithms/flow-steps.js';
 import { defaultFlowModelConfig, initFlowModel, saveFlowModel } from '../model/flow-mlp.js';
@@ -42,14 +43,25 @@ function checkPositiveIntegers(options: Record<string, number>, fields: string[]
       throw new Error(`${field} must be a positive integer, got ${options[field]}`);
 }
 
-/** Pre-trains a flow model on the training digits; writes `out`/ and `out`/samples.png (8 Euler samples per class). */
+/** Throws naming the field for an option that cannot run. */
+export function validateFlowPretrainOptions(options: FlowPretrainOptions): void {
+  checkPositiveIntegers({ ...options }, ['steps', 'batchSize', 'hiddenSize', 'numBlocks', 'imageSize']);
+  if (!(options.learningRate > 0)) throw new Error(`learningRate must be positive, got ${options.learningRate}`);
+  if (28 % options.imageSize !== 0)
+    throw new Error(`imageSize must divide 28 (28, 14 or 7: MNIST average-pooled), got ${options.imageSize}`);
+}
+
+/**
+ * Pre-trains a flow model on the training digits; writes `out`/ and `out`/samples.png (8 Euler samples per
+ * class), and with `metricsFile` one line {step, phase, loss/flowMatching} per 10 steps there.
+ */
 export function runFlowPretrain(
   out: string,
   options: FlowPretrainOptions,
   log: (line: string) => void = () => {},
+  metricsFile?: string,
 ): { loss: number; minutes: number } {
-  checkPositiveIntegers({ ...options }, ['steps', 'batchSize', 'hiddenSize', 'numBlocks', 'imageSize']);
-  if (!(options.learningRate > 0)) throw new Error(`learningRate must be positive, got ${options.learningRate}`);
+  validateFlowPretrainOptions(options);
   const started = Date.now();
   const digits = loadDigits(options.imageSize, 'training');
   const model = initFlowModel(
@@ -63,6 +75,8 @@ export function runFlowPretrain(
   );
   const loss = pretrainFlowModel(model, digits, { steps: options.steps, batchSize: options.batchSize, learningRate: options.learningRate, onStep: (step, value) => {
     if (step % 100 === 0) log(`step ${step}: flow-matching loss ${value.toFixed(4)}`);
+    if (metricsFile && (step % 10 === 0 || step === options.steps - 1))
+      appendFileSync(metricsFile, JSON.stringify({ step: step + 1, phase: 'pretrain', 'loss/flowMatching': value }) + '\n');
   } }, new Random(options.seed)); // prettier-ignore
   saveFlowModel(model, out);
   const classes = Array.from({ length: 10 }, (_, label) => Array<number>(8).fill(label)).flat();

@@ -7,7 +7,7 @@
  *
  * Legend: B = batch, D = pixels.
  */
-import { type FlowModel, flowVelocity } from '../model/flow-mlp.js';
+import { type FlowModel, flowDimensions, flowVelocity } from '../model/flow-mlp.js';
 import { AdamW } from '../nn/optimizer.js';
 import { add, mul, square, sub } from '../tensor/elementwise.js';
 import { mean } from '../tensor/ops.js';
@@ -48,7 +48,9 @@ export function pretrainFlowModel(
 ): number {
   const parameters = [...model.parameters].map(([name, value]) => ({ name, tensor: value, decay: false }));
   const optimizer = new AdamW(parameters, { learningRate: options.learningRate, weightDecay: 0 });
-  const D = digits.size ** 2;
+  const D = flowDimensions(model.config);
+  if (digits.images.some((image) => image.length !== D))
+    throw new Error(`pretrainFlowModel: every image must hold the model's ${D} numbers`);
   const tail: number[] = [];
   for (let step = 0; step < options.steps; step++) {
     const indices = Array.from({ length: options.batchSize }, () => random.integer(digits.images.length));

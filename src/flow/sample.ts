@@ -9,7 +9,7 @@
  * Legend: B = samples, D = pixels, N = steps.
  */
 import { type FlowStepFn, flowSteps } from '../algorithms/flow-steps.js';
-import { type FlowModel, flowVelocity } from '../model/flow-mlp.js';
+import { type FlowModel, flowDimensions, flowVelocity } from '../model/flow-mlp.js';
 import { noGrad } from '../tensor/autograd.js';
 import { randomNormal, type Random } from '../tensor/random.js';
 import { type Tensor } from '../tensor/tensor.js';
@@ -50,7 +50,7 @@ export function sampleTrajectory(
   random: Random,
 ): Trajectory {
   const stepFns = stepsAt(options);
-  const D = model.config.imageSize ** 2;
+  const D = flowDimensions(model.config);
   const B = classes.length;
   return noGrad(() => {
     let x = randomNormal([B, D], random); // x at σ = 1 [B, D]

@@ -94,5 +94,13 @@ describe('flow model', () => {
     expect(() => flowVelocity(model, T.zeros([1, 5]), [0.5], [0])).toThrow(/x must be \[B, 4\]/);
     expect(() => flowVelocity(model, T.zeros([1, 4]), [0.5], [3])).toThrow(/class 3 is outside 0..2/);
     expect(() => initFlowModel({ ...tiny, timeFeatures: 3 }, 1)).toThrow(/timeFeatures must be even/);
+    expect(() => initFlowModel({ ...tiny, dimensions: 0 }, 1)).toThrow(/dimensions must be a positive integer/);
+  });
+
+  it('takes D from `dimensions` for non-image data (the 2-D toy)', () => {
+    const model = initFlowModel({ ...tiny, dimensions: 2 }, 1);
+    expect(model.parameters.get('input.weight')!.shape).toEqual([4, 2]);
+    expect(flowVelocity(model, T.zeros([3, 2]), [0.1, 0.5, 0.9], [0, 1, 2]).shape).toEqual([3, 2]);
+    expect(() => flowVelocity(model, T.zeros([1, 4]), [0.5], [0])).toThrow(/x must be \[B, 2\]/);
   });
 });

@@ -17,7 +17,7 @@
  *
  * Is not: a sampler (src/flow/sample.ts) or a trainer. No classifier-free guidance (no null class).
  *
- * Legend: B = batch, D = pixels (imageSize²), H = hiddenSize, F = timeFeatures.
+ * Legend: B = batch, D = pixels (imageSize², or `dimensions`), H = hiddenSize, F = timeFeatures.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -45,6 +45,16 @@ export interface FlowModelConfig {
   numBlocks: number;
   /** Sinusoidal features of σ (half sines, half cosines). */
   timeFeatures: number;
+  /**
+   * D for data that is not a square image (a 2-D toy of points: 2); absent = imageSize². Lets the
+   * same model and samplers run the seconds-long toys of the tests.
+   */
+  dimensions?: number;
+}
+
+/** D, the numbers in one sample: `dimensions` when given, else imageSize². */
+export function flowDimensions(config: FlowModelConfig): number {
+  return config.dimensions ?? config.imageSize * config.imageSize;
 }
 
 /** Defaults for a digits model. */
@@ -66,7 +76,7 @@ export interface FlowModel {
 /** The parameter names and shapes a config implies, in a stable order. */
 export function flowModelShapes(config: FlowModelConfig): Map<string, number[]> {
   const { hiddenSize: H, numClasses, timeFeatures: F } = config;
-  const D = config.imageSize * config.imageSize;
+  const D = flowDimensions(config);
   const shapes = new Map<string, number[]>([
     ['input.weight', [H, D]],
     ['input.bias', [H]],
@@ -143,9 +153,9 @@ export function flowVelocity(
   const p = (name: string): Tensor => parameters.get(name)!;
   const H = config.hiddenSize;
   const B = x.shape[0];
-  if (x.rank !== 2 || x.shape[1] !== config.imageSize ** 2 || sigmas.length !== B || classes.length !== B) {
+  if (x.rank !== 2 || x.shape[1] !== flowDimensions(config) || sigmas.length !== B || classes.length !== B) {
     throw new Error(
-      `flowVelocity: x must be [B, ${config.imageSize ** 2}] with B sigmas and classes; got [${x.shape}], ${sigmas.length} sigmas, ${classes.length} classes`,
+      `flowVelocity: x must be [B, ${flowDimensions(config)}] with B sigmas and classes; got [${x.shape}], ${sigmas.length} sigmas, ${classes.length} classes`,
     );
   }
   for (const label of classes)
@@ -178,6 +188,8 @@ export function validateFlowModelConfig(config: FlowModelConfig): void {
     if (!Number.isInteger(value) || value < 1)
       throw new Error(`flow model config: ${field} must be a positive integer, got ${value}`);
   }
+  if (config.dimensions !== undefined && !(Number.isInteger(config.dimensions) && config.dimensions >= 1))
+    throw new Error(`flow model config: dimensions must be a positive integer, got ${config.dimensions}`);
   if (config.timeFeatures % 2 !== 0)
     throw new Error(`flow model config: timeFeatures must be even, got ${config.timeFeatures}`);
 }

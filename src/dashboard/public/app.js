@@ -1,6 +1,7 @@
 /*
  * The dashboard page's logic: fetch the runs list and a run's metrics and samples from the JSON
- * API, draw the curves (chart.js), browse samples by step, and poll while a run is going.
+ * API, draw the curves (chart.js), show the image grids of flow runs by step, browse samples by
+ * step, and poll while a run is going.
  * It never writes anything (the API is read-only) and never puts file content into innerHTML:
  * completions are model output, so every text goes through textContent.
  * Query parameter `poll=<ms>` changes the refresh interval (tests use a short one).
@@ -18,7 +19,12 @@ const chartDefinitions = [
     title: 'Reward (overall and per reward)',
     match: (name) => name === 'reward/mean' || /^reward\/.+\/mean$/.test(name),
   },
-  { id: 'eval', title: 'Evaluation', names: ['eval/accuracy', 'eval/passAtK', 'eval/meanReward'] },
+  {
+    id: 'eval',
+    title: 'Evaluation',
+    match: (name) =>
+      ['eval/accuracy', 'eval/passAtK', 'eval/meanReward'].includes(name) || /^eval\/reward\//.test(name),
+  },
   { id: 'kl', title: 'KL', names: ['loss/kl', 'kl/approx'] },
   { id: 'entropy', title: 'Entropy', names: ['entropy'] },
   {
@@ -31,7 +37,7 @@ const chartDefinitions = [
     title: 'Clip and truncation fractions',
     names: ['clip/low', 'clip/high', 'clip/region', 'completions/clippedRatio'],
   },
-  { id: 'loss', title: 'Loss', names: ['loss/policy', 'loss/total', 'loss/sft'] },
+  { id: 'loss', title: 'Loss', names: ['loss/policy', 'loss/total', 'loss/sft', 'loss/flowMatching'] },
   { id: 'gradNorm', title: 'Gradient norm', names: ['gradNorm'] },
   { id: 'lr', title: 'Learning rate', names: ['lr'] },
   { id: 'speed', title: 'Tokens per second', names: ['tokensPerSecond'] },
@@ -47,6 +53,8 @@ const state = {
   problems: [],
   sampleSteps: [],
   selectedStep: null,
+  /** The run's image grids ({ name, step }), shown when a flow run wrote any. */
+  images: [],
   lastUpdate: null,
 };
 
@@ -114,7 +122,8 @@ function renderRuns() {
 
 function evalText(summaryEval) {
   if (summaryEval === null || typeof summaryEval !== 'object') return '–';
-  const accuracy = summaryEval.accuracy ?? summaryEval['eval/accuracy'];
+  // A flow run (image models) evaluates a mean reward instead of an accuracy.
+  const accuracy = summaryEval.accuracy ?? summaryEval['eval/accuracy'] ?? summaryEval['eval/reward/mean'];
   return accuracy === undefined ? JSON.stringify(summaryEval) : formatNumber(accuracy);
 }
 
@@ -219,6 +228,23 @@ function renderSampleSteps() {
         `${entry.phase} ${entry.step}`,
       );
     }),
+  );
+}
+
+function renderImages() {
+  byId('images').hidden = state.images.length === 0;
+  byId('image-grids').replaceChildren(
+    ...state.images.map((image) =>
+      element(
+        'figure',
+        { dataset: { step: String(image.step) } },
+        element('img', {
+          src: `${runPath(state.selectedId)}/images/${encodeURIComponent(image.name)}`,
+          alt: `samples at step ${image.step}`,
+        }),
+        element('figcaption', {}, `step ${image.step}`),
+      ),
+    ),
   );
 }
 
@@ -346,7 +372,7 @@ async function refreshSelectedRun() {
   const id = state.selectedId;
   const generation = state.generation;
   const fromLine = state.nextLine;
-  const [run, metrics, samples] = await Promise.all([
+  const [run, metrics, samples, images] = await Promise.all([
     fetchJson(runPath(id)),
     fetchJson(`${runPath(id)}/metrics?fromLine=${fromLine}`).catch((error) => ({
       rows: [],
@@ -354,6 +380,7 @@ async function refreshSelectedRun() {
       problems: [error.message],
     })),
     fetchJson(`${runPath(id)}/samples`).catch(() => ({ steps: [], problems: [] })),
+    fetchJson(`${runPath(id)}/images`).catch(() => ({ images: [] })),
   ]);
   if (generation !== state.generation) return null;
   // Two refreshes can overlap (the timer and a selection); only the first answer for a given
@@ -368,6 +395,10 @@ async function refreshSelectedRun() {
   renderProblems();
   if (metrics.rows.length > 0 || state.lastUpdate === null) renderCharts();
   if (stepsChanged) renderSampleSteps();
+  if (images.images.length !== state.images.length) {
+    state.images = images.images;
+    renderImages();
+  }
   state.lastUpdate = new Date();
   return run;
 }
@@ -381,8 +412,10 @@ async function selectRun(id) {
     problems: [],
     sampleSteps: [],
     selectedStep: null,
+    images: [],
     lastUpdate: null,
   });
+  renderImages();
   history.replaceState(null, '', `#run=${encodeURIComponent(id)}`);
   renderRuns();
   renderSampleSteps();

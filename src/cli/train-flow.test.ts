@@ -1,0 +1,127 @@
+/**
+ * The three flow recipes (recipes/flow-*.ts) run end to end through `grpo train` at a tiny size:
+ * pretrain writes the model, its classifier and metrics; flow-grpo starts from that checkpoint; flow-nft
+ * pre-trains its own start. Every field a flow recipe offers is refused before compute when it
+ * cannot run, naming the field.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { buildProgram } from './main.js';
+
+const runs = mkdtempSync(join(tmpdir(), 'grpo-flow-recipes-'));
+afterAll(() => rmSync(runs, { recursive: true, force: true }));
+beforeAll(() => {
+  vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+  vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+});
+afterAll(() => vi.restoreAllMocks());
+
+const grpo = (...argv: string[]) =>
+  buildProgram()
+    .exitOverride()
+    .parseAsync(['node', 'grpo', ...argv]);
+const sets = (settings: Record<string, unknown>) =>
+  Object.entries(settings).flatMap(([key, value]) => ['--set', `${key}=${JSON.stringify(value)}`]);
+const tinyPretrain = sets({
+  'flow.pretrain.steps': 12,
+  'flow.pretrain.hiddenSize': 8,
+  'flow.pretrain.numBlocks': 1,
+  'flow.pretrain.imageSize': 7,
+  'flow.classifierTraining.epochs': 1,
+});
+const tinyRl = sets({
+  'flow.rl.steps': 2,
+  'flow.rl.groupSize': 2,
+  'flow.rl.promptsPerStep': 2,
+  'flow.rl.samplingSteps': 3,
+  'flow.rl.evalEvery': 1,
+  'flow.rl.evalPerClass': 1,
+});
+const readLines = (file: string) =>
+  readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+const runsDirectory = ['--set', `logging.runsDirectory=${runs}`];
+
+describe('flow recipes through grpo train', () => {
+  it('flow-pretrain → flow-grpo from its checkpoint; flow-nft pre-trains its own start', async () => {
+    await grpo('train', 'recipes/flow-pretrain.ts', ...runsDirectory, '--run-name', 'pretrain', ...tinyPretrain);
+    const pretrain = join(runs, 'pretrain');
+    for (const file of ['model/model.safetensors', 'model/samples.png', 'classifier/model.safetensors', 'recipe.json'])
+      expect(existsSync(join(pretrain, file)), file).toBe(true);
+    const losses = readLines(join(pretrain, 'metrics.jsonl'));
+    expect(losses.map((line) => line.step)).toEqual([1, 11, 12]);
+    expect(losses.every((line) => Number.isFinite(line['loss/flowMatching']))).toBe(true);
+    expect(JSON.parse(readFileSync(join(pretrain, 'summary.json'), 'utf8')).status).toBe('finished');
+
+    await grpo('train', 'recipes/flow-grpo.ts', ...runsDirectory, '--run-name', 'grpo', '--model', join(pretrain, 'model'),
+      '--set', `flow.classifier=${join(pretrain, 'classifier')}`, '--set', 'flow.rl.klCoefficient=0.04', ...tinyRl); // prettier-ignore
+    const grpoRun = join(runs, 'grpo');
+    expect(existsSync(join(grpoRun, 'pretrained')), 'no second pre-training').toBe(false);
+    expect(existsSync(join(grpoRun, 'classifier')), 'the given classifier is used').toBe(false);
+    const recipe = JSON.parse(readFileSync(join(grpoRun, 'recipe.json'), 'utf8'));
+    expect(recipe.rl).toMatchObject({ algorithm: 'flow-grpo', sampler: 'sde', steps: 2, learningRate: 5e-4 });
+    const lines = readLines(join(grpoRun, 'metrics.jsonl'));
+    const stepLines = lines.filter((line) => 'reward/thickness/mean' in line);
+    expect(stepLines.map((line) => line.step)).toEqual([1, 2]);
+    expect(stepLines.map((line) => line['loss/kl'])).toEqual([0, expect.any(Number)]); // the KL term is on
+    for (const step of [0, 1, 2]) expect(existsSync(join(grpoRun, `samples-step-${step}.png`))).toBe(true);
+    const summary = JSON.parse(readFileSync(join(grpoRun, 'summary.json'), 'utf8'));
+    expect(summary.status).toBe('finished');
+    expect(Number.isFinite(summary.evalAfter['eval/reward/mean'])).toBe(true);
+
+    await grpo('train', 'recipes/flow-nft.ts', ...runsDirectory, '--run-name', 'nft', ...tinyPretrain, ...tinyRl);
+    const nftRun = join(runs, 'nft');
+    for (const file of ['pretrained/model.safetensors', 'classifier/model.safetensors', 'model/model.safetensors'])
+      expect(existsSync(join(nftRun, file)), file).toBe(true);
+    expect(JSON.parse(readFileSync(join(nftRun, 'config.json'), 'utf8')).algorithm).toBe('nft');
+    expect(readLines(join(nftRun, 'metrics.jsonl')).filter((line) => 'loss/policy' in line).length).toBe(2);
+    await expect(grpo('train', '--resume', nftRun)).rejects.toThrow(/a flow recipe run cannot be resumed/);
+  }, 120_000);
+
+  it('refuses what cannot run before any compute, naming the field or flag', async () => {
+    // Tiny sizes first, so a refusal that went missing would cost seconds, not a default-sized run.
+    const train = (...argv: string[]) => {
+      const start = argv.some((arg) => arg.includes('flow.model') || arg === '--model') ? [] : tinyPretrain;
+      return grpo(
+        'train',
+        'recipes/flow-grpo.ts',
+        ...runsDirectory,
+        '--run-name',
+        'never',
+        ...start,
+        ...tinyRl,
+        ...argv,
+      );
+    };
+    const refusals: [string[], RegExp][] = [
+      [sets({ 'flow.rl.stepz': 2 }), /flow.rl: not a setting of a flow recipe: stepz/],
+      [sets({ 'flow.rl.steps': 'many' }), /flow.rl.steps: .*number/],
+      [sets({ 'flow.rl.steps': 0 }), /flow.rl.steps must be a positive integer/],
+      [sets({ 'flow.rl.sampler': 'ode' }), /flow.rl.sampler must be a stochastic step/],
+      [sets({ 'flow.rl.rewards': { boldness: 1 } }), /flow.rl.rewards.boldness: unknown image reward/],
+      [sets({ 'flow.rl.advantageEstimator': 'nope' }), /flow.rl: .*nope/],
+      [sets({ "flow.rl.window": { size: 4 } }), /flow.rl.window.size 4 is larger than the 3 sampler steps/],
+      [sets({ 'flow.rl.window': { size: 2, strid: 1 } }), /flow.rl.window: not a setting .*strid/],
+      [sets({ 'flow.rl.timestepSelection': 'dance', 'flow.rl.algorithm': 'nft' }), /flow.rl.timestepSelection "dance" applies to flow-grpo only/],
+      [sets({ 'flow.pretrain.imageSize': 5 }), /flow.pretrain.imageSize must divide 28/],
+      [sets({ 'flow.classifierTraining.epochs': 0.5 }), /flow.classifierTraining.epochs: must be a positive integer/],
+      [sets({ 'flow.classifier': '/nonexistent' }), /flow.classifierTraining: unused, flow.classifier is given/],
+      [sets({ 'flow.model': '/nonexistent', 'flow.pretrain.steps': 3 }), /flow.pretrain: unused, flow.model is given/],
+      [['--model', '/nonexistent'], /config.json is missing/],
+      [sets({ 'flow.job': 'sample' }), /flow.job: /],
+      [sets({ 'grpo.steps': 3 }), /not a setting of a flow recipe: grpo/],
+      [['--preset', 'dapo'], /not a setting of a flow recipe: preset/],
+      [['--lora-rank', '4'], /not a setting of a flow recipe: lora/],
+    ]; // prettier-ignore
+    for (const [argv, error] of refusals) await expect(train(...argv), argv.join(' ')).rejects.toThrow(error);
+    await expect(
+      grpo('train', 'recipes/flow-pretrain.ts', ...runsDirectory, ...sets({ 'flow.rl.steps': 3 })),
+    ).rejects.toThrow(/flow.rl: only a job "rl" takes it/);
+    await expect(grpo('sft', 'recipes/flow-grpo.ts', ...runsDirectory)).rejects.toThrow(/no SFT phase/);
+    expect(existsSync(join(runs, 'never'))).toBe(false);
+  });
+});

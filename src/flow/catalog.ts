@@ -1,0 +1,81 @@
+/**
+ * What `grpo list` prints about the image generators: the flow trainers a recipe can pick (under
+ * `flow.rl`), the options each one reads, the options of each sampler step and the image rewards.
+ * Every option named here is a field of a flow recipe's `flow.rl` (catalog.test.ts checks it against
+ * the schema), so what the list offers is what `grpo train` runs.
+ *
+ * Is: descriptions. Is not: the algorithms (flow-grpo.ts, mix-grpo.ts, diffusion-nft.ts, flow-steps.ts).
+ */
+
+/** One listed part: its name, one line, its source and the `flow.rl` fields it reads. */
+export interface FlowCatalogEntry {
+  name: string;
+  description: string;
+  citation: string;
+  options: readonly string[];
+}
+
+const common = ['steps', 'promptsPerStep', 'groupSize', 'samplingSteps', 'shift', 'advantageEstimator', 'learningRate', 'maxGradNorm', 'rewards', 'seed', 'evalEvery', 'evalPerClass']; // prettier-ignore
+
+/** The trainers of flow recipes (`flow.rl.algorithm`, and the settings that make MixGRPO and DanceGRPO). */
+export const flowTrainers: readonly FlowCatalogEntry[] = [
+  {
+    name: 'flow-grpo',
+    description:
+      'algorithm "flow-grpo": SDE rollouts with per-step log-probs; ppo-clip per (step, sample), advantages clipped, β·step-mean KL to the start model',
+    citation: 'Liu et al. 2025, Flow-GRPO (arXiv:2505.05470)',
+    options: [
+      'sampler',
+      'noiseLevel',
+      'trainFraction',
+      'clipRange',
+      'advantageClip',
+      'klCoefficient',
+      'innerSteps',
+      ...common,
+    ],
+  },
+  {
+    name: 'mix-grpo',
+    description:
+      'flow-grpo with window set: SDE steps and training only inside a sliding window of steps, Euler (ODE) elsewhere',
+    citation: 'Li et al. 2025, MixGRPO (arXiv:2507.21802), progressive sliding window',
+    options: ['window.size', 'window.shiftEvery', 'window.stride', 'window.rollBack'],
+  },
+  {
+    name: 'dance-grpo',
+    description:
+      'flow-grpo with sampler "dance" (η·√Δσ step) and timestepSelection "dance": per sample a random ⌊(N−1)·f⌋ of the steps, never the last',
+    citation: 'Xue et al. 2025, DanceGRPO (arXiv:2505.07818), train_grpo_flux.py',
+    options: ['sampler', 'noiseLevel', 'timestepSelection', 'trainFraction'],
+  },
+  {
+    name: 'nft',
+    description:
+      'algorithm "nft", DiffusionNFT: no log-probs, any sampler (ode included); flow-matching loss on final samples under v⁺ = βv_θ + (1−β)v_old and v⁻ = (1+β)v_old − βv_θ',
+    citation: 'Zheng et al. 2025, DiffusionNFT (arXiv:2509.16117), train_nft_sd3.py',
+    options: ['sampler', 'nftBeta', 'trainFraction', 'advantageClip', 'klCoefficient', ...common],
+  },
+];
+
+/** The `flow.rl` fields each sampler step reads (all steps read samplingSteps and shift). */
+export const flowStepOptions: Record<string, readonly string[]> = {
+  sde: ['noiseLevel'],
+  cps: ['noiseLevel'],
+  dance: ['noiseLevel'],
+  ode: [],
+};
+
+/** The image rewards a flow recipe may weight (`flow.rl.rewards: { name: weight }`). */
+export const imageRewardCatalog: readonly FlowCatalogEntry[] = [
+  {
+    name: 'confidence',
+    description: "the digit classifier's probability of the class asked for (needs a classifier)",
+    citation: 'src/flow/digit-classifier.ts',
+    options: ['flow.classifier'],
+  },
+  { name: 'thickness', description: 'mean ink: thicker (bolder) strokes score higher', citation: 'src/rewards/image.ts', options: [] },
+  { name: 'centredness', description: 'how close the ink centre is to the image centre', citation: 'src/rewards/image.ts', options: [] },
+  { name: 'symmetry', description: 'left-right mirror similarity of the ink', citation: 'src/rewards/image.ts', options: [] },
+  { name: 'compressibility', description: '1 − deflated bytes / pixels (PNG scanlines, zlib level 9): simpler images score higher', citation: 'DDPO / Flow-GRPO jpeg_compressibility, lossless here', options: [] },
+]; // prettier-ignore
