@@ -24,7 +24,12 @@
  *   peak and its memory traffic (every weight once, the shared prompt's K/V once per group, each row's
  *   own K/V) at the read bandwidth;
  * - ×torch: our whole-step tokens/s / PyTorch's best (fastest thread count) on the same model and
- *   shape; mem ×torch: our peak RSS / that PyTorch run's.
+ *   shape; mem ×torch: our peak RSS / that PyTorch run's;
+ * - cpu s: the process CPU time (all threads, user + system) of the timed step, beside the wall
+ *   seconds: on a loaded machine the CPU seconds move less than the wall ones.
+ * PyTorch runs under $GRPO_TORCH_PYTHON (default /usr/bin/python3, Debian's, which has torch; the
+ * python3 on PATH may not), checked before any case runs; the reference itself refuses to run torch
+ * on the reference BLAS (see its header) and reports the BLAS it used and its 1024³ GFLOP/s.
  * The 25M and 135M models are skipped on `js` (plain loops: many minutes per step).
  * Is not: a test, or the trainer loop (no run folder, logging or checkpoints).
  */
@@ -48,6 +53,7 @@ import { readFlags } from './_flags.js';
 
 const FIXTURE = new URL('../../shared/fixtures/models/tinystories-656k', import.meta.url).pathname;
 const REFERENCE = new URL('./reference/grpo_step.py', import.meta.url).pathname;
+const TORCH_PYTHON = process.env.GRPO_TORCH_PYTHON ?? '/usr/bin/python3';
 const MODELS = ['fixture', 'random-25m', 'smollm2-135m-shape'];
 
 interface StepCase {
@@ -117,6 +123,7 @@ function grpoStep(model: Transformer, optimizer: AdamW, stepCase: StepCase, seed
       () => 1 + Math.floor(random.uniform() * (model.config.vocabSize - 1)),
     ),
   );
+  const cpuStart = process.cpuUsage();
   let start = performance.now();
   const completions = generate(model, {
     prompts,
@@ -142,6 +149,7 @@ function grpoStep(model: Transformer, optimizer: AdamW, stepCase: StepCase, seed
   const bound = bindAlgorithm(config, { sampleRows: [], rolloutProvides: [] });
   const outcome = policyStep(bound, stepSettingsOf(config), model, optimizer, samples);
   const trainSeconds = (performance.now() - start) / 1000;
+  const cpu = process.cpuUsage(cpuStart);
   const rolloutTokens = completions.reduce((total, c) => total + c.ids.length, 0);
   const trainTokens = samples.reduce((total, s) => total + s.promptIds.length + s.completionIds.length, 0);
   return {
@@ -151,6 +159,7 @@ function grpoStep(model: Transformer, optimizer: AdamW, stepCase: StepCase, seed
     rolloutTokens,
     trainTokens,
     loss: outcome.metrics['loss/total'],
+    stepCpuSeconds: (cpu.user + cpu.system) / 1e6,
   };
 }
 
@@ -181,6 +190,7 @@ function runCase(stepCase: StepCase): void {
       trainTokensPerSecond: step.trainTokens / step.trainSeconds,
       rewardSeconds: step.rewardSeconds,
       stepSeconds: step.rolloutSeconds + step.rewardSeconds + step.trainSeconds,
+      stepCpuSeconds: step.stepCpuSeconds,
       peakRssMiB: process.resourceUsage().maxRSS / 1024,
       loss: step.loss,
     }),
@@ -258,7 +268,7 @@ function withRatios(line: Result, config: ModelConfig, peak: MachinePeak, torchB
 
 const HEADER =
   `${'model'.padEnd(19)}${'shape'.padEnd(8)}${'backend'.padEnd(16)}thr rollout/s  train/s   step/s  step s` +
-  `  train%fma rollout%roof  ×torch  peak MiB  mem×torch`;
+  `   cpu s  train%fma rollout%roof  ×torch  peak MiB  mem×torch`;
 
 function report(line: Result, json: boolean): void {
   if (json) {
@@ -272,9 +282,19 @@ function report(line: Result, json: boolean): void {
     `${String(line.model).padEnd(19)}${`${line.promptLength}x${line.newTokens}`.padEnd(8)}` +
       `${String(line.backend).padEnd(16)}${String(line.threads).padStart(3)}` +
       `${number('rolloutTokensPerSecond', 0, 10)}${number('trainTokensPerSecond')}${number('wholeStepTokensPerSecond')}` +
-      `${number('stepSeconds', 2, 8)}${percent('trainFmaFraction', 11)}${percent('rolloutRooflineFraction', 13)}` +
+      `${number('stepSeconds', 2, 8)}${number('stepCpuSeconds', 2, 8)}${percent('trainFmaFraction', 11)}${percent('rolloutRooflineFraction', 13)}` +
       `${number('stepRatioToTorch', 2, 8)}${number('peakRssMiB', 0, 10)}${number('peakRssRatioToTorch', 2, 11)}`,
   );
+}
+
+/** Refuses before any case runs when the PyTorch reference cannot import torch. */
+function checkTorchPython(): void {
+  const probe = spawnSync(TORCH_PYTHON, ['-c', 'import torch; print(torch.__version__)'], { encoding: 'utf8' });
+  if (probe.status !== 0)
+    throw new Error(
+      `grpo-step bench: ${TORCH_PYTHON} cannot import torch (${(probe.stderr || String(probe.error)).trim().split('\n').pop()}); ` +
+        'set GRPO_TORCH_PYTHON to a python with torch, or pass --pytorch-threads none',
+    );
 }
 
 function peakOrExit(threads: number): MachinePeak {
@@ -287,6 +307,7 @@ function peakOrExit(threads: number): MachinePeak {
 export async function main(argv: string[]): Promise<void> {
   if (argv[0] === '--child') return runCase(JSON.parse(argv[1]) as StepCase);
   const settings = parseArguments(argv);
+  if (settings.pytorchThreads.length > 0) checkTorchPython();
   const runner = join(dirname(fileURLToPath(import.meta.url)), 'run.ts');
   const threads = 2;
   const before = peakOrExit(threads);
@@ -312,7 +333,7 @@ export async function main(argv: string[]): Promise<void> {
         const flags = ['--models', model, '--threads', String(torchThreads), '--prompts', String(base.prompts)];
         flags.push('--group-size', String(base.groupSize), '--prompt-length', String(base.promptLength));
         flags.push('--new-tokens', String(base.newTokens));
-        const line = runChild(`PyTorch ${model} (${torchThreads} threads)`, '/usr/bin/python3', [REFERENCE, ...flags]);
+        const line = runChild(`PyTorch ${model} (${torchThreads} threads)`, TORCH_PYTHON, [REFERENCE, ...flags]);
         if (line) torch.push(line);
       }
       results.push({ config, ours, torch });
@@ -332,6 +353,11 @@ export async function main(argv: string[]): Promise<void> {
       `# peak (${threads} threads, bench/peak): FMA ${peak.fmaGflops.toFixed(1)} GFLOP/s (${peak.fmaWidth}-bit), ` +
         `read ${peak.readGBs.toFixed(1)} GB/s; before, after: ${readings}`,
     );
+    const torchLines = results.flatMap((result) => result.torch);
+    for (const blas of new Set(torchLines.map((line) => String(line.blas))))
+      console.log(
+        `# PyTorch's BLAS: ${blas}, ${torchLines.find((line) => line.blas === blas)?.blasGflops} GFLOP/s at 1024³`,
+      );
     console.log(HEADER);
   }
   for (const { config, ours, torch } of results) {
