@@ -9,7 +9,8 @@
  *
  * Is: `npm run bench -- grpo-step [--json] [--backends native,wasm,js]
  * [--models fixture,random-25m,smollm2-135m-shape] [--shapes 32x32,64x128] [--prompts 8]
- * [--group-size 8] [--micro-batch 64] [--pytorch-threads 1,2|none]`. A shape is
+ * [--group-size 8] [--micro-batch 64] [--threads 2] [--pytorch-threads 1,2|none]`; --threads lists our
+ * thread counts (GRPO_THREADS of each case), --pytorch-threads PyTorch's. A shape is
  * `<prompt length>x<new tokens>`. Each case (ours per backend, PyTorch per thread count) runs in its
  * own child process so its peak memory (the kernel's RSS high-water mark) is its own. Prints rollout
  * tokens/s (completion tokens / rollout seconds), training tokens/s (prompt + completion tokens
@@ -26,7 +27,8 @@
  * - ×torch: our whole-step tokens/s / PyTorch's best (fastest thread count) on the same model and
  *   shape; mem ×torch: our peak RSS / that PyTorch run's;
  * - cpu s: the process CPU time (all threads, user + system) of the timed step, beside the wall
- *   seconds: on a loaded machine the CPU seconds move less than the wall ones.
+ *   seconds: on a loaded machine the CPU seconds move less than the wall ones; cpu×torch: that PyTorch
+ *   run's CPU seconds / ours (a waiting thread that spins counts, so it is a cost, not a speed).
  * PyTorch runs under $GRPO_TORCH_PYTHON (default /usr/bin/python3, Debian's, which has torch; the
  * python3 on PATH may not), checked before any case runs; the reference itself refuses to run torch
  * on the reference BLAS (see its header) and reports the BLAS it used and its 1024³ GFLOP/s.
@@ -91,9 +93,11 @@ function parseArguments(argv: string[]) {
       `--micro-batch: ${batch.microBatch} does not divide the ${batch.prompts * batch.groupSize} completions`,
     );
   const torchThreads = value('--pytorch-threads', '1,2');
+  const threads = readFlags(argv).positiveList('--threads', '2');
   return {
     json: argv.includes('--json'),
     backends: value('--backends', process.env.GRPO_BACKEND ?? 'native,wasm,js').split(','),
+    threads,
     models,
     shapes,
     batch,
@@ -229,10 +233,10 @@ function rolloutRooflineSeconds(config: ModelConfig, step: StepCase, peak: Machi
 }
 
 /** Runs `args` as a child whose last stdout line is one JSON result, or reports why it failed. */
-function runChild(label: string, command: string, args: string[]): Result | undefined {
+function runChild(label: string, command: string, args: string[], env: NodeJS.ProcessEnv = {}): Result | undefined {
   const child = spawnSync(command, args, {
     encoding: 'utf8',
-    env: { ...process.env, GRPO_QUIET: '1' },
+    env: { ...process.env, GRPO_QUIET: '1', ...env },
     maxBuffer: 1 << 24,
   });
   const lastLine = child.stdout?.trim().split('\n').pop() ?? '';
@@ -262,13 +266,14 @@ function withRatios(line: Result, config: ModelConfig, peak: MachinePeak, torchB
   if (torchBest) {
     ratios.stepRatioToTorch = Number(torchBest.stepSeconds) / Number(line.stepSeconds);
     ratios.peakRssRatioToTorch = Number(line.peakRssMiB) / Number(torchBest.peakRssMiB);
+    ratios.stepCpuRatioToTorch = Number(torchBest.stepCpuSeconds) / Number(line.stepCpuSeconds);
   }
   return { ...line, ...ratios };
 }
 
 const HEADER =
   `${'model'.padEnd(19)}${'shape'.padEnd(8)}${'backend'.padEnd(16)}thr rollout/s  train/s   step/s  step s` +
-  `   cpu s  train%fma rollout%roof  ×torch  peak MiB  mem×torch`;
+  `   cpu s  train%fma rollout%roof  ×torch cpu×torch  peak MiB  mem×torch`;
 
 function report(line: Result, json: boolean): void {
   if (json) {
@@ -283,7 +288,7 @@ function report(line: Result, json: boolean): void {
       `${String(line.backend).padEnd(16)}${String(line.threads).padStart(3)}` +
       `${number('rolloutTokensPerSecond', 0, 10)}${number('trainTokensPerSecond')}${number('wholeStepTokensPerSecond')}` +
       `${number('stepSeconds', 2, 8)}${number('stepCpuSeconds', 2, 8)}${percent('trainFmaFraction', 11)}${percent('rolloutRooflineFraction', 13)}` +
-      `${number('stepRatioToTorch', 2, 8)}${number('peakRssMiB', 0, 10)}${number('peakRssRatioToTorch', 2, 11)}`,
+      `${number('stepRatioToTorch', 2, 8)}${number('stepCpuRatioToTorch', 2, 10)}${number('peakRssMiB', 0, 10)}${number('peakRssRatioToTorch', 2, 11)}`,
   );
 }
 
@@ -325,8 +330,11 @@ export async function main(argv: string[]): Promise<void> {
         const stepCase: StepCase = { ...base, backend };
         // A child per case: its RSS high-water mark is then this case's peak memory alone.
         const args = [...process.execArgv, runner, 'grpo-step', '--child', JSON.stringify(stepCase)];
-        const line = runChild(`${model} on ${backend}`, process.execPath, args);
-        if (line) ours.push(line);
+        for (const threads of backend === 'js' ? [1] : settings.threads) {
+          const label = `${model} on ${backend} (${threads} threads)`;
+          const line = runChild(label, process.execPath, args, { GRPO_THREADS: String(threads) });
+          if (line) ours.push(line);
+        }
       }
       const torch: Result[] = [];
       for (const torchThreads of settings.pytorchThreads) {
