@@ -21,7 +21,7 @@ whatever the libblas.so.3 alternative names. With only libblas3 installed that i
 BLAS (3-4 GFLOP/s here against ~70 for OpenBLAS on one core), and every matmul in this script would
 run 20x too slowly. So the script runs torch against OpenBLAS (the OpenMP build, whose thread count
 follows torch.set_num_threads): $GRPO_TORCH_BLAS_DIR, else Debian's libopenblas0-openmp or
--pthread directory, else build/bench/openblas (bench/reference/fetch-openblas.sh unpacks the Debian
+-pthread directory, else .tmp/openblas (bench/reference/fetch-openblas.sh unpacks the Debian
 package there without root), put first on LD_LIBRARY_PATH of the per-model child; the child checks
 which libblas it loaded and refuses the reference BLAS (--allow-reference-blas to time it anyway).
 OPENBLAS_CORETYPE is set from the CPU flags when unset (see _openblas_core_type).
@@ -66,7 +66,7 @@ def _openblas_core_type():
 HERE = os.path.dirname(os.path.abspath(__file__))
 MULTIARCH = "usr/lib/x86_64-linux-gnu"
 BLAS_DIRS = [f"/{MULTIARCH}/openblas-openmp", f"/{MULTIARCH}/openblas-pthread",
-             os.path.join(HERE, f"../../build/bench/openblas/{MULTIARCH}/openblas-openmp")]
+             os.path.join(HERE, f"../../.tmp/openblas/{MULTIARCH}/openblas-openmp")]
 
 
 def optimised_blas_dir():
