@@ -26,9 +26,10 @@
  *   own K/V) at the read bandwidth;
  * - ×torch: our whole-step tokens/s / PyTorch's best (fastest thread count) on the same model and
  *   shape; mem ×torch: our peak RSS / that PyTorch run's;
- * - cpu s: the process CPU time (all threads, user + system) of the timed step, beside the wall
- *   seconds: on a loaded machine the CPU seconds move less than the wall ones; cpu×torch: that PyTorch
- *   run's CPU seconds / ours (a waiting thread that spins counts, so it is a cost, not a speed).
+ * - cpu s: the process CPU time (all threads, user + system) of the timed step (rolloutCpuSeconds: of
+ *   its rollout, in --json), beside the wall seconds: on a loaded machine the CPU seconds move less
+ *   than the wall ones; cpu×torch: that PyTorch run's CPU seconds / ours (a waiting thread that spins
+ *   counts, so it is a cost, not a speed).
  * PyTorch runs under $GRPO_TORCH_PYTHON (default /usr/bin/python3, Debian's, which has torch; the
  * python3 on PATH may not), checked before any case runs; the reference itself refuses to run torch
  * on the reference BLAS (see its header) and reports the BLAS it used and its 1024³ GFLOP/s.
@@ -138,6 +139,7 @@ function grpoStep(model: Transformer, optimizer: AdamW, stepCase: StepCase, seed
     temperature: 1,
   });
   const rolloutSeconds = (performance.now() - start) / 1000;
+  const rolloutCpu = process.cpuUsage(cpuStart);
   start = performance.now();
   const rewards = completions.map((c) => c.ids.filter((id) => id % 2 === 0).length / Math.max(1, c.ids.length));
   const { advantages } = advantageEstimators.get('grpo')({ rewards, groupSizes: stepCase.groupSize });
@@ -164,6 +166,7 @@ function grpoStep(model: Transformer, optimizer: AdamW, stepCase: StepCase, seed
     trainTokens,
     loss: outcome.metrics['loss/total'],
     stepCpuSeconds: (cpu.user + cpu.system) / 1e6,
+    rolloutCpuSeconds: (rolloutCpu.user + rolloutCpu.system) / 1e6,
   };
 }
 
@@ -195,6 +198,7 @@ function runCase(stepCase: StepCase): void {
       rewardSeconds: step.rewardSeconds,
       stepSeconds: step.rolloutSeconds + step.rewardSeconds + step.trainSeconds,
       stepCpuSeconds: step.stepCpuSeconds,
+      rolloutCpuSeconds: step.rolloutCpuSeconds,
       peakRssMiB: process.resourceUsage().maxRSS / 1024,
       loss: step.loss,
     }),

@@ -27,11 +27,11 @@ which libblas it loaded and refuses the reference BLAS (--allow-reference-blas t
 OPENBLAS_CORETYPE is set from the CPU flags when unset (see _openblas_core_type).
 
 Written as a competent PyTorch 1.13 user would: KV-cached decode under inference_mode, RoPE tables
-and the causal mask built once per forward, grouped-query attention by broadcasting (no copies of
+and the causal mask built once per forward, grouped-query attention as one product per key-value head (no copies of
 K/V per query head), logits only on the rows that are scored. 1.13 has no
 F.scaled_dot_product_attention (it came in 2.0), so attention is softmax(QK^T/sqrt(D))V by matmuls.
 Prints one JSON line per model with the fields of `npm run bench -- grpo-step --json`, plus
-stepCpuSeconds (process CPU time of the timed step) and blas/blasGflops (the library torch's matmul
+stepCpuSeconds and rolloutCpuSeconds (process CPU time of the timed step and of its rollout) and blas/blasGflops (the library torch's matmul
 ran on and a 1024^3 matmul's speed in this process).
 
 Run:  /usr/bin/python3 bench/reference/grpo_step.py [--models fixture,random-25m,smollm2-135m-shape] [--threads 2]
@@ -177,12 +177,13 @@ def forward(config, params, ids, positions, cache=None, cache_length=0, rows=Non
             cache[layer][1][:, :, cache_length:S] = v
             k = cache[layer][0][:, :, :S]
             v = cache[layer][1][:, :, :S]
-        # Grouped-query attention by broadcasting: q [B, Hkv, group, T, D] against k, v [B, Hkv, 1, S, D].
-        q = q.reshape(B, Hkv, group, T, D)
-        scores = (q @ k[:, :, None].transpose(-1, -2)) * (1.0 / math.sqrt(D))
+        # Grouped-query attention without copies of K/V: the group's query heads are rows of one product,
+        # q [B, Hkv, group·T, D] against k, v [B, Hkv, S, D].
+        q = q.reshape(B, Hkv, group * T, D)
+        scores = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(D))
         if mask is not None:
-            scores = scores.masked_fill(mask, float("-inf"))
-        attended = (scores.softmax(-1) @ v[:, :, None]).reshape(B, Hq, T, D).transpose(1, 2).reshape(B, T, Hq * D)
+            scores = scores.view(B, Hkv, group, T, S).masked_fill(mask, float("-inf")).view(B, Hkv, group * T, S)
+        attended = (scores.softmax(-1) @ v).view(B, Hq, T, D).transpose(1, 2).reshape(B, T, Hq * D)
         x = x + attended @ params[f"{p}.self_attn.o_proj.weight"].t()
         h = rms_norm(x, params[f"{p}.post_attention_layernorm.weight"], eps)
         gate = h @ params[f"{p}.mlp.gate_proj.weight"].t()
@@ -242,6 +243,7 @@ def grpo_step(config, params, optimizer, prompts_count, group_size, prompt_lengt
     ids, old_logprobs = rollout(config, params, prompts, group_size, new_tokens, generator)
     ids, old_logprobs = ids.clone(), old_logprobs.clone()  # inference tensors cannot enter autograd
     rollout_seconds = time.perf_counter() - start
+    rollout_cpu_seconds = time.process_time() - cpu_start
     start = time.perf_counter()
     rewards = (ids % 2 == 0).float().mean(1).view(prompts_count, group_size)
     advantages = ((rewards - rewards.mean(1, keepdim=True)) / (rewards.std(1, keepdim=True) + 1e-4)).view(-1)
@@ -252,7 +254,7 @@ def grpo_step(config, params, optimizer, prompts_count, group_size, prompt_lengt
     B = prompts_count * group_size
     return {"rolloutTokens": B * new_tokens, "rolloutSeconds": rollout_seconds, "trainTokens": B * (prompt_length + new_tokens),
             "trainSeconds": train_seconds, "rewardSeconds": reward_seconds, "loss": loss,
-            "stepCpuSeconds": time.process_time() - cpu_start}
+            "stepCpuSeconds": time.process_time() - cpu_start, "rolloutCpuSeconds": rollout_cpu_seconds}
 
 
 def loaded_blas():
