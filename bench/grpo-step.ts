@@ -366,9 +366,10 @@ export async function main(argv: string[]): Promise<void> {
         `read ${peak.readGBs.toFixed(1)} GB/s; before, after: ${readings}`,
     );
     const torchLines = results.flatMap((result) => result.torch);
-    for (const blas of new Set(torchLines.map((line) => String(line.blas))))
+    for (const line of torchLines)
       console.log(
-        `# PyTorch's BLAS: ${blas}, ${torchLines.find((line) => line.blas === blas)?.blasGflops} GFLOP/s at 1024³`,
+        `# PyTorch (${line.threads} threads, ${line.promptLength}x${line.newTokens}) ran on ${line.blas}: ` +
+          `${Number(line.blasGflops).toFixed(1)} GFLOP/s at 1024³`,
       );
     console.log(HEADER);
   }
