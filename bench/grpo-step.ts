@@ -9,7 +9,8 @@
  *
  * Is: `npm run bench -- grpo-step [--json] [--backends native,wasm,js]
  * [--models fixture,random-25m,smollm2-135m-shape] [--shapes 32x32,64x128] [--prompts 8]
- * [--group-size 8] [--micro-batch 64] [--pytorch-threads 1,2|none]`. A shape is
+ * [--group-size 8] [--micro-batch 64] [--threads 2] [--pytorch-threads 1,2|none]`; --threads lists our
+ * thread counts (GRPO_THREADS of each case), --pytorch-threads PyTorch's. A shape is
  * `<prompt length>x<new tokens>`. Each case (ours per backend, PyTorch per thread count) runs in its
  * own child process so its peak memory (the kernel's RSS high-water mark) is its own. Prints rollout
  * tokens/s (completion tokens / rollout seconds), training tokens/s (prompt + completion tokens
@@ -24,7 +25,14 @@
  *   peak and its memory traffic (every weight once, the shared prompt's K/V once per group, each row's
  *   own K/V) at the read bandwidth;
  * - ×torch: our whole-step tokens/s / PyTorch's best (fastest thread count) on the same model and
- *   shape; mem ×torch: our peak RSS / that PyTorch run's.
+ *   shape; mem ×torch: our peak RSS / that PyTorch run's;
+ * - cpu s: the process CPU time (all threads, user + system) of the timed step (rolloutCpuSeconds: of
+ *   its rollout, in --json), beside the wall seconds: on a loaded machine the CPU seconds move less
+ *   than the wall ones; cpu×torch: that PyTorch run's CPU seconds / ours (a waiting thread that spins
+ *   counts, so it is a cost, not a speed).
+ * PyTorch runs under $GRPO_TORCH_PYTHON (default /usr/bin/python3, Debian's, which has torch; the
+ * python3 on PATH may not), checked before any case runs; the reference itself refuses to run torch
+ * on the reference BLAS (see its header) and reports the BLAS it used and its 1024³ GFLOP/s.
  * The 25M and 135M models are skipped on `js` (plain loops: many minutes per step).
  * Is not: a test, or the trainer loop (no run folder, logging or checkpoints).
  */
@@ -48,6 +56,7 @@ import { readFlags } from './_flags.js';
 
 const FIXTURE = new URL('../../shared/fixtures/models/tinystories-656k', import.meta.url).pathname;
 const REFERENCE = new URL('./reference/grpo_step.py', import.meta.url).pathname;
+const TORCH_PYTHON = process.env.GRPO_TORCH_PYTHON ?? '/usr/bin/python3';
 const MODELS = ['fixture', 'random-25m', 'smollm2-135m-shape'];
 
 interface StepCase {
@@ -85,9 +94,11 @@ function parseArguments(argv: string[]) {
       `--micro-batch: ${batch.microBatch} does not divide the ${batch.prompts * batch.groupSize} completions`,
     );
   const torchThreads = value('--pytorch-threads', '1,2');
+  const threads = readFlags(argv).positiveList('--threads', '2');
   return {
     json: argv.includes('--json'),
     backends: value('--backends', process.env.GRPO_BACKEND ?? 'native,wasm,js').split(','),
+    threads,
     models,
     shapes,
     batch,
@@ -117,6 +128,7 @@ function grpoStep(model: Transformer, optimizer: AdamW, stepCase: StepCase, seed
       () => 1 + Math.floor(random.uniform() * (model.config.vocabSize - 1)),
     ),
   );
+  const cpuStart = process.cpuUsage();
   let start = performance.now();
   const completions = generate(model, {
     prompts,
@@ -127,6 +139,7 @@ function grpoStep(model: Transformer, optimizer: AdamW, stepCase: StepCase, seed
     temperature: 1,
   });
   const rolloutSeconds = (performance.now() - start) / 1000;
+  const rolloutCpu = process.cpuUsage(cpuStart);
   start = performance.now();
   const rewards = completions.map((c) => c.ids.filter((id) => id % 2 === 0).length / Math.max(1, c.ids.length));
   const { advantages } = advantageEstimators.get('grpo')({ rewards, groupSizes: stepCase.groupSize });
@@ -142,6 +155,7 @@ function grpoStep(model: Transformer, optimizer: AdamW, stepCase: StepCase, seed
   const bound = bindAlgorithm(config, { sampleRows: [], rolloutProvides: [] });
   const outcome = policyStep(bound, stepSettingsOf(config), model, optimizer, samples);
   const trainSeconds = (performance.now() - start) / 1000;
+  const cpu = process.cpuUsage(cpuStart);
   const rolloutTokens = completions.reduce((total, c) => total + c.ids.length, 0);
   const trainTokens = samples.reduce((total, s) => total + s.promptIds.length + s.completionIds.length, 0);
   return {
@@ -151,6 +165,8 @@ function grpoStep(model: Transformer, optimizer: AdamW, stepCase: StepCase, seed
     rolloutTokens,
     trainTokens,
     loss: outcome.metrics['loss/total'],
+    stepCpuSeconds: (cpu.user + cpu.system) / 1e6,
+    rolloutCpuSeconds: (rolloutCpu.user + rolloutCpu.system) / 1e6,
   };
 }
 
@@ -181,6 +197,8 @@ function runCase(stepCase: StepCase): void {
       trainTokensPerSecond: step.trainTokens / step.trainSeconds,
       rewardSeconds: step.rewardSeconds,
       stepSeconds: step.rolloutSeconds + step.rewardSeconds + step.trainSeconds,
+      stepCpuSeconds: step.stepCpuSeconds,
+      rolloutCpuSeconds: step.rolloutCpuSeconds,
       peakRssMiB: process.resourceUsage().maxRSS / 1024,
       loss: step.loss,
     }),
@@ -219,10 +237,10 @@ function rolloutRooflineSeconds(config: ModelConfig, step: StepCase, peak: Machi
 }
 
 /** Runs `args` as a child whose last stdout line is one JSON result, or reports why it failed. */
-function runChild(label: string, command: string, args: string[]): Result | undefined {
+function runChild(label: string, command: string, args: string[], env: NodeJS.ProcessEnv = {}): Result | undefined {
   const child = spawnSync(command, args, {
     encoding: 'utf8',
-    env: { ...process.env, GRPO_QUIET: '1' },
+    env: { ...process.env, GRPO_QUIET: '1', ...env },
     maxBuffer: 1 << 24,
   });
   const lastLine = child.stdout?.trim().split('\n').pop() ?? '';
@@ -252,13 +270,14 @@ function withRatios(line: Result, config: ModelConfig, peak: MachinePeak, torchB
   if (torchBest) {
     ratios.stepRatioToTorch = Number(torchBest.stepSeconds) / Number(line.stepSeconds);
     ratios.peakRssRatioToTorch = Number(line.peakRssMiB) / Number(torchBest.peakRssMiB);
+    ratios.stepCpuRatioToTorch = Number(torchBest.stepCpuSeconds) / Number(line.stepCpuSeconds);
   }
   return { ...line, ...ratios };
 }
 
 const HEADER =
   `${'model'.padEnd(19)}${'shape'.padEnd(8)}${'backend'.padEnd(16)}thr rollout/s  train/s   step/s  step s` +
-  `  train%fma rollout%roof  ×torch  peak MiB  mem×torch`;
+  `   cpu s  train%fma rollout%roof  ×torch cpu×torch  peak MiB  mem×torch`;
 
 function report(line: Result, json: boolean): void {
   if (json) {
@@ -272,9 +291,19 @@ function report(line: Result, json: boolean): void {
     `${String(line.model).padEnd(19)}${`${line.promptLength}x${line.newTokens}`.padEnd(8)}` +
       `${String(line.backend).padEnd(16)}${String(line.threads).padStart(3)}` +
       `${number('rolloutTokensPerSecond', 0, 10)}${number('trainTokensPerSecond')}${number('wholeStepTokensPerSecond')}` +
-      `${number('stepSeconds', 2, 8)}${percent('trainFmaFraction', 11)}${percent('rolloutRooflineFraction', 13)}` +
-      `${number('stepRatioToTorch', 2, 8)}${number('peakRssMiB', 0, 10)}${number('peakRssRatioToTorch', 2, 11)}`,
+      `${number('stepSeconds', 2, 8)}${number('stepCpuSeconds', 2, 8)}${percent('trainFmaFraction', 11)}${percent('rolloutRooflineFraction', 13)}` +
+      `${number('stepRatioToTorch', 2, 8)}${number('stepCpuRatioToTorch', 2, 10)}${number('peakRssMiB', 0, 10)}${number('peakRssRatioToTorch', 2, 11)}`,
   );
+}
+
+/** Refuses before any case runs when the PyTorch reference cannot import torch. */
+function checkTorchPython(): void {
+  const probe = spawnSync(TORCH_PYTHON, ['-c', 'import torch; print(torch.__version__)'], { encoding: 'utf8' });
+  if (probe.status !== 0)
+    throw new Error(
+      `grpo-step bench: ${TORCH_PYTHON} cannot import torch (${(probe.stderr || String(probe.error)).trim().split('\n').pop()}); ` +
+        'set GRPO_TORCH_PYTHON to a python with torch, or pass --pytorch-threads none',
+    );
 }
 
 function peakOrExit(threads: number): MachinePeak {
@@ -287,6 +316,7 @@ function peakOrExit(threads: number): MachinePeak {
 export async function main(argv: string[]): Promise<void> {
   if (argv[0] === '--child') return runCase(JSON.parse(argv[1]) as StepCase);
   const settings = parseArguments(argv);
+  if (settings.pytorchThreads.length > 0) checkTorchPython();
   const runner = join(dirname(fileURLToPath(import.meta.url)), 'run.ts');
   const threads = 2;
   const before = peakOrExit(threads);
@@ -304,15 +334,18 @@ export async function main(argv: string[]): Promise<void> {
         const stepCase: StepCase = { ...base, backend };
         // A child per case: its RSS high-water mark is then this case's peak memory alone.
         const args = [...process.execArgv, runner, 'grpo-step', '--child', JSON.stringify(stepCase)];
-        const line = runChild(`${model} on ${backend}`, process.execPath, args);
-        if (line) ours.push(line);
+        for (const threads of backend === 'js' ? [1] : settings.threads) {
+          const label = `${model} on ${backend} (${threads} threads)`;
+          const line = runChild(label, process.execPath, args, { GRPO_THREADS: String(threads) });
+          if (line) ours.push(line);
+        }
       }
       const torch: Result[] = [];
       for (const torchThreads of settings.pytorchThreads) {
         const flags = ['--models', model, '--threads', String(torchThreads), '--prompts', String(base.prompts)];
         flags.push('--group-size', String(base.groupSize), '--prompt-length', String(base.promptLength));
         flags.push('--new-tokens', String(base.newTokens));
-        const line = runChild(`PyTorch ${model} (${torchThreads} threads)`, '/usr/bin/python3', [REFERENCE, ...flags]);
+        const line = runChild(`PyTorch ${model} (${torchThreads} threads)`, TORCH_PYTHON, [REFERENCE, ...flags]);
         if (line) torch.push(line);
       }
       results.push({ config, ours, torch });
@@ -332,6 +365,12 @@ export async function main(argv: string[]): Promise<void> {
       `# peak (${threads} threads, bench/peak): FMA ${peak.fmaGflops.toFixed(1)} GFLOP/s (${peak.fmaWidth}-bit), ` +
         `read ${peak.readGBs.toFixed(1)} GB/s; before, after: ${readings}`,
     );
+    const torchLines = results.flatMap((result) => result.torch);
+    for (const line of torchLines)
+      console.log(
+        `# PyTorch (${line.threads} threads, ${line.promptLength}x${line.newTokens}) ran on ${line.blas}: ` +
+          `${Number(line.blasGflops).toFixed(1)} GFLOP/s at 1024³`,
+      );
     console.log(HEADER);
   }
   for (const { config, ours, torch } of results) {

@@ -14,13 +14,28 @@ rope theta 1e5, tied embeddings), it runs
      the rows that predict them), entropy as a metric, PPO-clip loss (eps 0.2) with token-mean
      aggregation, backward, grad-norm clip 1.0, AdamW (lr 1e-5, betas 0.9/0.99, eps 1e-8, wd 0);
 after one small untimed warm-up step, with torch.set_num_threads(--threads, default 2). Each model
-runs in its own subprocess so the peak RSS (ru_maxrss) printed is that model's alone. OPENBLAS_CORETYPE
-is set from the CPU flags when unset (see _openblas_core_type: without it Debian's OpenBLAS runs its
-generic kernels on this VM and PyTorch would look 6x slower than it is).
-Prints one JSON line per model with the fields of `npm run bench -- grpo-step --json`.
+runs in its own subprocess so the peak RSS (ru_maxrss) printed is that model's alone.
+
+BLAS: Debian's python3-torch is built with BLAS_INFO=generic and links libblas.so.3, which resolves to
+whatever the libblas.so.3 alternative names. With only libblas3 installed that is the Fortran reference
+BLAS (3-4 GFLOP/s here against ~70 for OpenBLAS on one core), and every matmul in this script would
+run 20x too slowly. So the script runs torch against OpenBLAS (the OpenMP build, whose thread count
+follows torch.set_num_threads): $GRPO_TORCH_BLAS_DIR, else Debian's libopenblas0-openmp or
+-pthread directory, else .tmp/openblas (bench/reference/fetch-openblas.sh unpacks the Debian
+package there without root), put first on LD_LIBRARY_PATH of the per-model child; the child checks
+which libblas it loaded and refuses the reference BLAS (--allow-reference-blas to time it anyway).
+OPENBLAS_CORETYPE is set from the CPU flags when unset (see _openblas_core_type).
+
+Written as a competent PyTorch 1.13 user would: KV-cached decode under inference_mode, RoPE tables
+and the causal mask built once per forward, grouped-query attention as one product per key-value head (no copies of
+K/V per query head), logits only on the rows that are scored. 1.13 has no
+F.scaled_dot_product_attention (it came in 2.0), so attention is softmax(QK^T/sqrt(D))V by matmuls.
+Prints one JSON line per model with the fields of `npm run bench -- grpo-step --json`, plus
+stepCpuSeconds and rolloutCpuSeconds (process CPU time of the timed step and of its rollout) and blas/blasGflops (the library torch's matmul
+ran on and a 1024^3 matmul's speed in this process).
 
 Run:  /usr/bin/python3 bench/reference/grpo_step.py [--models fixture,random-25m,smollm2-135m-shape] [--threads 2]
-      [--prompts 8] [--group-size 8] [--prompt-length 32] [--new-tokens 32]
+      [--prompts 8] [--group-size 8] [--prompt-length 32] [--new-tokens 32] [--allow-reference-blas]
 Is not: a transformers model (plain functions, same maths as src/model/transformer.ts).
 """
 import argparse
@@ -48,11 +63,26 @@ def _openblas_core_type():
         os.environ.setdefault("OPENBLAS_CORETYPE", core)
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+MULTIARCH = "usr/lib/x86_64-linux-gnu"
+BLAS_DIRS = [f"/{MULTIARCH}/openblas-openmp", f"/{MULTIARCH}/openblas-pthread",
+             os.path.join(HERE, f"../../.tmp/openblas/{MULTIARCH}/openblas-openmp")]
+
+
+def optimised_blas_dir():
+    """The directory whose libblas.so.3 torch should load: $GRPO_TORCH_BLAS_DIR or the first OpenBLAS found."""
+    chosen = os.environ.get("GRPO_TORCH_BLAS_DIR")
+    if chosen:
+        if not os.path.exists(os.path.join(chosen, "libblas.so.3")):
+            sys.exit(f"GRPO_TORCH_BLAS_DIR: {chosen} holds no libblas.so.3")
+        return os.path.abspath(chosen)
+    return next((os.path.abspath(d) for d in BLAS_DIRS if os.path.exists(os.path.join(d, "libblas.so.3"))), None)
+
+
 _openblas_core_type()
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE = os.path.join(HERE, "../../../shared/fixtures/models/tinystories-656k")
 RANDOM_25M = {"vocab_size": 8192, "hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 6,
               "num_attention_heads": 8, "num_key_value_heads": 8, "rms_norm_eps": 1e-5, "rope_theta": 10000.0}
@@ -108,16 +138,18 @@ def rms_norm(x, weight, eps):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
 
 
-def rope(x, positions, config):
-    # x [B, heads, T, D]; rotate-half convention, positions [T] or [B, T].
+def rope_tables(positions, config):
+    """cos and sin [T, D] for rotate-half RoPE at `positions` [T], built once per forward."""
     D = config["head_dim"]
     inverse = 1.0 / (config["rope_theta"] ** (torch.arange(0, D, 2, dtype=torch.float32) / D))
-    angles = positions.to(torch.float32)[..., None] * inverse  # [..., T, D/2]
-    cos = torch.cat([angles.cos(), angles.cos()], -1)
-    sin = torch.cat([angles.sin(), angles.sin()], -1)
-    if cos.dim() == 3:  # per-row positions [B, T, D] -> [B, 1, T, D]
-        cos, sin = cos[:, None], sin[:, None]
-    half = D // 2
+    angles = positions.to(torch.float32)[:, None] * inverse  # [T, D/2]
+    angles = torch.cat([angles, angles], -1)
+    return angles.cos(), angles.sin()
+
+
+def rope(x, cos, sin):
+    # x [B, heads, T, D]; rotate-half convention.
+    half = x.shape[-1] // 2
     rotated = torch.cat([-x[..., half:], x[..., :half]], -1)
     return x * cos + rotated * sin
 
@@ -127,7 +159,11 @@ def forward(config, params, ids, positions, cache=None, cache_length=0, rows=Non
     written in place at cache_length and attention sees the first cache_length + T of them."""
     B, T = ids.shape
     Hq, Hkv, D = config["num_attention_heads"], config["num_key_value_heads"], config["head_dim"]
+    group = Hq // Hkv
     eps = config["rms_norm_eps"]
+    cos, sin = rope_tables(positions, config)
+    S = cache_length + T
+    mask = torch.ones(T, S, dtype=torch.bool).tril(S - T).logical_not() if T > 1 else None
     x = params["model.embed_tokens.weight"][ids]
     for layer in range(config["num_hidden_layers"]):
         p = f"model.layers.{layer}"
@@ -135,21 +171,19 @@ def forward(config, params, ids, positions, cache=None, cache_length=0, rows=Non
         q = (h @ params[f"{p}.self_attn.q_proj.weight"].t()).view(B, T, Hq, D).transpose(1, 2)
         k = (h @ params[f"{p}.self_attn.k_proj.weight"].t()).view(B, T, Hkv, D).transpose(1, 2)
         v = (h @ params[f"{p}.self_attn.v_proj.weight"].t()).view(B, T, Hkv, D).transpose(1, 2)
-        q, k = rope(q, positions, config), rope(k, positions, config)
+        q, k = rope(q, cos, sin), rope(k, cos, sin)
         if cache is not None:
-            cache[layer][0][:, :, cache_length:cache_length + T] = k
-            cache[layer][1][:, :, cache_length:cache_length + T] = v
-            k = cache[layer][0][:, :, :cache_length + T]
-            v = cache[layer][1][:, :, :cache_length + T]
-        S = k.shape[2]
-        if Hq != Hkv:
-            k = k.repeat_interleave(Hq // Hkv, dim=1)
-            v = v.repeat_interleave(Hq // Hkv, dim=1)
-        scores = (q @ k.transpose(-1, -2)) / math.sqrt(D)
-        if T > 1:
-            mask = torch.ones(T, S, dtype=torch.bool).tril(S - T)
-            scores = scores.masked_fill(~mask, float("-inf"))
-        attended = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, Hq * D)
+            cache[layer][0][:, :, cache_length:S] = k
+            cache[layer][1][:, :, cache_length:S] = v
+            k = cache[layer][0][:, :, :S]
+            v = cache[layer][1][:, :, :S]
+        # Grouped-query attention without copies of K/V: the group's query heads are rows of one product,
+        # q [B, Hkv, group·T, D] against k, v [B, Hkv, S, D].
+        q = q.reshape(B, Hkv, group * T, D)
+        scores = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(D))
+        if mask is not None:
+            scores = scores.view(B, Hkv, group, T, S).masked_fill(mask, float("-inf")).view(B, Hkv, group * T, S)
+        attended = (scores.softmax(-1) @ v).view(B, Hq, T, D).transpose(1, 2).reshape(B, T, Hq * D)
         x = x + attended @ params[f"{p}.self_attn.o_proj.weight"].t()
         h = rms_norm(x, params[f"{p}.post_attention_layernorm.weight"], eps)
         gate = h @ params[f"{p}.mlp.gate_proj.weight"].t()
@@ -161,7 +195,7 @@ def forward(config, params, ids, positions, cache=None, cache_length=0, rows=Non
     return x @ params["model.embed_tokens.weight"].t()
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def rollout(config, params, prompts, group_size, new_tokens, generator):
     P, L = prompts.shape
     B = P * group_size
@@ -186,7 +220,7 @@ def policy_step(config, params, optimizer, prompts, group_size, ids, old_logprob
     P, L = prompts.shape
     B, N = ids.shape
     full = torch.cat([prompts.repeat_interleave(group_size, 0), ids], 1)  # [B, L + N]
-    optimizer.zero_grad()
+    optimizer.zero_grad(set_to_none=True)
     logits = forward(config, params, full, torch.arange(L + N), rows=torch.arange(L - 1, L + N - 1))  # [B, N, V]
     logp_all = logits.log_softmax(-1)
     logprobs = logp_all.gather(2, ids[..., None])[..., 0]
@@ -204,9 +238,12 @@ def policy_step(config, params, optimizer, prompts, group_size, ids, old_logprob
 def grpo_step(config, params, optimizer, prompts_count, group_size, prompt_length, new_tokens, seed):
     generator = torch.Generator().manual_seed(seed)
     prompts = torch.randint(1, config["vocab_size"], (prompts_count, prompt_length), generator=generator)
+    cpu_start = time.process_time()
     start = time.perf_counter()
     ids, old_logprobs = rollout(config, params, prompts, group_size, new_tokens, generator)
+    ids, old_logprobs = ids.clone(), old_logprobs.clone()  # inference tensors cannot enter autograd
     rollout_seconds = time.perf_counter() - start
+    rollout_cpu_seconds = time.process_time() - cpu_start
     start = time.perf_counter()
     rewards = (ids % 2 == 0).float().mean(1).view(prompts_count, group_size)
     advantages = ((rewards - rewards.mean(1, keepdim=True)) / (rewards.std(1, keepdim=True) + 1e-4)).view(-1)
@@ -216,10 +253,38 @@ def grpo_step(config, params, optimizer, prompts_count, group_size, prompt_lengt
     train_seconds = time.perf_counter() - start
     B = prompts_count * group_size
     return {"rolloutTokens": B * new_tokens, "rolloutSeconds": rollout_seconds, "trainTokens": B * (prompt_length + new_tokens),
-            "trainSeconds": train_seconds, "rewardSeconds": reward_seconds, "loss": loss}
+            "trainSeconds": train_seconds, "rewardSeconds": reward_seconds, "loss": loss,
+            "stepCpuSeconds": time.process_time() - cpu_start, "rolloutCpuSeconds": rollout_cpu_seconds}
+
+
+def loaded_blas():
+    """The BLAS libraries mapped into this process (what torch's matmuls run on)."""
+    with open("/proc/self/maps") as file:
+        paths = {line.split()[-1] for line in file if "blas" in line.split()[-1].rsplit("/", 1)[-1]}
+    return sorted(paths)
+
+
+def reference_blas(paths):
+    """True when libblas.so.3 is Debian's libblas3 (the Fortran reference implementation)."""
+    return any(os.path.realpath(path).startswith(f"/{MULTIARCH}/blas/") for path in paths)
+
+
+def blas_gflops():
+    """A 1024^3 float32 matmul in this process: what torch's BLAS gives at the chosen thread count."""
+    a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
+    a @ b
+    start = time.perf_counter()
+    a @ b
+    return 2 * 1024 ** 3 / (time.perf_counter() - start) / 1e9
 
 
 def run_case(arguments):
+    blas = loaded_blas()
+    if reference_blas(blas) and not arguments.allow_reference_blas:
+        sys.exit("grpo_step.py: torch loaded the reference BLAS (" + ", ".join(blas) + "), about 20x slower than "
+                 "OpenBLAS at every matmul. Install libopenblas0-openmp, run bench/reference/fetch-openblas.sh, "
+                 "or point GRPO_TORCH_BLAS_DIR at a directory holding an optimised libblas.so.3 "
+                 "(--allow-reference-blas times it anyway).")
     torch.set_num_threads(arguments.threads)
     torch.manual_seed(0)
     config, params = load_model(arguments.models)
@@ -228,7 +293,7 @@ def run_case(arguments):
     step = grpo_step(config, params, optimizer, arguments.prompts, arguments.group_size, arguments.prompt_length, arguments.new_tokens, 2)
     step.update({
         "model": arguments.models, "backend": f"pytorch-{torch.__version__}", "threads": torch.get_num_threads(),
-        "openblasCoreType": os.environ.get("OPENBLAS_CORETYPE", ""),
+        "openblasCoreType": os.environ.get("OPENBLAS_CORETYPE", ""), "blas": ",".join(blas), "blasGflops": blas_gflops(),
         "prompts": arguments.prompts, "groupSize": arguments.group_size, "promptLength": arguments.prompt_length,
         "newTokens": arguments.new_tokens, "parameters": sum(p.numel() for p in params.values()),
         "rolloutTokensPerSecond": step["rolloutTokens"] / step["rolloutSeconds"],
@@ -247,16 +312,24 @@ def main():
     parser.add_argument("--group-size", type=int, default=8)
     parser.add_argument("--prompt-length", type=int, default=32)
     parser.add_argument("--new-tokens", type=int, default=32)
+    parser.add_argument("--allow-reference-blas", action="store_true", help="time torch on the reference BLAS")
     parser.add_argument("--child", action="store_true", help="run the one model named by --models in this process")
     arguments = parser.parse_args()
     if arguments.child:
         run_case(arguments)
         return
+    # The loader reads LD_LIBRARY_PATH at process start, so the BLAS choice is made for the children.
+    environment = dict(os.environ)
+    blas_dir = optimised_blas_dir()
+    if blas_dir:
+        environment["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [blas_dir, os.environ.get("LD_LIBRARY_PATH")]))
     for model in arguments.models.split(","):
         if model != "fixture" and model not in RANDOM_MODELS:
             sys.exit(f"--models: unknown model '{model}'; known: fixture, {', '.join(RANDOM_MODELS)}")
         rest = [a for a in sys.argv[1:] if not a.startswith("--models") and a != arguments.models]
-        subprocess.run([sys.executable, os.path.abspath(__file__), "--child", "--models", model, *rest], check=True)
+        child = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", "--models", model, *rest], env=environment)
+        if child.returncode != 0:
+            sys.exit(child.returncode)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@
  * weights live here. Each op is gradient-checked in fused.test.ts. The row loops below are the spec; where
  * the backend has the optional row kernel (Backend.swigluForward etc.) it runs that instead.
  */
+import { type AttentionRows, softmaxBackwardRows, softmaxScoreRows } from './attention-rows.js';
 import { needsGrad } from './autograd.js';
 import { getBackend } from './backends/select.js';
 import { formatShape } from './shape.js';
@@ -264,39 +265,21 @@ export function causalAttention(q: Tensor, k: Tensor, v: Tensor, options: Attent
     accumulate: false,
   });
   const additive = options.additiveMask;
-  const maskStrides = additive ? maskStridesFor(additive, B, Hq, T, S) : null;
-  for (let b = 0; b < B; b++) {
-    for (let h = 0; h < Hq; h++) {
-      for (let t = 0; t < T; t++) {
-        const base = ((b * Hq + h) * T + t) * S;
-        const visible = causal ? Math.min(S, offset + t + 1) : S;
-        const firstVisible = options.window === undefined ? 0 : offset + t - options.window + 1;
-        const segments = options.segmentIds;
-        const querySegment = segments ? segments[b * S + offset + t] : 0;
-        let rowMax = -Infinity;
-        for (let s = 0; s < S; s++) {
-          let value = s < visible && s >= firstVisible ? probabilities[base + s] * scale : -Infinity;
-          if (options.keyMask && options.keyMask[b * S + s] === 0) value = -Infinity;
-          if (segments && segments[b * S + s] !== querySegment) value = -Infinity;
-          if (additive && maskStrides)
-            value += additive.data[b * maskStrides[0] + h * maskStrides[1] + t * maskStrides[2] + s];
-          probabilities[base + s] = value;
-          if (value > rowMax) rowMax = value;
-        }
-        if (rowMax === -Infinity) {
-          probabilities.fill(0, base, base + S);
-          continue;
-        }
-        let total = 0;
-        for (let s = 0; s < S; s++) {
-          const e = Math.exp(probabilities[base + s] - rowMax);
-          probabilities[base + s] = e;
-          total += e;
-        }
-        for (let s = 0; s < S; s++) probabilities[base + s] /= total;
-      }
-    }
-  }
+  const attentionRows: AttentionRows = {
+    B,
+    Hq,
+    T,
+    S,
+    offset,
+    causal,
+    scale,
+    window: options.window,
+    keyMask: options.keyMask,
+    segmentIds: options.segmentIds,
+    additiveMask: additive,
+    maskStrides: additive ? maskStridesFor(additive, B, Hq, T, S) : null,
+  };
+  softmaxScoreRows(probabilities, attentionRows);
   const output = new Float32Array(B * Hq * T * D);
   backend.matmul(probabilities, v.data, output, {
     batch: groups,
@@ -335,13 +318,7 @@ export function causalAttention(q: Tensor, k: Tensor, v: Tensor, options: Attent
       bBatchStride: rows * D,
       accumulate: false,
     });
-    for (let row = 0; row < groups * rows; row++) {
-      const base = row * S;
-      let dot = 0;
-      for (let s = 0; s < S; s++) dot += gradProbabilities[base + s] * probabilities[base + s];
-      for (let s = 0; s < S; s++)
-        gradProbabilities[base + s] = probabilities[base + s] * (gradProbabilities[base + s] - dot) * scale;
-    }
+    softmaxBackwardRows(gradProbabilities, probabilities, attentionRows);
     const gradQ = new Float32Array(q.size);
     backend.matmul(gradProbabilities, k.data, gradQ, {
       batch: groups,
