@@ -168,6 +168,22 @@ export class RunFolderReader {
     return runs;
   }
 
+  /**
+   * A sample's image (images/<name>.png, written by the trainer for vision-language runs and named
+   * in samples.jsonl); any other name is refused.
+   */
+  async readSampleImage(id: string, name: string): Promise<Buffer> {
+    if (!/^[\w-]+\.png$/.test(name)) throw new RefusedPathError(`refused image name ${JSON.stringify(name)}`);
+    const path = await resolveInside(this.root, [id, 'images', name]);
+    const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    try {
+      if (!(await handle.stat()).isFile()) throw new RefusedPathError(`${id}/images/${name} is not a regular file`);
+      return await handle.readFile();
+    } finally {
+      await handle.close();
+    }
+  }
+
   /** One run's list entry; throws for a folder that is not a run (no config or metrics file). */
   async describeRun(id: string): Promise<RunListEntry> {
     const folder = await resolveInside(this.root, [id]);

@@ -11,6 +11,7 @@
  *   GET /api/runs/:id/metrics?fromLine=N   metrics rows from line N on, and the line to ask next
  *   GET /api/runs/:id/samples              the steps that have samples
  *   GET /api/runs/:id/samples?phase=P&step=N   the prompt groups logged at that step
+ *   GET /api/runs/:id/images/NAME.png      a logged sample's image (vision-language runs)
  *   GET /api/runs/:id/config | /summary    config.json, summary.json
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -180,6 +181,8 @@ async function handleRequest(
     return send(response, request, 200, type, body);
   }
   if (segments[0] !== 'api' || segments[1] !== 'runs') throw new HttpError(404, 'no such page');
+  if (segments.length === 5 && segments[3] === 'images')
+    return send(response, request, 200, 'image/png', await reader.readSampleImage(segments[2], segments[4]));
   const data = await apiResponse(segments.slice(2), query, reader);
   return send(response, request, 200, 'application/json; charset=utf-8', JSON.stringify(data));
 }
