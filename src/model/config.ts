@@ -114,7 +114,7 @@ const KNOWN_KEYS = new Set([
 ]);
 
 /** Reads fields of one JSON object, naming the file and field in every error. */
-class FieldReader {
+export class FieldReader {
   constructor(
     private readonly raw: Record<string, unknown>,
     readonly source: string,

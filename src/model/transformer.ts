@@ -12,6 +12,7 @@
  * With LoRA adapters attached (lora.ts) every adapted linear adds its low-rank update; the base
  * weights are then frozen, and `withoutAdapters()` is the same weights without them (the KL reference).
  * LoRA dropout (`adapterDropout`) applies only to forwards given a `dropoutSeed`, i.e. training ones.
+ * `imageFeatures` puts a vision tower's features in place of the image tokens' embeddings (vision-language.ts).
  */
 import {
   add,
@@ -38,6 +39,7 @@ import { computeRopeInverseFrequencies, type ModelConfig } from './config.js';
 import { expectedTensorShapes } from './checkpoint.js';
 import { linearWithAdapter, moduleSeed, type LoraAdapters } from './lora.js';
 import { concatToCache, writeRowsToCache, writeToCache, type KvCache } from './kv-cache.js';
+import { mergeImageFeatures, type ImageFeaturesInput } from './image-merge.js';
 
 export type { KvCache } from './kv-cache.js';
 
@@ -67,6 +69,12 @@ export interface ForwardOptions {
    * rollout, scoring, old-logprob and reference pass) = no dropout.
    */
   dropoutSeed?: number;
+  /**
+   * Vision-language models: the embedding rows of every position whose id is tokenId are replaced, in
+   * order over the flat [B·T] ids, by the rows of features [count, H] (image-merge.ts); differentiable
+   * w.r.t. the embedding table and the features. Prefill only: a decode step's ids hold no image tokens.
+   */
+  imageFeatures?: ImageFeaturesInput;
 }
 
 export class Transformer {
@@ -255,7 +263,9 @@ export class Transformer {
     const past = rowLengths ? Math.max(0, ...rowLengths) : (options.cache?.length ?? 0);
     const positions = options.positions ?? Int32Array.from({ length: T }, (_, t) => past + t);
     const angles = ropeTable(positions, this.inverseFrequencies); // shared by every layer's q and k
-    let x = reshape(embedding(this.weight('model.embed_tokens.weight'), ids), [B, T, config.hiddenSize]); // [B, T, H]
+    let embedded = embedding(this.weight('model.embed_tokens.weight'), ids); // [B·T, H]
+    if (options.imageFeatures) embedded = mergeImageFeatures(embedded, ids, options.imageFeatures);
+    let x = reshape(embedded, [B, T, config.hiddenSize]); // [B, T, H]
     const recomputing = this.recomputeLayers && isGradEnabled() && !options.cache;
     for (let layer = 0; layer < config.numLayers; layer++) {
       const rotary = { positions, angles };

@@ -11,6 +11,8 @@ import { Tensor, scalar } from './tensor.js';
 
 const SQRT_HALF = Math.SQRT1_2;
 const INV_SQRT_2PI = 1 / Math.sqrt(2 * Math.PI);
+const SQRT_2_OVER_PI = Math.sqrt(2 / Math.PI);
+const GELU_CUBIC = 0.044715;
 
 /** erf with |error| < 1.2e-7 (Numerical Recipes erfc Chebyshev fit), well inside float32 precision. */
 export function erf(x: number): number {
@@ -72,6 +74,14 @@ export const unaryRules = {
     forward: (x) => 0.5 * x * (1 + erf(x * SQRT_HALF)),
     derivative: (x) => 0.5 * (1 + erf(x * SQRT_HALF)) + x * INV_SQRT_2PI * Math.exp(-0.5 * x * x),
   },
+  /** GELU's tanh approximation, PyTorch's gelu(approximate='tanh'): SigLIP's gelu_pytorch_tanh. */
+  geluTanh: {
+    forward: (x) => 0.5 * x * (1 + Math.tanh(SQRT_2_OVER_PI * (x + GELU_CUBIC * x * x * x))),
+    derivative: (x) => {
+      const t = Math.tanh(SQRT_2_OVER_PI * (x + GELU_CUBIC * x * x * x));
+      return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * SQRT_2_OVER_PI * (1 + 3 * GELU_CUBIC * x * x);
+    },
+  },
   square: { forward: (x) => x * x, derivative: (x) => 2 * x },
 } satisfies Record<string, UnaryRule>;
 
@@ -109,6 +119,7 @@ export const tanh = (x: Tensor): Tensor => unary('tanh', x);
 export const relu = (x: Tensor): Tensor => unary('relu', x);
 export const silu = (x: Tensor): Tensor => unary('silu', x);
 export const gelu = (x: Tensor): Tensor => unary('gelu', x);
+export const geluTanh = (x: Tensor): Tensor => unary('geluTanh', x);
 export const square = (x: Tensor): Tensor => unary('square', x);
 
 /** Sums a broadcast gradient back down to `shape` (the reverse of broadcasting). */

@@ -28,7 +28,7 @@ for (const { name, backend } of backendsUnderTest()) {
     afterAll(() => T.setBackend(previous));
     it('runs on the intended backend', () => expect(T.getBackend()).toBe(backend));
 
-    it.each(['neg', 'exp', 'sigmoid', 'tanh', 'silu', 'gelu', 'square'] as const)('unary %s', (op) => {
+    it.each(['neg', 'exp', 'sigmoid', 'tanh', 'silu', 'gelu', 'geluTanh', 'square'] as const)('unary %s', (op) => {
       gradCheck((x) => T[op](x), [normal([3, 5])]);
     });
     it.each(['abs', 'relu'] as const)('unary %s away from its kink', (op) => {
@@ -104,6 +104,10 @@ for (const { name, backend } of backendsUnderTest()) {
       gradCheck((a, b) => T.matmul(a, b, options), [normal([...aShape]), normal([...bShape])]);
     });
 
+    it('layerNorm (weight and bias)', () =>
+      gradCheck((x, w, b) => T.layerNorm(x, w, b, 1e-5), [normal([3, 8]), normal([8]), normal([8])]));
+    it('replaceRows: the table keeps the gradient of the rows not replaced, the features get theirs', () =>
+      gradCheck((x, rows) => T.replaceRows(x, Int32Array.from([4, 1, 2]), rows), [normal([6, 3]), normal([3, 3])]));
     it('rmsNorm', () => gradCheck((x, w) => T.rmsNorm(x, w, 1e-5), [normal([3, 8]), normal([8])]));
     it('rope', () => {
       const frequencies = Float32Array.from([1, 0.1, 0.01]);

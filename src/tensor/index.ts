@@ -16,6 +16,7 @@ export {
   relu,
   silu,
   gelu,
+  geluTanh,
   square,
   pow,
   clamp,
@@ -55,6 +56,8 @@ export {
 } from './primitives.js';
 export { mean, logSumExp, logSoftmax, softmax, entropy, linear } from './ops.js';
 export { rmsNorm, rope, causalAttention, swiglu, type AttentionOptions } from './fused.js';
+export { layerNorm } from './layer-norm.js';
+export { replaceRows } from './replace-rows.js';
 export { combineSeeds, lowRankLinear, type LowRankUpdate } from './low-rank-linear.js';
 export { HalfMatrix } from './half-matrix.js';
 export {
