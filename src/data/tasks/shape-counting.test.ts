@@ -5,6 +5,7 @@
  * shape-blind count exactly where a distractor exists.
  */
 import { describe, expect, it } from 'vitest';
+import type { RewardFn } from '../../rewards/types.js';
 import type { Example } from '../task.js';
 import { drawShapes, shapeCountingTask, type TaskImage } from './shape-counting.js';
 
@@ -67,7 +68,7 @@ describe('shape-counting task', () => {
 
   it('rewards the exact count only, and a bare number for format', async () => {
     const [example] = task.trainExamples(1, 0);
-    const [correct, format] = task.rewards();
+    const [correct, format] = task.rewards().map((named) => named.reward as RewardFn);
     const input = (completion: string, truncated = false) => ({
       prompt: example.prompt,
       completion,
@@ -79,12 +80,12 @@ describe('shape-counting task', () => {
       truncated,
     });
     const wrong = String((Number(example.answer) + 1) % 4);
-    expect(await correct.reward(input(example.answer!))).toBe(1); // the count
-    expect(await correct.reward(input(` ${example.answer} `))).toBe(1); // surrounding space is allowed
-    expect(await correct.reward(input(wrong))).toBe(0); // another count
-    expect(await correct.reward(input(`${example.answer} shapes`))).toBe(0); // not a bare number
-    expect(await format.reward(input(wrong))).toBe(1); // a bare number, even a wrong one
-    expect(await format.reward(input(wrong, true))).toBe(0); // cut off at the length limit
+    expect(await correct(input(example.answer!))).toBe(1); // the count
+    expect(await correct(input(` ${example.answer} `))).toBe(1); // surrounding space is allowed
+    expect(await correct(input(wrong))).toBe(0); // another count
+    expect(await correct(input(`${example.answer} shapes`))).toBe(0); // not a bare number
+    expect(await format(input(wrong))).toBe(1); // a bare number, even a wrong one
+    expect(await format(input(wrong, true))).toBe(0); // cut off at the length limit
     expect(task.isCorrect(example, example.answer!)).toBe(true);
   });
 
