@@ -22,7 +22,7 @@ import type { Example } from '../data/task.js';
 import type { Transformer } from '../model/transformer.js';
 import type { Random } from '../nn/index.js';
 import { defaultKnapsackCounts, type BoundAlgorithm } from './algorithm.js';
-import { renderPrompt } from './prompt-format.js';
+import { renderRunPrompt, type RenderedPrompt } from './vision-run.js';
 import {
   frozenLogprobs,
   stepSettingsOf,
@@ -43,7 +43,14 @@ import {
 } from './prompt-state.js';
 import type { RolloutContext, RolloutFn, RolloutPrompt, RolloutSettings } from './rollout.js';
 import type { TrainerState } from './run-folder.js';
-import { concatenateGroups, generateRound, groupStarts, sampleRows, type StepBatch } from './step-batch.js';
+import {
+  concatenateGroups,
+  generateRound,
+  groupIndexOf,
+  groupStarts,
+  sampleRows,
+  type StepBatch,
+} from './step-batch.js';
 import { computeSignal, turnTokenAdvantages, type StepSignal } from './step-signal.js';
 import type { NamedReward } from '../rewards/types.js';
 import { padRows } from './sequences.js';
@@ -57,8 +64,8 @@ export interface StepEnvironment {
   rolloutContext: RolloutContext;
   rewards: readonly NamedReward[];
   examples: readonly Example[];
-  /** The prompt's text as the model sees it and its ids (prompt-format.ts). */
-  render: (example: Example) => { text: string; ids: number[] };
+  /** The prompt's text as the model sees it, its ids and its images (prompt-format.ts, vision-run.ts); `where` names the row in errors. */
+  render: (example: Example, where: string) => Promise<RenderedPrompt>;
   referenceModel: Transformer | null;
   promptsPerStep: number;
   groupSize: number;
@@ -86,7 +93,7 @@ export function createStepEnvironment(context: RunContext, referenceModel: Trans
     rolloutContext: { model, tokenizer, chatTemplate: context.promptFormat.chatTemplate },
     rewards: context.rewards,
     examples: task.trainExamples(config.grpo.examples, config.seed + 2),
-    render: (example) => renderPrompt(context.promptFormat, example),
+    render: (example, where) => renderRunPrompt(context.promptFormat, context.vision, example, where),
     referenceModel,
     promptsPerStep: config.grpo.promptsPerStep,
     groupSize: config.sampling.groupSize,
@@ -98,32 +105,34 @@ export function rolloutSettingsOf(context: RunContext, seed: number): RolloutSet
   return { ...context.config.sampling, stopTokenIds: context.stopTokenIds, seed };
 }
 
-function draw(
+async function draw(
   examples: readonly Example[],
   count: number,
   random: Random,
   render: StepEnvironment['render'],
-): RolloutPrompt[] {
-  return Array.from({ length: count }, () => {
-    const exampleIndex = random.integer(examples.length);
-    const { text, ids } = render(examples[exampleIndex]);
-    return { example: examples[exampleIndex], promptIds: ids, text, exampleIndex };
-  });
+): Promise<RolloutPrompt[]> {
+  const indices = Array.from({ length: count }, () => random.integer(examples.length));
+  const prompts: RolloutPrompt[] = [];
+  for (const exampleIndex of indices) {
+    const { text, ids, images, pictures } = await render(examples[exampleIndex], `training row ${exampleIndex}`);
+    prompts.push({ example: examples[exampleIndex], promptIds: ids, text, exampleIndex, images, pictures });
+  }
+  return prompts;
 }
 
 /** The first round's prompts and rollouts per prompt: a uniform draw, or the bound selector's choice. */
-export function choosePrompts(
+export async function choosePrompts(
   environment: StepEnvironment,
   state: TrainerState,
   random: Random,
   seed: number,
-): { prompts: RolloutPrompt[]; counts: number[] } {
+): Promise<{ prompts: RolloutPrompt[]; counts: number[] }> {
   const { bound, examples, render, promptsPerStep: P, groupSize: G } = environment;
   const selector = bound.promptSelector;
-  if (!selector) return { prompts: draw(examples, P, random, render), counts: new Array<number>(P).fill(G) };
+  if (!selector) return { prompts: await draw(examples, P, random, render), counts: new Array<number>(P).fill(G) };
   const posteriors = (state.extra.promptPosteriors ?? {}) as PosteriorState;
   const candidateCount = selector.name === 'vade' ? (selector.options.candidates ?? 4 * P) : P;
-  const candidates = draw(examples, candidateCount, random, render);
+  const candidates = await draw(examples, candidateCount, random, render);
   const beliefs = candidates.map((prompt) => posteriorOf(posteriors, prompt.exampleIndex!));
   const input = { alpha: beliefs.map((b) => b.alpha), beta: beliefs.map((b) => b.beta) };
   const selection =
@@ -215,7 +224,7 @@ export async function prepareGrpoStep(
   step: number,
 ): Promise<PreparedStep> {
   const { bound, rollout, rolloutContext, rewards } = environment;
-  const first = choosePrompts(environment, state, random, rolloutSettings.seed);
+  const first = await choosePrompts(environment, state, random, rolloutSettings.seed);
   let rolloutSeconds = 0;
   let rewardSeconds = 0;
   let firstRound: StepBatch | undefined;
@@ -225,7 +234,7 @@ export async function prepareGrpoStep(
         round === 0
           ? first
           : {
-              prompts: draw(environment.examples, environment.promptsPerStep, random, environment.render),
+              prompts: await draw(environment.examples, environment.promptsPerStep, random, environment.render),
               counts: new Array<number>(environment.promptsPerStep).fill(environment.groupSize),
             };
       const generated = await generateRound(
@@ -308,6 +317,8 @@ function trainingRows(
   metrics: Record<string, number>,
 ): TrainingSample[] {
   const { bound, settings } = environment;
+  // The group of each sample in this (concatenated) batch: its images are its group's prompt's.
+  const groupOf = groupIndexOf(batch.groupSizes);
   let rows: TrainingSample[] = batch.samples.flatMap((sample, i) =>
     signal.keep[i]
       ? sampleRows(batch, i).map((row, r) => ({
@@ -315,6 +326,7 @@ function trainingRows(
           completionIds: row.completionIds,
           lossMask: row.lossMask,
           oldLogprobs: row.oldLogprobs,
+          images: batch.prompts[groupOf[i]].images,
           advantage: signal.advantages[i],
           tokenAdvantages: signal.turnAdvantages
             ? turnTokenAdvantages(row, signal.turnAdvantages[i])

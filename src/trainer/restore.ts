@@ -15,6 +15,8 @@ import type { AdamW } from '../nn/index.js';
 import type { ProgressReporter } from './progress.js';
 import type { RunFolder, TrainerState } from './run-folder.js';
 import type { RunContext } from './setup.js';
+import type { VisionRun } from './vision-run.js';
+import { loadVisionLanguageCheckpoint } from '../model/vision-language-checkpoint.js';
 
 /** Restores the last complete checkpoint into `model` and `optimizer`; null when there is none (the logs are then emptied). */
 export function resumeFrom(
@@ -22,6 +24,7 @@ export function resumeFrom(
   model: Transformer,
   optimizer: AdamW,
   progress: ProgressReporter,
+  vision: VisionRun | null = null,
 ): TrainerState | null {
   const steps = folder.checkpointSteps();
   if (steps.length === 0) {
@@ -36,7 +39,11 @@ export function resumeFrom(
     throw new Error(
       `${directory}: the checkpoint holds ${holdsAdapter ? 'a LoRA adapter' : 'full weights'} but the config has ${model.adapters ? 'lora set' : 'lora null'}; resume with the run's own lora setting`,
     );
-  if (model.adapters) {
+  if (vision) {
+    // A vision-language checkpoint holds every weight in the Idefics3 layout, by HF name.
+    const { tensors } = loadVisionLanguageCheckpoint(directory);
+    for (const [name, parameter] of vision.model.parameters) parameter.data.set(tensors.get(name)!.data);
+  } else if (model.adapters) {
     // A LoRA checkpoint holds only the adapter; the frozen base weights are the ones loaded at setup.
     model.adapters.load(readSafetensors(join(directory, ADAPTER_WEIGHTS_FILE)), directory);
   } else {

@@ -1,0 +1,61 @@
+/**
+ * GRPO on a real SmolVLM (Idefics3) checkpoint folder you have downloaded, on the generated
+ * shape-counting task. Run:
+ * `SMOLVLM_CHECKPOINT=path/to/SmolVLM-256M-Instruct npx grpo train recipes/smolvlm.ts`
+ * Any idefics3 folder works (config.json `model_type: idefics3`, model.safetensors, tokenizer files,
+ * preprocessor_config.json), e.g. the tiny random one scripts/reference writes.
+ *
+ * The prompts are chat messages with an image content part, rendered by the checkpoint's chat
+ * template (SmolVLM's puts `<image>` where the part is). Images are resized to a 512-pixel longest
+ * edge without tiles (`model.imageProcessor`): SmolVLM's own 2048 with 16 tiles costs 17 passes of
+ * the vision tower per image, too many for a CPU. No SFT (the instruct model answers already), and
+ * no KL term (the KL reference of a vision-language model is not built yet; docs/vision.md).
+ */
+import { existsSync } from 'node:fs';
+import { shapeCountingTask, type Example, type Recipe, type RewardFn, type Task } from '../src/index.js';
+
+const checkpoint = process.env.SMOLVLM_CHECKPOINT;
+if (!checkpoint || !existsSync(checkpoint))
+  throw new Error(
+    `recipes/smolvlm.ts: set SMOLVLM_CHECKPOINT to a SmolVLM (idefics3) checkpoint folder${checkpoint ? `; ${checkpoint} does not exist` : ''} (e.g. a download of HuggingFaceTB/SmolVLM-256M-Instruct)`,
+  );
+
+const counting = shapeCountingTask({ imageSize: 64, cellSize: 16 });
+
+/** The row with its question as a user message of an image part and a text part. */
+function asChat(example: Example): Example {
+  const question = String(example.prompt).replace('<image>', '');
+  const content = [{ type: 'image' }, { type: 'text', text: `${question} Answer with a number.` }];
+  return { ...example, prompt: [{ role: 'user', content: content as never }] };
+}
+
+/** The last number of the answer ("There are 2 red squares." → "2"): an instruct model writes sentences. */
+const lastNumber = (text: string): string | null => {
+  const numbers = text.match(/\d+/g);
+  return numbers ? String(Number(numbers[numbers.length - 1])) : null;
+};
+const correct: RewardFn = ({ completion, row }) => (lastNumber(completion) === row.answer ? 1 : 0);
+
+const task: Task = {
+  ...counting,
+  name: 'smolvlm-shape-counting',
+  rewards: () => [{ name: 'correct', reward: correct, weight: 1 }],
+  isCorrect: (example, completion) => lastNumber(completion) === example.answer,
+  trainExamples: (count, seed) => counting.trainExamples(count, seed).map(asChat),
+  evalExamples: (count, seed) => counting.evalExamples(count, seed).map(asChat),
+};
+
+export default {
+  config: {
+    task: 'smolvlm-shape-counting',
+    model: { checkpoint, imageProcessor: { longestEdge: 512, doImageSplitting: false } },
+    sft: { steps: 0 },
+    sampling: { groupSize: 4, maxNewTokens: 8, temperature: 1 },
+    grpo: { steps: 40, promptsPerStep: 4, microBatchSize: 8, learningRate: 1e-6 },
+    algorithm: { advantage: 'grpo', loss: 'ppo-clip', aggregation: 'token-mean', klCoefficient: 0 },
+    evaluation: { examples: 32 },
+    checkpoint: { every: 20 },
+    logging: { printEvery: 1, samplesEvery: 1 },
+  },
+  task,
+} satisfies Recipe;

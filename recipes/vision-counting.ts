@@ -1,0 +1,37 @@
+/**
+ * A vision-language model learns to count coloured shapes, from scratch, on a CPU: SFT then GRPO on
+ * the generated `shape-counting` task (R1-V style). Run:
+ * `npx grpo train recipes/vision-counting.ts` (minutes on 2 cores; numbers in docs/vision.md).
+ *
+ * The model is this library's Idefics3 architecture at toy size: a 1-layer SigLIP tower (32×32
+ * images, 8×8 patches: one patch per grid cell) kept frozen at its random initialisation, the
+ * pixel-shuffle connector (scale 2: 4 image tokens per image) and a 2-layer Llama over a character
+ * tokenizer with the image tokens as specials. The tower's random features still tell colour and
+ * shape apart; the connector and the language model learn to read them.
+ *
+ * Why GRPO has work to do: the SFT teacher is shape-blind on 70% of the problems with a distractor
+ * (it counts every shape of the asked colour), so SFT learns the format and that mistake; GRPO with
+ * the exact-count verifier teaches the model to look at the shape. Held-out accuracy is measured
+ * before and after GRPO (and every `evaluation.every` steps).
+ */
+import type { Recipe } from '../src/index.js';
+
+export default {
+  config: {
+    task: 'shape-counting',
+    taskOptions: { imageSize: 32, cellSize: 8, teacherShapeBlindRate: 0.7 },
+    model: {
+      hiddenSize: 64,
+      numLayers: 2,
+      numHeads: 4,
+      vision: { imageSize: 32, patchSize: 8, scaleFactor: 2, hiddenSize: 32, numLayers: 1, numHeads: 2 },
+    },
+    sft: { steps: 600, batchSize: 32, learningRate: 3e-3, warmupSteps: 20, schedule: 'cosine' },
+    sampling: { groupSize: 8, maxNewTokens: 3, temperature: 1 },
+    grpo: { steps: 120, promptsPerStep: 16, microBatchSize: 64, learningRate: 3e-4 },
+    algorithm: { advantage: 'grpo', loss: 'ppo-clip', aggregation: 'token-mean', klCoefficient: 0 },
+    evaluation: { examples: 200, every: 40 },
+    checkpoint: { every: 0 },
+    logging: { printEvery: 10, samplesEvery: 10, samplesPerStep: 2 },
+  },
+} satisfies Recipe;
