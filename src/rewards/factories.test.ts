@@ -1,6 +1,7 @@
 /** Tests of the reward-factory registry: every built-in builds from JSON options; errors name what is wrong. */
 import { describe, expect, it } from 'vitest';
-import { createReward, createRewardFactoryRegistry, rewardFactories, UnknownRewardError } from './factories.js';
+import { createReward, rewardFactories } from './factories.js';
+import { createRewardFactoryRegistry, UnknownRewardError } from './factory-registry.js';
 import { isGroupReward, makeRewardInput } from './types.js';
 
 /** Minimal options for the factories that require some. */

@@ -27,85 +27,8 @@ import { mathAnswer } from './math.js';
 import { bleu, charF1, rougeL } from './similarity.js';
 import { sqlExecution } from './sql.js';
 import type { Reward } from './types.js';
-
-/** One named reward factory. */
-export interface RewardFactory {
-  name: string;
-  /** One line: what it scores and its range. */
-  description: string;
-  /** Paper or reference implementation. */
-  citation: string;
-  /** Builds the reward from JSON options (validated; unknown keys rejected). */
-  create(options?: unknown): Reward;
-}
-
-/** Thrown for an unknown reward name; lists the known ones. */
-export class UnknownRewardError extends Error {
-  constructor(
-    readonly requestedName: string,
-    readonly availableNames: string[],
-  ) {
-    super(`Unknown reward "${requestedName}". Known rewards: ${availableNames.join(', ')}.`);
-    this.name = 'UnknownRewardError';
-  }
-}
-
-/** A registry of reward factories. */
-export interface RewardFactoryRegistry {
-  register(factory: RewardFactory): void;
-  get(name: string): RewardFactory;
-  has(name: string): boolean;
-  list(): RewardFactory[];
-  names(): string[];
-}
-
-/** Creates an empty reward-factory registry. */
-export function createRewardFactoryRegistry(): RewardFactoryRegistry {
-  const entries = new Map<string, RewardFactory>();
-  return {
-    register(factory) {
-      if (!/^[a-z0-9][a-z0-9-]*$/.test(factory.name))
-        throw new Error(`reward name "${factory.name}" must be kebab-case`);
-      const existing = entries.get(factory.name);
-      if (existing && existing !== factory)
-        throw new Error(`reward "${factory.name}" is already registered to a different factory`);
-      entries.set(factory.name, factory);
-    },
-    get(name) {
-      const factory = entries.get(name);
-      if (!factory) throw new UnknownRewardError(name, [...entries.keys()]);
-      return factory;
-    },
-    has: (name) => entries.has(name),
-    list: () => [...entries.values()],
-    names: () => [...entries.keys()],
-  };
-}
-
-/** Builds a factory whose options are checked by `schema`, with errors naming the reward and field. */
-function define<Schema extends z.ZodType>(
-  name: string,
-  description: string,
-  citation: string,
-  schema: Schema,
-  build: (options: z.infer<Schema>) => Reward,
-): RewardFactory {
-  return {
-    name,
-    description,
-    citation,
-    create(options = {}) {
-      const parsed = schema.safeParse(options);
-      if (!parsed.success) {
-        const problems = parsed.error.issues.map(
-          (issue) => `${issue.path.map(String).join('.') || '(options)'}: ${issue.message}`,
-        );
-        throw new Error(`reward "${name}": bad options: ${problems.join('; ')}`);
-      }
-      return build(parsed.data);
-    },
-  };
-}
+import { boxIou, countAnswer } from './visual.js';
+import { createRewardFactoryRegistry, define, type RewardFactory } from './factory-registry.js';
 
 const column = z.string().min(1);
 const unit = z.enum(['tokens', 'characters']);
@@ -204,10 +127,24 @@ const builtIns: RewardFactory[] = [
   ),
   define(
     'multiple-choice',
-    'chosen option letter equals the answer letter: 1/0',
+    'chosen option letter (in <answer> when present) equals the answer letter: 1/0',
     'multiple-choice QA rewards',
     z.object({ answerColumn: column.optional(), letters: z.string().min(1).optional() }).strict(),
     multipleChoice,
+  ),
+  define(
+    'box-iou',
+    "IoU of the answer's last [x1, y1, x2, y2] with the row's box in [0, 1]; with threshold, grounding accuracy 1/0",
+    'VLM-R1 REC reward (IoU > 0.5); R1-V',
+    z.object({ boxColumn: column.optional(), threshold: z.number().gt(0).max(1).optional() }).strict(),
+    boxIou,
+  ),
+  define(
+    'count-answer',
+    "the answer's final whole number (digits or zero–twenty, <answer> first) equals the row's count: 1/0",
+    'R1-V counting accuracy reward (CLEVR)',
+    z.object({ answerColumn: column.optional() }).strict(),
+    countAnswer,
   ),
   define(
     'soft-overlong',

@@ -170,29 +170,47 @@ export function exactMatch({ answerColumn = 'answer', normalise = true, tag }: E
   };
 }
 
-/** The chosen option letter in a completion, or null. */
-export function extractChoice(completion: string, letters = 'ABCDE'): string | null {
-  const set = `[${letters}]`;
+/** The option letter of free text, or null (see {@link extractChoice}). */
+function choiceIn(text: string, letters: string): string | null {
+  const upper = `[${letters.toUpperCase()}]`;
+  const lower = `[${letters.toLowerCase()}]`;
   const patterns = [
-    new RegExp(`answer(?: is)?\\s*[:\\-]?\\s*\\(?(${set})\\)?(?![a-zA-Z])`, 'gi'),
-    new RegExp(`^\\s*\\(?(${set})\\)?[.)]?\\s*$`, 'gm'),
-    new RegExp(`\\((${set})\\)`, 'g'),
+    // "Answer: B", "the answer is (C)"; a lower-case letter only when no word follows ("answer is a cat" is no choice).
+    new RegExp(
+      `(?:answer|Answer|ANSWER)(?: is)?\\s*[:\\-]?\\s*\\(?(?:(${upper})|(${lower})(?!\\)?\\s+[a-z]))\\)?(?![a-zA-Z])`,
+      'g',
+    ),
+    new RegExp(`^\\s*\\(?(${upper})\\)?[.)]?\\s*$`, 'gm'),
+    new RegExp(`\\((${upper})\\)`, 'g'),
   ];
-  const boxed = extractBoxed(completion);
+  const boxed = extractBoxed(text);
   if (boxed) {
     const inner = /^\s*(?:\\text\{)?\(?([A-Za-z])\)?\}?\s*$/.exec(boxed);
     if (inner && letters.includes(inner[1]!.toUpperCase())) return inner[1]!.toUpperCase();
   }
   for (const pattern of patterns) {
-    const matches = [...completion.matchAll(pattern)];
-    const letter = matches.length ? matches[matches.length - 1]![1]!.toUpperCase() : null;
+    const matches = [...text.matchAll(pattern)];
+    const last = matches[matches.length - 1];
+    const letter = last ? (last[1] ?? last[2])!.toUpperCase() : null;
     if (letter && letters.includes(letter)) return letter;
   }
   return null;
 }
 
 /**
- * 1 when the chosen letter ("Answer: B", "(B)", `\boxed{B}`, a lone "B") equals the row's letter, else 0.
+ * The chosen option letter in a completion, or null. Inside the last `<answer>…</answer>` when there
+ * is one (the R1 template): "B", "(B)", "B. a cat", "B) …" or any form below; else in the whole
+ * text: "Answer: B", "the answer is (C)", `\boxed{D}`, a line holding only the letter, "(B)".
+ */
+export function extractChoice(completion: string, letters = 'ABCDE'): string | null {
+  const tagged = tagContent(completion, 'answer');
+  if (tagged === null) return choiceIn(completion, letters);
+  const leading = new RegExp(`^\\(?([${letters.toUpperCase()}])(?:\\)|[.:)]|\\s|$)`).exec(tagged);
+  return leading ? leading[1]! : choiceIn(tagged, letters);
+}
+
+/**
+ * 1 when the chosen letter (`<answer>B</answer>`, "Answer: B", "(B)", `\boxed{B}`, a lone "B") equals the row's letter, else 0.
  * @example multipleChoice()(makeRewardInput({ completion: 'so the answer is (C)', row: { answer: 'C' } })) // 1
  */
 export function multipleChoice({

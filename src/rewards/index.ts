@@ -15,4 +15,11 @@ export * from './code.js';
 export * from './equation.js';
 export * from './sql.js';
 export * from './judge.js';
+export * from './visual.js';
 export * from './factories.js';
+export {
+  createRewardFactoryRegistry,
+  UnknownRewardError,
+  type RewardFactory,
+  type RewardFactoryRegistry,
+} from './factory-registry.js';
