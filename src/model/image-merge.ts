@@ -12,6 +12,13 @@ import { formatShape, replaceRows, type Tensor } from '../tensor/index.js';
 export interface ImageFeaturesInput {
   tokenId: number;
   features: Tensor;
+  /**
+   * The flat [B·T] positions to replace (each must hold tokenId); default: every position holding it.
+   * A forward over prompt + completion passes the prompts' positions (promptImagePositions): an image
+   * token the policy generated stays a plain token embedding, as in HF generation, where only the
+   * prefill merges features.
+   */
+  positions?: Int32Array;
 }
 
 /** The flat positions of tokenId in ids, in order. */
@@ -21,9 +28,34 @@ export function imageTokenPositions(ids: Int32Array, tokenId: number): Int32Arra
   return Int32Array.from(positions);
 }
 
+/**
+ * The positions of tokenId in ids [B, T] before column promptEnds[b] of each row b: the prompts' image
+ * tokens, leaving out any the completions hold.
+ */
+export function promptImagePositions(
+  ids: Int32Array,
+  batchSize: number,
+  tokenId: number,
+  promptEnds: ArrayLike<number>,
+): Int32Array {
+  const T = ids.length / batchSize;
+  if (promptEnds.length !== batchSize)
+    throw new Error(`promptImagePositions: ${promptEnds.length} prompt ends for ${batchSize} rows`);
+  const positions: number[] = [];
+  for (let b = 0; b < batchSize; b++)
+    for (let t = 0; t < Math.min(promptEnds[b], T); t++) if (ids[b * T + t] === tokenId) positions.push(b * T + t);
+  return Int32Array.from(positions);
+}
+
 /** embedded [B·T, H] with the image-token rows replaced; a count mismatch is an error naming both counts. */
 export function mergeImageFeatures(embedded: Tensor, ids: Int32Array, input: ImageFeaturesInput): Tensor {
-  const positions = imageTokenPositions(ids, input.tokenId);
+  const positions = input.positions ?? imageTokenPositions(ids, input.tokenId);
+  for (const position of positions) {
+    if (ids[position] !== input.tokenId)
+      throw new Error(
+        `image features: position ${position} holds token ${ids[position]}, not the image token ${input.tokenId}`,
+      );
+  }
   const { features } = input;
   const hidden = embedded.shape[1];
   if (features.rank !== 2 || features.shape[1] !== hidden)

@@ -88,6 +88,8 @@ export class Transformer {
   recomputeLayers = false;
   /** LoRA dropout probability on the adapters' input (PEFT's lora_dropout), used only by forwards given a dropoutSeed. */
   adapterDropout = 0;
+  /** The image token of a vision-language model (set by VisionLanguageModel), for the sampler's image prompts. */
+  imageTokenId: number | null = null;
   /** Float32 copies of halfWeights while withWidenedWeights runs, else null. */
   private widened: Map<string, Tensor> | null = null;
 

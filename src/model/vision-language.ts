@@ -56,6 +56,7 @@ export class VisionLanguageModel {
   ) {
     for (const [name, weight] of visionParameters) this.parameters.set(name, weight);
     for (const [name, weight] of language.parameters) this.parameters.set(textNameToHf(name), weight);
+    language.imageTokenId = config.imageTokenId;
     this.setVisionTrainable(false);
   }
 
@@ -163,10 +164,17 @@ export class VisionLanguageModel {
 
   /**
    * Logits of the language model with `features` (null: a text-only batch) in place of the image
-   * tokens of ids [B, T]; every other option is the Transformer's.
+   * tokens of ids [B, T] (only those at imagePositions when given: see promptImagePositions); every
+   * other option is the Transformer's.
    */
-  forward(ids: Int32Array, batchSize: number, features: Tensor | null, options: ForwardOptions = {}): Tensor {
-    const imageFeatures = features ? { tokenId: this.config.imageTokenId, features } : undefined;
-    return this.language.forward(ids, batchSize, { ...options, imageFeatures });
+  forward(
+    ids: Int32Array,
+    batchSize: number,
+    features: Tensor | null,
+    options: ForwardOptions & { imagePositions?: Int32Array } = {},
+  ): Tensor {
+    const { imagePositions: positions, ...rest } = options;
+    const imageFeatures = features ? { tokenId: this.config.imageTokenId, features, positions } : undefined;
+    return this.language.forward(ids, batchSize, { ...rest, imageFeatures });
   }
 }

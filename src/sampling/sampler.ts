@@ -6,11 +6,12 @@
  * waiting one instead (continuous batching: rows at different steps, each with its own key count). Returns ids and the per-token logprobs of the sampled ids (GRPO's old-policy logprobs).
  *
  * Legend: B = live sequences, Hkv, D as in the model; the batched cache holds generated keys only.
+ * Vision-language prompts bring their image features (promptImageFeatures), used in their prefill only.
  * Is not: tokenizer-aware (ids in, ids out) or a training forward. Each sequence draws from its own
  * generator derived from (seed, prompt, sample), so results do not depend on batch composition.
  */
 import type { KvCache, Transformer } from '../model/transformer.js';
-import { noGrad, Random, Tensor, withConstantWeights } from '../tensor/index.js';
+import { concat, noGrad, Random, Tensor, withConstantWeights } from '../tensor/index.js';
 import { chooseTokens, type SamplingSettings } from './logits.js';
 
 export interface GenerateRequest extends Partial<SamplingSettings> {
@@ -28,6 +29,12 @@ export interface GenerateRequest extends Partial<SamplingSettings> {
    * bounded and the batch stays full while lengths vary. Results are the same either way.
    */
   maxBatchSize?: number;
+  /**
+   * Vision-language prompts: the image features ([count, H], VisionLanguageModel.imageFeatures) that
+   * replace prompt k's image tokens (model.imageTokenId) in its prefill; null for a prompt without
+   * images. Generation then continues as usual (decode steps never see image tokens' features).
+   */
+  promptImageFeatures?: (Tensor | null)[];
 }
 
 export interface Completion {
@@ -62,6 +69,7 @@ function validate(request: GenerateRequest, model: Transformer): void {
       throw new Error(`generate: prompt ${index} token ${bad} is ${prompt[bad]}, outside the vocabulary [0, ${limit})`);
     // Positions past the trained range are extrapolation the model never saw: refuse rather than
     // return text that silently degrades.
+    checkPromptImages(request, model, prompt, index);
     const positions = model.config.maxPositionEmbeddings;
     if (prompt.length + request.maxNewTokens > positions) {
       throw new Error(
@@ -69,6 +77,32 @@ function validate(request: GenerateRequest, model: Transformer): void {
       );
     }
   });
+}
+
+/**
+ * Prompt `index`'s image features agree with its image tokens (count and width), checked before any
+ * compute; a vision-language model's prompt with image tokens and no features is refused too.
+ */
+function checkPromptImages(request: GenerateRequest, model: Transformer, prompt: number[], index: number): void {
+  const all = request.promptImageFeatures;
+  if (all && all.length !== request.prompts.length)
+    throw new Error(`generate: promptImageFeatures has ${all.length} entries for ${request.prompts.length} prompts`);
+  const features = all?.[index] ?? null;
+  const tokenId = model.imageTokenId;
+  const count = tokenId === null ? 0 : prompt.filter((id) => id === tokenId).length;
+  const rows = features ? features.shape[0] : 0;
+  if (features && tokenId === null)
+    throw new Error(
+      `generate: prompt ${index} has image features but the model has no image token (not a vision-language model)`,
+    );
+  if (features && (features.rank !== 2 || features.shape[1] !== model.config.hiddenSize))
+    throw new Error(
+      `generate: prompt ${index}'s image features have shape [${features.shape.join(', ')}], expected [count, ${model.config.hiddenSize}]`,
+    );
+  if (count !== rows)
+    throw new Error(
+      `generate: prompt ${index} holds ${count} image tokens (id ${tokenId}) but its image features have ${rows} rows`,
+    );
 }
 
 /** The given rows of a [B, Hkv, capacity, D] cache tensor (first `used` positions) as a new one. */
@@ -91,7 +125,11 @@ const PREFILL_TOKENS_PER_FORWARD = 4096;
  * Prefills every prompt once: prompts of equal length share a forward (a [P, T] batch, no padding
  * needed), and each prompt's cache is a zero-copy view of its row of the batched cache.
  */
-function prefillPrompts(model: Transformer, prompts: number[][]): { caches: KvCache[]; lastLogits: Float32Array[] } {
+function prefillPrompts(
+  model: Transformer,
+  prompts: number[][],
+  imageFeatures: (Tensor | null)[] | undefined,
+): { caches: KvCache[]; lastLogits: Float32Array[] } {
   const V = model.config.vocabSize;
   const caches: KvCache[] = new Array(prompts.length);
   const lastLogits: Float32Array[] = new Array(prompts.length);
@@ -104,7 +142,14 @@ function prefillPrompts(model: Transformer, prompts: number[][]): { caches: KvCa
       const P = chunk.length;
       const cache = model.createCache();
       const ids = Int32Array.from(chunk.flatMap((index) => prompts[index]));
-      const logits = model.forward(ids, P, { cache, logitRows: Int32Array.from(chunk, (_, p) => p * T + T - 1) }); // [P, V]
+      // The chunk's image features in the order of its flat ids (prompts without images add none).
+      const features = chunk.flatMap((index) => imageFeatures?.[index] ?? []);
+      const logits = model.forward(ids, P, {
+        cache,
+        logitRows: Int32Array.from(chunk, (_, p) => p * T + T - 1),
+        imageFeatures:
+          features.length > 0 ? { tokenId: model.imageTokenId!, features: concat(features, 0) } : undefined,
+      }); // [P, V]
       chunk.forEach((index, p) => {
         lastLogits[index] = logits.data.subarray(p * V, (p + 1) * V);
         const row = (stored: Tensor | null): Tensor => {
@@ -153,7 +198,7 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
     withConstantWeights(constant, () =>
       noGrad(() => {
         const live: LiveSequence[] = [];
-        const prefilled = prefillPrompts(model, request.prompts);
+        const prefilled = prefillPrompts(model, request.prompts, request.promptImageFeatures);
         // Each prompt's G samples start from the same last-position logits.
         request.prompts.forEach((prompt, promptIndex) => {
           for (let sampleIndex = 0; sampleIndex < numSamples; sampleIndex++) {

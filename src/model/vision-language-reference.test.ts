@@ -1,0 +1,98 @@
+/**
+ * Parity of the Idefics3 model with PyTorch: scripts/reference/idefics3_reference.py (transformers'
+ * modeling_idefics3 semantics, float64) wrote test/fixtures/idefics3/reference.json for two tiny
+ * random-weight checkpoints (tanh GELU, untied head, scale factor 2; exact GELU, tied head, scale 4).
+ * The weights are not committed: both sides build them from the same integer-hash recipe, checked
+ * here tensor by tensor against the script's sums; the test writes them in the HF layout under the
+ * script's names with the script's config.json, loads the folder with our loader, and matches the
+ * image features and the per-token logprobs of an image+text batch (3 images over 2 rows) to 1e-4.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { logSoftmax, noGrad } from '../tensor/index.js';
+import { encodeSafetensors, type StoredTensor } from './safetensors.js';
+import { loadVisionLanguageModel } from './vision-language-checkpoint.js';
+
+interface RecipeEntry {
+  shape: number[];
+  seed: number;
+  scale: number;
+  offset: number;
+  sum: number;
+}
+
+interface ReferenceCase {
+  config: Record<string, unknown>;
+  tensors: (RecipeEntry & { name: string })[];
+  pixel_values: RecipeEntry;
+  image_count: number;
+  tokens_per_image: number;
+  input_ids: number[][];
+  logprobs: number[][];
+  image_features: { shape: number[]; first8: number[]; l2: number };
+}
+
+const reference = JSON.parse(
+  readFileSync(new URL('../../test/fixtures/idefics3/reference.json', import.meta.url), 'utf8'),
+) as { cases: Record<string, ReferenceCase> };
+
+/** The script's recipe: offset + scale·(2u − 1) with u a lowbias32 hash of seed·0x9E3779B1 + k, rounded to float32. */
+function recipe(entry: RecipeEntry): Float32Array {
+  const size = entry.shape.reduce((a, b) => a * b, 1);
+  const out = new Float32Array(size);
+  for (let k = 0; k < size; k++) {
+    let x = (Math.imul(entry.seed, 0x9e3779b1) + k) >>> 0;
+    x ^= x >>> 16;
+    x = Math.imul(x, 0x7feb352d) >>> 0;
+    x ^= x >>> 15;
+    x = Math.imul(x, 0x846ca68b) >>> 0;
+    x ^= x >>> 16;
+    out[k] = entry.offset + entry.scale * (2 * ((x >>> 0) / 4294967296) - 1);
+  }
+  return out;
+}
+
+const sumOf = (data: Float32Array): number => data.reduce((total, value) => total + value, 0);
+const folders: string[] = [];
+afterAll(() => folders.forEach((folder) => rmSync(folder, { recursive: true, force: true })));
+
+describe.each(Object.entries(reference.cases))('Idefics3 parity with PyTorch: %s', (_name, example) => {
+  it('builds the same weights as the script, loads them with our loader and matches the logprobs to 1e-4', () => {
+    const tensors = new Map<string, StoredTensor>();
+    for (const entry of example.tensors) {
+      const data = recipe(entry);
+      expect(Math.abs(sumOf(data) - entry.sum), entry.name).toBeLessThan(1e-9);
+      tensors.set(entry.name, { shape: entry.shape, data });
+    }
+    const folder = mkdtempSync(join(tmpdir(), 'idefics3-reference-'));
+    folders.push(folder);
+    writeFileSync(join(folder, 'config.json'), JSON.stringify(example.config));
+    writeFileSync(join(folder, 'model.safetensors'), encodeSafetensors(tensors, { metadata: { format: 'pt' } }));
+    const model = loadVisionLanguageModel(folder);
+    expect(model.config.tokensPerImage).toBe(example.tokens_per_image);
+
+    const pixels = recipe(example.pixel_values);
+    expect(Math.abs(sumOf(pixels) - example.pixel_values.sum)).toBeLessThan(1e-9);
+    const ids = Int32Array.from(example.input_ids.flat());
+    const [B, T] = [example.input_ids.length, example.input_ids[0].length];
+    const { features, logprobs } = noGrad(() => {
+      const features = model.imageFeatures(pixels, example.image_count);
+      const logits = model.forward(ids, B, features); // [B, T, V]
+      return { features, logprobs: logSoftmax(logits, -1) };
+    });
+    expect(features.shape).toEqual(example.image_features.shape);
+    example.image_features.first8.forEach((value, i) => expect(Math.abs(features.data[i] - value)).toBeLessThan(1e-4));
+    const l2 = Math.sqrt(features.data.reduce((total, value) => total + value * value, 0));
+    expect(Math.abs(l2 - example.image_features.l2) / example.image_features.l2).toBeLessThan(1e-5);
+    const V = logprobs.shape[2];
+    let worst = 0;
+    for (let b = 0; b < B; b++)
+      for (let t = 0; t < T - 1; t++) {
+        const ours = logprobs.data[(b * T + t) * V + ids[b * T + t + 1]];
+        worst = Math.max(worst, Math.abs(ours - example.logprobs[b][t]));
+      }
+    expect(worst).toBeLessThan(1e-4);
+  });
+});
