@@ -168,14 +168,15 @@ export function completionLogprobs(
 }
 
 /**
- * The features of every image token of the forward, in order of appearance over the flat ids (the
- * order `ForwardOptions.imageFeatures` fills them): each distinct SequenceImages connected once,
- * then its rows picked per sequence. Undefined when no sequence has images.
+ * The features of the prompts' image tokens, in order of appearance over the flat ids, with their
+ * positions (an image token the policy generated in a completion keeps its plain embedding, as it
+ * had when it was sampled): each distinct SequenceImages connected once, then its rows picked per
+ * sequence. Undefined when no sequence has images.
  */
 function imageFeaturesOf(
   sequences: readonly TokenSequence[],
   starts: readonly number[],
-): { tokenId: number; features: Tensor } | undefined {
+): { tokenId: number; features: Tensor; positions: Int32Array } | undefined {
   const withImages = sequences.flatMap((sequence, index) => (sequence.images ? [index] : []));
   if (withImages.length === 0) return undefined;
   const tokenId = sequences[withImages[0]].images!.tokenId;
@@ -186,19 +187,21 @@ function imageFeaturesOf(
   const offsets: number[] = [];
   distinct.reduce((offset, _, k) => (offsets.push(offset), offset + connected[k].shape[0]), 0);
   const rows: number[] = [];
+  const positions: number[] = [];
   for (const index of [...withImages].sort((a, b) => starts[a] - starts[b])) {
-    const images = sequences[index].images!;
-    const k = distinct.indexOf(images);
+    const { images, promptIds } = sequences[index];
+    const k = distinct.indexOf(images!);
     const count = connected[k].shape[0];
-    const tokens = sequences[index].promptIds.filter((id) => id === tokenId).length;
+    promptIds.forEach((id, t) => id === tokenId && positions.push(starts[index] + t));
+    const tokens = promptIds.filter((id) => id === tokenId).length;
     if (tokens !== count)
       throw new Error(
-        `completionLogprobs: sequence ${index} has ${tokens} image tokens (id ${tokenId}) but its images give ${count} feature rows`,
+        `completionLogprobs: sequence ${index} has ${tokens} image tokens (id ${tokenId}) in its prompt but its images give ${count} feature rows`,
       );
     for (let r = 0; r < count; r++) rows.push(offsets[k] + r);
   }
   const all = connected.length === 1 ? connected[0] : concat(connected, 0);
-  return { tokenId, features: indexSelect(all, rows) };
+  return { tokenId, features: indexSelect(all, rows), positions: Int32Array.from(positions) };
 }
 
 /** Pads ragged per-token arrays to [B, Tc] row-major (missing positions = `fill`). */

@@ -9,6 +9,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { TaskImage } from '../data/index.js';
+import { promptImagePositions } from '../model/image-merge.js';
 import { preprocessImage } from '../model/image-processor.js';
 import type { NamedReward } from '../rewards/types.js';
 import { concat, exp, gather, indexSelect, logSoftmax, mul, Random, reshape, sub, sum, tensor } from '../tensor/index.js';
@@ -61,7 +62,10 @@ describe('a vision-language GRPO step', () => {
       const { pixelValues, imageCount } = preprocessImage(image, context.vision!.processor);
       const features = model.imageFeatures(pixelValues, imageCount);
       const ids = Int32Array.from([...sample.promptIds, ...sample.completionIds]);
-      const logits = reshape(model.forward(ids, 1, features), [ids.length, -1]); // [T, V]
+      // Only the prompt's image tokens take features (a sampled <image> token in the completion does not).
+      const positions = promptImagePositions(ids, 1, imageToken, [sample.promptIds.length]);
+      const imageFeatures = { tokenId: imageToken, features, positions };
+      const logits = reshape(model.language.forward(ids, 1, { imageFeatures }), [ids.length, -1]); // [T, V]
       const start = sample.promptIds.length - 1;
       const rows = Int32Array.from(sample.completionIds, (_, t) => start + t);
       const picked = logSoftmax(indexSelect(logits, rows)); // [n, V]: the rows that predict the completion
