@@ -158,7 +158,9 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
   const checkpoint = config.model.checkpoint;
   if (config.model.vision || (checkpoint && isIdefics3Checkpoint(checkpoint))) {
     refuseWithImages(config, algorithm, recipe); // before the model is loaded
-    const parts = checkpoint ? loadVisionModel(checkpoint, config.model.imageProcessor) : createVisionModel(config, task.alphabet);
+    const parts = checkpoint
+      ? loadVisionModel(checkpoint, config.model.imageProcessor)
+      : createVisionModel(config, task.alphabet);
     ({ vision, tokenizer, tokenizerFiles, stopTokenIds } = parts);
     model = parts.vision.model.language;
     sourceDirectory = checkpoint;

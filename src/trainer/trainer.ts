@@ -139,8 +139,7 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
   // run its whole model in the Idefics3 layout.
   const { vision } = context;
   const writeModel = vision
-    ? (directory: string) =>
-        writeVisionModelFiles(directory, vision, context.tokenizerFiles, context.sourceDirectory)
+    ? (directory: string) => writeVisionModelFiles(directory, vision, context.tokenizerFiles, context.sourceDirectory)
     : undefined;
   const save = () =>
     folder.saveCheckpoint({
@@ -339,7 +338,13 @@ async function runGrpo(
       Object.assign(record, await runEval());
     folder.logMetrics({ step: state.step, phase: 'grpo', ...record });
     if (config.logging.samplesEvery > 0 && state.phaseStep % config.logging.samplesEvery === 0)
-      for (const record of sampleRecords(state.step, prepared, config.logging.samplesPerStep, context.tokenizer, folder))
+      for (const record of sampleRecords(
+        state.step,
+        prepared,
+        config.logging.samplesPerStep,
+        context.tokenizer,
+        folder,
+      ))
         folder.logSamples(record);
     progress.update('grpo', state.phaseStep, config.grpo.steps, record);
     if (config.checkpoint.every > 0 && state.step % config.checkpoint.every === 0) save();

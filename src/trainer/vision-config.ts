@@ -61,7 +61,9 @@ export function visionProblems(vision: VisionSettings | null, checkpoint: string
       '- model.vision: sizes a from-scratch vision-language model; with model.checkpoint the checkpoint config.json decides (leave model.vision null)',
     );
   if (vision.imageSize % vision.patchSize !== 0)
-    problems.push(`- model.vision.patchSize: ${vision.patchSize} does not divide model.vision.imageSize ${vision.imageSize}`);
+    problems.push(
+      `- model.vision.patchSize: ${vision.patchSize} does not divide model.vision.imageSize ${vision.imageSize}`,
+    );
   else if ((vision.imageSize / vision.patchSize) % vision.scaleFactor !== 0)
     problems.push(
       `- model.vision.scaleFactor: ${vision.scaleFactor} does not divide the ${vision.imageSize / vision.patchSize} patches per side`,

@@ -62,7 +62,9 @@ const short = [
 describe('vision recipes', () => {
   it('vision-counting.ts runs SFT then GRPO on a from-scratch model', async () => {
     const set = [...short, 'sft.steps=2', 'sft.batchSize=4'];
-    expect(await runTrainCommand({ recipe: 'recipes/vision-counting.ts', set, runName: 'counting', quiet: true })).toBe(0);
+    expect(await runTrainCommand({ recipe: 'recipes/vision-counting.ts', set, runName: 'counting', quiet: true })).toBe(
+      0,
+    );
     const summary = JSON.parse(readFileSync(join(scratch, 'counting', 'summary.json'), 'utf8'));
     expect(summary.status).toBe('finished');
     expect(summary.steps).toBe(3);
@@ -73,7 +75,11 @@ describe('vision recipes', () => {
     writeRandomSmolvlm(folder);
     process.env.SMOLVLM_CHECKPOINT = folder;
     // Tiles stay on (the folder's setting) at 64 pixels: 4 tiles and the global image per prompt.
-    const set = [...short, 'model.imageProcessor={"longestEdge":64,"doImageSplitting":true}', 'sampling.maxNewTokens=3'];
+    const set = [
+      ...short,
+      'model.imageProcessor={"longestEdge":64,"doImageSplitting":true}',
+      'sampling.maxNewTokens=3',
+    ];
     expect(await runTrainCommand({ recipe: 'recipes/smolvlm.ts', set, runName: 'smolvlm', quiet: true })).toBe(0);
     const [sample] = readFileSync(join(scratch, 'smolvlm', 'samples.jsonl'), 'utf8')
       .trim()

@@ -11,7 +11,11 @@ import { CharTokenizer } from '../model/char-tokenizer.js';
 import { resolveStopTokenIds } from '../model/checkpoint.js';
 import { createSmallConfig } from '../model/config.js';
 import { createSmallVisionLanguageConfig, toHfIdefics3Config } from '../model/idefics3-config.js';
-import { defaultImageProcessorConfig, readImageProcessorConfig, type ImageProcessorConfig } from '../model/image-processor.js';
+import {
+  defaultImageProcessorConfig,
+  readImageProcessorConfig,
+  type ImageProcessorConfig,
+} from '../model/image-processor.js';
 import { checkTokenizerFitsModel, loadTokenizer, type TextTokenizer } from '../model/tokenizer.js';
 import { loadVisionLanguageCheckpoint, writeVisionLanguageFiles } from '../model/vision-language-checkpoint.js';
 import { VisionLanguageModel } from '../model/vision-language.js';
@@ -29,7 +33,10 @@ export interface VisionModelParts {
 }
 
 /** An Idefics3 checkpoint folder: the model, its tokenizer, its image processor (with `overrides`), its stop ids. */
-export function loadVisionModel(directory: string, overrides: TrainerConfig['model']['imageProcessor']): VisionModelParts {
+export function loadVisionModel(
+  directory: string,
+  overrides: TrainerConfig['model']['imageProcessor'],
+): VisionModelParts {
   const checkpoint = loadVisionLanguageCheckpoint(directory);
   const tokenizer = loadTokenizer(directory);
   checkTokenizerFitsModel(tokenizer, checkpoint.config.text, directory);

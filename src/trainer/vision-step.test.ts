@@ -12,7 +12,19 @@ import type { TaskImage } from '../data/index.js';
 import { promptImagePositions } from '../model/image-merge.js';
 import { preprocessImage } from '../model/image-processor.js';
 import type { NamedReward } from '../rewards/types.js';
-import { concat, exp, gather, indexSelect, logSoftmax, mul, Random, reshape, sub, sum, tensor } from '../tensor/index.js';
+import {
+  concat,
+  exp,
+  gather,
+  indexSelect,
+  logSoftmax,
+  mul,
+  Random,
+  reshape,
+  sub,
+  sum,
+  tensor,
+} from '../tensor/index.js';
 import { createStepEnvironment, prepareGrpoStep, rolloutSettingsOf } from './grpo-step.js';
 import { accumulatePolicyGradients } from './optimize.js';
 import type { TrainerState } from './run-folder.js';
@@ -73,12 +85,24 @@ describe('a vision-language GRPO step', () => {
       const ratio = exp(sub(reshape(logprobs, [-1]), tensor(Float32Array.from(sample.oldLogprobs), [rows.length])));
       return sum(mul(ratio, sample.advantage));
     });
-    const loss = mul(sum(concat(terms.map((term) => reshape(term, [1])), 0)), -1 / tokens);
+    const loss = mul(
+      sum(
+        concat(
+          terms.map((term) => reshape(term, [1])),
+          0,
+        ),
+      ),
+      -1 / tokens,
+    );
     loss.backward();
     expect(loss.item()).toBeCloseTo(lossTotal, 5);
 
     const connector = 'model.connector.modality_projection.proj.weight';
-    const checked = [connector, 'model.text_model.embed_tokens.weight', 'model.text_model.layers.0.self_attn.q_proj.weight'];
+    const checked = [
+      connector,
+      'model.text_model.embed_tokens.weight',
+      'model.text_model.layers.0.self_attn.q_proj.weight',
+    ];
     for (const name of checked) {
       const byStep = stepGradients.get(name)!;
       const byHand = model.parameters.get(name)!.grad!.data;
@@ -102,10 +126,12 @@ describe('a vision-language GRPO step', () => {
     expect(() => createRunContext(resolveConfig(text))).toThrow(
       /- task: the rows of "shape-counting" carry images and the model is text-only/,
     );
-    expect(() => createRunContext(resolveConfig({ ...text, task: 'addition', model: { imageProcessor: { longestEdge: 64 } } }))).toThrow(
-      /- model.imageProcessor: applies to a vision-language/,
-    );
+    expect(() =>
+      createRunContext(resolveConfig({ ...text, task: 'addition', model: { imageProcessor: { longestEdge: 64 } } })),
+    ).toThrow(/- model.imageProcessor: applies to a vision-language/);
     const badPatch = { ...base, model: { ...base.model, vision: { ...vision, patchSize: 5 } } };
-    expect(() => resolveConfig(badPatch)).toThrow(/- model.vision.patchSize: 5 does not divide model.vision.imageSize 32/);
+    expect(() => resolveConfig(badPatch)).toThrow(
+      /- model.vision.patchSize: 5 does not divide model.vision.imageSize 32/,
+    );
   });
 });

@@ -28,7 +28,10 @@ function colourRow(index: number): Example {
   const data = new Uint8Array(16 * 16 * 3);
   // A little per-row noise, so no two images are equal and the held-out ones are unseen.
   for (let i = 0; i < 16 * 16; i++)
-    data.set((red ? RED : BLUE).map((value, c) => value - ((index * 7 + i * 13 + c) % 20)), i * 3);
+    data.set(
+      (red ? RED : BLUE).map((value, c) => value - ((index * 7 + i * 13 + c) % 20)),
+      i * 3,
+    );
   return { prompt: '<image>?', answer: red ? 'r' : 'b', images: [{ width: 16, height: 16, channels: 3, data }] };
 }
 
@@ -55,7 +58,7 @@ const config = {
   },
   sft: { steps: 0 },
   sampling: { groupSize: 8, maxNewTokens: 1, temperature: 1 },
-  grpo: { steps: 30, promptsPerStep: 8, microBatchSize: 32, learningRate: 0.03, examples: 64 },
+  grpo: { steps: 40, promptsPerStep: 8, microBatchSize: 32, learningRate: 0.01, examples: 64 },
   algorithm: { advantage: 'grpo', loss: 'ppo-clip', aggregation: 'token-mean', klCoefficient: 0 },
   evaluation: { examples: 32 },
   checkpoint: { every: 0 },
@@ -90,7 +93,7 @@ describe('vision-language training end to end', () => {
   });
 
   it('writes idefics3 checkpoints that grpo train detects and trains again', async () => {
-    const checkpoint = join(runDirectory, 'checkpoints', 'step-30');
+    const checkpoint = join(runDirectory, 'checkpoints', 'step-40');
     expect(isIdefics3Checkpoint(checkpoint)).toBe(true);
     for (const file of ['model.safetensors', 'tokenizer.json', 'preprocessor_config.json'])
       expect(existsSync(join(checkpoint, file)), file).toBe(true);
