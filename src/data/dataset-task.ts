@@ -8,6 +8,7 @@
  *
  * Is not: a file reader (`readers.ts`) or the column mapping (`examples.ts`).
  */
+import { dirname } from 'node:path';
 import { rewardFactories } from '../rewards/factories.js';
 import { isGroupReward, makeRewardInput, type NamedReward, type Reward } from '../rewards/types.js';
 import { dataOptionsSchema, toExample, type ColumnOptions, type DataOptions } from './examples.js';
@@ -118,7 +119,7 @@ export async function loadExamples(
   options: ReadOptions & ColumnOptions & { maxRows?: number } = {},
 ): Promise<Example[]> {
   const rows = await readRowList(path, { format: options.format, gzip: options.gzip, count: options.maxRows });
-  return rows.map((row) => toExample(row, options));
+  return rows.map((row) => toExample(row, options, dirname(path)));
 }
 
 /** 1 when `reward` scores the completion at least `threshold`; group rewards see a group of one. */

@@ -16,6 +16,7 @@
  */
 import { z } from 'zod';
 import type { ChatMessage } from '../rewards/types.js';
+import { contentText, imageColumnSources, inlineImageSources, placeImages } from './images.js';
 import { datasetFormats, type DatasetRow } from './readers.js';
 import type { Example } from './task.js';
 
@@ -51,6 +52,8 @@ export const dataOptionsSchema = z
     answerColumn: column.optional(),
     /** Column with an SFT completion (default `completion` when present). */
     completionColumn: column.optional(),
+    /** Column with the row's image(s) (paths relative to the data file, base64, data: URLs; default `images`, else `image`). */
+    imageColumn: column.optional(),
     /** A system prompt: a system message for chat prompts, the `system` field for text prompts. */
     systemPrompt: z.string().optional(),
     /** Builds a text prompt from row fields, e.g. "Solve: {question}"; `{{` and `}}` are literal braces. */
@@ -74,17 +77,20 @@ export type DataOptions = z.infer<typeof dataOptionsSchema>;
 /** The column-mapping part of {@link DataOptions}. */
 export type ColumnOptions = Pick<
   DataOptions,
-  'promptColumn' | 'answerColumn' | 'completionColumn' | 'systemPrompt' | 'promptTemplate'
+  'promptColumn' | 'answerColumn' | 'completionColumn' | 'systemPrompt' | 'promptTemplate' | 'imageColumn'
 >;
 
-function messagesOf(value: unknown, source: string, column: string): ChatMessage[] | null {
+/** A list of `{role, content}` messages (content text or HF content parts), or null for a non-list; inline part images are collected. */
+function messagesOf(value: unknown, source: string, column: string, inlineImages: string[] = []): ChatMessage[] | null {
   if (!Array.isArray(value)) return null;
   return value.map((message, index) => {
-    const candidate = message as Partial<ChatMessage> | null;
-    if (!candidate || typeof candidate.role !== 'string' || typeof candidate.content !== 'string') {
-      throw new Error(`${source}: column "${column}" message ${index + 1} must be {role, content} with string values`);
+    const candidate = message as { role?: unknown; content?: unknown } | null;
+    const where = `${source}: column "${column}" message ${index + 1}`;
+    const content = candidate ? contentText(candidate.content, where, inlineImages) : null;
+    if (!candidate || typeof candidate.role !== 'string' || content === null) {
+      throw new Error(`${where} must be {role, content} with string values (or content parts)`);
     }
-    return { role: candidate.role, content: candidate.content };
+    return { role: candidate.role, content };
   });
 }
 
@@ -116,10 +122,15 @@ function completionOf(value: unknown, source: string, column: string): string {
   return messages ? messages.map((message) => message.content).join('\n') : textOf(value, source, column);
 }
 
-/** One dataset row as an Example: prompt, answer and completion mapped, every other column kept. */
-export function toExample(row: DatasetRow, options: ColumnOptions = {}): Example {
+/**
+ * One dataset row as an Example: prompt, answer and completion mapped, images (if any) as
+ * `images` with `<image>` placeholders in the prompt, every other column kept. Relative image paths
+ * are read from `baseDirectory` (the data file's folder).
+ */
+export function toExample(row: DatasetRow, options: ColumnOptions = {}, baseDirectory = '.'): Example {
   const { fields, source } = row;
   const example: Example = { ...fields, prompt: '' };
+  const inlineImages: string[] = [];
   let prompt: string | ChatMessage[];
   if (options.promptTemplate !== undefined) {
     prompt = fillTemplate(options.promptTemplate, fields, source);
@@ -132,7 +143,8 @@ export function toExample(row: DatasetRow, options: ColumnOptions = {}): Example
       );
     }
     prompt =
-      messagesOf(fields[promptColumn], source, promptColumn) ?? textOf(fields[promptColumn], source, promptColumn);
+      messagesOf(fields[promptColumn], source, promptColumn, inlineImages) ??
+      textOf(fields[promptColumn], source, promptColumn);
   }
   if (Array.isArray(prompt)) {
     // TRL's `messages` column carries the answer too: trailing assistant turns are the completion.
@@ -151,7 +163,7 @@ export function toExample(row: DatasetRow, options: ColumnOptions = {}): Example
   } else if (options.systemPrompt !== undefined) {
     example.system = options.systemPrompt;
   }
-  example.prompt = prompt;
+  example.prompt = attachImages(example, prompt, inlineImages, row, options, baseDirectory);
   const answerColumn = options.answerColumn ?? ('answer' in fields ? 'answer' : undefined);
   if (answerColumn !== undefined) {
     if (!(answerColumn in fields))
@@ -167,6 +179,33 @@ export function toExample(row: DatasetRow, options: ColumnOptions = {}): Example
     example.completion = completionOf(fields[completionColumn], source, completionColumn);
   }
   return example;
+}
+
+/** Sets `example.images` (and `imageOrigin`) from the image column or inline parts; returns the prompt with its placeholders placed. */
+function attachImages(
+  example: Example,
+  prompt: string | ChatMessage[],
+  inlineImages: string[],
+  { fields, source }: DatasetRow,
+  options: ColumnOptions,
+  baseDirectory: string,
+): string | ChatMessage[] {
+  const column = options.imageColumn ?? ('images' in fields ? 'images' : 'image' in fields ? 'image' : undefined);
+  if (options.imageColumn !== undefined && !(column! in fields))
+    throw new Error(`${source}: no image column "${column}" (columns: ${Object.keys(fields).join(', ')})`);
+  if (column !== undefined && inlineImages.length > 0 && fields[column] !== null && fields[column] !== undefined)
+    throw new Error(`${source}: images both in content parts and in column "${column}"; give them one way`);
+  const images =
+    inlineImages.length > 0
+      ? inlineImageSources(inlineImages, source, baseDirectory)
+      : column !== undefined
+        ? imageColumnSources(fields[column], `${source}, column "${column}"`, baseDirectory)
+        : [];
+  if (column !== undefined) delete example[column];
+  if (images.length === 0) return placeImages(prompt, 0, source);
+  example.images = images;
+  example.imageOrigin = source;
+  return placeImages(prompt, images.length, source);
 }
 
 /** The prompt as one text for a model without a chat template: the system text, a blank line, the prompt. */

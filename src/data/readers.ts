@@ -183,7 +183,9 @@ async function* readParquet(path: string, name: string): AsyncGenerator<DatasetR
   let rowStart = 0;
   for (const group of metadata.row_groups) {
     const rowEnd = rowStart + Number(group.num_rows);
-    const rows = await parquetReadObjects({ file, metadata, rowStart, rowEnd });
+    // utf8: false — columns annotated as strings stay strings; plain binary (a Hugging Face Image
+    // feature's `bytes`) stays bytes instead of being decoded as (lossy) UTF-8 text.
+    const rows = await parquetReadObjects({ file, metadata, rowStart, rowEnd, utf8: false });
     for (let offset = 0; offset < rows.length; offset++) {
       yield {
         fields: plainValue(rows[offset]) as Record<string, unknown>,

@@ -16,7 +16,22 @@ import type { ChatMessage, NamedReward } from '../rewards/types.js';
 export interface Example {
   prompt: string | ChatMessage[];
   answer?: string;
+  /**
+   * The row's images, in the order of the prompt's `<image>` placeholders (`data/images.ts`): paths
+   * (absolute), base64 / data: URLs, encoded bytes, or a task's own in-memory RGB image.
+   */
+  images?: (string | Uint8Array | InMemoryImage)[];
+  /** Where the images came from ("train.jsonl line 4"), for decoding errors. */
+  imageOrigin?: string;
   [column: string]: unknown;
+}
+
+/** An image a task draws itself: 8-bit RGB, row-major (the shape of the model layer's `DecodedImage`). */
+export interface InMemoryImage {
+  width: number;
+  height: number;
+  channels: 3;
+  data: Uint8Array;
 }
 
 export interface Task {

@@ -100,13 +100,18 @@ function coefficients(inSize: number, outSize: number, filterId: ResampleFilterI
   return { first, count, weights, ksize };
 }
 
-/** Pillow's clip8: the accumulator shifted right by PRECISION_BITS (arithmetic, i.e. floor), clamped to 0..255. */
+/**
+ * Pillow's clip8: the accumulator shifted right by PRECISION_BITS (arithmetic: floor), clamped to
+ * 0..255. Accumulators stay inside int32 as in Pillow (|taps| sum to < 1.5·2^22, times 255), so `>>` is exact.
+ */
 function clip8(accumulator: number): number {
-  const value = Math.floor(accumulator / fixedOne);
+  const value = accumulator >> precisionBits;
   return value < 0 ? 0 : value > 255 ? 255 : value;
 }
 
-/** The horizontal pass: each row of `height` rows, `channels` interleaved, from inWidth to taps' output width. */
+const half = 1 << (precisionBits - 1); // Pillow starts each sum here: rounding to nearest
+
+/** The horizontal pass over `height` rows of 3 (RGB) or 4 (RGBa) interleaved channels. */
 function horizontal(
   input: Uint8Array,
   inWidth: number,
@@ -117,40 +122,49 @@ function horizontal(
   const { first, count, weights, ksize } = taps;
   const outWidth = first.length;
   const output = new Uint8Array(outWidth * height * channels);
-  const sums = new Float64Array(channels);
+  const four = channels === 4;
   for (let y = 0; y < height; y++) {
     const rowStart = y * inWidth * channels;
     for (let x = 0; x < outWidth; x++) {
-      sums.fill(fixedOne / 2); // Pillow starts each sum at 1 << (PRECISION_BITS − 1): rounding
+      let red = half;
+      let green = half;
+      let blue = half;
+      let alpha = half;
       const base = x * ksize;
       let at = rowStart + first[x] * channels;
-      for (let k = 0; k < count[x]; k++, at += channels) {
+      for (let k = 0, n = count[x]; k < n; k++, at += channels) {
         const w = weights[base + k];
-        for (let c = 0; c < channels; c++) sums[c] += input[at + c] * w;
+        red += input[at] * w;
+        green += input[at + 1] * w;
+        blue += input[at + 2] * w;
+        if (four) alpha += input[at + 3] * w;
       }
       const to = (y * outWidth + x) * channels;
-      for (let c = 0; c < channels; c++) output[to + c] = clip8(sums[c]);
+      output[to] = clip8(red);
+      output[to + 1] = clip8(green);
+      output[to + 2] = clip8(blue);
+      if (four) output[to + 3] = clip8(alpha);
     }
   }
   return output;
 }
 
-/** The vertical pass: whole rows at a time, so the inner loop runs along memory. */
+/** The vertical pass: one output row at a time, each value summed over its taps' rows (a few cached rows). */
 function vertical(input: Uint8Array, width: number, channels: number, taps: Coefficients): Uint8Array {
   const { first, count, weights, ksize } = taps;
   const outHeight = first.length;
   const rowLength = width * channels;
   const output = new Uint8Array(outHeight * rowLength);
-  const sums = new Float64Array(rowLength);
   for (let y = 0; y < outHeight; y++) {
-    sums.fill(fixedOne / 2);
-    for (let k = 0; k < count[y]; k++) {
-      const w = weights[y * ksize + k];
-      const from = (first[y] + k) * rowLength;
-      for (let i = 0; i < rowLength; i++) sums[i] += input[from + i] * w;
-    }
+    const n = count[y];
+    const base = y * ksize;
+    const start = first[y] * rowLength;
     const to = y * rowLength;
-    for (let i = 0; i < rowLength; i++) output[to + i] = clip8(sums[i]);
+    for (let i = 0; i < rowLength; i++) {
+      let sum = half;
+      for (let k = 0, at = start + i; k < n; k++, at += rowLength) sum += input[at] * weights[base + k];
+      output[to + i] = clip8(sum);
+    }
   }
   return output;
 }

@@ -205,7 +205,9 @@ function choiceIn(text: string, letters: string): string | null {
 export function extractChoice(completion: string, letters = 'ABCDE'): string | null {
   const tagged = tagContent(completion, 'answer');
   if (tagged === null) return choiceIn(completion, letters);
-  const leading = new RegExp(`^\\(?([${letters.toUpperCase()}])(?:\\)|[.:)]|\\s|$)`).exec(tagged);
+  const alone = new RegExp(`^\\(?([${letters.toUpperCase()}${letters.toLowerCase()}])\\)?[.:]?$`).exec(tagged); // "b", "(B)."
+  if (alone) return alone[1]!.toUpperCase();
+  const leading = new RegExp(`^\\(?([${letters.toUpperCase()}])(?:\\)|[.:)]|\\s)`).exec(tagged); // "B. a dog", not "a dog"
   return leading ? leading[1]! : choiceIn(tagged, letters);
 }
 

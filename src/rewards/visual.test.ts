@@ -77,6 +77,8 @@ describe('multipleChoice on VLM-style answers', () => {
       null,
       'no letter inside the tag: the think text does not count',
     ],
+    ['<answer>b</answer>', 'B', 'a lone lower-case letter in the tag'],
+    ['<answer>a dog</answer>', null, 'near miss: the article "a" in the tag is not option A'],
     ['<answer>AB</answer>', null, 'near miss: two letters are no choice'],
     ['The answer is a cat', null, 'near miss: the article "a" is not option A'],
   ];
