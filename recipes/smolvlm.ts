@@ -5,8 +5,8 @@
  * Any idefics3 folder works (config.json `model_type: idefics3`, model.safetensors, tokenizer files,
  * preprocessor_config.json), e.g. the tiny random one scripts/reference writes.
  *
- * The prompts are chat messages with an image content part, rendered by the checkpoint's chat
- * template (SmolVLM's puts `<image>` where the part is). Images are resized to a 512-pixel longest
+ * The prompts are `<image>How many red squares? Answer with a number.`, rendered by the
+ * checkpoint's chat template, which gets the placeholder as an image content part. Images are resized to a 512-pixel longest
  * edge without tiles (`model.imageProcessor`): SmolVLM's own 2048 with 16 tiles costs 17 passes of
  * the vision tower per image, too many for a CPU. No SFT (the instruct model answers already), and
  * no KL term (the KL reference of a vision-language model is not built yet; docs/vision.md).
@@ -22,12 +22,11 @@ if (!checkpoint || !existsSync(checkpoint))
 
 const counting = shapeCountingTask({ imageSize: 64, cellSize: 16 });
 
-/** The row with its question as a user message of an image part and a text part. */
-function asChat(example: Example): Example {
-  const question = String(example.prompt).replace('<image>', '');
-  const content = [{ type: 'image' }, { type: 'text', text: `${question} Answer with a number.` }];
-  return { ...example, prompt: [{ role: 'user', content: content as never }] };
-}
+/** Image first, as SmolVLM was tuned, then the question and an instruction (the template renders `<image>` as an image part). */
+const withInstruction = (example: Example): Example => ({
+  ...example,
+  prompt: `<image>${String(example.prompt).replace('<image>', '')} Answer with a number.`,
+});
 
 /** The last number of the answer ("There are 2 red squares." → "2"): an instruct model writes sentences. */
 const lastNumber = (text: string): string | null => {
@@ -41,8 +40,8 @@ const task: Task = {
   name: 'smolvlm-shape-counting',
   rewards: () => [{ name: 'correct', reward: correct, weight: 1 }],
   isCorrect: (example, completion) => lastNumber(completion) === example.answer,
-  trainExamples: (count, seed) => counting.trainExamples(count, seed).map(asChat),
-  evalExamples: (count, seed) => counting.evalExamples(count, seed).map(asChat),
+  trainExamples: (count, seed) => counting.trainExamples(count, seed).map(withInstruction),
+  evalExamples: (count, seed) => counting.evalExamples(count, seed).map(withInstruction),
 };
 
 export default {

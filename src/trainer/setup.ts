@@ -225,7 +225,7 @@ function refuseImagesWithTextModel(config: TrainerConfig, task: Task): void {
       'invalid config:\n- model.imageProcessor: applies to a vision-language (idefics3) checkpoint, and this model is text-only',
     );
   const [row] = task.trainExamples(1, config.seed + 2);
-  if (row && (row.images ?? row.image) !== undefined)
+  if (row && (row.images?.length ?? 0) > 0)
     throw new Error(
       `invalid config:\n- task: the rows of "${task.name}" carry images and the model is text-only; give model.checkpoint an idefics3 (SmolVLM) folder or set model.vision for one from scratch (docs/vision.md)`,
     );

@@ -68,11 +68,10 @@ function isDecoded(value: unknown): value is DecodedImage {
   return typeof value === 'object' && value !== null && image.data instanceof Uint8Array && image.channels === 3;
 }
 
-/** The row's images: `images` (a list, or one) decoded — in-memory images as they are, sources through loadImage. */
+/** The row's `images` decoded: in-memory images as they are, sources (paths, base64, data: URLs, bytes) through loadImage. */
 export async function exampleImages(example: Example, where: string): Promise<DecodedImage[]> {
-  const column = example.images ?? example.image;
-  if (column === undefined || column === null) return [];
-  const list = Array.isArray(column) ? column : [column];
+  const list = example.images ?? [];
+  if (typeof example.imageOrigin === 'string') where = `${where} (${example.imageOrigin})`;
   return Promise.all(
     list.map((value, k) => {
       if (isDecoded(value)) {
@@ -129,7 +128,7 @@ export async function renderRunPrompt(
 ): Promise<RenderedPrompt> {
   const prepared = vision ? await prepareImages(vision, example, where) : null;
   if (!prepared) {
-    if (!vision && (example.images ?? example.image) !== undefined)
+    if (!vision && (example.images?.length ?? 0) > 0)
       throw new Error(
         `${where} carries images but the model is text-only; train a vision-language model (an idefics3 checkpoint, or model.vision for one from scratch)`,
       );

@@ -10,7 +10,7 @@
 import { CharTokenizer } from '../model/char-tokenizer.js';
 import { resolveStopTokenIds } from '../model/checkpoint.js';
 import { createSmallConfig } from '../model/config.js';
-import { createSmallVisionLanguageConfig, toHfIdefics3Config } from '../model/idefics3-config.js';
+import { createSmallVisionLanguageConfig } from '../model/idefics3-config.js';
 import {
   defaultImageProcessorConfig,
   readImageProcessorConfig,

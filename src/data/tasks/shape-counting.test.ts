@@ -44,7 +44,7 @@ describe('shape-counting task', () => {
       const [, colour, noun] = /How many (\w+) (\w+)\?/.exec(example.prompt as string)!;
       const shape = noun === 'squares' ? 'square' : 'plus';
       expect(String(recount((example.images as TaskImage[])[0], colour, shape))).toBe(example.answer);
-      expect(example.prompt).toMatch(/^<image>How many (red|green|blue) (squares|pluses)\?$/);
+      expect(example.prompt).toMatch(/^How many (red|green|blue) (squares|pluses)\?<image>$/);
     }
   });
 

@@ -1,6 +1,6 @@
 /**
- * Counting coloured shapes in small generated RGB images (R1-V style): "<image>How many red
- * squares?" → "2". Each image is a grid of cells (8×8 pixels by default) on a dark background; a
+ * Counting coloured shapes in small generated RGB images (R1-V style): "How many red squares?<image>"
+ * → "2" (the question first: under causal attention the image tokens can then read it). Each image is a grid of cells (8×8 pixels by default) on a dark background; a
  * cell holds nothing or one shape (a filled square or a plus) in red, green or blue. Examples carry
  * their image decoded, in the `images` column (`{ width, height, channels: 3, data }`, RGB row-major),
  * so nothing is read from disk. Deterministic per seed; held-out images (by a hash of the layout)
@@ -13,7 +13,7 @@
  */
 import { z } from 'zod';
 import type { RewardFn } from '../../rewards/types.js';
-import { parseTaskOptions, type Example, type Task } from '../task.js';
+import { parseTaskOptions, type Example, type InMemoryImage, type Task } from '../task.js';
 
 /** The options `shapeCountingTask` accepts (config `taskOptions`); unknown keys are refused. */
 export const shapeCountingOptionsSchema = z
@@ -29,13 +29,8 @@ export const shapeCountingOptionsSchema = z
 
 export type ShapeCountingOptions = z.infer<typeof shapeCountingOptionsSchema>;
 
-/** An RGB image as the examples carry it (the shape of the image processor's DecodedImage). */
-export interface TaskImage {
-  width: number;
-  height: number;
-  channels: 3;
-  data: Uint8Array;
-}
+/** An RGB image as the examples carry it (the data layer's InMemoryImage). */
+export type TaskImage = InMemoryImage;
 
 const COLOURS: Record<string, [number, number, number]> = {
   red: [230, 40, 40],
@@ -108,7 +103,7 @@ function makeProblem(next: () => number, imageSize: number, cellSize: number): E
   const count = placed.filter((p) => p.colour === colour && p.shape === shape).length;
   const sameColour = placed.filter((p) => p.colour === colour).length;
   return {
-    prompt: `<image>How many ${colour} ${PLURALS[shape]}?`,
+    prompt: `How many ${colour} ${PLURALS[shape]}?<image>`,
     answer: String(count),
     images: [drawShapes(placed, imageSize, cellSize)],
     colour,
