@@ -10,7 +10,7 @@ import { agentSchema } from './agent-config.js';
 import { loraSchema } from './lora-config.js';
 import { rolloutEngineProblems, rolloutEngineSchema } from './rollout-engine-config.js';
 import { trlHint } from './trl-names.js';
-import { imageProcessorOverridesSchema, visionProblems, visionSchema } from './vision-config.js';
+import { visionModelFields, visionProblems } from './vision-config.js';
 
 const positiveInteger = z.number().int().positive();
 const nonNegativeInteger = z.number().int().nonnegative();
@@ -47,13 +47,7 @@ const modelSchema = z
       .optional()
       .describe('SwiGLU width of a from-scratch model; default 8/3 of hidden, rounded to 8.'),
     initSeed: z.number().int().default(0).describe('Seed of the from-scratch initialisation.'),
-    vision: visionSchema
-      .nullable()
-      .default(null)
-      .describe('A from-scratch vision-language model: SigLIP tower and connector (docs/vision.md); null = text only.'),
-    imageProcessor: imageProcessorOverridesSchema
-      .default({})
-      .describe("Overrides of a vision-language checkpoint's image-processor settings."),
+    ...visionModelFields,
   })
   .strict();
 

@@ -43,14 +43,8 @@ import {
 } from './prompt-state.js';
 import type { RolloutContext, RolloutFn, RolloutPrompt, RolloutSettings } from './rollout.js';
 import type { TrainerState } from './run-folder.js';
-import {
-  concatenateGroups,
-  generateRound,
-  groupIndexOf,
-  groupStarts,
-  sampleRows,
-  type StepBatch,
-} from './step-batch.js';
+import { concatenateGroups, generateRound, groupStarts, sampleRows, type StepBatch } from './step-batch.js';
+import { groupIndexOf } from './step-batch.js';
 import { computeSignal, turnTokenAdvantages, type StepSignal } from './step-signal.js';
 import type { NamedReward } from '../rewards/types.js';
 import { padRows } from './sequences.js';
@@ -105,19 +99,14 @@ export function rolloutSettingsOf(context: RunContext, seed: number): RolloutSet
   return { ...context.config.sampling, stopTokenIds: context.stopTokenIds, seed };
 }
 
-async function draw(
-  examples: readonly Example[],
-  count: number,
-  random: Random,
-  render: StepEnvironment['render'],
-): Promise<RolloutPrompt[]> {
+type Render = StepEnvironment['render'];
+async function draw(examples: readonly Example[], count: number, random: Random, render: Render) {
   const indices = Array.from({ length: count }, () => random.integer(examples.length));
-  const prompts: RolloutPrompt[] = [];
-  for (const exampleIndex of indices) {
-    const { text, ids, images, pictures } = await render(examples[exampleIndex], `training row ${exampleIndex}`);
-    prompts.push({ example: examples[exampleIndex], promptIds: ids, text, exampleIndex, images, pictures });
-  }
-  return prompts;
+  const prompts = indices.map(async (exampleIndex): Promise<RolloutPrompt> => {
+    const { ids, ...rendered } = await render(examples[exampleIndex], `training row ${exampleIndex}`);
+    return { ...rendered, example: examples[exampleIndex], promptIds: ids, exampleIndex };
+  });
+  return Promise.all(prompts);
 }
 
 /** The first round's prompts and rollouts per prompt: a uniform draw, or the bound selector's choice. */
@@ -317,8 +306,7 @@ function trainingRows(
   metrics: Record<string, number>,
 ): TrainingSample[] {
   const { bound, settings } = environment;
-  // The group of each sample in this (concatenated) batch: its images are its group's prompt's.
-  const groupOf = groupIndexOf(batch.groupSizes);
+  const groupOf = groupIndexOf(batch.groupSizes); // a sample's images are its group prompt's
   let rows: TrainingSample[] = batch.samples.flatMap((sample, i) =>
     signal.keep[i]
       ? sampleRows(batch, i).map((row, r) => ({

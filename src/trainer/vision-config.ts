@@ -74,3 +74,14 @@ export function visionProblems(vision: VisionSettings | null, checkpoint: string
     );
   return problems;
 }
+
+/** The `model` fields of vision-language runs, spread into the model section of the config schema. */
+export const visionModelFields = {
+  vision: visionSchema
+    .nullable()
+    .default(null)
+    .describe('A from-scratch vision-language model: SigLIP tower and connector (docs/vision.md); null = text only.'),
+  imageProcessor: imageProcessorOverridesSchema
+    .default({})
+    .describe("Overrides of a vision-language checkpoint's image-processor settings."),
+};
