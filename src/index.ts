@@ -37,6 +37,23 @@ export {
 export { Transformer, type KvCache, type ForwardOptions } from './model/transformer.js';
 export { loadCheckpoint, saveCheckpoint, resolveStopTokenIds, type Checkpoint } from './model/checkpoint.js';
 export { loadModelConfig, parseModelConfig, createSmallConfig, toHfConfig, type ModelConfig } from './model/config.js';
+export { VisionLanguageModel } from './model/vision-language.js';
+export {
+  loadVisionLanguageCheckpoint,
+  loadVisionLanguageModel,
+  saveVisionLanguageCheckpoint,
+  type VisionLanguageCheckpoint,
+} from './model/vision-language-checkpoint.js';
+export {
+  parseIdefics3Config,
+  loadIdefics3Config,
+  toHfIdefics3Config,
+  isIdefics3Checkpoint,
+  createSmallVisionLanguageConfig,
+  type VisionConfig,
+  type VisionLanguageConfig,
+} from './model/idefics3-config.js';
+export { promptImagePositions, type ImageFeaturesInput } from './model/image-merge.js';
 export { loadTokenizer, checkTokenizerFitsModel, type TextTokenizer } from './model/tokenizer.js';
 export { CharTokenizer } from './model/char-tokenizer.js';
 export { applyChatTemplate, encodeChat } from './model/chat-template.js';

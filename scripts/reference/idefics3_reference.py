@@ -19,7 +19,8 @@ holds the recipe, a checksum per tensor, the config.json object, the ids and the
 This script also writes the checkpoint in the HF layout (config.json + model.safetensors) to
 --checkpoint-dir and computes the reference from the files it wrote.
 
-Computed in float64 from the float32 weights. Run from the repository root:
+Also the gradients of -mean(logprobs) w.r.t. the connector and a few language-model weights (the
+tower frozen, as our default). Computed in float64 from the float32 weights. Run from the repository root:
   /usr/bin/python3 scripts/reference/idefics3_reference.py [--checkpoint-dir DIR]
 """
 import argparse
@@ -239,6 +240,14 @@ def prompt_ids(tokens_per_image):
     return [row + [3 + (i % 40) for i in range(length - len(row))] for row in rows]
 
 
+GRADIENT_NAMES = [
+    "model.connector.modality_projection.proj.weight",
+    "model.text_model.embed_tokens.weight",
+    "model.text_model.layers.0.self_attn.q_proj.weight",
+    "model.text_model.layers.1.mlp.down_proj.weight",
+    "lm_head.weight",
+]
+
 CASES = {
     "gelu-tanh-untied-scale2": make_config("gelu_pytorch_tanh", 2, False),
     "gelu-exact-tied-scale4": make_config("gelu", 4, True),
@@ -259,7 +268,16 @@ def build_case(name, config, folder):
     pixel_entry = {"shape": [images, 3, S, S], "seed": 77, "scale": 1.0, "offset": 0.0}
     pixels = recipe_tensor(pixel_entry).to(torch.float64)
     ids = prompt_ids(tokens)
+    # Gradients of loss = -mean(logprobs) w.r.t. the trainable side (connector, language model); the tower is frozen.
+    for name in GRADIENT_NAMES:
+        if name in params:
+            params[name].requires_grad_(True)
     logprobs, features = idefics3_logprobs(params, config, torch.tensor(ids), pixels)
+    (-logprobs.mean()).backward()
+    gradients = {name: {"l2": float(params[name].grad.norm()),
+                        "first8": [round(v, 12) for v in params[name].grad.flatten()[:8].tolist()]}
+                 for name in GRADIENT_NAMES if name in params}
+    logprobs, features = logprobs.detach(), features.detach()
     return {
         "config": config,
         "tensors": [{**entry, "sum": float(tensors[entry["name"]].to(torch.float64).sum())} for entry in recipe],
@@ -268,6 +286,7 @@ def build_case(name, config, folder):
         "tokens_per_image": tokens,
         "input_ids": ids,
         "logprobs": [[round(v, 10) for v in row] for row in logprobs.tolist()],
+        "gradients": gradients,
         "image_features": {"shape": list(features.shape), "first8": [round(v, 10) for v in features.flatten()[:8].tolist()],
                            "l2": float(features.norm())},
     }

@@ -77,6 +77,14 @@ describe('rows with images', () => {
     ).toEqual([new Uint8Array([1, 2])]);
   });
 
+  it('an existing file wins over base64-looking text (a long path without an extension)', () => {
+    const folder = dataFolder();
+    const name = 'A'.repeat(70);
+    copyFileSync(fixtureImage, join(folder, name));
+    expect(toExample(row({ prompt: 'x', image: name }), {}, folder).images).toEqual([join(folder, name)]);
+    expect(toExample(row({ prompt: 'x', image: 'B'.repeat(70) }), {}, folder).images).toEqual(['B'.repeat(70)]);
+  });
+
   it('rows without images are unchanged', () => {
     expect(toExample(row({ prompt: 'Hi', image: null }))).toEqual({ prompt: 'Hi' });
     expect(toExample(row({ prompt: 'Hi' })).images).toBeUndefined();

@@ -44,11 +44,9 @@ export function contentText(content: unknown, where: string, inlineImages: strin
     .join('');
 }
 
-/** Base64 text or a data: URL, as opposed to a file path (a path has no business being 64+ base64 characters). */
-function isInline(value: string): boolean {
-  return (
-    value.startsWith('data:') || (value.length >= 64 && /^[A-Za-z0-9+/_-]+={0,2}$/.test(value.replace(/\s+/g, '')))
-  );
+/** Base64 text (64+ characters of its alphabet); only asked of a value that names no existing file. */
+function looksLikeBase64(value: string): boolean {
+  return value.length >= 64 && /^[A-Za-z0-9+/_-]+={0,2}$/.test(value.replace(/\s+/g, ''));
 }
 
 /** One cell value → an image source; paths resolved against `baseDirectory` and checked to exist. */
@@ -63,13 +61,13 @@ function sourceOf(value: unknown, where: string, baseDirectory: string): ImageSo
     throw new Error(
       `${where}: an image must be a file path, base64 text, a data: URL or {bytes, path}, got ${JSON.stringify(value)}`,
     );
-  if (isInline(value)) return value;
+  if (value.startsWith('data:')) return value;
   const file = isAbsolute(value) ? value : resolve(baseDirectory, value);
-  if (!existsSync(file))
-    throw new Error(
-      `${where}: image file not found: ${value}${isAbsolute(value) ? '' : ` (relative to ${baseDirectory})`}`,
-    );
-  return file;
+  if (existsSync(file)) return file;
+  if (looksLikeBase64(value)) return value;
+  throw new Error(
+    `${where}: image file not found: ${value}${isAbsolute(value) ? '' : ` (relative to ${baseDirectory})`}`,
+  );
 }
 
 /** The images of a row's image column (a cell or a list of cells), in order. */

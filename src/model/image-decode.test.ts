@@ -28,6 +28,15 @@ describe('loadImage', () => {
       expect((await loadImage(source, 'row 1')).data).toEqual(fromPath.data);
   });
 
+  it('WebP (lossless) and JPEG decode too; the same pixels as the PNG for a lossless format', async () => {
+    const png = await loadImage(small, 'row 1');
+    const raw = { raw: { width: png.width, height: png.height, channels: 3 as const } };
+    const webp = await sharp(Buffer.from(png.data), raw).webp({ lossless: true }).toBuffer();
+    expect((await loadImage(new Uint8Array(webp), 'row 1')).data).toEqual(png.data);
+    const jpeg = await loadImage(join(fixtures, 'tall.jpg'), 'row 1');
+    expect([jpeg.width, jpeg.height]).toEqual([90, 160]);
+  });
+
   it('composites transparency onto white and keeps the straight RGBA for the processor', async () => {
     // One transparent, one half-transparent black, one opaque red pixel.
     const rgba = Buffer.from([0, 0, 0, 0, 0, 0, 0, 128, 255, 0, 0, 255]);

@@ -110,7 +110,9 @@ export class Transformer {
 
   /** The same base weights (shared, not copied) without adapters: the model as it was before LoRA. */
   withoutAdapters(): Transformer {
-    return new Transformer(this.config, this.parameters, this.halfWeights);
+    const view = new Transformer(this.config, this.parameters, this.halfWeights);
+    view.imageTokenId = this.imageTokenId;
+    return view;
   }
 
   /**

@@ -5,13 +5,15 @@
  * The weights are not committed: both sides build them from the same integer-hash recipe, checked
  * here tensor by tensor against the script's sums; the test writes them in the HF layout under the
  * script's names with the script's config.json, loads the folder with our loader, and matches the
- * image features and the per-token logprobs of an image+text batch (3 images over 2 rows) to 1e-4.
+ * image features and the per-token logprobs of an image+text batch (3 images over 2 rows) to 1e-4,
+ * and the gradients of −mean(logprobs) w.r.t. the connector and language-model weights (relative
+ * 1e-4), the frozen tower getting none.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { logSoftmax, noGrad } from '../tensor/index.js';
+import { logSoftmax, logSoftmaxGather, mean, neg, noGrad } from '../tensor/index.js';
 import { encodeSafetensors, type StoredTensor } from './safetensors.js';
 import { loadVisionLanguageModel } from './vision-language-checkpoint.js';
 
@@ -32,6 +34,7 @@ interface ReferenceCase {
   input_ids: number[][];
   logprobs: number[][];
   image_features: { shape: number[]; first8: number[]; l2: number };
+  gradients: Record<string, { l2: number; first8: number[] }>;
 }
 
 const reference = JSON.parse(
@@ -59,7 +62,7 @@ const folders: string[] = [];
 afterAll(() => folders.forEach((folder) => rmSync(folder, { recursive: true, force: true })));
 
 describe.each(Object.entries(reference.cases))('Idefics3 parity with PyTorch: %s', (_name, example) => {
-  it('builds the same weights as the script, loads them with our loader and matches the logprobs to 1e-4', () => {
+  it('builds the same weights as the script, loads them with our loader, matches the logprobs to 1e-4 and the gradients', () => {
     const tensors = new Map<string, StoredTensor>();
     for (const entry of example.tensors) {
       const data = recipe(entry);
@@ -94,5 +97,21 @@ describe.each(Object.entries(reference.cases))('Idefics3 parity with PyTorch: %s
         worst = Math.max(worst, Math.abs(ours - example.logprobs[b][t]));
       }
     expect(worst).toBeLessThan(1e-4);
+
+    // Gradients of −mean(logprobs): the connector and the language model against PyTorch's; the tower none.
+    const rows = Int32Array.from({ length: B * (T - 1) }, (_, r) => Math.floor(r / (T - 1)) * T + (r % (T - 1)));
+    const targets = Int32Array.from(rows, (row) => ids[row + 1]);
+    const logits = model.forward(ids, B, model.imageFeatures(pixels, example.image_count), { logitRows: rows });
+    neg(mean(logSoftmaxGather(logits, targets))).backward();
+    for (const [name, expected] of Object.entries(example.gradients)) {
+      const gradient = model.parameters.get(name)!.grad!.data;
+      const l2 = Math.sqrt(gradient.reduce((total, value) => total + value * value, 0));
+      expect(Math.abs(l2 - expected.l2) / expected.l2, name).toBeLessThan(1e-4);
+      expected.first8.forEach((value, i) =>
+        expect(Math.abs(gradient[i] - value), name).toBeLessThan(1e-4 * expected.l2),
+      );
+    }
+    for (const [name, weight] of model.parameters)
+      if (name.startsWith('model.vision_model.')) expect(weight.grad).toBeNull();
   });
 });

@@ -150,6 +150,45 @@ describe('VisionLanguageModel', () => {
     );
   });
 
+  it('the frozen tower runs a few tiles per forward with the same outputs as one tile at a time', () => {
+    const model = VisionLanguageModel.random(config, 7);
+    const all = model.visionOutputs(pixels(6, 8), 6); // two chunks: 4 + 2
+    expect(all.shape).toEqual([6, 16, 8]);
+    const perImage = 3 * 16 * 16;
+    for (let n = 0; n < 6; n++) {
+      const single = model.visionOutputs(pixels(6, 8).subarray(n * perImage, (n + 1) * perImage), 1);
+      const rows = all.data.subarray(n * 16 * 8, (n + 1) * 16 * 8);
+      single.data.forEach((value, i) => expect(Math.abs(value - rows[i])).toBeLessThan(1e-6));
+    }
+  });
+
+  it('the whole tower + connector passes the finite-difference gradient check (tiny shapes)', () => {
+    const tiny = createSmallVisionLanguageConfig({
+      text: createSmallConfig({ vocabSize: 8, hiddenSize: 4, numHeads: 1, numLayers: 1 }),
+      imageTokenId: 7,
+      hiddenSize: 4,
+      numHeads: 2,
+      intermediateSize: 6,
+      numLayers: 1,
+      imageSize: 4,
+      patchSize: 2,
+    });
+    const model = VisionLanguageModel.random(tiny, 8, 0.5);
+    model.setVisionTrainable(true);
+    const checked = [
+      'model.vision_model.embeddings.patch_embedding.weight',
+      'model.vision_model.embeddings.position_embedding.weight',
+      'model.vision_model.encoder.layers.0.layer_norm1.bias',
+      'model.vision_model.encoder.layers.0.self_attn.q_proj.weight',
+      'model.vision_model.encoder.layers.0.mlp.fc1.weight',
+      'model.vision_model.post_layernorm.weight',
+      'model.connector.modality_projection.proj.weight',
+    ];
+    const weights = checked.map((name) => model.parameters.get(name)!);
+    const input = randomNormal([2 * 3 * 4 * 4], new Random(10)).data;
+    gradCheck((..._weights) => model.imageFeatures(input, 2), weights);
+  });
+
   it('an unfrozen tower gets gradients too', () => {
     const model = VisionLanguageModel.random(config, 6);
     model.setVisionTrainable(true);

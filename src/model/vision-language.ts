@@ -14,7 +14,7 @@
  * names (model.layers.N..., model.embed_tokens, model.norm, lm_head), the same Tensor objects.
  * Is not: a checkpoint reader (vision-language-checkpoint.ts) or an image processor.
  */
-import { noGrad, Random, tensor, type Tensor } from '../tensor/index.js';
+import { concat, noGrad, Random, tensor, type Tensor } from '../tensor/index.js';
 import type { StoredTensor } from './safetensors.js';
 import type { VisionLanguageConfig } from './idefics3-config.js';
 import { siglipForward, visionTensorShapes } from './siglip.js';
@@ -23,6 +23,8 @@ import { Transformer, type ForwardOptions } from './transformer.js';
 import { expectedTensorShapes } from './checkpoint.js';
 
 const TEXT_PREFIX = 'model.text_model.';
+// Tiles one frozen-tower forward takes (bounds the attention scores' memory, not the result).
+const VISION_TILES_PER_FORWARD = 4;
 
 /** The HF name of a language-model weight given its Transformer name (model.X → model.text_model.X). */
 export function textNameToHf(name: string): string {
@@ -148,8 +150,21 @@ export class VisionLanguageModel {
    * frozen this runs under noGrad: compute it once per image per step and reuse it.
    */
   visionOutputs(pixelValues: Float32Array, imageCount: number): Tensor {
-    const run = () => siglipForward(this.visionWeight, this.config.vision, pixelValues, imageCount);
-    return this.visionTrainable ? run() : noGrad(run);
+    const { vision } = this.config;
+    if (this.visionTrainable) return siglipForward(this.visionWeight, vision, pixelValues, imageCount);
+    const perImage = vision.numChannels * vision.imageSize ** 2;
+    if (pixelValues.length !== imageCount * perImage) siglipForward(this.visionWeight, vision, pixelValues, imageCount); // throws, naming both sizes
+    // Frozen: a few tiles per forward, so the [tiles, heads, P, P] attention scores stay small
+    // (a SmolVLM image is up to 17 tiles of 1024 patches); the outputs are the same.
+    const chunks: Tensor[] = [];
+    noGrad(() => {
+      for (let first = 0; first < imageCount; first += VISION_TILES_PER_FORWARD) {
+        const count = Math.min(VISION_TILES_PER_FORWARD, imageCount - first);
+        const pixels = pixelValues.subarray(first * perImage, (first + count) * perImage);
+        chunks.push(siglipForward(this.visionWeight, vision, pixels, count));
+      }
+    });
+    return chunks.length === 1 ? chunks[0] : noGrad(() => concat(chunks, 0));
   }
 
   /** Pixel shuffle + modality projection: [imageCount·tokensPerImage, textHidden], differentiable. */
