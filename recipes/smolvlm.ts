@@ -12,7 +12,7 @@
  * no KL term (the KL reference of a vision-language model is not built yet; docs/vision.md).
  */
 import { existsSync } from 'node:fs';
-import { shapeCountingTask, type Example, type Recipe, type RewardFn, type Task } from '../src/index.js';
+import { countAnswer, extractCount, shapeCountingTask, type Example, type Recipe, type Task } from '../src/index.js';
 
 const checkpoint = process.env.SMOLVLM_CHECKPOINT;
 if (!checkpoint || !existsSync(checkpoint))
@@ -28,18 +28,12 @@ const withInstruction = (example: Example): Example => ({
   prompt: `<image>${String(example.prompt).replace('<image>', '')} Answer with a number.`,
 });
 
-/** The last number of the answer ("There are 2 red squares." → "2"): an instruct model writes sentences. */
-const lastNumber = (text: string): string | null => {
-  const numbers = text.match(/\d+/g);
-  return numbers ? String(Number(numbers[numbers.length - 1])) : null;
-};
-const correct: RewardFn = ({ completion, row }) => (lastNumber(completion) === row.answer ? 1 : 0);
-
 const task: Task = {
   ...counting,
   name: 'smolvlm-shape-counting',
-  rewards: () => [{ name: 'correct', reward: correct, weight: 1 }],
-  isCorrect: (example, completion) => lastNumber(completion) === example.answer,
+  // An instruct model writes sentences: the count is the answer's final number ("There are 2." → 2).
+  rewards: () => [{ name: 'count', reward: countAnswer(), weight: 1 }],
+  isCorrect: (example, completion) => extractCount(completion) === Number(example.answer),
   trainExamples: (count, seed) => counting.trainExamples(count, seed).map(withInstruction),
   evalExamples: (count, seed) => counting.evalExamples(count, seed).map(withInstruction),
 };

@@ -19,18 +19,18 @@ import type { Recipe } from '../src/index.js';
 export default {
   config: {
     task: 'shape-counting',
-    taskOptions: { imageSize: 32, cellSize: 8, teacherShapeBlindRate: 0.7 },
+    taskOptions: { imageSize: 16, cellSize: 8, teacherShapeBlindRate: 0.7 },
     model: {
       hiddenSize: 64,
       numLayers: 2,
       numHeads: 4,
-      vision: { imageSize: 32, patchSize: 8, scaleFactor: 2, hiddenSize: 32, numLayers: 1, numHeads: 2 },
+      vision: { imageSize: 16, patchSize: 8, scaleFactor: 2, hiddenSize: 32, numLayers: 1, numHeads: 2 },
     },
-    sft: { steps: 600, batchSize: 32, learningRate: 3e-3, warmupSteps: 20, schedule: 'cosine' },
+    sft: { steps: 1000, batchSize: 32, learningRate: 1e-2, warmupSteps: 20, schedule: 'cosine' },
     sampling: { groupSize: 8, maxNewTokens: 3, temperature: 1 },
-    grpo: { steps: 120, promptsPerStep: 16, microBatchSize: 64, learningRate: 3e-4 },
+    grpo: { steps: 100, promptsPerStep: 16, microBatchSize: 128, learningRate: 1e-3 },
     algorithm: { advantage: 'grpo', loss: 'ppo-clip', aggregation: 'token-mean', klCoefficient: 0 },
-    evaluation: { examples: 200, every: 40 },
+    evaluation: { examples: 200, every: 25 },
     checkpoint: { every: 0 },
     logging: { printEvery: 10, samplesEvery: 10, samplesPerStep: 2 },
   },
