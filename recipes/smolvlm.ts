@@ -9,7 +9,7 @@
  * checkpoint's chat template, which gets the placeholder as an image content part. Images are resized to a 512-pixel longest
  * edge without tiles (`model.imageProcessor`): SmolVLM's own 2048 with 16 tiles costs 17 passes of
  * the vision tower per image, too many for a CPU. No SFT (the instruct model answers already), and
- * no KL term (the KL reference of a vision-language model is not built yet; docs/vision.md).
+ * no KL term (it would keep a second copy of the model in memory).
  */
 import { existsSync } from 'node:fs';
 import { countAnswer, extractCount, shapeCountingTask, type Example, type Recipe, type Task } from '../src/index.js';

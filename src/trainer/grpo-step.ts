@@ -47,7 +47,7 @@ import { concatenateGroups, generateRound, groupStarts, sampleRows, type StepBat
 import { groupIndexOf } from './step-batch.js';
 import { computeSignal, turnTokenAdvantages, type StepSignal } from './step-signal.js';
 import type { NamedReward } from '../rewards/types.js';
-import { padRows } from './sequences.js';
+import { padRows, type TokenSequence } from './sequences.js';
 import { informationGains } from './information-gain.js';
 
 /** What a step needs from the run. */
@@ -58,9 +58,9 @@ export interface StepEnvironment {
   rolloutContext: RolloutContext;
   rewards: readonly NamedReward[];
   examples: readonly Example[];
-  /** The prompt's text as the model sees it, its ids and its images (prompt-format.ts, vision-run.ts); `where` names the row in errors. */
-  render: (example: Example, where: string) => Promise<RenderedPrompt>;
+  render: (example: Example, where: string) => Promise<RenderedPrompt>; // vision-run.ts; `where` names the row
   referenceModel: Transformer | null;
+  referenceRows: <S extends TokenSequence>(rows: S[]) => S[]; // as the reference reads them (its own connector)
   promptsPerStep: number;
   groupSize: number;
 }
@@ -89,6 +89,7 @@ export function createStepEnvironment(context: RunContext, referenceModel: Trans
     examples: task.trainExamples(config.grpo.examples, config.seed + 2),
     render: (example, where) => renderRunPrompt(context.promptFormat, context.vision, example, where),
     referenceModel,
+    referenceRows: (rows) => rows, // a vision-language run's trainer replaces it (vision-run.ts withConnector)
     promptsPerStep: config.grpo.promptsPerStep,
     groupSize: config.sampling.groupSize,
   };
@@ -151,7 +152,7 @@ const keepEveryGroup: GroupFilterFn = (input) => {
 function klPenalties(environment: StepEnvironment, batch: StepBatch): Float64Array {
   // Every trained row of a sample (an episode the template split has several) adds to its penalty.
   const rows = batch.samples.flatMap((_, i) => sampleRows(batch, i).map((row) => ({ ...row, sample: i })));
-  const reference = frozenLogprobs(environment.referenceModel!, rows, environment.settings);
+  const reference = frozenLogprobs(environment.referenceModel!, environment.referenceRows(rows), environment.settings);
   const T = Math.max(1, ...rows.map((row) => row.completionIds.length));
   const penalized = klPenalizedRewards(
     {
@@ -344,7 +345,7 @@ function trainingRows(
   }
   if (bound.needs.has('groupTokenWeights')) rows = withGroupTokenWeights(bound, rows);
   if (environment.referenceModel && bound.klPlacement === 'loss' && bound.klCoefficient > 0)
-    rows = withReferenceLogprobs(settings, environment.referenceModel, rows);
+    rows = withReferenceLogprobs(settings, environment.referenceModel, rows, environment.referenceRows(rows));
   return rows;
 }
 

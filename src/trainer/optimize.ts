@@ -109,8 +109,10 @@ export function withReferenceLogprobs(
   settings: StepSettings,
   referenceModel: Transformer,
   samples: readonly TrainingSample[],
+  /** The same rows as the reference reads them (a vision-language reference's own connector). */
+  read: readonly TokenSequence[] = samples,
 ): TrainingSample[] {
-  const reference = frozenLogprobs(referenceModel, samples, settings);
+  const reference = frozenLogprobs(referenceModel, read, settings);
   return samples.map((sample, i) => ({ ...sample, refLogprobs: reference[i] }));
 }
 

@@ -16,7 +16,8 @@ import type { ProgressReporter } from './progress.js';
 import type { RunFolder, TrainerState } from './run-folder.js';
 import type { RunContext } from './setup.js';
 import type { VisionRun } from './vision-run.js';
-import { loadVisionLanguageCheckpoint } from '../model/vision-language-checkpoint.js';
+import { loadVisionLanguageCheckpoint, saveVisionLanguageCheckpoint } from '../model/vision-language-checkpoint.js';
+import { VisionLanguageModel } from '../model/vision-language.js';
 
 /** Restores the last complete checkpoint into `model` and `optimizer`; null when there is none (the logs are then emptied). */
 export function resumeFrom(
@@ -84,6 +85,32 @@ export function referenceFor(context: RunContext, folder: RunFolder, state: Trai
     });
   }
   const reference = Transformer.fromTensors(context.model.config, tensors);
+  for (const parameter of reference.parameters.values()) parameter.requiresGrad = false;
+  return reference;
+}
+
+/**
+ * The KL reference of a vision-language run: the whole model (connector and language model; the
+ * tower is frozen anyway) at GRPO start, saved once as checkpoints/reference in the idefics3 layout.
+ */
+export function visionReferenceFor(context: RunContext, folder: RunFolder, state: TrainerState): VisionLanguageModel {
+  const directory = join(folder.checkpointsDirectory, 'reference');
+  const { model } = context.vision!;
+  let tensors;
+  if (state.phaseStep > 0) {
+    if (!existsSync(directory))
+      throw new Error(
+        `${directory}: missing, but the run is resuming at GRPO step ${state.phaseStep}; the KL reference cannot be rebuilt`,
+      );
+    tensors = loadVisionLanguageCheckpoint(directory).tensors;
+  } else {
+    tensors = new Map(
+      [...model.toStoredTensors()].map(([name, t]) => [name, { shape: t.shape, data: t.data.slice() }]),
+    );
+    const { tokenizerFiles: extraFiles, sourceDirectory: sourceDir } = context;
+    saveVisionLanguageCheckpoint(directory, { config: model.config, tensors, extraFiles, sourceDir });
+  }
+  const reference = VisionLanguageModel.fromTensors(model.config, tensors);
   for (const parameter of reference.parameters.values()) parameter.requiresGrad = false;
   return reference;
 }

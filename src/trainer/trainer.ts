@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { AdamW, learningRateAt, Random } from '../nn/index.js';
 import { combineSeeds } from '../tensor/index.js';
 import { evaluate, type EvaluationResult } from './evaluate.js';
-import { renderRunDemonstration } from './vision-run.js';
+import { renderRunDemonstration, withConnector } from './vision-run.js';
 import { writeVisionModelFiles } from './vision-setup.js';
 import { createStepEnvironment, prepareGrpoStep, recordStepState, rolloutSettingsOf } from './grpo-step.js';
 import { publishAdapter } from './openai-rollout.js';
@@ -21,7 +21,7 @@ import type { RolloutFn } from './rollout.js';
 import { RunFolder, type TrainerState } from './run-folder.js';
 import { agentMetrics } from './agent-metrics.js';
 import { completionMetrics, rewardLogMetrics, sampleRecords } from './step-metrics.js';
-import { adapterBaseFor, referenceFor, resumeFrom } from './restore.js';
+import { adapterBaseFor, referenceFor, resumeFrom, visionReferenceFor } from './restore.js';
 import { guardSkips, reportRewardFailures } from './run-guards.js';
 import { markFailed, markInterrupted, markRunning, RunInterrupted, stopIfAborted } from './run-status.js';
 import { bindRunAlgorithm, type RunContext } from './setup.js';
@@ -274,8 +274,11 @@ async function runGrpo(
   // GRPO start, saved once beside the checkpoints so a resumed run uses the same one. With LoRA it
   // is the base model, i.e. the policy with its adapters off: the same weights, no second copy.
   const reference = () => (model.adapters ? model.withoutAdapters() : referenceFor(context, folder, state));
-  const referenceModel = bound.klCoefficient > 0 ? reference() : null;
+  // A vision-language reference is the whole model (its connector too), its language model the reference.
+  const visionReference = bound.klCoefficient > 0 && context.vision ? visionReferenceFor(context, folder, state) : null;
+  const referenceModel = bound.klCoefficient > 0 ? (visionReference?.language ?? reference()) : null;
   const environment = createStepEnvironment({ ...context, rollout }, referenceModel);
+  if (visionReference) environment.referenceRows = (rows) => withConnector(rows, visionReference);
   const settings = environment.settings;
   const reportedFailures = new Set<string>();
   while (state.phaseStep < config.grpo.steps) {

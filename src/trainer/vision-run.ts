@@ -48,10 +48,6 @@ export function refuseWithImages(
     problems.push("- rollout.engine: the 'openai' engine is text-only here; use 'local' with a vision-language model");
   if (config.lora)
     problems.push('- lora: LoRA is not wired to the vision-language model yet; set lora to null (full fine-tuning)');
-  if (config.algorithm.klCoefficient > 0)
-    problems.push(
-      '- algorithm.klCoefficient: the KL reference of a vision-language model (a frozen connector and language model) is not built yet; set it to 0',
-    );
   if (bound.tracker)
     problems.push(
       `- algorithm.advantage: ${config.algorithm.advantage} keeps a value tracker, which does not keep images yet; choose another estimator`,
@@ -149,4 +145,15 @@ export async function renderRunDemonstration(
   const prepared = vision ? await prepareImages(vision, example, where) : null;
   if (!prepared) return renderDemonstration(format, example, completion, endTokenId);
   return { ...renderDemonstration(format, example, completion, endTokenId, prepared.expand), images: prepared.images };
+}
+
+/** The rows with their images read through `model`'s connector (the KL reference's), each distinct SequenceImages rebound once. */
+export function withConnector<S extends TokenSequence>(rows: readonly S[], model: VisionLanguageModel): S[] {
+  const rebound = new Map<SequenceImages, SequenceImages>();
+  return rows.map((row) => {
+    if (!row.images) return row;
+    if (!rebound.has(row.images))
+      rebound.set(row.images, { ...row.images, connect: (outputs) => model.connect(outputs) });
+    return { ...row, images: rebound.get(row.images) };
+  });
 }

@@ -27,8 +27,14 @@ import {
 } from '../tensor/index.js';
 import { createStepEnvironment, prepareGrpoStep, rolloutSettingsOf } from './grpo-step.js';
 import { accumulatePolicyGradients } from './optimize.js';
-import type { TrainerState } from './run-folder.js';
 import { createRunContext, resolveConfig } from './setup.js';
+import { visionReferenceFor } from './restore.js';
+import { RunFolder } from './run-folder.js';
+import { withConnector } from './vision-run.js';
+import { isIdefics3Checkpoint } from '../model/idefics3-config.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const vision = { imageSize: 32, patchSize: 8, scaleFactor: 2, hiddenSize: 8, numLayers: 1, numHeads: 2 };
 const base = {
@@ -46,7 +52,14 @@ const firstCharacter: NamedReward = {
   weight: 1,
   reward: ({ completion }) => (completion.length > 0 ? completion.charCodeAt(0) % 7 : 0),
 };
-const state: TrainerState = { step: 0, phase: 'grpo', phaseStep: 0, consecutiveSkips: 0, evalBefore: null, extra: {} };
+const state: import('./run-folder.js').TrainerState = {
+  step: 0,
+  phase: 'grpo',
+  phaseStep: 0,
+  consecutiveSkips: 0,
+  evalBefore: null,
+  extra: {},
+};
 
 describe('a vision-language GRPO step', () => {
   it('equals features + the language model + the loss composed by hand (loss and gradients)', async () => {
@@ -114,10 +127,49 @@ describe('a vision-language GRPO step', () => {
     expect(stepGradients.get('model.vision_model.embeddings.patch_embedding.weight')).toBeNull();
   });
 
+  it('reads the images through the connector of the KL reference (the whole model at GRPO start)', async () => {
+    const config = resolveConfig({ ...base, algorithm: { ...base.algorithm, klCoefficient: 0.05 } });
+    const context = createRunContext(config, { rewards: [firstCharacter] });
+    const directory = mkdtempSync(join(tmpdir(), 'grpo-vision-reference-'));
+    const reference = visionReferenceFor(context, new RunFolder(directory), state);
+    expect(isIdefics3Checkpoint(join(directory, 'checkpoints', 'reference'))).toBe(true);
+    // The policy's connector moves away from the reference's: reference logprobs must not follow it.
+    const connector = context.vision!.model.parameters.get('model.connector.modality_projection.proj.weight')!;
+    connector.data.forEach((value, k) => (connector.data[k] = value + 0.5 * Math.sin(k)));
+    const environment = createStepEnvironment(context, reference.language);
+    environment.referenceRows = (rows) => withConnector(rows, reference);
+    const prepared = await prepareGrpoStep(environment, state, new Random(5), rolloutSettingsOf(context, 5), 0);
+    const imageToken = reference.config.imageTokenId;
+    let policyGap = 0;
+    prepared.samples.forEach((sample, i) => {
+      const [image] = prepared.batch.prompts[Math.floor(i / 4)].example.images as TaskImage[];
+      const { pixelValues, imageCount } = preprocessImage(image, context.vision!.processor);
+      const ids = Int32Array.from([...sample.promptIds, ...sample.completionIds]);
+      const positions = promptImagePositions(ids, 1, imageToken, [sample.promptIds.length]);
+      const logprobsOf = (model: typeof reference) => {
+        const imageFeatures = {
+          tokenId: imageToken,
+          features: model.imageFeatures(pixelValues, imageCount),
+          positions,
+        };
+        const logits = reshape(model.language.forward(ids, 1, { imageFeatures }), [ids.length, -1]);
+        const rows = Int32Array.from(sample.completionIds, (_, t) => sample.promptIds.length - 1 + t);
+        return gather(logSoftmax(indexSelect(logits, rows)), 1, Int32Array.from(sample.completionIds), [rows.length, 1])
+          .data;
+      };
+      const byHand = logprobsOf(reference);
+      byHand.forEach((value, t) => expect(sample.refLogprobs![t], `sample ${i} token ${t}`).toBeCloseTo(value, 5));
+      logprobsOf(context.vision!.model).forEach(
+        (value, t) => (policyGap = Math.max(policyGap, Math.abs(value - byHand[t]))),
+      );
+    });
+    expect(policyGap).toBeGreaterThan(1e-3);
+    rmSync(directory, { recursive: true, force: true });
+  });
+
   it('refuses what does not combine with images yet, naming each field, before any model is built', () => {
     const refused = (extra: Record<string, unknown>) => () => createRunContext(resolveConfig({ ...base, ...extra }));
     expect(refused({ lora: { rank: 2 } })).toThrow(/- lora: LoRA is not wired to the vision-language model/);
-    expect(refused({ algorithm: { ...base.algorithm, klCoefficient: 0.04 } })).toThrow(/- algorithm.klCoefficient:/);
     expect(refused({ sft: { steps: 1, packLength: 64 } })).toThrow(/- sft.packLength: packing is not supported/);
   });
 

@@ -109,7 +109,7 @@ describe('vision-language training end to end', () => {
       'sampling.groupSize=4',
       'sampling.maxNewTokens=2',
       'evaluation.examples=2',
-      'algorithm.klCoefficient=0',
+      'algorithm.klCoefficient=0.04', // the KL reference of a vision-language model: the whole model at GRPO start
       `logging.runsDirectory=${JSON.stringify(scratch)}`,
       'taskOptions={"imageSize":16}',
     ];
