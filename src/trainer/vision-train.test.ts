@@ -4,7 +4,8 @@
  * tell (the prompt is the same for both), so a reward above one half needs the image. GRPO from
  * the random model must raise the mean reward and the held-out accuracy. The run's checkpoint is an
  * idefics3 folder that `grpo train` (model.checkpoint) detects and trains again, and the logged
- * samples name their images as PNG files in the run folder.
+ * samples name their images as PNG files in the run folder; a resumed run (weights, optimiser, KL
+ * reference) ends with the weights of an uninterrupted one.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +14,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runTrainCommand } from '../cli/train-command.js';
 import type { Example, Task } from '../data/index.js';
 import { isIdefics3Checkpoint } from '../model/idefics3-config.js';
+import { loadVisionLanguageCheckpoint } from '../model/vision-language-checkpoint.js';
 import type { RewardFn } from '../rewards/types.js';
 import { createRunContext, resolveConfig } from './setup.js';
 import { train } from './trainer.js';
@@ -115,5 +117,21 @@ describe('vision-language training end to end', () => {
     ];
     expect(await runTrainCommand({ set, runName: 'again', quiet: true })).toBe(0);
     expect(isIdefics3Checkpoint(join(scratch, 'again', 'checkpoints', 'step-2'))).toBe(true);
+  });
+
+  it('resumes a vision-language run (weights, optimiser, KL reference) to the same weights as an uninterrupted one', async () => {
+    const withKl = { ...config, algorithm: { ...config.algorithm, klCoefficient: 0.04 }, checkpoint: { every: 5 } };
+    const run = (steps: number, directory: string, resume = false) => {
+      const settings = { ...withKl, grpo: { ...withKl.grpo, steps } };
+      const context = createRunContext(resolveConfig(settings, ['colour'], colourTask), { task: colourTask });
+      return train(context, { runDirectory: join(scratch, directory), quiet: true, resume });
+    };
+    await run(8, 'straight');
+    await run(5, 'resumed');
+    await run(8, 'resumed', true);
+    const weights = (directory: string) =>
+      loadVisionLanguageCheckpoint(join(scratch, directory, 'checkpoints', 'step-8')).tensors;
+    const straight = weights('straight');
+    for (const [name, tensor] of weights('resumed')) expect(tensor.data, name).toEqual(straight.get(name)!.data);
   });
 });
