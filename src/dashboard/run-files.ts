@@ -263,10 +263,15 @@ export class RunFolderReader {
       .sort((a, b) => a.step - b.step);
   }
 
-  /** The bytes of one image grid; any other file name is not found (only image grids are served). */
+  /**
+   * The bytes of one image: an image-generator run's grid (samples-step-N.png, in the run folder), or
+   * a vision-language run's sample image (images/<name>.png, named in samples.jsonl). Any other name
+   * is refused: only these two kinds of file are served.
+   */
   async readImage(id: string, name: string): Promise<Buffer> {
-    if (!imageGridName.test(name)) throw new NotFoundError(`${name} is not an image grid (samples-step-N.png)`);
-    return readRegularBytes(await resolveInside(this.root, [id, name]), `${id}/${name}`);
+    if (imageGridName.test(name)) return readRegularBytes(await resolveInside(this.root, [id, name]), `${id}/${name}`);
+    if (!/^[\w-]+\.png$/.test(name)) throw new RefusedPathError(`refused image name ${JSON.stringify(name)}`);
+    return readRegularBytes(await resolveInside(this.root, [id, 'images', name]), `${id}/images/${name}`);
   }
 
   private async readJsonLines(id: string, fileName: string): Promise<ParsedJsonLines> {

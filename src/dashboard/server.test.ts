@@ -195,7 +195,7 @@ describe('dashboard API', () => {
     expect(image.type).toBe('image/png');
     expect(PNG.sync.read(image.body).width).toBe(5);
     expect((await rawBytes('/api/runs/flow-run/images/notes.png')).status).toBe(404);
-    expect((await rawBytes('/api/runs/flow-run/images/metrics.jsonl')).status).toBe(404);
+    expect((await rawBytes('/api/runs/flow-run/images/metrics.jsonl')).status).toBe(403); // not a .png name: refused, as for sample images
     expect((await rawBytes('/api/runs/flow-run/images/samples-step-3.png')).status).toBe(403);
     expect((await rawBytes('/api/runs/flow-run/images/..%2Fsecret.json')).status).toBe(403);
     expect((await getJson(`/api/runs/${finishedId}/images`)).json.images).toEqual([]);
@@ -293,5 +293,35 @@ describe('dashboard is read-only and stays inside the runs folder', () => {
     } finally {
       await handle.close();
     }
+  });
+});
+
+describe('sample images (vision-language runs)', () => {
+  it('serves images/NAME.png of a run as image/png and refuses other names and paths', async () => {
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3]);
+    await mkdir(join(runsDirectory, finishedId, 'images'), { recursive: true });
+    await writeFile(join(runsDirectory, finishedId, 'images', 'step-1-0-0.png'), png);
+    await writeFile(join(runsDirectory, finishedId, 'images', 'notes.txt'), secret);
+    const image = await new Promise<{ status: number; type?: string; bytes: Buffer }>((resolve, reject) => {
+      const path = `/api/runs/${finishedId}/images/step-1-0-0.png`;
+      request({ host: '127.0.0.1', port, path }, (incoming) => {
+        const chunks: Buffer[] = [];
+        incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+        incoming.on('end', () =>
+          resolve({
+            status: incoming.statusCode ?? 0,
+            type: incoming.headers['content-type'],
+            bytes: Buffer.concat(chunks),
+          }),
+        );
+      })
+        .on('error', reject)
+        .end();
+    });
+    expect(image).toEqual({ status: 200, type: 'image/png', bytes: png });
+    expect((await rawRequest(`/api/runs/${finishedId}/images/notes.txt`)).status).toBe(403); // not a .png name
+    expect((await rawRequest(`/api/runs/${finishedId}/images/..%2fconfig.json`)).status).toBe(403);
+    expect((await rawRequest(`/api/runs/${finishedId}/images/missing.png`)).status).toBe(404);
+    expect((await rawRequest(`/api/runs/escape-link/images/step-1-0-0.png`)).status).toBe(404); // no such file there
   });
 });

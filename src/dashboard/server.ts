@@ -13,7 +13,8 @@
  *   GET /api/runs/:id/samples?phase=P&step=N   the prompt groups logged at that step
  *   GET /api/runs/:id/config | /summary    config.json, summary.json
  *   GET /api/runs/:id/images               the run's image grids (samples-step-N.png of flow runs), by step
- *   GET /api/runs/:id/images/:name         one image grid (image/png); no other file name is served
+ *   GET /api/runs/:id/images/:name         one image grid, or a vision-language run's sample image
+ *                                          (images/NAME.png); no other file is served
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { readFile, realpath, stat } from 'node:fs/promises';

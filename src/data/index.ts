@@ -11,6 +11,7 @@ import { gsm8kTask } from './tasks/gsm8k.js';
 import { humanevalTask } from './tasks/humaneval.js';
 import { math500Task } from './tasks/math500.js';
 import { mbppTask } from './tasks/mbpp.js';
+import { shapeCountingTask, type ShapeCountingOptions } from './tasks/shape-counting.js';
 import type { Task } from './task.js';
 
 export { parseTaskOptions, type Example, type Task } from './task.js';
@@ -48,6 +49,13 @@ export { humanevalOptionsSchema, humanevalTask } from './tasks/humaneval.js';
 export { math500OptionsSchema, math500Task } from './tasks/math500.js';
 export { mbppOptionsSchema, mbppTask } from './tasks/mbpp.js';
 export { solveArithmetic } from './tasks/arithmetic-solver.js';
+export {
+  drawShapes,
+  shapeCountingOptionsSchema,
+  shapeCountingTask,
+  type ShapeCountingOptions,
+  type TaskImage,
+} from './tasks/shape-counting.js';
 
 type TaskFactory = (options: Record<string, unknown>) => Task;
 type TaskLoader = (options: Record<string, unknown>) => Promise<Task>;
@@ -61,6 +69,14 @@ const tasks = new Map<string, TaskEntry>([
     {
       create: (options) => additionTask(options as AdditionOptions),
       description: 'two-digit addition, SFT from a carry-forgetting teacher, GRPO with a verifier',
+    },
+  ],
+  [
+    'shape-counting',
+    {
+      create: (options) => shapeCountingTask(options as ShapeCountingOptions),
+      description:
+        'count coloured shapes in generated images (needs a vision-language model), SFT from a shape-blind teacher, GRPO',
     },
   ],
   [

@@ -10,6 +10,7 @@ import { agentSchema } from './agent-config.js';
 import { loraSchema } from './lora-config.js';
 import { rolloutEngineProblems, rolloutEngineSchema } from './rollout-engine-config.js';
 import { trlHint } from './trl-names.js';
+import { visionModelFields, visionProblems } from './vision-config.js';
 
 const positiveInteger = z.number().int().positive();
 const nonNegativeInteger = z.number().int().nonnegative();
@@ -46,6 +47,7 @@ const modelSchema = z
       .optional()
       .describe('SwiGLU width of a from-scratch model; default 8/3 of hidden, rounded to 8.'),
     initSeed: z.number().int().default(0).describe('Seed of the from-scratch initialisation.'),
+    ...visionModelFields,
   })
   .strict();
 
@@ -390,7 +392,7 @@ export function validateConfig(input: unknown, known: KnownNames): TrainerConfig
       `- sampling.groupSize: ${config.algorithm.advantage} compares completions within a group, so it needs at least 2 (got ${config.sampling.groupSize})`,
     );
   }
-  problems.push(...rolloutEngineProblems(config));
+  problems.push(...rolloutEngineProblems(config), ...visionProblems(config.model.vision, config.model.checkpoint));
   if (problems.length > 0) throw new Error(`invalid config:\n${problems.join('\n')}`);
   return config;
 }

@@ -9,8 +9,9 @@ import type { Transformer } from '../model/transformer.js';
 import { scoreRewards, weightedSum, weightsAt } from '../rewards/index.js';
 import type { NamedReward, RewardEpisode } from '../rewards/types.js';
 import { generate } from '../sampling/index.js';
-import { renderPrompt, type PromptFormat } from './prompt-format.js';
-import type { RolloutContext, RolloutFn } from './rollout.js';
+import type { PromptFormat } from './prompt-format.js';
+import { promptImageFeatures, type RolloutContext, type RolloutFn } from './rollout.js';
+import { renderRunPrompt, type RenderedPrompt, type VisionRun } from './vision-run.js';
 
 export interface EvaluationSettings {
   maxNewTokens: number;
@@ -18,6 +19,8 @@ export interface EvaluationSettings {
   passAtK: number;
   temperature: number;
   seed: number;
+  /** A vision-language run's model and processor: rows' images fill their prompts' image tokens. */
+  vision?: VisionRun | null;
   /** Agent runs: answers come from whole episodes of this rollout (greedy for accuracy), not single completions. */
   episodes?: { rollout: RolloutFn; context: RolloutContext };
   /** Called once per greedy completion, in order (e.g. `grpo eval` saves them). */
@@ -45,8 +48,24 @@ export async function evaluate(
   rewards: readonly NamedReward[],
   settings: EvaluationSettings,
 ): Promise<EvaluationResult> {
-  const prompts = examples.map((example) => renderPrompt(format, example).ids);
-  const greedy = await answers(model, format, examples, prompts, settings, 1, 0, settings.seed);
+  // With images, a chunk at a time: each chunk's tower outputs are dropped before the next is rendered.
+  const chunk = settings.vision ? 16 : Math.max(1, examples.length);
+  const promptTexts: string[] = [];
+  const greedy: Answer[] = [];
+  const sampled: Answer[] = [];
+  for (let start = 0; start < examples.length; start += chunk) {
+    const part = examples.slice(start, start + chunk);
+    const rendered: RenderedPrompt[] = [];
+    for (const [k, example] of part.entries())
+      rendered.push(await renderRunPrompt(format, settings.vision ?? null, example, `held-out row ${start + k}`));
+    promptTexts.push(...rendered.map((prompt) => prompt.text));
+    const shift = (list: Answer[]) => list.map((answer) => ({ ...answer, promptIndex: answer.promptIndex + start }));
+    greedy.push(...shift(await answers(model, format, part, rendered, settings, 1, 0, settings.seed)));
+    if (settings.passAtK > 0) {
+      const { passAtK, temperature, seed } = settings;
+      sampled.push(...shift(await answers(model, format, part, rendered, settings, passAtK, temperature, seed + 1)));
+    }
+  }
   const texts = greedy.map((answer) => answer.text);
   // One check at a time: a code task's check starts a sandbox process, and evaluation sets are hundreds long.
   let correct = 0;
@@ -73,7 +92,7 @@ export async function evaluate(
   if (settings.onCompletion) {
     texts.forEach((completion, i) =>
       settings.onCompletion!({
-        prompt: renderPrompt(format, examples[i]).text,
+        prompt: promptTexts[i],
         completion,
         correct: verdicts[i],
         reward: Number.isFinite(combined.rewards[i]) ? combined.rewards[i] : null,
@@ -87,16 +106,6 @@ export async function evaluate(
     'eval/meanReward': finite.reduce((a, b) => a + b, 0) / Math.max(1, finite.length),
   };
   if (settings.passAtK > 0) {
-    const sampled = await answers(
-      model,
-      format,
-      examples,
-      prompts,
-      settings,
-      settings.passAtK,
-      settings.temperature,
-      settings.seed + 1,
-    );
     const solved = new Set<number>();
     for (const answer of sampled)
       if (await task.isCorrect(examples[answer.promptIndex], answer.text)) solved.add(answer.promptIndex);
@@ -119,7 +128,7 @@ async function answers(
   model: Transformer,
   format: PromptFormat,
   examples: readonly Example[],
-  prompts: number[][],
+  rendered: readonly RenderedPrompt[],
   settings: EvaluationSettings,
   count: number,
   temperature: number,
@@ -128,7 +137,7 @@ async function answers(
   if (settings.episodes) {
     const samples = await settings.episodes.rollout(
       settings.episodes.context,
-      examples.map((example, i) => ({ example, promptIds: prompts[i], exampleIndex: i })),
+      examples.map((example, i) => ({ example, promptIds: rendered[i].ids, exampleIndex: i })),
       {
         groupSize: count,
         maxNewTokens: settings.maxNewTokens,
@@ -149,7 +158,8 @@ async function answers(
     }));
   }
   const completions = generate(model, {
-    prompts,
+    prompts: rendered.map((prompt) => prompt.ids),
+    promptImageFeatures: promptImageFeatures(rendered),
     numSamples: count,
     maxNewTokens: settings.maxNewTokens,
     temperature,

@@ -22,7 +22,7 @@ import type { Example } from '../data/task.js';
 import type { Transformer } from '../model/transformer.js';
 import type { Random } from '../nn/index.js';
 import { defaultKnapsackCounts, type BoundAlgorithm } from './algorithm.js';
-import { renderPrompt } from './prompt-format.js';
+import { renderRunPrompt, type RenderedPrompt } from './vision-run.js';
 import {
   frozenLogprobs,
   stepSettingsOf,
@@ -44,9 +44,10 @@ import {
 import type { RolloutContext, RolloutFn, RolloutPrompt, RolloutSettings } from './rollout.js';
 import type { TrainerState } from './run-folder.js';
 import { concatenateGroups, generateRound, groupStarts, sampleRows, type StepBatch } from './step-batch.js';
+import { groupIndexOf } from './step-batch.js';
 import { computeSignal, turnTokenAdvantages, type StepSignal } from './step-signal.js';
 import type { NamedReward } from '../rewards/types.js';
-import { padRows } from './sequences.js';
+import { padRows, type TokenSequence } from './sequences.js';
 import { informationGains } from './information-gain.js';
 
 /** What a step needs from the run. */
@@ -57,9 +58,9 @@ export interface StepEnvironment {
   rolloutContext: RolloutContext;
   rewards: readonly NamedReward[];
   examples: readonly Example[];
-  /** The prompt's text as the model sees it and its ids (prompt-format.ts). */
-  render: (example: Example) => { text: string; ids: number[] };
+  render: (example: Example, where: string) => Promise<RenderedPrompt>; // vision-run.ts; `where` names the row
   referenceModel: Transformer | null;
+  referenceRows: <S extends TokenSequence>(rows: S[]) => S[]; // as the reference reads them (its own connector)
   promptsPerStep: number;
   groupSize: number;
 }
@@ -86,8 +87,9 @@ export function createStepEnvironment(context: RunContext, referenceModel: Trans
     rolloutContext: { model, tokenizer, chatTemplate: context.promptFormat.chatTemplate },
     rewards: context.rewards,
     examples: task.trainExamples(config.grpo.examples, config.seed + 2),
-    render: (example) => renderPrompt(context.promptFormat, example),
+    render: (example, where) => renderRunPrompt(context.promptFormat, context.vision, example, where),
     referenceModel,
+    referenceRows: (rows) => rows, // a vision-language run's trainer replaces it (vision-run.ts withConnector)
     promptsPerStep: config.grpo.promptsPerStep,
     groupSize: config.sampling.groupSize,
   };
@@ -98,32 +100,29 @@ export function rolloutSettingsOf(context: RunContext, seed: number): RolloutSet
   return { ...context.config.sampling, stopTokenIds: context.stopTokenIds, seed };
 }
 
-function draw(
-  examples: readonly Example[],
-  count: number,
-  random: Random,
-  render: StepEnvironment['render'],
-): RolloutPrompt[] {
-  return Array.from({ length: count }, () => {
-    const exampleIndex = random.integer(examples.length);
-    const { text, ids } = render(examples[exampleIndex]);
-    return { example: examples[exampleIndex], promptIds: ids, text, exampleIndex };
+type Render = StepEnvironment['render'];
+async function draw(examples: readonly Example[], count: number, random: Random, render: Render) {
+  const indices = Array.from({ length: count }, () => random.integer(examples.length));
+  const prompts = indices.map(async (exampleIndex): Promise<RolloutPrompt> => {
+    const { ids, ...rendered } = await render(examples[exampleIndex], `training row ${exampleIndex}`);
+    return { ...rendered, example: examples[exampleIndex], promptIds: ids, exampleIndex };
   });
+  return Promise.all(prompts);
 }
 
 /** The first round's prompts and rollouts per prompt: a uniform draw, or the bound selector's choice. */
-export function choosePrompts(
+export async function choosePrompts(
   environment: StepEnvironment,
   state: TrainerState,
   random: Random,
   seed: number,
-): { prompts: RolloutPrompt[]; counts: number[] } {
+): Promise<{ prompts: RolloutPrompt[]; counts: number[] }> {
   const { bound, examples, render, promptsPerStep: P, groupSize: G } = environment;
   const selector = bound.promptSelector;
-  if (!selector) return { prompts: draw(examples, P, random, render), counts: new Array<number>(P).fill(G) };
+  if (!selector) return { prompts: await draw(examples, P, random, render), counts: new Array<number>(P).fill(G) };
   const posteriors = (state.extra.promptPosteriors ?? {}) as PosteriorState;
   const candidateCount = selector.name === 'vade' ? (selector.options.candidates ?? 4 * P) : P;
-  const candidates = draw(examples, candidateCount, random, render);
+  const candidates = await draw(examples, candidateCount, random, render);
   const beliefs = candidates.map((prompt) => posteriorOf(posteriors, prompt.exampleIndex!));
   const input = { alpha: beliefs.map((b) => b.alpha), beta: beliefs.map((b) => b.beta) };
   const selection =
@@ -153,7 +152,7 @@ const keepEveryGroup: GroupFilterFn = (input) => {
 function klPenalties(environment: StepEnvironment, batch: StepBatch): Float64Array {
   // Every trained row of a sample (an episode the template split has several) adds to its penalty.
   const rows = batch.samples.flatMap((_, i) => sampleRows(batch, i).map((row) => ({ ...row, sample: i })));
-  const reference = frozenLogprobs(environment.referenceModel!, rows, environment.settings);
+  const reference = frozenLogprobs(environment.referenceModel!, environment.referenceRows(rows), environment.settings);
   const T = Math.max(1, ...rows.map((row) => row.completionIds.length));
   const penalized = klPenalizedRewards(
     {
@@ -215,7 +214,7 @@ export async function prepareGrpoStep(
   step: number,
 ): Promise<PreparedStep> {
   const { bound, rollout, rolloutContext, rewards } = environment;
-  const first = choosePrompts(environment, state, random, rolloutSettings.seed);
+  const first = await choosePrompts(environment, state, random, rolloutSettings.seed);
   let rolloutSeconds = 0;
   let rewardSeconds = 0;
   let firstRound: StepBatch | undefined;
@@ -225,7 +224,7 @@ export async function prepareGrpoStep(
         round === 0
           ? first
           : {
-              prompts: draw(environment.examples, environment.promptsPerStep, random, environment.render),
+              prompts: await draw(environment.examples, environment.promptsPerStep, random, environment.render),
               counts: new Array<number>(environment.promptsPerStep).fill(environment.groupSize),
             };
       const generated = await generateRound(
@@ -308,6 +307,7 @@ function trainingRows(
   metrics: Record<string, number>,
 ): TrainingSample[] {
   const { bound, settings } = environment;
+  const groupOf = groupIndexOf(batch.groupSizes); // a sample's images are its group prompt's
   let rows: TrainingSample[] = batch.samples.flatMap((sample, i) =>
     signal.keep[i]
       ? sampleRows(batch, i).map((row, r) => ({
@@ -315,6 +315,7 @@ function trainingRows(
           completionIds: row.completionIds,
           lossMask: row.lossMask,
           oldLogprobs: row.oldLogprobs,
+          images: batch.prompts[groupOf[i]].images,
           advantage: signal.advantages[i],
           tokenAdvantages: signal.turnAdvantages
             ? turnTokenAdvantages(row, signal.turnAdvantages[i])
@@ -344,7 +345,7 @@ function trainingRows(
   }
   if (bound.needs.has('groupTokenWeights')) rows = withGroupTokenWeights(bound, rows);
   if (environment.referenceModel && bound.klPlacement === 'loss' && bound.klCoefficient > 0)
-    rows = withReferenceLogprobs(settings, environment.referenceModel, rows);
+    rows = withReferenceLogprobs(settings, environment.referenceModel, rows, environment.referenceRows(rows));
   return rows;
 }
 

@@ -109,8 +109,10 @@ export function withReferenceLogprobs(
   settings: StepSettings,
   referenceModel: Transformer,
   samples: readonly TrainingSample[],
+  /** The same rows as the reference reads them (a vision-language reference's own connector). */
+  read: readonly TokenSequence[] = samples,
 ): TrainingSample[] {
-  const reference = frozenLogprobs(referenceModel, samples, settings);
+  const reference = frozenLogprobs(referenceModel, read, settings);
   return samples.map((sample, i) => ({ ...sample, refLogprobs: reference[i] }));
 }
 
@@ -150,24 +152,26 @@ export function lossOptionsFor(bound: BoundAlgorithm, settings: Pick<StepSetting
 
 /**
  * Parameters as AdamW wants them: matrices decay, norms and biases do not. With LoRA only the
- * adapters' A and B (matrices, PEFT names), so the frozen base weights get no optimiser state.
+ * adapters' A and B (matrices, PEFT names), so the frozen base weights get no optimiser state. With
+ * a vision-language model (`vision`: its weights by HF name) every weight that trains: the language
+ * model and the connector (and the tower when unfrozen).
  */
-export function optimizedParameters(model: Transformer) {
-  const trained = model.adapters ? model.adapters.namedParameters() : [...model.parameters];
+export function optimizedParameters(model: Transformer, vision?: ReadonlyMap<string, Tensor>) {
+  const trained = vision
+    ? [...vision].filter(([, tensor]) => tensor.requiresGrad)
+    : model.adapters
+      ? model.adapters.namedParameters()
+      : [...model.parameters];
   return trained.map(([name, tensor]) => ({
     name,
     tensor,
-    decay: tensor.rank >= 2 && !name.endsWith('norm.weight'),
+    decay: tensor.rank >= 2 && !/norm\d?\.weight$/.test(name), // SigLIP's layer_norm1/2 too
   }));
 }
 
-function applyUpdate(
-  model: Transformer,
-  optimizer: AdamW,
-  maxGradNorm: number,
-  lossValue: number,
-): { gradNorm: number; applied: boolean } {
-  const parameters = optimizedParameters(model).map(({ tensor }) => tensor);
+/** Clips the gradient of every parameter the optimiser updates, then steps unless something was not finite. */
+function applyUpdate(optimizer: AdamW, maxGradNorm: number, lossValue: number): { gradNorm: number; applied: boolean } {
+  const parameters = optimizer.parameters.map(({ tensor }) => tensor);
   const gradNorm = maxGradNorm > 0 ? clipGradNorm(parameters, maxGradNorm) : clipGradNorm(parameters, Infinity);
   const applied = Number.isFinite(gradNorm) && Number.isFinite(lossValue);
   if (applied) optimizer.step();
@@ -287,7 +291,7 @@ export function policyStep(
 ): StepOutcome {
   optimizer.zeroGrad();
   const { lossTotal, metrics } = accumulatePolicyGradients(bound, settings, model, samples, dropoutSeed);
-  const { gradNorm, applied } = applyUpdate(model, optimizer, settings.maxGradNorm, lossTotal);
+  const { gradNorm, applied } = applyUpdate(optimizer, settings.maxGradNorm, lossTotal);
   return { metrics: { ...metrics, 'loss/total': lossTotal, gradNorm }, applied };
 }
 
@@ -352,6 +356,6 @@ export function sftStep(
   const lossTensor: Tensor = mul(sum(mul(logprobs, tensor(mask, logprobs.shape))), -1 / Math.max(1, count));
   lossTensor.backward();
   const lossValue = lossTensor.item();
-  const { gradNorm, applied } = applyUpdate(model, optimizer, config.optimizer.maxGradNorm, lossValue);
+  const { gradNorm, applied } = applyUpdate(optimizer, config.optimizer.maxGradNorm, lossValue);
   return { metrics: { 'loss/sft': lossValue, gradNorm }, applied };
 }

@@ -34,21 +34,33 @@ export function promptFormatFor(setting: string, tokenizer: TextTokenizer): Prom
   return { tokenizer, chatTemplate: setting };
 }
 
-/** The prompt's text as the model sees it (rendered template or plain text) and its token ids. */
-export function renderPrompt(format: PromptFormat, example: Example): { text: string; ids: number[] } {
+/** The row's prompt text before image placeholders are expanded (rendered template or plain text). */
+function promptText(format: PromptFormat, example: Example): string {
   if (format.chatTemplate === null) {
     if (typeof example.prompt !== 'string') {
       throw new Error(
         `a prompt is a list of chat messages (${JSON.stringify(example.prompt).slice(0, 80)}…) but the model has no chat template; set model.chatTemplate to a template (text or a .jinja file) or give text prompts`,
       );
     }
-    const text = exampleText(example);
-    return { text, ids: format.tokenizer.encode(text, { addSpecialTokens: true }) };
+    return exampleText(example);
   }
-  const text = renderChatTemplate(format.chatTemplate, exampleMessages(example), format.tokenizer, {
+  return renderChatTemplate(format.chatTemplate, exampleMessages(example), format.tokenizer, {
     addGenerationPrompt: true,
   });
-  return { text, ids: format.tokenizer.encode(text, { addSpecialTokens: false }) };
+}
+
+/**
+ * The prompt's text as the model sees it (rendered template or plain text) and its token ids.
+ * `expandImages` (vision-language runs) replaces each `<image>` placeholder by the processor's
+ * expansion before tokenizing.
+ */
+export function renderPrompt(
+  format: PromptFormat,
+  example: Example,
+  expandImages: (text: string) => string = (text) => text,
+): { text: string; ids: number[] } {
+  const text = expandImages(promptText(format, example));
+  return { text, ids: format.tokenizer.encode(text, { addSpecialTokens: format.chatTemplate === null }) };
 }
 
 /**
@@ -61,8 +73,9 @@ export function renderDemonstration(
   example: Example,
   completion: string,
   endTokenId: number,
+  expandImages?: (text: string) => string,
 ): { promptIds: number[]; completionIds: number[] } {
-  const prompt = renderPrompt(format, example);
+  const prompt = renderPrompt(format, example, expandImages);
   if (format.chatTemplate === null) {
     return {
       promptIds: prompt.ids,
@@ -71,13 +84,14 @@ export function renderDemonstration(
   }
   const conversation = [...exampleMessages(example), { role: 'assistant', content: completion }];
   const whole = renderChatTemplate(format.chatTemplate, conversation, format.tokenizer, { addGenerationPrompt: false });
-  if (!whole.startsWith(prompt.text)) {
+  const unexpanded = promptText(format, example);
+  if (!whole.startsWith(unexpanded)) {
     throw new Error(
       'the chat template renders the prompt differently inside the whole conversation, so the assistant part cannot be separated for SFT; use model.chatTemplate to give a template whose generation prompt is a prefix of the conversation',
     );
   }
   return {
     promptIds: prompt.ids,
-    completionIds: format.tokenizer.encode(whole.slice(prompt.text.length), { addSpecialTokens: false }),
+    completionIds: format.tokenizer.encode(whole.slice(unexpanded.length), { addSpecialTokens: false }),
   };
 }

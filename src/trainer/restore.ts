@@ -15,6 +15,9 @@ import type { AdamW } from '../nn/index.js';
 import type { ProgressReporter } from './progress.js';
 import type { RunFolder, TrainerState } from './run-folder.js';
 import type { RunContext } from './setup.js';
+import type { VisionRun } from './vision-run.js';
+import { loadVisionLanguageCheckpoint, saveVisionLanguageCheckpoint } from '../model/vision-language-checkpoint.js';
+import { VisionLanguageModel } from '../model/vision-language.js';
 
 /** Restores the last complete checkpoint into `model` and `optimizer`; null when there is none (the logs are then emptied). */
 export function resumeFrom(
@@ -22,6 +25,7 @@ export function resumeFrom(
   model: Transformer,
   optimizer: AdamW,
   progress: ProgressReporter,
+  vision: VisionRun | null = null,
 ): TrainerState | null {
   const steps = folder.checkpointSteps();
   if (steps.length === 0) {
@@ -36,7 +40,11 @@ export function resumeFrom(
     throw new Error(
       `${directory}: the checkpoint holds ${holdsAdapter ? 'a LoRA adapter' : 'full weights'} but the config has ${model.adapters ? 'lora set' : 'lora null'}; resume with the run's own lora setting`,
     );
-  if (model.adapters) {
+  if (vision) {
+    // A vision-language checkpoint holds every weight in the Idefics3 layout, by HF name.
+    const { tensors } = loadVisionLanguageCheckpoint(directory);
+    for (const [name, parameter] of vision.model.parameters) parameter.data.set(tensors.get(name)!.data);
+  } else if (model.adapters) {
     // A LoRA checkpoint holds only the adapter; the frozen base weights are the ones loaded at setup.
     model.adapters.load(readSafetensors(join(directory, ADAPTER_WEIGHTS_FILE)), directory);
   } else {
@@ -77,6 +85,32 @@ export function referenceFor(context: RunContext, folder: RunFolder, state: Trai
     });
   }
   const reference = Transformer.fromTensors(context.model.config, tensors);
+  for (const parameter of reference.parameters.values()) parameter.requiresGrad = false;
+  return reference;
+}
+
+/**
+ * The KL reference of a vision-language run: the whole model (connector and language model; the
+ * tower is frozen anyway) at GRPO start, saved once as checkpoints/reference in the idefics3 layout.
+ */
+export function visionReferenceFor(context: RunContext, folder: RunFolder, state: TrainerState): VisionLanguageModel {
+  const directory = join(folder.checkpointsDirectory, 'reference');
+  const { model } = context.vision!;
+  let tensors;
+  if (state.phaseStep > 0) {
+    if (!existsSync(directory))
+      throw new Error(
+        `${directory}: missing, but the run is resuming at GRPO step ${state.phaseStep}; the KL reference cannot be rebuilt`,
+      );
+    tensors = loadVisionLanguageCheckpoint(directory).tensors;
+  } else {
+    tensors = new Map(
+      [...model.toStoredTensors()].map(([name, t]) => [name, { shape: t.shape, data: t.data.slice() }]),
+    );
+    const { tokenizerFiles: extraFiles, sourceDirectory: sourceDir } = context;
+    saveVisionLanguageCheckpoint(directory, { config: model.config, tensors, extraFiles, sourceDir });
+  }
+  const reference = VisionLanguageModel.fromTensors(model.config, tensors);
   for (const parameter of reference.parameters.values()) parameter.requiresGrad = false;
   return reference;
 }

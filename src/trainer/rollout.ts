@@ -8,10 +8,13 @@
  */
 import type { Example } from '../data/task.js';
 import type { RewardEpisode } from '../rewards/types.js';
+import type { DecodedImage } from '../model/image-processor.js';
 import type { TextTokenizer } from '../model/tokenizer.js';
 import type { Transformer } from '../model/transformer.js';
 import { generate } from '../sampling/index.js';
+import { noGrad } from '../tensor/index.js';
 import type { RolloutProvision } from './algorithm.js';
+import type { SequenceImages } from './sequences.js';
 
 export interface RolloutPrompt {
   example: Example;
@@ -20,6 +23,10 @@ export interface RolloutPrompt {
   exampleIndex?: number;
   /** The prompt text the model saw (the rendered chat template, or the plain text), for samples.jsonl. */
   text?: string;
+  /** The prompt's images (vision-language runs): their features fill the prompt's image tokens. */
+  images?: SequenceImages;
+  /** The prompt's images as decoded (vision-language runs), for samples.jsonl. */
+  pictures?: DecodedImage[];
 }
 
 export interface RolloutSettings {
@@ -95,10 +102,17 @@ export interface RolloutFn {
   provides?: readonly RolloutProvision[];
 }
 
-/** Single-turn generation with the KV-cached group sampler. */
+/** The generation-time features of each prompt's images (the policy's connector, no graph), or null. */
+export function promptImageFeatures(prompts: readonly { images?: SequenceImages }[]) {
+  if (!prompts.some((prompt) => prompt.images)) return undefined;
+  return prompts.map(({ images }) => (images ? noGrad(() => images.connect(images.visionOutputs)) : null));
+}
+
+/** Single-turn generation with the KV-cached group sampler (images, when prompts have them, fill their image tokens). */
 export const singleTurnRollout: RolloutFn = async ({ model, tokenizer }, prompts, settings) => {
   const completions = generate(model, {
     prompts: prompts.map((prompt) => prompt.promptIds),
+    promptImageFeatures: promptImageFeatures(prompts),
     numSamples: settings.groupSize,
     maxNewTokens: settings.maxNewTokens,
     temperature: settings.temperature,

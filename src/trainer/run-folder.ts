@@ -9,6 +9,7 @@
  *
  * Is not: the training loop, or the summary's status (run-status.ts). It only reads and writes files.
  */
+import { PNG } from 'pngjs';
 import {
   appendFileSync,
   existsSync,
@@ -104,6 +105,22 @@ export class RunFolder {
     appendFileSync(this.samplesFile, `${JSON.stringify(record)}\n`);
   }
 
+  /**
+   * Writes a logged sample's image (RGB) as images/<name>.png and returns that path relative to the
+   * run folder: samples.jsonl refers to it, and the dashboard shows it beside the completion.
+   */
+  writeSampleImage(name: string, image: { width: number; height: number; data: Uint8Array }): string {
+    if (!/^[\w.-]+$/.test(name)) throw new Error(`writeSampleImage: ${JSON.stringify(name)} is not a plain file name`);
+    const png = new PNG({ width: image.width, height: image.height });
+    for (let pixel = 0; pixel < image.width * image.height; pixel++) {
+      png.data.set(image.data.subarray(pixel * 3, pixel * 3 + 3), pixel * 4);
+      png.data[pixel * 4 + 3] = 255;
+    }
+    mkdirSync(join(this.directory, 'images'), { recursive: true });
+    writeFileSync(join(this.directory, 'images', `${name}.png`), PNG.sync.write(png));
+    return `images/${name}.png`;
+  }
+
   writeSummary(summary: Record<string, unknown>): void {
     writeJsonAtomically(join(this.directory, 'summary.json'), summary);
   }
@@ -167,6 +184,8 @@ export class RunFolder {
     keepLast: number;
     /** A LoRA run's adapter: written in PEFT's format instead of the (frozen) model weights. */
     adapter?: { adapters: LoraAdapters; baseModel: string | null; dropout?: number };
+    /** Writes the model files itself (a vision-language model's Idefics3 layout) instead of config + tensors. */
+    writeModel?: (folder: string) => void;
   }): string {
     if (!existsSync(this.checkpointsDirectory)) makeDirectory(this.checkpointsDirectory);
     const name = `step-${input.state.step}`;
@@ -177,6 +196,7 @@ export class RunFolder {
     try {
       if (input.adapter)
         writeAdapterFiles(partial, input.adapter.adapters, input.adapter.baseModel, input.adapter.dropout);
+      else if (input.writeModel) input.writeModel(partial);
       else
         writeCheckpointFiles(
           partial,

@@ -10,7 +10,9 @@
  */
 import type { Transformer } from '../model/transformer.js';
 import {
+  concat,
   embedding,
+  indexSelect,
   entropy,
   entropyFromLogits,
   logSoftmaxGather,
@@ -26,6 +28,23 @@ export interface TokenSequence {
   completionIds: readonly number[];
   /** Per completion token: 1 = in the loss (multi-turn rollouts mask tool output with 0). */
   lossMask?: readonly number[];
+  /** The prompt's images (vision-language runs): their features replace the prompt's image tokens. */
+  images?: SequenceImages;
+}
+
+/**
+ * A prompt's images as a forward needs them. The frozen tower's outputs are computed once per image
+ * per step; `connect` (the trainable connector of the model being run: the policy's, or the frozen
+ * reference's) turns them into features on every forward, so each forward records its own graph.
+ * Sequences of one prompt share the object, and a forward connects each distinct one once.
+ */
+export interface SequenceImages {
+  /** The image token id whose embedding rows the features replace. */
+  tokenId: number;
+  /** [imageCount, patches, visionHidden] the vision tower's outputs, without gradient. */
+  visionOutputs: Tensor;
+  /** visionOutputs → [imageCount·tokensPerImage, H] features. */
+  connect: (visionOutputs: Tensor) => Tensor;
 }
 
 export interface CompletionLogprobs {
@@ -112,6 +131,7 @@ export function completionLogprobs(
   const count = sequences.length;
   const Tc = Math.max(1, ...sequences.map((s) => s.completionIds.length));
   const { ids, B, positions, segmentIds, starts } = layoutRows(sequences, layout.packLength ?? 0);
+  const imageFeatures = imageFeaturesOf(sequences, starts);
   const rows = new Int32Array(count * Tc);
   const targets = new Int32Array(count * Tc);
   const mask = new Float32Array(count * Tc);
@@ -130,7 +150,7 @@ export function completionLogprobs(
   if (!layout.entropyWithGradient) {
     // The lm_head, log-softmax-gather and entropy in chunks of rows: no [count·Tc, V] tensor is kept.
     const { dropoutSeed } = layout;
-    const states = model.hiddenStates(ids, B, { positions, segmentIds, dropoutSeed }); // [B, L, H]
+    const states = model.hiddenStates(ids, B, { positions, segmentIds, dropoutSeed, imageFeatures }); // [B, L, H]
     const hidden = reshape(states, [-1, model.config.hiddenSize]);
     const selected = embedding(hidden, rows); // [count·Tc, H]
     const projected = projectedLogSoftmaxGather(selected, model.headWeight(), targets, {
@@ -138,13 +158,50 @@ export function completionLogprobs(
     });
     return { logprobs: reshape(projected.logprobs, [count, Tc]), mask, entropies: projected.entropies, Tc };
   }
-  const forwardOptions = { logitRows: rows, positions, segmentIds, dropoutSeed: layout.dropoutSeed };
+  const forwardOptions = { logitRows: rows, positions, segmentIds, dropoutSeed: layout.dropoutSeed, imageFeatures };
   let logits = model.forward(ids, B, forwardOptions); // [count·Tc, V]
   if (temperature !== 1) logits = mul(logits, 1 / temperature);
   const entropies = noGrad(() => entropyFromLogits(logits));
   const logprobs = reshape(logSoftmaxGather(logits, targets), [count, Tc]); // [count, Tc]
   const entropyTensor = layout.entropyWithGradient ? reshape(entropy(logits), [count, Tc]) : undefined;
   return { logprobs, mask, entropies, entropyTensor, Tc };
+}
+
+/**
+ * The features of the prompts' image tokens, in order of appearance over the flat ids, with their
+ * positions (an image token the policy generated in a completion keeps its plain embedding, as it
+ * had when it was sampled): each distinct SequenceImages connected once, then its rows picked per
+ * sequence. Undefined when no sequence has images.
+ */
+function imageFeaturesOf(
+  sequences: readonly TokenSequence[],
+  starts: readonly number[],
+): { tokenId: number; features: Tensor; positions: Int32Array } | undefined {
+  const withImages = sequences.flatMap((sequence, index) => (sequence.images ? [index] : []));
+  if (withImages.length === 0) return undefined;
+  const tokenId = sequences[withImages[0]].images!.tokenId;
+  const distinct = [...new Set(withImages.map((index) => sequences[index].images!))];
+  if (distinct.some((images) => images.tokenId !== tokenId))
+    throw new Error('completionLogprobs: sequences of one forward name different image token ids');
+  const connected = distinct.map((images) => images.connect(images.visionOutputs)); // each [n_k, H]
+  const offsets: number[] = [];
+  distinct.reduce((offset, _, k) => (offsets.push(offset), offset + connected[k].shape[0]), 0);
+  const rows: number[] = [];
+  const positions: number[] = [];
+  for (const index of [...withImages].sort((a, b) => starts[a] - starts[b])) {
+    const { images, promptIds } = sequences[index];
+    const k = distinct.indexOf(images!);
+    const count = connected[k].shape[0];
+    promptIds.forEach((id, t) => id === tokenId && positions.push(starts[index] + t));
+    const tokens = promptIds.filter((id) => id === tokenId).length;
+    if (tokens !== count)
+      throw new Error(
+        `completionLogprobs: sequence ${index} has ${tokens} image tokens (id ${tokenId}) in its prompt but its images give ${count} feature rows`,
+      );
+    for (let r = 0; r < count; r++) rows.push(offsets[k] + r);
+  }
+  const all = connected.length === 1 ? connected[0] : concat(connected, 0);
+  return { tokenId, features: indexSelect(all, rows), positions: Int32Array.from(positions) };
 }
 
 /** Pads ragged per-token arrays to [B, Tc] row-major (missing positions = `fill`). */

@@ -33,6 +33,9 @@ import { openaiRollout } from './openai-rollout.js';
 import { singleTurnRollout, type RolloutFn } from './rollout.js';
 import type { EnvironmentFactory } from '../agents/types.js';
 import { environmentReward, multiTurnRollout, resolveToolCallFormat } from './multi-turn-rollout.js';
+import { isIdefics3Checkpoint } from '../model/idefics3-config.js';
+import { refuseWithImages, type VisionRun } from './vision-run.js';
+import { createVisionModel, loadVisionModel } from './vision-setup.js';
 
 /** What a recipe file exports: a config (as written, before defaults) and optional reward functions. */
 export interface Recipe {
@@ -125,6 +128,8 @@ export interface RunContext {
   /** How prompts become tokens in every phase (chat template or plain text). */
   promptFormat: PromptFormat;
   rollout: RolloutFn;
+  /** A vision-language run's model and image processor (`model` is then its language model); null = text only. */
+  vision: VisionRun | null;
 }
 
 /** Loads or creates everything; a TypeScript recipe's rewards and task replace the configured ones. */
@@ -149,7 +154,17 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
   let stopTokenIds: number[];
   let sourceDirectory: string | undefined;
   let checkpointFiles: string[] = [];
-  if (config.model.checkpoint) {
+  let vision: VisionRun | null = null;
+  const checkpoint = config.model.checkpoint;
+  if (config.model.vision || (checkpoint && isIdefics3Checkpoint(checkpoint))) {
+    refuseWithImages(config, algorithm, recipe); // before the model is loaded
+    const parts = checkpoint
+      ? loadVisionModel(checkpoint, config.model.imageProcessor)
+      : createVisionModel(config, task.alphabet);
+    ({ vision, tokenizer, tokenizerFiles, stopTokenIds } = parts);
+    model = parts.vision.model.language;
+    sourceDirectory = checkpoint;
+  } else if (config.model.checkpoint) {
     const checkpoint = loadCheckpoint(config.model.checkpoint);
     checkpointFiles = checkpoint.files;
     tokenizer = loadTokenizer(config.model.checkpoint);
@@ -174,6 +189,7 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
     model = Transformer.random(modelConfig, config.model.initSeed);
     stopTokenIds = [charTokenizer.eosTokenId];
   }
+  if (!vision) refuseImagesWithTextModel(config, task);
   // Seeded by model.initSeed, like a from-scratch model: the same config gives the same adapters.
   if (config.lora) attachLora(model, config.lora, config.model.initSeed, checkpointFiles);
   const promptFormat = promptFormatFor(config.model.chatTemplate, tokenizer);
@@ -196,9 +212,23 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
     algorithm,
     rollout,
     promptFormat,
+    vision,
   };
   checkPositionBudget(context);
   return context;
+}
+
+/** A text-only model cannot train on rows with images, nor take image-processor settings: refused naming the field. */
+function refuseImagesWithTextModel(config: TrainerConfig, task: Task): void {
+  if (Object.keys(config.model.imageProcessor).length > 0)
+    throw new Error(
+      'invalid config:\n- model.imageProcessor: applies to a vision-language (idefics3) checkpoint, and this model is text-only',
+    );
+  const [row] = task.trainExamples(1, config.seed + 2);
+  if (row && (row.images?.length ?? 0) > 0)
+    throw new Error(
+      `invalid config:\n- task: the rows of "${task.name}" carry images and the model is text-only; give model.checkpoint an idefics3 (SmolVLM) folder or set model.vision for one from scratch (docs/vision.md)`,
+    );
 }
 
 /**

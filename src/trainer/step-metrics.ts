@@ -7,6 +7,7 @@
  *
  * Is not: the loss metrics (optimize.ts names those) or the writing of files (run-folder.ts).
  */
+import type { RunFolder } from './run-folder.js';
 import type { TextTokenizer } from '../model/tokenizer.js';
 import { episodeRecord } from './agent-metrics.js';
 import type { PreparedStep } from './grpo-step.js';
@@ -60,6 +61,7 @@ export function sampleRecords(
   prepared: PreparedStep,
   groupCount: number,
   tokenizer?: TextTokenizer,
+  folder?: Pick<RunFolder, 'writeSampleImage'>,
 ): Record<string, unknown>[] {
   const { batch, signal } = prepared;
   const starts = groupStarts(batch.groupSizes);
@@ -71,6 +73,10 @@ export function sampleRecords(
       phase: 'grpo',
       prompt: prompt.text ?? prompt.example.prompt,
       answer: prompt.example.answer,
+      // The prompt's images as PNG files in the run folder (paths relative to it), for the dashboard.
+      ...(folder && prompt.pictures?.length
+        ? { images: prompt.pictures.map((picture, k) => folder.writeSampleImage(`step-${step}-${g}-${k}`, picture)) }
+        : {}),
       completions: members.map((i) => ({
         text: batch.samples[i].text,
         reward: Number.isFinite(signal.rewards[i]) ? signal.rewards[i] : null,

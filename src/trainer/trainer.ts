@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { AdamW, learningRateAt, Random } from '../nn/index.js';
 import { combineSeeds } from '../tensor/index.js';
 import { evaluate, type EvaluationResult } from './evaluate.js';
-import { renderDemonstration } from './prompt-format.js';
+import { renderRunDemonstration, withConnector } from './vision-run.js';
+import { writeVisionModelFiles } from './vision-setup.js';
 import { createStepEnvironment, prepareGrpoStep, recordStepState, rolloutSettingsOf } from './grpo-step.js';
 import { publishAdapter } from './openai-rollout.js';
 import { optimizedParameters, policyStep, sftStep } from './optimize.js';
@@ -20,7 +21,7 @@ import type { RolloutFn } from './rollout.js';
 import { RunFolder, type TrainerState } from './run-folder.js';
 import { agentMetrics } from './agent-metrics.js';
 import { completionMetrics, rewardLogMetrics, sampleRecords } from './step-metrics.js';
-import { adapterBaseFor, referenceFor, resumeFrom } from './restore.js';
+import { adapterBaseFor, referenceFor, resumeFrom, visionReferenceFor } from './restore.js';
 import { guardSkips, reportRewardFailures } from './run-guards.js';
 import { markFailed, markInterrupted, markRunning, RunInterrupted, stopIfAborted } from './run-status.js';
 import { bindRunAlgorithm, type RunContext } from './setup.js';
@@ -75,7 +76,7 @@ export async function train(runContext: RunContext, options: TrainOptions): Prom
 async function trainInFolder(context: RunContext, options: TrainOptions, folder: RunFolder): Promise<TrainResult> {
   const { config, model, task } = context;
   const progress = createProgressReporter(config.logging.printEvery, process.stderr, options.quiet);
-  const optimizer = new AdamW(optimizedParameters(model), {
+  const optimizer = new AdamW(optimizedParameters(model, context.vision?.model.parameters), {
     learningRate: config.lora?.learningRate ?? config.sft.learningRate,
     beta1: config.optimizer.beta1,
     beta2: config.optimizer.beta2,
@@ -106,7 +107,7 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
     evalBefore: null,
     extra: {},
   };
-  if (options.resume) state = resumeFrom(folder, model, optimizer, progress) ?? state;
+  if (options.resume) state = resumeFrom(folder, model, optimizer, progress, context.vision) ?? state;
   if (state.phase === 'done' && state.phaseStep < config.grpo.steps) {
     progress.message(`continuing GRPO from step ${state.phaseStep} to ${config.grpo.steps}`);
     state.phase = 'grpo';
@@ -123,6 +124,7 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
       passAtK: config.evaluation.passAtK,
       temperature: config.sampling.temperature,
       seed: config.seed,
+      vision: context.vision,
       // Agent runs are judged on whole episodes (tools and all), the way they are trained.
       episodes: config.agent
         ? {
@@ -133,9 +135,15 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
     });
   const adapterBase = model.adapters ? adapterBaseFor(context, folder) : null;
   // Saving step N twice (a periodic checkpoint, then the end of a phase) replaces it atomically.
-  // A LoRA run saves its adapter (PEFT format) instead of the frozen base weights.
+  // A LoRA run saves its adapter (PEFT format) instead of the frozen base weights; a vision-language
+  // run its whole model in the Idefics3 layout.
+  const { vision } = context;
+  const writeModel = vision
+    ? (directory: string) => writeVisionModelFiles(directory, vision, context.tokenizerFiles, context.sourceDirectory)
+    : undefined;
   const save = () =>
     folder.saveCheckpoint({
+      writeModel,
       config: model.config,
       tensors: model.toStoredTensors(),
       adapter: model.adapters
@@ -217,14 +225,14 @@ async function runSft(
     const stepStart = Date.now();
     const random = new Random(stepSeed(config.seed, state.step));
     const batch = Array.from({ length: config.sft.batchSize }, () => examples[random.integer(examples.length)]);
-    const sequences = batch.map((example) =>
-      renderDemonstration(
-        context.promptFormat,
-        example,
-        task.demonstration(example, () => random.uniform()),
-        eos,
-      ),
-    );
+    const sequences = [];
+    for (const example of batch) {
+      const demonstration = task.demonstration(example, () => random.uniform());
+      const where = `SFT row ${examples.indexOf(example)}`;
+      sequences.push(
+        await renderRunDemonstration(context.promptFormat, context.vision, example, demonstration, eos, where),
+      );
+    }
     optimizer.learningRate = learningRateAt(schedule, state.phaseStep);
     // LoRA dropout masks from the run seed and step (not RNG state), so a resumed run draws the same ones.
     const { metrics, applied } = sftStep(config, model, optimizer, sequences, stepSeed(config.seed, state.step));
@@ -266,8 +274,11 @@ async function runGrpo(
   // GRPO start, saved once beside the checkpoints so a resumed run uses the same one. With LoRA it
   // is the base model, i.e. the policy with its adapters off: the same weights, no second copy.
   const reference = () => (model.adapters ? model.withoutAdapters() : referenceFor(context, folder, state));
-  const referenceModel = bound.klCoefficient > 0 ? reference() : null;
+  // A vision-language reference is the whole model (its connector too), its language model the reference.
+  const visionReference = bound.klCoefficient > 0 && context.vision ? visionReferenceFor(context, folder, state) : null;
+  const referenceModel = bound.klCoefficient > 0 ? (visionReference?.language ?? reference()) : null;
   const environment = createStepEnvironment({ ...context, rollout }, referenceModel);
+  if (visionReference) environment.referenceRows = (rows) => withConnector(rows, visionReference);
   const settings = environment.settings;
   const reportedFailures = new Set<string>();
   while (state.phaseStep < config.grpo.steps) {
@@ -330,7 +341,13 @@ async function runGrpo(
       Object.assign(record, await runEval());
     folder.logMetrics({ step: state.step, phase: 'grpo', ...record });
     if (config.logging.samplesEvery > 0 && state.phaseStep % config.logging.samplesEvery === 0)
-      for (const record of sampleRecords(state.step, prepared, config.logging.samplesPerStep, context.tokenizer))
+      for (const record of sampleRecords(
+        state.step,
+        prepared,
+        config.logging.samplesPerStep,
+        context.tokenizer,
+        folder,
+      ))
         folder.logSamples(record);
     progress.update('grpo', state.phaseStep, config.grpo.steps, record);
     if (config.checkpoint.every > 0 && state.step % config.checkpoint.every === 0) save();

@@ -344,6 +344,14 @@ function renderGroup(group, index) {
       element('b', {}, `Group ${index + 1}`),
       group.answer === undefined ? null : ` · expected answer: ${String(group.answer)}`,
     ),
+    // A vision-language sample's images (PNG files in the run folder) beside its prompt.
+    ...(Array.isArray(group.images) ? group.images : []).map((path) =>
+      element('img', {
+        className: 'sample-image',
+        src: `${runPath(state.selectedId)}/images/${encodeURIComponent(String(path).split('/').pop())}`,
+        alt: 'the prompt image',
+      }),
+    ),
     element(
       'div',
       { className: 'prompt' },
