@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { bindAlgorithm } from './algorithm.js';
 import type { RolloutSample } from './rollout.js';
 import { resolveConfig } from './setup.js';
-import { concatenateGroups, groupIndexOf, type StepBatch } from './step-batch.js';
+import { concatenateGroups, groupIndexOf, sampleRows, type StepBatch } from './step-batch.js';
 import { clustersOf, computeSignal, strataOf } from './step-signal.js';
 
 function sample(promptIndex: number, text: string, truncated = false): RolloutSample {
@@ -60,6 +60,16 @@ describe('step batch', () => {
     expect(Array.from(joined.rewards)).toEqual([1, 0, 1, 1, 0.5, 0.25]);
     expect(joined.prompts.map((p) => p.example.prompt)).toEqual(['p0', 'p2', 'p0']);
     expect(joined.samples.map((s) => s.text)).toEqual(['t0', 't1', 't4', 't5', 't0', 't1']);
+    // each sample points at its group in the joined batch, so its trained row has its own prompt
+    expect(joined.samples.map((s) => s.promptIndex)).toEqual([0, 0, 1, 1, 2, 2]);
+    expect(joined.samples.map((_, i) => sampleRows(joined, i)[0].promptIds)).toEqual([
+      [5, 0],
+      [5, 0],
+      [5, 2],
+      [5, 2],
+      [5, 0],
+      [5, 0],
+    ]);
   });
 
   it('strata from a row column or a rollout statistic; clusters by equivalent final answers', () => {

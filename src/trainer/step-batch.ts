@@ -158,15 +158,16 @@ export function concatenateGroups(
   const K = first.rewardNames.length;
   const prompts: RolloutPrompt[] = [];
   const groupSizes: number[] = [];
-  const rows: { batch: StepBatch; index: number }[] = [];
+  const rows: { batch: StepBatch; index: number; group: number }[] = [];
   const failures: Record<string, number> = Object.fromEntries(first.rewardNames.map((name) => [name, 0]));
   for (const { batch, groupIndices } of selections) {
     const starts = groupStarts(batch.groupSizes);
     for (const name of batch.rewardNames) failures[name] += batch.failures[name];
     for (const g of groupIndices) {
+      const group = prompts.length;
       prompts.push(batch.prompts[g]);
       groupSizes.push(batch.groupSizes[g]);
-      for (let i = starts[g]; i < starts[g] + batch.groupSizes[g]; i++) rows.push({ batch, index: i });
+      for (let i = starts[g]; i < starts[g] + batch.groupSizes[g]; i++) rows.push({ batch, index: i, group });
     }
   }
   const scores = new Float64Array(rows.length * K);
@@ -174,7 +175,8 @@ export function concatenateGroups(
   return {
     prompts,
     groupSizes,
-    samples: rows.map(({ batch, index }) => batch.samples[index]),
+    // promptIndex is renumbered to the group in this batch: it indexes `prompts` (the trained row's prompt)
+    samples: rows.map(({ batch, index, group }) => ({ ...batch.samples[index], promptIndex: group })),
     rewardNames: first.rewardNames,
     scores,
     rewardWeights: first.rewardWeights,
