@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { AdamW, learningRateAt, Random } from '../nn/index.js';
 import { combineSeeds } from '../tensor/index.js';
 import { evaluate, type EvaluationResult } from './evaluate.js';
-import { renderRunDemonstration, withConnector } from './vision-run.js';
+import { checkRunImages, renderRunDemonstration, withConnector } from './vision-run.js';
 import { writeVisionModelFiles } from './vision-setup.js';
 import { createStepEnvironment, prepareGrpoStep, recordStepState, rolloutSettingsOf } from './grpo-step.js';
 import { publishAdapter } from './openai-rollout.js';
@@ -112,11 +112,17 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
     progress.message(`continuing GRPO from step ${state.phaseStep} to ${config.grpo.steps}`);
     state.phase = 'grpo';
   }
+  const evalExamples = task.evalExamples(config.evaluation.examples, config.seed + 1);
+  if (context.vision)
+    await checkRunImages([
+      ['SFT', config.sft.steps > 0 ? task.trainExamples(config.sft.examples, config.seed) : []],
+      ['GRPO', config.grpo.steps > 0 ? task.trainExamples(config.grpo.examples, config.seed + 2) : []],
+      ['evaluation', evalExamples],
+    ]);
   const started = Date.now();
   markRunning(folder, task.name);
   // Between steps only: a stop never lands inside save(), so the last checkpoint stays whole.
   const checkStop = () => stopIfAborted(options.signal, state.step);
-  const evalExamples = task.evalExamples(config.evaluation.examples, config.seed + 1);
   const runEval = () =>
     evaluate(model, context.promptFormat, task, evalExamples, context.rewards, {
       maxNewTokens: config.sampling.maxNewTokens,

@@ -83,6 +83,15 @@ export async function exampleImages(example: Example, where: string): Promise<De
 }
 
 /**
+ * Decodes every image the run will read, before any compute: a missing or undecodable image stops
+ * the run at its start, naming its phase, example and source row, instead of some steps into it.
+ */
+export async function checkRunImages(sets: readonly [phase: string, examples: readonly Example[]][]): Promise<void> {
+  for (const [phase, examples] of sets)
+    for (let i = 0; i < examples.length; i++) await exampleImages(examples[i], `${phase} example ${i}`);
+}
+
+/**
  * The row's images processed and run through the frozen tower once (bound to the policy's
  * connector), and the function that expands the prompt's placeholders to match them. Null when
  * the row has no images.

@@ -134,4 +134,22 @@ describe('vision-language training end to end', () => {
     const straight = weights('straight');
     for (const [name, tensor] of weights('resumed')) expect(tensor.data, name).toEqual(straight.get(name)!.data);
   });
+
+  it('an undecodable image stops the run before any compute, naming the phase, example and row', async () => {
+    const broken: Task = {
+      ...colourTask,
+      trainExamples: (count) =>
+        Array.from({ length: count }, (_, i) =>
+          i === 3
+            ? { ...colourRow(i), images: [new Uint8Array([1, 2, 3, 4])], imageOrigin: 'rows.jsonl line 4' }
+            : colourRow(i),
+        ),
+    };
+    const context = createRunContext(resolveConfig(config, ['colour'], broken), { task: broken });
+    const runDirectory = join(scratch, 'broken');
+    await expect(train(context, { runDirectory, quiet: true })).rejects.toThrow(
+      /GRPO example 3 \(rows\.jsonl line 4\), image 0: the image could not be decoded/,
+    );
+    expect(existsSync(join(runDirectory, 'metrics.jsonl'))).toBe(false); // no step ran
+  });
 });
