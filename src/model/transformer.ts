@@ -29,6 +29,7 @@ import {
   tensor,
   HalfMatrix,
   combineSeeds,
+  getBackend,
 } from '../tensor/index.js';
 import { ropeTable, swiglu, type RopeTable } from '../tensor/fused.js';
 import { prefixAttention } from '../tensor/prefix-attention.js';
@@ -122,12 +123,14 @@ export class Transformer {
 
   /**
    * Runs `fn` (a generation) with float32 copies of the bfloat16 weights, made once here and dropped
-   * when it returns: a decode step multiplies every matrix by a few rows, so widening each one per
-   * product would cost as much as the product. Peak memory meanwhile is the float32 base's, without
-   * the packed copies (the copies are not promised constant to the backend).
+   * when it returns, on a backend that cannot read bfloat16 itself (js, wasm): a decode step multiplies
+   * every matrix by a few rows, so widening each one per product in JavaScript would cost as much as
+   * the product. Peak memory meanwhile is the float32 base's, without the packed copies (the copies
+   * are not promised constant to the backend). A backend with matmulBfloat16B (native) widens inside
+   * its kernels, so `fn` just runs: no copy, the bfloat16 base's memory throughout.
    */
   withWidenedWeights<T>(fn: () => T): T {
-    if (this.halfWeights.size === 0 || this.widened) return fn();
+    if (this.halfWeights.size === 0 || this.widened || getBackend().matmulBfloat16B) return fn();
     this.widened = new Map([...this.halfWeights].map(([name, half]) => [name, tensor(half.toFloat32(), half.shape)]));
     try {
       return fn();

@@ -10,8 +10,9 @@
  * Gradients, with g = dL/dy [N, out] and du = s·g·B [N, r]:
  *   dx = g·W + du·A, dA = duᵀ·x, dB = gᵀ·u, dW = gᵀ·x, db = Σ_rows g.
  * W and b get theirs only when they require grad; frozen (a LoRA base) they allocate nothing. W may
- * be a HalfMatrix (a bfloat16 base): it is widened into a scratch matrix right before each product
- * that reads it (forward, and dx in backward), so no float32 copy of it outlives the product.
+ * be a HalfMatrix (a bfloat16 base): a backend with matmulBfloat16B (native) reads its bits and widens
+ * them while packing, so no float32 copy of it exists; on the others it is widened into a scratch
+ * matrix right before each product that reads it (forward, and dx in backward), and dropped after.
  *
  * With `update.dropout` (LoRA dropout, PEFT's lora_dropout) the low-rank path reads x̃ = m⊙x/(1−p)
  * instead of x, where the keep mask m is a pure function of (dropout seed, element index): the same
@@ -51,6 +52,38 @@ function product(
     accumulate: flags.accumulate ?? false,
   };
   getBackend().matmul(a, b, out, shape);
+}
+
+/**
+ * C (+)= A·op(W) for the base weight W: a bfloat16 W goes to the backend as its bits when the backend
+ * widens inside the kernel (native), else it is widened into the shared scratch first (js, wasm). Both
+ * give the same floats bit for bit.
+ */
+function weightProduct(
+  a: Float32Array,
+  weight: Tensor | HalfMatrix,
+  out: Float32Array,
+  M: number,
+  K: number,
+  N: number,
+  transposeB: boolean,
+): void {
+  const backend = getBackend();
+  if (!(weight instanceof HalfMatrix) || !backend.matmulBfloat16B) {
+    product(a, weight instanceof HalfMatrix ? widenedScratch(weight) : weight.data, out, M, K, N, { transposeB });
+    return;
+  }
+  backend.matmulBfloat16B(a, weight.bits, out, {
+    batch: 1,
+    M,
+    K,
+    N,
+    transposeA: false,
+    transposeB,
+    aBatchStride: 0,
+    bBatchStride: 0,
+    accumulate: false,
+  });
 }
 
 /** A low-rank update (s·x·Aᵀ)·Bᵀ: A [r, in], B [out, r], s a scalar. */
@@ -125,10 +158,9 @@ export function lowRankLinear(
   const [out, inputs] = weight.shape;
   const rank = update ? update.a.shape[0] : 0;
   const N = x.size / inputs;
-  const weightData = (): Float32Array => (weight instanceof HalfMatrix ? widenedScratch(weight) : weight.data);
   const trainedWeight = weight instanceof HalfMatrix ? null : weight;
   const output = new Float32Array(N * out); // [N, out]
-  product(x.data, weightData(), output, N, inputs, out, { transposeB: true });
+  weightProduct(x.data, weight, output, N, inputs, out, true);
   if (bias) for (let row = 0; row < N; row++) for (let j = 0; j < out; j++) output[row * out + j] += bias.data[j];
   const down = new Float32Array(N * rank); // u = s·x̃·Aᵀ [N, r]
   // x̃: x itself without dropout; rebuilt from the seed in backward rather than kept.
@@ -156,7 +188,7 @@ export function lowRankLinear(
       let gradX: Float32Array | null = null;
       if (x.requiresGrad) {
         gradX = new Float32Array(x.size);
-        product(g, weightData(), gradX, N, out, inputs, {}); // g·W
+        weightProduct(g, weight, gradX, N, out, inputs, false); // g·W
       }
       const gradients: (Float32Array | null)[] = [gradX];
       if (update) gradients.push(...lowRankGradients(update, x, adapterInput, down, g, gradX, N, out));

@@ -1,6 +1,7 @@
 /**
  * The `native` backend: loads the N-API addon that node-gyp builds at install time (binding.gyp,
- * build/Release/grpo_native.node) and wraps its SGEMM (with packed copies of constant operands) and row
+ * build/Release/grpo_native.node) and wraps its SGEMM (with packed copies of constant operands, and a
+ * bfloat16 B widened while packing: matmulBfloat16B) and row
  * kernels (SwiGLU, RMSNorm, log-sum-exp rows, softmax gradient, AdamW, the sampler's draw, decode attention
  * over a shared prompt; row-kernels.c) behind the Backend interface.
  *
@@ -60,7 +61,7 @@ interface Addon {
   matmul(
     handle: object,
     a: Float32Array,
-    b: Float32Array,
+    b: Float32Array | Uint16Array,
     out: Float32Array,
     batch: number,
     M: number,
@@ -273,7 +274,12 @@ function operandLength(batch: number, stride: number, block: number): number {
 }
 
 /** Throws a message naming the offending field or array; the addon re-checks bounds for memory safety. */
-export function checkMatmulArguments(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void {
+export function checkMatmulArguments(
+  a: Float32Array,
+  b: Float32Array | Uint16Array,
+  out: Float32Array,
+  shape: MatmulShape,
+): void {
   for (const field of ['batch', 'M', 'K', 'N', 'aBatchStride', 'bBatchStride'] as const) {
     const value = shape[field];
     if (!Number.isSafeInteger(value) || value < 0) {
@@ -289,7 +295,8 @@ export function checkMatmulArguments(a: Float32Array, b: Float32Array, out: Floa
   };
   for (const name of ['a', 'b', 'out'] as const) {
     const array = arrays[name];
-    if (!(array instanceof Float32Array)) throw new TypeError(`matmul: ${name} must be a Float32Array`);
+    if (!(array instanceof Float32Array) && !(name === 'b' && array instanceof Uint16Array))
+      throw new TypeError(`matmul: ${name} must be a Float32Array${name === 'b' ? ' (or bfloat16 bits)' : ''}`);
     if (array.length < needed[name]) {
       throw new RangeError(
         `matmul: ${name} has ${array.length} elements but shape ` +
@@ -331,6 +338,25 @@ export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBac
       }
       addon.matmul(
         handle,
+        a,
+        b,
+        out,
+        shape.batch,
+        shape.M,
+        shape.K,
+        shape.N,
+        shape.transposeA,
+        shape.transposeB,
+        shape.aBatchStride,
+        shape.bBatchStride,
+        shape.accumulate,
+      );
+    },
+    matmulBfloat16B(a: Float32Array, b: Uint16Array, out: Float32Array, shape: MatmulShape): void {
+      if (!(b instanceof Uint16Array)) throw new TypeError('matmulBfloat16B: b must be a Uint16Array of bfloat16 bits');
+      checkMatmulArguments(a, b, out, shape);
+      addon.matmul(
+        live('matmulBfloat16B'),
         a,
         b,
         out,
