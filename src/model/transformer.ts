@@ -33,11 +33,11 @@ import {
 } from '../tensor/index.js';
 import { ropeTable, swiglu, type RopeTable } from '../tensor/fused.js';
 import { prefixAttention } from '../tensor/prefix-attention.js';
-import { recompute } from '../tensor/recompute.js';
+import { recompute, recomputeAll } from '../tensor/recompute.js';
 import type { StoredTensor } from './safetensors.js';
 import { computeRopeInverseFrequencies, type ModelConfig } from './config.js';
 import { expectedTensorShapes } from './checkpoint.js';
-import { linearWithAdapter, moduleSeed, type LoraAdapters } from './lora.js';
+import { linearWithAdapter, moduleSeed, swigluLinearWithAdapter, type LoraAdapters } from './lora.js';
 import { concatToCache, writeRowsToCache, writeToCache, type KvCache } from './kv-cache.js';
 
 export type { KvCache } from './kv-cache.js';
@@ -75,10 +75,14 @@ export class Transformer {
   /** LoRA adapters on the linear layers, or null (full fine-tuning, or a view without them). */
   adapters: LoraAdapters | null = null;
   /**
-   * Activation checkpointing of training forwards (no cache): each decoder layer keeps only its input
-   * and is rerun in backward (tensor/recompute.ts), for one more forward pass per step.
+   * Activation recomputation in training forwards (no cache), same gradients in every mode. 'layers':
+   * each decoder layer keeps only its input and is rerun in backward (tensor/recompute.ts), for one
+   * more forward pass per step. 'selective': the projections' outputs are kept but the attention
+   * between them and o_proj (rope, head permutes, softmax attention) is rerun in backward, and the
+   * MLP's swiglu(gate, up) is recomputed from gate and up (swigluLowRankLinear; with an adapter or a
+   * bfloat16 base on down_proj): no product is rerun. 'none' keeps every activation.
    */
-  recomputeLayers = false;
+  recompute: 'none' | 'selective' | 'layers' = 'none';
   /** LoRA dropout probability on the adapters' input (PEFT's lora_dropout), used only by forwards given a dropoutSeed. */
   adapterDropout = 0;
   /** Float32 copies of halfWeights while withWidenedWeights runs, else null. */
@@ -139,12 +143,14 @@ export class Transformer {
     }
   }
 
-  /** x Wᵀ + b of the linear at `module` (an HF path without .weight), plus its adapter's update if any. */
-  private project(x: Tensor, module: string, dropoutSeed?: number): Tensor {
+  /**
+   * x Wᵀ + b of the linear at `module` (an HF path without .weight), plus its adapter's update if any;
+   * given [gate, up], x is swiglu(gate, up), recomputed in backward rather than kept.
+   */
+  private project(x: Tensor | [Tensor, Tensor], module: string, dropoutSeed?: number): Tensor {
     const adapters = this.adapters;
     const dropping = dropoutSeed !== undefined && this.adapterDropout > 0;
-    return linearWithAdapter(
-      x,
+    const rest = [
       this.widened?.get(`${module}.weight`) ??
         this.halfWeights.get(`${module}.weight`) ??
         this.weight(`${module}.weight`),
@@ -152,7 +158,8 @@ export class Transformer {
       adapters?.pairs.get(module) ?? null,
       adapters?.scaling ?? 0,
       dropping ? { probability: this.adapterDropout, seed: combineSeeds(dropoutSeed, moduleSeed(module)) } : undefined,
-    );
+    ] as const;
+    return Array.isArray(x) ? swigluLinearWithAdapter(x[0], x[1], ...rest) : linearWithAdapter(x, ...rest);
   }
 
   /** Builds the model from checked float32 tensors (see loadCheckpoint); they become trainable parameters. */
@@ -259,7 +266,7 @@ export class Transformer {
     const positions = options.positions ?? Int32Array.from({ length: T }, (_, t) => past + t);
     const angles = ropeTable(positions, this.inverseFrequencies); // shared by every layer's q and k
     let x = reshape(embedding(this.weight('model.embed_tokens.weight'), ids), [B, T, config.hiddenSize]); // [B, T, H]
-    const recomputing = this.recomputeLayers && isGradEnabled() && !options.cache;
+    const recomputing = this.recompute === 'layers' && isGradEnabled() && !options.cache;
     for (let layer = 0; layer < config.numLayers; layer++) {
       const rotary = { positions, angles };
       // A recomputed layer keeps its input for the rerun in backward, so the first sum must not overwrite it.
@@ -288,7 +295,15 @@ export class Transformer {
     const normed = rmsNorm(mixed, this.weight(`${prefix}.post_attention_layernorm.weight`), config.rmsNormEps);
     const gate = this.project(normed, `${prefix}.mlp.gate_proj`, options.dropoutSeed); // [B, T, I]
     const up = this.project(normed, `${prefix}.mlp.up_proj`, options.dropoutSeed); // [B, T, I]
-    return residual(mixed, this.project(swiglu(gate, up), `${prefix}.mlp.down_proj`, options.dropoutSeed)); // [B, T, H]
+    const down = this.selective(options)
+      ? this.project([gate, up], `${prefix}.mlp.down_proj`, options.dropoutSeed) // swiglu(gate, up) recomputed
+      : this.project(swiglu(gate, up), `${prefix}.mlp.down_proj`, options.dropoutSeed);
+    return residual(mixed, down); // [B, T, H]
+  }
+
+  /** Whether this forward recomputes selectively (see `recompute`): a training forward without a cache. */
+  private selective(options: ForwardOptions): boolean {
+    return this.recompute === 'selective' && isGradEnabled() && !options.cache;
   }
 
   /** The trainable leaves a decoder layer reads: its weights and its adapters (recompute's parameters). */
@@ -309,12 +324,30 @@ export class Transformer {
     rotary: { positions: Int32Array; angles: RopeTable },
     options: ForwardOptions,
   ): Tensor {
+    const prefix = `model.layers.${layer}.self_attn`;
+    // [B, T, heads·D] each
+    const projected = ['q', 'k', 'v'].map((name) => this.project(x, `${prefix}.${name}_proj`, options.dropoutSeed));
+    const core = (inputs: Tensor[]) => this.attentionCore(inputs, layer, B, T, rotary, options);
+    const norms = ['q', 'k'].flatMap((name) => this.parameters.get(`${prefix}.${name}_norm.weight`) ?? []);
+    const merged = this.selective(options) ? recomputeAll(core, projected, norms) : core(projected); // [B, T, Hq·D]
+    return this.project(merged, `${prefix}.o_proj`, options.dropoutSeed); // [B, T, H]
+  }
+
+  /** Attention from the q, k, v projections [B, T, heads·D] to the merged heads [B, T, Hq·D], before o_proj. */
+  private attentionCore(
+    [qProjected, kProjected, vProjected]: Tensor[],
+    layer: number,
+    B: number,
+    T: number,
+    rotary: { positions: Int32Array; angles: RopeTable },
+    options: ForwardOptions,
+  ): Tensor {
     const { config } = this;
     const prefix = `model.layers.${layer}.self_attn`;
     const D = config.headDim;
+    const projections: Record<string, Tensor> = { q: qProjected, k: kProjected, v: vProjected };
     const project = (name: string, heads: number): Tensor => {
-      const projected = this.project(x, `${prefix}.${name}_proj`, options.dropoutSeed); // [B, T, heads·D]
-      let perHead = reshape(projected, [B, T, heads, D]); // [B, T, heads, D]
+      let perHead = reshape(projections[name], [B, T, heads, D]); // [B, T, heads, D]
       const norm = name === 'v' ? null : this.optional(`${prefix}.${name}_norm.weight`);
       if (norm) perHead = rmsNorm(perHead, norm, config.rmsNormEps); // Qwen3: per-head RMSNorm before RoPE
       if (name !== 'v') perHead = rope(perHead, rotary.positions, this.inverseFrequencies, rotary.angles);
@@ -354,8 +387,7 @@ export class Transformer {
             window: window !== null && window < S ? window : undefined,
             keyLength: S,
           }); // [B, Hq, T, D]
-    const merged = reshape(permute(attended, [0, 2, 1, 3]), [B, T, config.numHeads * D]); // [B, T, Hq·D]
-    return this.project(merged, `${prefix}.o_proj`, options.dropoutSeed); // [B, T, H]
+    return reshape(permute(attended, [0, 2, 1, 3]), [B, T, config.numHeads * D]); // [B, T, Hq·D]
   }
 }
 

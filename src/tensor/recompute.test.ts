@@ -2,12 +2,12 @@
  * recompute: a block of ops run through it gives the same output and, through the rerun in backward,
  * bitwise the same gradients (input and parameters) as the block recorded directly; it passes
  * gradCheck; it records a node when only the block's parameters require grad; it keeps none of the
- * block's intermediates in the graph.
+ * block's intermediates in the graph. recomputeAll does the same for a block of several inputs.
  */
 import { describe, expect, it } from 'vitest';
 import { gradCheck } from '../testing/gradcheck.js';
 import * as T from './index.js';
-import { recompute } from './recompute.js';
+import { recompute, recomputeAll } from './recompute.js';
 
 const random = new T.Random(3);
 const normal = (shape: number[]) => T.randomNormal(shape, random, 1);
@@ -46,5 +46,22 @@ describe('recompute', () => {
     expect(w1.grad).not.toBeNull();
     expect(frozenInput.grad).toBeNull();
     expect(T.noGrad(() => recompute((h) => block(h, w1, w2, norm), frozenInput, [w1])).node).toBeNull();
+  });
+
+  it('recomputeAll: a block of several inputs passes gradCheck and gives bitwise the recorded gradients', () => {
+    const attend = ([q, k, v]: T.Tensor[]) => T.matmul(T.softmax(T.matmul(q, k, { transposeB: true })), v);
+    gradCheck((q, k, v) => recomputeAll(attend, [q, k, v], []), [normal([3, 4]), normal([5, 4]), normal([5, 2])]);
+    const [q, k, v] = [normal([3, 4]), normal([5, 4]), normal([5, 2])].map((t) => T.parameter(t.data, t.shape));
+    const frozen = T.tensor(k.data.slice(), k.shape);
+    const seed = normal([3, 2]).data;
+    const run = (checkpointed: boolean, inputs: T.Tensor[]) => {
+      for (const t of inputs) t.grad = null;
+      const y = checkpointed ? recomputeAll(attend, inputs, []) : attend(inputs);
+      expect(y.node!.inputs).toHaveLength(checkpointed ? 3 : 2);
+      y.backward(seed);
+      return [y.data, ...inputs.map((t) => t.grad?.data ?? null)].map((data) => data && Array.from(data));
+    };
+    expect(run(true, [q, k, v])).toEqual(run(false, [q, k, v]));
+    expect(run(true, [q, frozen, v])).toEqual(run(false, [q, frozen, v])); // a frozen input gets no gradient
   });
 });

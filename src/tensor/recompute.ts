@@ -12,27 +12,35 @@
  * that the op records a node when only they, and not x, require grad.
  *
  * Is not: a general checkpointing policy (the caller chooses the blocks; model/transformer.ts uses
- * decoder layers) or a double-backward (the rerun's graph serves one backward).
+ * decoder layers, or with `recomputeAll` the attention between the projections and o_proj) or a
+ * double-backward (the rerun's graph serves one backward).
  */
 import { needsGrad, noGrad, withGrad } from './autograd.js';
 import { Tensor } from './tensor.js';
 
 /** fn(x) keeping only x for backward; see the file header. */
 export function recompute(fn: (x: Tensor) => Tensor, x: Tensor, parameters: readonly Tensor[]): Tensor {
-  if (!needsGrad([x, ...parameters])) return fn(x);
-  const output = noGrad(() => fn(x));
+  return recomputeAll(([input]) => fn(input), [x], parameters);
+}
+
+/** fn(inputs) keeping only the inputs for backward: `recompute` for a block with several inputs. */
+export function recomputeAll(
+  fn: (inputs: Tensor[]) => Tensor,
+  inputs: readonly Tensor[],
+  parameters: readonly Tensor[],
+): Tensor {
+  if (!needsGrad([...inputs, ...parameters])) return fn([...inputs]);
+  const output = noGrad(() => fn([...inputs]));
   const result = new Tensor(output.data, output.shape, { requiresGrad: true });
   result.node = {
     opName: 'recompute',
-    inputs: [x],
+    inputs: [...inputs],
     backward: (g) => {
-      const input = new Tensor(x.data, x.shape, { requiresGrad: x.requiresGrad });
-      const rerun = withGrad(() => fn(input));
-      if (!rerun.requiresGrad) return [null]; // nothing in fn requires grad any more
+      const leaves = inputs.map((x) => new Tensor(x.data, x.shape, { requiresGrad: x.requiresGrad }));
+      const rerun = withGrad(() => fn(leaves));
+      if (!rerun.requiresGrad) return leaves.map(() => null); // nothing in fn requires grad any more
       rerun.backward(g);
-      const gradient = input.grad?.data ?? null;
-      input.grad = null;
-      return [gradient];
+      return leaves.map((leaf) => leaf.grad?.data ?? null);
     },
   };
   return result;

@@ -61,10 +61,11 @@ export const loraSchema = z
         "How the frozen base's q/k/v/o/gate/up/down weights are held in memory: 'bfloat16' halves them (each product widens its matrix to float32 first; a float32 checkpoint is rounded), 'float32' keeps them as loaded, 'auto' is bfloat16 when the checkpoint stores them all as BF16 (no rounding) and float32 otherwise. Embeddings, norms and the adapters stay float32.",
       ),
     recomputeActivations: z
-      .boolean()
-      .default(true)
+      .union([z.enum(['selective', 'layers', 'none']), z.boolean()])
+      .default('selective')
+      .transform((value) => (value === true ? 'layers' : value === false ? 'none' : value))
       .describe(
-        'Activation checkpointing: each decoder layer keeps only its input during the training forward pass and is rerun in backward, so a micro-batch holds one layer of activations instead of all of them, for one more forward pass (LoRA skips the weight gradients, which cost about as much). Same gradients either way.',
+        "Activations recomputed in backward instead of kept, same gradients in every mode. 'selective' (default): keep the linear layers' outputs, rerun only what costs no matrix product (rope, the head permutes and the softmax attention between the projections and o_proj; swiglu(gate, up) before down_proj). 'layers': each decoder layer keeps only its input and is rerun whole (least memory, one more forward pass). 'none': keep everything. true / false are read as 'layers' / 'none'.",
       ),
   })
   .strict();

@@ -44,6 +44,7 @@ const PACKED_MIN_ROWS = 8;
 /** A native backend instance; `isa` says which micro-kernel it runs. */
 export interface NativeBackend extends Backend {
   readonly isa: Exclude<NativeIsa, 'auto'>;
+  matmulBfloat16B(a: Float32Array, b: Uint16Array, out: Float32Array, shape: MatmulShape): void;
 }
 
 /** Whether the addon could be loaded, from where, and if not, why. */
