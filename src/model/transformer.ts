@@ -33,7 +33,7 @@ import {
 } from '../tensor/index.js';
 import { ropeTable, swiglu, type RopeTable } from '../tensor/fused.js';
 import { prefixAttention } from '../tensor/prefix-attention.js';
-import { recompute, recomputeAll } from '../tensor/recompute.js';
+import { recompute, recomputeAll, residualAdd } from '../tensor/recompute.js';
 import type { StoredTensor } from './safetensors.js';
 import { computeRopeInverseFrequencies, type ModelConfig } from './config.js';
 import { expectedTensorShapes } from './checkpoint.js';
@@ -291,14 +291,16 @@ export class Transformer {
     const prefix = `model.layers.${layer}`;
     const normedInput = rmsNorm(x, this.weight(`${prefix}.input_layernorm.weight`), config.rmsNormEps);
     const attended = this.attention(normedInput, layer, B, T, rotary, options);
-    const mixed = overwriteInput ? residual(x, attended) : add(x, attended); // [B, T, H]
+    const selective = this.selective(options);
+    // Selective: the sums keep neither branch's values (residualAdd); they are needed by nothing else.
+    const mixed = selective ? residualAdd(x, attended) : overwriteInput ? residual(x, attended) : add(x, attended);
     const normed = rmsNorm(mixed, this.weight(`${prefix}.post_attention_layernorm.weight`), config.rmsNormEps);
     const gate = this.project(normed, `${prefix}.mlp.gate_proj`, options.dropoutSeed); // [B, T, I]
     const up = this.project(normed, `${prefix}.mlp.up_proj`, options.dropoutSeed); // [B, T, I]
-    const down = this.selective(options)
+    const down = selective
       ? this.project([gate, up], `${prefix}.mlp.down_proj`, options.dropoutSeed) // swiglu(gate, up) recomputed
       : this.project(swiglu(gate, up), `${prefix}.mlp.down_proj`, options.dropoutSeed);
-    return residual(mixed, down); // [B, T, H]
+    return selective ? residualAdd(mixed, down) : residual(mixed, down); // [B, T, H]
   }
 
   /** Whether this forward recomputes selectively (see `recompute`): a training forward without a cache. */

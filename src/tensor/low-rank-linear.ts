@@ -255,7 +255,7 @@ function linearNode(
     backward: (g) => {
       let gradX: Float32Array | null = null;
       if (input.wantsGradX()) {
-        gradX = new Float32Array(xData.length);
+        gradX = new Float32Array(N * inputs); // not xData.length: the closure must not keep a recomputed x alive
         weightProduct(g, weight, gradX, N, out, inputs, false); // g·W
       }
       const adapterInput = () => dropped(input.readX());

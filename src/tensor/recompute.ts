@@ -13,9 +13,11 @@
  *
  * Is not: a general checkpointing policy (the caller chooses the blocks; model/transformer.ts uses
  * decoder layers, or with `recomputeAll` the attention between the projections and o_proj) or a
- * double-backward (the rerun's graph serves one backward).
+ * double-backward (the rerun's graph serves one backward). `residualAdd` (a sum that does not keep its
+ * branch's values) lives here because it serves the same end: fewer activations kept for backward.
  */
 import { needsGrad, noGrad, withGrad } from './autograd.js';
+import { add } from './elementwise.js';
 import { Tensor } from './tensor.js';
 
 /** fn(x) keeping only x for backward; see the file header. */
@@ -43,5 +45,26 @@ export function recomputeAll(
       return leaves.map((leaf) => leaf.grad?.data ?? null);
     },
   };
+  return result;
+}
+
+/**
+ * stream + branch for two tensors of one shape, as `add` gives them, whose node keeps the branch's
+ * graph but not its values: a sum's gradient needs neither operand, yet `add` keeps both tensors as
+ * inputs and so their data. The node's second input is a stand-in holding the branch's node and no
+ * data, so a branch made for this sum alone (a layer's o_proj or down_proj output) is freed after the
+ * forward. A branch without a node (a leaf) is summed by `add`, whose gradient it then receives.
+ */
+export function residualAdd(stream: Tensor, branch: Tensor): Tensor {
+  if (!branch.node || stream.rank !== branch.rank || stream.shape.some((d, i) => d !== branch.shape[i]))
+    return add(stream, branch);
+  const output = new Float32Array(stream.size);
+  for (let i = 0; i < output.length; i++) output[i] = stream.data[i] + branch.data[i];
+  const result = new Tensor(output, stream.shape);
+  if (!needsGrad([stream, branch])) return result;
+  const standIn = new Tensor(new Float32Array(0), [0], { requiresGrad: true });
+  standIn.node = branch.node;
+  result.requiresGrad = true;
+  result.node = { opName: 'residualAdd', inputs: [stream, standIn], backward: (g) => [g, g] };
   return result;
 }
