@@ -76,11 +76,9 @@ export class Transformer {
   adapters: LoraAdapters | null = null;
   /**
    * Activation recomputation in training forwards (no cache), same gradients in every mode. 'layers':
-   * each decoder layer keeps only its input and is rerun in backward (tensor/recompute.ts), for one
-   * more forward pass per step. 'selective': the projections' outputs are kept but the attention
-   * between them and o_proj (rope, head permutes, softmax attention) is rerun in backward, and the
-   * MLP's swiglu(gate, up) is recomputed from gate and up (swigluLowRankLinear; with an adapter or a
-   * bfloat16 base on down_proj): no product is rerun. 'none' keeps every activation.
+   * each decoder layer keeps only its input and is rerun in backward (one more forward pass).
+   * 'selective': the linears' outputs are kept; the attention between q/k/v and o_proj is rerun, and
+   * swiglu(gate, up) recomputed (swigluLowRankLinear), in backward; the residual sums keep no branch.
    */
   recompute: 'none' | 'selective' | 'layers' = 'none';
   /** LoRA dropout probability on the adapters' input (PEFT's lora_dropout), used only by forwards given a dropoutSeed. */
@@ -127,11 +125,8 @@ export class Transformer {
 
   /**
    * Runs `fn` (a generation) with float32 copies of the bfloat16 weights, made once here and dropped
-   * when it returns, on a backend that cannot read bfloat16 itself (js, wasm): a decode step multiplies
-   * every matrix by a few rows, so widening each one per product in JavaScript would cost as much as
-   * the product. Peak memory meanwhile is the float32 base's, without the packed copies (the copies
-   * are not promised constant to the backend). A backend with matmulBfloat16B (native) widens inside
-   * its kernels, so `fn` just runs: no copy, the bfloat16 base's memory throughout.
+   * when it returns, where the backend cannot read bfloat16 (js, wasm: widening per decode product
+   * would cost as much as the product); with matmulBfloat16B (native) `fn` just runs, with no copy.
    */
   withWidenedWeights<T>(fn: () => T): T {
     if (this.halfWeights.size === 0 || this.widened || getBackend().matmulBfloat16B) return fn();
@@ -143,10 +138,7 @@ export class Transformer {
     }
   }
 
-  /**
-   * x Wᵀ + b of the linear at `module` (an HF path without .weight), plus its adapter's update if any;
-   * given [gate, up], x is swiglu(gate, up), recomputed in backward rather than kept.
-   */
+  /** x Wᵀ + b (+ adapter) of the linear at `module` (HF path); x = [gate, up] means swiglu(gate, up), recomputed. */
   private project(x: Tensor | [Tensor, Tensor], module: string, dropoutSeed?: number): Tensor {
     const adapters = this.adapters;
     const dropping = dropoutSeed !== undefined && this.adapterDropout > 0;
@@ -303,7 +295,7 @@ export class Transformer {
     return selective ? residualAdd(mixed, down) : residual(mixed, down); // [B, T, H]
   }
 
-  /** Whether this forward recomputes selectively (see `recompute`): a training forward without a cache. */
+  /** A training forward (no cache) under recompute 'selective'. */
   private selective(options: ForwardOptions): boolean {
     return this.recompute === 'selective' && isGradEnabled() && !options.cache;
   }

@@ -322,6 +322,22 @@ export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBac
     return handle;
   };
   const constant = new ConstantOperands(addon, packBudgetBytes);
+  const product = (live: object, a: Float32Array, b: Float32Array | Uint16Array, out: Float32Array, s: MatmulShape) =>
+    addon.matmul(
+      live,
+      a,
+      b,
+      out,
+      s.batch,
+      s.M,
+      s.K,
+      s.N,
+      s.transposeA,
+      s.transposeB,
+      s.aBatchStride,
+      s.bBatchStride,
+      s.accumulate,
+    );
   return {
     name: 'native',
     threads: info.threads,
@@ -337,40 +353,12 @@ export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBac
           return;
         }
       }
-      addon.matmul(
-        handle,
-        a,
-        b,
-        out,
-        shape.batch,
-        shape.M,
-        shape.K,
-        shape.N,
-        shape.transposeA,
-        shape.transposeB,
-        shape.aBatchStride,
-        shape.bBatchStride,
-        shape.accumulate,
-      );
+      product(handle, a, b, out, shape);
     },
     matmulBfloat16B(a: Float32Array, b: Uint16Array, out: Float32Array, shape: MatmulShape): void {
       if (!(b instanceof Uint16Array)) throw new TypeError('matmulBfloat16B: b must be a Uint16Array of bfloat16 bits');
       checkMatmulArguments(a, b, out, shape);
-      addon.matmul(
-        live('matmulBfloat16B'),
-        a,
-        b,
-        out,
-        shape.batch,
-        shape.M,
-        shape.K,
-        shape.N,
-        shape.transposeA,
-        shape.transposeB,
-        shape.aBatchStride,
-        shape.bBatchStride,
-        shape.accumulate,
-      );
+      product(live('matmulBfloat16B'), a, b, out, shape); // the addon tells the two kinds of b apart
     },
     swigluForward(gate, up, out, activated) {
       addon.swigluForward(live('swigluForward'), gate, up, out, activated);
