@@ -48,7 +48,8 @@ for (const [M, K, N] of [
   [7, 1000, 65],
 ])
   for (const transposeB of [true, false])
-    if (transposeB || M <= 12) cases.push([`few rows ${M}x${K}x${N} tB=${transposeB}`, shapeOf(M, K, N, { transposeB })]);
+    if (transposeB || M <= 12)
+      cases.push([`few rows ${M}x${K}x${N} tB=${transposeB}`, shapeOf(M, K, N, { transposeB })]);
 // Packed panels: 2 threads split N (M small) or share B and split M; K over KC = 256, N over NC = 4096.
 for (const [M, K, N] of [
   [40, 300, 100],
@@ -56,7 +57,8 @@ for (const [M, K, N] of [
   [130, 257, 4200],
   [257, 70, 33],
 ])
-  for (const transposeB of [true, false]) cases.push([`packed ${M}x${K}x${N} tB=${transposeB}`, shapeOf(M, K, N, { transposeB })]);
+  for (const transposeB of [true, false])
+    cases.push([`packed ${M}x${K}x${N} tB=${transposeB}`, shapeOf(M, K, N, { transposeB })]);
 cases.push(['transposed A', shapeOf(120, 90, 70, { transposeA: true, transposeB: true })]);
 cases.push(['few rows, transposed A', shapeOf(5, 90, 70, { transposeA: true, transposeB: true })]);
 cases.push(['accumulate', shapeOf(60, 200, 150, { accumulate: true })]);
@@ -75,7 +77,10 @@ function operands(shape: MatmulShape, seed: number) {
 
 /** The first index where the two arrays' bits differ, or -1. */
 function firstDifference(x: Float32Array, y: Float32Array): number {
-  const [xs, ys] = [new Uint32Array(x.buffer, x.byteOffset, x.length), new Uint32Array(y.buffer, y.byteOffset, y.length)];
+  const [xs, ys] = [
+    new Uint32Array(x.buffer, x.byteOffset, x.length),
+    new Uint32Array(y.buffer, y.byteOffset, y.length),
+  ];
   if (xs.length !== ys.length) return 0;
   return xs.findIndex((word, i) => word !== ys[i]);
 }
