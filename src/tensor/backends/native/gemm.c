@@ -13,6 +13,8 @@
  * Few rows (M <= 12, or <= 32 with a transposed B, as in decoding) skip packing (gemm_block_few_rows).
  * A B operand that stays constant over many products (weights while decoding) can be packed once
  * (gemm_pack) and then multiplied without repacking (gemm_run_packed).
+ * A bfloat16 B (gemm_shape.b_bfloat16, a frozen LoRA base) is read only by pack_b and the few-rows path,
+ * which hand it to gemm-half.c to widen; everything else is the float32 path unchanged.
  * Block sizes were chosen by measurement on a 2-core Sapphire Rapids (48 KiB L1d, 2 MiB L2 per core).
  */
 #include "gemm.h"
