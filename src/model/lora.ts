@@ -16,6 +16,7 @@ import {
   swigluLowRankLinear,
   tensor,
   type LowRankUpdate,
+  type RecomputedInput,
   type Tensor,
 } from '../tensor/index.js';
 import type { ModelConfig } from './config.js';
@@ -185,9 +186,14 @@ export function linearWithAdapter(
   adapter: LoraPair | null,
   scaling: number,
   dropout?: LowRankUpdate['dropout'],
+  recomputed?: RecomputedInput,
 ): Tensor {
-  if (!adapter && !(weight instanceof HalfMatrix)) return linear(x, weight, bias);
-  return lowRankLinear(x, weight, bias, adapter ? { a: adapter.a, b: adapter.b, scaling, dropout } : null);
+  if (!adapter && !(weight instanceof HalfMatrix)) {
+    if (recomputed) throw new Error('linearWithAdapter: a recomputed input needs an adapter or a bfloat16 weight');
+    return linear(x, weight, bias);
+  }
+  const update = adapter ? { a: adapter.a, b: adapter.b, scaling, dropout } : null;
+  return lowRankLinear(x, weight, bias, update, recomputed);
 }
 
 /**

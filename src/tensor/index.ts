@@ -55,7 +55,13 @@ export {
 } from './primitives.js';
 export { mean, logSumExp, logSoftmax, softmax, entropy, linear } from './ops.js';
 export { rmsNorm, rope, causalAttention, swiglu, type AttentionOptions } from './fused.js';
-export { combineSeeds, lowRankLinear, swigluLowRankLinear, type LowRankUpdate } from './low-rank-linear.js';
+export {
+  combineSeeds,
+  lowRankLinear,
+  swigluLowRankLinear,
+  type LowRankUpdate,
+  type RecomputedInput,
+} from './low-rank-linear.js';
 export { HalfMatrix } from './half-matrix.js';
 export {
   logSoftmaxGather,

@@ -154,15 +154,35 @@ export function lowRankLinear(
   weight: Tensor | HalfMatrix,
   bias: Tensor | null,
   update: LowRankUpdate | null,
+  recomputed?: RecomputedInput,
 ): Tensor {
   checkShapes(x, weight, bias, update);
-  return linearNode(x.data, x.shape, weight, bias, update, {
+  return linearNode(x.data, x.shape, weight, bias, update, keptInput(recomputed ?? { graphInput: x, read: dataOf(x) }));
+}
+
+/** () => x.data from its own scope: a closure over x in lowRankLinear would keep x alive with a recomputed input. */
+function dataOf(x: Tensor): () => Float32Array {
+  return () => x.data;
+}
+
+function keptInput({ graphInput, read }: RecomputedInput): LinearInput {
+  return {
     opName: 'lowRankLinear',
-    inputs: [x],
-    wantsGradX: () => x.requiresGrad,
-    readX: () => x.data,
+    inputs: [graphInput],
+    wantsGradX: () => graphInput.requiresGrad,
+    readX: read,
     gradients: (gradX) => [gradX],
-  });
+  };
+}
+
+/**
+ * x given to lowRankLinear for its forward only: the node lists `graphInput` (x's stand-in,
+ * recompute.ts) and backward reads x's values from `read` (recomputed, bit for bit the same), so x
+ * itself is not kept.
+ */
+export interface RecomputedInput {
+  graphInput: Tensor;
+  read: () => Float32Array;
 }
 
 /**

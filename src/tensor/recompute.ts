@@ -62,9 +62,18 @@ export function residualAdd(stream: Tensor, branch: Tensor): Tensor {
   for (let i = 0; i < output.length; i++) output[i] = stream.data[i] + branch.data[i];
   const result = new Tensor(output, stream.shape);
   if (!needsGrad([stream, branch])) return result;
-  const standIn = new Tensor(new Float32Array(0), [0], { requiresGrad: true });
-  standIn.node = branch.node;
   result.requiresGrad = true;
-  result.node = { opName: 'residualAdd', inputs: [stream, standIn], backward: (g) => [g, g] };
+  result.node = { opName: 'residualAdd', inputs: [stream, standIn(branch)], backward: (g) => [g, g] };
   return result;
+}
+
+/**
+ * A graph stand-in for `tensor`: its node and requiresGrad, no data. An op that lists it as an input
+ * sends its gradient into `tensor`'s node without keeping `tensor`'s values alive; every consumer of
+ * `tensor` must use the same stand-in, so that their gradients are summed once, in the same order.
+ */
+export function standIn(tensor: Tensor): Tensor {
+  const handle = new Tensor(new Float32Array(0), [0], { requiresGrad: tensor.requiresGrad });
+  handle.node = tensor.node;
+  return handle;
 }
