@@ -64,7 +64,7 @@ export const loraSchema = z
       .enum(['selective', 'layers', 'none'])
       .default('selective')
       .describe(
-        "What the training forward pass keeps for backward; the gradients are the same in every mode. 'selective' (default): keep the linear layers' outputs and recompute only what needs no weight product (rope, head permutes and softmax attention between the q/k/v projections and o_proj; swiglu(gate, up) before down_proj), about 40% fewer kept activations for a few percent more time. 'layers': each decoder layer keeps only its input and is rerun whole in backward (least memory, one more forward pass). 'none': keep everything.",
+        "What the training forward pass keeps for backward; the gradients are the same in every mode. 'selective' (default): keep the linear layers' outputs and recompute only what needs no weight product (rope, head permutes and softmax attention between the q/k/v projections and o_proj; swiglu(gate, up) before down_proj; the RMSNorm outputs the projections read), about 40% fewer kept activations for a few percent more time. 'layers': each decoder layer keeps only its input and is rerun whole in backward (least memory, one more forward pass). 'none': keep everything.",
       ),
   })
   .strict();
