@@ -6,11 +6,11 @@
  *
  * Is: `npm run bench -- lora [--json] [--models random-25m,smollm2-135m-shape] [--backend native]
  * [--prompts 4] [--group-size 4] [--prompt-length 32] [--new-tokens 64] [--micro-batch 4]
- * [--steps 2] [--recompute on|off]`. Each (model, full|lora) case runs in its own child process, so its peak RSS (the
+ * [--steps 2] [--recompute selective|layers|none]`. Each (model, full|lora) case runs in its own child process, so its peak RSS (the
  * kernel's high-water mark, process.resourceUsage().maxRSS) is its own. A case builds the model
  * (seed 7), attaches adapters with trainer/setup.ts's attachLora (rank 16, alpha 32, all-linear, the
- * frozen linears in bfloat16 as baseDtype 'auto' keeps a BF16 checkpoint's, each decoder layer
- * recomputed in backward: the lora section's defaults), rolls out G
+ * frozen linears in bfloat16 as baseDtype 'auto' keeps a BF16 checkpoint's, selective recomputation
+ * of activations: the lora section's defaults), rolls out G
  * completions for each of P random prompts once (temperature 1, no stop ids, so every completion
  * has `new-tokens` ids; fresh adapters have B = 0, so both cases get the same batch), scores them
  * with a trivial reward (share of even ids) and GRPO advantages, then runs one untimed warm-up
@@ -53,8 +53,8 @@ interface Shape {
   newTokens: number;
   microBatch: number;
   steps: number;
-  /** LoRA's lora.recomputeActivations: layers rerun in backward (less memory, one more forward). */
-  recompute: boolean;
+  /** LoRA's lora.recomputeActivations: 'selective' (the default), 'layers' or 'none'. */
+  recompute: 'selective' | 'layers' | 'none';
 }
 
 interface LoraCase extends Shape {
@@ -76,8 +76,10 @@ function parseArguments(argv: string[]): { json: boolean; backend: string; model
     newTokens: positive('--new-tokens', '64'),
     microBatch: positive('--micro-batch', '4'),
     steps: positive('--steps', '2'),
-    recompute: value('--recompute', 'on') !== 'off',
+    recompute: value('--recompute', 'selective') as Shape['recompute'],
   };
+  if (!['selective', 'layers', 'none'].includes(shape.recompute))
+    throw new Error(`--recompute: '${shape.recompute}' is not one of selective, layers, none`);
   if ((shape.prompts * shape.groupSize) % shape.microBatch !== 0)
     throw new Error(
       `--micro-batch: ${shape.microBatch} does not divide the ${shape.prompts * shape.groupSize} completions`,
@@ -209,7 +211,7 @@ export async function main(argv: string[]): Promise<void> {
       `batch: ${prompts} prompts × ${groupSize} completions, ${promptLength} prompt + ${newTokens} new tokens each, ` +
         `micro-batch ${microBatch}; mean of ${steps} timed optimiser step(s) after 1 warm-up; backend ${settings.backend}; ` +
         `LoRA rank ${LORA.rank}, alpha ${LORA.alpha}, ${LORA.targetModules}, base ${LORA.baseDtype}, ` +
-        `recomputed activations ${settings.shape.recompute ? 'on' : 'off'}`,
+        `recomputed activations ${settings.shape.recompute}`,
     );
     console.log(
       `${'model'.padEnd(20)}${'mode'.padEnd(6)}${'params'.padStart(11)}${'trainable'.padStart(11)}${'p+g+adam'.padStart(11)}` +

@@ -2,8 +2,8 @@
  * LoRA adapters: finite-difference gradients of the adapted linear (x, W, A, B) on every backend,
  * PEFT's initialisation (A uniform within ±1/√in, B zero: a fresh adapter changes nothing), only
  * adapter tensors receiving gradients, the merged weights giving the adapter path's logprobs, the
- * view without adapters equalling the base model, recomputed layers (activation checkpointing)
- * giving the same gradients (LoRA dropout included), dropout only in forwards given a dropout seed,
+ * view without adapters equalling the base model, recomputed layers or selective recomputation
+ * (activation checkpointing) giving the same gradients (LoRA dropout and a bfloat16 base included), dropout only in forwards given a dropout seed,
  * and the PEFT files round-tripping.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -74,7 +74,7 @@ describe('LoRA adapters', () => {
     for (const [, parameter] of adapters.namedParameters()) expect(parameter.grad).not.toBeNull();
   });
 
-  it('recomputing each layer in backward gives bitwise the same loss and gradients, with LoRA and without', () => {
+  it('recomputing layers or selectively in backward gives bitwise the same loss and gradients, with LoRA and without', () => {
     const lossAndGradients = (model: Transformer, trained: T.Tensor[]) => {
       for (const t of trained) t.grad = null;
       const loss = T.sum(T.logSoftmaxGather(model.forward(ids.slice(0, -1), 1), ids.slice(1)));
@@ -84,17 +84,29 @@ describe('LoRA adapters', () => {
     const { model, adapters } = adaptedModel();
     const trained = adapters.namedParameters().map(([, t]) => t);
     const plain = lossAndGradients(model, trained);
-    model.recomputeLayers = true;
-    expect(lossAndGradients(model, trained)).toEqual(plain);
     const full = Transformer.random(config, 3, 0.2);
     const weights = [...full.parameters.values()];
     const fullPlain = lossAndGradients(full, weights);
-    full.recomputeLayers = true;
-    expect(lossAndGradients(full, weights)).toEqual(fullPlain);
-    expect(logprobs(full)).toEqual(logprobs(Transformer.random(config, 3, 0.2))); // no graph: the plain forward
+    // A bfloat16 base with adapters on q and v only: down_proj's input is recomputed without an adapter too.
+    const halfBase = Transformer.random(config, 3, 0.2);
+    const halfAdapters = LoraAdapters.create(config, { ...settings, targetModules: ['q_proj', 'v_proj'] }, 5);
+    for (const { b } of halfAdapters.pairs.values()) b.data.set(normal(b.shape, 0.2).data);
+    halfBase.attachAdapters(halfAdapters);
+    halfBase.keepFrozenLinearsInBfloat16();
+    const halfTrained = halfAdapters.namedParameters().map(([, t]) => t);
+    const halfPlain = lossAndGradients(halfBase, halfTrained);
+    for (const mode of ['layers', 'selective'] as const) {
+      model.recompute = mode;
+      expect(lossAndGradients(model, trained), mode).toEqual(plain);
+      full.recompute = mode;
+      expect(lossAndGradients(full, weights), mode).toEqual(fullPlain);
+      halfBase.recompute = mode;
+      expect(lossAndGradients(halfBase, halfTrained), mode).toEqual(halfPlain);
+      expect(logprobs(full)).toEqual(logprobs(Transformer.random(config, 3, 0.2))); // no graph: the plain forward
+    }
   });
 
-  it('with dropout, recomputed layers give bitwise the gradients of stored ones; masks follow the seed', () => {
+  it('with dropout, recomputed layers or parts give bitwise the gradients of stored ones; masks follow the seed', () => {
     const lossAndGradients = (model: Transformer, trained: T.Tensor[], dropoutSeed?: number) => {
       for (const t of trained) t.grad = null;
       const loss = T.sum(T.logSoftmaxGather(model.forward(ids.slice(0, -1), 1, { dropoutSeed }), ids.slice(1)));
@@ -107,8 +119,10 @@ describe('LoRA adapters', () => {
     model.adapterDropout = 0.5;
     const stored = lossAndGradients(model, trained, 7);
     expect(stored).not.toEqual(undropped);
-    model.recomputeLayers = true;
-    expect(lossAndGradients(model, trained, 7)).toEqual(stored);
+    for (const mode of ['layers', 'selective'] as const) {
+      model.recompute = mode;
+      expect(lossAndGradients(model, trained, 7), mode).toEqual(stored);
+    }
     expect(lossAndGradients(model, trained, 8)).not.toEqual(stored); // another step or micro-batch: other masks
     model.adapterDropout = 0;
     expect(lossAndGradients(model, trained, 7)).toEqual(undropped); // p = 0 is the plain forward, bitwise
@@ -118,7 +132,7 @@ describe('LoRA adapters', () => {
     const { model } = adaptedModel();
     const before = logprobs(model);
     model.adapterDropout = 0.5;
-    model.recomputeLayers = true;
+    model.recompute = 'selective';
     expect(logprobs(model)).toEqual(before);
     const trained = T.logSoftmaxGather(model.forward(ids.slice(0, -1), 1, { dropoutSeed: 1 }), ids.slice(1));
     expect(Array.from(trained.data)).not.toEqual(Array.from(before));

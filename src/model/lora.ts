@@ -7,7 +7,18 @@
  * Is not: file I/O (adapter-files.ts writes and reads PEFT's adapter_config.json and
  * adapter_model.safetensors) or the transformer (which looks up an adapter per linear here).
  */
-import { HalfMatrix, linear, lowRankLinear, Random, tensor, type LowRankUpdate, type Tensor } from '../tensor/index.js';
+import {
+  HalfMatrix,
+  linear,
+  lowRankLinear,
+  Random,
+  swiglu,
+  swigluLowRankLinear,
+  tensor,
+  type LowRankUpdate,
+  type RecomputedInput,
+  type Tensor,
+} from '../tensor/index.js';
 import type { ModelConfig } from './config.js';
 import type { StoredTensor } from './safetensors.js';
 
@@ -175,9 +186,32 @@ export function linearWithAdapter(
   adapter: LoraPair | null,
   scaling: number,
   dropout?: LowRankUpdate['dropout'],
+  recomputed?: RecomputedInput,
 ): Tensor {
-  if (!adapter && !(weight instanceof HalfMatrix)) return linear(x, weight, bias);
-  return lowRankLinear(x, weight, bias, adapter ? { a: adapter.a, b: adapter.b, scaling, dropout } : null);
+  if (!adapter && !(weight instanceof HalfMatrix)) {
+    if (recomputed) throw new Error('linearWithAdapter: a recomputed input needs an adapter or a bfloat16 weight');
+    return linear(x, weight, bias);
+  }
+  const update = adapter ? { a: adapter.a, b: adapter.b, scaling, dropout } : null;
+  return lowRankLinear(x, weight, bias, update, recomputed);
+}
+
+/**
+ * linearWithAdapter(swiglu(gate, up), ...) for the MLP's down_proj: where that would take lowRankLinear
+ * (an adapter or a bfloat16 base), swigluLowRankLinear, which does not keep swiglu(gate, up) for
+ * backward but recomputes it (same values and gradients); the plain composite otherwise.
+ */
+export function swigluLinearWithAdapter(
+  gate: Tensor,
+  up: Tensor,
+  weight: Tensor | HalfMatrix,
+  bias: Tensor | null,
+  adapter: LoraPair | null,
+  scaling: number,
+  dropout?: LowRankUpdate['dropout'],
+): Tensor {
+  if (!adapter && !(weight instanceof HalfMatrix)) return linear(swiglu(gate, up), weight, bias);
+  return swigluLowRankLinear(gate, up, weight, bias, adapter ? { a: adapter.a, b: adapter.b, scaling, dropout } : null);
 }
 
 /** A 32-bit hash (FNV-1a) of a module path, so each layer's each module gets its own dropout mask. */

@@ -18,7 +18,6 @@ import {
   add,
   causalAttention,
   embedding,
-  formatShape,
   matmul,
   permute,
   Random,
@@ -30,62 +29,35 @@ import {
   tensor,
   HalfMatrix,
   combineSeeds,
+  getBackend,
+  type RecomputedInput,
 } from '../tensor/index.js';
 import { ropeTable, swiglu, type RopeTable } from '../tensor/fused.js';
 import { prefixAttention } from '../tensor/prefix-attention.js';
-import { recompute } from '../tensor/recompute.js';
+import { recompute, recomputeAll, residualAdd } from '../tensor/recompute.js';
+import { recomputedNormInput, residual } from './activation-memory.js';
 import type { StoredTensor } from './safetensors.js';
 import { computeRopeInverseFrequencies, type ModelConfig } from './config.js';
 import { expectedTensorShapes } from './checkpoint.js';
-import { linearWithAdapter, moduleSeed, type LoraAdapters } from './lora.js';
+import { linearWithAdapter, moduleSeed, swigluLinearWithAdapter, type LoraAdapters } from './lora.js';
 import { concatToCache, writeRowsToCache, writeToCache, type KvCache } from './kv-cache.js';
-import { mergeImageFeatures, type ImageFeaturesInput } from './image-merge.js';
+import { mergeImageFeatures } from './image-merge.js';
+import type { ForwardOptions } from './forward-options.js';
 
 export type { KvCache } from './kv-cache.js';
-
-export interface ForwardOptions {
-  /** Absolute position of each new token, [T] shared or [B·T]; defaults to cache length + t. */
-  positions?: Int32Array;
-  /** Per-key validity over all S keys, [B·S] (1 = real token, 0 = left padding). */
-  keyMask?: Uint8Array;
-  /** Document id of every token, [B·T], for packed rows: tokens attend only within their document. */
-  segmentIds?: Int32Array;
-  /** When given, new keys/values are appended to it and attention sees the whole cache. */
-  cache?: KvCache;
-  /** Rows (b·T + t) whose logits are wanted; all rows when omitted. Saves the lm_head on prompts. */
-  logitRows?: Int32Array;
-  /**
-   * Decode steps of groups sharing a prompt (T = 1, no graph): row b continues prompt rowPrefix[b],
-   * whose keys/values sit in prompts[rowPrefix[b]] (stored once per prompt); `cache` then holds only
-   * each row's generated keys. Positions must be given (prompt length + tokens generated).
-   * With rowLengths, rows may be at different steps (continuous batching): row b holds
-   * rowLengths[b] generated keys, its new key goes to column rowLengths[b] and it attends to those
-   * alone (a slot given to a new sequence starts again at 0); cache.length becomes max + 1.
-   */
-  sharedPrefix?: { prompts: KvCache[]; rowPrefix: Int32Array; rowLengths?: Int32Array };
-  /**
-   * Marks a training forward: LoRA dropout (adapterDropout > 0) is applied with masks derived from
-   * this seed, the layer and the module, so a recomputed layer draws the same masks. Absent (every
-   * rollout, scoring, old-logprob and reference pass) = no dropout.
-   */
-  dropoutSeed?: number;
-  /**
-   * Vision-language models: the embedding rows of every position whose id is tokenId are replaced, in
-   * order over the flat [B·T] ids, by the rows of features [count, H] (image-merge.ts); differentiable
-   * w.r.t. the embedding table and the features. Prefill only: a decode step's ids hold no image tokens.
-   */
-  imageFeatures?: ImageFeaturesInput;
-}
+export type { ForwardOptions } from './forward-options.js';
 
 export class Transformer {
   readonly inverseFrequencies: Float32Array;
   /** LoRA adapters on the linear layers, or null (full fine-tuning, or a view without them). */
   adapters: LoraAdapters | null = null;
   /**
-   * Activation checkpointing of training forwards (no cache): each decoder layer keeps only its input
-   * and is rerun in backward (tensor/recompute.ts), for one more forward pass per step.
+   * Activation recomputation in training forwards (no cache), same gradients in every mode. 'layers':
+   * each decoder layer keeps only its input and is rerun in backward (one more forward pass).
+   * 'selective': the linears' outputs are kept; the attention between q/k/v and o_proj is rerun, and
+   * swiglu(gate, up) recomputed (swigluLowRankLinear), in backward; the residual sums keep no branch.
    */
-  recomputeLayers = false;
+  recompute: 'none' | 'selective' | 'layers' = 'none';
   /** LoRA dropout probability on the adapters' input (PEFT's lora_dropout), used only by forwards given a dropoutSeed. */
   adapterDropout = 0;
   /** The image token of a vision-language model (set by VisionLanguageModel), for the sampler's image prompts. */
@@ -134,12 +106,11 @@ export class Transformer {
 
   /**
    * Runs `fn` (a generation) with float32 copies of the bfloat16 weights, made once here and dropped
-   * when it returns: a decode step multiplies every matrix by a few rows, so widening each one per
-   * product would cost as much as the product. Peak memory meanwhile is the float32 base's, without
-   * the packed copies (the copies are not promised constant to the backend).
+   * when it returns, where the backend cannot read bfloat16 (js, wasm: widening per decode product
+   * would cost as much as the product); with matmulBfloat16B (native) `fn` just runs, with no copy.
    */
   withWidenedWeights<T>(fn: () => T): T {
-    if (this.halfWeights.size === 0 || this.widened) return fn();
+    if (this.halfWeights.size === 0 || this.widened || getBackend().matmulBfloat16B) return fn();
     this.widened = new Map([...this.halfWeights].map(([name, half]) => [name, tensor(half.toFloat32(), half.shape)]));
     try {
       return fn();
@@ -148,12 +119,11 @@ export class Transformer {
     }
   }
 
-  /** x Wᵀ + b of the linear at `module` (an HF path without .weight), plus its adapter's update if any. */
-  private project(x: Tensor, module: string, dropoutSeed?: number): Tensor {
+  /** x Wᵀ + b (+ adapter) of the linear at `module` (HF path); x = [gate, up] means swiglu(gate, up), recomputed. */
+  private project(x: Tensor | [Tensor, Tensor], module: string, dropoutSeed?: number, recomputed?: RecomputedInput) {
     const adapters = this.adapters;
     const dropping = dropoutSeed !== undefined && this.adapterDropout > 0;
-    return linearWithAdapter(
-      x,
+    const rest = [
       this.widened?.get(`${module}.weight`) ??
         this.halfWeights.get(`${module}.weight`) ??
         this.weight(`${module}.weight`),
@@ -161,7 +131,8 @@ export class Transformer {
       adapters?.pairs.get(module) ?? null,
       adapters?.scaling ?? 0,
       dropping ? { probability: this.adapterDropout, seed: combineSeeds(dropoutSeed, moduleSeed(module)) } : undefined,
-    );
+    ] as const;
+    return Array.isArray(x) ? swigluLinearWithAdapter(x[0], x[1], ...rest) : linearWithAdapter(x, ...rest, recomputed);
   }
 
   /** Builds the model from checked float32 tensors (see loadCheckpoint); they become trainable parameters. */
@@ -270,7 +241,7 @@ export class Transformer {
     let embedded = embedding(this.weight('model.embed_tokens.weight'), ids); // [B·T, H]
     if (options.imageFeatures) embedded = mergeImageFeatures(embedded, ids, options.imageFeatures);
     let x = reshape(embedded, [B, T, config.hiddenSize]); // [B, T, H]
-    const recomputing = this.recomputeLayers && isGradEnabled() && !options.cache;
+    const recomputing = this.recompute === 'layers' && isGradEnabled() && !options.cache;
     for (let layer = 0; layer < config.numLayers; layer++) {
       const rotary = { positions, angles };
       // A recomputed layer keeps its input for the rerun in backward, so the first sum must not overwrite it.
@@ -293,13 +264,47 @@ export class Transformer {
   ): Tensor {
     const { config } = this;
     const prefix = `model.layers.${layer}`;
-    const normedInput = rmsNorm(x, this.weight(`${prefix}.input_layernorm.weight`), config.rmsNormEps);
-    const attended = this.attention(normedInput, layer, B, T, rotary, options);
-    const mixed = overwriteInput ? residual(x, attended) : add(x, attended); // [B, T, H]
-    const normed = rmsNorm(mixed, this.weight(`${prefix}.post_attention_layernorm.weight`), config.rmsNormEps);
-    const gate = this.project(normed, `${prefix}.mlp.gate_proj`, options.dropoutSeed); // [B, T, I]
-    const up = this.project(normed, `${prefix}.mlp.up_proj`, options.dropoutSeed); // [B, T, I]
-    return residual(mixed, this.project(swiglu(gate, up), `${prefix}.mlp.down_proj`, options.dropoutSeed)); // [B, T, H]
+    const [inputNorm, postNorm] = ['input_layernorm', 'post_attention_layernorm'].map((name) =>
+      this.weight(`${prefix}.${name}.weight`),
+    );
+    const normedInput = rmsNorm(x, inputNorm, config.rmsNormEps);
+    const qkv = ['q', 'k', 'v'].map((name) => `${prefix}.self_attn.${name}_proj`);
+    const attended = this.attention(
+      normedInput,
+      this.recomputedNorm(normedInput, x, inputNorm, qkv, options),
+      layer,
+      B,
+      T,
+      rotary,
+      options,
+    );
+    const selective = this.selective(options);
+    // Selective: the sums keep neither branch's values (residualAdd); they are needed by nothing else.
+    const mixed = selective ? residualAdd(x, attended) : overwriteInput ? residual(x, attended) : add(x, attended);
+    const normed = rmsNorm(mixed, postNorm, config.rmsNormEps);
+    const [gateModule, upModule] = [`${prefix}.mlp.gate_proj`, `${prefix}.mlp.up_proj`];
+    const mlpInput = this.recomputedNorm(normed, mixed, postNorm, [gateModule, upModule], options);
+    const gate = this.project(normed, gateModule, options.dropoutSeed, mlpInput); // [B, T, I]
+    const up = this.project(normed, upModule, options.dropoutSeed, mlpInput); // [B, T, I]
+    // Selective: swiglu(gate, up) is recomputed in down_proj's backward, not kept.
+    const down = this.project(
+      selective ? [gate, up] : swiglu(gate, up),
+      `${prefix}.mlp.down_proj`,
+      options.dropoutSeed,
+    );
+    return selective ? residualAdd(mixed, down) : residual(mixed, down); // [B, T, H]
+  }
+
+  /** A training forward (no cache) under recompute 'selective'. */
+  private selective(options: ForwardOptions): boolean {
+    return this.recompute === 'selective' && isGradEnabled() && !options.cache;
+  }
+
+  /** Selective, and every module reading normed is a lowRankLinear: normed recomputed in their backward. */
+  private recomputedNorm(normed: Tensor, x: Tensor, weight: Tensor, modules: string[], options: ForwardOptions) {
+    const lowRank = (module: string) => this.adapters?.pairs.has(module) || this.halfWeights.has(`${module}.weight`);
+    if (!this.selective(options) || !modules.every(lowRank)) return undefined;
+    return recomputedNormInput(normed, x, weight, this.config.rmsNormEps);
   }
 
   /** The trainable leaves a decoder layer reads: its weights and its adapters (recompute's parameters). */
@@ -314,6 +319,27 @@ export class Transformer {
 
   private attention(
     x: Tensor,
+    recomputed: RecomputedInput | undefined,
+    layer: number,
+    B: number,
+    T: number,
+    rotary: { positions: Int32Array; angles: RopeTable },
+    options: ForwardOptions,
+  ): Tensor {
+    const prefix = `model.layers.${layer}.self_attn`;
+    // [B, T, heads·D] each, by a loop: a closure over x would share `core`'s context, which recompute keeps.
+    const projected: Tensor[] = [];
+    for (const name of ['q', 'k', 'v'])
+      projected.push(this.project(x, `${prefix}.${name}_proj`, options.dropoutSeed, recomputed));
+    const core = (inputs: Tensor[]) => this.attentionCore(inputs, layer, B, T, rotary, options);
+    const norms = ['q', 'k'].flatMap((name) => this.parameters.get(`${prefix}.${name}_norm.weight`) ?? []);
+    const merged = this.selective(options) ? recomputeAll(core, projected, norms) : core(projected); // [B, T, Hq·D]
+    return this.project(merged, `${prefix}.o_proj`, options.dropoutSeed); // [B, T, H]
+  }
+
+  /** Attention from the q, k, v projections [B, T, heads·D] to the merged heads [B, T, Hq·D], before o_proj. */
+  private attentionCore(
+    [qProjected, kProjected, vProjected]: Tensor[],
     layer: number,
     B: number,
     T: number,
@@ -323,9 +349,9 @@ export class Transformer {
     const { config } = this;
     const prefix = `model.layers.${layer}.self_attn`;
     const D = config.headDim;
+    const projections: Record<string, Tensor> = { q: qProjected, k: kProjected, v: vProjected };
     const project = (name: string, heads: number): Tensor => {
-      const projected = this.project(x, `${prefix}.${name}_proj`, options.dropoutSeed); // [B, T, heads·D]
-      let perHead = reshape(projected, [B, T, heads, D]); // [B, T, heads, D]
+      let perHead = reshape(projections[name], [B, T, heads, D]); // [B, T, heads, D]
       const norm = name === 'v' ? null : this.optional(`${prefix}.${name}_norm.weight`);
       if (norm) perHead = rmsNorm(perHead, norm, config.rmsNormEps); // Qwen3: per-head RMSNorm before RoPE
       if (name !== 'v') perHead = rope(perHead, rotary.positions, this.inverseFrequencies, rotary.angles);
@@ -365,21 +391,6 @@ export class Transformer {
             window: window !== null && window < S ? window : undefined,
             keyLength: S,
           }); // [B, Hq, T, D]
-    const merged = reshape(permute(attended, [0, 2, 1, 3]), [B, T, config.numHeads * D]); // [B, T, Hq·D]
-    return this.project(merged, `${prefix}.o_proj`, options.dropoutSeed); // [B, T, H]
+    return reshape(permute(attended, [0, 2, 1, 3]), [B, T, config.numHeads * D]); // [B, T, Hq·D]
   }
-}
-
-/**
- * x + branch. Without a graph to record, the sum goes into x's own storage: x is always this
- * forward's fresh stream (the embedding copy or an earlier sum), and a decode step then skips an
- * allocation and the broadcasting machinery of `add` (same float results).
- */
-function residual(x: Tensor, branch: Tensor): Tensor {
-  if (isGradEnabled() && (x.requiresGrad || branch.requiresGrad)) return add(x, branch);
-  const [to, from] = [x.data, branch.data];
-  if (to.length !== from.length)
-    throw new Error(`Transformer: residual ${formatShape(x.shape)} and branch ${formatShape(branch.shape)} differ`);
-  for (let i = 0; i < to.length; i++) to[i] += from[i];
-  return x;
 }

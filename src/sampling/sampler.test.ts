@@ -1,7 +1,8 @@
 /**
  * The sampler on the real TinyStories checkpoint: the greedy reference continuation, KV-cached
  * logprobs equal to a full forward of the finished sequences (1e-4), seed reproducibility and batch
- * independence, the same with LoRA adapters on a bfloat16 base, top-k = 1 equals greedy, stop ids and max-token limits, and bad requests.
+ * independence, the same with LoRA adapters on a bfloat16 base, which samples on native (read as bfloat16 by the
+ * kernels) bit for bit as when widened, top-k = 1 equals greedy, stop ids and max-token limits, and bad requests.
  */
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
@@ -9,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { loadCheckpoint } from '../model/checkpoint.js';
 import { LoraAdapters, resolveTargetModules } from '../model/lora.js';
 import { Transformer } from '../model/transformer.js';
-import { getBackend, logSoftmax, noGrad, Random, setBackend } from '../tensor/index.js';
+import { createBackend, getBackend, logSoftmax, noGrad, Random, setBackend } from '../tensor/index.js';
 import { applyMinP, applyTopK, applyTopP, chooseToken, logSoftmaxRow } from './logits.js';
 import { generate } from './sampler.js';
 
@@ -57,6 +58,30 @@ describe('generate', () => {
       completion.ids.forEach((id, i) =>
         expect(Math.abs(logprobs.data[(start + i) * V + id] - completion.logprobs[i])).toBeLessThan(1e-4),
       );
+    }
+  });
+
+  it('a bfloat16 base read by the kernels (native) samples bit for bit as its float32 widening', () => {
+    const previous = getBackend().name; // by name: setBackend disposes the backend it replaces
+    const bitsReader = setBackend(createBackend('native')); // an instance: the caller disposes it
+    const adapted = Transformer.fromTensors(checkpoint.config, checkpoint.tensors);
+    const settings = { rank: 4, alpha: 8, targetModules: resolveTargetModules('all-linear'), rsLora: false };
+    const adapters = LoraAdapters.create(adapted.config, settings, 3);
+    for (const { b } of adapters.pairs.values()) b.data.forEach((_, i) => (b.data[i] = 0.02 * Math.cos(i)));
+    adapted.attachAdapters(adapters);
+    adapted.keepFrozenLinearsInBfloat16();
+    const request = { prompts, numSamples: 3, maxNewTokens: 10, temperature: 1, seed: 4 };
+    try {
+      expect(bitsReader.matmulBfloat16B).toBeDefined();
+      const fromBits = generate(adapted, request);
+      // The same backend without matmulBfloat16B: the model widens its base once for the generation.
+      setBackend({ ...bitsReader, matmulBfloat16B: undefined });
+      const fromWidened = generate(adapted, request);
+      expect(fromBits.map((c) => c.ids)).toEqual(fromWidened.map((c) => c.ids));
+      expect(fromBits.map((c) => c.logprobs)).toEqual(fromWidened.map((c) => c.logprobs));
+    } finally {
+      bitsReader.dispose();
+      setBackend(previous);
     }
   });
 

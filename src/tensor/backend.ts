@@ -36,6 +36,12 @@ export interface Backend {
   readonly threads: number;
   /** Batched single-precision matrix product; see MatmulShape. `a`, `b`, `out` never alias. */
   matmul(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void;
+  /**
+   * matmul with B given as bfloat16 bits (a frozen base weight, tensor/half-matrix.ts), widened inside the
+   * kernel: bit for bit the product with B widened to float32 first, without that float32 copy. Optional:
+   * without it callers widen B into a scratch array and call matmul.
+   */
+  matmulBfloat16B?(a: Float32Array, b: Uint16Array, out: Float32Array, shape: MatmulShape): void;
   /** out = silu(gate)·up elementwise; `activated`, when given, receives silu(gate). */
   swigluForward?(gate: Float32Array, up: Float32Array, out: Float32Array, activated: Float32Array | null): void;
   /** gradGate = (g·up)·σ(gate)(1 + gate(1 − σ(gate))), gradUp = g·fround(silu(gate)) (recomputed, not kept). */

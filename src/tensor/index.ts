@@ -58,7 +58,13 @@ export { mean, logSumExp, logSoftmax, softmax, entropy, linear } from './ops.js'
 export { rmsNorm, rope, causalAttention, swiglu, type AttentionOptions } from './fused.js';
 export { layerNorm } from './layer-norm.js';
 export { replaceRows } from './replace-rows.js';
-export { combineSeeds, lowRankLinear, type LowRankUpdate } from './low-rank-linear.js';
+export {
+  combineSeeds,
+  lowRankLinear,
+  swigluLowRankLinear,
+  type LowRankUpdate,
+  type RecomputedInput,
+} from './low-rank-linear.js';
 export { HalfMatrix } from './half-matrix.js';
 export {
   logSoftmaxGather,

@@ -4,12 +4,13 @@
  * composite linear + mul + linear + add it replaces; a bfloat16 W (HalfMatrix) gives bitwise the
  * results of its float32 widening; shape errors name every operand. With LoRA dropout: gradCheck under
  * a fixed mask (the same seed), p = 0 bitwise the plain op, the mask a function of the seed alone.
+ * swigluLowRankLinear (h = swiglu(gate, up) recomputed in backward): gradCheck, and bitwise the two ops.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gradCheck } from '../testing/gradcheck.js';
 import * as T from './index.js';
 import { HalfMatrix } from './half-matrix.js';
-import { lowRankLinear } from './low-rank-linear.js';
+import { lowRankLinear, swigluLowRankLinear } from './low-rank-linear.js';
 import { backendsUnderTest } from './test-backends.js';
 
 const random = new T.Random(5);
@@ -143,6 +144,45 @@ for (const { name, backend } of backendsUnderTest()) {
       expect(() => lowRankLinear(x, weight, null, { a, b, scaling: 1, dropout: { probability: 1, seed: 0 } })).toThrow(
         /dropout probability must be in \[0, 1\)/,
       );
+    });
+
+    it('swigluLowRankLinear passes gradCheck (gate, up, W, b, A, B; with dropout) and equals swiglu then lowRankLinear bitwise', () => {
+      const inputs = [
+        normal([2, 3, 5]),
+        normal([2, 3, 5]),
+        normal([4, 5]),
+        normal([4]),
+        normal([3, 5]),
+        normal([4, 3]),
+      ];
+      const checked = gradCheck(
+        (gate, up, w, b, a, bb) => swigluLowRankLinear(gate, up, w, b, { a, b: bb, scaling: 1.5 }),
+        inputs,
+      );
+      expect(checked.checked).toBe(30 + 30 + 20 + 4 + 15 + 12);
+      const dropout = { probability: 0.5, seed: 4 };
+      gradCheck(
+        (gate, up, a, bb) => swigluLowRankLinear(gate, up, inputs[2], null, { a, b: bb, scaling: 1, dropout }),
+        [inputs[0], inputs[1], inputs[4], inputs[5]],
+      );
+      const half = HalfMatrix.fromFloat32(normal([4, 5]).data, [4, 5]);
+      gradCheck((gate, up) => swigluLowRankLinear(gate, up, half, null, null), [inputs[0], inputs[1]]);
+      const [gate, up, a, b] = [normal([6, 5]), normal([6, 5]), normal([3, 5]), normal([4, 3])].map((t) =>
+        T.parameter(t.data, t.shape),
+      );
+      const seed = normal([6, 4]).data;
+      for (const weight of [half, normal([4, 5])])
+        for (const update of [{ a, b, scaling: 0.5, dropout }, null]) {
+          const run = (fused: boolean) => {
+            gate.grad = up.grad = a.grad = b.grad = null;
+            const y = fused
+              ? swigluLowRankLinear(gate, up, weight, null, update)
+              : lowRankLinear(T.swiglu(gate, up), weight, null, update);
+            y.backward(seed);
+            return [y, gate.grad, up.grad, a.grad, b.grad].map((t) => (t ? Array.from(t.data) : null));
+          };
+          expect(run(true)).toEqual(run(false));
+        }
     });
 
     it('refuses operands that do not fit, naming each shape', () => {

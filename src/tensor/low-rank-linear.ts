@@ -10,8 +10,9 @@
  * Gradients, with g = dL/dy [N, out] and du = s·g·B [N, r]:
  *   dx = g·W + du·A, dA = duᵀ·x, dB = gᵀ·u, dW = gᵀ·x, db = Σ_rows g.
  * W and b get theirs only when they require grad; frozen (a LoRA base) they allocate nothing. W may
- * be a HalfMatrix (a bfloat16 base): it is widened into a scratch matrix right before each product
- * that reads it (forward, and dx in backward), so no float32 copy of it outlives the product.
+ * be a HalfMatrix (a bfloat16 base): a backend with matmulBfloat16B (native) reads its bits and widens
+ * them while packing, so no float32 copy of it exists; on the others it is widened into a scratch
+ * matrix right before each product that reads it (forward, and dx in backward), and dropped after.
  *
  * With `update.dropout` (LoRA dropout, PEFT's lora_dropout) the low-rank path reads x̃ = m⊙x/(1−p)
  * instead of x, where the keep mask m is a pure function of (dropout seed, element index): the same
@@ -22,9 +23,10 @@
  * Is not: the adapter bookkeeping (model/lora.ts owns A, B, s and the PEFT names) or a general
  * linear (ops.ts `linear`, a composite). Gradient-checked on every backend in low-rank-linear.test.ts.
  */
-import { needsGrad } from './autograd.js';
+import { needsGrad, noGrad, withGrad } from './autograd.js';
 import type { MatmulShape } from './backend.js';
 import { getBackend } from './backends/select.js';
+import { swiglu } from './fused.js';
 import { HalfMatrix, widenedScratch } from './half-matrix.js';
 import { formatShape } from './shape.js';
 import { Tensor } from './tensor.js';
@@ -51,6 +53,38 @@ function product(
     accumulate: flags.accumulate ?? false,
   };
   getBackend().matmul(a, b, out, shape);
+}
+
+/**
+ * C (+)= A·op(W) for the base weight W: a bfloat16 W goes to the backend as its bits when the backend
+ * widens inside the kernel (native), else it is widened into the shared scratch first (js, wasm). Both
+ * give the same floats bit for bit.
+ */
+function weightProduct(
+  a: Float32Array,
+  weight: Tensor | HalfMatrix,
+  out: Float32Array,
+  M: number,
+  K: number,
+  N: number,
+  transposeB: boolean,
+): void {
+  const backend = getBackend();
+  if (!(weight instanceof HalfMatrix) || !backend.matmulBfloat16B) {
+    product(a, weight instanceof HalfMatrix ? widenedScratch(weight) : weight.data, out, M, K, N, { transposeB });
+    return;
+  }
+  backend.matmulBfloat16B(a, weight.bits, out, {
+    batch: 1,
+    M,
+    K,
+    N,
+    transposeA: false,
+    transposeB,
+    aBatchStride: 0,
+    bBatchStride: 0,
+    accumulate: false,
+  });
 }
 
 /** A low-rank update (s·x·Aᵀ)·Bᵀ: A [r, in], B [out, r], s a scalar. */
@@ -120,29 +154,115 @@ export function lowRankLinear(
   weight: Tensor | HalfMatrix,
   bias: Tensor | null,
   update: LowRankUpdate | null,
+  recomputed?: RecomputedInput,
 ): Tensor {
   checkShapes(x, weight, bias, update);
+  return linearNode(x.data, x.shape, weight, bias, update, keptInput(recomputed ?? { graphInput: x, read: dataOf(x) }));
+}
+
+/** () => x.data from its own scope: a closure over x in lowRankLinear would keep x alive with a recomputed input. */
+function dataOf(x: Tensor): () => Float32Array {
+  return () => x.data;
+}
+
+function keptInput({ graphInput, read }: RecomputedInput): LinearInput {
+  return {
+    opName: 'lowRankLinear',
+    inputs: [graphInput],
+    wantsGradX: () => graphInput.requiresGrad,
+    readX: read,
+    gradients: (gradX) => [gradX],
+  };
+}
+
+/**
+ * x given to lowRankLinear for its forward only: the node lists `graphInput` (x's stand-in,
+ * recompute.ts) and backward reads x's values from `read` (recomputed, bit for bit the same), so x
+ * itself is not kept.
+ */
+export interface RecomputedInput {
+  graphInput: Tensor;
+  read: () => Float32Array;
+}
+
+/**
+ * lowRankLinear(swiglu(gate, up), W, b, update) that keeps gate and up but not h = swiglu(gate, up)
+ * ([.., I], as big as each of them): backward recomputes h (elementwise, no product) for dA = duᵀ·h̃
+ * and back-propagates dh through swiglu's own backward. Same values and gradients, bit for bit, as
+ * the two ops, for one [.., I]-wide activation less per MLP (model/transformer.ts under LoRA).
+ */
+export function swigluLowRankLinear(
+  gate: Tensor,
+  up: Tensor,
+  weight: Tensor | HalfMatrix,
+  bias: Tensor | null,
+  update: LowRankUpdate | null,
+): Tensor {
+  const h = noGrad(() => swiglu(gate, up));
+  checkShapes(h, weight, bias, update);
+  let rerun: { gate: Tensor; up: Tensor; h: Tensor } | null = null;
+  // h again with swiglu's graph recorded from fresh leaves over gate's and up's storage.
+  const recomputed = () => {
+    if (rerun) return rerun;
+    const leaves = [gate, up].map((t) => new Tensor(t.data, t.shape, { requiresGrad: t.requiresGrad }));
+    rerun = { gate: leaves[0], up: leaves[1], h: withGrad(() => swiglu(leaves[0], leaves[1])) };
+    return rerun;
+  };
+  return linearNode(h.data, h.shape, weight, bias, update, {
+    opName: 'swigluLowRankLinear',
+    inputs: [gate, up],
+    wantsGradX: () => gate.requiresGrad || up.requiresGrad,
+    readX: () => recomputed().h.data,
+    gradients: (gradH) => {
+      if (!gradH) return [null, null];
+      const leaves = recomputed();
+      leaves.h.backward(gradH);
+      rerun = null; // the rerun's graph serves this one backward
+      return [leaves.gate.grad?.data ?? null, leaves.up.grad?.data ?? null];
+    },
+  });
+}
+
+/** Where a linear's x comes from: the graph inputs it stands for and how its gradient reaches them. */
+interface LinearInput {
+  opName: string;
+  inputs: Tensor[];
+  wantsGradX: () => boolean;
+  /** x's values in backward (x itself, or recomputed). */
+  readX: () => Float32Array;
+  /** The gradients of `inputs` from dL/dx (null when wantsGradX is false). */
+  gradients: (gradX: Float32Array | null) => (Float32Array | null)[];
+}
+
+/** The forward products into a new tensor, and the node whose backward is described in the file header. */
+function linearNode(
+  xData: Float32Array,
+  xShape: readonly number[],
+  weight: Tensor | HalfMatrix,
+  bias: Tensor | null,
+  update: LowRankUpdate | null,
+  input: LinearInput,
+): Tensor {
   const [out, inputs] = weight.shape;
   const rank = update ? update.a.shape[0] : 0;
-  const N = x.size / inputs;
-  const weightData = (): Float32Array => (weight instanceof HalfMatrix ? widenedScratch(weight) : weight.data);
+  const N = xData.length / inputs;
   const trainedWeight = weight instanceof HalfMatrix ? null : weight;
   const output = new Float32Array(N * out); // [N, out]
-  product(x.data, weightData(), output, N, inputs, out, { transposeB: true });
+  weightProduct(xData, weight, output, N, inputs, out, true);
   if (bias) for (let row = 0; row < N; row++) for (let j = 0; j < out; j++) output[row * out + j] += bias.data[j];
   const down = new Float32Array(N * rank); // u = s·x̃·Aᵀ [N, r]
   // x̃: x itself without dropout; rebuilt from the seed in backward rather than kept.
-  const adapterInput = (): Float32Array =>
-    update?.dropout && update.dropout.probability > 0 ? droppedInput(x.data, update.dropout) : x.data;
+  const dropped = (data: Float32Array): Float32Array =>
+    update?.dropout && update.dropout.probability > 0 ? droppedInput(data, update.dropout) : data;
   if (update) {
-    product(adapterInput(), update.a.data, down, N, inputs, rank, { transposeB: true });
+    product(dropped(xData), update.a.data, down, N, inputs, rank, { transposeB: true });
     for (let i = 0; i < down.length; i++) down[i] *= update.scaling;
     product(down, update.b.data, output, N, rank, out, { transposeB: true, accumulate: true });
   }
-  const result = new Tensor(output, [...x.shape.slice(0, -1), out]);
+  const result = new Tensor(output, [...xShape.slice(0, -1), out]);
   // A HalfMatrix is frozen and not a graph input. Gradients come back in this order.
   const inputsOfNode = [
-    x,
+    ...input.inputs,
     ...(update ? [update.a, update.b] : []),
     ...(trainedWeight ? [trainedWeight] : []),
     ...(bias ? [bias] : []),
@@ -150,19 +270,22 @@ export function lowRankLinear(
   if (!needsGrad(inputsOfNode)) return result;
   result.requiresGrad = true;
   result.node = {
-    opName: 'lowRankLinear',
+    opName: input.opName,
     inputs: inputsOfNode,
     backward: (g) => {
       let gradX: Float32Array | null = null;
-      if (x.requiresGrad) {
-        gradX = new Float32Array(x.size);
-        product(g, weightData(), gradX, N, out, inputs, {}); // g·W
+      if (input.wantsGradX()) {
+        gradX = new Float32Array(N * inputs); // not xData.length: the closure must not keep a recomputed x alive
+        weightProduct(g, weight, gradX, N, out, inputs, false); // g·W
       }
-      const gradients: (Float32Array | null)[] = [gradX];
-      if (update) gradients.push(...lowRankGradients(update, x, adapterInput, down, g, gradX, N, out));
+      const adapterInput = () => dropped(input.readX());
+      // gradX is complete (g·W + du·A) only after the low-rank part: the inputs' gradients come last.
+      const gradients: (Float32Array | null)[] = update
+        ? lowRankGradients(update, adapterInput, down, g, gradX, N, out)
+        : [];
       if (trainedWeight) {
         const gradW = trainedWeight.requiresGrad ? new Float32Array(trainedWeight.size) : null;
-        if (gradW) product(g, x.data, gradW, out, N, inputs, { transposeA: true }); // gᵀ·x
+        if (gradW) product(g, input.readX(), gradW, out, N, inputs, { transposeA: true }); // gᵀ·x
         gradients.push(gradW);
       }
       if (bias?.requiresGrad) {
@@ -170,7 +293,7 @@ export function lowRankLinear(
         for (let row = 0; row < N; row++) for (let j = 0; j < out; j++) gradBias[j] += g[row * out + j];
         gradients.push(gradBias);
       } else if (bias) gradients.push(null);
-      return gradients;
+      return [...input.gradients(gradX), ...gradients];
     },
   };
   return result;
@@ -179,7 +302,6 @@ export function lowRankLinear(
 /** dA and dB, adding du·A (through the dropout mask) into gradX when x needs it; u = s·x̃·Aᵀ is the forward's `down`. */
 function lowRankGradients(
   { a, b, scaling, dropout }: LowRankUpdate,
-  x: Tensor,
   adapterInput: () => Float32Array,
   down: Float32Array,
   g: Float32Array,
@@ -196,9 +318,9 @@ function lowRankGradients(
   if (gradX && !dropping) product(gradDown, a.data, gradX, N, rank, inputs, { accumulate: true }); // + du·A
   if (gradX && dropping) {
     // dx̃ = du·A, then dx += m⊙dx̃/(1−p): the mask is x̃'s, rebuilt from the seed on a vector of ones.
-    const gradDropped = new Float32Array(x.size);
+    const gradDropped = new Float32Array(N * inputs);
     product(gradDown, a.data, gradDropped, N, rank, inputs, {});
-    const scales = droppedInput(new Float32Array(x.size).fill(1), dropout);
+    const scales = droppedInput(new Float32Array(N * inputs).fill(1), dropout);
     for (let i = 0; i < gradX.length; i++) gradX[i] += scales[i] * gradDropped[i];
   }
   let gradA: Float32Array | null = null;

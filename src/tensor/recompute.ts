@@ -12,28 +12,68 @@
  * that the op records a node when only they, and not x, require grad.
  *
  * Is not: a general checkpointing policy (the caller chooses the blocks; model/transformer.ts uses
- * decoder layers) or a double-backward (the rerun's graph serves one backward).
+ * decoder layers, or with `recomputeAll` the attention between the projections and o_proj) or a
+ * double-backward (the rerun's graph serves one backward). `residualAdd` (a sum that does not keep its
+ * branch's values) lives here because it serves the same end: fewer activations kept for backward.
  */
 import { needsGrad, noGrad, withGrad } from './autograd.js';
+import { add } from './elementwise.js';
 import { Tensor } from './tensor.js';
 
 /** fn(x) keeping only x for backward; see the file header. */
 export function recompute(fn: (x: Tensor) => Tensor, x: Tensor, parameters: readonly Tensor[]): Tensor {
-  if (!needsGrad([x, ...parameters])) return fn(x);
-  const output = noGrad(() => fn(x));
+  return recomputeAll(([input]) => fn(input), [x], parameters);
+}
+
+/** fn(inputs) keeping only the inputs for backward: `recompute` for a block with several inputs. */
+export function recomputeAll(
+  fn: (inputs: Tensor[]) => Tensor,
+  inputs: readonly Tensor[],
+  parameters: readonly Tensor[],
+): Tensor {
+  if (!needsGrad([...inputs, ...parameters])) return fn([...inputs]);
+  const output = noGrad(() => fn([...inputs]));
   const result = new Tensor(output.data, output.shape, { requiresGrad: true });
   result.node = {
     opName: 'recompute',
-    inputs: [x],
+    inputs: [...inputs],
     backward: (g) => {
-      const input = new Tensor(x.data, x.shape, { requiresGrad: x.requiresGrad });
-      const rerun = withGrad(() => fn(input));
-      if (!rerun.requiresGrad) return [null]; // nothing in fn requires grad any more
+      const leaves = inputs.map((x) => new Tensor(x.data, x.shape, { requiresGrad: x.requiresGrad }));
+      const rerun = withGrad(() => fn(leaves));
+      if (!rerun.requiresGrad) return leaves.map(() => null); // nothing in fn requires grad any more
       rerun.backward(g);
-      const gradient = input.grad?.data ?? null;
-      input.grad = null;
-      return [gradient];
+      return leaves.map((leaf) => leaf.grad?.data ?? null);
     },
   };
   return result;
+}
+
+/**
+ * stream + branch for two tensors of one shape, as `add` gives them, whose node keeps the branch's
+ * graph but not its values: a sum's gradient needs neither operand, yet `add` keeps both tensors as
+ * inputs and so their data. The node's second input is a stand-in holding the branch's node and no
+ * data, so a branch made for this sum alone (a layer's o_proj or down_proj output) is freed after the
+ * forward. A branch without a node (a leaf) is summed by `add`, whose gradient it then receives.
+ */
+export function residualAdd(stream: Tensor, branch: Tensor): Tensor {
+  if (!branch.node || stream.rank !== branch.rank || stream.shape.some((d, i) => d !== branch.shape[i]))
+    return add(stream, branch);
+  const output = new Float32Array(stream.size);
+  for (let i = 0; i < output.length; i++) output[i] = stream.data[i] + branch.data[i];
+  const result = new Tensor(output, stream.shape);
+  if (!needsGrad([stream, branch])) return result;
+  result.requiresGrad = true;
+  result.node = { opName: 'residualAdd', inputs: [stream, standIn(branch)], backward: (g) => [g, g] };
+  return result;
+}
+
+/**
+ * A graph stand-in for `tensor`: its node and requiresGrad, no data. An op that lists it as an input
+ * sends its gradient into `tensor`'s node without keeping `tensor`'s values alive; every consumer of
+ * `tensor` must use the same stand-in, so that their gradients are summed once, in the same order.
+ */
+export function standIn(tensor: Tensor): Tensor {
+  const handle = new Tensor(new Float32Array(0), [0], { requiresGrad: tensor.requiresGrad });
+  handle.node = tensor.node;
+  return handle;
 }

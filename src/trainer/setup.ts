@@ -323,6 +323,6 @@ export function attachLora(
   const storedInBfloat16 = linearDtypes.length > 0 && linearDtypes.every((dtype) => dtype === 'BF16');
   if (lora.baseDtype === 'bfloat16' || (lora.baseDtype === 'auto' && storedInBfloat16))
     model.keepFrozenLinearsInBfloat16();
-  model.recomputeLayers = lora.recomputeActivations;
+  model.recompute = lora.recomputeActivations;
   model.adapterDropout = lora.dropout;
 }

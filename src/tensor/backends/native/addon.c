@@ -6,7 +6,8 @@
  * Is not: the friendly validation with tensor names (native.ts does that first) or the arithmetic (gemm.c).
  *
  * Exports: createContext(threads, isa) -> handle; destroyContext(handle);
- * matmul(handle, a, b, out, batch, M, K, N, transposeA, transposeB, aBatchStride, bBatchStride, accumulate);
+ * matmul(handle, a, b, out, batch, M, K, N, transposeA, transposeB, aBatchStride, bBatchStride, accumulate), b a
+ * Float32Array or a Uint16Array of bfloat16 bits (widened while packing, gemm-half.c);
  * packMatrix(handle, b, K, N, transposeB) -> packed; releasePacked(packed); matmulPacked(handle, a, packed, out,
  * M, accumulate) (B packed once, for weights that stay constant while decoding);
  * contextInfo(handle) -> { isa, threads, mr, nr, packedMaxRows }; supportedIsas() -> string[] (best first); and
@@ -133,6 +134,20 @@ static int get_floats(napi_env env, napi_value value, const char *name, float **
 
 #include "row-kernels-addon.c"
 
+/* B of a product: a Float32Array, or a Uint16Array of bfloat16 bits (a frozen base weight, gemm-half.c). */
+static int get_matrix_b(napi_env env, napi_value value, void **data, size_t *length, int *bfloat16) {
+  bool is_typed = false;
+  napi_typedarray_type type;
+  if (napi_is_typedarray(env, value, &is_typed) != napi_ok || !is_typed ||
+      napi_get_typedarray_info(env, value, &type, length, data, NULL, NULL) != napi_ok ||
+      (type != napi_float32_array && type != napi_uint16_array)) {
+    napi_throw_type_error(env, NULL, "grpo native: b must be a Float32Array or a Uint16Array of bfloat16 bits");
+    return 0;
+  }
+  *bfloat16 = type == napi_uint16_array;
+  return 1;
+}
+
 /* Elements a batch of `count` blocks of `block` elements spaced `stride` apart reaches. */
 static double extent(double count, double stride, double block) {
   return count <= 0 || block <= 0 ? 0 : (count - 1) * stride + block;
@@ -148,9 +163,11 @@ static napi_value matmul(napi_env env, napi_callback_info info) {
   }
   context_handle *handle = get_handle(env, argv[0]);
   if (!handle) return NULL;
-  float *a, *b, *out;
+  float *a, *out;
+  void *b;
   size_t a_length, b_length, out_length;
-  if (!get_floats(env, argv[1], "a", &a, &a_length) || !get_floats(env, argv[2], "b", &b, &b_length) ||
+  int b_bfloat16 = 0;
+  if (!get_floats(env, argv[1], "a", &a, &a_length) || !get_matrix_b(env, argv[2], &b, &b_length, &b_bfloat16) ||
       !get_floats(env, argv[3], "out", &out, &out_length))
     return NULL;
   int64_t dims[4], strides[2];
@@ -159,7 +176,8 @@ static napi_value matmul(napi_env env, napi_callback_info info) {
   for (int i = 0; i < 2; i++) CHECK(napi_get_value_bool(env, argv[8 + i], &flags[i]));
   for (int i = 0; i < 2; i++) CHECK(napi_get_value_int64(env, argv[10 + i], &strides[i]));
   CHECK(napi_get_value_bool(env, argv[12], &flags[2]));
-  gemm_shape shape = {dims[0], dims[1], dims[2], dims[3], flags[0], flags[1], strides[0], strides[1], flags[2]};
+  gemm_shape shape = {dims[0],    dims[1],    dims[2],  dims[3],   flags[0],
+                      flags[1],   strides[0], strides[1], flags[2], b_bfloat16};
   if (shape.batch < 0 || shape.M < 0 || shape.K < 0 || shape.N < 0 || strides[0] < 0 || strides[1] < 0) {
     napi_throw_range_error(env, NULL, "grpo native matmul: batch, M, K, N and strides must be >= 0");
     return NULL;

@@ -65,6 +65,8 @@ typedef struct {
   int transpose_a, transpose_b;
   int64_t a_batch_stride, b_batch_stride;
   int accumulate;
+  /* B holds bfloat16 bits (uint16_t, strides in elements), widened while packing (gemm-half.c). */
+  int b_bfloat16;
 } gemm_shape;
 
 typedef struct gemm_context gemm_context;

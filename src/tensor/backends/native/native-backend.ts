@@ -1,6 +1,7 @@
 /**
  * The `native` backend: loads the N-API addon that node-gyp builds at install time (binding.gyp,
- * build/Release/grpo_native.node) and wraps its SGEMM (with packed copies of constant operands) and row
+ * build/Release/grpo_native.node) and wraps its SGEMM (with packed copies of constant operands, and a
+ * bfloat16 B widened while packing: matmulBfloat16B) and row
  * kernels (SwiGLU, RMSNorm, log-sum-exp rows, softmax gradient, AdamW, the sampler's draw, decode attention
  * over a shared prompt; row-kernels.c) behind the Backend interface.
  *
@@ -43,6 +44,7 @@ const PACKED_MIN_ROWS = 8;
 /** A native backend instance; `isa` says which micro-kernel it runs. */
 export interface NativeBackend extends Backend {
   readonly isa: Exclude<NativeIsa, 'auto'>;
+  matmulBfloat16B(a: Float32Array, b: Uint16Array, out: Float32Array, shape: MatmulShape): void;
 }
 
 /** Whether the addon could be loaded, from where, and if not, why. */
@@ -60,7 +62,7 @@ interface Addon {
   matmul(
     handle: object,
     a: Float32Array,
-    b: Float32Array,
+    b: Float32Array | Uint16Array,
     out: Float32Array,
     batch: number,
     M: number,
@@ -273,7 +275,12 @@ function operandLength(batch: number, stride: number, block: number): number {
 }
 
 /** Throws a message naming the offending field or array; the addon re-checks bounds for memory safety. */
-export function checkMatmulArguments(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void {
+export function checkMatmulArguments(
+  a: Float32Array,
+  b: Float32Array | Uint16Array,
+  out: Float32Array,
+  shape: MatmulShape,
+): void {
   for (const field of ['batch', 'M', 'K', 'N', 'aBatchStride', 'bBatchStride'] as const) {
     const value = shape[field];
     if (!Number.isSafeInteger(value) || value < 0) {
@@ -289,7 +296,8 @@ export function checkMatmulArguments(a: Float32Array, b: Float32Array, out: Floa
   };
   for (const name of ['a', 'b', 'out'] as const) {
     const array = arrays[name];
-    if (!(array instanceof Float32Array)) throw new TypeError(`matmul: ${name} must be a Float32Array`);
+    if (!(array instanceof Float32Array) && !(name === 'b' && array instanceof Uint16Array))
+      throw new TypeError(`matmul: ${name} must be a Float32Array${name === 'b' ? ' (or bfloat16 bits)' : ''}`);
     if (array.length < needed[name]) {
       throw new RangeError(
         `matmul: ${name} has ${array.length} elements but shape ` +
@@ -314,6 +322,22 @@ export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBac
     return handle;
   };
   const constant = new ConstantOperands(addon, packBudgetBytes);
+  const product = (live: object, a: Float32Array, b: Float32Array | Uint16Array, out: Float32Array, s: MatmulShape) =>
+    addon.matmul(
+      live,
+      a,
+      b,
+      out,
+      s.batch,
+      s.M,
+      s.K,
+      s.N,
+      s.transposeA,
+      s.transposeB,
+      s.aBatchStride,
+      s.bBatchStride,
+      s.accumulate,
+    );
   return {
     name: 'native',
     threads: info.threads,
@@ -329,21 +353,12 @@ export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBac
           return;
         }
       }
-      addon.matmul(
-        handle,
-        a,
-        b,
-        out,
-        shape.batch,
-        shape.M,
-        shape.K,
-        shape.N,
-        shape.transposeA,
-        shape.transposeB,
-        shape.aBatchStride,
-        shape.bBatchStride,
-        shape.accumulate,
-      );
+      product(handle, a, b, out, shape);
+    },
+    matmulBfloat16B(a: Float32Array, b: Uint16Array, out: Float32Array, shape: MatmulShape): void {
+      if (!(b instanceof Uint16Array)) throw new TypeError('matmulBfloat16B: b must be a Uint16Array of bfloat16 bits');
+      checkMatmulArguments(a, b, out, shape);
+      product(live('matmulBfloat16B'), a, b, out, shape); // the addon tells the two kinds of b apart
     },
     swigluForward(gate, up, out, activated) {
       addon.swigluForward(live('swigluForward'), gate, up, out, activated);
