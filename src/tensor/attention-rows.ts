@@ -60,13 +60,7 @@ export function softmaxScoreRows(probabilities: Float32Array, rows: AttentionRow
           probabilities.fill(0, base, base + S);
           continue;
         }
-        let total = 0;
-        for (let s = 0; s < S; s++) {
-          const e = Math.exp(probabilities[base + s] - rowMax);
-          probabilities[base + s] = e;
-          total += e;
-        }
-        for (let s = 0; s < S; s++) probabilities[base + s] /= total;
+        normaliseRow(probabilities, base, S, rowMax);
       }
     }
   }
@@ -88,13 +82,7 @@ function plainCausalSoftmax(probabilities: Float32Array, rows: AttentionRows): v
       probabilities.fill(0, base, base + S);
       continue;
     }
-    let total = 0;
-    for (let s = 0; s < visible; s++) {
-      const e = Math.exp(probabilities[base + s] - rowMax);
-      probabilities[base + s] = e;
-      total += e;
-    }
-    for (let s = 0; s < visible; s++) probabilities[base + s] /= total;
+    normaliseRow(probabilities, base, visible, rowMax);
     probabilities.fill(0, base + visible, base + S);
   }
 }
@@ -116,4 +104,15 @@ export function softmaxBackwardRows(
       gradProbabilities[base + s] = probabilities[base + s] * (gradProbabilities[base + s] - dot) * scale;
     if (visible < S) gradProbabilities.fill(0, base + visible, base + S);
   }
+}
+
+/** exp(score − rowMax) / Σ over the row's first `count` entries, in place (masked scores are −∞ and give 0). */
+function normaliseRow(probabilities: Float32Array, base: number, count: number, rowMax: number): void {
+  let total = 0;
+  for (let s = 0; s < count; s++) {
+    const e = Math.exp(probabilities[base + s] - rowMax);
+    probabilities[base + s] = e;
+    total += e;
+  }
+  for (let s = 0; s < count; s++) probabilities[base + s] /= total;
 }
