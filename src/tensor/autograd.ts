@@ -49,6 +49,20 @@ export function needsGrad(inputs: readonly Tensor[]): boolean {
   return gradEnabled && inputs.some((input) => input.requiresGrad);
 }
 
+/** Marks `result` as the output of `opName` on `inputs` when gradients flow (see needsGrad); returns it. */
+export function record(
+  result: Tensor,
+  opName: string,
+  inputs: Tensor[],
+  backward: (g: Float32Array) => (Float32Array | null)[],
+): Tensor {
+  if (needsGrad(inputs)) {
+    result.requiresGrad = true;
+    result.node = { opName, inputs, backward };
+  }
+  return result;
+}
+
 function topologicalOrder(root: Tensor): Tensor[] {
   const order: Tensor[] = [];
   const visited = new Set<Tensor>();

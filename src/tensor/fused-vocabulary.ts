@@ -5,25 +5,12 @@
  *
  * Legend: N = rows, V = vocabulary. Is not: attention or normalisation (fused.ts).
  */
-import { needsGrad } from './autograd.js';
+import { record } from './autograd.js';
 import { getBackend } from './backends/select.js';
 import { mul } from './elementwise.js';
 import { sum } from './primitives.js';
 import { formatShape, sizeOf } from './shape.js';
 import { Tensor, tensor } from './tensor.js';
-
-function record(
-  result: Tensor,
-  opName: string,
-  inputs: Tensor[],
-  backward: (g: Float32Array) => (Float32Array | null)[],
-): Tensor {
-  if (needsGrad(inputs)) {
-    result.requiresGrad = true;
-    result.node = { opName, inputs, backward };
-  }
-  return result;
-}
 
 /** Per-row state of log-softmax-gather kept for its gradient: the kernel's shift and log Σ, or the loop's normaliser. */
 type RowNormalizers =

@@ -10,23 +10,10 @@
  * the backend has the optional row kernel (Backend.swigluForward etc.) it runs that instead.
  */
 import { type AttentionRows, softmaxBackwardRows, softmaxScoreRows } from './attention-rows.js';
-import { needsGrad } from './autograd.js';
+import { needsGrad, record } from './autograd.js';
 import { getBackend } from './backends/select.js';
 import { formatShape } from './shape.js';
 import { Tensor } from './tensor.js';
-
-function record(
-  result: Tensor,
-  opName: string,
-  inputs: Tensor[],
-  backward: (g: Float32Array) => (Float32Array | null)[],
-): Tensor {
-  if (needsGrad(inputs)) {
-    result.requiresGrad = true;
-    result.node = { opName, inputs, backward };
-  }
-  return result;
-}
 
 /** y = x / sqrt(mean(x², last axis) + eps) · weight, as HF's LlamaRMSNorm (computed in float32). */
 export function rmsNorm(x: Tensor, weight: Tensor, eps: number): Tensor {

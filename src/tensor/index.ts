@@ -51,9 +51,8 @@ export {
   indexSelect,
   embedding,
   broadcastTo,
-  matmul,
-  type MatmulOptions,
 } from './primitives.js';
+export { matmul, type MatmulOptions } from './matmul.js';
 export { mean, logSumExp, logSoftmax, softmax, entropy, linear } from './ops.js';
 export { rmsNorm, rope, causalAttention, swiglu, type AttentionOptions } from './fused.js';
 export { layerNorm } from './layer-norm.js';

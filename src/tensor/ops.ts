@@ -7,7 +7,8 @@
  */
 import { noGrad } from './autograd.js';
 import { add, exp, log, mul, neg, sub } from './elementwise.js';
-import { matmul, max, reshape, sum } from './primitives.js';
+import { matmul } from './matmul.js';
+import { max, reshape, sum } from './primitives.js';
 import { normalizeAxis } from './shape.js';
 import type { Tensor } from './tensor.js';
 
