@@ -9,7 +9,8 @@
  */
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { type ModelConfig, loadModelConfig, toHfConfig } from './config.js';
+import { type ModelConfig, loadModelConfig } from './config.js';
+import { toHfConfig } from './config-hf.js';
 import { makeDirectory, removeTree, renamePath, syncDirectory, writeFileDurably } from './durable-files.js';
 import { readJsonObject } from './json-file.js';
 import { type StoredTensor, encodeSafetensors, readSafetensorsFolder } from './safetensors.js';
