@@ -5,20 +5,16 @@
  * kernels (SwiGLU, RMSNorm, log-sum-exp rows, softmax gradient, AdamW, the sampler's draw, decode attention
  * over a shared prompt; row-kernels.c) behind the Backend interface.
  *
- * Is: finding and loading the addon once per process, option and argument checks with clear messages,
- * and `nativeAddonStatus()` so callers can say why native is unavailable. The addon works in place on
+ * Is: option and argument checks with clear messages over the addon that native-addon.ts loads (and
+ * whose `nativeAddonStatus()` says why native is unavailable). The addon works in place on
  * the Float32Arrays (no copies) and picks AVX-512, AVX2 or portable C at run time.
  * Is not: backend selection (select.ts decides between native, wasm and js) or the kernels (*.c here).
  */
-import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { AdamWStep, Backend, MatmulShape, PrefixAttentionDims } from '../../backend.js';
+import { ISAS, loadAddon, type Addon, type NativeIsa } from './native-addon.js';
 
-/** Instruction-set paths the addon can run; `auto` picks the best one the CPU supports. */
-export type NativeIsa = 'auto' | 'avx512' | 'avx2' | 'generic';
+export { nativeAddonStatus, nativeExp, type NativeAddonStatus, type NativeIsa } from './native-addon.js';
 
 /** Options of loadNativeBackend. */
 export interface NativeBackendOptions {
@@ -45,206 +41,6 @@ const PACKED_MIN_ROWS = 8;
 export interface NativeBackend extends Backend {
   readonly isa: Exclude<NativeIsa, 'auto'>;
   matmulBfloat16B(a: Float32Array, b: Uint16Array, out: Float32Array, shape: MatmulShape): void;
-}
-
-/** Whether the addon could be loaded, from where, and if not, why. */
-export interface NativeAddonStatus {
-  available: boolean;
-  path: string | null;
-  reason: string;
-  /** Instruction sets this CPU and build support, best first (empty when unavailable). */
-  isas: Array<Exclude<NativeIsa, 'auto'>>;
-}
-
-interface Addon {
-  createContext(threads: number, isa: NativeIsa): object;
-  destroyContext(handle: object): void;
-  matmul(
-    handle: object,
-    a: Float32Array,
-    b: Float32Array | Uint16Array,
-    out: Float32Array,
-    batch: number,
-    M: number,
-    K: number,
-    N: number,
-    transposeA: boolean,
-    transposeB: boolean,
-    aBatchStride: number,
-    bBatchStride: number,
-    accumulate: boolean,
-  ): void;
-  contextInfo(handle: object): {
-    isa: Exclude<NativeIsa, 'auto'>;
-    threads: number;
-    mr: number;
-    nr: number;
-    packedMaxRows: number;
-  };
-  packMatrix(handle: object, b: Float32Array, K: number, N: number, transposeB: boolean): object;
-  releasePacked(packed: object): void;
-  matmulPacked(
-    handle: object,
-    a: Float32Array,
-    packed: object,
-    out: Float32Array,
-    M: number,
-    accumulate: boolean,
-  ): void;
-  supportedIsas(): Array<Exclude<NativeIsa, 'auto'>>;
-  rowExp(x: Float32Array, out: Float32Array, isa: NativeIsa): void;
-  swigluForward(
-    handle: object,
-    gate: Float32Array,
-    up: Float32Array,
-    out: Float32Array,
-    activated: Float32Array | null,
-  ): void;
-  swigluBackward(
-    handle: object,
-    gate: Float32Array,
-    up: Float32Array,
-    g: Float32Array,
-    gradGate: Float32Array,
-    gradUp: Float32Array,
-  ): void;
-  logSumExpRows(
-    handle: object,
-    logits: Float32Array,
-    rows: number,
-    V: number,
-    shift: Float32Array,
-    logTotal: Float64Array,
-    entropy: Float32Array | null,
-  ): void;
-  softmaxGradRows(
-    handle: object,
-    logits: Float32Array,
-    rows: number,
-    V: number,
-    shift: Float32Array,
-    logTotal: Float64Array,
-    rowGrad: Float32Array,
-    out: Float32Array,
-  ): void;
-  rmsNormForward(
-    handle: object,
-    x: Float32Array,
-    weight: Float32Array,
-    rows: number,
-    D: number,
-    eps: number,
-    out: Float32Array,
-    inverseRms: Float32Array,
-  ): void;
-  rmsNormBackward(
-    handle: object,
-    x: Float32Array,
-    weight: Float32Array,
-    inverseRms: Float32Array,
-    g: Float32Array,
-    rows: number,
-    D: number,
-    gradX: Float32Array,
-    gradWeight: Float32Array,
-  ): void;
-  sampleRows(
-    handle: object,
-    logits: Float32Array,
-    rows: number,
-    V: number,
-    temperature: number,
-    uniforms: Float64Array,
-    ids: Int32Array,
-    logprobs: Float64Array,
-  ): void;
-  prefixAttention(
-    handle: object,
-    q: Float32Array,
-    promptKeys: Float32Array,
-    promptValues: Float32Array,
-    ownKeys: Float32Array,
-    ownValues: Float32Array,
-    out: Float32Array,
-    rows: number,
-    Hq: number,
-    Hkv: number,
-    D: number,
-    L: number,
-    S: number,
-    promptCapacity: number,
-    ownCapacity: number,
-    firstVisible: number,
-    scale: number,
-  ): void;
-  adamwUpdate(
-    handle: object,
-    parameter: Float32Array,
-    grad: Float32Array,
-    first: Float32Array,
-    second: Float32Array,
-    beta1: number,
-    beta2: number,
-    epsilon: number,
-    stepSize: number,
-    biasCorrection2Sqrt: number,
-    decayFactor: number,
-  ): void;
-}
-
-/** The addon's vectorised float32 exp on every element (exposed for its accuracy test), or null if not built. */
-export function nativeExp(x: Float32Array, isa: NativeIsa = 'auto'): Float32Array | null {
-  const { addon } = loadAddon();
-  if (!addon) return null;
-  const out = new Float32Array(x.length);
-  addon.rowExp(x, out, isa);
-  return out;
-}
-
-const ADDON_FILE = join('build', 'Release', 'grpo_native.node');
-const ISAS: readonly NativeIsa[] = ['auto', 'avx512', 'avx2', 'generic'];
-
-let loaded: { addon: Addon | null; status: NativeAddonStatus } | undefined;
-
-/** Candidate addon paths: $GRPO_NATIVE_ADDON, then build/Release under each ancestor of this file. */
-function candidatePaths(): string[] {
-  const fromEnvironment = process.env.GRPO_NATIVE_ADDON;
-  if (fromEnvironment) return [resolve(fromEnvironment)];
-  const paths: string[] = [];
-  // src/tensor/backends/native and dist/tensor/backends/native both sit four levels below the package root.
-  let directory = dirname(fileURLToPath(import.meta.url));
-  for (let level = 0; level < 6; level++) {
-    paths.push(join(directory, ADDON_FILE));
-    directory = dirname(directory);
-  }
-  return paths;
-}
-
-function loadAddon(): { addon: Addon | null; status: NativeAddonStatus } {
-  if (loaded) return loaded;
-  const paths = candidatePaths();
-  const path = paths.find((candidate) => existsSync(candidate));
-  if (!path) {
-    const reason =
-      `addon not built: no ${ADDON_FILE} found (looked in ${paths.join(', ')}); ` +
-      'it is built by node-gyp at `npm install` (needs a C compiler); rebuild with `npm run build:native`';
-    loaded = { addon: null, status: { available: false, path: null, reason, isas: [] } };
-    return loaded;
-  }
-  try {
-    const addon = createRequire(import.meta.url)(path) as Addon;
-    const isas = addon.supportedIsas();
-    loaded = { addon, status: { available: true, path, reason: `loaded ${path} (${isas.join(', ')})`, isas } };
-  } catch (error) {
-    const reason = `addon at ${path} failed to load: ${(error as Error).message}`;
-    loaded = { addon: null, status: { available: false, path, reason, isas: [] } };
-  }
-  return loaded;
-}
-
-/** Reports whether the native addon is present and loadable, without creating threads. */
-export function nativeAddonStatus(): NativeAddonStatus {
-  return loadAddon().status;
 }
 
 function checkOptions(options: NativeBackendOptions): { threads: number; isa: NativeIsa; packBudgetBytes: number } {
