@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ADAPTER_WEIGHTS_FILE } from '../model/adapter-files.js';
 import { loadCheckpoint, saveCheckpoint } from '../model/checkpoint.js';
-import { readSafetensors } from '../model/safetensors.js';
+import { readSafetensors, type StoredTensor } from '../model/safetensors.js';
 import { Transformer } from '../model/transformer.js';
 import type { AdamW } from '../nn/index.js';
 import type { ProgressReporter } from './progress.js';
@@ -60,31 +60,48 @@ export function resumeFrom(
 }
 
 /**
- * The KL reference: the policy at GRPO start, saved once as checkpoints/reference (atomically, like
- * every checkpoint) so a resumed run reloads the same one instead of taking its current weights.
+ * The KL reference's weights: at GRPO start a copy of the current ones, saved once as
+ * checkpoints/reference (atomically, like every checkpoint); on resume the saved ones, so a resumed
+ * run keeps the same reference instead of taking its current weights.
  */
-export function referenceFor(context: RunContext, folder: RunFolder, state: TrainerState): Transformer {
+function referenceTensors(
+  folder: RunFolder,
+  state: TrainerState,
+  io: {
+    current: () => Map<string, StoredTensor>;
+    save: (directory: string, tensors: Map<string, StoredTensor>) => void;
+    load: (directory: string) => Map<string, StoredTensor>;
+  },
+): Map<string, StoredTensor> {
   const directory = join(folder.checkpointsDirectory, 'reference');
-  let tensors;
   if (state.phaseStep > 0) {
     // The reference is published before the first GRPO checkpoint exists, so it cannot be missing here.
     if (!existsSync(directory))
       throw new Error(
         `${directory}: missing, but the run is resuming at GRPO step ${state.phaseStep}; the KL reference cannot be rebuilt`,
       );
-    tensors = loadCheckpoint(directory).tensors;
-  } else {
-    tensors = new Map(
-      [...context.model.parameters].map(([name, p]) => [name, { shape: [...p.shape], data: p.data.slice() }]),
-    );
-    saveCheckpoint(directory, {
-      config: context.model.config,
-      tensors,
-      extraFiles: context.tokenizerFiles,
-      sourceDir: context.sourceDirectory,
-    });
+    return io.load(directory);
   }
-  const reference = Transformer.fromTensors(context.model.config, tensors);
+  const tensors = new Map([...io.current()].map(([name, t]) => [name, { shape: [...t.shape], data: t.data.slice() }]));
+  io.save(directory, tensors);
+  return tensors;
+}
+
+/** The KL reference: the policy at GRPO start (referenceTensors), frozen. */
+export function referenceFor(context: RunContext, folder: RunFolder, state: TrainerState): Transformer {
+  const { config } = context.model;
+  const tensors = referenceTensors(folder, state, {
+    current: () => context.model.toStoredTensors(),
+    save: (directory, weights) =>
+      saveCheckpoint(directory, {
+        config,
+        tensors: weights,
+        extraFiles: context.tokenizerFiles,
+        sourceDir: context.sourceDirectory,
+      }),
+    load: (directory) => loadCheckpoint(directory).tensors,
+  });
+  const reference = Transformer.fromTensors(config, tensors);
   for (const parameter of reference.parameters.values()) parameter.requiresGrad = false;
   return reference;
 }
@@ -94,22 +111,18 @@ export function referenceFor(context: RunContext, folder: RunFolder, state: Trai
  * tower is frozen anyway) at GRPO start, saved once as checkpoints/reference in the idefics3 layout.
  */
 export function visionReferenceFor(context: RunContext, folder: RunFolder, state: TrainerState): VisionLanguageModel {
-  const directory = join(folder.checkpointsDirectory, 'reference');
   const { model } = context.vision!;
-  let tensors;
-  if (state.phaseStep > 0) {
-    if (!existsSync(directory))
-      throw new Error(
-        `${directory}: missing, but the run is resuming at GRPO step ${state.phaseStep}; the KL reference cannot be rebuilt`,
-      );
-    tensors = loadVisionLanguageCheckpoint(directory).tensors;
-  } else {
-    tensors = new Map(
-      [...model.toStoredTensors()].map(([name, t]) => [name, { shape: t.shape, data: t.data.slice() }]),
-    );
-    const { tokenizerFiles: extraFiles, sourceDirectory: sourceDir } = context;
-    saveVisionLanguageCheckpoint(directory, { config: model.config, tensors, extraFiles, sourceDir });
-  }
+  const tensors = referenceTensors(folder, state, {
+    current: () => model.toStoredTensors(),
+    save: (directory, weights) =>
+      saveVisionLanguageCheckpoint(directory, {
+        config: model.config,
+        tensors: weights,
+        extraFiles: context.tokenizerFiles,
+        sourceDir: context.sourceDirectory,
+      }),
+    load: (directory) => loadVisionLanguageCheckpoint(directory).tensors,
+  });
   const reference = VisionLanguageModel.fromTensors(model.config, tensors);
   for (const parameter of reference.parameters.values()) parameter.requiresGrad = false;
   return reference;
