@@ -9,7 +9,7 @@
  *
  * Is: `npm run bench -- grpo-step [--json] [--backends native,wasm,js]
  * [--models fixture,random-25m,smollm2-135m-shape] [--shapes 32x32,64x128] [--prompts 8]
- * [--group-size 8] [--micro-batch 64] [--threads 2] [--pytorch-threads 1,2|none]`; --threads lists our
+ * [--group-size 8] [--micro-batch 64] [--recompute selective|layers|none] [--threads 2] [--pytorch-threads 1,2|none]`; --threads lists our
  * thread counts (GRPO_THREADS of each case), --pytorch-threads PyTorch's. A shape is
  * `<prompt length>x<new tokens>`. Each case (ours per backend, PyTorch per thread count) runs in its
  * own child process so its peak memory (the kernel's RSS high-water mark) is its own. Prints rollout
@@ -67,6 +67,8 @@ interface StepCase {
   promptLength: number;
   newTokens: number;
   microBatch: number;
+  /** model.recomputeActivations: what the training forward keeps for backward (default 'selective', as `grpo train`). */
+  recompute: 'selective' | 'layers' | 'none';
 }
 
 type Result = Record<string, number | string>;
@@ -88,7 +90,10 @@ function parseArguments(argv: string[]) {
     prompts: positive('--prompts', '8'),
     groupSize: positive('--group-size', '8'),
     microBatch: positive('--micro-batch', '64'),
+    recompute: value('--recompute', 'selective') as StepCase['recompute'],
   };
+  if (!['selective', 'layers', 'none'].includes(batch.recompute))
+    throw new Error(`--recompute: '${batch.recompute}' is not one of selective, layers, none`);
   if ((batch.prompts * batch.groupSize) % batch.microBatch !== 0)
     throw new Error(
       `--micro-batch: ${batch.microBatch} does not divide the ${batch.prompts * batch.groupSize} completions`,
@@ -120,7 +125,9 @@ function grpoStep(model: Transformer, optimizer: AdamW, stepCase: StepCase, seed
     sampling: { groupSize: stepCase.groupSize, maxNewTokens: stepCase.newTokens, temperature: 1 },
     grpo: { promptsPerStep: stepCase.prompts, microBatchSize: stepCase.microBatch },
     algorithm: { loss: 'ppo-clip', aggregation: 'token-mean' },
+    model: { recomputeActivations: stepCase.recompute },
   });
+  model.recompute = config.model.recomputeActivations; // as createRunContext sets it
   const random = new Random(seed);
   const prompts = Array.from({ length: stepCase.prompts }, () =>
     Array.from(

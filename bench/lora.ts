@@ -53,7 +53,7 @@ interface Shape {
   newTokens: number;
   microBatch: number;
   steps: number;
-  /** LoRA's lora.recomputeActivations: 'selective' (the default), 'layers' or 'none'. */
+  /** model.recomputeActivations of both cases: 'selective' (the default), 'layers' or 'none'. */
   recompute: 'selective' | 'layers' | 'none';
 }
 
@@ -132,10 +132,12 @@ function runCase(benchCase: LoraCase): void {
     sampling: { groupSize: benchCase.groupSize, maxNewTokens: benchCase.newTokens, temperature: 1 },
     grpo: { promptsPerStep: benchCase.prompts, microBatchSize: benchCase.microBatch },
     algorithm: { loss: 'ppo-clip', aggregation: 'token-mean' },
-    ...(benchCase.mode === 'lora' ? { lora: { ...LORA, recomputeActivations: benchCase.recompute } } : {}),
+    model: { recomputeActivations: benchCase.recompute },
+    ...(benchCase.mode === 'lora' ? { lora: LORA } : {}),
   });
   const model = Transformer.random(createSmallConfig(MODELS[benchCase.model]), 7);
   if (config.lora) attachLora(model, config.lora, 7, []);
+  model.recompute = config.model.recomputeActivations; // as createRunContext sets it
   const trained = optimizedParameters(model);
   const optimizer = new AdamW(trained, {
     learningRate: 1e-5,

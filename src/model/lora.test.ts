@@ -106,6 +106,29 @@ describe('LoRA adapters', () => {
     }
   });
 
+  it('a selective full fine-tuning forward keeps no swiglu or RMSNorm output: its linears recompute them', () => {
+    const opNames = (model: Transformer) => {
+      const loss = T.sum(T.logSoftmaxGather(model.forward(ids.slice(0, -1), 1), ids.slice(1)));
+      const names = new Set<string>();
+      const seen = new Set<T.Tensor>();
+      const visit = (t: T.Tensor) => {
+        if (seen.has(t) || !t.node) return;
+        seen.add(t);
+        names.add(t.node.opName);
+        t.node.inputs.forEach(visit);
+      };
+      visit(loss);
+      return names;
+    };
+    const full = Transformer.random(config, 3, 0.2);
+    expect(opNames(full)).toContain('swiglu');
+    full.recompute = 'selective';
+    const selective = opNames(full);
+    expect(selective).not.toContain('swiglu');
+    expect(selective).toContain('swigluLowRankLinear');
+    expect(selective).toContain('lowRankLinear'); // q/k/v and gate/up read their norm's output recomputed
+  });
+
   it('with dropout, recomputed layers or parts give bitwise the gradients of stored ones; masks follow the seed', () => {
     const lossAndGradients = (model: Transformer, trained: T.Tensor[], dropoutSeed?: number) => {
       for (const t of trained) t.grad = null;

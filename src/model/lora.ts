@@ -12,7 +12,6 @@ import {
   linear,
   lowRankLinear,
   Random,
-  swiglu,
   swigluLowRankLinear,
   tensor,
   type LowRankUpdate,
@@ -177,7 +176,8 @@ function peftTensorName(path: string, which: 'A' | 'B'): string {
 /**
  * x Wᵀ + b, plus (s·x Aᵀ) Bᵀ when the linear has an adapter, as the fused lowRankLinear: the low-rank
  * path never forms B·A, and backward keeps only x and the rank-wide s·x Aᵀ, not the out-wide update.
- * A bfloat16 base weight (HalfMatrix) goes through lowRankLinear too, which widens it per product.
+ * A bfloat16 base weight (HalfMatrix), or an input recomputed in backward (`recomputed`, a selective
+ * forward's RMSNorm output, with or without an adapter), goes through lowRankLinear too.
  */
 export function linearWithAdapter(
   x: Tensor,
@@ -188,18 +188,15 @@ export function linearWithAdapter(
   dropout?: LowRankUpdate['dropout'],
   recomputed?: RecomputedInput,
 ): Tensor {
-  if (!adapter && !(weight instanceof HalfMatrix)) {
-    if (recomputed) throw new Error('linearWithAdapter: a recomputed input needs an adapter or a bfloat16 weight');
-    return linear(x, weight, bias);
-  }
+  if (!adapter && !(weight instanceof HalfMatrix) && !recomputed) return linear(x, weight, bias);
   const update = adapter ? { a: adapter.a, b: adapter.b, scaling, dropout } : null;
   return lowRankLinear(x, weight, bias, update, recomputed);
 }
 
 /**
- * linearWithAdapter(swiglu(gate, up), ...) for the MLP's down_proj: where that would take lowRankLinear
- * (an adapter or a bfloat16 base), swigluLowRankLinear, which does not keep swiglu(gate, up) for
- * backward but recomputes it (same values and gradients); the plain composite otherwise.
+ * linearWithAdapter(swiglu(gate, up), ...) for the MLP's down_proj in a selective forward:
+ * swigluLowRankLinear, which does not keep swiglu(gate, up) for backward but recomputes it (same
+ * values and gradients), with or without an adapter, over a float32 (trained) or bfloat16 (frozen) W.
  */
 export function swigluLinearWithAdapter(
   gate: Tensor,
@@ -210,7 +207,6 @@ export function swigluLinearWithAdapter(
   scaling: number,
   dropout?: LowRankUpdate['dropout'],
 ): Tensor {
-  if (!adapter && !(weight instanceof HalfMatrix)) return linear(swiglu(gate, up), weight, bias);
   return swigluLowRankLinear(gate, up, weight, bias, adapter ? { a: adapter.a, b: adapter.b, scaling, dropout } : null);
 }
 

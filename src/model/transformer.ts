@@ -132,6 +132,7 @@ export class Transformer {
       adapters?.scaling ?? 0,
       dropping ? { probability: this.adapterDropout, seed: combineSeeds(dropoutSeed, moduleSeed(module)) } : undefined,
     ] as const;
+    // x = [gate, up] comes only from a selective forward, which recomputes swiglu(gate, up) in backward.
     return Array.isArray(x) ? swigluLinearWithAdapter(x[0], x[1], ...rest) : linearWithAdapter(x, ...rest, recomputed);
   }
 
@@ -302,8 +303,7 @@ export class Transformer {
 
   /** Selective, and every module reading normed is a lowRankLinear: normed recomputed in their backward. */
   private recomputedNorm(normed: Tensor, x: Tensor, weight: Tensor, modules: string[], options: ForwardOptions) {
-    const lowRank = (module: string) => this.adapters?.pairs.has(module) || this.halfWeights.has(`${module}.weight`);
-    if (!this.selective(options) || !modules.every(lowRank)) return undefined;
+    if (!this.selective(options)) return undefined;
     return recomputedNormInput(normed, x, weight, this.config.rmsNormEps);
   }
 

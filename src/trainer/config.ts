@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { agentSchema } from './agent-config.js';
 import { loraSchema } from './lora-config.js';
 import { rolloutEngineProblems, rolloutEngineSchema } from './rollout-engine-config.js';
-import { trlHint } from './trl-names.js';
+import { movedHint, trlHint } from './trl-names.js';
 import { visionModelFields, visionProblems } from './vision-config.js';
 
 const positiveInteger = z.number().int().positive();
@@ -47,6 +47,12 @@ const modelSchema = z
       .optional()
       .describe('SwiGLU width of a from-scratch model; default 8/3 of hidden, rounded to 8.'),
     initSeed: z.number().int().default(0).describe('Seed of the from-scratch initialisation.'),
+    recomputeActivations: z
+      .enum(['selective', 'layers', 'none'])
+      .default('selective')
+      .describe(
+        "What every training forward pass (SFT and GRPO, full fine-tuning or LoRA) keeps for backward; the gradients are the same in every mode. 'selective' (default): keep the linear layers' outputs and recompute only what needs no weight product (rope, head permutes and softmax attention between the q/k/v projections and o_proj; swiglu(gate, up) before down_proj; the RMSNorm outputs the projections read), about 40% fewer kept activations for a few percent more time. 'layers': each decoder layer keeps only its input and is rerun whole in backward (least memory, one more forward pass). 'none': keep everything.",
+      ),
     ...visionModelFields,
   })
   .strict();
@@ -340,10 +346,12 @@ function path(issue: { path: PropertyKey[] }): string {
 export function validateConfig(input: unknown, known: KnownNames): TrainerConfig {
   const parsed = trainerConfigSchema.safeParse(input ?? {});
   if (!parsed.success) {
+    const hint = (issue: z.core.$ZodIssue, key: string) =>
+      movedHint(issue.path.length === 0 ? key : `${path(issue)}.${key}`) ?? trlHint(key);
     const lines = parsed.error.issues.flatMap((issue) => {
-      if (issue.code !== 'unrecognized_keys' || !issue.keys.some((key) => trlHint(key) !== null))
+      if (issue.code !== 'unrecognized_keys' || !issue.keys.some((key) => hint(issue, key) !== null))
         return [`- ${path(issue)}: ${issue.message}`];
-      return issue.keys.map((key) => `- ${path(issue)}: ${trlHint(key) ?? `Unrecognized key: "${key}"`}`);
+      return issue.keys.map((key) => `- ${path(issue)}: ${hint(issue, key) ?? `Unrecognized key: "${key}"`}`);
     });
     throw new Error(`invalid config:\n${lines.join('\n')}`);
   }

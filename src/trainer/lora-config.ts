@@ -60,11 +60,5 @@ export const loraSchema = z
       .describe(
         "How the frozen base's q/k/v/o/gate/up/down weights are held in memory: 'bfloat16' halves them (the native backend widens them inside its matrix product, others widen each matrix to float32 per product; a float32 checkpoint is rounded), 'float32' keeps them as loaded, 'auto' is bfloat16 when the checkpoint stores them all as BF16 (no rounding) and float32 otherwise. Embeddings, norms and the adapters stay float32.",
       ),
-    recomputeActivations: z
-      .enum(['selective', 'layers', 'none'])
-      .default('selective')
-      .describe(
-        "What the training forward pass keeps for backward; the gradients are the same in every mode. 'selective' (default): keep the linear layers' outputs and recompute only what needs no weight product (rope, head permutes and softmax attention between the q/k/v projections and o_proj; swiglu(gate, up) before down_proj; the RMSNorm outputs the projections read), about 40% fewer kept activations for a few percent more time. 'layers': each decoder layer keeps only its input and is rerun whole in backward (least memory, one more forward pass). 'none': keep everything.",
-      ),
   })
   .strict();

@@ -122,7 +122,6 @@ describe('a LoRA run', () => {
     expect(kept.halfWeights.size).toBe(7 * kept.config.numLayers);
     expect(widened.halfWeights.size).toBe(0);
     expect(float32Fixture.halfWeights.size).toBe(0); // an F32 checkpoint is never rounded under 'auto'
-    expect(kept.recompute).toBe('selective');
     const samples = [{ promptIds: [1, 40, 52], completionIds: [61, 7, 200, 2] }];
     const settings = { microBatchSize: 1, temperature: 1 };
     expect(frozenLogprobs(kept, samples, settings)).toEqual(frozenLogprobs(widened, samples, settings));

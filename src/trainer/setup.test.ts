@@ -64,3 +64,23 @@ describe('createRunContext position budget', () => {
     );
   });
 });
+
+describe('model.recomputeActivations', () => {
+  it('sets what every training forward keeps, full fine-tuning or LoRA, default selective', () => {
+    expect(createRunContext(resolveConfig({})).model.recompute).toBe('selective');
+    const none = resolveConfig({ model: { recomputeActivations: 'none' } });
+    expect(createRunContext(none).model.recompute).toBe('none');
+    const lora = resolveConfig({ model: { recomputeActivations: 'layers' }, lora: { rank: 2 } });
+    expect(createRunContext(lora).model.recompute).toBe('layers');
+  });
+
+  it("refuses LoRA's old spelling and TRL's gradient_checkpointing, naming the field to use", () => {
+    expect(() => resolveConfig({ lora: { rank: 2, recomputeActivations: 'none' } })).toThrow(
+      '- lora: "lora.recomputeActivations" moved to model.recomputeActivations (it applies to full fine-tuning too)',
+    );
+    expect(() => resolveConfig({ gradient_checkpointing: true })).toThrow(
+      /"gradient_checkpointing" is TRL's name; here it is model\.recomputeActivations/,
+    );
+    expect(() => resolveConfig({ model: { recomputeActivations: true } })).toThrow(/model\.recomputeActivations/);
+  });
+});

@@ -192,6 +192,7 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
   if (!vision) refuseImagesWithTextModel(config, task);
   // Seeded by model.initSeed, like a from-scratch model: the same config gives the same adapters.
   if (config.lora) attachLora(model, config.lora, config.model.initSeed, checkpointFiles);
+  model.recompute = config.model.recomputeActivations;
   const promptFormat = promptFormatFor(config.model.chatTemplate, tokenizer);
   if (config.agent) {
     if (promptFormat.chatTemplate === null)
@@ -323,6 +324,5 @@ export function attachLora(
   const storedInBfloat16 = linearDtypes.length > 0 && linearDtypes.every((dtype) => dtype === 'BF16');
   if (lora.baseDtype === 'bfloat16' || (lora.baseDtype === 'auto' && storedInBfloat16))
     model.keepFrozenLinearsInBfloat16();
-  model.recompute = lora.recomputeActivations;
   model.adapterDropout = lora.dropout;
 }

@@ -45,10 +45,23 @@ export const trlNames: Record<string, string> = {
   logging_steps: 'logging.printEvery',
   log_completions: 'logging.samplesEvery',
   eval_steps: 'evaluation.every',
+  gradient_checkpointing:
+    "model.recomputeActivations ('layers' is TRL's per-layer checkpointing; 'selective' is the default)",
 };
 
 /** "`num_generations` is TRL's name; here it is sampling.groupSize", or null for other keys. */
 export function trlHint(key: string): string | null {
   const ours = trlNames[key];
   return ours === undefined ? null : `"${key}" is TRL's name; here it is ${ours}`;
+}
+
+/** Fields of ours that moved, old path → new path: the old spelling is refused with the new one. */
+const movedFields: Record<string, string> = {
+  'lora.recomputeActivations': 'model.recomputeActivations (it applies to full fine-tuning too)',
+};
+
+/** "`lora.recomputeActivations` moved to model.recomputeActivations …", or null for other paths. */
+export function movedHint(fieldPath: string): string | null {
+  const now = movedFields[fieldPath];
+  return now === undefined ? null : `"${fieldPath}" moved to ${now}`;
 }
