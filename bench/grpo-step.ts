@@ -25,7 +25,9 @@
  *   peak and its memory traffic (every weight once, the shared prompt's K/V once per group, each row's
  *   own K/V) at the read bandwidth;
  * - ×torch: our whole-step tokens/s / PyTorch's best (fastest thread count) on the same model and
- *   shape; mem ×torch: our peak RSS / that PyTorch run's;
+ *   shape; mem ×torch: our peak RSS / that PyTorch run's; and below the table, per model and shape,
+ *   the ceiling: PyTorch's best step seconds / (training FLOPs at the FMA peak + the rollout's
+ *   roofline seconds), the ×torch no implementation could exceed on this machine;
  * - cpu s: the process CPU time (all threads, user + system) of the timed step (rolloutCpuSeconds: of
  *   its rollout, in --json), beside the wall seconds: on a loaded machine the CPU seconds move less
  *   than the wall ones; cpu×torch: that PyTorch run's CPU seconds / ours (a waiting thread that spins
@@ -351,7 +353,7 @@ export async function main(argv: string[]): Promise<void> {
       for (const torchThreads of settings.pytorchThreads) {
         const flags = ['--models', model, '--threads', String(torchThreads), '--prompts', String(base.prompts)];
         flags.push('--group-size', String(base.groupSize), '--prompt-length', String(base.promptLength));
-        flags.push('--new-tokens', String(base.newTokens));
+        flags.push('--new-tokens', String(base.newTokens), '--micro-batch', String(base.microBatch));
         const line = runChild(`PyTorch ${model} (${torchThreads} threads)`, TORCH_PYTHON, [REFERENCE, ...flags]);
         if (line) torch.push(line);
       }
@@ -386,5 +388,26 @@ export async function main(argv: string[]): Promise<void> {
       undefined,
     );
     for (const line of [...ours, ...torch]) report(withRatios(line, config, peak, torchBest), settings.json);
+    if (torchBest) reportCeiling(torchBest, config, peak, settings.json);
   }
+}
+
+/**
+ * The most any implementation could reach against PyTorch's best in this run: a step whose training
+ * runs at the FMA peak and whose rollout runs at its roofline, against PyTorch's measured step.
+ */
+function reportCeiling(torchBest: Result, config: ModelConfig, peak: MachinePeak, json: boolean): void {
+  const step = torchBest as unknown as StepCase;
+  const trainSeconds = trainFlops(config, step) / (peak.fmaGflops * 1e9);
+  const rolloutSeconds = rolloutRooflineSeconds(config, step, peak);
+  const ceiling = Number(torchBest.stepSeconds) / (trainSeconds + rolloutSeconds);
+  if (json) {
+    console.log(JSON.stringify({ model: step.model, shape: `${step.promptLength}x${step.newTokens}`, ceiling }));
+    return;
+  }
+  console.log(
+    `# ${step.model} ${step.promptLength}x${step.newTokens}: at the peak and roofline a step takes ` +
+      `${trainSeconds.toFixed(2)} s training + ${rolloutSeconds.toFixed(2)} s rollout; PyTorch's best ` +
+      `${Number(torchBest.stepSeconds).toFixed(2)} s, so no implementation exceeds ${ceiling.toFixed(2)}× it here`,
+  );
 }

@@ -12,7 +12,8 @@ rope theta 1e5, tied embeddings), it runs
      per group (unbiased std, as the TypeScript estimator);
   3. training: forward of prompt + completion, logprobs of the completion tokens (lm_head only on
      the rows that predict them), entropy as a metric, PPO-clip loss (eps 0.2) with token-mean
-     aggregation, backward, grad-norm clip 1.0, AdamW (lr 1e-5, betas 0.9/0.99, eps 1e-8, wd 0);
+     aggregation, backward per micro-batch of --micro-batch completions (gradients accumulated),
+     grad-norm clip 1.0, AdamW (lr 1e-5, betas 0.9/0.99, eps 1e-8, wd 0);
 after one small untimed warm-up step, with torch.set_num_threads(--threads, default 2). Each model
 runs in its own subprocess so the peak RSS (ru_maxrss) printed is that model's alone.
 
@@ -35,7 +36,7 @@ stepCpuSeconds and rolloutCpuSeconds (process CPU time of the timed step and of 
 ran on and a 1024^3 matmul's speed in this process).
 
 Run:  /usr/bin/python3 bench/reference/grpo_step.py [--models fixture,random-25m,smollm2-135m-shape] [--threads 2]
-      [--prompts 8] [--group-size 8] [--prompt-length 32] [--new-tokens 32] [--allow-reference-blas]
+      [--prompts 8] [--group-size 8] [--prompt-length 32] [--new-tokens 32] [--micro-batch 64] [--allow-reference-blas]
 Is not: a transformers model (plain functions, same maths as src/model/transformer.ts).
 """
 import argparse
@@ -216,26 +217,33 @@ def rollout(config, params, prompts, group_size, new_tokens, generator):
     return ids, logprobs
 
 
-def policy_step(config, params, optimizer, prompts, group_size, ids, old_logprobs, advantages):
+def policy_step(config, params, optimizer, prompts, group_size, ids, old_logprobs, advantages, micro_batch):
+    """One optimiser step over B completions in micro-batches of `micro_batch` rows, gradients accumulated
+    (token-mean over all B·N tokens, as the TypeScript trainer's micro-batches)."""
     P, L = prompts.shape
     B, N = ids.shape
     full = torch.cat([prompts.repeat_interleave(group_size, 0), ids], 1)  # [B, L + N]
     optimizer.zero_grad(set_to_none=True)
-    logits = forward(config, params, full, torch.arange(L + N), rows=torch.arange(L - 1, L + N - 1))  # [B, N, V]
-    logp_all = logits.log_softmax(-1)
-    logprobs = logp_all.gather(2, ids[..., None])[..., 0]
-    with torch.no_grad():
-        entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
-    ratio = (logprobs - old_logprobs).exp()
-    A = advantages[:, None]
-    loss = -torch.min(ratio * A, ratio.clamp(0.8, 1.2) * A).mean()  # token-mean: every token counts once
-    loss.backward()
+    total_loss, total_entropy = 0.0, 0.0
+    for first in range(0, B, micro_batch):
+        rows = slice(first, min(B, first + micro_batch))
+        logits = forward(config, params, full[rows], torch.arange(L + N), rows=torch.arange(L - 1, L + N - 1))  # [b, N, V]
+        logp_all = logits.log_softmax(-1)
+        logprobs = logp_all.gather(2, ids[rows, :, None])[..., 0]
+        with torch.no_grad():
+            total_entropy += -(logp_all.exp() * logp_all).sum(-1).sum().item() / (B * N)
+        ratio = (logprobs - old_logprobs[rows]).exp()
+        A = advantages[rows, None]
+        loss = -torch.min(ratio * A, ratio.clamp(0.8, 1.2) * A).sum() / (B * N)  # token-mean: every token counts once
+        loss.backward()
+        total_loss += loss.item()
+        del logits, logp_all, logprobs, ratio, loss
     torch.nn.utils.clip_grad_norm_(list(params.values()), 1.0)
     optimizer.step()
-    return loss.item(), entropy.item()
+    return total_loss, total_entropy
 
 
-def grpo_step(config, params, optimizer, prompts_count, group_size, prompt_length, new_tokens, seed):
+def grpo_step(config, params, optimizer, prompts_count, group_size, prompt_length, new_tokens, seed, micro_batch):
     generator = torch.Generator().manual_seed(seed)
     prompts = torch.randint(1, config["vocab_size"], (prompts_count, prompt_length), generator=generator)
     cpu_start = time.process_time()
@@ -249,7 +257,7 @@ def grpo_step(config, params, optimizer, prompts_count, group_size, prompt_lengt
     advantages = ((rewards - rewards.mean(1, keepdim=True)) / (rewards.std(1, keepdim=True) + 1e-4)).view(-1)
     reward_seconds = time.perf_counter() - start
     start = time.perf_counter()
-    loss, _ = policy_step(config, params, optimizer, prompts, group_size, ids, old_logprobs, advantages)
+    loss, _ = policy_step(config, params, optimizer, prompts, group_size, ids, old_logprobs, advantages, micro_batch)
     train_seconds = time.perf_counter() - start
     B = prompts_count * group_size
     return {"rolloutTokens": B * new_tokens, "rolloutSeconds": rollout_seconds, "trainTokens": B * (prompt_length + new_tokens),
@@ -289,13 +297,13 @@ def run_case(arguments):
     torch.manual_seed(0)
     config, params = load_model(arguments.models)
     optimizer = torch.optim.AdamW(list(params.values()), lr=1e-5, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.0)
-    grpo_step(config, params, optimizer, 1, 2, arguments.prompt_length, 4, 1)  # warm-up
-    step = grpo_step(config, params, optimizer, arguments.prompts, arguments.group_size, arguments.prompt_length, arguments.new_tokens, 2)
+    grpo_step(config, params, optimizer, 1, 2, arguments.prompt_length, 4, 1, 2)  # warm-up
+    step = grpo_step(config, params, optimizer, arguments.prompts, arguments.group_size, arguments.prompt_length, arguments.new_tokens, 2, arguments.micro_batch)
     step.update({
         "model": arguments.models, "backend": f"pytorch-{torch.__version__}", "threads": torch.get_num_threads(),
         "openblasCoreType": os.environ.get("OPENBLAS_CORETYPE", ""), "blas": ",".join(blas), "blasGflops": blas_gflops(),
         "prompts": arguments.prompts, "groupSize": arguments.group_size, "promptLength": arguments.prompt_length,
-        "newTokens": arguments.new_tokens, "parameters": sum(p.numel() for p in params.values()),
+        "newTokens": arguments.new_tokens, "microBatch": arguments.micro_batch, "parameters": sum(p.numel() for p in params.values()),
         "rolloutTokensPerSecond": step["rolloutTokens"] / step["rolloutSeconds"],
         "trainTokensPerSecond": step["trainTokens"] / step["trainSeconds"],
         "stepSeconds": step["rolloutSeconds"] + step["rewardSeconds"] + step["trainSeconds"],
@@ -312,6 +320,7 @@ def main():
     parser.add_argument("--group-size", type=int, default=8)
     parser.add_argument("--prompt-length", type=int, default=32)
     parser.add_argument("--new-tokens", type=int, default=32)
+    parser.add_argument("--micro-batch", type=int, default=64, help="completions per forward/backward (gradients accumulate)")
     parser.add_argument("--allow-reference-blas", action="store_true", help="time torch on the reference BLAS")
     parser.add_argument("--child", action="store_true", help="run the one model named by --models in this process")
     arguments = parser.parse_args()
