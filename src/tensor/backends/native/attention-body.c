@@ -17,6 +17,7 @@
 #define vd AK(vd)
 #define vf_half AK(vf_half)
 #define splat AK(splat)
+#define splat_from AK(splat_from)
 #define pick AK(pick)
 #define load AK(load)
 #define store AK(store)
@@ -39,6 +40,19 @@ typedef double vd __attribute__((vector_size(AK_BYTES)));
 typedef float vf_half __attribute__((vector_size(AK_BYTES / 2)));
 
 INLINE vf splat(float value) { return (vf){0} + value; }
+/*
+ * *p in every lane, broadcast straight from memory where the instruction set has it: GCC built splat(*p) as a
+ * load plus a register broadcast, which takes a floating-point port from the multiply-adds beside it.
+ */
+INLINE AK_TARGET vf splat_from(const float *p) {
+#if AK_BYTES == 64
+  return (vf)_mm512_set1_ps(*p);
+#elif AK_BYTES == 32
+  return (vf)_mm256_broadcast_ss(p);
+#else
+  return splat(*p);
+#endif
+}
 INLINE vf pick(vi mask, vf yes, vf no) { return (vf)(((vi)yes & mask) | ((vi)no & ~mask)); }
 INLINE vf load(const float *p) { vf v; memcpy(&v, p, sizeof v); return v; }
 INLINE void store(float *p, vf v) { memcpy(p, &v, sizeof v); }
@@ -70,14 +84,14 @@ INLINE float lane_sum(vf v) {
  * scores[r·stride + s] = Σ_d rows[r][d] · columns[d·stride + s] for r < ROWS and s < `width` (a multiple of
  * COLUMNS, ≤ stride): `columns` is a [D, stride] transposed copy, so each tile is ROWS × 2 vectors of keys.
  */
-INLINE void rows_by_columns(const float *const rows[ROWS], const float *columns, int64_t stride, int64_t D,
+INLINE AK_TARGET void rows_by_columns(const float *const rows[ROWS], const float *columns, int64_t stride, int64_t D,
                             int64_t width, float *scores) {
   for (int64_t s = 0; s < width; s += COLUMNS) {
     vf a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0}, a30 = {0}, a31 = {0};
     const float *column = columns + s;
     for (int64_t d = 0; d < D; d++, column += stride) {
       vf c0 = load(column), c1 = load(column + LANES);
-      vf r0 = splat(rows[0][d]), r1 = splat(rows[1][d]), r2 = splat(rows[2][d]), r3 = splat(rows[3][d]);
+      vf r0 = splat_from(rows[0] + d), r1 = splat_from(rows[1] + d), r2 = splat_from(rows[2] + d), r3 = splat_from(rows[3] + d);
       a00 += r0 * c0, a01 += r0 * c1, a10 += r1 * c0, a11 += r1 * c1;
       a20 += r2 * c0, a21 += r2 * c1, a30 += r3 * c0, a31 += r3 * c1;
     }
@@ -92,7 +106,7 @@ INLINE void rows_by_columns(const float *const rows[ROWS], const float *columns,
  * outs[j][d] (+)= Σ_{i < count} coefficients[j·row_step + i·column_step] · x[i·x_stride + d] for j < ROWS and
  * d < D: the output tile is ROWS × 2 vectors of d, the sum runs down i. add == 0 overwrites outs.
  */
-INLINE void weighted_rows(int64_t count, const float *coefficients, int64_t row_step, int64_t column_step,
+INLINE AK_TARGET void weighted_rows(int64_t count, const float *coefficients, int64_t row_step, int64_t column_step,
                           const float *x, int64_t x_stride, int64_t D, float *const outs[ROWS], int add) {
   int64_t d = 0;
   for (; d + COLUMNS <= D; d += COLUMNS) {
@@ -100,7 +114,7 @@ INLINE void weighted_rows(int64_t count, const float *coefficients, int64_t row_
     const float *c = coefficients, *row = x + d;
     for (int64_t i = 0; i < count; i++, c += column_step, row += x_stride) {
       vf x0 = load(row), x1 = load(row + LANES);
-      vf c0 = splat(c[0]), c1 = splat(c[row_step]), c2 = splat(c[2 * row_step]), c3 = splat(c[3 * row_step]);
+      vf c0 = splat_from(c), c1 = splat_from(c + row_step), c2 = splat_from(c + 2 * row_step), c3 = splat_from(c + 3 * row_step);
       a00 += c0 * x0, a01 += c0 * x1, a10 += c1 * x0, a11 += c1 * x1;
       a20 += c2 * x0, a21 += c2 * x1, a30 += c3 * x0, a31 += c3 * x1;
     }
@@ -128,13 +142,18 @@ INLINE void weighted_rows(int64_t count, const float *coefficients, int64_t row_
   }
 }
 
-/* columns[d·stride + s] = rows[s·row_stride + d] for s < S, and 0 for S ≤ s < stride. */
+/*
+ * columns[d·stride + s] = rows[s·row_stride + d] for s < S, and 0 for S ≤ s < stride. Rows are read whole, in
+ * order: reading down a column instead strides by row_stride (2 KiB in [B, T, heads, D]), which maps every
+ * read to the same few L1 sets and made the copy a seventh of the backward.
+ */
 INLINE void transpose_keys(const float *rows, int64_t row_stride, int64_t S, int64_t D, int64_t stride, float *columns) {
-  for (int64_t d = 0; d < D; d++) {
-    float *column = columns + d * stride;
-    for (int64_t s = 0; s < S; s++) column[s] = rows[s * row_stride + d];
-    for (int64_t s = S; s < stride; s++) column[s] = 0.0f;
+  for (int64_t s = 0; s < S; s++) {
+    const float *row = rows + s * row_stride;
+    for (int64_t d = 0; d < D; d++) columns[d * stride + s] = row[d];
   }
+  for (int64_t d = 0; d < D; d++)
+    for (int64_t s = S; s < stride; s++) columns[d * stride + s] = 0.0f;
 }
 
 /* True when key s is hidden from query t of batch row b by the key mask or the document ids. */
@@ -343,6 +362,7 @@ static const attention_kernel_set AK(attention_kernels) = {AK_NAME, attention_fo
 #undef vd
 #undef vf_half
 #undef splat
+#undef splat_from
 #undef pick
 #undef load
 #undef store

@@ -23,6 +23,8 @@
 #define INLINE static inline __attribute__((always_inline))
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
 #define AK(name) name##_avx512
 #define AK_BYTES 64
 #define AK_TARGET __attribute__((target("avx512f,avx2,fma")))
