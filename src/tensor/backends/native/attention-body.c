@@ -30,6 +30,7 @@
 #define transpose_keys AK(transpose_keys)
 #define key_hidden AK(key_hidden)
 #define scaled_scores AK(scaled_scores)
+#define recomputed_probabilities AK(recomputed_probabilities)
 #define attention_forward AK(attention_forward)
 #define attention_backward AK(attention_backward)
 #define rope_rows AK(rope_rows)
@@ -164,27 +165,53 @@ INLINE int key_hidden(const attention_geometry *g, int64_t b, int64_t t, int64_t
 
 /*
  * Row t's raw scores (entries [0, width)) → scale·score where visible, −∞ elsewhere; returns the row max.
- * `visible` is the causal limit (keys at or past it are hidden).
+ * `visible` is the causal limit (keys at or past it are hidden). Without masks the max is taken in the same
+ * pass; a key mask or document ids are applied by a per-key pass first.
  */
 INLINE float scaled_scores(const attention_geometry *g, int64_t b, int64_t t, int64_t visible, int64_t width,
                            float *row) {
+  const int masked = g->key_mask || g->segment_ids;
   vf best = splat(-INFINITY);
   vi lane;
   for (int i = 0; i < LANES; i++) lane[i] = i;
   for (int64_t s = 0; s < width; s += LANES) {
     vf value = pick(lane + (int32_t)s < (int32_t)visible, load(row + s) * g->scale, splat(-INFINITY));
     store(row + s, value);
+    best = pick(value > best, value, best);
   }
-  if (g->key_mask || g->segment_ids)
+  if (masked) {
     for (int64_t s = 0; s < visible; s++)
       if (key_hidden(g, b, t, s)) row[s] = -INFINITY;
-  for (int64_t s = 0; s < width; s += LANES) {
-    vf value = load(row + s);
-    best = pick(value > best, value, best);
+    best = splat(-INFINITY);
+    for (int64_t s = 0; s < width; s += LANES) {
+      vf value = load(row + s);
+      best = pick(value > best, value, best);
+    }
   }
   float max = -INFINITY;
   for (int i = 0; i < LANES; i++) max = best[i] > max ? best[i] : max;
   return max;
+}
+
+/*
+ * The backward's probabilities of row t, e^(scale·score − lse) (0 where hidden), in place over its raw scores
+ * (entries [0, width)); returns Σ p·dp. One pass (no max: lse is known); a key mask or document ids first set
+ * hidden raw scores to −∞, so masked and plain rows share the pass's arithmetic (and its fused multiply-adds).
+ */
+INLINE float recomputed_probabilities(const attention_geometry *g, int64_t b, int64_t t, int64_t visible,
+                                      int64_t width, float lse, float *row, const float *dp) {
+  if (g->key_mask || g->segment_ids)
+    for (int64_t s = 0; s < visible; s++)
+      if (key_hidden(g, b, t, s)) row[s] = -INFINITY;
+  vf dot = {0};
+  vi lane;
+  for (int i = 0; i < LANES; i++) lane[i] = i;
+  for (int64_t s = 0; s < width; s += LANES) {
+    vf e = exp_v(pick(lane + (int32_t)s < (int32_t)visible, load(row + s) * g->scale - lse, splat(-INFINITY)));
+    store(row + s, e);
+    dot += e * load(dp + s);
+  }
+  return lane_sum(dot);
 }
 
 /* The causal limit of query t: keys s < this may be visible (clamped to [0, S]). */
@@ -286,15 +313,8 @@ AK_TARGET int attention_backward(const attention_geometry *g, const float *q, co
         for (int64_t j = 0; j < ROWS; j++) {
           float *p = probabilities + j * stride, *dp = grad_probabilities + j * stride, *ds = grad_scores + j * stride;
           if (j < rows) {
-            scaled_scores(g, b, t0 + j, VISIBLE(g, t0 + j), width, p);
             const float lse = log_sum_exp[(b * g->Hq + h) * T + t0 + j];
-            vf dot = {0};
-            for (int64_t s = 0; s < width; s += LANES) {
-              vf e = exp_v(load(p + s) - lse);
-              store(p + s, e);
-              dot += e * load(dp + s);
-            }
-            const float total = lane_sum(dot);
+            const float total = recomputed_probabilities(g, b, t0 + j, VISIBLE(g, t0 + j), width, lse, p, dp);
             for (int64_t s = 0; s < width; s += LANES)
               store(ds + s, load(p + s) * (load(dp + s) - total) * g->scale);
           } else {
@@ -375,6 +395,7 @@ static const attention_kernel_set AK(attention_kernels) = {AK_NAME, attention_fo
 #undef transpose_keys
 #undef key_hidden
 #undef scaled_scores
+#undef recomputed_probabilities
 #undef attention_forward
 #undef attention_backward
 #undef rope_rows
