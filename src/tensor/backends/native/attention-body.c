@@ -14,8 +14,6 @@
 #define ROWS 4              /* query rows per tile */
 #define vf AK(vf)
 #define vi AK(vi)
-#define vd AK(vd)
-#define vf_half AK(vf_half)
 #define splat AK(splat)
 #define splat_from AK(splat_from)
 #define pick AK(pick)
@@ -31,20 +29,17 @@
 #define key_hidden AK(key_hidden)
 #define scaled_scores AK(scaled_scores)
 #define recomputed_probabilities AK(recomputed_probabilities)
+#define visible_keys AK(visible_keys)
 #define attention_forward AK(attention_forward)
 #define attention_backward AK(attention_backward)
 #define rope_rows AK(rope_rows)
 
 typedef float vf __attribute__((vector_size(AK_BYTES)));
 typedef int32_t vi __attribute__((vector_size(AK_BYTES)));
-typedef double vd __attribute__((vector_size(AK_BYTES)));
-typedef float vf_half __attribute__((vector_size(AK_BYTES / 2)));
 
 INLINE vf splat(float value) { return (vf){0} + value; }
-/*
- * *p in every lane, broadcast straight from memory where the instruction set has it: GCC built splat(*p) as a
- * load plus a register broadcast, which takes a floating-point port from the multiply-adds beside it.
- */
+/* *p in every lane, straight from memory where the instruction set has it: GCC built splat(*p) as a load plus a
+ * register broadcast, which takes a floating-point port from the multiply-adds beside it. */
 INLINE AK_TARGET vf splat_from(const float *p) {
 #if AK_BYTES == 64
   return (vf)_mm512_set1_ps(*p);
@@ -57,21 +52,16 @@ INLINE AK_TARGET vf splat_from(const float *p) {
 INLINE vf pick(vi mask, vf yes, vf no) { return (vf)(((vi)yes & mask) | ((vi)no & ~mask)); }
 INLINE vf load(const float *p) { vf v; memcpy(&v, p, sizeof v); return v; }
 INLINE void store(float *p, vf v) { memcpy(p, &v, sizeof v); }
-/* The first `count` lanes of p (count < LANES: lane by lane), zeros elsewhere. */
+/* The first min(count, LANES) lanes of p, lane by lane (only an odd head dim's tail uses these), zeros elsewhere. */
 INLINE vf load_part(const float *p, int64_t count) {
-  if (count >= LANES) return load(p);
   float lanes[LANES] = {0};
-  for (int64_t i = 0; i < count; i++) lanes[i] = p[i];
+  for (int64_t i = 0; i < count && i < LANES; i++) lanes[i] = p[i];
   return load(lanes);
 }
 INLINE void store_part(float *p, vf v, int64_t count) {
-  if (count >= LANES) {
-    store(p, v);
-    return;
-  }
   float lanes[LANES];
   store(lanes, v);
-  for (int64_t i = 0; i < count; i++) p[i] = lanes[i];
+  for (int64_t i = 0; i < count && i < LANES; i++) p[i] = lanes[i];
 }
 INLINE float lane_sum(vf v) {
   float total = 0.0f;
@@ -92,7 +82,8 @@ INLINE AK_TARGET void rows_by_columns(const float *const rows[ROWS], const float
     const float *column = columns + s;
     for (int64_t d = 0; d < D; d++, column += stride) {
       vf c0 = load(column), c1 = load(column + LANES);
-      vf r0 = splat_from(rows[0] + d), r1 = splat_from(rows[1] + d), r2 = splat_from(rows[2] + d), r3 = splat_from(rows[3] + d);
+      vf r0 = splat_from(rows[0] + d), r1 = splat_from(rows[1] + d);
+      vf r2 = splat_from(rows[2] + d), r3 = splat_from(rows[3] + d);
       a00 += r0 * c0, a01 += r0 * c1, a10 += r1 * c0, a11 += r1 * c1;
       a20 += r2 * c0, a21 += r2 * c1, a30 += r3 * c0, a31 += r3 * c1;
     }
@@ -115,7 +106,8 @@ INLINE AK_TARGET void weighted_rows(int64_t count, const float *coefficients, in
     const float *c = coefficients, *row = x + d;
     for (int64_t i = 0; i < count; i++, c += column_step, row += x_stride) {
       vf x0 = load(row), x1 = load(row + LANES);
-      vf c0 = splat_from(c), c1 = splat_from(c + row_step), c2 = splat_from(c + 2 * row_step), c3 = splat_from(c + 3 * row_step);
+      vf c0 = splat_from(c), c1 = splat_from(c + row_step);
+      vf c2 = splat_from(c + 2 * row_step), c3 = splat_from(c + 3 * row_step);
       a00 += c0 * x0, a01 += c0 * x1, a10 += c1 * x0, a11 += c1 * x1;
       a20 += c2 * x0, a21 += c2 * x1, a30 += c3 * x0, a31 += c3 * x1;
     }
@@ -148,7 +140,8 @@ INLINE AK_TARGET void weighted_rows(int64_t count, const float *coefficients, in
  * order: reading down a column instead strides by row_stride (2 KiB in [B, T, heads, D]), which maps every
  * read to the same few L1 sets and made the copy a seventh of the backward.
  */
-INLINE void transpose_keys(const float *rows, int64_t row_stride, int64_t S, int64_t D, int64_t stride, float *columns) {
+INLINE void transpose_keys(const float *rows, int64_t row_stride, int64_t S, int64_t D, int64_t stride,
+                           float *columns) {
   for (int64_t s = 0; s < S; s++) {
     const float *row = rows + s * row_stride;
     for (int64_t d = 0; d < D; d++) columns[d * stride + s] = row[d];
@@ -215,7 +208,11 @@ INLINE float recomputed_probabilities(const attention_geometry *g, int64_t b, in
 }
 
 /* The causal limit of query t: keys s < this may be visible (clamped to [0, S]). */
-#define VISIBLE(g, t) ((g)->causal ? ((g)->offset + (t) + 1 < (g)->S ? ((g)->offset + (t) + 1 > 0 ? (g)->offset + (t) + 1 : 0) : (g)->S) : (g)->S)
+INLINE int64_t visible_keys(const attention_geometry *g, int64_t t) {
+  if (!g->causal) return g->S;
+  const int64_t limit = g->offset + t + 1;
+  return limit < 0 ? 0 : limit > g->S ? g->S : limit;
+}
 #define ROUND_UP(n) (((n) + COLUMNS - 1) / COLUMNS * COLUMNS)
 
 /*
@@ -243,11 +240,11 @@ AK_TARGET int attention_forward(const attention_geometry *g, const float *q, con
         query[r] = q + q_base + (t0 + (r < rows ? r : 0)) * g->q_strides[2];
         outs[r] = r < rows ? out + q_base + (t0 + r) * g->q_strides[2] : spare;
       }
-      const int64_t limit = VISIBLE(g, t0 + rows - 1), width = ROUND_UP(limit);
+      const int64_t limit = visible_keys(g, t0 + rows - 1), width = ROUND_UP(limit);
       rows_by_columns(query, columns, stride, D, width, probabilities);
       for (int64_t r = 0; r < ROWS; r++) {
         float *row = probabilities + r * stride;
-        float max = r < rows ? scaled_scores(g, b, t0 + r, VISIBLE(g, t0 + r), width, row) : -INFINITY;
+        float max = r < rows ? scaled_scores(g, b, t0 + r, visible_keys(g, t0 + r), width, row) : -INFINITY;
         if (max == -INFINITY) {
           memset(row, 0, (size_t)width * sizeof(float));
           if (r < rows) log_sum_exp[w * T + t0 + r] = INFINITY;
@@ -305,7 +302,7 @@ AK_TARGET int attention_backward(const attention_geometry *g, const float *q, co
           grad_rows[j] = grad_out + q_base + t * qs[2];
           grad_query[j] = j < rows ? grad_q + q_base + (t0 + j) * qs[2] : spare;
         }
-        const int64_t limit = VISIBLE(g, t0 + rows - 1), width = ROUND_UP(limit);
+        const int64_t limit = visible_keys(g, t0 + rows - 1), width = ROUND_UP(limit);
         float *probabilities = all_probabilities + (r * T + t0) * stride;
         float *grad_scores = all_grad_scores + (r * T + t0) * stride;
         rows_by_columns(query, key_columns, stride, D, width, probabilities);
@@ -314,7 +311,7 @@ AK_TARGET int attention_backward(const attention_geometry *g, const float *q, co
           float *p = probabilities + j * stride, *dp = grad_probabilities + j * stride, *ds = grad_scores + j * stride;
           if (j < rows) {
             const float lse = log_sum_exp[(b * g->Hq + h) * T + t0 + j];
-            const float total = recomputed_probabilities(g, b, t0 + j, VISIBLE(g, t0 + j), width, lse, p, dp);
+            const float total = recomputed_probabilities(g, b, t0 + j, visible_keys(g, t0 + j), width, lse, p, dp);
             for (int64_t s = 0; s < width; s += LANES)
               store(ds + s, load(p + s) * (load(dp + s) - total) * g->scale);
           } else {
@@ -379,8 +376,6 @@ static const attention_kernel_set AK(attention_kernels) = {AK_NAME, attention_fo
 #undef ROWS
 #undef vf
 #undef vi
-#undef vd
-#undef vf_half
 #undef splat
 #undef splat_from
 #undef pick
@@ -396,8 +391,8 @@ static const attention_kernel_set AK(attention_kernels) = {AK_NAME, attention_fo
 #undef key_hidden
 #undef scaled_scores
 #undef recomputed_probabilities
+#undef visible_keys
 #undef attention_forward
 #undef attention_backward
 #undef rope_rows
-#undef VISIBLE
 #undef ROUND_UP
