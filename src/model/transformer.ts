@@ -33,6 +33,7 @@ import {
   type RecomputedInput,
 } from '../tensor/index.js';
 import { ropeTable, swiglu, type RopeTable } from '../tensor/fused.js';
+import { causalAttentionTokensFirst } from '../tensor/attention.js';
 import { prefixAttention } from '../tensor/prefix-attention.js';
 import { recompute, recomputeAll, residualAdd } from '../tensor/recompute.js';
 import { recomputedNormInput, residual } from './activation-memory.js';
@@ -337,7 +338,7 @@ export class Transformer {
     return this.project(merged, `${prefix}.o_proj`, options.dropoutSeed); // [B, T, H]
   }
 
-  /** Attention from the q, k, v projections [B, T, heads·D] to the merged heads [B, T, Hq·D], before o_proj. */
+  /** q, k, v projections [B, T, heads·D] → merged heads [B, T, Hq·D] (no cache: read in place, no permute copies). */
   private attentionCore(
     [qProjected, kProjected, vProjected]: Tensor[],
     layer: number,
@@ -354,43 +355,45 @@ export class Transformer {
       let perHead = reshape(projections[name], [B, T, heads, D]); // [B, T, heads, D]
       const norm = name === 'v' ? null : this.optional(`${prefix}.${name}_norm.weight`);
       if (norm) perHead = rmsNorm(perHead, norm, config.rmsNormEps); // Qwen3: per-head RMSNorm before RoPE
-      if (name !== 'v') perHead = rope(perHead, rotary.positions, this.inverseFrequencies, rotary.angles);
-      return permute(perHead, [0, 2, 1, 3]); // [B, heads, T, D]
+      return name === 'v' ? perHead : rope(perHead, rotary.positions, this.inverseFrequencies, rotary.angles);
     };
-    const q = project('q', config.numHeads); // [B, Hq, T, D]
-    let k = project('k', config.numKeyValueHeads); // [B, Hkv, T, D]
-    let v = project('v', config.numKeyValueHeads);
-    const cache = options.cache;
+    const [Hq, Hkv, window, cache] = [config.numHeads, config.numKeyValueHeads, config.slidingWindow, options.cache];
+    const [qTokens, kTokens, vTokens] = [project('q', Hq), project('k', Hkv), project('v', Hkv)]; // [B, T, heads, D]
+    if (!cache) {
+      const windowed = window !== null && window < T ? window : undefined;
+      const attentionOptions = { keyMask: options.keyMask, segmentIds: options.segmentIds, window: windowed };
+      return reshape(causalAttentionTokensFirst(qTokens, kTokens, vTokens, attentionOptions), [B, T, Hq * D]); // [B, T, Hq·D]
+    }
+    const q = permute(qTokens, [0, 2, 1, 3]); // [B, Hq, T, D]
+    let [k, v] = [kTokens, vTokens].map((x) => permute(x, [0, 2, 1, 3])); // [B, Hkv, T, D]
     let S = T;
     const shared = options.sharedPrefix;
     const rowLengths = shared?.rowLengths;
-    if (cache && rowLengths) {
+    if (rowLengths) {
       S = Math.max(0, ...rowLengths) + 1;
       [k, v] = writeRowsToCache(cache, layer, k, v, rowLengths, S); // [B, Hkv, capacity ≥ S, D]
-    } else if (cache) {
+    } else {
       S = cache.length + T;
       if (k.requiresGrad || v.requiresGrad)
         [k, v] = concatToCache(cache, layer, k, v); // keeps the graph
       else [k, v] = writeToCache(cache, layer, k, v); // [B, Hkv, capacity ≥ S, D]
     }
-    const window = config.slidingWindow;
-    const attended =
-      shared && cache
-        ? prefixAttention(q, k, v, S, {
-            keys: shared.prompts.map((prompt) => prompt.keys[layer]!),
-            values: shared.prompts.map((prompt) => prompt.values[layer]!),
-            lengths: shared.prompts.map((prompt) => prompt.length),
-            rowPrefix: shared.rowPrefix,
-            window: window ?? undefined,
-            ownLengths: rowLengths && Int32Array.from(rowLengths, (length) => length + 1),
-          })
-        : causalAttention(q, k, v, {
-            positionOffset: S - T,
-            keyMask: options.keyMask,
-            segmentIds: options.segmentIds,
-            window: window !== null && window < S ? window : undefined,
-            keyLength: S,
-          }); // [B, Hq, T, D]
+    const attended = shared
+      ? prefixAttention(q, k, v, S, {
+          keys: shared.prompts.map((prompt) => prompt.keys[layer]!),
+          values: shared.prompts.map((prompt) => prompt.values[layer]!),
+          lengths: shared.prompts.map((prompt) => prompt.length),
+          rowPrefix: shared.rowPrefix,
+          window: window ?? undefined,
+          ownLengths: rowLengths && Int32Array.from(rowLengths, (length) => length + 1),
+        })
+      : causalAttention(q, k, v, {
+          positionOffset: S - T,
+          keyMask: options.keyMask,
+          segmentIds: options.segmentIds,
+          window: window !== null && window < S ? window : undefined,
+          keyLength: S,
+        }); // [B, Hq, T, D]
     return reshape(permute(attended, [0, 2, 1, 3]), [B, T, config.numHeads * D]); // [B, T, Hq·D]
   }
 }

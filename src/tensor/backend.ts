@@ -5,7 +5,7 @@
  * Is not: autograd, shapes or broadcasting logic — those live in primitives.ts and are shared by every
  * backend, so a backend only has to get arithmetic right. The `js` backend is the executable spec;
  * every other backend is tested against it (src/tensor/backends/conformance.test.ts).
- * The row kernels (SwiGLU, RMSNorm, log-sum-exp rows, AdamW, the sampler's draw) are optional: fused.ts,
+ * The row kernels (SwiGLU, RMSNorm, log-sum-exp rows, AdamW, the sampler's draw, attention, RoPE) are optional: fused.ts,
  * nn/optimizer.ts and sampling/logits.ts call them when the backend has them and run their own loops (the
  * spec) otherwise.
  */
@@ -134,6 +134,49 @@ export interface Backend {
     dims: PrefixAttentionDims,
   ): void;
   /**
+   * Causal attention of a training forward (tensor/attention.ts's matmul + softmax path is the spec): out =
+   * softmax(scale·q·kᵀ + masks)·v and logSumExp[(b·Hq + h)·T + t] = log Σ e^(score) of each query row, kept
+   * for the backward (+∞ for a row that sees no key; its output is zeros). See TrainingAttentionDims.
+   */
+  attentionForward?(
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    out: Float32Array,
+    logSumExp: Float32Array,
+    dims: TrainingAttentionDims,
+  ): void;
+  /**
+   * attentionForward's gradients from gradOut (laid out as out) and its logSumExp, the probabilities being
+   * recomputed: gradQ is overwritten, and gradK, gradV at key positions s < S (the rest is not written).
+   */
+  attentionBackward?(
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    gradOut: Float32Array,
+    logSumExp: Float32Array,
+    gradQ: Float32Array,
+    gradK: Float32Array,
+    gradV: Float32Array,
+    dims: TrainingAttentionDims,
+  ): void;
+  /**
+   * Rotate-half RoPE of x [rows, H, D] into out, with angle row r % period of cos and sin [·, D/2] and the
+   * sine's sign flipped when direction is −1 (the inverse rotation); bit for bit fused.ts's rope loop.
+   */
+  ropeRows?(
+    x: Float32Array,
+    cos: Float32Array,
+    sin: Float32Array,
+    rows: number,
+    period: number,
+    H: number,
+    D: number,
+    direction: 1 | -1,
+    out: Float32Array,
+  ): void;
+  /**
    * Runs `fn` with the caller's promise that no array in `operands` changes until it returns, so the
    * backend may keep those arrays, when they are the B of a product, in a faster layout (native packs
    * weights once for all the decode steps of a generation). Optional: without it `fn` just runs.
@@ -156,6 +199,29 @@ export interface PrefixAttentionDims {
   ownCapacity: number;
   firstVisible: number;
   scale: number;
+}
+
+/**
+ * Geometry of one Backend.attentionForward / attentionBackward call. q, out and their gradients are strided
+ * by qStrides, k, v and theirs by kvStrides: element strides along (batch, head, position), the head dim D
+ * contiguous, so [B, heads, T, D] and [B, T, heads, D] are both read in place. Query t sits at key position
+ * offset + t; key s is visible to it when s < S, s ≤ offset + t (if causal), keyMask[b·S + s] ≠ 0 and
+ * segmentIds[b·S + s] = segmentIds[b·S + offset + t] (segmentIds needs 0 ≤ offset and offset + T ≤ S).
+ */
+export interface TrainingAttentionDims {
+  B: number;
+  Hq: number;
+  Hkv: number;
+  T: number;
+  S: number;
+  D: number;
+  offset: number;
+  causal: boolean;
+  scale: number;
+  qStrides: readonly [number, number, number];
+  kvStrides: readonly [number, number, number];
+  keyMask: Uint8Array | null;
+  segmentIds: Int32Array | null;
 }
 
 /** The scalars of one AdamW step, shared by every parameter of that step. */

@@ -1,7 +1,7 @@
 /**
  * Fused ops with hand-written gradients, used where a composite would be slow or would materialise
- * large intermediates: RMSNorm, SwiGLU, rotary position embedding and causal attention (GQA, masks,
- * KV-cache offset). The vocabulary-axis ops (log-softmax-gather, cross-entropy, entropy) are in
+ * large intermediates: RMSNorm, SwiGLU and rotary position embedding. Causal attention is in
+ * attention.ts; the vocabulary-axis ops (log-softmax-gather, cross-entropy, entropy) are in
  * fused-vocabulary.ts.
  *
  * Legend: B = batch, T = query length, S = key length, Hq/Hkv = query/key-value heads, D = head
@@ -9,7 +9,6 @@
  * weights live here. Each op is gradient-checked in fused.test.ts. The row loops below are the spec; where
  * the backend has the optional row kernel (Backend.swigluForward etc.) it runs that instead.
  */
-import { type AttentionRows, softmaxBackwardRows, softmaxScoreRows } from './attention-rows.js';
 import { needsGrad, record } from './autograd.js';
 import { getBackend } from './backends/select.js';
 import { formatShape } from './shape.js';
@@ -164,6 +163,11 @@ export function rope(x: Tensor, positions: Int32Array, inverseFrequencies: Float
   const shared = positions.length === T; // one row of angles per t, reused for every b
   const rotate = (input: Float32Array, direction: 1 | -1): Float32Array => {
     const output = new Float32Array(input.length);
+    const backend = getBackend();
+    if (backend.ropeRows) {
+      backend.ropeRows(input, cos, sin, B * T, shared ? T : B * T, H, D, direction, output);
+      return output;
+    }
     for (let bt = 0; bt < B * T; bt++) {
       const angleRow = (shared ? bt % T : bt) * half;
       for (let h = 0; h < H; h++) {
@@ -182,174 +186,4 @@ export function rope(x: Tensor, positions: Int32Array, inverseFrequencies: Float
   };
   // The rotation is orthogonal, so its gradient is the inverse rotation.
   return record(new Tensor(rotate(x.data, 1), x.shape), 'rope', [x], (g) => [rotate(g, -1)]);
-}
-
-export interface AttentionOptions {
-  /** Absolute position of the first query (the KV-cache length before these queries). Default S − T. */
-  positionOffset?: number;
-  /** Causal masking: key s is visible to query t when s <= positionOffset + t. Default true. */
-  causal?: boolean;
-  /** Sliding window (Mistral/Qwen): query at position p sees keys s with p − s < window. */
-  window?: number;
-  /** Per-key validity [B, S] (1 = attend, 0 = padding). */
-  keyMask?: Uint8Array;
-  /** Additive mask broadcastable to [B, Hq, T, S] (no gradient), e.g. -Infinity to hide keys. */
-  additiveMask?: Tensor;
-  /**
-   * Document ids [B, S] of packed sequences: a query sees only keys of its own document (query t
-   * sits at key position positionOffset + t). Packing several examples into one row needs this.
-   */
-  segmentIds?: Int32Array;
-  /**
-   * Keys in use along axis 2 of k and v (S; default: all of it). A preallocated KV cache passes its
-   * length here: the rest of the axis is room for later tokens, skipped by stride, never read.
-   */
-  keyLength?: number;
-}
-
-/**
- * softmax(q·kᵀ/√D + mask)·v with grouped-query attention: q [B, Hq, T, D], k and v [B, Hkv, S, D],
- * Hq a multiple of Hkv. Query heads h·rep..h·rep+rep−1 share key-value head h, so each group is one
- * matmul of rep·T rows. A query that can see no key outputs zeros (not NaN) and gets zero gradient.
- */
-export function causalAttention(q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions = {}): Tensor {
-  const [B, Hq, T, D] = q.shape;
-  const [, Hkv, capacity] = k.shape;
-  if (
-    q.rank !== 4 ||
-    k.rank !== 4 ||
-    !k.shape.every((dim, i) => dim === v.shape[i]) ||
-    k.shape[0] !== B ||
-    k.shape[3] !== D ||
-    Hq % Hkv !== 0
-  ) {
-    throw new Error(
-      `causalAttention: q ${formatShape(q.shape)}, k ${formatShape(k.shape)}, v ${formatShape(v.shape)} do not fit [B,Hq,T,D] / [B,Hkv,S,D]`,
-    );
-  }
-  const S = options.keyLength ?? capacity;
-  if (!(Number.isInteger(S) && S >= 0 && S <= capacity)) {
-    throw new Error(`causalAttention: keyLength ${S} is outside the ${capacity} keys of k ${formatShape(k.shape)}`);
-  }
-  const kvStride = capacity * D; // elements between consecutive (b, h) blocks of k and v
-  const rep = Hq / Hkv;
-  const offset = options.positionOffset ?? S - T;
-  const causal = options.causal ?? true;
-  const scale = 1 / Math.sqrt(D);
-  const groups = B * Hkv;
-  const rows = rep * T;
-  const backend = getBackend();
-  const probabilities = new Float32Array(groups * rows * S); // [B, Hq, T, S]
-  backend.matmul(q.data, k.data, probabilities, {
-    batch: groups,
-    M: rows,
-    K: D,
-    N: S,
-    transposeA: false,
-    transposeB: true,
-    aBatchStride: rows * D,
-    bBatchStride: kvStride,
-    accumulate: false,
-  });
-  const additive = options.additiveMask;
-  const attentionRows: AttentionRows = {
-    B,
-    Hq,
-    T,
-    S,
-    offset,
-    causal,
-    scale,
-    window: options.window,
-    keyMask: options.keyMask,
-    segmentIds: options.segmentIds,
-    additiveMask: additive,
-    maskStrides: additive ? maskStridesFor(additive, B, Hq, T, S) : null,
-  };
-  softmaxScoreRows(probabilities, attentionRows);
-  const output = new Float32Array(B * Hq * T * D);
-  backend.matmul(probabilities, v.data, output, {
-    batch: groups,
-    M: rows,
-    K: S,
-    N: D,
-    transposeA: false,
-    transposeB: false,
-    aBatchStride: rows * S,
-    bBatchStride: kvStride,
-    accumulate: false,
-  });
-  return record(new Tensor(output, [B, Hq, T, D]), 'causalAttention', [q, k, v], (g) => {
-    // dP = dO·vᵀ; dV = Pᵀ·dO; dScores = P ⊙ (dP − rowsum(dP ⊙ P)) · scale; dQ = dScores·k; dK = dScoresᵀ·q.
-    const gradProbabilities = new Float32Array(probabilities.length);
-    backend.matmul(g, v.data, gradProbabilities, {
-      batch: groups,
-      M: rows,
-      K: D,
-      N: S,
-      transposeA: false,
-      transposeB: true,
-      aBatchStride: rows * D,
-      bBatchStride: kvStride,
-      accumulate: false,
-    });
-    const gradV = new Float32Array(groups * S * D);
-    backend.matmul(probabilities, g, gradV, {
-      batch: groups,
-      M: S,
-      K: rows,
-      N: D,
-      transposeA: true,
-      transposeB: false,
-      aBatchStride: rows * S,
-      bBatchStride: rows * D,
-      accumulate: false,
-    });
-    softmaxBackwardRows(gradProbabilities, probabilities, attentionRows);
-    const gradQ = new Float32Array(q.size);
-    backend.matmul(gradProbabilities, k.data, gradQ, {
-      batch: groups,
-      M: rows,
-      K: S,
-      N: D,
-      transposeA: false,
-      transposeB: false,
-      aBatchStride: rows * S,
-      bBatchStride: kvStride,
-      accumulate: false,
-    });
-    const gradK = new Float32Array(groups * S * D);
-    backend.matmul(gradProbabilities, q.data, gradK, {
-      batch: groups,
-      M: S,
-      K: rows,
-      N: D,
-      transposeA: true,
-      transposeB: false,
-      aBatchStride: rows * S,
-      bBatchStride: rows * D,
-      accumulate: false,
-    });
-    return [gradQ, spreadToCapacity(gradK, groups, S, capacity, D), spreadToCapacity(gradV, groups, S, capacity, D)];
-  });
-}
-
-/** Packed [groups, S, D] gradients laid out as [groups, capacity, D] (zeros in the unused room). */
-function spreadToCapacity(packed: Float32Array, groups: number, S: number, capacity: number, D: number): Float32Array {
-  if (S === capacity) return packed;
-  const spread = new Float32Array(groups * capacity * D);
-  for (let group = 0; group < groups; group++)
-    spread.set(packed.subarray(group * S * D, (group + 1) * S * D), group * capacity * D);
-  return spread;
-}
-
-function maskStridesFor(mask: Tensor, B: number, H: number, T: number, S: number): [number, number, number] {
-  const [mb, mh, mt, ms] = mask.rank === 4 ? mask.shape : [];
-  const fits = (dim: number, full: number) => dim === full || dim === 1;
-  if (mask.rank !== 4 || !fits(mb, B) || !fits(mh, H) || mt !== T || ms !== S) {
-    throw new Error(
-      `causalAttention: additive mask ${formatShape(mask.shape)} does not broadcast to [${B}, ${H}, ${T}, ${S}]`,
-    );
-  }
-  return [mb === 1 ? 0 : mh * T * S, mh === 1 ? 0 : T * S, S];
 }

@@ -54,7 +54,8 @@ export {
 } from './primitives.js';
 export { matmul, type MatmulOptions } from './matmul.js';
 export { mean, logSumExp, logSoftmax, softmax, entropy, linear } from './ops.js';
-export { rmsNorm, rope, causalAttention, swiglu, type AttentionOptions } from './fused.js';
+export { rmsNorm, rope, swiglu } from './fused.js';
+export { causalAttention, type AttentionOptions } from './attention.js';
 export { layerNorm } from './layer-norm.js';
 export { replaceRows } from './replace-rows.js';
 export {

@@ -11,7 +11,8 @@
  * packMatrix(handle, b, K, N, transposeB) -> packed; releasePacked(packed); matmulPacked(handle, a, packed, out,
  * M, accumulate) (B packed once, for weights that stay constant while decoding);
  * contextInfo(handle) -> { isa, threads, mr, nr, packedMaxRows }; supportedIsas() -> string[] (best first); and
- * the row kernels of row-kernels-addon.c (SwiGLU, RMSNorm, log-sum-exp rows, softmax gradient, AdamW).
+ * the row kernels of row-kernels-addon.c (SwiGLU, RMSNorm, log-sum-exp rows, softmax gradient, AdamW) and the
+ * training attention and RoPE of attention-addon.c.
  */
 #define NAPI_VERSION 8
 #include <node_api.h>
@@ -133,6 +134,7 @@ static int get_floats(napi_env env, napi_value value, const char *name, float **
 }
 
 #include "row-kernels-addon.c"
+#include "attention-addon.c"
 
 /* B of a product: a Float32Array, or a Uint16Array of bfloat16 bits (a frozen base weight, gemm-half.c). */
 static int get_matrix_b(napi_env env, napi_value value, void **data, size_t *length, int *bfloat16) {
@@ -362,6 +364,9 @@ NAPI_MODULE_INIT() {
       {"adamwUpdate", NULL, adamw_binding, NULL, NULL, NULL, napi_default, NULL},
       {"sampleRows", NULL, sample_rows_binding, NULL, NULL, NULL, napi_default, NULL},
       {"prefixAttention", NULL, prefix_attention_binding, NULL, NULL, NULL, napi_default, NULL},
+      {"attentionForward", NULL, attention_forward_binding, NULL, NULL, NULL, napi_default, NULL},
+      {"attentionBackward", NULL, attention_backward_binding, NULL, NULL, NULL, napi_default, NULL},
+      {"ropeRows", NULL, rope_rows_binding, NULL, NULL, NULL, napi_default, NULL},
   };
   if (napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties) != napi_ok)
     return NULL;

@@ -143,6 +143,45 @@ export interface Addon {
     firstVisible: number,
     scale: number,
   ): void;
+  attentionForward(
+    handle: object,
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    out: Float32Array,
+    logSumExp: Float32Array,
+    dims: Float64Array,
+    scale: number,
+    keyMask: Uint8Array | null,
+    segmentIds: Int32Array | null,
+  ): void;
+  attentionBackward(
+    handle: object,
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    gradOut: Float32Array,
+    logSumExp: Float32Array,
+    gradQ: Float32Array,
+    gradK: Float32Array,
+    gradV: Float32Array,
+    dims: Float64Array,
+    scale: number,
+    keyMask: Uint8Array | null,
+    segmentIds: Int32Array | null,
+  ): void;
+  ropeRows(
+    handle: object,
+    x: Float32Array,
+    cos: Float32Array,
+    sin: Float32Array,
+    rows: number,
+    period: number,
+    H: number,
+    D: number,
+    direction: number,
+    out: Float32Array,
+  ): void;
   adamwUpdate(
     handle: object,
     parameter: Float32Array,

@@ -11,7 +11,7 @@
  * Is not: backend selection (select.ts decides between native, wasm and js) or the kernels (*.c here).
  */
 import { availableParallelism } from 'node:os';
-import type { AdamWStep, Backend, MatmulShape, PrefixAttentionDims } from '../../backend.js';
+import type { AdamWStep, Backend, MatmulShape, PrefixAttentionDims, TrainingAttentionDims } from '../../backend.js';
 import { ISAS, loadAddon, type Addon, type NativeIsa } from './native-addon.js';
 
 export { nativeAddonStatus, nativeExp, type NativeAddonStatus, type NativeIsa } from './native-addon.js';
@@ -177,6 +177,32 @@ export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBac
     sampleRows(logits, rows, V, temperature, uniforms, ids, logprobs) {
       addon.sampleRows(live('sampleRows'), logits, rows, V, temperature, uniforms, ids, logprobs);
     },
+    attentionForward(q, k, v, out, logSumExp, d: TrainingAttentionDims) {
+      const dims = attentionDims(d);
+      addon.attentionForward(live('attentionForward'), q, k, v, out, logSumExp, dims, d.scale, d.keyMask, d.segmentIds);
+    },
+    attentionBackward(q, k, v, gradOut, logSumExp, gradQ, gradK, gradV, d: TrainingAttentionDims) {
+      const handle = live('attentionBackward');
+      const dims = attentionDims(d);
+      addon.attentionBackward(
+        handle,
+        q,
+        k,
+        v,
+        gradOut,
+        logSumExp,
+        gradQ,
+        gradK,
+        gradV,
+        dims,
+        d.scale,
+        d.keyMask,
+        d.segmentIds,
+      );
+    },
+    ropeRows(x, cos, sin, rows, period, H, D, direction, out) {
+      addon.ropeRows(live('ropeRows'), x, cos, sin, rows, period, H, D, direction, out);
+    },
     prefixAttentionRows(q, promptKeys, promptValues, ownKeys, ownValues, out, d: PrefixAttentionDims) {
       addon.prefixAttention(
         live('prefixAttentionRows'),
@@ -273,4 +299,10 @@ class ConstantOperands {
     this.arrays.clear();
     this.bytes = 0;
   }
+}
+
+/** The addon's flat dims array for one attention call (see attention-addon.c). */
+function attentionDims(d: TrainingAttentionDims): Float64Array {
+  const { B, Hq, Hkv, T, S, D, offset, causal, qStrides, kvStrides } = d;
+  return Float64Array.from([B, Hq, Hkv, T, S, D, offset, causal ? 1 : 0, ...qStrides, ...kvStrides]);
 }
