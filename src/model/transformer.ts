@@ -364,8 +364,10 @@ export class Transformer {
       const attentionOptions = { keyMask: options.keyMask, segmentIds: options.segmentIds, window: windowed };
       return reshape(causalAttentionTokensFirst(qTokens, kTokens, vTokens, attentionOptions), [B, T, Hq * D]); // [B, T, Hq·D]
     }
-    const q = permute(qTokens, [0, 2, 1, 3]); // [B, Hq, T, D]
-    let [k, v] = [kTokens, vTokens].map((x) => permute(x, [0, 2, 1, 3])); // [B, Hkv, T, D]
+    // One token per row (a decode step): [B, 1, heads, D] is already [B, heads, 1, D] in memory, so no copy.
+    const headsFirst = (x: Tensor) => (T === 1 ? reshape(x, [B, x.shape[2], 1, D]) : permute(x, [0, 2, 1, 3]));
+    const q = headsFirst(qTokens); // [B, Hq, T, D]
+    let [k, v] = [kTokens, vTokens].map(headsFirst); // [B, Hkv, T, D]
     let S = T;
     const shared = options.sharedPrefix;
     const rowLengths = shared?.rowLengths;
@@ -394,6 +396,7 @@ export class Transformer {
           window: window !== null && window < S ? window : undefined,
           keyLength: S,
         }); // [B, Hq, T, D]
-    return reshape(permute(attended, [0, 2, 1, 3]), [B, T, config.numHeads * D]); // [B, T, Hq·D]
+    const tokensFirst = T === 1 ? attended : permute(attended, [0, 2, 1, 3]);
+    return reshape(tokensFirst, [B, T, config.numHeads * D]); // [B, T, Hq·D]
   }
 }
