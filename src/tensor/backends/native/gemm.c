@@ -27,9 +27,6 @@
 #include "gemm-half.h"
 #include "thread-pool.h"
 
-#define KC 256
-#define MC_TARGET 336
-#define NC_TARGET 4096
 /* Up to this many rows, a transposed B is read by dot products instead of being packed. */
 #define DOT_MAX_M 32
 /* Up to this many rows, a plain B is streamed row by row instead of being packed. */
@@ -38,8 +35,8 @@
 #define PARALLEL_MIN_FLOPS 4.0e6
 /* Rows per thread from which splitting M with a shared packed B beats splitting N. */
 #define SHARED_MIN_ROWS 56
-/* Rows of C per work item in shared mode, in micro-tiles: small enough to balance, big enough to reuse B. */
-#define SHARED_CHUNK_TILES 4
+/* The fewest rows of C per work item in shared mode, in micro-tiles: each B panel is reused this often. */
+#define SHARED_MIN_CHUNK_TILES 4
 
 typedef struct {
   float *pack_a; /* MC x KC */
@@ -53,7 +50,8 @@ struct gemm_context {
   int64_t dot_max_m, rows_max_m;
   thread_pool *pool;
   workspace *spaces;
-  float *shared_b; /* KC x NC, packed by all threads together in shared mode */
+  /* Two KC x NC blocks, packed by all threads together in shared mode: one is packed while the other is read. */
+  float *shared_b[2];
 };
 
 static float *alloc_floats(int64_t count) {
@@ -67,19 +65,20 @@ gemm_context *gemm_context_create(const gemm_kernel *kernel, int threads) {
   if (!ctx) return NULL;
   ctx->kernel = kernel;
   ctx->threads = threads;
-  ctx->kc = KC;
+  ctx->kc = kernel->kc;
   ctx->dot_max_m = DOT_MAX_M;
   ctx->rows_max_m = ROWS_MAX_M;
-  ctx->mc = (MC_TARGET / kernel->mr) * kernel->mr;
-  ctx->nc = (NC_TARGET / kernel->nr) * kernel->nr;
+  ctx->mc = kernel->mc;
+  ctx->nc = kernel->nc;
   ctx->spaces = calloc((size_t)threads, sizeof(workspace));
   ctx->pool = thread_pool_create(threads);
   if (!ctx->spaces || !ctx->pool) {
     gemm_context_destroy(ctx);
     return NULL;
   }
-  ctx->shared_b = alloc_floats(ctx->kc * ctx->nc);
-  if (!ctx->shared_b) {
+  ctx->shared_b[0] = alloc_floats(ctx->kc * ctx->nc);
+  ctx->shared_b[1] = alloc_floats(ctx->kc * ctx->nc);
+  if (!ctx->shared_b[0] || !ctx->shared_b[1]) {
     gemm_context_destroy(ctx);
     return NULL;
   }
@@ -103,7 +102,8 @@ void gemm_context_destroy(gemm_context *ctx) {
       free(ctx->spaces[t].pack_b);
     }
   free(ctx->spaces);
-  free(ctx->shared_b);
+  free(ctx->shared_b[0]);
+  free(ctx->shared_b[1]);
   free(ctx);
 }
 
@@ -289,7 +289,7 @@ typedef struct {
   int shared;         /* 1: every thread takes a slice of M of every product and they pack B together */
   atomic_int arrived; /* barrier of the shared mode */
   atomic_int phase;
-  atomic_long next_chunk; /* row chunks handed out in shared mode */
+  atomic_long next_row[2]; /* shared mode: the first row not yet taken of the block read from shared_b[i] */
 } job;
 
 static void piece(int64_t extent, int64_t unit, int64_t part, int64_t parts, int64_t *start, int64_t *end) {
@@ -316,31 +316,53 @@ static void barrier_wait(job *j) {
 }
 
 /*
- * Shared mode: the threads pack each KC x NC block of B together (each a share of its panels) into one
- * buffer, then take row chunks of C from a shared counter, so neither operand is packed twice and a
- * thread slowed by another process on its core simply takes fewer chunks.
+ * Takes the next rows of a shared-mode block from `next`: guided self-scheduling, a share of what is left
+ * (between SHARED_MIN_CHUNK_TILES tiles and one MC block), so the first chunks are big (A packed once per
+ * MC rows, each B panel reused across the chunk) and the last ones small (threads finish together).
+ * Returns the count (0 when none are left) and the first row in *first.
  */
-static void gemm_shared(job *j, int thread_index, const operands *op) {
+static int64_t take_rows(atomic_long *next, int64_t M, int64_t mr, int64_t mc, int threads, int64_t *first) {
+  long start = atomic_load(next);
+  for (;;) {
+    if (start >= M) return 0;
+    int64_t remaining = M - start;
+    int64_t rows = (remaining / (2 * threads) + mr - 1) / mr * mr;
+    if (rows < SHARED_MIN_CHUNK_TILES * mr) rows = SHARED_MIN_CHUNK_TILES * mr;
+    if (rows > mc) rows = mc;
+    if (rows > remaining) rows = remaining;
+    if (atomic_compare_exchange_weak(next, &start, start + rows)) {
+      *first = start;
+      return rows;
+    }
+  }
+}
+
+/*
+ * Shared mode: the threads pack each KC x NC block of B together (each a share of its panels) into one
+ * buffer, then take row chunks of C (take_rows), so neither operand is packed twice and a thread slowed
+ * by another process on its core simply takes fewer chunks. Blocks alternate between two buffers, so one
+ * barrier per block suffices: a thread packs block n + 1 while others may still read block n, and the
+ * barrier after packing n + 1 also means everyone finished block n - 1, whose buffer block n + 2 reuses.
+ * `block` counts blocks across the products of a batch (it picks the buffer and the row counter).
+ */
+static void gemm_shared(job *j, int thread_index, const operands *op, int64_t *block) {
   const gemm_context *ctx = j->ctx;
   const gemm_shape *s = op->shape;
   const int nr = ctx->kernel->nr;
-  const int64_t chunk_rows = (int64_t)SHARED_CHUNK_TILES * ctx->kernel->mr;
-  const int64_t chunks = (s->M + chunk_rows - 1) / chunk_rows;
   for (int64_t jc = 0; jc < s->N; jc += ctx->nc) {
     int64_t nc = s->N - jc < ctx->nc ? s->N - jc : ctx->nc;
     int64_t p0, p1; /* this thread's share of the block's columns, whole panels */
     piece(nc, nr, thread_index, j->threads_used, &p0, &p1);
-    for (int64_t pc = 0; pc < s->K; pc += ctx->kc) {
+    for (int64_t pc = 0; pc < s->K; pc += ctx->kc, (*block)++) {
       int64_t kc = s->K - pc < ctx->kc ? s->K - pc : ctx->kc;
-      /* Safe: every thread passed the previous barrier, so nobody still takes chunks from the counter. */
-      if (thread_index == 0) atomic_store(&j->next_chunk, 0);
-      if (p1 > p0) pack_b(op, ctx->kernel, pc, kc, jc + p0, p1 - p0, ctx->shared_b + p0 * kc);
+      float *packed_b = ctx->shared_b[*block & 1];
+      if (p1 > p0) pack_b(op, ctx->kernel, pc, kc, jc + p0, p1 - p0, packed_b + p0 * kc);
       barrier_wait(j);
-      for (int64_t chunk; (chunk = atomic_fetch_add(&j->next_chunk, 1)) < chunks;) {
-        int64_t m0 = chunk * chunk_rows, m1 = m0 + chunk_rows < s->M ? m0 + chunk_rows : s->M;
-        compute_block(ctx, &ctx->spaces[thread_index], op, ctx->shared_b, m0, m1, jc, nc, pc, kc);
-      }
-      barrier_wait(j); /* nobody repacks the block while another thread still reads it */
+      /* Everyone has finished the previous block, so its counter is free for the next one. */
+      if (thread_index == 0) atomic_store(&j->next_row[(*block + 1) & 1], 0);
+      int64_t m0, rows;
+      while ((rows = take_rows(&j->next_row[*block & 1], s->M, ctx->kernel->mr, ctx->mc, j->threads_used, &m0)) > 0)
+        compute_block(ctx, &ctx->spaces[thread_index], op, packed_b, m0, m0 + rows, jc, nc, pc, kc);
     }
   }
 }
@@ -356,10 +378,11 @@ static void run_job(void *raw, int thread_index) {
   if (thread_index >= j->threads_used) return;
   const gemm_shape *s = j->shape;
   if (j->shared) {
+    int64_t block = 0;
     for (int64_t batch_index = 0; batch_index < s->batch; batch_index++) {
       operands op = {j->a + batch_index * s->a_batch_stride, b_of(j->b, s, batch_index),
                      j->out + batch_index * s->M * s->N, s};
-      gemm_shared(j, thread_index, &op);
+      gemm_shared(j, thread_index, &op, &block);
     }
     return;
   }
@@ -382,7 +405,7 @@ int gemm_run(gemm_context *ctx, const float *a, const float *b, float *out, cons
   if (s->batch <= 0 || s->M <= 0 || s->N <= 0) return 0;
   double flops = 2.0 * (double)s->batch * (double)s->M * (double)s->N * (double)s->K;
   int threads = flops < PARALLEL_MIN_FLOPS ? 1 : ctx->threads;
-  job j = {ctx, a, b, out, s, 1, 0, s->batch, threads, 0, 0, 0, 0};
+  job j = {ctx, a, b, out, s, 1, 0, s->batch, threads, 0, 0, 0, {0, 0}};
   if (threads > 1 && s->batch % threads != 0) {
     /* Uneven batches: split each product. With enough rows for every thread, split M and share the
      * packing of B; otherwise split N (each thread packs the few rows of A it needs). */

@@ -41,6 +41,14 @@ typedef struct {
   const char *name;
   int mr;
   int nr;
+  /*
+   * Block sizes for the caches of the CPUs this kernel is for (measured there): kc the depth of a packed
+   * block (a KC x NR panel of B stays in L1), mc the rows of the packed A block (L2), nc the columns of the
+   * packed B block (L3). mc is a multiple of mr, nc of nr.
+   */
+  int kc;
+  int mc;
+  int nc;
   micro_kernel_fn kernel;
   dot_kernel_fn dot;
   row_kernel_fn rows;
