@@ -1,21 +1,21 @@
 /*
  * Packed, cache-blocked SGEMM driver (Goto/BLIS loop order) with fork-join threading.
  *
- * Is: blocking (NC/KC/MC), packing of op(A) and op(B) into micro-panels (which is where transposes are
- * absorbed), edge tiles, batching with broadcast strides, accumulate, and splitting the work over threads.
- * Is not: the arithmetic inner loop (kernels-*.c) or the JavaScript binding (addon.c).
+ * Is: blocking (NC/KC/MC, per kernel: gemm_kernel), edge tiles, batching with broadcast strides, accumulate,
+ * and splitting the work over threads.
+ * Is not: the arithmetic inner loop (kernels-*.c), the packing of op(A) and op(B) into micro-panels, where
+ * transposes are absorbed (gemm-pack.c), or the JavaScript binding (addon.c).
  *
  * Loop order per task: jc (NC cols of B, in L3) -> pc (KC depth) -> pack B -> ic (MC rows, A block in L2)
  * -> pack A -> jr (NR: one B micro-panel stays in L1) -> ir (MR) -> micro-kernel.
  * Threads: whole products when the batch divides evenly; otherwise each product is split, over row chunks
- * handed out dynamically with one B block packed by all threads together (shared mode), or over N when M
+ * handed out dynamically with each B block packed by all threads together (shared mode), or over N when M
  * is too short for that.
  * Few rows (M <= 12, or <= 32 with a transposed B, as in decoding) skip packing (gemm_block_few_rows).
  * A B operand that stays constant over many products (weights while decoding) can be packed once
  * (gemm_pack) and then multiplied without repacking (gemm_run_packed).
- * A bfloat16 B (gemm_shape.b_bfloat16, a frozen LoRA base) is read only by pack_b and the few-rows path,
- * which hand it to gemm-half.c to widen; everything else is the float32 path unchanged.
- * Block sizes were chosen by measurement on a 2-core Sapphire Rapids (48 KiB L1d, 2 MiB L2 per core).
+ * A bfloat16 B (gemm_shape.b_bfloat16, a frozen LoRA base) is read only by the B packer and the few-rows
+ * path, which hand it to gemm-half.c to widen; everything else is the float32 path unchanged.
  */
 #include "gemm.h"
 
@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "gemm-half.h"
+#include "gemm-pack.h"
 #include "thread-pool.h"
 
 /* Up to this many rows, a transposed B is read by dot products instead of being packed. */
@@ -118,68 +119,6 @@ typedef struct {
   const gemm_shape *shape;
 } operands;
 
-/* Packs op(A)[i0:i0+mc, p0:p0+kc] into MR-row panels, k-major inside a panel, zero-padding rows. */
-static void pack_a(const operands *op, const gemm_kernel *kernel, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
-                   float *dst) {
-  const gemm_shape *s = op->shape;
-  const int mr = kernel->mr;
-  for (int64_t ip = 0; ip < mc; ip += mr, dst += (int64_t)mr * kc) {
-    int64_t rows = mc - ip < mr ? mc - ip : mr;
-    if (!s->transpose_a && kernel->pack_a) {
-      kernel->pack_a(op->a + (i0 + ip) * s->K + p0, s->K, kc, rows, dst);
-    } else if (s->transpose_a && kernel->pack_at) {
-      kernel->pack_at(op->a + p0 * s->M + i0 + ip, s->M, kc, rows, dst);
-    } else if (s->transpose_a) { /* stored [K, M]: a panel row of k is contiguous in i */
-      for (int64_t k = 0; k < kc; k++) {
-        const float *src = op->a + (p0 + k) * s->M + i0 + ip;
-        float *d = dst + k * mr;
-        for (int64_t r = 0; r < rows; r++) d[r] = src[r];
-        for (int64_t r = rows; r < mr; r++) d[r] = 0.0f;
-      }
-    } else {
-      for (int64_t r = 0; r < rows; r++) {
-        const float *src = op->a + (i0 + ip + r) * s->K + p0;
-        for (int64_t k = 0; k < kc; k++) dst[k * mr + r] = src[k];
-      }
-      for (int64_t r = rows; r < mr; r++)
-        for (int64_t k = 0; k < kc; k++) dst[k * mr + r] = 0.0f;
-    }
-  }
-}
-
-/* Packs op(B)[p0:p0+kc, j0:j0+nc] into NR-column panels, k-major inside a panel, zero-padding columns. */
-static void pack_b(const operands *op, const gemm_kernel *kernel, int64_t p0, int64_t kc, int64_t j0, int64_t nc,
-                   float *dst) {
-  const gemm_shape *s = op->shape;
-  const int nr = kernel->nr;
-  if (s->b_bfloat16) {
-    gemm_half_pack_b((const uint16_t *)op->b, s, nr, p0, kc, j0, nc, dst);
-    return;
-  }
-  for (int64_t jp = 0; jp < nc; jp += nr, dst += (int64_t)nr * kc) {
-    int64_t cols = nc - jp < nr ? nc - jp : nr;
-    if (s->transpose_b && kernel->pack_bt) {
-      kernel->pack_bt(op->b + (j0 + jp) * s->K + p0, s->K, kc, cols, dst);
-    } else if (s->transpose_b) {
-      /* Stored [N, K]. Writing dst in order and reading nr rows of B side by side keeps those nr cache
-       * lines in L1 for 16 consecutive k, which beats strided writes into the panel. */
-      const float *src = op->b + (j0 + jp) * s->K + p0;
-      for (int64_t k = 0; k < kc; k++) {
-        float *d = dst + k * nr;
-        for (int64_t col = 0; col < cols; col++) d[col] = src[col * s->K + k];
-        for (int64_t col = cols; col < nr; col++) d[col] = 0.0f;
-      }
-    } else {
-      for (int64_t k = 0; k < kc; k++) {
-        const float *src = op->b + (p0 + k) * s->N + j0 + jp;
-        float *d = dst + k * nr;
-        memcpy(d, src, (size_t)cols * sizeof(float));
-        for (int64_t col = cols; col < nr; col++) d[col] = 0.0f;
-      }
-    }
-  }
-}
-
 /* Edge tile: run the full kernel into a scratch tile, then write (or add) only the valid part. */
 static void edge_tile(const gemm_kernel *kernel, int64_t kc, const float *pa, const float *pb, int64_t ldb,
                       float *c, int64_t ldc, int64_t rows, int64_t cols, int add) {
@@ -235,7 +174,7 @@ static void compute_block(const gemm_context *ctx, workspace *space, const opera
   const int add = op->shape->accumulate || pc > 0;
   for (int64_t ic = m0; ic < m1; ic += ctx->mc) {
     int64_t mc = m1 - ic < ctx->mc ? m1 - ic : ctx->mc;
-    pack_a(op, kernel, ic, mc, pc, kc, space->pack_a);
+    gemm_pack_a_block(kernel, op->shape, op->a, ic, mc, pc, kc, space->pack_a);
     for (int64_t jr = 0; jr < nc; jr += nr) {
       int64_t cols = nc - jr < nr ? nc - jr : nr;
       const float *pb = packed_b + jr * kc;
@@ -271,7 +210,7 @@ static void gemm_block(const gemm_context *ctx, workspace *space, const operands
     int64_t nc = n1 - jc < ctx->nc ? n1 - jc : ctx->nc;
     for (int64_t pc = 0; pc < s->K; pc += ctx->kc) {
       int64_t kc = s->K - pc < ctx->kc ? s->K - pc : ctx->kc;
-      pack_b(op, kernel, pc, kc, jc, nc, space->pack_b);
+      gemm_pack_b_block(kernel, op->shape, op->b, pc, kc, jc, nc, space->pack_b);
       compute_block(ctx, space, op, space->pack_b, m0, m1, jc, nc, pc, kc);
     }
   }
@@ -356,7 +295,7 @@ static void gemm_shared(job *j, int thread_index, const operands *op, int64_t *b
     for (int64_t pc = 0; pc < s->K; pc += ctx->kc, (*block)++) {
       int64_t kc = s->K - pc < ctx->kc ? s->K - pc : ctx->kc;
       float *packed_b = ctx->shared_b[*block & 1];
-      if (p1 > p0) pack_b(op, ctx->kernel, pc, kc, jc + p0, p1 - p0, packed_b + p0 * kc);
+      if (p1 > p0) gemm_pack_b_block(ctx->kernel, s, op->b, pc, kc, jc + p0, p1 - p0, packed_b + p0 * kc);
       barrier_wait(j);
       /* Everyone has finished the previous block, so its counter is free for the next one. */
       if (thread_index == 0) atomic_store(&j->next_row[(*block + 1) & 1], 0);
@@ -451,10 +390,9 @@ gemm_packed *gemm_pack(const gemm_context *ctx, const float *b, int64_t K, int64
     return NULL;
   }
   gemm_shape shape = {1, 0, K, N, 0, transpose_b, 0, 0, 0, 0};
-  operands op = {NULL, b, NULL, &shape};
   for (int64_t pc = 0; pc < K; pc += ctx->kc) {
     int64_t kc = K - pc < ctx->kc ? K - pc : ctx->kc;
-    pack_b(&op, ctx->kernel, pc, kc, 0, N, packed->data + pc * packed->n_padded);
+    gemm_pack_b_block(ctx->kernel, &shape, b, pc, kc, 0, N, packed->data + pc * packed->n_padded);
   }
   return packed;
 }

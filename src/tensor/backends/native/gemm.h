@@ -68,6 +68,18 @@ const gemm_kernel *gemm_kernel_avx512(void);
 const gemm_kernel *gemm_kernel_avx2(void);
 const gemm_kernel *gemm_kernel_generic(void);
 
+/* Which operand a panel packer packs (gemm_pack_panel). */
+typedef enum { GEMM_PANEL_A, GEMM_PANEL_A_TRANSPOSED, GEMM_PANEL_B_TRANSPOSED } gemm_panel;
+
+/*
+ * Packs one panel as the driver does: `count` rows of A (or columns of op(B)) of depth kc from `src` (leading
+ * dimension ld, as stored) into dst (kc x MR, or kc x NR for B), with the kernel's own packer, or with the plain
+ * C one when `plain` is set or the kernel has none. Packing is a copy, so both must agree bit for bit; the
+ * tests compare them through the addon's packPanel.
+ */
+void gemm_pack_panel(const gemm_kernel *kernel, gemm_panel operand, int plain, const float *src, int64_t ld,
+                     int64_t kc, int64_t count, float *dst);
+
 typedef struct {
   int64_t batch, M, K, N;
   int transpose_a, transpose_b;

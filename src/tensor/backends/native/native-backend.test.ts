@@ -151,6 +151,10 @@ function buildCases(): Case[] {
     }
   }
   cases.push(makeCase('batch 3 of 130x130x130', makeShape(130, 130, 130, { batch: 3 }), seed++));
+  // 2 threads: shared mode over three products of three depth blocks each (the two B buffers alternate across
+  // products) with more rows than one A block, so row chunks of several sizes end in a partial tile.
+  const shared = makeShape(400, 600, 200, { batch: 3, transposeA: true, aBatchStride: 400 * 600 + 7 });
+  cases.push(makeCase('batch 3 of 400x600x200 tA', shared, seed++));
   for (const [M, K, N] of [
     [7, 33, 1],
     [300, 300, 300],
