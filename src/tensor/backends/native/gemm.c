@@ -34,6 +34,12 @@
 #define ROWS_MAX_M 12
 /* Below this many flops the pool's wake-up latency costs more than a second thread saves. */
 #define PARALLEL_MIN_FLOPS 4.0e6
+/*
+ * Up to this many floats (32 KiB: the L1 of the CPUs here), a plain B whose columns fill whole NR panels is
+ * read in place by the micro-kernel (ldb = N) instead of packed: in the attention's 64 x 64 x 64 products
+ * copying B took a tenth of the time, and a B this small stays in L1, so its strided rows cost nothing.
+ */
+#define IN_PLACE_B_MAX_FLOATS 8192
 /* Rows per thread from which splitting M with a shared packed B beats splitting N. */
 #define SHARED_MIN_ROWS 56
 /* The fewest rows of C per work item in shared mode, in micro-tiles: each B panel is reused this often. */
@@ -165,9 +171,14 @@ static void gemm_block_few_rows(const gemm_context *ctx, workspace *space, const
   }
 }
 
-/* Rows [m0,m1) of C[:, jc:jc+nc] (+)= op(A)[m0:m1, pc:pc+kc] . packed_b (the packed KC x NC block). */
-static void compute_block(const gemm_context *ctx, workspace *space, const operands *op, const float *packed_b,
-                          int64_t m0, int64_t m1, int64_t jc, int64_t nc, int64_t pc, int64_t kc) {
+/*
+ * Rows [m0,m1) of C[:, jc:jc+nc] (+)= op(A)[m0:m1, pc:pc+kc] . B block, where column j of the block starts at
+ * b + j * column_stride and its rows are ldb apart: the packed KC x NC block (column_stride kc, ldb NR), or
+ * a plain B read in place (column_stride 1, ldb N; only whole NR panels).
+ */
+static void compute_block(const gemm_context *ctx, workspace *space, const operands *op, const float *b,
+                          int64_t column_stride, int64_t ldb, int64_t m0, int64_t m1, int64_t jc, int64_t nc,
+                          int64_t pc, int64_t kc) {
   const gemm_kernel *kernel = ctx->kernel;
   const int mr = kernel->mr, nr = kernel->nr;
   const int64_t N = op->shape->N;
@@ -177,15 +188,15 @@ static void compute_block(const gemm_context *ctx, workspace *space, const opera
     gemm_pack_a_block(kernel, op->shape, op->a, ic, mc, pc, kc, space->pack_a);
     for (int64_t jr = 0; jr < nc; jr += nr) {
       int64_t cols = nc - jr < nr ? nc - jr : nr;
-      const float *pb = packed_b + jr * kc;
+      const float *pb = b + jr * column_stride;
       for (int64_t ir = 0; ir < mc; ir += mr) {
         const float *pa = space->pack_a + ir * kc;
         int64_t rows = mc - ir < mr ? mc - ir : mr;
         float *c = op->c + (ic + ir) * N + jc + jr;
         if (rows == mr && cols == nr)
-          kernel->kernel(kc, pa, pb, nr, c, N, add);
+          kernel->kernel(kc, pa, pb, ldb, c, N, add);
         else
-          edge_tile(kernel, kc, pa, pb, nr, c, N, rows, cols, add);
+          edge_tile(kernel, kc, pa, pb, ldb, c, N, rows, cols, add);
       }
     }
   }
@@ -206,12 +217,18 @@ static void gemm_block(const gemm_context *ctx, workspace *space, const operands
     gemm_block_few_rows(ctx, space, op, m0, m1, n0, n1);
     return;
   }
+  const int in_place = !s->transpose_b && !s->b_bfloat16 && (n1 - n0) % kernel->nr == 0 &&
+                       s->K * N <= IN_PLACE_B_MAX_FLOATS;
   for (int64_t jc = n0; jc < n1; jc += ctx->nc) {
     int64_t nc = n1 - jc < ctx->nc ? n1 - jc : ctx->nc;
     for (int64_t pc = 0; pc < s->K; pc += ctx->kc) {
       int64_t kc = s->K - pc < ctx->kc ? s->K - pc : ctx->kc;
+      if (in_place) {
+        compute_block(ctx, space, op, op->b + pc * N + jc, 1, N, m0, m1, jc, nc, pc, kc);
+        continue;
+      }
       gemm_pack_b_block(kernel, op->shape, op->b, pc, kc, jc, nc, space->pack_b);
-      compute_block(ctx, space, op, space->pack_b, m0, m1, jc, nc, pc, kc);
+      compute_block(ctx, space, op, space->pack_b, kc, kernel->nr, m0, m1, jc, nc, pc, kc);
     }
   }
 }
@@ -301,7 +318,7 @@ static void gemm_shared(job *j, int thread_index, const operands *op, int64_t *b
       if (thread_index == 0) atomic_store(&j->next_row[(*block + 1) & 1], 0);
       int64_t m0, rows;
       while ((rows = take_rows(&j->next_row[*block & 1], s->M, ctx->kernel->mr, ctx->mc, j->threads_used, &m0)) > 0)
-        compute_block(ctx, &ctx->spaces[thread_index], op, packed_b, m0, m0 + rows, jc, nc, pc, kc);
+        compute_block(ctx, &ctx->spaces[thread_index], op, packed_b, kc, nr, m0, m0 + rows, jc, nc, pc, kc);
     }
   }
 }
@@ -431,7 +448,7 @@ static void run_packed_job(void *raw, int thread_index) {
     for (int64_t pc = 0; pc < s->K; pc += ctx->kc) {
       int64_t kc = s->K - pc < ctx->kc ? s->K - pc : ctx->kc;
       const float *block = j->b->data + pc * j->b->n_padded + jc * kc;
-      compute_block(ctx, &ctx->spaces[thread_index], &op, block, 0, s->M, jc, nc, pc, kc);
+      compute_block(ctx, &ctx->spaces[thread_index], &op, block, kc, ctx->kernel->nr, 0, s->M, jc, nc, pc, kc);
     }
   }
 }

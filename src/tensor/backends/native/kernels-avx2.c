@@ -161,7 +161,7 @@ AVX2_FN static void rows_4(int64_t m, int64_t n, int64_t kc, const float *a, int
 }
 
 /* In-register 8 x 8 transpose: unpack 32-bit, shuffle 64-bit, then swap 128-bit lanes. */
-AVX2_FN static void transpose_8x8(__m256 r[8]) {
+AVX2_FN static inline __attribute__((always_inline)) void transpose_8x8(__m256 r[8]) {
   __m256 t[8];
   for (int i = 0; i < 8; i += 2) {
     t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
