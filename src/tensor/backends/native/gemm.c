@@ -183,8 +183,12 @@ static void compute_block(const gemm_context *ctx, workspace *space, const opera
   const int mr = kernel->mr, nr = kernel->nr;
   const int64_t N = op->shape->N;
   const int add = op->shape->accumulate || pc > 0;
-  for (int64_t ic = m0; ic < m1; ic += ctx->mc) {
-    int64_t mc = m1 - ic < ctx->mc ? m1 - ic : ctx->mc;
+  /* Rows split into equal A blocks (whole tiles, at most MC each): a short last block would stream every
+   * B panel from L3 for a few rows (M = 512 with MC = 168 left 8). */
+  const int64_t blocks = (m1 - m0 + ctx->mc - 1) / ctx->mc;
+  const int64_t block_rows = ((m1 - m0 + blocks - 1) / blocks + mr - 1) / mr * mr;
+  for (int64_t ic = m0; ic < m1; ic += block_rows) {
+    int64_t mc = m1 - ic < block_rows ? m1 - ic : block_rows;
     gemm_pack_a_block(kernel, op->shape, op->a, ic, mc, pc, kc, space->pack_a);
     for (int64_t jr = 0; jr < nc; jr += nr) {
       int64_t cols = nc - jr < nr ? nc - jr : nr;
