@@ -1,9 +1,10 @@
 /*
- * AVX2 + FMA micro-kernel: a 6 x 16 register tile (12 ymm accumulators, 2 B vectors, 1 broadcast).
+ * AVX2 + FMA micro-kernel: a 6 x 16 register tile (12 ymm accumulators, 2 B vectors, 2 broadcasts).
  *
  * Is: the innermost loop of the packed SGEMM for CPUs with AVX2 but no AVX-512, compiled through a
- * function target attribute and chosen at run time (gemm_kernel_avx2).
- * Is not: blocking or packing (gemm.c).
+ * function target attribute and chosen at run time (gemm_kernel_avx2), the few-rows kernels, and the
+ * panel packers (one MR-row panel of A or of a transposed A, one NR-column panel of a transposed B).
+ * Is not: blocking (gemm.c) or the choice of what to pack when (gemm-pack.c).
  */
 #include "gemm.h"
 
@@ -36,19 +37,19 @@
 /*
  * One k step in assembly: two B vectors into ymm0/ymm1, each A value broadcast (ymm2/ymm3 alternating) into
  * two FMAs. %[c<i><j>] are the 12 accumulators, which the clobbers of ymm0-ymm3 leave in ymm4-ymm15.
- * A offset in bytes; B is advanced by ldb after each step.
+ * The A offsets are literal bytes (6 floats a step), so the assembler sees plain displacements; B is advanced
+ * by ldb after each step.
  */
 #define ASM_BROADCAST(offset, reg, i)                    \
   "vbroadcastss " #offset "(%[a]), %%ymm" #reg "\n\t"     \
   "vfmadd231ps %%ymm0, %%ymm" #reg ", %[c" #i "0]\n\t"    \
   "vfmadd231ps %%ymm1, %%ymm" #reg ", %[c" #i "1]\n\t"
-#define ASM_STEP(u)                                              \
-  "vmovups (%[b]), %%ymm0\n\t"                                   \
-  "vmovups 32(%[b]), %%ymm1\n\t"                                 \
-  "add %[ldb_bytes], %[b]\n\t"                                   \
-  ASM_BROADCAST((u) * 24 + 0, 2, 0) ASM_BROADCAST((u) * 24 + 4, 3, 1) \
-  ASM_BROADCAST((u) * 24 + 8, 2, 2) ASM_BROADCAST((u) * 24 + 12, 3, 3) \
-  ASM_BROADCAST((u) * 24 + 16, 2, 4) ASM_BROADCAST((u) * 24 + 20, 3, 5)
+#define ASM_STEP(a0, a1, a2, a3, a4, a5)                                                  \
+  "vmovups (%[b]), %%ymm0\n\t"                                                          \
+  "vmovups 32(%[b]), %%ymm1\n\t"                                                        \
+  "add %[ldb_bytes], %[b]\n\t"                                                          \
+  ASM_BROADCAST(a0, 2, 0) ASM_BROADCAST(a1, 3, 1) ASM_BROADCAST(a2, 2, 2) ASM_BROADCAST(a3, 3, 3) \
+  ASM_BROADCAST(a4, 2, 4) ASM_BROADCAST(a5, 3, 5)
 
 /*
  * The k loop is written in assembly because GCC, given the same loop in intrinsics, spilled accumulators to
@@ -69,7 +70,8 @@ AVX2_FN static void kernel_6x16(int64_t kc, const float *restrict a, const float
     __asm__ volatile("1:\n\t"
                      "prefetcht0 192(%[a])\n\t"
                      "prefetcht0 256(%[a])\n\t"
-                     ASM_STEP(0) ASM_STEP(1) ASM_STEP(2) ASM_STEP(3)
+                     ASM_STEP(0, 4, 8, 12, 16, 20) ASM_STEP(24, 28, 32, 36, 40, 44)
+                     ASM_STEP(48, 52, 56, 60, 64, 68) ASM_STEP(72, 76, 80, 84, 88, 92)
                      "add $96, %[a]\n\t"
                      "cmp %[end], %[a]\n\t"
                      "jne 1b\n\t"
@@ -80,7 +82,7 @@ AVX2_FN static void kernel_6x16(int64_t kc, const float *restrict a, const float
                      : "xmm0", "xmm1", "xmm2", "xmm3", "cc", "memory");
   if (a < a_end)
     __asm__ volatile("1:\n\t"
-                     ASM_STEP(0)
+                     ASM_STEP(0, 4, 8, 12, 16, 20)
                      "add $24, %[a]\n\t"
                      "cmp %[end], %[a]\n\t"
                      "jne 1b\n\t"
