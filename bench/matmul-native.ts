@@ -3,10 +3,12 @@
  * libopenblas, compiled and run by bench/openblas/openblas.ts in the same run), with 1 and 2 threads.
  *
  * Is: `npm run bench -- matmul-native [--json] [--repeats 10] [--rounds 3] [--threads 1,2]
- * [--shapes 512x512x512,...] [--peak-per-core G]`; one JSON line per (backend, threads, shape) with
+ * [--shapes 512x512x512,...|training] [--peak-per-core G]`; one JSON line per (backend, threads, shape) with
  * gflops and peakFraction (gflops / the FMA peak with that many threads, measured in this run by
  * bench/peak unless --peak-per-core fixes it), and on native lines `ratioToOpenblas`.
- * Shapes are MxKxN: C[M,N] = A[M,K] · B[K,N], no transposes.
+ * Shapes are `[batch/]MxKxN[:ab]`: C[M,N] = op(A)[M,K] · op(B)[K,N], a and b each n or t (`4096x512x1536:nt`
+ * is A · Bᵀ with B stored [N, K]); a batch prefix times that many products of separate matrices in one call
+ * (OpenBLAS: one call each). `training` names TRAINING_SHAPES.
  * Is not: a test; numbers on a shared machine vary, so compare lines from the same run only.
  */
 import { performance } from 'node:perf_hooks';
@@ -15,9 +17,42 @@ import {
   nativeAddonStatus,
   type NativeBackend,
 } from '../src/tensor/backends/native/native-backend.js';
-import { measureOpenblas, type MatmulSize, type OpenblasResult } from './openblas/openblas.js';
+import { measureOpenblas, shapeText, type MatmulSize, type OpenblasResult } from './openblas/openblas.js';
 import { measurePeak } from './peak/peak.js';
 import { DEFAULT_MATMUL_SHAPES, readFlags } from './_flags.js';
+
+/**
+ * The products of one training step of the 25M model (hidden 512, MLP 1536, vocabulary 8192, 8 heads of 64)
+ * at one micro-batch of 4096 tokens: projections x·Wᵀ (nt), input gradients g·W (nn), weight gradients gᵀ·x
+ * (tn), and the attention's batched 64×64×64 products (512 = 64 sequences × 8 heads: scores q·kᵀ, output p·v,
+ * and the transposed-A gradients).
+ */
+const TRAINING_SHAPES = [
+  '4096x512x1536:nt',
+  '4096x512x512:nt',
+  '4096x1536x512:nt',
+  '4096x1536x512:nn',
+  '4096x8192x512:nn',
+  '1536x4096x512:tn',
+  '512x4096x512:tn',
+  '512x4096x1536:tn',
+  '512/64x64x64:nt',
+  '512/64x64x64:nn',
+  '512/64x64x64:tn',
+].join(',');
+
+/** Parses `--shapes`: comma-separated `[batch/]MxKxN[:ab]`, or `training`. */
+function parseShapes(text: string): MatmulSize[] {
+  return (text === 'training' ? TRAINING_SHAPES : text).split(',').map((item) => {
+    const match = /^(?:(\d+)\/)?(\d+)x(\d+)x(\d+)(?::([nt])([nt]))?$/.exec(item);
+    const numbers = match ? [match[1] ?? '1', match[2], match[3], match[4]].map(Number) : [];
+    if (!match || !numbers.every((number) => Number.isInteger(number) && number > 0)) {
+      throw new Error(`--shapes: '${item}' is not [batch/]MxKxN[:ab] (positive integers, a and b each n or t)`);
+    }
+    const [batch, M, K, N] = numbers;
+    return { batch, M, K, N, transposeA: match[5] === 't', transposeB: match[6] === 't' };
+  });
+}
 
 interface Settings {
   json: boolean;
@@ -29,8 +64,8 @@ interface Settings {
 }
 
 function parseArguments(argv: string[]): Settings {
-  const { value, shapes, positiveList } = readFlags(argv);
-  const sizes = shapes('--shapes', DEFAULT_MATMUL_SHAPES);
+  const { value, positiveList } = readFlags(argv);
+  const sizes = parseShapes(value('--shapes', DEFAULT_MATMUL_SHAPES));
   const threads = positiveList('--threads', '1,2');
   const repeats = Number(value('--repeats', '10'));
   const rounds = Number(value('--rounds', '3'));
@@ -50,21 +85,11 @@ function randomArray(length: number, seed: number): Float32Array {
 
 /** Best-of-`repeats` seconds of one native product (after one warm-up run). */
 function timeNative(backend: NativeBackend, size: MatmulSize, repeats: number): number {
-  const { M, K, N } = size;
-  const a = randomArray(M * K, 1);
-  const b = randomArray(K * N, 2);
-  const out = new Float32Array(M * N);
-  const shape = {
-    batch: 1,
-    M,
-    K,
-    N,
-    transposeA: false,
-    transposeB: false,
-    aBatchStride: M * K,
-    bBatchStride: K * N,
-    accumulate: false,
-  };
+  const { M, K, N, batch = 1, transposeA = false, transposeB = false } = size;
+  const a = randomArray(batch * M * K, 1);
+  const b = randomArray(batch * K * N, 2);
+  const out = new Float32Array(batch * M * N);
+  const shape = { batch, M, K, N, transposeA, transposeB, aBatchStride: M * K, bBatchStride: K * N, accumulate: false };
   backend.matmul(a, b, out, shape);
   let best = Infinity;
   for (let repeat = 0; repeat < repeats; repeat++) {
@@ -80,12 +105,12 @@ function report(settings: Settings, record: Record<string, unknown>): void {
     console.log(JSON.stringify({ scenario: 'matmul-native', ...record }));
     return;
   }
-  const { backend, threads, M, K, N, gflops, peakFraction, ratioToOpenblas, error } = record;
+  const { backend, threads, gflops, peakFraction, ratioToOpenblas, error } = record;
   if (error) console.log(`${backend} threads=${threads}: ${error}`);
   else {
     const ratio = ratioToOpenblas === undefined ? '' : `  ${Number(ratioToOpenblas).toFixed(2)}x OpenBLAS`;
     console.log(
-      `${String(backend).padEnd(8)} t=${threads} ${M}x${K}x${N}`.padEnd(34) +
+      `${String(backend).padEnd(8)} t=${threads} ${shapeText(record as unknown as MatmulSize)}`.padEnd(40) +
         `${Number(gflops).toFixed(1).padStart(7)} GFLOP/s  ${(100 * Number(peakFraction)).toFixed(0)}% of peak${ratio}`,
     );
   }
@@ -97,7 +122,7 @@ function report(settings: Settings, record: Record<string, unknown>): void {
  */
 function measureThreads(settings: Settings, threads: number, backend: NativeBackend | null): void {
   const peak = peakGflops(settings.peakPerCore, threads);
-  const key = ({ M, K, N }: MatmulSize) => `${M}x${K}x${N}`;
+  const key = shapeText;
   const blas = new Map<string, OpenblasResult>();
   const native = new Map<string, number>();
   let blasError: string | undefined;
@@ -124,21 +149,20 @@ function measureThreads(settings: Settings, threads: number, backend: NativeBack
     report(settings, { ...result, coreType: coreType ?? null, peakFraction: result.gflops / peak });
   }
   for (const size of settings.sizes) {
-    const { M, K, N } = size;
+    const { M, K, N, batch = 1, transposeA = false, transposeB = false } = size;
+    const fields = { batch, M, K, N, transposeA, transposeB };
     if (!backend) {
-      report(settings, { backend: 'native', threads, M, K, N, error: nativeAddonStatus().reason });
+      report(settings, { backend: 'native', threads, ...fields, error: nativeAddonStatus().reason });
       continue;
     }
     const seconds = native.get(key(size))!;
-    const gflops = (2 * M * K * N) / seconds / 1e9;
+    const gflops = (2 * batch * M * K * N) / seconds / 1e9;
     const reference = blas.get(key(size));
     report(settings, {
       backend: 'native',
       isa: backend.isa,
       threads,
-      M,
-      K,
-      N,
+      ...fields,
       seconds,
       gflops,
       peakFraction: gflops / peak,

@@ -2,7 +2,8 @@
  * Bench-time helper: compiles bench/openblas/matmul-openblas.c against Debian's libopenblas and runs it,
  * so matmul benchmarks can put OpenBLAS GFLOP/s beside ours in the same run.
  *
- * Is: build (into build/bench/, gitignored), core-type choice and parsing of the program's JSON lines.
+ * Is: build (into build/bench/, gitignored; against $OPENBLAS_LIBRARY, a libopenblas.so path, when set, for
+ * machines with the library but not libopenblas-dev), core-type choice and parsing of the program's JSON lines.
  * Is not: a runtime dependency of the library; when libopenblas-dev or a compiler is missing the helpers
  * return a reason instead of results.
  */
@@ -15,20 +16,36 @@ import { fileURLToPath } from 'node:url';
 export interface OpenblasResult {
   backend: 'openblas';
   threads: number;
+  batch: number;
   M: number;
   K: number;
   N: number;
+  transposeA: boolean;
+  transposeB: boolean;
   seconds: number;
   gflops: number;
   /** openblas_get_config(): version, build flags and the core kernels it runs. */
   config: string;
 }
 
-/** A matrix product size, row-major C[M,N] = A[M,K] · B[K,N]. */
+/**
+ * A matrix product size, row-major C[M,N] = op(A)[M,K] · op(B)[K,N]: op transposes when transposeA / transposeB
+ * is set (A stored [K, M], B stored [N, K]); `batch` separate products (default 1, no transposes).
+ */
 export interface MatmulSize {
   M: number;
   K: number;
   N: number;
+  batch?: number;
+  transposeA?: boolean;
+  transposeB?: boolean;
+}
+
+/** The size as the timing program and `--shapes` write it: `[batch/]MxKxN[:ab]`, a and b each n or t. */
+export function shapeText({ M, K, N, batch = 1, transposeA = false, transposeB = false }: MatmulSize): string {
+  const prefix = batch === 1 ? '' : `${batch}/`;
+  const suffix = transposeA || transposeB ? `:${transposeA ? 't' : 'n'}${transposeB ? 't' : 'n'}` : '';
+  return `${prefix}${M}x${K}x${N}${suffix}`;
 }
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -40,7 +57,9 @@ export function buildOpenblasBench(): { path: string } | { error: string } {
   if (existsSync(binary) && statSync(binary).mtimeMs >= statSync(source).mtimeMs) return { path: binary };
   mkdirSync(dirname(binary), { recursive: true });
   try {
-    execFileSync(process.env.CC ?? 'cc', ['-O2', '-o', binary, source, '-lopenblas'], { stdio: 'pipe' });
+    const library = process.env.OPENBLAS_LIBRARY;
+    const link = library ? [library, `-Wl,-rpath,${dirname(library)}`] : ['-lopenblas'];
+    execFileSync(process.env.CC ?? 'cc', ['-O2', '-o', binary, source, ...link], { stdio: 'pipe' });
     return { path: binary };
   } catch (error) {
     const stderr = (error as { stderr?: Buffer }).stderr?.toString().trim();
@@ -81,7 +100,7 @@ export function measureOpenblas(
   const coreType = openblasCoreType(built.path);
   const environment: NodeJS.ProcessEnv = { ...process.env, OPENBLAS_NUM_THREADS: String(threads) };
   if (coreType) environment.OPENBLAS_CORETYPE = coreType;
-  const shapes = sizes.map(({ M, K, N }) => `${M}x${K}x${N}`);
+  const shapes = sizes.map(shapeText);
   try {
     const output = execFileSync(built.path, [String(threads), String(repeats), ...shapes], {
       encoding: 'utf8',

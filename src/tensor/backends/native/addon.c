@@ -10,9 +10,10 @@
  * Float32Array or a Uint16Array of bfloat16 bits (widened while packing, gemm-half.c);
  * packMatrix(handle, b, K, N, transposeB) -> packed; releasePacked(packed); matmulPacked(handle, a, packed, out,
  * M, accumulate) (B packed once, for weights that stay constant while decoding);
- * contextInfo(handle) -> { isa, threads, mr, nr, packedMaxRows }; supportedIsas() -> string[] (best first); and
- * the row kernels of row-kernels-addon.c (SwiGLU, RMSNorm, log-sum-exp rows, softmax gradient, AdamW) and the
- * training attention and RoPE of attention-addon.c.
+ * contextInfo(handle) -> { isa, threads, mr, nr, packedMaxRows }; supportedIsas() -> string[] (best first);
+ * the row kernels of row-kernels-addon.c (SwiGLU, RMSNorm, log-sum-exp rows, softmax gradient, AdamW); the
+ * training attention and RoPE of attention-addon.c; and packPanel of gemm-packing-addon.c (one panel packer,
+ * for its tests).
  */
 #define NAPI_VERSION 8
 #include <node_api.h>
@@ -135,6 +136,7 @@ static int get_floats(napi_env env, napi_value value, const char *name, float **
 
 #include "row-kernels-addon.c"
 #include "attention-addon.c"
+#include "gemm-packing-addon.c"
 
 /* B of a product: a Float32Array, or a Uint16Array of bfloat16 bits (a frozen base weight, gemm-half.c). */
 static int get_matrix_b(napi_env env, napi_value value, void **data, size_t *length, int *bfloat16) {
@@ -354,6 +356,7 @@ NAPI_MODULE_INIT() {
       {"matmulPacked", NULL, matmul_packed, NULL, NULL, NULL, napi_default, NULL},
       {"contextInfo", NULL, context_info, NULL, NULL, NULL, napi_default, NULL},
       {"supportedIsas", NULL, supported_isas, NULL, NULL, NULL, napi_default, NULL},
+      {"packPanel", NULL, pack_panel_binding, NULL, NULL, NULL, napi_default, NULL},
       {"rowExp", NULL, row_exp_binding, NULL, NULL, NULL, napi_default, NULL},
       {"swigluForward", NULL, swiglu_forward_binding, NULL, NULL, NULL, napi_default, NULL},
       {"swigluBackward", NULL, swiglu_backward_binding, NULL, NULL, NULL, napi_default, NULL},

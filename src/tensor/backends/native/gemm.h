@@ -41,6 +41,14 @@ typedef struct {
   const char *name;
   int mr;
   int nr;
+  /*
+   * Block sizes for the caches of the CPUs this kernel is for (measured there): kc the depth of a packed
+   * block (a KC x NR panel of B stays in L1), mc the rows of the packed A block (L2), nc the columns of the
+   * packed B block (L3). mc is a multiple of mr, nc of nr.
+   */
+  int kc;
+  int mc;
+  int nc;
   micro_kernel_fn kernel;
   dot_kernel_fn dot;
   row_kernel_fn rows;
@@ -59,6 +67,18 @@ typedef struct {
 const gemm_kernel *gemm_kernel_avx512(void);
 const gemm_kernel *gemm_kernel_avx2(void);
 const gemm_kernel *gemm_kernel_generic(void);
+
+/* Which operand a panel packer packs (gemm_pack_panel). */
+typedef enum { GEMM_PANEL_A, GEMM_PANEL_A_TRANSPOSED, GEMM_PANEL_B_TRANSPOSED } gemm_panel;
+
+/*
+ * Packs one panel as the driver does: `count` rows of A (or columns of op(B)) of depth kc from `src` (leading
+ * dimension ld, as stored) into dst (kc x MR, or kc x NR for B), with the kernel's own packer, or with the plain
+ * C one when `plain` is set or the kernel has none. Packing is a copy, so both must agree bit for bit; the
+ * tests compare them through the addon's packPanel.
+ */
+void gemm_pack_panel(const gemm_kernel *kernel, gemm_panel operand, int plain, const float *src, int64_t ld,
+                     int64_t kc, int64_t count, float *dst);
 
 typedef struct {
   int64_t batch, M, K, N;

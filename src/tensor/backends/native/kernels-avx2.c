@@ -1,9 +1,10 @@
 /*
- * AVX2 + FMA micro-kernel: a 6 x 16 register tile (12 ymm accumulators, 2 B vectors, 1 broadcast).
+ * AVX2 + FMA micro-kernel: a 6 x 16 register tile (12 ymm accumulators, 2 B vectors, 2 broadcasts).
  *
  * Is: the innermost loop of the packed SGEMM for CPUs with AVX2 but no AVX-512, compiled through a
- * function target attribute and chosen at run time (gemm_kernel_avx2).
- * Is not: blocking or packing (gemm.c).
+ * function target attribute and chosen at run time (gemm_kernel_avx2), the few-rows kernels, and the
+ * panel packers (one MR-row panel of A or of a transposed A, one NR-column panel of a transposed B).
+ * Is not: blocking (gemm.c) or the choice of what to pack when (gemm-pack.c).
  */
 #include "gemm.h"
 
@@ -16,12 +17,6 @@
 
 #define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 #define DECLARE(i) __m256 c##i##0 = _mm256_setzero_ps(), c##i##1 = _mm256_setzero_ps();
-#define UPDATE(i)                                    \
-  {                                                  \
-    __m256 ai = _mm256_broadcast_ss(a + (i));        \
-    c##i##0 = _mm256_fmadd_ps(ai, b0, c##i##0);      \
-    c##i##1 = _mm256_fmadd_ps(ai, b1, c##i##1);      \
-  }
 #define STORE(i)                                                          \
   {                                                                       \
     float *ci = c + (i) * ldc;                                            \
@@ -38,34 +33,64 @@
     _mm_prefetch((const char *)(c + (i) * ldc), _MM_HINT_T0);      \
     _mm_prefetch((const char *)(c + (i) * ldc + 15), _MM_HINT_T0); \
   }
-#define STEP(u)                                         \
-  {                                                     \
-    __m256 b0 = _mm256_loadu_ps(b + (u) * ldb);         \
-    __m256 b1 = _mm256_loadu_ps(b + (u) * ldb + 8);     \
-    const float *a_step = a;                            \
-    {                                                   \
-      const float *a = a_step + (u) * MR;               \
-      ROWS(UPDATE)                                      \
-    }                                                   \
-  }
 
-/* The C tile is fetched while the k loop runs (its rows are N apart: 12 lines the loop never touches), and
- * the loop is unrolled by 4 so the loop overhead is a quarter of the 6-cycle FMA bound per step. */
+/*
+ * One k step in assembly: two B vectors into ymm0/ymm1, each A value broadcast (ymm2/ymm3 alternating) into
+ * two FMAs. %[c<i><j>] are the 12 accumulators, which the clobbers of ymm0-ymm3 leave in ymm4-ymm15.
+ * The A offsets are literal bytes (6 floats a step), so the assembler sees plain displacements; B is advanced
+ * by ldb after each step.
+ */
+#define ASM_BROADCAST(offset, reg, i)                    \
+  "vbroadcastss " #offset "(%[a]), %%ymm" #reg "\n\t"     \
+  "vfmadd231ps %%ymm0, %%ymm" #reg ", %[c" #i "0]\n\t"    \
+  "vfmadd231ps %%ymm1, %%ymm" #reg ", %[c" #i "1]\n\t"
+#define ASM_STEP(a0, a1, a2, a3, a4, a5)                                                  \
+  "vmovups (%[b]), %%ymm0\n\t"                                                          \
+  "vmovups 32(%[b]), %%ymm1\n\t"                                                        \
+  "add %[ldb_bytes], %[b]\n\t"                                                          \
+  ASM_BROADCAST(a0, 2, 0) ASM_BROADCAST(a1, 3, 1) ASM_BROADCAST(a2, 2, 2) ASM_BROADCAST(a3, 3, 3) \
+  ASM_BROADCAST(a4, 2, 4) ASM_BROADCAST(a5, 3, 5)
+
+/*
+ * The k loop is written in assembly because GCC, given the same loop in intrinsics, spilled accumulators to
+ * the stack (12 accumulators + 2 B vectors + a broadcast fill 15 of the 16 ymm registers) and the reload
+ * stalled every iteration (perf: the spilled FMA took a third of the kernel's samples, the kernel ran at
+ * ~80% of OpenBLAS's). Unrolled by 4 so the loop overhead is small next to the 6-cycle FMA bound per step;
+ * A is prefetched 8 steps ahead (it streams from L2, while the B panel stays in L1). The sums are the
+ * intrinsics version's, in the same order: each accumulator gets a[k] * b[k] for k = 0, 1, ... by FMA.
+ */
 AVX2_FN static void kernel_6x16(int64_t kc, const float *restrict a, const float *restrict b, int64_t ldb,
-                                   float *restrict c, int64_t ldc, int add) {
+                                float *restrict c, int64_t ldc, int add) {
   ROWS(DECLARE)
   ROWS(PREFETCH_C)
-  int64_t k = 0;
-  for (; k + 4 <= kc; k += 4) {
-    STEP(0) STEP(1) STEP(2) STEP(3)
-    a += 4 * MR;
-    b += 4 * ldb;
-  }
-  for (; k < kc; k++) {
-    STEP(0)
-    a += MR;
-    b += ldb;
-  }
+  /* The loops end when a reaches its end pointer (no counter: GCC allows 30 operands, in-outs count twice). */
+  const float *quads_end = a + (kc / 4) * 4 * MR, *a_end = a + kc * MR;
+  const int64_t ldb_bytes = ldb * (int64_t)sizeof(float);
+  if (a < quads_end)
+    __asm__ volatile("1:\n\t"
+                     "prefetcht0 192(%[a])\n\t"
+                     "prefetcht0 256(%[a])\n\t"
+                     ASM_STEP(0, 4, 8, 12, 16, 20) ASM_STEP(24, 28, 32, 36, 40, 44)
+                     ASM_STEP(48, 52, 56, 60, 64, 68) ASM_STEP(72, 76, 80, 84, 88, 92)
+                     "add $96, %[a]\n\t"
+                     "cmp %[end], %[a]\n\t"
+                     "jne 1b\n\t"
+                     : [a] "+r"(a), [b] "+r"(b), [c00] "+x"(c00), [c01] "+x"(c01),
+                       [c10] "+x"(c10), [c11] "+x"(c11), [c20] "+x"(c20), [c21] "+x"(c21), [c30] "+x"(c30),
+                       [c31] "+x"(c31), [c40] "+x"(c40), [c41] "+x"(c41), [c50] "+x"(c50), [c51] "+x"(c51)
+                     : [ldb_bytes] "r"(ldb_bytes), [end] "r"(quads_end)
+                     : "xmm0", "xmm1", "xmm2", "xmm3", "cc", "memory");
+  if (a < a_end)
+    __asm__ volatile("1:\n\t"
+                     ASM_STEP(0, 4, 8, 12, 16, 20)
+                     "add $24, %[a]\n\t"
+                     "cmp %[end], %[a]\n\t"
+                     "jne 1b\n\t"
+                     : [a] "+r"(a), [b] "+r"(b), [c00] "+x"(c00), [c01] "+x"(c01),
+                       [c10] "+x"(c10), [c11] "+x"(c11), [c20] "+x"(c20), [c21] "+x"(c21), [c30] "+x"(c30),
+                       [c31] "+x"(c31), [c40] "+x"(c40), [c41] "+x"(c41), [c50] "+x"(c50), [c51] "+x"(c51)
+                     : [ldb_bytes] "r"(ldb_bytes), [end] "r"(a_end)
+                     : "xmm0", "xmm1", "xmm2", "xmm3", "cc", "memory");
   ROWS(STORE)
 }
 
@@ -137,7 +162,83 @@ AVX2_FN static void rows_4(int64_t m, int64_t n, int64_t kc, const float *a, int
   }
 }
 
-static const gemm_kernel avx2_kernel = {"avx2", MR, NR, kernel_6x16, dot_2x4, rows_4, 0, 0, 0};
+/* In-register 8 x 8 transpose: unpack 32-bit, shuffle 64-bit, then swap 128-bit lanes. */
+AVX2_FN static inline __attribute__((always_inline)) void transpose_8x8(__m256 r[8]) {
+  __m256 t[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  __m256 u[8];
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+    u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+  }
+  for (int i = 0; i < 4; i++) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+}
+
+/* Packs a transposed-B panel 8 k x 8 columns at a time through transpose_8x8; the last kc % 8 k one by one. */
+AVX2_FN static void pack_bt_16(const float *b, int64_t ldb, int64_t kc, int64_t cols, float *dst) {
+  const int64_t k8 = kc & ~(int64_t)7;
+  for (int64_t k0 = 0; k0 < k8; k0 += 8)
+    for (int half = 0; half < 2; half++) {
+      __m256 r[8];
+      for (int j = 0; j < 8; j++) {
+        int64_t col = half * 8 + j;
+        r[j] = col < cols ? _mm256_loadu_ps(b + col * ldb + k0) : _mm256_setzero_ps();
+      }
+      transpose_8x8(r);
+      for (int k = 0; k < 8; k++) _mm256_storeu_ps(dst + (k0 + k) * NR + half * 8, r[k]);
+    }
+  for (int64_t k = k8; k < kc; k++)
+    for (int64_t col = 0; col < NR; col++) dst[k * NR + col] = col < cols ? b[col * ldb + k] : 0.0f;
+}
+
+/* The 6 floats of one packed-A step: 4 + 2, so nothing is written past the panel. */
+AVX2_FN static inline void store_6(float *dst, __m256 v) {
+  __m128 low = _mm256_castps256_ps128(v);
+  _mm_storeu_ps(dst, low);
+  _mm_storel_pi((__m64 *)(dst + 4), _mm256_extractf128_ps(v, 1));
+}
+
+/* Packs a plain-A panel: 6 rows (+2 zero rows) x 8 k transposed at a time, 6 lanes stored per k. */
+AVX2_FN static void pack_a_6(const float *a, int64_t lda, int64_t kc, int64_t rows, float *dst) {
+  const int64_t k8 = kc & ~(int64_t)7;
+  for (int64_t k0 = 0; k0 < k8; k0 += 8) {
+    __m256 r[8];
+    for (int i = 0; i < 8; i++) r[i] = i < rows && i < MR ? _mm256_loadu_ps(a + i * lda + k0) : _mm256_setzero_ps();
+    transpose_8x8(r);
+    for (int k = 0; k < 8; k++) store_6(dst + (k0 + k) * MR, r[k]);
+  }
+  for (int64_t k = k8; k < kc; k++)
+    for (int64_t i = 0; i < MR; i++) dst[k * MR + i] = i < rows ? a[i * lda + k] : 0.0f;
+}
+
+/* Packs a transposed-A panel: for each k the 6 rows are contiguous, copied as 4 + 2 floats. */
+AVX2_FN static void pack_at_6(const float *a, int64_t lda, int64_t kc, int64_t rows, float *dst) {
+  if (rows < MR) {
+    for (int64_t k = 0; k < kc; k++)
+      for (int64_t i = 0; i < MR; i++) dst[k * MR + i] = i < rows ? a[k * lda + i] : 0.0f;
+    return;
+  }
+  for (int64_t k = 0; k < kc; k++) {
+    const float *src = a + k * lda;
+    _mm_storeu_ps(dst + k * MR, _mm_loadu_ps(src));
+    _mm_storel_pi((__m64 *)(dst + k * MR + 4), _mm_castpd_ps(_mm_load_sd((const double *)(src + 4))));
+  }
+}
+
+/*
+ * Block sizes measured on an AMD Zen3 (32 KiB L1d, 512 KiB L2 per core, 32 MiB L3): KC = 256 keeps the 16 KiB
+ * B panel in L1; MC = 168 rows (a 168 KiB A block) was as fast as 336 on one thread within the noise and
+ * leaves L2 room for the B panels streaming through, and it bounds the row chunks of the shared mode.
+ */
+static const gemm_kernel avx2_kernel = {"avx2", MR, NR, 256, 168, 4096, kernel_6x16, dot_2x4, rows_4, pack_bt_16, pack_a_6, pack_at_6};
 
 const gemm_kernel *gemm_kernel_avx2(void) {
   __builtin_cpu_init();

@@ -58,6 +58,16 @@ export interface Addon {
     accumulate: boolean,
   ): void;
   supportedIsas(): Array<Exclude<NativeIsa, 'auto'>>;
+  packPanel(
+    isa: NativeIsa,
+    operand: number,
+    plain: boolean,
+    src: Float32Array,
+    ld: number,
+    kc: number,
+    count: number,
+    out: Float32Array,
+  ): void;
   rowExp(x: Float32Array, out: Float32Array, isa: NativeIsa): void;
   swigluForward(
     handle: object,
@@ -203,6 +213,33 @@ export function nativeExp(x: Float32Array, isa: NativeIsa = 'auto'): Float32Arra
   if (!addon) return null;
   const out = new Float32Array(x.length);
   addon.rowExp(x, out, isa);
+  return out;
+}
+
+/** Which operand a panel packer packs; the numbers are gemm.h's gemm_panel. */
+export type PanelOperand = 'a' | 'transposedA' | 'transposedB';
+const PANEL_OPERANDS: readonly PanelOperand[] = ['a', 'transposedA', 'transposedB'];
+
+/**
+ * One panel packed as the SGEMM driver packs it (exposed for the packing kernels' tests): `count` rows of A
+ * (or of a transposed B, which are op(B)'s columns) of depth `kc` from `src` with leading dimension `ld`, by
+ * the instruction set's own packer or, with `plain`, by the plain C one. Returns kc × (MR or NR) floats, or
+ * null if the addon is not built.
+ */
+export function nativePackPanel(
+  isa: NativeIsa,
+  operand: PanelOperand,
+  plain: boolean,
+  src: Float32Array,
+  ld: number,
+  kc: number,
+  count: number,
+  width: number,
+): Float32Array | null {
+  const { addon } = loadAddon();
+  if (!addon) return null;
+  const out = new Float32Array(kc * width).fill(NaN); // anything the packer skips stays NaN
+  addon.packPanel(isa, PANEL_OPERANDS.indexOf(operand), plain, src, ld, kc, count, out);
   return out;
 }
 

@@ -151,6 +151,15 @@ function buildCases(): Case[] {
     }
   }
   cases.push(makeCase('batch 3 of 130x130x130', makeShape(130, 130, 130, { batch: 3 }), seed++));
+  // 2 threads: shared mode over three products of three depth blocks each (the two B buffers alternate across
+  // products) with more rows than one A block, so row chunks of several sizes end in a partial tile.
+  const shared = makeShape(400, 600, 200, { batch: 3, transposeA: true, aBatchStride: 400 * 600 + 7 });
+  cases.push(makeCase('batch 3 of 400x600x200 tA', shared, seed++));
+  // Attention-sized products: a small plain B whose columns fill whole panels is read in place (gemm.c).
+  for (const transposeA of [false, true]) {
+    const shape = makeShape(64, 70, 48, { batch: 4, transposeA, accumulate: true, bBatchStride: 70 * 48 + 16 });
+    cases.push(makeCase(`batch 4 of 64x70x48 tA=${transposeA} accumulate`, shape, seed++));
+  }
   for (const [M, K, N] of [
     [7, 33, 1],
     [300, 300, 300],
