@@ -3,7 +3,8 @@
  * so matmul benchmarks can put OpenBLAS GFLOP/s beside ours in the same run.
  *
  * Is: build (into build/bench/, gitignored; against $OPENBLAS_LIBRARY, a libopenblas.so path, when set, for
- * machines with the library but not libopenblas-dev), core-type choice and parsing of the program's JSON lines.
+ * machines with the library but not libopenblas-dev, else -lopenblas, else the copy that
+ * bench/reference/fetch-openblas.sh unpacks into .tmp/), core-type choice and parsing of the program's JSON lines.
  * Is not: a runtime dependency of the library; when libopenblas-dev or a compiler is missing the helpers
  * return a reason instead of results.
  */
@@ -57,13 +58,30 @@ export function buildOpenblasBench(): { path: string } | { error: string } {
   if (existsSync(binary) && statSync(binary).mtimeMs >= statSync(source).mtimeMs) return { path: binary };
   mkdirSync(dirname(binary), { recursive: true });
   try {
-    const library = process.env.OPENBLAS_LIBRARY;
+    // Without libopenblas-dev, the copy bench/reference/fetch-openblas.sh unpacks serves as well.
+    const unpacked = join(
+      here,
+      '..',
+      '..',
+      '.tmp',
+      'openblas',
+      'usr',
+      'lib',
+      'x86_64-linux-gnu',
+      'openblas-openmp',
+      'libopenblas.so.0',
+    );
+    const library =
+      process.env.OPENBLAS_LIBRARY ??
+      (existsSync('/usr/lib/x86_64-linux-gnu/libopenblas.so') || !existsSync(unpacked) ? undefined : unpacked);
     const link = library ? [library, `-Wl,-rpath,${dirname(library)}`] : ['-lopenblas'];
     execFileSync(process.env.CC ?? 'cc', ['-O2', '-o', binary, source, ...link], { stdio: 'pipe' });
     return { path: binary };
   } catch (error) {
     const stderr = (error as { stderr?: Buffer }).stderr?.toString().trim();
-    return { error: `could not build OpenBLAS bench (apt-get install libopenblas-dev?): ${stderr || error}` };
+    return {
+      error: `could not build OpenBLAS bench (apt-get install libopenblas-dev, or run bench/reference/fetch-openblas.sh): ${stderr || error}`,
+    };
   }
 }
 
