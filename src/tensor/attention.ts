@@ -85,17 +85,7 @@ export function causalAttention(q: Tensor, k: Tensor, v: Tensor, options: Attent
   const rows = rep * T;
   const backend = getBackend();
   const probabilities = new Float32Array(groups * rows * S); // [B, Hq, T, S]
-  backend.matmul(q.data, k.data, probabilities, {
-    batch: groups,
-    M: rows,
-    K: D,
-    N: S,
-    transposeA: false,
-    transposeB: true,
-    aBatchStride: rows * D,
-    bBatchStride: kvStride,
-    accumulate: false,
-  });
+  groupProducts(backend, q.data, k.data, probabilities, [groups, rows, D, S], [rows * D, kvStride], [false, true]);
   const additive = options.additiveMask;
   const attentionRows: AttentionRows = {
     B,
@@ -113,70 +103,44 @@ export function causalAttention(q: Tensor, k: Tensor, v: Tensor, options: Attent
   };
   softmaxScoreRows(probabilities, attentionRows);
   const output = new Float32Array(B * Hq * T * D);
-  backend.matmul(probabilities, v.data, output, {
-    batch: groups,
-    M: rows,
-    K: S,
-    N: D,
-    transposeA: false,
-    transposeB: false,
-    aBatchStride: rows * S,
-    bBatchStride: kvStride,
-    accumulate: false,
-  });
+  groupProducts(backend, probabilities, v.data, output, [groups, rows, S, D], [rows * S, kvStride], [false, false]);
   return record(new Tensor(output, [B, Hq, T, D]), 'causalAttention', [q, k, v], (g) => {
     // dP = dO·vᵀ; dV = Pᵀ·dO; dScores = P ⊙ (dP − rowsum(dP ⊙ P)) · scale; dQ = dScores·k; dK = dScoresᵀ·q.
     const gradProbabilities = new Float32Array(probabilities.length);
-    backend.matmul(g, v.data, gradProbabilities, {
-      batch: groups,
-      M: rows,
-      K: D,
-      N: S,
-      transposeA: false,
-      transposeB: true,
-      aBatchStride: rows * D,
-      bBatchStride: kvStride,
-      accumulate: false,
-    });
+    groupProducts(backend, g, v.data, gradProbabilities, [groups, rows, D, S], [rows * D, kvStride], [false, true]);
     const gradV = new Float32Array(groups * S * D);
-    backend.matmul(probabilities, g, gradV, {
-      batch: groups,
-      M: S,
-      K: rows,
-      N: D,
-      transposeA: true,
-      transposeB: false,
-      aBatchStride: rows * S,
-      bBatchStride: rows * D,
-      accumulate: false,
-    });
+    groupProducts(backend, probabilities, g, gradV, [groups, S, rows, D], [rows * S, rows * D], [true, false]);
     softmaxBackwardRows(gradProbabilities, probabilities, attentionRows);
     const gradQ = new Float32Array(q.size);
-    backend.matmul(gradProbabilities, k.data, gradQ, {
-      batch: groups,
-      M: rows,
-      K: S,
-      N: D,
-      transposeA: false,
-      transposeB: false,
-      aBatchStride: rows * S,
-      bBatchStride: kvStride,
-      accumulate: false,
-    });
+    groupProducts(
+      backend,
+      gradProbabilities,
+      k.data,
+      gradQ,
+      [groups, rows, S, D],
+      [rows * S, kvStride],
+      [false, false],
+    );
     const gradK = new Float32Array(groups * S * D);
-    backend.matmul(gradProbabilities, q.data, gradK, {
-      batch: groups,
-      M: S,
-      K: rows,
-      N: D,
-      transposeA: true,
-      transposeB: false,
-      aBatchStride: rows * S,
-      bBatchStride: rows * D,
-      accumulate: false,
-    });
+    groupProducts(backend, gradProbabilities, q.data, gradK, [groups, S, rows, D], [rows * S, rows * D], [true, false]);
     return [gradQ, spreadToCapacity(gradK, groups, S, capacity, D), spreadToCapacity(gradV, groups, S, capacity, D)];
   });
+}
+
+/**
+ * out[g] = op(a[g])·op(b[g]) for the groups (b, key-value head) of the matmul path, a and b advancing by
+ * their strides (a key-value block's stride is its cache capacity, not S).
+ */
+function groupProducts(
+  backend: Backend,
+  a: Float32Array,
+  b: Float32Array,
+  out: Float32Array,
+  [batch, M, K, N]: [number, number, number, number],
+  [aBatchStride, bBatchStride]: [number, number],
+  [transposeA, transposeB]: [boolean, boolean],
+): void {
+  backend.matmul(a, b, out, { batch, M, K, N, transposeA, transposeB, aBatchStride, bBatchStride, accumulate: false });
 }
 
 /** Packed [groups, S, D] gradients laid out as [groups, capacity, D] (zeros in the unused room). */
