@@ -15,8 +15,8 @@
  * own child process so its peak memory (the kernel's RSS high-water mark) is its own. Prints rollout
  * tokens/s (completion tokens / rollout seconds), training tokens/s (prompt + completion tokens
  * through forward and backward / policyStep seconds) and whole-step tokens/s (completion tokens /
- * step seconds), after a small untimed warm-up step, and every figure as a ratio to something
- * measured in this run (bench/peak: an FMA loop and a streaming read, both threads, before and after
+ * step seconds), after an untimed warm-up step of the same shape (PyTorch's too), and every figure
+ * as a ratio to something measured in this run (bench/peak: an FMA loop and a streaming read, both threads, before and after
  * the cases; the larger reading counts):
  * - train %fma: training model FLOPs (3 × forward: 2 per weight per token, 4·Hq·D per visible key
  *   per layer, the lm_head on the completion rows) per second / FMA peak;
@@ -190,7 +190,8 @@ function runCase(stepCase: StepCase): void {
     epsilon: 1e-8,
     weightDecay: 0,
   });
-  grpoStep(model, optimizer, { ...stepCase, prompts: 1, groupSize: 2, newTokens: 4, microBatch: 2 }, 1); // JIT warm-up
+  // Warm-up of the same shape: the timed step is then a run's steady state (JIT-compiled batch-64 paths, warm heap).
+  grpoStep(model, optimizer, stepCase, 1);
   const step = grpoStep(model, optimizer, stepCase, 2);
   const parameters = [...model.parameters.values()].reduce((total, p) => total + p.size, 0);
   console.log(

@@ -14,7 +14,7 @@ rope theta 1e5, tied embeddings), it runs
      the rows that predict them), entropy as a metric, PPO-clip loss (eps 0.2) with token-mean
      aggregation, backward per micro-batch of --micro-batch completions (gradients accumulated),
      grad-norm clip 1.0, AdamW (lr 1e-5, betas 0.9/0.99, eps 1e-8, wd 0);
-after one small untimed warm-up step, with torch.set_num_threads(--threads, default 2). Each model
+after one untimed warm-up step of the same shape, with torch.set_num_threads(--threads, default 2). Each model
 runs in its own subprocess so the peak RSS (ru_maxrss) printed is that model's alone.
 
 BLAS: Debian's python3-torch is built with BLAS_INFO=generic and links libblas.so.3, which resolves to
@@ -297,7 +297,9 @@ def run_case(arguments):
     torch.manual_seed(0)
     config, params = load_model(arguments.models)
     optimizer = torch.optim.AdamW(list(params.values()), lr=1e-5, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.0)
-    grpo_step(config, params, optimizer, 1, 2, arguments.prompt_length, 4, 1, 2)  # warm-up
+    # Warm-up of the same shape, as the TypeScript bench: the timed step is a run's steady state.
+    grpo_step(config, params, optimizer, arguments.prompts, arguments.group_size, arguments.prompt_length,
+              arguments.new_tokens, 1, arguments.micro_batch)
     step = grpo_step(config, params, optimizer, arguments.prompts, arguments.group_size, arguments.prompt_length, arguments.new_tokens, 2, arguments.micro_batch)
     step.update({
         "model": arguments.models, "backend": f"pytorch-{torch.__version__}", "threads": torch.get_num_threads(),
