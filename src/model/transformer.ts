@@ -120,7 +120,7 @@ export class Transformer {
     }
   }
 
-  /** x Wᵀ + b (+ adapter) of the linear at `module` (HF path); x = [gate, up] means swiglu(gate, up), recomputed. */
+  /** x Wᵀ + b (+ adapter) of the linear at `module` (HF path); x = [gate, up] (selective) means swiglu(gate, up), recomputed. */
   private project(x: Tensor | [Tensor, Tensor], module: string, dropoutSeed?: number, recomputed?: RecomputedInput) {
     const adapters = this.adapters;
     const dropping = dropoutSeed !== undefined && this.adapterDropout > 0;
@@ -133,7 +133,6 @@ export class Transformer {
       adapters?.scaling ?? 0,
       dropping ? { probability: this.adapterDropout, seed: combineSeeds(dropoutSeed, moduleSeed(module)) } : undefined,
     ] as const;
-    // x = [gate, up] comes only from a selective forward, which recomputes swiglu(gate, up) in backward.
     return Array.isArray(x) ? swigluLinearWithAdapter(x[0], x[1], ...rest) : linearWithAdapter(x, ...rest, recomputed);
   }
 
@@ -396,7 +395,6 @@ export class Transformer {
           window: window !== null && window < S ? window : undefined,
           keyLength: S,
         }); // [B, Hq, T, D]
-    const tokensFirst = T === 1 ? attended : permute(attended, [0, 2, 1, 3]);
-    return reshape(tokensFirst, [B, T, config.numHeads * D]); // [B, T, Hq·D]
+    return reshape(T === 1 ? attended : permute(attended, [0, 2, 1, 3]), [B, T, Hq * D]); // [B, T, Hq·D]
   }
 }

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { agentSchema } from './agent-config.js';
 import { loraSchema } from './lora-config.js';
 import { rolloutEngineProblems, rolloutEngineSchema } from './rollout-engine-config.js';
-import { movedHint, trlHint } from './trl-names.js';
+import { fieldPath, hintedKeyLines } from './trl-names.js';
 import { visionModelFields, visionProblems } from './vision-config.js';
 
 const positiveInteger = z.number().int().positive();
@@ -338,21 +338,13 @@ export interface KnownNames {
   task: string[];
 }
 
-function path(issue: { path: PropertyKey[] }): string {
-  return issue.path.map(String).join('.') || '(root)';
-}
-
 /** Parses and checks a config; every problem is one sentence naming the field. Throws listing all. */
 export function validateConfig(input: unknown, known: KnownNames): TrainerConfig {
   const parsed = trainerConfigSchema.safeParse(input ?? {});
   if (!parsed.success) {
-    const hint = (issue: z.core.$ZodIssue, key: string) =>
-      movedHint(issue.path.length === 0 ? key : `${path(issue)}.${key}`) ?? trlHint(key);
-    const lines = parsed.error.issues.flatMap((issue) => {
-      if (issue.code !== 'unrecognized_keys' || !issue.keys.some((key) => hint(issue, key) !== null))
-        return [`- ${path(issue)}: ${issue.message}`];
-      return issue.keys.map((key) => `- ${path(issue)}: ${hint(issue, key) ?? `Unrecognized key: "${key}"`}`);
-    });
+    const lines = parsed.error.issues.flatMap(
+      (issue) => hintedKeyLines(issue) ?? [`- ${fieldPath(issue.path)}: ${issue.message}`],
+    );
     throw new Error(`invalid config:\n${lines.join('\n')}`);
   }
   const config = parsed.data;

@@ -1,7 +1,8 @@
 /**
  * TRL's GRPOConfig / GRPOTrainer argument names and where the same setting lives here, so a config
  * written with TRL's spelling is refused with our name in the message (docs/coming-from-trl.md
- * prints the same table).
+ * prints the same table), our own fields that moved (the old path refused with the new one), and the
+ * lines config validation prints for unrecognized keys.
  *
  * Is not: an alias mechanism. Each project keeps one spelling; this only turns a likely mistake
  * into a one-line fix.
@@ -50,7 +51,7 @@ export const trlNames: Record<string, string> = {
 };
 
 /** "`num_generations` is TRL's name; here it is sampling.groupSize", or null for other keys. */
-export function trlHint(key: string): string | null {
+function trlHint(key: string): string | null {
   const ours = trlNames[key];
   return ours === undefined ? null : `"${key}" is TRL's name; here it is ${ours}`;
 }
@@ -61,7 +62,24 @@ const movedFields: Record<string, string> = {
 };
 
 /** "`lora.recomputeActivations` moved to model.recomputeActivations …", or null for other paths. */
-export function movedHint(fieldPath: string): string | null {
+function movedHint(fieldPath: string): string | null {
   const now = movedFields[fieldPath];
   return now === undefined ? null : `"${fieldPath}" moved to ${now}`;
+}
+
+/** A config problem's place, as the messages name it: "lora.rank", or "(root)" for the top level. */
+export function fieldPath(path: readonly PropertyKey[]): string {
+  return path.map(String).join('.') || '(root)';
+}
+
+/**
+ * The lines of an unrecognized-keys problem: each key with its hint (a moved field or TRL's name), or null for
+ * other problems and when no key has a hint (the validator's own message serves).
+ */
+export function hintedKeyLines(issue: { code: string; path: PropertyKey[]; keys?: string[] }): string[] | null {
+  if (issue.code !== 'unrecognized_keys' || !issue.keys) return null;
+  const where = fieldPath(issue.path);
+  const hint = (key: string) => movedHint(issue.path.length === 0 ? key : `${where}.${key}`) ?? trlHint(key);
+  if (!issue.keys.some((key) => hint(key) !== null)) return null;
+  return issue.keys.map((key) => `- ${where}: ${hint(key) ?? `Unrecognized key: "${key}"`}`);
 }
