@@ -326,6 +326,8 @@ def main():
     parser.add_argument("--allow-reference-blas", action="store_true", help="time torch on the reference BLAS")
     parser.add_argument("--child", action="store_true", help="run the one model named by --models in this process")
     arguments = parser.parse_args()
+    if arguments.micro_batch < 1:
+        parser.error(f"--micro-batch: must be a positive integer, got {arguments.micro_batch}")
     if arguments.child:
         run_case(arguments)
         return
