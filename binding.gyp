@@ -10,6 +10,7 @@
         "src/tensor/backends/native/gemm.c",
         "src/tensor/backends/native/gemm-half.c",
         "src/tensor/backends/native/gemm-pack.c",
+        "src/tensor/backends/native/gemm-packed.c",
         "src/tensor/backends/native/row-kernels.c",
         "src/tensor/backends/native/attention.c",
         "src/tensor/backends/native/thread-pool.c",

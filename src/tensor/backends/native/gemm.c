@@ -13,7 +13,7 @@
  * is too short for that or N >= M.
  * Few rows (M <= 12, or <= 32 with a transposed B, as in decoding) skip packing (gemm_block_few_rows).
  * A B operand that stays constant over many products (weights while decoding) can be packed once
- * (gemm_pack) and then multiplied without repacking (gemm_run_packed).
+ * (gemm_pack) and then multiplied without repacking (gemm_run_packed): gemm-packed.c.
  * A bfloat16 B (gemm_shape.b_bfloat16, a frozen LoRA base) is read only by the B packer and the few-rows
  * path, which hand it to gemm-half.c to widen; everything else is the float32 path unchanged.
  */
@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemm-driver.h"
 #include "gemm-half.h"
 #include "gemm-pack.h"
 #include "thread-pool.h"
@@ -32,8 +33,6 @@
 #define DOT_MAX_M 32
 /* Up to this many rows, a plain B is streamed row by row instead of being packed. */
 #define ROWS_MAX_M 12
-/* Below this many flops the pool's wake-up latency costs more than a second thread saves. */
-#define PARALLEL_MIN_FLOPS 4.0e6
 /*
  * Up to this many floats (32 KiB: the L1 of the CPUs here), a plain B whose columns fill whole NR panels is
  * read in place by the micro-kernel (ldb = N) instead of packed: in the attention's 64 x 64 x 64 products
@@ -45,23 +44,9 @@
 /* The fewest rows of C per work item in shared mode, in micro-tiles: each B panel is reused this often. */
 #define SHARED_MIN_CHUNK_TILES 4
 
-typedef struct {
-  float *pack_a; /* MC x KC */
-  float *pack_b; /* KC x NC */
-} workspace;
 
-struct gemm_context {
-  const gemm_kernel *kernel;
-  int threads;
-  int64_t mc, kc, nc;
-  int64_t dot_max_m, rows_max_m;
-  thread_pool *pool;
-  workspace *spaces;
-  /* Two KC x NC blocks, packed by all threads together in shared mode: one is packed while the other is read. */
-  float *shared_b[2];
-};
 
-static float *alloc_floats(int64_t count) {
+float *gemm_alloc_floats(int64_t count) {
   size_t bytes = ((size_t)count * sizeof(float) + 63) & ~(size_t)63;
   return aligned_alloc(64, bytes);
 }
@@ -83,15 +68,15 @@ gemm_context *gemm_context_create(const gemm_kernel *kernel, int threads) {
     gemm_context_destroy(ctx);
     return NULL;
   }
-  ctx->shared_b[0] = alloc_floats(ctx->kc * ctx->nc);
-  ctx->shared_b[1] = alloc_floats(ctx->kc * ctx->nc);
+  ctx->shared_b[0] = gemm_alloc_floats(ctx->kc * ctx->nc);
+  ctx->shared_b[1] = gemm_alloc_floats(ctx->kc * ctx->nc);
   if (!ctx->shared_b[0] || !ctx->shared_b[1]) {
     gemm_context_destroy(ctx);
     return NULL;
   }
   for (int t = 0; t < threads; t++) {
-    ctx->spaces[t].pack_a = alloc_floats(ctx->mc * ctx->kc);
-    ctx->spaces[t].pack_b = alloc_floats(ctx->kc * ctx->nc);
+    ctx->spaces[t].pack_a = gemm_alloc_floats(ctx->mc * ctx->kc);
+    ctx->spaces[t].pack_b = gemm_alloc_floats(ctx->kc * ctx->nc);
     if (!ctx->spaces[t].pack_a || !ctx->spaces[t].pack_b) {
       gemm_context_destroy(ctx);
       return NULL;
@@ -118,12 +103,6 @@ int gemm_context_threads(const gemm_context *ctx) { return ctx->threads; }
 const gemm_kernel *gemm_context_kernel(const gemm_context *ctx) { return ctx->kernel; }
 struct thread_pool *gemm_context_pool(gemm_context *ctx) { return ctx->pool; }
 
-/* One product's operands: A, B and C of batch element b with the shape's strides. */
-typedef struct {
-  const float *a, *b;
-  float *c;
-  const gemm_shape *shape;
-} operands;
 
 /* Edge tile: run the full kernel into a scratch tile, then write (or add) only the valid part. */
 static void edge_tile(const gemm_kernel *kernel, int64_t kc, const float *pa, const float *pb, int64_t ldb,
@@ -171,14 +150,10 @@ static void gemm_block_few_rows(const gemm_context *ctx, workspace *space, const
   }
 }
 
-/*
- * Rows [m0,m1) of C[:, jc:jc+nc] (+)= op(A)[m0:m1, pc:pc+kc] . B block, where column j of the block starts at
- * b + j * column_stride and its rows are ldb apart: the packed KC x NC block (column_stride kc, ldb NR), or
- * a plain B read in place (column_stride 1, ldb N; only whole NR panels).
- */
-static void compute_block(const gemm_context *ctx, workspace *space, const operands *op, const float *b,
-                          int64_t column_stride, int64_t ldb, int64_t m0, int64_t m1, int64_t jc, int64_t nc,
-                          int64_t pc, int64_t kc) {
+/* Declared, and documented, in gemm-driver.h. */
+void gemm_compute_block(const gemm_context *ctx, workspace *space, const operands *op, const float *b,
+                        int64_t column_stride, int64_t ldb, int64_t m0, int64_t m1, int64_t jc, int64_t nc,
+                        int64_t pc, int64_t kc) {
   const gemm_kernel *kernel = ctx->kernel;
   const int mr = kernel->mr, nr = kernel->nr;
   const int64_t N = op->shape->N;
@@ -228,11 +203,11 @@ static void gemm_block(const gemm_context *ctx, workspace *space, const operands
     for (int64_t pc = 0; pc < s->K; pc += ctx->kc) {
       int64_t kc = s->K - pc < ctx->kc ? s->K - pc : ctx->kc;
       if (in_place) {
-        compute_block(ctx, space, op, op->b + pc * N + jc, 1, N, m0, m1, jc, nc, pc, kc);
+        gemm_compute_block(ctx, space, op, op->b + pc * N + jc, 1, N, m0, m1, jc, nc, pc, kc);
         continue;
       }
       gemm_pack_b_block(kernel, op->shape, op->b, pc, kc, jc, nc, space->pack_b);
-      compute_block(ctx, space, op, space->pack_b, kc, kernel->nr, m0, m1, jc, nc, pc, kc);
+      gemm_compute_block(ctx, space, op, space->pack_b, kc, kernel->nr, m0, m1, jc, nc, pc, kc);
     }
   }
 }
@@ -252,7 +227,7 @@ typedef struct {
   atomic_long next_row[2]; /* shared mode: the first row not yet taken of the block read from shared_b[i] */
 } job;
 
-static void piece(int64_t extent, int64_t unit, int64_t part, int64_t parts, int64_t *start, int64_t *end) {
+void gemm_piece(int64_t extent, int64_t unit, int64_t part, int64_t parts, int64_t *start, int64_t *end) {
   int64_t units = (extent + unit - 1) / unit;
   int64_t first = units * part / parts, last = units * (part + 1) / parts;
   *start = first * unit < extent ? first * unit : extent;
@@ -312,7 +287,7 @@ static void gemm_shared(job *j, int thread_index, const operands *op, int64_t *b
   for (int64_t jc = 0; jc < s->N; jc += ctx->nc) {
     int64_t nc = s->N - jc < ctx->nc ? s->N - jc : ctx->nc;
     int64_t p0, p1; /* this thread's share of the block's columns, whole panels */
-    piece(nc, nr, thread_index, j->threads_used, &p0, &p1);
+    gemm_piece(nc, nr, thread_index, j->threads_used, &p0, &p1);
     for (int64_t pc = 0; pc < s->K; pc += ctx->kc, (*block)++) {
       int64_t kc = s->K - pc < ctx->kc ? s->K - pc : ctx->kc;
       float *packed_b = ctx->shared_b[*block & 1];
@@ -322,7 +297,7 @@ static void gemm_shared(job *j, int thread_index, const operands *op, int64_t *b
       if (thread_index == 0) atomic_store(&j->next_row[(*block + 1) & 1], 0);
       int64_t m0, rows;
       while ((rows = take_rows(&j->next_row[*block & 1], s->M, ctx->kernel->mr, ctx->mc, j->threads_used, &m0)) > 0)
-        compute_block(ctx, &ctx->spaces[thread_index], op, packed_b, kc, nr, m0, m0 + rows, jc, nc, pc, kc);
+        gemm_compute_block(ctx, &ctx->spaces[thread_index], op, packed_b, kc, nr, m0, m0 + rows, jc, nc, pc, kc);
     }
   }
 }
@@ -354,9 +329,9 @@ static void run_job(void *raw, int thread_index) {
                    j->out + batch_index * s->M * s->N, s};
     int64_t m0 = 0, m1 = s->M, n0 = 0, n1 = s->N;
     if (j->split_n)
-      piece(s->N, j->ctx->kernel->nr, part, j->parts, &n0, &n1);
+      gemm_piece(s->N, j->ctx->kernel->nr, part, j->parts, &n0, &n1);
     else
-      piece(s->M, j->ctx->kernel->mr, part, j->parts, &m0, &m1);
+      gemm_piece(s->M, j->ctx->kernel->mr, part, j->parts, &m0, &m1);
     if (m1 > m0 && n1 > n0) gemm_block(j->ctx, &j->ctx->spaces[thread_index], &op, m0, m1, n0, n1);
   }
 }
@@ -384,99 +359,5 @@ int gemm_run(gemm_context *ctx, const float *a, const float *b, float *out, cons
     run_job(&j, 0);
   else
     thread_pool_run(ctx->pool, run_job, &j);
-  return 0;
-}
-
-/* ---- B packed once: a constant operand (weights while decoding) multiplied by many small A. ---- */
-
-/*
- * Layout: depth blocks of KC rows one after another; inside the block that starts at depth pc, the NR-column
- * panels of all of N (N rounded up to NR, zero-padded), each kc x NR, k-major, exactly as pack_b writes them.
- * So the panel of column j (a multiple of NR) in block pc starts at pc * n_padded + j * kc.
- */
-struct gemm_packed {
-  const gemm_kernel *kernel; /* the layout is this kernel's NR */
-  int64_t K, N, n_padded;
-  float *data;
-};
-
-gemm_packed *gemm_pack(const gemm_context *ctx, const float *b, int64_t K, int64_t N, int transpose_b) {
-  const int nr = ctx->kernel->nr;
-  gemm_packed *packed = calloc(1, sizeof *packed);
-  if (!packed) return NULL;
-  packed->kernel = ctx->kernel;
-  packed->K = K;
-  packed->N = N;
-  packed->n_padded = (N + nr - 1) / nr * nr;
-  packed->data = alloc_floats(K * packed->n_padded > 0 ? K * packed->n_padded : 1);
-  if (!packed->data) {
-    free(packed);
-    return NULL;
-  }
-  gemm_shape shape = {1, 0, K, N, 0, transpose_b, 0, 0, 0, 0};
-  for (int64_t pc = 0; pc < K; pc += ctx->kc) {
-    int64_t kc = K - pc < ctx->kc ? K - pc : ctx->kc;
-    gemm_pack_b_block(ctx->kernel, &shape, b, pc, kc, 0, N, packed->data + pc * packed->n_padded);
-  }
-  return packed;
-}
-
-void gemm_packed_destroy(gemm_packed *packed) {
-  if (!packed) return;
-  free(packed->data);
-  free(packed);
-}
-
-void gemm_packed_shape(const gemm_packed *packed, int64_t *K, int64_t *N) {
-  *K = packed->K;
-  *N = packed->N;
-}
-
-typedef struct {
-  const gemm_context *ctx;
-  const float *a;
-  const gemm_packed *b;
-  float *out;
-  gemm_shape shape;
-  int threads_used;
-} packed_job;
-
-/* Each thread takes whole NR panels of N and every row of A (M is at most one MC block here). */
-static void run_packed_job(void *raw, int thread_index) {
-  packed_job *j = raw;
-  if (thread_index >= j->threads_used) return;
-  const gemm_context *ctx = j->ctx;
-  const gemm_shape *s = &j->shape;
-  int64_t n0, n1;
-  piece(s->N, ctx->kernel->nr, thread_index, j->threads_used, &n0, &n1);
-  operands op = {j->a, NULL, j->out, s};
-  for (int64_t jc = n0; jc < n1; jc += ctx->nc) {
-    int64_t nc = n1 - jc < ctx->nc ? n1 - jc : ctx->nc;
-    for (int64_t pc = 0; pc < s->K; pc += ctx->kc) {
-      int64_t kc = s->K - pc < ctx->kc ? s->K - pc : ctx->kc;
-      const float *block = j->b->data + pc * j->b->n_padded + jc * kc;
-      compute_block(ctx, &ctx->spaces[thread_index], &op, block, kc, ctx->kernel->nr, 0, s->M, jc, nc, pc, kc);
-    }
-  }
-}
-
-int gemm_packed_max_rows(const gemm_context *ctx) { return (int)ctx->mc; }
-
-int gemm_run_packed(gemm_context *ctx, const float *a, const gemm_packed *b, float *out, int64_t M, int accumulate) {
-  if (M <= 0 || b->N <= 0) return 0;
-  if (M > ctx->mc || b->kernel != ctx->kernel) return -1;
-  if (b->K == 0) {
-    if (!accumulate) memset(out, 0, (size_t)(M * b->N) * sizeof(float));
-    return 0;
-  }
-  double flops = 2.0 * (double)M * (double)b->N * (double)b->K;
-  int64_t panels = (b->N + ctx->kernel->nr - 1) / ctx->kernel->nr;
-  int threads = flops < PARALLEL_MIN_FLOPS ? 1 : ctx->threads;
-  if (threads > panels) threads = (int)panels;
-  packed_job j = {ctx, a, b, out, {1, M, b->K, b->N, 0, 0, 0, 0, accumulate, 0}, threads};
-  if (threads == 1)
-    run_packed_job(&j, 0);
-  else
-    thread_pool_run(ctx->pool, run_packed_job, &j);
   return 0;
 }
