@@ -11,13 +11,13 @@ import { advantageEstimators, lossAggregations, policyLosses, turnCreditEstimato
 import type { EnvironmentFactory } from '../agents/types.js';
 import type { NamedReward } from '../rewards/types.js';
 import { Random, Tensor } from '../tensor/index.js';
-import type { Transformer } from '../model/transformer.js';
 import { createStepEnvironment, prepareGrpoStep, rolloutSettingsOf } from './grpo-step.js';
 import { accumulatePolicyGradients, lossOptionsFor, stepSettingsOf } from './optimize.js';
 import { mergeConfig } from './presets.js';
 import { completionLogprobs, padRows } from './sequences.js';
 import { createRunContext, resolveConfig } from './setup.js';
 import { sampleRows } from './step-batch.js';
+import { gradients, zeroGradients } from './test-gradients.js';
 
 // The addition task's characters only (digits, '+', '='): the template joins messages with '+'.
 const base = {
@@ -53,14 +53,6 @@ const lowDigits: NamedReward = {
     [...(episode?.messages.map((m) => m.content).join('') ?? completion)].filter((c) => '1234'.includes(c)).length,
 };
 
-function gradients(model: Transformer): Map<string, Float32Array> {
-  return new Map(
-    [...model.parameters].map(([name, p]) => [name, p.grad ? p.grad.data.slice() : new Float32Array(p.data.length)]),
-  );
-}
-function zeroGradients(model: Transformer): void {
-  for (const p of model.parameters.values()) p.grad = null;
-}
 function maxDifference(a: Map<string, Float32Array>, b: Map<string, Float32Array>): number {
   let worst = 0;
   for (const [name, values] of a) values.forEach((v, i) => (worst = Math.max(worst, Math.abs(v - b.get(name)![i]))));

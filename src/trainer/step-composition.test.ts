@@ -32,6 +32,7 @@ import type { RolloutFn } from './rollout.js';
 import { completionLogprobs, padRows } from './sequences.js';
 import { createRunContext, resolveConfig } from './setup.js';
 import { groupStarts, type StepBatch } from './step-batch.js';
+import { gradients, zeroGradients } from './test-gradients.js';
 
 const base = {
   model: { hiddenSize: 16, numLayers: 1, numHeads: 2 },
@@ -70,15 +71,6 @@ const freshState = (extra: Record<string, unknown> = {}): TrainerState => ({
   evalBefore: null,
   extra: structuredClone(extra),
 });
-
-function gradients(model: Transformer): Map<string, Float32Array> {
-  return new Map(
-    [...model.parameters].map(([name, p]) => [name, p.grad ? p.grad.data.slice() : new Float32Array(p.data.length)]),
-  );
-}
-function zeroGradients(model: Transformer): void {
-  for (const p of model.parameters.values()) p.grad = null;
-}
 
 /** The same step composed directly from the registry functions, in one forward/backward pass. */
 function directComposition(
