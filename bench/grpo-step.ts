@@ -52,9 +52,10 @@ import { getBackend, Random, setBackend } from '../src/tensor/index.js';
 import { trainerConfigSchema } from '../src/trainer/config.js';
 import { optimizedParameters, policyStep, stepSettingsOf, type TrainingSample } from '../src/trainer/optimize.js';
 import { bindAlgorithm } from '../src/trainer/algorithm.js';
-import { causalKeys, forwardFlops, RANDOM_25M_SHAPE, SMOLLM2_135M_SHAPE } from './generate.js';
+import { RANDOM_25M_SHAPE, SMOLLM2_135M_SHAPE } from './generate.js';
 import { measurePeak, type MachinePeak } from './peak/peak.js';
 import { readFlags } from './_flags.js';
+import { rolloutRooflineSeconds, trainFlops } from './step-roofline.js';
 
 const FIXTURE = new URL('../../shared/fixtures/models/tinystories-656k', import.meta.url).pathname;
 const REFERENCE = new URL('./reference/grpo_step.py', import.meta.url).pathname;
@@ -219,31 +220,6 @@ function runCase(stepCase: StepCase): void {
 function modelConfig(name: string): ModelConfig {
   if (name === 'fixture') return loadCheckpoint(FIXTURE).config;
   return createSmallConfig(name === 'random-25m' ? RANDOM_25M_SHAPE : SMOLLM2_135M_SHAPE);
-}
-
-/** Training FLOPs of the step: 3 × the forward of every prompt + completion (lm_head on completion rows). */
-function trainFlops(config: ModelConfig, step: StepCase): number {
-  const length = step.promptLength + step.newTokens;
-  const rows = step.prompts * step.groupSize;
-  return 3 * rows * forwardFlops(config, length, causalKeys(0, length), step.newTokens);
-}
-
-/** Roofline seconds of the rollout at `peak`: prefill compute-bound, each decode step max(compute, traffic). */
-function rolloutRooflineSeconds(config: ModelConfig, step: StepCase, peak: MachinePeak): number {
-  const { prompts: P, groupSize: G, promptLength: L, newTokens: N } = step;
-  const flopsPerSecond = peak.fmaGflops * 1e9;
-  const bytesPerSecond = peak.readGBs * 1e9;
-  const { hiddenSize: H, intermediateSize: I, numHeads, numKeyValueHeads, headDim: D, numLayers } = config;
-  const weightBytes =
-    4 * (numLayers * (2 * H * numHeads * D + 2 * H * numKeyValueHeads * D + 3 * H * I) + H * config.vocabSize);
-  const kvBytesPerKey = 4 * 2 * numLayers * numKeyValueHeads * D;
-  let seconds = (P * forwardFlops(config, L, causalKeys(0, L), 1)) / flopsPerSecond;
-  for (let t = 1; t < N; t++) {
-    const flops = P * G * forwardFlops(config, 1, L + t, 1);
-    const bytes = weightBytes + kvBytesPerKey * (P * L + P * G * t);
-    seconds += Math.max(flops / flopsPerSecond, bytes / bytesPerSecond);
-  }
-  return seconds;
 }
 
 /** Runs `args` as a child whose last stdout line is one JSON result, or reports why it failed. */
