@@ -48,8 +48,12 @@ export function releaseGarbage(thresholdBytes = DEFAULT_THRESHOLD_BYTES): boolea
   if (process.memoryUsage().arrayBuffers - collectedLevel <= thresholdBytes) return false;
   const run = collector();
   if (!run) return false;
+  // Twice: a collection V8 had already begun (incremental marking) counts what was allocated since
+  // as live, so one call can end that cycle with the graph kept (measured: 550 of 830 MiB left on
+  // the 25M shape); the second starts from a finished cycle and frees it.
   run();
-  // The collection frees array buffers synchronously, so this is the live level.
+  run();
+  // The collections free array buffers synchronously, so this is the live level.
   collectedLevel = process.memoryUsage().arrayBuffers;
   return true;
 }
