@@ -11,6 +11,7 @@ import { AdamW, clipGradNorm } from '../nn/index.js';
 import { combineSeeds, mul, noGrad, sub, sum, tensor, type Tensor } from '../tensor/index.js';
 import type { BoundAlgorithm } from './algorithm.js';
 import type { TrainerConfig } from './config.js';
+import { releaseGarbage } from './garbage.js';
 import { completionLogprobs, padRows, type TokenSequence } from './sequences.js';
 
 export interface TrainingSample extends TokenSequence {
@@ -97,6 +98,7 @@ export function frozenLogprobs(
     const micro = samples.slice(start, start + settings.microBatchSize);
     const { logprobs, Tc } = noGrad(() => completionLogprobs(model, micro, settings.temperature));
     micro.forEach((sample, b) => result.push(logprobs.data.slice(b * Tc, b * Tc + sample.completionIds.length)));
+    releaseGarbage(); // this forward's intermediates, before the next one allocates its own
   }
   return result;
 }
@@ -211,63 +213,87 @@ export function accumulatePolicyGradients(
       const { entropies: values, mask } = noGrad(() => completionLogprobs(model, micro, settings.temperature));
       entropies.push(...values);
       masks.push(...mask);
+      releaseGarbage(); // this forward's intermediates
     }
     options.topEntropyThreshold = topEntropyThreshold(entropies, masks, options.topEntropyQuantile);
   }
   const accumulator = new MetricAccumulator();
   let lossTotal = 0;
   for (const [index, micro] of microBatches(samples, settings.microBatchSize, wholeGroups).entries()) {
-    const forward = completionLogprobs(model, micro, settings.temperature, {
-      entropyWithGradient: bound.entropyCoefficient > 0,
-      // Each micro-batch its own LoRA dropout masks: the step's seed mixed with the micro-batch index.
-      dropoutSeed: dropoutSeed === undefined ? undefined : combineSeeds(dropoutSeed, index),
-    });
-    const { logprobs, mask, entropies, Tc } = forward;
-    const column = (pick: (s: TrainingSample) => ArrayLike<number> | undefined) =>
-      micro.some((s) => pick(s))
+    // Each micro-batch its own LoRA dropout masks: the step's seed mixed with the micro-batch index.
+    const seed = dropoutSeed === undefined ? undefined : combineSeeds(dropoutSeed, index);
+    // The previous micro-batch's graph (unreachable once its call returned) or the rollout's arrays,
+    // collected before this forward allocates its activations beside them.
+    releaseGarbage();
+    const result = microBatchGradients(bound, settings, model, micro, options, wholeGroups, seed);
+    lossTotal += result.loss;
+    accumulator.add(result.metrics, result.tokens);
+  }
+  releaseGarbage(); // the last graph, before the optimiser step and the next rollout
+  return { lossTotal, metrics: accumulator.result() };
+}
+
+/**
+ * Forward, loss and backward of one micro-batch (gradients accumulate into the parameters); returns
+ * numbers only, so the graph is unreachable once it returns.
+ */
+function microBatchGradients(
+  bound: BoundAlgorithm,
+  settings: StepSettings,
+  model: Transformer,
+  micro: readonly TrainingSample[],
+  options: PolicyLossOptions,
+  wholeGroups: boolean,
+  dropoutSeed: number | undefined,
+): { loss: number; metrics: Record<string, number>; tokens: number } {
+  const forward = completionLogprobs(model, micro, settings.temperature, {
+    entropyWithGradient: bound.entropyCoefficient > 0,
+    dropoutSeed,
+  });
+  const { logprobs, mask, entropies, Tc } = forward;
+  const column = (pick: (s: TrainingSample) => ArrayLike<number> | undefined) =>
+    micro.some((s) => pick(s))
+      ? padRows(
+          micro.map((s) => Array.from(pick(s) ?? [])),
+          Tc,
+        )
+      : undefined;
+  const result = bound.loss.fn(
+    {
+      logprobs,
+      oldLogprobs: padRows(
+        micro.map((s) => [...s.oldLogprobs]),
+        Tc,
+      ),
+      advantages: micro.some((s) => s.tokenAdvantages)
         ? padRows(
-            micro.map((s) => Array.from(pick(s) ?? [])),
+            micro.map((s) =>
+              s.tokenAdvantages ? Array.from(s.tokenAdvantages) : s.completionIds.map(() => s.advantage),
+            ),
             Tc,
           )
-        : undefined;
-    const result = bound.loss.fn(
-      {
-        logprobs,
-        oldLogprobs: padRows(
-          micro.map((s) => [...s.oldLogprobs]),
-          Tc,
-        ),
-        advantages: micro.some((s) => s.tokenAdvantages)
-          ? padRows(
-              micro.map((s) =>
-                s.tokenAdvantages ? Array.from(s.tokenAdvantages) : s.completionIds.map(() => s.advantage),
-              ),
-              Tc,
-            )
-          : Float32Array.from(micro, (s) => s.advantage),
-        mask,
-        refLogprobs: column((s) => s.refLogprobs),
-        rolloutLogprobs: column((s) => s.rolloutLogprobs),
-        tokenWeights: column((s) => s.tokenWeights),
-        entropies,
-        groupSizes: wholeGroups ? runLengths(micro.map((s) => s.group)) : undefined,
-      },
-      options,
-    );
-    let loss = result.loss;
-    if (forward.entropyTensor) {
-      const bonus = aggregateLoss(forward.entropyTensor, mask, bound.aggregation.fn, { ...options });
-      result.metrics.entropyBonus = -bound.entropyCoefficient * bonus.item();
-      loss = sub(loss, mul(bonus, bound.entropyCoefficient));
-    }
-    loss.backward();
-    lossTotal += loss.item();
-    accumulator.add(
-      result.metrics,
-      mask.reduce((a, b) => a + b, 0),
-    );
+        : Float32Array.from(micro, (s) => s.advantage),
+      mask,
+      refLogprobs: column((s) => s.refLogprobs),
+      rolloutLogprobs: column((s) => s.rolloutLogprobs),
+      tokenWeights: column((s) => s.tokenWeights),
+      entropies,
+      groupSizes: wholeGroups ? runLengths(micro.map((s) => s.group)) : undefined,
+    },
+    options,
+  );
+  let loss = result.loss;
+  if (forward.entropyTensor) {
+    const bonus = aggregateLoss(forward.entropyTensor, mask, bound.aggregation.fn, { ...options });
+    result.metrics.entropyBonus = -bound.entropyCoefficient * bonus.item();
+    loss = sub(loss, mul(bonus, bound.entropyCoefficient));
   }
-  return { lossTotal, metrics: accumulator.result() };
+  loss.backward();
+  return {
+    loss: loss.item(),
+    metrics: result.metrics,
+    tokens: mask.reduce((a, b) => a + b, 0),
+  };
 }
 
 /** Lengths of runs of equal values: [0,0,1,1,1] → [2,3]. */
