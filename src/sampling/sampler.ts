@@ -11,6 +11,7 @@
  * generator derived from (seed, prompt, sample), so results do not depend on batch composition.
  */
 import type { KvCache, Transformer } from '../model/transformer.js';
+import { DecodeBuffers } from '../model/decode-buffers.js';
 import { concat, getBackend, noGrad, Random, Tensor, withConstantWeights } from '../tensor/index.js';
 import { chooseTokens, type SamplingSettings } from './logits.js';
 
@@ -227,6 +228,7 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
         const cache = model.createCache(request.maxNewTokens); // room for every step: nothing regrows
         const generatedKeys = (s: LiveSequence) => s.position - request.prompts[s.completion.promptIndex].length;
         const logits = new Float32Array(slots * model.config.vocabSize); // every step's [B, V], reused
+        const outputBuffers = new DecodeBuffers(); // and every step's projections
         while (active.length > 0) {
           const B = active.length;
           const rowPrefix = Int32Array.from(active, (s) => s.completion.promptIndex);
@@ -235,6 +237,7 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
             B,
             {
               cache,
+              outputBuffers,
               positions: Int32Array.from(active, (s) => s.position),
               sharedPrefix: {
                 prompts,

@@ -1,0 +1,45 @@
+/**
+ * Output arrays of a generation's linear layers, one per module, reused by every decode step: a step's
+ * projections are read within the step (rope and the KV cache copy k and v, swiglu reads gate and up,
+ * the residual sums read o and down), so the next step may overwrite them. A rollout otherwise allocates
+ * a fresh array for each of them at every token, about half of a decode step's new bytes; in a process
+ * whose heap is past V8's incremental-marking threshold (the trainer's), V8 runs a full mark-compact per
+ * 64 MiB of new array buffers, and its concurrent marking takes a core from the native thread pool.
+ *
+ * Is not: a general allocator. Only graph-free projections without a bias, an adapter or a bfloat16
+ * weight come here (Transformer.project decides); the product is the one `linear` runs, so the floats
+ * are the same.
+ */
+import { getBackend, isGradEnabled, Tensor } from '../tensor/index.js';
+
+export class DecodeBuffers {
+  private readonly arrays = new Map<string, Float32Array>();
+
+  /** x Wᵀ ([..., K] by W [N, K]) into `module`'s array, grown when a step has more rows than any before. */
+  linear(x: Tensor, weight: Tensor, module: string): Tensor {
+    if (isGradEnabled() && (x.requiresGrad || weight.requiresGrad))
+      throw new Error(`DecodeBuffers: ${module} needs a gradient; reused outputs are for generation only`);
+    const [N, K] = weight.shape;
+    const rows = x.size / K;
+    if (weight.rank !== 2 || x.shape[x.rank - 1] !== K || x.rank < 2)
+      throw new Error(`DecodeBuffers: ${module} input [${x.shape.join(', ')}] does not fit weight [${N}, ${K}]`);
+    let array = this.arrays.get(module);
+    if (!array || array.length < rows * N) {
+      array = new Float32Array(rows * N);
+      this.arrays.set(module, array);
+    }
+    const output = array.subarray(0, rows * N);
+    getBackend().matmul(x.data, weight.data, output, {
+      batch: 1,
+      M: rows,
+      K,
+      N,
+      transposeA: false,
+      transposeB: true,
+      aBatchStride: 0,
+      bBatchStride: 0,
+      accumulate: false,
+    });
+    return new Tensor(output, [...x.shape.slice(0, -1), N]);
+  }
+}
