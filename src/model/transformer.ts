@@ -385,6 +385,7 @@ export class Transformer {
           rowPrefix: shared.rowPrefix,
           window: window ?? undefined,
           ownLengths: rowLengths && Int32Array.from(rowLengths, (length) => length + 1),
+          output: options.outputBuffers?.array(`${prefix}.attention`, B * config.numHeads * D), // read by o_proj only
         })
       : causalAttention(q, k, v, {
           positionOffset: S - T,
