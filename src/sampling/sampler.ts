@@ -227,8 +227,7 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
         const prompts = prefilled.caches;
         const cache = model.createCache(request.maxNewTokens); // room for every step: nothing regrows
         const generatedKeys = (s: LiveSequence) => s.position - request.prompts[s.completion.promptIndex].length;
-        const logits = new Float32Array(slots * model.config.vocabSize); // every step's [B, V], reused
-        const outputBuffers = new DecodeBuffers(); // and every step's projections
+        const outputBuffers = new DecodeBuffers(); // every step's projections and logits, reused
         while (active.length > 0) {
           const B = active.length;
           const rowPrefix = Int32Array.from(active, (s) => s.completion.promptIndex);
@@ -247,7 +246,7 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
             },
           ); // [B, 1, H]
           const chosen = chooseTokens(
-            headInto(model, hidden, logits.subarray(0, B * model.config.vocabSize)),
+            headInto(model, hidden, outputBuffers.array('lm_head', B * model.config.vocabSize)),
             B,
             settings,
             active.map((sequence) => sequence.random),
@@ -288,7 +287,7 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
 /**
  * Transformer.logits of a decode step's hidden states [B, 1, H] written into `out` ([B, V]): the same
  * backend product (so the same floats), into one array that every step reuses. A fresh [B, V] array per
- * token was a third of a decode step's new bytes, and V8 paces its full collections by those bytes.
+ * token was an eighth of a decode step's new bytes, which pace V8's full collections (DecodeBuffers).
  */
 function headInto(model: Transformer, hidden: Tensor, out: Float32Array): Float32Array {
   const { hiddenSize: H, vocabSize: V } = model.config;
