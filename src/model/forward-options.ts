@@ -5,6 +5,7 @@
  */
 import type { KvCache } from './kv-cache.js';
 import type { ImageFeaturesInput } from './image-merge.js';
+import type { DecodeBuffers } from './decode-buffers.js';
 
 export interface ForwardOptions {
   /** Absolute position of each new token, [T] shared or [B·T]; defaults to cache length + t. */
@@ -38,4 +39,9 @@ export interface ForwardOptions {
    * w.r.t. the embedding table and the features. Prefill only: a decode step's ids hold no image tokens.
    */
   imageFeatures?: ImageFeaturesInput;
+  /**
+   * Generation only (no graph): the plain linear layers write into these arrays, one per module, which
+   * the next forward given the same buffers overwrites; so nothing may keep this forward's projections.
+   */
+  outputBuffers?: DecodeBuffers;
 }

@@ -121,8 +121,8 @@ export class Transformer {
   }
 
   /** x Wᵀ + b (+ adapter) of the linear at `module` (HF path); x = [gate, up] (selective) means swiglu(gate, up), recomputed. */
-  private project(x: Tensor | [Tensor, Tensor], module: string, dropoutSeed?: number, recomputed?: RecomputedInput) {
-    const adapters = this.adapters;
+  private project(x: Tensor | [Tensor, Tensor], module: string, options: ForwardOptions, recomputed?: RecomputedInput) {
+    const [adapters, { dropoutSeed, outputBuffers }] = [this.adapters, options];
     const dropping = dropoutSeed !== undefined && this.adapterDropout > 0;
     const rest = [
       this.widened?.get(`${module}.weight`) ??
@@ -133,6 +133,9 @@ export class Transformer {
       adapters?.scaling ?? 0,
       dropping ? { probability: this.adapterDropout, seed: combineSeeds(dropoutSeed, moduleSeed(module)) } : undefined,
     ] as const;
+    const [weight, bias, pair] = rest; // a plain float32 linear of a generation step: into its reused array
+    if (outputBuffers && !Array.isArray(x) && weight instanceof Tensor && !bias && !pair && !recomputed)
+      return outputBuffers.linear(x, weight, module);
     return Array.isArray(x) ? swigluLinearWithAdapter(x[0], x[1], ...rest) : linearWithAdapter(x, ...rest, recomputed);
   }
 
@@ -285,14 +288,10 @@ export class Transformer {
     const normed = rmsNorm(mixed, postNorm, config.rmsNormEps);
     const [gateModule, upModule] = [`${prefix}.mlp.gate_proj`, `${prefix}.mlp.up_proj`];
     const mlpInput = this.recomputedNorm(normed, mixed, postNorm, [gateModule, upModule], options);
-    const gate = this.project(normed, gateModule, options.dropoutSeed, mlpInput); // [B, T, I]
-    const up = this.project(normed, upModule, options.dropoutSeed, mlpInput); // [B, T, I]
+    const gate = this.project(normed, gateModule, options, mlpInput); // [B, T, I]
+    const up = this.project(normed, upModule, options, mlpInput); // [B, T, I]
     // Selective: swiglu(gate, up) is recomputed in down_proj's backward, not kept.
-    const down = this.project(
-      selective ? [gate, up] : swiglu(gate, up),
-      `${prefix}.mlp.down_proj`,
-      options.dropoutSeed,
-    );
+    const down = this.project(selective ? [gate, up] : swiglu(gate, up), `${prefix}.mlp.down_proj`, options);
     return selective ? residualAdd(mixed, down) : residual(mixed, down); // [B, T, H]
   }
 
@@ -329,12 +328,11 @@ export class Transformer {
     const prefix = `model.layers.${layer}.self_attn`;
     // [B, T, heads·D] each, by a loop: a closure over x would share `core`'s context, which recompute keeps.
     const projected: Tensor[] = [];
-    for (const name of ['q', 'k', 'v'])
-      projected.push(this.project(x, `${prefix}.${name}_proj`, options.dropoutSeed, recomputed));
+    for (const name of ['q', 'k', 'v']) projected.push(this.project(x, `${prefix}.${name}_proj`, options, recomputed));
     const core = (inputs: Tensor[]) => this.attentionCore(inputs, layer, B, T, rotary, options);
     const norms = ['q', 'k'].flatMap((name) => this.parameters.get(`${prefix}.${name}_norm.weight`) ?? []);
     const merged = this.selective(options) ? recomputeAll(core, projected, norms) : core(projected); // [B, T, Hq·D]
-    return this.project(merged, `${prefix}.o_proj`, options.dropoutSeed); // [B, T, H]
+    return this.project(merged, `${prefix}.o_proj`, options); // [B, T, H]
   }
 
   /** q, k, v projections [B, T, heads·D] → merged heads [B, T, Hq·D] (no cache: read in place, no permute copies). */
@@ -387,6 +385,7 @@ export class Transformer {
           rowPrefix: shared.rowPrefix,
           window: window ?? undefined,
           ownLengths: rowLengths && Int32Array.from(rowLengths, (length) => length + 1),
+          output: options.outputBuffers?.array(`${prefix}.attention`, B * config.numHeads * D), // read by o_proj only
         })
       : causalAttention(q, k, v, {
           positionOffset: S - T,

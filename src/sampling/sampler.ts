@@ -11,7 +11,8 @@
  * generator derived from (seed, prompt, sample), so results do not depend on batch composition.
  */
 import type { KvCache, Transformer } from '../model/transformer.js';
-import { concat, noGrad, Random, Tensor, withConstantWeights } from '../tensor/index.js';
+import { DecodeBuffers } from '../model/decode-buffers.js';
+import { concat, getBackend, noGrad, Random, Tensor, withConstantWeights } from '../tensor/index.js';
 import { chooseTokens, type SamplingSettings } from './logits.js';
 
 export interface GenerateRequest extends Partial<SamplingSettings> {
@@ -226,14 +227,16 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
         const prompts = prefilled.caches;
         const cache = model.createCache(request.maxNewTokens); // room for every step: nothing regrows
         const generatedKeys = (s: LiveSequence) => s.position - request.prompts[s.completion.promptIndex].length;
+        const outputBuffers = new DecodeBuffers(); // every step's projections and logits, reused
         while (active.length > 0) {
           const B = active.length;
           const rowPrefix = Int32Array.from(active, (s) => s.completion.promptIndex);
-          const logits = model.forward(
+          const hidden = model.hiddenStates(
             Int32Array.from(active, (s) => s.nextId),
             B,
             {
               cache,
+              outputBuffers,
               positions: Int32Array.from(active, (s) => s.position),
               sharedPrefix: {
                 prompts,
@@ -241,9 +244,9 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
                 rowLengths: continuous ? Int32Array.from(active, generatedKeys) : undefined,
               },
             },
-          ); // [B, 1, V]
+          ); // [B, 1, H]
           const chosen = chooseTokens(
-            logits.data,
+            headInto(model, hidden, outputBuffers.array('lm_head', B * model.config.vocabSize)),
             B,
             settings,
             active.map((sequence) => sequence.random),
@@ -279,6 +282,27 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
       }),
     ),
   );
+}
+
+/**
+ * Transformer.logits of a decode step's hidden states [B, 1, H] written into `out` ([B, V]): the same
+ * backend product (so the same floats), into one array that every step reuses. A fresh [B, V] array per
+ * token was an eighth of a decode step's new bytes, which pace V8's full collections (DecodeBuffers).
+ */
+function headInto(model: Transformer, hidden: Tensor, out: Float32Array): Float32Array {
+  const { hiddenSize: H, vocabSize: V } = model.config;
+  getBackend().matmul(hidden.data, model.headWeight().data, out, {
+    batch: 1,
+    M: hidden.size / H,
+    K: H,
+    N: V,
+    transposeA: false,
+    transposeB: true,
+    aBatchStride: 0,
+    bBatchStride: 0,
+    accumulate: false,
+  });
+  return out;
 }
 
 /** Records one sequence's chosen token and why it stopped, if it did. */

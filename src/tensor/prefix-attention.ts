@@ -33,6 +33,8 @@ export interface SharedPrefix {
    * run of consecutive rows with the same prompt and length is computed as one call with that length.
    */
   ownLengths?: Int32Array;
+  /** Where to write the result (B·Hq·D floats, e.g. an array every decode step reuses); a new array when absent. */
+  output?: Float32Array;
 }
 
 /**
@@ -78,7 +80,7 @@ export function prefixAttention(q: Tensor, keys: Tensor, values: Tensor, S: numb
       accumulate: false,
     });
   }
-  const output = new Float32Array(B * Hq * D); // [B, Hq, 1, D]
+  const output = outputOf(prefix, B * Hq * D); // [B, Hq, 1, D]
   forEachGroup(prefix.rowPrefix, (p, start, end) =>
     groupAttention(q.data, ownScores, output, prefix, p, start, end - start, { Hkv, rep, D, S }),
   );
@@ -113,7 +115,7 @@ function byOwnLength(
   const [, Hkv, capacity] = keys.shape;
   if (ownLengths.length !== B || ownLengths.some((length) => !(length >= 0 && length <= S)))
     throw new Error(`prefixAttention: ownLengths [${ownLengths.join(', ')}] do not fit ${B} rows of at most ${S} keys`);
-  const output = new Float32Array(B * Hq * D);
+  const output = outputOf(prefix, B * Hq * D);
   const queryRow = Hq * D;
   const cacheRow = Hkv * capacity * D;
   for (let start = 0; start < B;) {
@@ -122,14 +124,18 @@ function byOwnLength(
     const rows = end - start;
     const view = (tensor: Tensor) =>
       new Tensor(tensor.data.subarray(start * cacheRow, end * cacheRow), [rows, Hkv, capacity, D]);
-    const part = prefixAttention(
+    prefixAttention(
       new Tensor(q.data.subarray(start * queryRow, end * queryRow), [rows, Hq, 1, D]),
       view(keys),
       view(values),
       ownLengths[start],
-      { ...prefix, rowPrefix: prefix.rowPrefix.subarray(start, end), ownLengths: undefined },
+      {
+        ...prefix,
+        rowPrefix: prefix.rowPrefix.subarray(start, end),
+        ownLengths: undefined,
+        output: output.subarray(start * queryRow, end * queryRow), // the run's rows, written in place
+      },
     );
-    output.set(part.data, start * queryRow);
     start = end;
   }
   return new Tensor(output, [B, Hq, 1, D]);
@@ -139,7 +145,7 @@ function byOwnLength(
 function prefixAttentionKernel(q: Tensor, keys: Tensor, values: Tensor, S: number, prefix: SharedPrefix): Tensor {
   const [B, Hq, , D] = q.shape;
   const [, Hkv, ownCapacity] = keys.shape;
-  const output = new Float32Array(B * Hq * D);
+  const output = outputOf(prefix, B * Hq * D);
   const queryRow = Hq * D;
   const cacheRow = Hkv * ownCapacity * D;
   forEachGroup(prefix.rowPrefix, (p, start, end) => {
@@ -166,6 +172,14 @@ function prefixAttentionKernel(q: Tensor, keys: Tensor, values: Tensor, S: numbe
     );
   });
   return new Tensor(output, [B, Hq, 1, D]);
+}
+
+/** The first `size` floats of prefix.output (every one is overwritten), or a new array. */
+function outputOf(prefix: SharedPrefix, size: number): Float32Array {
+  if (!prefix.output) return new Float32Array(size);
+  if (prefix.output.length < size)
+    throw new Error(`prefixAttention: output has ${prefix.output.length} floats, the result needs ${size}`);
+  return prefix.output.subarray(0, size);
 }
 
 /** Calls fn(prompt, start, end) for each run of rows [start, end) that continue the same prompt. */
