@@ -156,11 +156,11 @@ export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBac
       checkMatmulArguments(a, b, out, shape);
       product(live('matmulBfloat16B'), a, b, out, shape); // the addon tells the two kinds of b apart
     },
-    swigluForward(gate, up, out, activated) {
-      addon.swigluForward(live('swigluForward'), gate, up, out, activated);
+    swigluForward(gate, up, out) {
+      addon.swigluForwardFloat(live('swigluForward'), gate, up, out);
     },
-    swigluBackward(gate, up, gradOut, gradGate, gradUp) {
-      addon.swigluBackward(live('swigluBackward'), gate, up, gradOut, gradGate, gradUp);
+    swigluBackward(gate, up, gradOut, gradGate, gradUp, out) {
+      addon.swigluBackwardFloat(live('swigluBackward'), gate, up, gradOut, gradGate, gradUp, out);
     },
     rmsNormForward(x, weight, rows, D, eps, out, inverseRms) {
       addon.rmsNormForward(live('rmsNormForward'), x, weight, rows, D, eps, out, inverseRms);
