@@ -165,12 +165,13 @@ function dataOf(x: Tensor): () => Float32Array {
   return () => x.data;
 }
 
-function keptInput({ graphInput, read }: RecomputedInput): LinearInput {
+function keptInput({ graphInput, read, willRead }: RecomputedInput): LinearInput {
   return {
     opName: 'lowRankLinear',
     inputs: [graphInput],
     wantsGradX: () => graphInput.requiresGrad,
     readX: read,
+    willRead,
     gradients: (gradX) => [gradX],
   };
 }
@@ -183,6 +184,11 @@ function keptInput({ graphInput, read }: RecomputedInput): LinearInput {
 export interface RecomputedInput {
   graphInput: Tensor;
   read: () => Float32Array;
+  /**
+   * Called in the forward by each consumer whose backward will call `read` (once): an input shared by
+   * several linears (model/activation-memory.ts) is then recomputed once and dropped after its last read.
+   */
+  willRead?: () => void;
 }
 
 /**
@@ -233,6 +239,8 @@ interface LinearInput {
   wantsGradX: () => boolean;
   /** x's values in backward (x itself, or recomputed); gradX is dL/dx when wantsGradX, computed by then. */
   readX: (gradX: Float32Array | null) => Float32Array;
+  /** RecomputedInput.willRead, passed on. */
+  willRead?: () => void;
   /** The gradients of `inputs` from dL/dx (null when wantsGradX is false). */
   gradients: (gradX: Float32Array | null) => (Float32Array | null)[];
 }
@@ -271,6 +279,7 @@ function linearNode(
     ...(bias ? [bias] : []),
   ];
   if (!needsGrad(inputsOfNode)) return result;
+  if (trainedWeight?.requiresGrad || update?.a.requiresGrad) input.willRead?.(); // dW or dA reads x
   result.requiresGrad = true;
   result.node = {
     opName: input.opName,
@@ -281,14 +290,16 @@ function linearNode(
         gradX = new Float32Array(N * inputs); // not xData.length: the closure must not keep a recomputed x alive
         weightProduct(g, weight, gradX, N, out, inputs, false); // g·W
       }
-      const adapterInput = () => dropped(input.readX(gradX));
+      let x: Float32Array | null = null; // read once per backward, as willRead promised
+      const readX = () => (x ??= input.readX(gradX));
+      const adapterInput = () => dropped(readX());
       // gradX is complete (g·W + du·A) only after the low-rank part: the inputs' gradients come last.
       const gradients: (Float32Array | null)[] = update
         ? lowRankGradients(update, adapterInput, down, g, gradX, N, out)
         : [];
       if (trainedWeight) {
         const gradW = trainedWeight.requiresGrad ? new Float32Array(trainedWeight.size) : null;
-        if (gradW) product(g, input.readX(gradX), gradW, out, N, inputs, { transposeA: true }); // gᵀ·x
+        if (gradW) product(g, readX(), gradW, out, N, inputs, { transposeA: true }); // gᵀ·x
         gradients.push(gradW);
       }
       if (bias?.requiresGrad) {
