@@ -12,6 +12,7 @@
 import { needsGrad, record } from './autograd.js';
 import { getBackend } from './backends/select.js';
 import { formatShape } from './shape.js';
+import { uninitializedFloats } from './uninitialized.js';
 import { Tensor } from './tensor.js';
 
 /** y = x / sqrt(mean(x², last axis) + eps) · weight, as HF's LlamaRMSNorm (computed in float32). */
@@ -22,14 +23,14 @@ export function rmsNorm(x: Tensor, weight: Tensor, eps: number): Tensor {
   }
   const rows = D === 0 ? 0 : x.size / D;
   const inverseRms = new Float32Array(rows);
-  const output = new Float32Array(x.size);
+  const output = uninitializedFloats(x.size); // every element written below
   const w = weight.data;
   const forwardBackend = getBackend();
   if (forwardBackend.rmsNormForward) forwardBackend.rmsNormForward(x.data, w, rows, D, eps, output, inverseRms);
   else rmsNormRows(x.data, w, rows, D, eps, output, inverseRms);
   return record(new Tensor(output, x.shape), 'rmsNorm', [x, weight], (g) => {
-    const gradX = new Float32Array(x.size);
-    const gradW = new Float32Array(D);
+    const gradX = uninitializedFloats(x.size);
+    const gradW = new Float32Array(D); // accumulated into
     const backend = getBackend();
     if (backend.rmsNormBackward) backend.rmsNormBackward(x.data, w, inverseRms, g, rows, D, gradX, gradW);
     else rmsNormRowsBackward(x.data, w, inverseRms, g, rows, D, gradX, gradW);
@@ -121,7 +122,7 @@ export function swiglu(gate: Tensor, up: Tensor): Tensor {
   }
   const x = gate.data;
   const u = up.data;
-  const output = new Float32Array(x.length);
+  const output = uninitializedFloats(x.length);
   const forwardBackend = getBackend();
   if (forwardBackend.swigluForward) forwardBackend.swigluForward(x, u, output);
   else swigluRows(x, u, output);
@@ -143,9 +144,9 @@ export function swigluGradients(
   g: Float32Array,
   withOutput: boolean,
 ): { gradGate: Float32Array; gradUp: Float32Array; output: Float32Array | null } {
-  const gradGate = new Float32Array(gate.length);
-  const gradUp = new Float32Array(gate.length);
-  const output = withOutput ? new Float32Array(gate.length) : null;
+  const gradGate = uninitializedFloats(gate.length);
+  const gradUp = uninitializedFloats(gate.length);
+  const output = withOutput ? uninitializedFloats(gate.length) : null;
   const backend = getBackend();
   if (backend.swigluBackward) backend.swigluBackward(gate, up, g, gradGate, gradUp, output);
   else swigluGradientRows(gate, up, g, gradGate, gradUp, output);
@@ -192,7 +193,7 @@ export function rope(x: Tensor, positions: Int32Array, inverseFrequencies: Float
     throw new Error(`rope: table of ${cos.length / half} positions for ${positions.length} positions`);
   const shared = positions.length === T; // one row of angles per t, reused for every b
   const rotate = (input: Float32Array, direction: 1 | -1): Float32Array => {
-    const output = new Float32Array(input.length);
+    const output = uninitializedFloats(input.length);
     const backend = getBackend();
     if (backend.ropeRows) {
       backend.ropeRows(input, cos, sin, B * T, shared ? T : B * T, H, D, direction, output);

@@ -29,6 +29,7 @@ import { getBackend } from './backends/select.js';
 import { swiglu, swigluGradients } from './fused.js';
 import { HalfMatrix, widenedScratch } from './half-matrix.js';
 import { formatShape } from './shape.js';
+import { uninitializedFloats } from './uninitialized.js';
 import { Tensor } from './tensor.js';
 
 /** C (+)= op(A)·op(B) for plain 2-D operands through the current backend. */
@@ -258,7 +259,7 @@ function linearNode(
   const rank = update ? update.a.shape[0] : 0;
   const N = xData.length / inputs;
   const trainedWeight = weight instanceof HalfMatrix ? null : weight;
-  const output = new Float32Array(N * out); // [N, out]
+  const output = uninitializedFloats(N * out); // [N, out], written in full by the product
   weightProduct(xData, weight, output, N, inputs, out, true);
   if (bias) for (let row = 0; row < N; row++) for (let j = 0; j < out; j++) output[row * out + j] += bias.data[j];
   const down = new Float32Array(N * rank); // u = s·x̃·Aᵀ [N, r]
@@ -287,7 +288,7 @@ function linearNode(
     backward: (g) => {
       let gradX: Float32Array | null = null;
       if (input.wantsGradX()) {
-        gradX = new Float32Array(N * inputs); // not xData.length: the closure must not keep a recomputed x alive
+        gradX = uninitializedFloats(N * inputs); // not xData.length: the closure must not keep a recomputed x alive
         weightProduct(g, weight, gradX, N, out, inputs, false); // g·W
       }
       let x: Float32Array | null = null; // read once per backward, as willRead promised
