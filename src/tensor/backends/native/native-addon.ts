@@ -69,6 +69,7 @@ export interface Addon {
     out: Float32Array,
   ): void;
   rowExp(x: Float32Array, out: Float32Array, isa: NativeIsa): void;
+  retainFreedMemory(): boolean;
   swigluForwardFloat(handle: object, gate: Float32Array, up: Float32Array, out: Float32Array): void;
   swigluBackwardFloat(
     handle: object,

@@ -65,6 +65,18 @@ function checkOptions(options: NativeBackendOptions): { threads: number; isa: Na
   return { threads, isa, packBudgetBytes };
 }
 
+let heapSettingsApplied = false;
+
+/**
+ * Once per process, unless GRPO_NATIVE_RETAIN_FREED=0: glibc's malloc keeps freed memory and serves blocks
+ * up to 1 GiB from its heap (heap-addon.c says why: page faults on every step's fresh activation arrays).
+ */
+function retainFreedMemory(addon: Addon): void {
+  if (heapSettingsApplied || process.env.GRPO_NATIVE_RETAIN_FREED === '0') return;
+  heapSettingsApplied = true;
+  addon.retainFreedMemory();
+}
+
 /** Elements an operand must hold: the last batch block's offset plus one block (0 if there are none). */
 function operandLength(batch: number, stride: number, block: number): number {
   return batch === 0 || block === 0 ? 0 : (batch - 1) * stride + block;
@@ -111,6 +123,7 @@ export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBac
   const { threads, isa, packBudgetBytes } = checkOptions(options);
   const { addon } = loadAddon();
   if (!addon) return null;
+  retainFreedMemory(addon);
   let handle: object | null = addon.createContext(threads, isa);
   const info = addon.contextInfo(handle);
   const live = (op: string): object => {
