@@ -42,6 +42,8 @@ export interface Backend {
    * without it callers widen B into a scratch array and call matmul.
    */
   matmulBfloat16B?(a: Float32Array, b: Uint16Array, out: Float32Array, shape: MatmulShape): void;
+  /** out[i] = a[i] + b[i] over a's length (out may be a or b): residual sums, gradient accumulation. */
+  addArrays?(a: Float32Array, b: Float32Array, out: Float32Array): void;
   /** out = silu(gate)·up elementwise (a backend may round differently from the spec loop; it states how). */
   swigluForward?(gate: Float32Array, up: Float32Array, out: Float32Array): void;
   /**

@@ -70,6 +70,7 @@ export interface Addon {
   ): void;
   rowExp(x: Float32Array, out: Float32Array, isa: NativeIsa): void;
   retainFreedMemory(): boolean;
+  addArrays(handle: object, a: Float32Array, b: Float32Array, out: Float32Array): void;
   swigluForwardFloat(handle: object, gate: Float32Array, up: Float32Array, out: Float32Array): void;
   swigluBackwardFloat(
     handle: object,

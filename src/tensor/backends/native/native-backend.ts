@@ -169,6 +169,9 @@ export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBac
       checkMatmulArguments(a, b, out, shape);
       product(live('matmulBfloat16B'), a, b, out, shape); // the addon tells the two kinds of b apart
     },
+    addArrays(a, b, out) {
+      addon.addArrays(live('addArrays'), a, b, out);
+    },
     swigluForward(gate, up, out) {
       addon.swigluForwardFloat(live('swigluForward'), gate, up, out);
     },
