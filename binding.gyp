@@ -13,6 +13,8 @@
         "src/tensor/backends/native/gemm-packed.c",
         "src/tensor/backends/native/row-kernels.c",
         "src/tensor/backends/native/attention.c",
+        "src/tensor/backends/native/swiglu.c",
+        "src/tensor/backends/native/elementwise.c",
         "src/tensor/backends/native/thread-pool.c",
         "src/tensor/backends/native/kernels-avx512.c",
         "src/tensor/backends/native/kernels-avx2.c",

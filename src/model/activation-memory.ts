@@ -1,7 +1,7 @@
 /**
  * What a decoder layer's forward keeps, outside the Transformer class: `residual` (a sum written into
  * the stream's own storage when no graph is recorded) and `recomputedNormInput` (selective
- * recomputation: an RMSNorm output that its linears do not keep but recompute in backward).
+ * recomputation: an RMSNorm output that its linears do not keep but recompute, once, in backward).
  *
  * Is not: the recomputation machinery (tensor/recompute.ts, tensor/low-rank-linear.ts) or the choice
  * of mode (Transformer.recompute).
@@ -34,7 +34,9 @@ export function residual(x: Tensor, branch: Tensor): Tensor {
 /**
  * normed = rmsNorm(x, weight) for linears that all take lowRankLinear (so all accept it): one shared
  * stand-in in their nodes and its values recomputed from x (which the norm keeps anyway) in their
- * backward, the same floats, so normed itself is freed after the forward. Null when normed has no node.
+ * backward, the same floats, so normed itself is freed after the forward. The linears' backward passes
+ * run one after another, so normed is recomputed once for all of them (q/k/v, or gate/up) and dropped
+ * after the last one that announced a read (willRead). Undefined when normed has no node.
  */
 export function recomputedNormInput(
   normed: Tensor,
@@ -43,5 +45,17 @@ export function recomputedNormInput(
   eps: number,
 ): RecomputedInput | undefined {
   if (!normed.node) return undefined;
-  return { graphInput: standIn(normed), read: () => noGrad(() => rmsNorm(x, weight, eps)).data };
+  let readers = 0;
+  let pending = 0;
+  let values: Float32Array | null = null;
+  return {
+    graphInput: standIn(normed),
+    willRead: () => void readers++,
+    read: () => {
+      const shared = values ?? noGrad(() => rmsNorm(x, weight, eps)).data;
+      if (values === null) pending = readers;
+      values = --pending > 0 ? shared : null;
+      return shared;
+    },
+  };
 }

@@ -42,15 +42,21 @@ export interface Backend {
    * without it callers widen B into a scratch array and call matmul.
    */
   matmulBfloat16B?(a: Float32Array, b: Uint16Array, out: Float32Array, shape: MatmulShape): void;
-  /** out = silu(gate)·up elementwise; `activated`, when given, receives silu(gate). */
-  swigluForward?(gate: Float32Array, up: Float32Array, out: Float32Array, activated: Float32Array | null): void;
-  /** gradGate = (g·up)·σ(gate)(1 + gate(1 − σ(gate))), gradUp = g·fround(silu(gate)) (recomputed, not kept). */
+  /** out[i] = a[i] + b[i] over a's length (out may be a or b): residual sums, gradient accumulation. */
+  addArrays?(a: Float32Array, b: Float32Array, out: Float32Array): void;
+  /** out = silu(gate)·up elementwise (a backend may round differently from the spec loop; it states how). */
+  swigluForward?(gate: Float32Array, up: Float32Array, out: Float32Array): void;
+  /**
+   * gradGate = (g·up)·σ(gate)(1 + gate(1 − σ(gate))), gradUp = g·silu(gate) (recomputed, not kept); `out`,
+   * when given, receives silu(gate)·up from the same pass, bit for bit this backend's swigluForward.
+   */
   swigluBackward?(
     gate: Float32Array,
     up: Float32Array,
     gradOut: Float32Array,
     gradGate: Float32Array,
     gradUp: Float32Array,
+    out: Float32Array | null,
   ): void;
   /** RMSNorm over rows [rows, D]: out = x·s·weight, inverseRms[r] = s = 1/√(mean(x²) + eps). */
   rmsNormForward?(

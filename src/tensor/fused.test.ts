@@ -1,6 +1,6 @@
 /**
  * The decode-speed paths of the fused ops checked against the plain ones they replace, on every
- * backend: swiglu against silu·mul (bitwise, forward and gradients), causalAttention on a cache with
+ * backend: swiglu against silu·mul (bitwise on the spec, forward and gradients), causalAttention on a cache with
  * unused room (keyLength) against the dense cache, prefixAttention against causalAttention over the
  * concatenated [prompt, generated] keys, rope with a shared angle table, and size-1 permutes.
  */
@@ -38,7 +38,9 @@ for (const { name, backend } of backendsUnderTest()) {
     });
     afterAll(() => T.setBackend(previous));
 
-    it('swiglu equals silu(gate)·up bitwise, gradients included, and passes gradCheck', () => {
+    // The spec loop equals the composite bit for bit; a backend kernel rounds as it states (native: swiglu-kernel.test.ts).
+    const exact = !backend.swigluForward;
+    it(`swiglu equals silu(gate)·up ${exact ? 'bitwise' : 'within 2^-21 relative'}, gradients included, and passes gradCheck`, () => {
       const gate = T.parameter(
         normal([3, 7]).data.map((v) => v * 4),
         [3, 7],
@@ -51,10 +53,14 @@ for (const { name, backend } of backendsUnderTest()) {
       gate.grad = up.grad = null;
       const composite = T.mul(T.silu(gate), up);
       composite.backward(seed);
-      expect(Array.from(fused.data)).toEqual(Array.from(composite.data));
-      expect(Array.from(T.noGrad(() => swiglu(gate, up)).data)).toEqual(Array.from(composite.data)); // generation path
-      expect(Array.from(fusedGate)).toEqual(Array.from(gate.grad!.data));
-      expect(Array.from(fusedUp)).toEqual(Array.from(up.grad!.data));
+      const expectEqual = (actual: Float32Array, expected: Float32Array) => {
+        if (exact) expect(Array.from(actual)).toEqual(Array.from(expected));
+        else expectClose(actual, expected, 2 ** -21 * Math.max(...expected.map(Math.abs)));
+      };
+      expectEqual(fused.data, composite.data);
+      expect(Array.from(T.noGrad(() => swiglu(gate, up)).data)).toEqual(Array.from(fused.data)); // generation path
+      expectEqual(fusedGate, gate.grad!.data);
+      expectEqual(fusedUp, up.grad!.data);
       gradCheck((g, u) => swiglu(g, u), [normal([2, 5]), normal([2, 5])]);
       expect(() => swiglu(gate, T.zeros([7, 3]))).toThrow(/swiglu: gate \[3, 7\] and up \[7, 3\] differ/);
     });

@@ -12,6 +12,7 @@
 import { needsGrad, record } from './autograd.js';
 import { getBackend } from './backends/select.js';
 import { formatShape } from './shape.js';
+import { uninitializedFloats } from './uninitialized.js';
 import { Tensor } from './tensor.js';
 
 /** y = x / sqrt(mean(x², last axis) + eps) · weight, as HF's LlamaRMSNorm (computed in float32). */
@@ -22,14 +23,14 @@ export function rmsNorm(x: Tensor, weight: Tensor, eps: number): Tensor {
   }
   const rows = D === 0 ? 0 : x.size / D;
   const inverseRms = new Float32Array(rows);
-  const output = new Float32Array(x.size);
+  const output = uninitializedFloats(x.size); // every element written below
   const w = weight.data;
   const forwardBackend = getBackend();
   if (forwardBackend.rmsNormForward) forwardBackend.rmsNormForward(x.data, w, rows, D, eps, output, inverseRms);
   else rmsNormRows(x.data, w, rows, D, eps, output, inverseRms);
   return record(new Tensor(output, x.shape), 'rmsNorm', [x, weight], (g) => {
-    const gradX = new Float32Array(x.size);
-    const gradW = new Float32Array(D);
+    const gradX = uninitializedFloats(x.size);
+    const gradW = new Float32Array(D); // accumulated into
     const backend = getBackend();
     if (backend.rmsNormBackward) backend.rmsNormBackward(x.data, w, inverseRms, g, rows, D, gradX, gradW);
     else rmsNormRowsBackward(x.data, w, inverseRms, g, rows, D, gradX, gradW);
@@ -90,36 +91,66 @@ function sigmoidOf(x: number): number {
   return e / (1 + e);
 }
 
-/** silu(gate) ⊙ up, the SwiGLU gate, in one pass (rounded as the two-op composite is, so it equals it). */
+/** The spec of Backend.swigluForward: silu rounded to float32 as the two-op composite stores it, then the product. */
+function swigluRows(x: Float32Array, u: Float32Array, output: Float32Array): void {
+  for (let i = 0; i < x.length; i++) output[i] = Math.fround(x[i] * sigmoidOf(x[i])) * u[i];
+}
+
+/** The spec of Backend.swigluBackward (`output`, when given, gets swigluRows's values). */
+function swigluGradientRows(
+  x: Float32Array,
+  u: Float32Array,
+  g: Float32Array,
+  gradGate: Float32Array,
+  gradUp: Float32Array,
+  output: Float32Array | null,
+): void {
+  for (let i = 0; i < x.length; i++) {
+    const sigmoid = sigmoidOf(x[i]);
+    const silu = Math.fround(x[i] * sigmoid);
+    // g·up is rounded to float32 first, as the composite stores it between its two ops.
+    gradGate[i] = Math.fround(g[i] * u[i]) * (sigmoid * (1 + x[i] * (1 - sigmoid)));
+    gradUp[i] = g[i] * silu;
+    if (output) output[i] = silu * u[i];
+  }
+}
+
+/** silu(gate) ⊙ up, the SwiGLU gate, in one pass (the spec rounds as the two-op composite does, so it equals it). */
 export function swiglu(gate: Tensor, up: Tensor): Tensor {
   if (gate.rank !== up.rank || gate.shape.some((dim, i) => dim !== up.shape[i])) {
     throw new Error(`swiglu: gate ${formatShape(gate.shape)} and up ${formatShape(up.shape)} differ`);
   }
   const x = gate.data;
   const u = up.data;
-  const output = new Float32Array(x.length);
+  const output = uninitializedFloats(x.length);
   const forwardBackend = getBackend();
-  // silu(gate) is rounded to float32 as the composite stores it; the backward recomputes it rather
-  // than keeping a [.., I] copy alive between the passes.
-  if (forwardBackend.swigluForward) forwardBackend.swigluForward(x, u, output, null);
-  else for (let i = 0; i < x.length; i++) output[i] = Math.fround(x[i] * sigmoidOf(x[i])) * u[i];
+  if (forwardBackend.swigluForward) forwardBackend.swigluForward(x, u, output);
+  else swigluRows(x, u, output);
   if (!needsGrad([gate, up])) return new Tensor(output, gate.shape);
+  // The backward recomputes silu(gate) rather than keeping a [.., I] copy alive between the passes.
   return record(new Tensor(output, gate.shape), 'swiglu', [gate, up], (g) => {
-    const gradGate = new Float32Array(x.length);
-    const gradUp = new Float32Array(x.length);
-    const backend = getBackend();
-    if (backend.swigluBackward) {
-      backend.swigluBackward(x, u, g, gradGate, gradUp);
-      return [gradGate, gradUp];
-    }
-    for (let i = 0; i < x.length; i++) {
-      const sigmoid = sigmoidOf(x[i]);
-      // g·up is rounded to float32 first, as the composite stores it between its two ops.
-      gradGate[i] = Math.fround(g[i] * u[i]) * (sigmoid * (1 + x[i] * (1 - sigmoid)));
-      gradUp[i] = g[i] * Math.fround(x[i] * sigmoid);
-    }
+    const { gradGate, gradUp } = swigluGradients(x, u, g, false);
     return [gradGate, gradUp];
   });
+}
+
+/**
+ * swiglu's gradients for dL/dout = g, and with `withOutput` its output again from the same pass (bit for bit
+ * swiglu's values, on every backend): a recomputing caller (swigluLowRankLinear) then reads gate and up once.
+ */
+export function swigluGradients(
+  gate: Float32Array,
+  up: Float32Array,
+  g: Float32Array,
+  withOutput: boolean,
+): { gradGate: Float32Array; gradUp: Float32Array; output: Float32Array | null } {
+  const gradGate = uninitializedFloats(gate.length);
+  const gradUp = uninitializedFloats(gate.length);
+  const output = withOutput ? uninitializedFloats(gate.length) : null;
+  const backend = getBackend();
+  if (backend.swigluBackward) backend.swigluBackward(gate, up, g, gradGate, gradUp, output);
+  else swigluGradientRows(gate, up, g, gradGate, gradUp, output);
+  return { gradGate, gradUp, output };
 }
 
 /** cos and sin of position · frequency, [positions.length, D/2] each (one table serves every layer). */
@@ -162,7 +193,7 @@ export function rope(x: Tensor, positions: Int32Array, inverseFrequencies: Float
     throw new Error(`rope: table of ${cos.length / half} positions for ${positions.length} positions`);
   const shared = positions.length === T; // one row of angles per t, reused for every b
   const rotate = (input: Float32Array, direction: 1 | -1): Float32Array => {
-    const output = new Float32Array(input.length);
+    const output = uninitializedFloats(input.length);
     const backend = getBackend();
     if (backend.ropeRows) {
       backend.ropeRows(input, cos, sin, B * T, shared ? T : B * T, H, D, direction, output);

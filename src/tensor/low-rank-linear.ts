@@ -23,12 +23,13 @@
  * Is not: the adapter bookkeeping (model/lora.ts owns A, B, s and the PEFT names) or a general
  * linear (ops.ts `linear`, a composite). Gradient-checked on every backend in low-rank-linear.test.ts.
  */
-import { needsGrad, noGrad, withGrad } from './autograd.js';
+import { needsGrad, noGrad } from './autograd.js';
 import type { MatmulShape } from './backend.js';
 import { getBackend } from './backends/select.js';
-import { swiglu } from './fused.js';
+import { swiglu, swigluGradients } from './fused.js';
 import { HalfMatrix, widenedScratch } from './half-matrix.js';
 import { formatShape } from './shape.js';
+import { uninitializedFloats } from './uninitialized.js';
 import { Tensor } from './tensor.js';
 
 /** C (+)= op(A)·op(B) for plain 2-D operands through the current backend. */
@@ -165,12 +166,13 @@ function dataOf(x: Tensor): () => Float32Array {
   return () => x.data;
 }
 
-function keptInput({ graphInput, read }: RecomputedInput): LinearInput {
+function keptInput({ graphInput, read, willRead }: RecomputedInput): LinearInput {
   return {
     opName: 'lowRankLinear',
     inputs: [graphInput],
     wantsGradX: () => graphInput.requiresGrad,
     readX: read,
+    willRead,
     gradients: (gradX) => [gradX],
   };
 }
@@ -183,13 +185,19 @@ function keptInput({ graphInput, read }: RecomputedInput): LinearInput {
 export interface RecomputedInput {
   graphInput: Tensor;
   read: () => Float32Array;
+  /**
+   * Called in the forward by each consumer whose backward will call `read` (once): an input shared by
+   * several linears (model/activation-memory.ts) is then recomputed once and dropped after its last read.
+   */
+  willRead?: () => void;
 }
 
 /**
  * lowRankLinear(swiglu(gate, up), W, b, update) that keeps gate and up but not h = swiglu(gate, up)
- * ([.., I], as big as each of them): backward recomputes h (elementwise, no product) for dA = duᵀ·h̃
- * and back-propagates dh through swiglu's own backward. Same values and gradients, bit for bit, as
- * the two ops, for one [.., I]-wide activation less per MLP (model/transformer.ts under LoRA).
+ * ([.., I], as big as each of them): backward recomputes h (elementwise, no product) for dW = gᵀ·h and
+ * dA = duᵀ·h̃ in the same pass that takes swiglu's gradients from dh = g·W (swigluGradients), so gate and
+ * up are read once. Same values and gradients, bit for bit, as the two ops, for one [.., I]-wide
+ * activation less per MLP (model/transformer.ts under selective recomputation).
  */
 export function swigluLowRankLinear(
   gate: Tensor,
@@ -200,25 +208,27 @@ export function swigluLowRankLinear(
 ): Tensor {
   const h = noGrad(() => swiglu(gate, up));
   checkShapes(h, weight, bias, update);
-  let rerun: { gate: Tensor; up: Tensor; h: Tensor } | null = null;
-  // h again with swiglu's graph recorded from fresh leaves over gate's and up's storage.
-  const recomputed = () => {
-    if (rerun) return rerun;
-    const leaves = [gate, up].map((t) => new Tensor(t.data, t.shape, { requiresGrad: t.requiresGrad }));
-    rerun = { gate: leaves[0], up: leaves[1], h: withGrad(() => swiglu(leaves[0], leaves[1])) };
+  // One backward's recomputation: h and, once dh is known, gate's and up's gradients from the same pass.
+  let rerun: { h: Float32Array; gradGate: Float32Array | null; gradUp: Float32Array | null } | null = null;
+  const recomputed = (gradH: Float32Array | null) => {
+    if (rerun && (rerun.gradGate || !gradH)) return rerun;
+    if (!gradH) rerun = { h: noGrad(() => swiglu(gate, up)).data, gradGate: null, gradUp: null };
+    else {
+      const { output, gradGate, gradUp } = swigluGradients(gate.data, up.data, gradH, true);
+      rerun = { h: output!, gradGate, gradUp };
+    }
     return rerun;
   };
   return linearNode(h.data, h.shape, weight, bias, update, {
     opName: 'swigluLowRankLinear',
     inputs: [gate, up],
     wantsGradX: () => gate.requiresGrad || up.requiresGrad,
-    readX: () => recomputed().h.data,
+    readX: (gradH) => recomputed(gradH).h,
     gradients: (gradH) => {
       if (!gradH) return [null, null];
-      const leaves = recomputed();
-      leaves.h.backward(gradH);
-      rerun = null; // the rerun's graph serves this one backward
-      return [leaves.gate.grad?.data ?? null, leaves.up.grad?.data ?? null];
+      const { gradGate, gradUp } = recomputed(gradH);
+      rerun = null; // the rerun serves this one backward
+      return [gate.requiresGrad ? gradGate : null, up.requiresGrad ? gradUp : null];
     },
   });
 }
@@ -228,8 +238,10 @@ interface LinearInput {
   opName: string;
   inputs: Tensor[];
   wantsGradX: () => boolean;
-  /** x's values in backward (x itself, or recomputed). */
-  readX: () => Float32Array;
+  /** x's values in backward (x itself, or recomputed); gradX is dL/dx when wantsGradX, computed by then. */
+  readX: (gradX: Float32Array | null) => Float32Array;
+  /** RecomputedInput.willRead, passed on. */
+  willRead?: () => void;
   /** The gradients of `inputs` from dL/dx (null when wantsGradX is false). */
   gradients: (gradX: Float32Array | null) => (Float32Array | null)[];
 }
@@ -247,7 +259,7 @@ function linearNode(
   const rank = update ? update.a.shape[0] : 0;
   const N = xData.length / inputs;
   const trainedWeight = weight instanceof HalfMatrix ? null : weight;
-  const output = new Float32Array(N * out); // [N, out]
+  const output = uninitializedFloats(N * out); // [N, out], written in full by the product
   weightProduct(xData, weight, output, N, inputs, out, true);
   if (bias) for (let row = 0; row < N; row++) for (let j = 0; j < out; j++) output[row * out + j] += bias.data[j];
   const down = new Float32Array(N * rank); // u = s·x̃·Aᵀ [N, r]
@@ -268,6 +280,7 @@ function linearNode(
     ...(bias ? [bias] : []),
   ];
   if (!needsGrad(inputsOfNode)) return result;
+  if (trainedWeight?.requiresGrad || update?.a.requiresGrad) input.willRead?.(); // dW or dA reads x
   result.requiresGrad = true;
   result.node = {
     opName: input.opName,
@@ -275,17 +288,19 @@ function linearNode(
     backward: (g) => {
       let gradX: Float32Array | null = null;
       if (input.wantsGradX()) {
-        gradX = new Float32Array(N * inputs); // not xData.length: the closure must not keep a recomputed x alive
+        gradX = uninitializedFloats(N * inputs); // not xData.length: the closure must not keep a recomputed x alive
         weightProduct(g, weight, gradX, N, out, inputs, false); // g·W
       }
-      const adapterInput = () => dropped(input.readX());
+      let x: Float32Array | null = null; // read once per backward, as willRead promised
+      const readX = () => (x ??= input.readX(gradX));
+      const adapterInput = () => dropped(readX());
       // gradX is complete (g·W + du·A) only after the low-rank part: the inputs' gradients come last.
       const gradients: (Float32Array | null)[] = update
         ? lowRankGradients(update, adapterInput, down, g, gradX, N, out)
         : [];
       if (trainedWeight) {
         const gradW = trainedWeight.requiresGrad ? new Float32Array(trainedWeight.size) : null;
-        if (gradW) product(g, input.readX(), gradW, out, N, inputs, { transposeA: true }); // gᵀ·x
+        if (gradW) product(g, readX(), gradW, out, N, inputs, { transposeA: true }); // gᵀ·x
         gradients.push(gradW);
       }
       if (bias?.requiresGrad) {
@@ -324,6 +339,7 @@ function lowRankGradients(
     for (let i = 0; i < gradX.length; i++) gradX[i] += scales[i] * gradDropped[i];
   }
   let gradA: Float32Array | null = null;
+  // adapterInput may recompute x together with its gradient (swigluLowRankLinear): gradX is complete here.
   if (a.requiresGrad) {
     gradA = new Float32Array(a.size);
     product(gradDown, adapterInput(), gradA, rank, N, inputs, { transposeA: true }); // duᵀ·x̃

@@ -2,10 +2,10 @@
  * Conformance of the native backend's optional row kernels against the JS loops they replace (the
  * spec, which runs on the `js` backend): each op is run once per backend and the results compared.
  *
- * Stated tolerances: the float32 exp within 2 ulp of Math.exp (rounded to float32); SwiGLU (forward
- * and gradients) and AdamW bit for bit; RMSNorm within 4 ulp-ish relative (2e-6 relative to the row's
- * scale); logSoftmaxGather logprobs within 2e-6 absolute, gradients within 1e-7 absolute (softmax
- * entries); entropy within 2e-6 absolute; prefix attention within 1e-5 absolute. NaN stays NaN and ±Infinity stays ±Infinity as in JS.
+ * Stated tolerances: the float32 exp within 2 ulp of Math.exp (rounded to float32); AdamW bit for bit;
+ * RMSNorm within 4 ulp-ish relative (2e-6 relative to the row's scale); logSoftmaxGather logprobs within
+ * 2e-6 absolute, gradients within 1e-7 absolute (softmax entries); entropy within 2e-6 absolute; prefix
+ * attention within 1e-5 absolute (SwiGLU: backends/native/swiglu-kernel.test.ts). NaN stays NaN and ±Infinity stays ±Infinity as in JS.
  * Sizes are odd (vector tails) and large enough to be split over 2 threads. Every instruction set this
  * CPU supports (AVX-512, AVX2, portable) is checked, each being a separate build of the same source.
  * Is not: the PyTorch parity (src/model/transformer.test.ts) or gradient checks (fused.test.ts).
@@ -15,7 +15,7 @@ import { AdamW } from '../nn/optimizer.js';
 import type { Backend } from './backend.js';
 import { loadNativeBackend, nativeAddonStatus, nativeExp } from './backends/native/native-backend.js';
 import { createBackend, getBackend, setBackend } from './backends/select.js';
-import { rmsNorm, swiglu } from './fused.js';
+import { rmsNorm } from './fused.js';
 import { entropyFromLogits, logSoftmaxGather } from './fused-vocabulary.js';
 import { prefixAttention } from './prefix-attention.js';
 import { noGrad } from './autograd.js';
@@ -126,26 +126,6 @@ for (const isa of status.isas) {
         worst = Math.max(worst, ulpDistance(result[i], expected));
       }
       expect(worst).toBeLessThanOrEqual(2);
-    });
-
-    it('swiglu forward, generation path and gradients equal the JS loop bit for bit (odd size, wide range, NaN/Inf)', () => {
-      const size = 70_001;
-      const gateData = normalData(size, 1, 6);
-      gateData.set([Number.NaN, Infinity, -Infinity, 0, -0, 800, -800, 1e-10, -1e-10, 0.3465, -0.3466, -40], 0);
-      const upData = normalData(size, 2);
-      const seed = normalData(size, 3);
-      const { spec, kernel } = onBoth(native, () => {
-        const gate = parameter(gateData.slice(), [size]);
-        const up = parameter(upData.slice(), [size]);
-        const out = swiglu(gate, up);
-        out.backward(seed);
-        const generated = noGrad(() => swiglu(gate, up)).data;
-        return { out: out.data, generated, gradGate: gate.grad!.data, gradUp: up.grad!.data };
-      });
-      expectSameBits(kernel.out, spec.out, 'output');
-      expectSameBits(kernel.generated, spec.generated, 'generation output');
-      expectSameBits(kernel.gradGate, spec.gradGate, 'gradGate');
-      expectSameBits(kernel.gradUp, spec.gradUp, 'gradUp');
     });
 
     it('rmsNorm forward and gradients match within 2e-6 relative (odd width, rows over 2 threads, NaN row)', () => {

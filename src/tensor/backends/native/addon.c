@@ -12,8 +12,9 @@
  * M, accumulate) (B packed once, for weights that stay constant while decoding);
  * contextInfo(handle) -> { isa, threads, mr, nr, packedMaxRows }; supportedIsas() -> string[] (best first);
  * the row kernels of row-kernels-addon.c (SwiGLU, RMSNorm, log-sum-exp rows, softmax gradient, AdamW); the
- * training attention and RoPE of attention-addon.c; and packPanel of gemm-packing-addon.c (one panel packer,
- * for its tests).
+ * training attention and RoPE of attention-addon.c; the float32 SwiGLU of swiglu-addon.c; retainFreedMemory
+ * of heap-addon.c (malloc settings for training's large arrays); addArrays of elementwise-addon.c; and packPanel
+ * of gemm-packing-addon.c (one panel packer, for its tests).
  */
 #define NAPI_VERSION 8
 #include <node_api.h>
@@ -136,6 +137,9 @@ static int get_floats(napi_env env, napi_value value, const char *name, float **
 
 #include "row-kernels-addon.c"
 #include "attention-addon.c"
+#include "swiglu-addon.c"
+#include "heap-addon.c"
+#include "elementwise-addon.c"
 #include "gemm-packing-addon.c"
 
 /* B of a product: a Float32Array, or a Uint16Array of bfloat16 bits (a frozen base weight, gemm-half.c). */
@@ -370,6 +374,10 @@ NAPI_MODULE_INIT() {
       {"attentionForward", NULL, attention_forward_binding, NULL, NULL, NULL, napi_default, NULL},
       {"attentionBackward", NULL, attention_backward_binding, NULL, NULL, NULL, napi_default, NULL},
       {"ropeRows", NULL, rope_rows_binding, NULL, NULL, NULL, napi_default, NULL},
+      {"swigluForwardFloat", NULL, swiglu_forward_float_binding, NULL, NULL, NULL, napi_default, NULL},
+      {"swigluBackwardFloat", NULL, swiglu_backward_float_binding, NULL, NULL, NULL, napi_default, NULL},
+      {"retainFreedMemory", NULL, retain_freed_memory_binding, NULL, NULL, NULL, napi_default, NULL},
+      {"addArrays", NULL, add_arrays_binding, NULL, NULL, NULL, napi_default, NULL},
   };
   if (napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties) != napi_ok)
     return NULL;

@@ -69,20 +69,17 @@ export interface Addon {
     out: Float32Array,
   ): void;
   rowExp(x: Float32Array, out: Float32Array, isa: NativeIsa): void;
-  swigluForward(
-    handle: object,
-    gate: Float32Array,
-    up: Float32Array,
-    out: Float32Array,
-    activated: Float32Array | null,
-  ): void;
-  swigluBackward(
+  retainFreedMemory(): boolean;
+  addArrays(handle: object, a: Float32Array, b: Float32Array, out: Float32Array): void;
+  swigluForwardFloat(handle: object, gate: Float32Array, up: Float32Array, out: Float32Array): void;
+  swigluBackwardFloat(
     handle: object,
     gate: Float32Array,
     up: Float32Array,
     g: Float32Array,
     gradGate: Float32Array,
     gradUp: Float32Array,
+    out: Float32Array | null,
   ): void;
   logSumExpRows(
     handle: object,

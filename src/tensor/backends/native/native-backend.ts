@@ -65,6 +65,18 @@ function checkOptions(options: NativeBackendOptions): { threads: number; isa: Na
   return { threads, isa, packBudgetBytes };
 }
 
+let heapSettingsApplied = false;
+
+/**
+ * Once per process, unless GRPO_NATIVE_RETAIN_FREED=0: glibc's malloc keeps freed memory and serves blocks
+ * up to 1 GiB from its heap (heap-addon.c says why: page faults on every step's fresh activation arrays).
+ */
+function retainFreedMemory(addon: Addon): void {
+  if (heapSettingsApplied || process.env.GRPO_NATIVE_RETAIN_FREED === '0') return;
+  heapSettingsApplied = true;
+  addon.retainFreedMemory();
+}
+
 /** Elements an operand must hold: the last batch block's offset plus one block (0 if there are none). */
 function operandLength(batch: number, stride: number, block: number): number {
   return batch === 0 || block === 0 ? 0 : (batch - 1) * stride + block;
@@ -111,6 +123,7 @@ export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBac
   const { threads, isa, packBudgetBytes } = checkOptions(options);
   const { addon } = loadAddon();
   if (!addon) return null;
+  retainFreedMemory(addon);
   let handle: object | null = addon.createContext(threads, isa);
   const info = addon.contextInfo(handle);
   const live = (op: string): object => {
@@ -156,11 +169,14 @@ export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBac
       checkMatmulArguments(a, b, out, shape);
       product(live('matmulBfloat16B'), a, b, out, shape); // the addon tells the two kinds of b apart
     },
-    swigluForward(gate, up, out, activated) {
-      addon.swigluForward(live('swigluForward'), gate, up, out, activated);
+    addArrays(a, b, out) {
+      addon.addArrays(live('addArrays'), a, b, out);
     },
-    swigluBackward(gate, up, gradOut, gradGate, gradUp) {
-      addon.swigluBackward(live('swigluBackward'), gate, up, gradOut, gradGate, gradUp);
+    swigluForward(gate, up, out) {
+      addon.swigluForwardFloat(live('swigluForward'), gate, up, out);
+    },
+    swigluBackward(gate, up, gradOut, gradGate, gradUp, out) {
+      addon.swigluBackwardFloat(live('swigluBackward'), gate, up, gradOut, gradGate, gradUp, out);
     },
     rmsNormForward(x, weight, rows, D, eps, out, inverseRms) {
       addon.rmsNormForward(live('rmsNormForward'), x, weight, rows, D, eps, out, inverseRms);
