@@ -11,7 +11,7 @@
  * packMatrix(handle, b, K, N, transposeB) -> packed; releasePacked(packed); matmulPacked(handle, a, packed, out,
  * M, accumulate) (B packed once, for weights that stay constant while decoding);
  * contextInfo(handle) -> { isa, threads, mr, nr, packedMaxRows }; supportedIsas() -> string[] (best first);
- * the row kernels of row-kernels-addon.c (SwiGLU, RMSNorm, log-sum-exp rows, softmax gradient, AdamW); the
+ * the row kernels of row-kernels-addon.c (RMSNorm, log-sum-exp rows, softmax gradient, AdamW); the
  * training attention and RoPE of attention-addon.c; the float32 SwiGLU of swiglu-addon.c; retainFreedMemory
  * of heap-addon.c (malloc settings for training's large arrays); addArrays of elementwise-addon.c; and packPanel
  * of gemm-packing-addon.c (one panel packer, for its tests).
@@ -362,8 +362,6 @@ NAPI_MODULE_INIT() {
       {"supportedIsas", NULL, supported_isas, NULL, NULL, NULL, napi_default, NULL},
       {"packPanel", NULL, pack_panel_binding, NULL, NULL, NULL, napi_default, NULL},
       {"rowExp", NULL, row_exp_binding, NULL, NULL, NULL, napi_default, NULL},
-      {"swigluForward", NULL, swiglu_forward_binding, NULL, NULL, NULL, napi_default, NULL},
-      {"swigluBackward", NULL, swiglu_backward_binding, NULL, NULL, NULL, napi_default, NULL},
       {"logSumExpRows", NULL, log_sum_exp_binding, NULL, NULL, NULL, napi_default, NULL},
       {"softmaxGradRows", NULL, softmax_grad_binding, NULL, NULL, NULL, napi_default, NULL},
       {"rmsNormForward", NULL, rms_norm_forward_binding, NULL, NULL, NULL, napi_default, NULL},

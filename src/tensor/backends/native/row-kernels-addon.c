@@ -6,8 +6,7 @@
  * their own translation unit (row-kernels.c, through row-kernels.h).
  * Is not: the friendly validation with tensor names (native-backend.ts) or the arithmetic.
  *
- * Exports (registered in addon.c): rowExp(x, out, isa); swigluForward(h, gate, up, out, activated | null);
- * swigluBackward(h, gate, up, g, gradGate, gradUp); logSumExpRows(h, logits, rows, V, shift,
+ * Exports (registered in addon.c): rowExp(x, out, isa); logSumExpRows(h, logits, rows, V, shift,
  * logTotal: Float64Array, entropy | null); softmaxGradRows(h, logits, rows, V, shift, logTotal, rowGrad,
  * out); rmsNormForward(h, x, w, rows, D, eps, out, inverseRms); rmsNormBackward(h, x, w, inverseRms, g,
  * rows, D, gradX, gradW); adamwUpdate(h, p, g, m, v, beta1, beta2, epsilon, stepSize, biasCorrection2Sqrt,
@@ -123,34 +122,6 @@ static napi_value row_exp_binding(napi_env env, napi_callback_info info) {
   }
   row_kernels_named(kernel->name)->exp(x, out, (int64_t)length);
   return NULL;
-}
-
-static napi_value swiglu_forward_binding(napi_env env, napi_callback_info info) {
-  row_args a;
-  float *gate, *up, *out, *activated;
-  size_t n = 0;
-  if (!read_args(env, info, "swigluForward", 5, &a)) return NULL;
-  context_handle *handle = get_handle(env, a.argv[0]);
-  if (!handle || !get_floats(env, a.argv[1], "gate", &gate, &n) || !arg_floats(&a, 2, "up", (double)n, 0, &up) ||
-      !arg_floats(&a, 3, "out", (double)n, 0, &out) || !arg_floats(&a, 4, "activated", (double)n, 1, &activated))
-    return NULL;
-  row_job job = {.kind = JOB_SWIGLU_FORWARD, .count = (int64_t)n, .align = ROW_ALIGN, .in = {gate, up}, .out = {out, activated}};
-  return run_handle_job(&a, handle, &job);
-}
-
-static napi_value swiglu_backward_binding(napi_env env, napi_callback_info info) {
-  row_args a;
-  float *gate, *up, *g, *grad_gate, *grad_up;
-  size_t n = 0;
-  if (!read_args(env, info, "swigluBackward", 6, &a)) return NULL;
-  context_handle *handle = get_handle(env, a.argv[0]);
-  if (!handle || !get_floats(env, a.argv[1], "gate", &gate, &n) || !arg_floats(&a, 2, "up", (double)n, 0, &up) ||
-      !arg_floats(&a, 3, "g", (double)n, 0, &g) || !arg_floats(&a, 4, "gradGate", (double)n, 0, &grad_gate) ||
-      !arg_floats(&a, 5, "gradUp", (double)n, 0, &grad_up))
-    return NULL;
-  row_job job = {.kind = JOB_SWIGLU_BACKWARD, .count = (int64_t)n, .align = ROW_ALIGN,
-                 .in = {gate, up, g}, .out = {grad_gate, grad_up}};
-  return run_handle_job(&a, handle, &job);
 }
 
 static napi_value log_sum_exp_binding(napi_env env, napi_callback_info info) {

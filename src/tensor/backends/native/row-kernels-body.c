@@ -4,10 +4,10 @@
  * RK_TARGET (the function target attribute) and RK_NAME defined. Native-width vectors let GCC keep
  * every comparison in vector registers (wider-than-hardware vectors made it compare lane by lane).
  *
- * Is: SwiGLU (double, fdlibm exp, bit for bit the JS loop), float exp (Cephes, <= 2 ulp), log-sum-exp /
- * entropy / softmax-gradient rows, RMSNorm rows and AdamW (double, bit for bit the JS loop), and the
- * categorical draw of one token per row of logits (float exp, sums in double), and decode attention over
- * a prompt shared by a group of rows.
+ * Is: float exp (Cephes, <= 2 ulp), log-sum-exp / entropy / softmax-gradient rows, RMSNorm rows and AdamW
+ * (double, bit for bit the JS loop), the categorical draw of one token per row of logits (float exp, sums
+ * in double), and decode attention over a prompt shared by a group of rows.
+ * Is not: SwiGLU (float32, swiglu-body.c).
  * Is not: threading, dispatch or argument checks (row-kernels.c, row-kernels-addon.c).
  */
 #define LANES (RK_BYTES / 4)
@@ -16,12 +16,10 @@
 #define vi RK(vi)
 #define vf8 RK(vf8)
 #define vd RK(vd)
-#define vl RK(vl)
 #define vi8 RK(vi8)
 #define iota RK(iota)
 #define splat RK(splat)
 #define pick RK(pick)
-#define pick_l RK(pick_l)
 #define load RK(load)
 #define store RK(store)
 #define load_part RK(load_part)
@@ -29,15 +27,7 @@
 #define widen_sum RK(widen_sum)
 #define lane_total RK(lane_total)
 #define exp_v RK(exp_v)
-#define splat_d RK(splat_d)
-#define pick_d RK(pick_d)
-#define exp_nonpositive_d RK(exp_nonpositive_d)
-#define sigmoid_d RK(sigmoid_d)
-#define load_d RK(load_d)
-#define store_d RK(store_d)
 #define row_exp RK(row_exp)
-#define row_swiglu_forward RK(row_swiglu_forward)
-#define row_swiglu_backward RK(row_swiglu_backward)
 #define row_log_sum_exp RK(row_log_sum_exp)
 #define row_softmax_grad RK(row_softmax_grad)
 #define row_rms_norm_forward RK(row_rms_norm_forward)
@@ -54,7 +44,6 @@ typedef float vf __attribute__((vector_size(RK_BYTES)));
 typedef int32_t vi __attribute__((vector_size(RK_BYTES)));
 typedef float vf8 __attribute__((vector_size(RK_BYTES / 2)));
 typedef double vd __attribute__((vector_size(RK_BYTES)));
-typedef int64_t vl __attribute__((vector_size(RK_BYTES)));
 typedef int32_t vi8 __attribute__((vector_size(RK_BYTES / 2)));
 
 INLINE vi iota(void) {
@@ -64,7 +53,6 @@ INLINE vi iota(void) {
 }
 INLINE vf splat(float value) { return (vf){0} + value; }
 INLINE vf pick(vi mask, vf yes, vf no) { return (vf)(((vi)yes & mask) | ((vi)no & ~mask)); }
-INLINE vl pick_l(vl mask, int64_t value) { return ((vl){0} + value) & mask; }
 INLINE vf load(const float *p) { vf v; memcpy(&v, p, sizeof v); return v; }
 INLINE void store(float *p, vf v) { memcpy(p, &v, sizeof v); }
 /* The first `count` lanes of p (count < LANES), `fill` elsewhere. */
@@ -98,108 +86,10 @@ INLINE double lane_total(vd v) {
 
 #include "vector-exp.c"
 
-INLINE vd splat_d(double value) { return (vd){0} + value; }
-INLINE vd pick_d(vl mask, vd yes, vd no) { return (vd)(((vl)yes & mask) | ((vl)no & ~mask)); }
-
-/*
- * e^x in double for x ≤ 0, step for step fdlibm's e_exp.c (V8's Math.exp): the same reduction, polynomial
- * and scaling in the same order without fused multiply-adds, so SwiGLU matches the JS loop bit for bit.
- */
-INLINE vd exp_nonpositive_d(vd x) {
-  const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
-  /* NaN needs no mask: every comparison below is false for it and the arithmetic carries it through. */
-  vl underflow = x < -7.45133219101941108420e+02;
-  vd xc = pick_d(underflow, splat_d(-746.0), x);
-  vd ax = -xc;
-  vl small = ax < 0.34657359027997264; /* |x| ≤ ln2/2 (fdlibm: high word ≤ 0x3fd62e42): k = 0, no reduction */
-  vl tiny = ax < 3.725290298461914e-09; /* |x| < 2^-28: 1 + x */
-  vd kd_raw = xc * 1.44269504088896338700e+00 - 0.5;
-  vi8 k = __builtin_convertvector(kd_raw, vi8); /* truncation toward zero, as fdlibm's (int) */
-  vd t = __builtin_convertvector(k, vd);
-  vd hi = xc - t * ln2_hi, lo = t * ln2_lo;
-  vd r = pick_d(small, xc, hi - lo);
-  vd r2 = r * r;
-  vd c = r - r2 * (1.66666666666666019037e-01 + r2 * (-2.77777777770155933842e-03 + r2 * (6.61375632143793436117e-05 +
-                   r2 * (-1.65339022054652515390e-06 + r2 * 4.13813679705723846039e-08))));
-  vd quotient = (r * c) / (2.0 - c); /* fdlibm's (x·c)/(c − 2) for k = 0 is exactly −quotient */
-  vd y_small = 1.0 - (-quotient - r);
-  vd y = 1.0 - ((lo - quotient) - hi);
-  vl kl = __builtin_convertvector(k, vl);
-  vl deep = kl < -1021; /* fdlibm scales by 2^(k+1000) then 2^-1000 there (subnormal results) */
-  vd scale1 = (vd)((kl + pick_l(deep, 1000) + 1023) << 52);
-  vd scale2 = pick_d(deep, splat_d(9.33263618503218878990e-302), splat_d(1.0));
-  vd result = pick_d(small, y_small, y * scale1 * scale2);
-  result = pick_d(tiny, 1.0 + xc, result);
-  return pick_d(underflow, splat_d(0.0), result);
-}
-
-/* 1/(1+e^−x) for x ≥ 0 and e^x/(1+e^x) below, as fused.ts's sigmoidOf (NaN stays NaN). */
-INLINE vd sigmoid_d(vd x) {
-  vl positive = x >= 0.0;
-  vd e = exp_nonpositive_d(pick_d(positive, -x, x));
-  return pick_d(positive, splat_d(1.0), e) / (1.0 + e);
-}
-
-/* Eight floats from p (count of them, zeros after) widened to double. */
-INLINE vd load_d(const float *p, int64_t count) {
-  vf8 v;
-  if (count >= HALF) {
-    memcpy(&v, p, sizeof v);
-  } else {
-    float lanes[HALF] = {0};
-    for (int64_t i = 0; i < count; i++) lanes[i] = p[i];
-    memcpy(&v, lanes, sizeof v);
-  }
-  return __builtin_convertvector(v, vd);
-}
-INLINE void store_d(float *p, vd v, int64_t count) {
-  vf8 narrow = __builtin_convertvector(v, vf8);
-  if (count >= HALF) {
-    memcpy(p, &narrow, sizeof narrow);
-    return;
-  }
-  float lanes[HALF];
-  memcpy(lanes, &narrow, sizeof lanes);
-  for (int64_t i = 0; i < count && i < HALF; i++) p[i] = lanes[i];
-}
-
 RK_TARGET void row_exp(const float *x, float *out, int64_t n) {
   int64_t i = 0;
   for (; i + LANES <= n; i += LANES) store(out + i, exp_v(load(x + i)));
   if (i < n) store_part(out + i, exp_v(load_part(x + i, n - i, 0.0f)), n - i);
-}
-
-/*
- * out = silu(gate)·up; activated (may be NULL) keeps silu(gate) for the backward pass. In double with the
- * JS loop's roundings: silu rounded to float32, then the float32 product with up.
- */
-RK_TARGET void row_swiglu_forward(const float *gate, const float *up, float *out, float *activated, int64_t begin,
-                                    int64_t end) {
-  for (int64_t i = begin; i < end; i += HALF) {
-    int64_t count = end - i < HALF ? end - i : HALF;
-    vd x = load_d(gate + i, count);
-    vf8 silu = __builtin_convertvector(x * sigmoid_d(x), vf8);
-    vd product = __builtin_convertvector(silu, vd) * load_d(up + i, count);
-    if (activated) store_d(activated + i, __builtin_convertvector(silu, vd), count);
-    store_d(out + i, product, count);
-  }
-}
-
-/*
- * gradGate = fround(g·up)·σ(x)(1 + x(1 − σ(x))); gradUp = g·fround(x·σ(x)), silu recomputed exactly as the
- * forward rounds it (so nothing [rows, I]-sized is kept between the passes).
- */
-RK_TARGET void row_swiglu_backward(const float *gate, const float *up, const float *g, float *grad_gate, float *grad_up,
-                                     int64_t begin, int64_t end) {
-  for (int64_t i = begin; i < end; i += HALF) {
-    int64_t count = end - i < HALF ? end - i : HALF;
-    vd x = load_d(gate + i, count), gi = load_d(g + i, count);
-    vd s = sigmoid_d(x);
-    vd g_up = __builtin_convertvector(__builtin_convertvector(gi * load_d(up + i, count), vf8), vd);
-    vd silu = __builtin_convertvector(__builtin_convertvector(x * s, vf8), vd);
-    store_d(grad_gate + i, g_up * (s * (1.0 + x * (1.0 - s))), count);
-    store_d(grad_up + i, gi * silu, count);
-  }
 }
 
 /*
@@ -543,7 +433,7 @@ RK_TARGET void row_prefix_attention(const attention_dims *d, const float *q, con
 }
 
 static const row_kernel_set RK(row_kernels) = {
-  RK_NAME, row_exp, row_swiglu_forward, row_swiglu_backward, row_log_sum_exp, row_softmax_grad,
+  RK_NAME, row_exp, row_log_sum_exp, row_softmax_grad,
   row_rms_norm_forward, row_rms_norm_backward, row_adamw, row_sample, row_prefix_attention,
 };
 
@@ -553,12 +443,10 @@ static const row_kernel_set RK(row_kernels) = {
 #undef vi
 #undef vf8
 #undef vd
-#undef vl
 #undef vi8
 #undef iota
 #undef splat
 #undef pick
-#undef pick_l
 #undef load
 #undef store
 #undef load_part
@@ -566,15 +454,7 @@ static const row_kernel_set RK(row_kernels) = {
 #undef widen_sum
 #undef lane_total
 #undef exp_v
-#undef splat_d
-#undef pick_d
-#undef exp_nonpositive_d
-#undef sigmoid_d
-#undef load_d
-#undef store_d
 #undef row_exp
-#undef row_swiglu_forward
-#undef row_swiglu_backward
 #undef row_log_sum_exp
 #undef row_softmax_grad
 #undef row_rms_norm_forward

@@ -1,7 +1,8 @@
 /*
- * Row-wise kernels of the `native` backend: SwiGLU forward/backward, RMSNorm forward/backward, the
- * per-row log-sum-exp (and entropy) of logits, the softmax part of log-softmax-gather's gradient, and
- * the AdamW update, one categorical draw per row of logits, and decode attention over a shared prompt. The JavaScript loops in src/tensor/fused.ts and src/nn/optimizer.ts are the spec.
+ * Row-wise kernels of the `native` backend: RMSNorm forward/backward, the per-row log-sum-exp (and
+ * entropy) of logits, the softmax part of log-softmax-gather's gradient, the AdamW update, one
+ * categorical draw per row of logits, and decode attention over a shared prompt. The JavaScript loops
+ * in src/tensor/fused.ts and src/nn/optimizer.ts are the spec. (SwiGLU is swiglu.c's.)
  *
  * Is: arithmetic on flat float arrays, split over the gemm context's thread pool. The exponential is a
  * Cephes-style range reduction plus degree-6 polynomial on GCC vectors (≤ 2 ulp over float32, checked
@@ -79,10 +80,6 @@ static void run_row_job(void *arg, int thread) {
   int64_t begin = per * thread, end = begin + per < j->count ? begin + per : j->count;
   if (begin >= end) return;
   switch (j->kind) {
-    case JOB_SWIGLU_FORWARD: j->k->swiglu_forward(j->in[0], j->in[1], j->out[0], j->out[1], begin, end); break;
-    case JOB_SWIGLU_BACKWARD:
-      j->k->swiglu_backward(j->in[0], j->in[1], j->in[2], j->out[0], j->out[1], begin, end);
-      break;
     case JOB_LOG_SUM_EXP: j->k->log_sum_exp(j->in[0], j->width, j->out[0], j->doubles, j->out[1], begin, end); break;
     case JOB_SOFTMAX_GRAD:
       j->k->softmax_grad(j->in[0], j->width, j->in[1], j->doubles, j->in[2], j->out[0], begin, end);

@@ -24,9 +24,6 @@ typedef struct {
 typedef struct {
   const char *name;
   void (*exp)(const float *x, float *out, int64_t n);
-  void (*swiglu_forward)(const float *gate, const float *up, float *out, float *activated, int64_t begin, int64_t end);
-  void (*swiglu_backward)(const float *gate, const float *up, const float *g, float *grad_gate, float *grad_up,
-                          int64_t begin, int64_t end);
   void (*log_sum_exp)(const float *logits, int64_t V, float *shift, double *log_total, float *entropy, int64_t begin,
                       int64_t end);
   void (*softmax_grad)(const float *logits, int64_t V, const float *shift, const double *log_total,
@@ -44,7 +41,7 @@ typedef struct {
 
 /* ---- splitting a kernel over the pool: each thread takes a contiguous share of [0, count). ---- */
 
-typedef enum { JOB_SWIGLU_FORWARD, JOB_SWIGLU_BACKWARD, JOB_LOG_SUM_EXP, JOB_SOFTMAX_GRAD, JOB_RMS_FORWARD,
+typedef enum { JOB_LOG_SUM_EXP, JOB_SOFTMAX_GRAD, JOB_RMS_FORWARD,
                JOB_RMS_BACKWARD, JOB_ADAMW, JOB_SAMPLE,
                JOB_PREFIX_ATTENTION } row_job_kind;
 
