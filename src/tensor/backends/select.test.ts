@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { Backend } from '../backend.js';
+import { nativeAddonStatus } from './native/native-addon.js';
 import { backendNames, createBackend, getBackend, setBackend } from './select.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
@@ -87,5 +88,13 @@ describe('backend selection', () => {
       GRPO_THREADS: 'two',
     });
     expect(threads.stderr).toContain('GRPO_THREADS must be a positive integer, got "two"');
+    // A bad native setting is refused by name, not taken as "native unavailable" (falling back to wasm).
+    const retain = runChild(`const { getBackend } = await import('${selectModule}'); getBackend();`, {
+      GRPO_NATIVE_RETAIN_FREED: 'off',
+    });
+    if (nativeAddonStatus().available) {
+      expect(retain.status).not.toBe(0);
+      expect(retain.stderr).toContain("GRPO_NATIVE_RETAIN_FREED must be 0 (return freed memory) or 1, got 'off'");
+    } else expect(retain.status).toBe(0); // no addon: native is unavailable, so its setting is never read
   });
 });

@@ -20,14 +20,25 @@ export interface BackendOptions {
 
 type BackendFactory = (options: { threads: number }) => Backend;
 
+/** A backend that cannot run here (no addon, no WebAssembly threads), as opposed to a setting that is wrong. */
+class BackendUnavailableError extends Error {}
+
+function createWasmOrUnavailable(threads: number): Backend {
+  try {
+    return createWasmBackend({ threads });
+  } catch (error) {
+    throw new BackendUnavailableError(`backend "wasm" is not available: ${(error as Error).message}`);
+  }
+}
+
 const factories: Record<string, BackendFactory> = {
   js: () => createJsBackend(),
-  wasm: (options) => createWasmBackend({ threads: options.threads }),
+  wasm: (options) => createWasmOrUnavailable(options.threads),
   // loadNativeBackend returns null when the addon is absent (not built, no compiler at install);
   // the fastest-available choice then falls through to wasm.
   native: (options) => {
     const backend = loadNativeBackend({ threads: options.threads });
-    if (!backend) throw new Error(`backend "native" is not available: ${nativeAddonStatus().reason}`);
+    if (!backend) throw new BackendUnavailableError(`backend "native" is not available: ${nativeAddonStatus().reason}`);
     return backend;
   },
 };
@@ -72,8 +83,10 @@ function createFastest(): Backend {
   for (const name of preference) {
     try {
       return createBackend(name, { threads });
-    } catch {
-      // Not available here (no addon, no WebAssembly SIMD/threads): try the next one.
+    } catch (error) {
+      // Not available here (no addon, no WebAssembly SIMD/threads): try the next one. A bad setting
+      // (GRPO_NATIVE_PACK_MB=lots) is the user's error, not a reason to run quietly on a slower backend.
+      if (!(error instanceof BackendUnavailableError)) throw error;
     }
   }
   throw new Error('no backend could be created'); // unreachable: js always loads

@@ -375,6 +375,14 @@ describe.skipIf(!status.available && !required)('native backend', () => {
       if (saved === undefined) delete process.env.GRPO_NATIVE_PACK_MB;
       else process.env.GRPO_NATIVE_PACK_MB = saved;
     }
+    const savedRetain = process.env.GRPO_NATIVE_RETAIN_FREED;
+    process.env.GRPO_NATIVE_RETAIN_FREED = 'false';
+    try {
+      expect(() => loadNativeBackend()).toThrow(/GRPO_NATIVE_RETAIN_FREED must be 0 .* or 1, got 'false'/);
+    } finally {
+      if (savedRetain === undefined) delete process.env.GRPO_NATIVE_RETAIN_FREED;
+      else process.env.GRPO_NATIVE_RETAIN_FREED = savedRetain;
+    }
     backend!.dispose();
     backend!.dispose(); // safe twice
     expect(() => backend!.matmul(a, b, new Float32Array(24), shape)).toThrow(/after dispose/);

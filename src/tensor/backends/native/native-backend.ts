@@ -72,7 +72,11 @@ let heapSettingsApplied = false;
  * up to 1 GiB from its heap (heap-addon.c says why: page faults on every step's fresh activation arrays).
  */
 function retainFreedMemory(addon: Addon): void {
-  if (heapSettingsApplied || process.env.GRPO_NATIVE_RETAIN_FREED === '0') return;
+  const setting = process.env.GRPO_NATIVE_RETAIN_FREED;
+  // Refused rather than read as "on": a user who wrote `false` or `off` meant the opposite of the default.
+  if (setting !== undefined && setting !== '' && setting !== '0' && setting !== '1')
+    throw new Error(`native backend: GRPO_NATIVE_RETAIN_FREED must be 0 (return freed memory) or 1, got '${setting}'`);
+  if (heapSettingsApplied || setting === '0') return;
   heapSettingsApplied = true;
   addon.retainFreedMemory();
 }
