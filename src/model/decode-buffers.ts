@@ -11,7 +11,7 @@
  * weight come here (Transformer.project decides); the product is the one `linear` runs, so the floats
  * are the same.
  */
-import { getBackend, isGradEnabled, Tensor } from '../tensor/index.js';
+import { isGradEnabled, linearInto, Tensor } from '../tensor/index.js';
 
 export class DecodeBuffers {
   private readonly arrays = new Map<string, Float32Array>();
@@ -24,18 +24,7 @@ export class DecodeBuffers {
     const rows = x.size / K;
     if (weight.rank !== 2 || x.shape[x.rank - 1] !== K || x.rank < 2)
       throw new Error(`DecodeBuffers: ${module} input [${x.shape.join(', ')}] does not fit weight [${N}, ${K}]`);
-    const output = this.array(module, rows * N);
-    getBackend().matmul(x.data, weight.data, output, {
-      batch: 1,
-      M: rows,
-      K,
-      N,
-      transposeA: false,
-      transposeB: true,
-      aBatchStride: 0,
-      bBatchStride: 0,
-      accumulate: false,
-    });
+    const output = linearInto(x.data, weight.data, this.array(module, rows * N), rows, K, N);
     return new Tensor(output, [...x.shape.slice(0, -1), N]);
   }
 

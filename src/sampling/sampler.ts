@@ -12,7 +12,7 @@
  */
 import type { KvCache, Transformer } from '../model/transformer.js';
 import { DecodeBuffers } from '../model/decode-buffers.js';
-import { concat, getBackend, noGrad, Random, Tensor, withConstantWeights } from '../tensor/index.js';
+import { concat, linearInto, noGrad, Random, Tensor, withConstantWeights } from '../tensor/index.js';
 import { chooseTokens, type SamplingSettings } from './logits.js';
 
 export interface GenerateRequest extends Partial<SamplingSettings> {
@@ -291,18 +291,7 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
  */
 function headInto(model: Transformer, hidden: Tensor, out: Float32Array): Float32Array {
   const { hiddenSize: H, vocabSize: V } = model.config;
-  getBackend().matmul(hidden.data, model.headWeight().data, out, {
-    batch: 1,
-    M: hidden.size / H,
-    K: H,
-    N: V,
-    transposeA: false,
-    transposeB: true,
-    aBatchStride: 0,
-    bBatchStride: 0,
-    accumulate: false,
-  });
-  return out;
+  return linearInto(hidden.data, model.headWeight().data, out, hidden.size / H, H, V);
 }
 
 /** Records one sequence's chosen token and why it stopped, if it did. */

@@ -8,6 +8,7 @@
 import { record } from './autograd.js';
 import { getBackend } from './backends/select.js';
 import { mul } from './elementwise.js';
+import { linearInto } from './matmul.js';
 import { sum } from './primitives.js';
 import { formatShape, sizeOf } from './shape.js';
 import { Tensor, tensor } from './tensor.js';
@@ -124,18 +125,14 @@ export function projectedLogSoftmaxGather(
   const entropies = new Float32Array(N);
   const states: RowNormalizers[] = [];
   const chunkLogits = (first: number, rows: number): Float32Array => {
-    const logits = buffer.subarray(0, rows * V);
-    getBackend().matmul(x.data.subarray(first * H, (first + rows) * H), weight.data, logits, {
-      batch: 1,
-      M: rows,
-      K: H,
-      N: V,
-      transposeA: false,
-      transposeB: true,
-      aBatchStride: 0,
-      bBatchStride: 0,
-      accumulate: false,
-    });
+    const logits = linearInto(
+      x.data.subarray(first * H, (first + rows) * H),
+      weight.data,
+      buffer.subarray(0, rows * V),
+      rows,
+      H,
+      V,
+    );
     if (factor !== 1) for (let i = 0; i < logits.length; i++) logits[i] *= factor;
     return logits;
   };

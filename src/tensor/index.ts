@@ -52,7 +52,7 @@ export {
   embedding,
   broadcastTo,
 } from './primitives.js';
-export { matmul, type MatmulOptions } from './matmul.js';
+export { linearInto, matmul, type MatmulOptions } from './matmul.js';
 export { mean, logSumExp, logSoftmax, softmax, entropy, linear } from './ops.js';
 export { rmsNorm, rope, swiglu } from './fused.js';
 export { causalAttention, type AttentionOptions } from './attention.js';

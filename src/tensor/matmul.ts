@@ -89,6 +89,24 @@ interface MatmulGeometry {
   bShared: boolean;
 }
 
+/**
+ * out = a · weightᵀ for a [rows, K] and weight [N, K] (a linear layer's product) on flat arrays, with no
+ * graph: the same backend product as `matmul(a, weight, { transposeB: true })`, so the same floats, into
+ * an array the caller keeps (a decode step's reused output, a chunk of the vocabulary's logits).
+ */
+export function linearInto(
+  a: Float32Array,
+  weight: Float32Array,
+  out: Float32Array,
+  rows: number,
+  K: number,
+  N: number,
+): Float32Array {
+  const shape = { batch: 1, M: rows, K, N, transposeA: false, transposeB: true, aBatchStride: 0, bBatchStride: 0 };
+  getBackend().matmul(a, weight, out, { ...shape, accumulate: false });
+  return out;
+}
+
 // C = op(A)·op(B) ⇒ d op(A) = dC·op(B)ᵀ and d op(B) = op(A)ᵀ·dC; stored layouts decide the flags.
 // A shared (2-D) operand accumulates its gradient over the batch.
 function matmulGradA(a: Tensor, b: Tensor, g: Float32Array, geometry: MatmulGeometry): Float32Array {
