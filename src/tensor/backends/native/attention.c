@@ -66,8 +66,8 @@ const attention_kernel_set *attention_kernels_named(const char *name) {
 /* Each thread takes a contiguous share of the items (every item costs about the same). */
 static void run_attention_part(void *arg, int thread) {
   attention_job *j = arg;
-  int64_t per = (j->count + j->threads - 1) / j->threads;
-  int64_t begin = per * thread, end = begin + per < j->count ? begin + per : j->count;
+  int64_t begin, end;
+  thread_pool_share(j->count, j->threads, 1, thread, &begin, &end);
   if (begin >= end) return;
   int status = 0;
   switch (j->kind) {

@@ -25,9 +25,8 @@ typedef struct {
 
 static void add_share(void *arg, int thread) {
   const add_job *j = arg;
-  int64_t per = (j->n + j->threads - 1) / j->threads;
-  per = (per + ADD_ALIGN - 1) / ADD_ALIGN * ADD_ALIGN;
-  int64_t begin = per * thread, end = begin + per < j->n ? begin + per : j->n;
+  int64_t begin, end;
+  thread_pool_share(j->n, j->threads, ADD_ALIGN, thread, &begin, &end);
   const float *a = j->a, *b = j->b;
   float *out = j->out;
   for (int64_t i = begin; i < end; i++) out[i] = a[i] + b[i];

@@ -75,9 +75,8 @@ const row_kernel_set *row_kernels_named(const char *name) {
 
 static void run_row_job(void *arg, int thread) {
   const row_job *j = arg;
-  int64_t per = (j->count + j->threads - 1) / j->threads;
-  per = (per + j->align - 1) / j->align * j->align;
-  int64_t begin = per * thread, end = begin + per < j->count ? begin + per : j->count;
+  int64_t begin, end;
+  thread_pool_share(j->count, j->threads, j->align, thread, &begin, &end);
   if (begin >= end) return;
   switch (j->kind) {
     case JOB_LOG_SUM_EXP: j->k->log_sum_exp(j->in[0], j->width, j->out[0], j->doubles, j->out[1], begin, end); break;

@@ -79,9 +79,8 @@ typedef struct {
 
 static void run_share(void *arg, int thread) {
   const swiglu_job *j = arg;
-  int64_t per = (j->n + j->threads - 1) / j->threads;
-  per = (per + SWIGLU_ALIGN - 1) / SWIGLU_ALIGN * SWIGLU_ALIGN;
-  int64_t begin = per * thread, end = begin + per < j->n ? begin + per : j->n;
+  int64_t begin, end;
+  thread_pool_share(j->n, j->threads, SWIGLU_ALIGN, thread, &begin, &end);
   if (begin >= end) return;
   if (j->g)
     j->k->backward(j->gate, j->up, j->g, j->grad_gate, j->grad_up, j->out, begin, end);

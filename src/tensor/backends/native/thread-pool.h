@@ -7,6 +7,8 @@
 #ifndef GRPO_THREAD_POOL_H
 #define GRPO_THREAD_POOL_H
 
+#include <stdint.h>
+
 typedef void (*pool_job_fn)(void *arg, int thread_index);
 typedef struct thread_pool thread_pool;
 
@@ -15,5 +17,17 @@ thread_pool *thread_pool_create(int threads);
 void thread_pool_destroy(thread_pool *pool);
 /* Calls job(arg, t) for t = 0..threads-1 (t = 0 on the caller) and waits for all of them. */
 void thread_pool_run(thread_pool *pool, pool_job_fn job, void *arg);
+
+/*
+ * Thread `thread`'s contiguous share [*begin, *end) of [0, count) split `threads` ways, every share
+ * starting at a multiple of `align` (whole vectors or cache lines); empty (*begin >= *end) past the end.
+ */
+static inline void thread_pool_share(int64_t count, int threads, int64_t align, int thread, int64_t *begin,
+                                     int64_t *end) {
+  int64_t per = (count + threads - 1) / threads;
+  per = (per + align - 1) / align * align;
+  *begin = per * thread;
+  *end = *begin + per < count ? *begin + per : count;
+}
 
 #endif
