@@ -6,9 +6,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import * as T from '../tensor/index.js';
-import { backendsUnderTest } from '../tensor/test-backends.js';
+import { backendsUnderTest, useBackendInSuite } from '../tensor/test-backends.js';
 import { gradCheck } from '../testing/gradcheck.js';
 import { type FlowModelConfig, flowVelocity, initFlowModel, loadFlowModel, saveFlowModel } from './flow-mlp.js';
 
@@ -34,12 +34,7 @@ function randomModel(seed: number) {
 const backends = backendsUnderTest();
 for (const { name, backend } of backends) {
   describe(`flow model gradients on ${name}`, () => {
-    let previous: T.Backend;
-    beforeAll(() => {
-      previous = T.getBackend();
-      T.setBackend(backend);
-    });
-    afterAll(() => T.setBackend(previous));
+    useBackendInSuite(backend);
     it('matches finite differences in the input and every parameter', () => {
       const model = randomModel(5);
       const names = [...model.parameters.keys()];

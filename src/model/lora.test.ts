@@ -9,10 +9,10 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { gradCheck } from '../testing/gradcheck.js';
 import * as T from '../tensor/index.js';
-import { backendsUnderTest } from '../tensor/test-backends.js';
+import { backendsUnderTest, useBackendInSuite } from '../tensor/test-backends.js';
 import { loadAdapter, writeAdapterFiles } from './adapter-files.js';
 import { createSmallConfig } from './config.js';
 import { LoraAdapters, linearWithAdapter, resolveTargetModules } from './lora.js';
@@ -222,12 +222,7 @@ describe('LoRA adapters', () => {
 // After the model tests: backendsUnderTest disposes the backends it made once their suites end.
 for (const { name, backend } of backendsUnderTest()) {
   describe(`linearWithAdapter gradients on ${name}`, () => {
-    let previous: T.Backend;
-    beforeAll(() => {
-      previous = T.getBackend();
-      T.setBackend(backend);
-    });
-    afterAll(() => T.setBackend(previous));
+    useBackendInSuite(backend);
 
     it('matches finite differences for x, W, bias, A and B (scaling 1.5)', () => {
       const pair = { a: normal([3, 5]), b: normal([4, 3]) };

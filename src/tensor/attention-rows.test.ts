@@ -4,10 +4,10 @@
  * q, k, v gradients equal bit for bit on every backend, at query offsets where rows see all, some or no
  * keys; and a gradient check of the plain path.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { gradCheck } from '../testing/gradcheck.js';
 import * as T from './index.js';
-import { backendsUnderTest } from './test-backends.js';
+import { backendsUnderTest, useBackendInSuite } from './test-backends.js';
 
 const random = new T.Random(23);
 const normal = (shape: number[]) => T.randomNormal(shape, random, 1);
@@ -22,12 +22,7 @@ function attend(q: T.Tensor, k: T.Tensor, v: T.Tensor, seed: Float32Array, optio
 
 for (const { name, backend } of backendsUnderTest()) {
   describe(`causalAttention row paths on ${name}`, () => {
-    let previous: T.Backend;
-    beforeAll(() => {
-      previous = T.getBackend();
-      T.setBackend(backend);
-    });
-    afterAll(() => T.setBackend(previous));
+    useBackendInSuite(backend);
 
     it.each([
       { label: 'training (offset 0)', T: 5, S: 5, offset: 0 },

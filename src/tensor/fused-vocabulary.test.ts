@@ -4,9 +4,9 @@
  * is computed by the same products and loops), gradients to x bit for bit, to the weight within float
  * rounding of summing its rows chunk by chunk. Its finite-difference check is in gradients.test.ts.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as T from './index.js';
-import { backendsUnderTest } from './test-backends.js';
+import { backendsUnderTest, useBackendInSuite } from './test-backends.js';
 
 function composite(x: T.Tensor, w: T.Tensor, ids: Int32Array, scale: number) {
   let logits = T.matmul(x, w, { transposeB: true });
@@ -16,12 +16,7 @@ function composite(x: T.Tensor, w: T.Tensor, ids: Int32Array, scale: number) {
 
 for (const { name, backend } of backendsUnderTest()) {
   describe(`projectedLogSoftmaxGather on ${name}`, () => {
-    let previous: T.Backend;
-    beforeAll(() => {
-      previous = T.getBackend();
-      T.setBackend(backend);
-    });
-    afterAll(() => T.setBackend(previous));
+    useBackendInSuite(backend);
 
     it.each([
       { scale: 1, chunkRows: 7 },

@@ -4,12 +4,12 @@
  * unused room (keyLength) against the dense cache, prefixAttention against causalAttention over the
  * concatenated [prompt, generated] keys, rope with a shared angle table, and size-1 permutes.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { gradCheck } from '../testing/gradcheck.js';
 import * as T from './index.js';
 import { ropeTable, swiglu } from './fused.js';
 import { prefixAttention } from './prefix-attention.js';
-import { backendsUnderTest } from './test-backends.js';
+import { backendsUnderTest, useBackendInSuite } from './test-backends.js';
 
 const random = new T.Random(11);
 const normal = (shape: number[]) => T.randomNormal(shape, random, 1);
@@ -31,12 +31,7 @@ function expectClose(actual: Float32Array, expected: Float32Array, tolerance: nu
 
 for (const { name, backend } of backendsUnderTest()) {
   describe(`decode-path ops on ${name}`, () => {
-    let previous: T.Backend;
-    beforeAll(() => {
-      previous = T.getBackend();
-      T.setBackend(backend);
-    });
-    afterAll(() => T.setBackend(previous));
+    useBackendInSuite(backend);
 
     // The spec loop equals the composite bit for bit; a backend kernel rounds as it states (native: swiglu-kernel.test.ts).
     const exact = !backend.swigluForward;

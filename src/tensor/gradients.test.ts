@@ -2,10 +2,10 @@
  * Finite-difference gradient checks for every primitive, composite and fused op, run on every
  * backend (js is the spec; wasm must agree). Tolerances are explained in src/testing/gradcheck.ts.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { gradCheck } from '../testing/gradcheck.js';
 import * as T from './index.js';
-import { backendsUnderTest } from './test-backends.js';
+import { backendsUnderTest, useBackendInSuite } from './test-backends.js';
 
 const random = new T.Random(7);
 const normal = (shape: number[], scale = 1) => T.randomNormal(shape, random, scale);
@@ -20,12 +20,7 @@ const positive = (shape: number[]) => T.randomUniform(shape, random, 0.5, 2);
 for (const { name, backend } of backendsUnderTest()) {
   describe(`gradients on ${name}`, () => {
     // Switch in beforeAll, not in the describe body: bodies all run at collection time, before any test.
-    let previous: T.Backend;
-    beforeAll(() => {
-      previous = T.getBackend();
-      T.setBackend(backend);
-    });
-    afterAll(() => T.setBackend(previous));
+    useBackendInSuite(backend);
     it('runs on the intended backend', () => expect(T.getBackend()).toBe(backend));
 
     it.each(['neg', 'exp', 'sigmoid', 'tanh', 'silu', 'gelu', 'geluTanh', 'square'] as const)('unary %s', (op) => {

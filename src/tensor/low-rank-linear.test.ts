@@ -6,12 +6,12 @@
  * a fixed mask (the same seed), p = 0 bitwise the plain op, the mask a function of the seed alone.
  * swigluLowRankLinear (h = swiglu(gate, up) recomputed in backward): gradCheck, and bitwise the two ops.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { gradCheck } from '../testing/gradcheck.js';
 import * as T from './index.js';
 import { HalfMatrix } from './half-matrix.js';
 import { lowRankLinear, swigluLowRankLinear } from './low-rank-linear.js';
-import { backendsUnderTest } from './test-backends.js';
+import { backendsUnderTest, useBackendInSuite } from './test-backends.js';
 
 const random = new T.Random(5);
 const normal = (shape: number[], scale = 1) => T.randomNormal(shape, random, scale);
@@ -25,12 +25,7 @@ function maxDifference(actual: Float32Array, expected: Float32Array): number {
 
 for (const { name, backend } of backendsUnderTest()) {
   describe(`lowRankLinear on ${name}`, () => {
-    let previous: T.Backend;
-    beforeAll(() => {
-      previous = T.getBackend();
-      T.setBackend(backend);
-    });
-    afterAll(() => T.setBackend(previous));
+    useBackendInSuite(backend);
 
     it('passes gradCheck for x, W, b, A and B (batched x, rank 3, s = 1.5)', () => {
       const inputs = [normal([2, 3, 5]), normal([4, 5]), normal([4]), normal([3, 5]), normal([4, 3])];

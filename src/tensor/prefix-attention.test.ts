@@ -3,22 +3,17 @@
  * every backend: the same floats, written into the given array, rows at different steps included.
  * Its numbers against causalAttention are checked in fused.test.ts.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import * as T from './index.js';
 import { prefixAttention, type SharedPrefix } from './prefix-attention.js';
-import { backendsUnderTest } from './test-backends.js';
+import { backendsUnderTest, useBackendInSuite } from './test-backends.js';
 
 const random = new T.Random(12);
 const normal = (shape: number[]) => T.randomNormal(shape, random, 1);
 
 for (const { name, backend } of backendsUnderTest()) {
   describe(`prefixAttention output on ${name}`, () => {
-    let previous: T.Backend;
-    beforeAll(() => {
-      previous = T.getBackend();
-      T.setBackend(backend);
-    });
-    afterAll(() => T.setBackend(previous));
+    useBackendInSuite(backend);
 
     it.each([
       { label: 'rows at one step', ownLengths: undefined },

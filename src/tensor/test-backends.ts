@@ -3,8 +3,9 @@
  * native when its addon is built (required when GRPO_REQUIRE_NATIVE=1, as in CI).
  * Is not: production selection logic (backends/select.ts).
  */
+import { afterAll, beforeAll } from 'vitest';
 import type { Backend } from './backend.js';
-import { createBackend } from './backends/select.js';
+import { createBackend, getBackend, setBackend } from './backends/select.js';
 
 export interface BackendUnderTest {
   name: string;
@@ -23,4 +24,14 @@ export function backendsUnderTest(): BackendUnderTest[] {
     if (process.env.GRPO_REQUIRE_NATIVE === '1') throw error;
   }
   return list;
+}
+
+/** Makes `backend` the process-wide one for the enclosing describe block and restores the previous one after it. */
+export function useBackendInSuite(backend: Backend): void {
+  let previous: Backend;
+  beforeAll(() => {
+    previous = getBackend();
+    setBackend(backend);
+  });
+  afterAll(() => setBackend(previous));
 }
