@@ -8,6 +8,7 @@
  */
 import {
   add,
+  addArrays,
   formatShape,
   isGradEnabled,
   noGrad,
@@ -27,7 +28,7 @@ export function residual(x: Tensor, branch: Tensor): Tensor {
   const [to, from] = [x.data, branch.data];
   if (to.length !== from.length)
     throw new Error(`Transformer: residual ${formatShape(x.shape)} and branch ${formatShape(branch.shape)} differ`);
-  for (let i = 0; i < to.length; i++) to[i] += from[i];
+  addArrays(to, from, to);
   return x;
 }
 

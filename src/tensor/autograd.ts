@@ -6,7 +6,7 @@
  * Gradients are plain Float32Arrays inside backward; only leaves get a `.grad` Tensor. No double
  * backward (gradients of gradients) is supported, and none is needed by GRPO or SFT.
  */
-import { getBackend } from './backends/select.js';
+import { addArrays } from './backends/select.js';
 import type { Tensor } from './tensor.js';
 
 /** How a tensor was computed: its inputs and a rule mapping the output gradient to input gradients. */
@@ -125,10 +125,7 @@ export function runBackward(root: Tensor, seed?: Float32Array): void {
         stored.add(owned);
         gradients.set(input, owned);
       } else {
-        // The backend's sum when it has one (threaded in native; the same floats: one rounded addition each).
-        const backend = getBackend();
-        if (backend.addArrays) backend.addArrays(existing, inputGradient, existing);
-        else for (let i = 0; i < existing.length; i++) existing[i] += inputGradient[i];
+        addArrays(existing, inputGradient, existing);
       }
     });
   }

@@ -17,7 +17,7 @@
  * branch's values) lives here because it serves the same end: fewer activations kept for backward.
  */
 import { needsGrad, noGrad, withGrad } from './autograd.js';
-import { getBackend } from './backends/select.js';
+import { addArrays } from './backends/select.js';
 import { add } from './elementwise.js';
 import { Tensor } from './tensor.js';
 import { uninitializedFloats } from './uninitialized.js';
@@ -61,9 +61,7 @@ export function residualAdd(stream: Tensor, branch: Tensor): Tensor {
   if (!branch.node || stream.rank !== branch.rank || stream.shape.some((d, i) => d !== branch.shape[i]))
     return add(stream, branch);
   const output = uninitializedFloats(stream.size);
-  const backend = getBackend();
-  if (backend.addArrays) backend.addArrays(stream.data, branch.data, output);
-  else for (let i = 0; i < output.length; i++) output[i] = stream.data[i] + branch.data[i];
+  addArrays(stream.data, branch.data, output);
   const result = new Tensor(output, stream.shape);
   if (!needsGrad([stream, branch])) return result;
   result.requiresGrad = true;

@@ -118,6 +118,16 @@ export function withConstantWeights<T>(tensors: Iterable<{ readonly data: Float3
 }
 
 /**
+ * out[i] = a[i] + b[i] on the current backend's sum when it has one (threaded in native), else one loop:
+ * the same floats either way (each is one correctly rounded float32 addition). `out` may be `a`.
+ */
+export function addArrays(a: Float32Array, b: Float32Array, out: Float32Array): void {
+  const backend = getBackend();
+  if (backend.addArrays) backend.addArrays(a, b, out);
+  else for (let i = 0; i < out.length; i++) out[i] = a[i] + b[i];
+}
+
+/**
  * Replaces the process-wide backend with a named one (created here, with `options`) or a given
  * instance (owned by the caller). A backend this module created is disposed when replaced.
  */
