@@ -3,9 +3,13 @@
  * libopenblas, compiled and run by bench/openblas/openblas.ts in the same run), with 1 and 2 threads.
  *
  * Is: `npm run bench -- matmul-native [--json] [--repeats 10] [--rounds 3] [--threads 1,2]
- * [--shapes 512x512x512,...|training] [--peak-per-core G]`; one JSON line per (backend, threads, shape) with
- * gflops and peakFraction (gflops / the FMA peak with that many threads, measured in this run by
+ * [--shapes 512x512x512,...|training] [--peak-per-core G] [--cold [MiB]]`; one JSON line per (backend, threads,
+ * shape) with gflops and peakFraction (gflops / the FMA peak with that many threads, measured in this run by
  * bench/peak unless --peak-per-core fixes it), and on native lines `ratioToOpenblas`.
+ * `--cold` times the decode condition instead: B is a weight packed once (withConstantOperands, the path the
+ * sampler's decode takes), and each timed pass cycles through enough distinct B of the shape (at least
+ * COLD_DEFAULT_MIB MiB, about a 25M model's weights, or the MiB given) that every B comes from DRAM; OpenBLAS,
+ * which packs B on each call and has no such mode, is not run then.
  * Shapes are `[batch/]MxKxN[:ab]`: C[M,N] = op(A)[M,K] · op(B)[K,N], a and b each n or t (`4096x512x1536:nt`
  * is A · Bᵀ with B stored [N, K]); a batch prefix times that many products of separate matrices in one call
  * (OpenBLAS: one call each). `training` names TRAINING_SHAPES.
@@ -61,7 +65,12 @@ interface Settings {
   threads: number[];
   sizes: MatmulSize[];
   peakPerCore: number;
+  /** Bytes of distinct B cycled through per timed pass (--cold), or 0 for one hot B. */
+  coldBytes: number;
 }
+
+/** The default working set of --cold: more than the 32 MiB L3 here, about the 94 MiB a 25M-model decode step reads. */
+const COLD_DEFAULT_MIB = 96;
 
 function parseArguments(argv: string[]): Settings {
   const { value, positiveList } = readFlags(argv);
@@ -72,7 +81,12 @@ function parseArguments(argv: string[]): Settings {
   const peakPerCore = Number(value('--peak-per-core', '0'));
   if (!Number.isInteger(repeats) || repeats < 1) throw new Error('--repeats: a positive integer');
   if (!Number.isInteger(rounds) || rounds < 1) throw new Error('--rounds: a positive integer');
-  return { json: argv.includes('--json'), repeats, rounds, threads, sizes, peakPerCore };
+  const coldIndex = argv.indexOf('--cold');
+  const coldText =
+    coldIndex >= 0 && /^\d+$/.test(argv[coldIndex + 1] ?? '') ? argv[coldIndex + 1] : String(COLD_DEFAULT_MIB);
+  const coldBytes = coldIndex >= 0 ? Number(coldText) * 2 ** 20 : 0;
+  if (coldIndex >= 0 && !(coldBytes > 0)) throw new Error('--cold: a positive number of MiB');
+  return { json: argv.includes('--json'), repeats, rounds, threads, sizes, peakPerCore, coldBytes };
 }
 
 function randomArray(length: number, seed: number): Float32Array {
@@ -98,6 +112,32 @@ function timeNative(backend: NativeBackend, size: MatmulSize, repeats: number): 
     best = Math.min(best, (performance.now() - start) / 1000);
   }
   return best;
+}
+
+/**
+ * Best-of-`repeats` seconds per product with B cold (--cold): `count` distinct B, each packed once on a warm-up
+ * pass inside withConstantOperands, then each timed pass multiplies by every B in turn, so each product reads
+ * its packed B from DRAM as a decode step does.
+ */
+function timeNativeCold(backend: NativeBackend, size: MatmulSize, repeats: number, coldBytes: number): number {
+  const { M, K, N, batch = 1, transposeA = false, transposeB = false } = size;
+  if (batch !== 1 || transposeA) throw new Error('--cold: only unbatched products with a plain A (x·W or x·Wᵀ)');
+  const count = Math.max(2, Math.ceil(coldBytes / (K * N * 4)));
+  const a = randomArray(M * K, 1);
+  const weights = Array.from({ length: count }, (_, index) => randomArray(K * N, 2 + index));
+  const out = new Float32Array(M * N);
+  const shape = { batch, M, K, N, transposeA, transposeB, aBatchStride: M * K, bBatchStride: K * N, accumulate: false };
+  if (!backend.withConstantOperands) throw new Error('--cold: the native backend has no packed constant operands');
+  return backend.withConstantOperands(weights, () => {
+    for (const b of weights) backend.matmul(a, b, out, shape);
+    let best = Infinity;
+    for (let repeat = 0; repeat < repeats; repeat++) {
+      const start = performance.now();
+      for (const b of weights) backend.matmul(a, b, out, shape);
+      best = Math.min(best, (performance.now() - start) / 1000 / count);
+    }
+    return best;
+  });
 }
 
 function report(settings: Settings, record: Record<string, unknown>): void {
@@ -129,7 +169,7 @@ function measureThreads(settings: Settings, threads: number, backend: NativeBack
   let coreType: string | undefined;
   for (let round = 0; round < settings.rounds; round++) {
     for (const size of settings.sizes) {
-      if (blasError === undefined) {
+      if (blasError === undefined && settings.coldBytes === 0) {
         const measured = measureOpenblas([size], threads, settings.repeats);
         if ('error' in measured) blasError = measured.error;
         else {
@@ -139,7 +179,10 @@ function measureThreads(settings: Settings, threads: number, backend: NativeBack
         }
       }
       if (backend) {
-        const seconds = timeNative(backend, size, settings.repeats);
+        const seconds =
+          settings.coldBytes > 0
+            ? timeNativeCold(backend, size, settings.repeats, settings.coldBytes)
+            : timeNative(backend, size, settings.repeats);
         native.set(key(size), Math.min(seconds, native.get(key(size)) ?? Infinity));
       }
     }
@@ -163,6 +206,7 @@ function measureThreads(settings: Settings, threads: number, backend: NativeBack
       isa: backend.isa,
       threads,
       ...fields,
+      ...(settings.coldBytes > 0 ? { coldMiB: settings.coldBytes / 2 ** 20 } : {}),
       seconds,
       gflops,
       peakFraction: gflops / peak,
