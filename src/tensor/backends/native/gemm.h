@@ -50,6 +50,14 @@ typedef struct {
   int mc;
   int nc;
   micro_kernel_fn kernel;
+  /*
+   * Optional (0 and NULL: none): the kernel's product for tiles of at most short_rows < mr rows, reading the
+   * same packed A panel (mr floats a step, zero rows included). Each element gets the same sum in the same
+   * order as from `kernel`, so the driver may take either; it takes this one for a short last row tile
+   * (M = 64 while decoding leaves 4 rows after 6-row tiles, 8 after 14-row ones).
+   */
+  int short_rows;
+  micro_kernel_fn short_kernel;
   dot_kernel_fn dot;
   row_kernel_fn rows;
   /*

@@ -1,5 +1,6 @@
 /*
- * AVX2 + FMA micro-kernel: a 6 x 16 register tile (12 ymm accumulators, 2 B vectors, 2 broadcasts).
+ * AVX2 + FMA micro-kernel: a 6 x 16 register tile (12 ymm accumulators, 2 B vectors, 2 broadcasts), and a
+ * 4 x 16 one (8 accumulators) for a last row tile of at most 4 rows (M = 64 = 10 x 6 + 4 while decoding).
  *
  * Is: the innermost loop of the packed SGEMM for CPUs with AVX2 but no AVX-512, compiled through a
  * function target attribute and chosen at run time (gemm_kernel_avx2), the few-rows kernels, and the
@@ -16,6 +17,7 @@
 #define NR 16
 
 #define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define ROWS_4(X) X(0) X(1) X(2) X(3)
 #define DECLARE(i) __m256 c##i##0 = _mm256_setzero_ps(), c##i##1 = _mm256_setzero_ps();
 #define STORE(i)                                                          \
   {                                                                       \
@@ -44,12 +46,12 @@
   "vbroadcastss " #offset "(%[a]), %%ymm" #reg "\n\t"     \
   "vfmadd231ps %%ymm0, %%ymm" #reg ", %[c" #i "0]\n\t"    \
   "vfmadd231ps %%ymm1, %%ymm" #reg ", %[c" #i "1]\n\t"
-#define ASM_STEP(a0, a1, a2, a3, a4, a5)                                                  \
+#define ASM_STEP_4(a0, a1, a2, a3)                                                        \
   "vmovups (%[b]), %%ymm0\n\t"                                                          \
   "vmovups 32(%[b]), %%ymm1\n\t"                                                        \
   "add %[ldb_bytes], %[b]\n\t"                                                          \
-  ASM_BROADCAST(a0, 2, 0) ASM_BROADCAST(a1, 3, 1) ASM_BROADCAST(a2, 2, 2) ASM_BROADCAST(a3, 3, 3) \
-  ASM_BROADCAST(a4, 2, 4) ASM_BROADCAST(a5, 3, 5)
+  ASM_BROADCAST(a0, 2, 0) ASM_BROADCAST(a1, 3, 1) ASM_BROADCAST(a2, 2, 2) ASM_BROADCAST(a3, 3, 3)
+#define ASM_STEP(a0, a1, a2, a3, a4, a5) ASM_STEP_4(a0, a1, a2, a3) ASM_BROADCAST(a4, 2, 4) ASM_BROADCAST(a5, 3, 5)
 
 /*
  * The k loop is written in assembly because GCC, given the same loop in intrinsics, spilled accumulators to
@@ -92,6 +94,45 @@ AVX2_FN static void kernel_6x16(int64_t kc, const float *restrict a, const float
                      : [ldb_bytes] "r"(ldb_bytes), [end] "r"(a_end)
                      : "xmm0", "xmm1", "xmm2", "xmm3", "cc", "memory");
   ROWS(STORE)
+}
+
+/*
+ * The 6 x 16 kernel's product for tiles of at most 4 rows, on the same packed A (6 floats a step, of which it
+ * reads the first 4), so that a last row tile of 4 (M = 64 = 10 x 6 + 4 while decoding) costs 4 rows, not 6
+ * plus a copy through edge_tile. Each accumulator gets the same FMAs in the same order as in kernel_6x16, so
+ * its rows are bit for bit those the 6-row kernel would give. 8 accumulators still cover the FMA latency
+ * (4 cycles x 2 pipes on Zen3).
+ */
+AVX2_FN static void kernel_4x16(int64_t kc, const float *restrict a, const float *restrict b, int64_t ldb,
+                                float *restrict c, int64_t ldc, int add) {
+  ROWS_4(DECLARE)
+  ROWS_4(PREFETCH_C)
+  const float *quads_end = a + (kc / 4) * 4 * MR, *a_end = a + kc * MR;
+  const int64_t ldb_bytes = ldb * (int64_t)sizeof(float);
+  if (a < quads_end)
+    __asm__ volatile("1:\n\t"
+                     "prefetcht0 192(%[a])\n\t"
+                     "prefetcht0 256(%[a])\n\t"
+                     ASM_STEP_4(0, 4, 8, 12) ASM_STEP_4(24, 28, 32, 36)
+                     ASM_STEP_4(48, 52, 56, 60) ASM_STEP_4(72, 76, 80, 84)
+                     "add $96, %[a]\n\t"
+                     "cmp %[end], %[a]\n\t"
+                     "jne 1b\n\t"
+                     : [a] "+r"(a), [b] "+r"(b), [c00] "+x"(c00), [c01] "+x"(c01), [c10] "+x"(c10),
+                       [c11] "+x"(c11), [c20] "+x"(c20), [c21] "+x"(c21), [c30] "+x"(c30), [c31] "+x"(c31)
+                     : [ldb_bytes] "r"(ldb_bytes), [end] "r"(quads_end)
+                     : "xmm0", "xmm1", "xmm2", "xmm3", "cc", "memory");
+  if (a < a_end)
+    __asm__ volatile("1:\n\t"
+                     ASM_STEP_4(0, 4, 8, 12)
+                     "add $24, %[a]\n\t"
+                     "cmp %[end], %[a]\n\t"
+                     "jne 1b\n\t"
+                     : [a] "+r"(a), [b] "+r"(b), [c00] "+x"(c00), [c01] "+x"(c01), [c10] "+x"(c10),
+                       [c11] "+x"(c11), [c20] "+x"(c20), [c21] "+x"(c21), [c30] "+x"(c30), [c31] "+x"(c31)
+                     : [ldb_bytes] "r"(ldb_bytes), [end] "r"(a_end)
+                     : "xmm0", "xmm1", "xmm2", "xmm3", "cc", "memory");
+  ROWS_4(STORE)
 }
 
 AVX2_FN static float sum8(__m256 v) {
@@ -238,7 +279,8 @@ AVX2_FN static void pack_at_6(const float *a, int64_t lda, int64_t kc, int64_t r
  * B panel in L1; MC = 168 rows (a 168 KiB A block) was as fast as 336 on one thread within the noise and
  * leaves L2 room for the B panels streaming through, and it bounds the row chunks of the shared mode.
  */
-static const gemm_kernel avx2_kernel = {"avx2", MR, NR, 256, 168, 4096, kernel_6x16, dot_2x4, rows_4, pack_bt_16, pack_a_6, pack_at_6};
+static const gemm_kernel avx2_kernel = {"avx2",  MR,          NR,      256,    168,        4096,     kernel_6x16,
+                                        4,       kernel_4x16, dot_2x4, rows_4, pack_bt_16, pack_a_6, pack_at_6};
 
 const gemm_kernel *gemm_kernel_avx2(void) {
   __builtin_cpu_init();

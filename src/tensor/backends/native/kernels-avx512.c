@@ -1,5 +1,6 @@
 /*
- * AVX-512 micro-kernel: a 14 x 32 register tile (28 zmm accumulators, 2 B vectors, 1 broadcast).
+ * AVX-512 micro-kernel: a 14 x 32 register tile (28 zmm accumulators, 2 B vectors, 1 broadcast), and an
+ * 8 x 32 one for a last row tile of at most 8 rows (M = 64 = 4 x 14 + 8 while decoding).
  *
  * Is: the innermost loop of the packed SGEMM, compiled for AVX-512F through a function target
  * attribute so the rest of the addon still runs on CPUs without it (dispatch is in gemm_kernel_avx512).
@@ -15,6 +16,7 @@
 #define NR 32
 
 #define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13)
+#define ROWS_8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #define DECLARE(i) __m512 c##i##0 = _mm512_setzero_ps(), c##i##1 = _mm512_setzero_ps();
 #define UPDATE(i)                                    \
   {                                                  \
@@ -33,18 +35,25 @@
     _mm512_storeu_ps(ci + 16, c##i##1);                                   \
   }
 
-AVX512_FN static void kernel_14x32(int64_t kc, const float *restrict a, const float *restrict b, int64_t ldb,
-                                   float *restrict c, int64_t ldc, int add) {
-  ROWS(DECLARE)
-  for (int64_t k = 0; k < kc; k++) {
-    __m512 b0 = _mm512_loadu_ps(b);
-    __m512 b1 = _mm512_loadu_ps(b + 16);
-    ROWS(UPDATE)
-    a += MR;
-    b += ldb;
+/*
+ * One kernel per row count: every row's accumulators get the same FMAs in the same order, and A advances by MR
+ * floats a step in both, so kernel_8x32 reads the 14-row packed A and gives kernel_14x32's bits for its rows.
+ */
+#define MICRO_KERNEL(name, ROWS_OF)                                                                   \
+  AVX512_FN static void name(int64_t kc, const float *restrict a, const float *restrict b, int64_t ldb, \
+                             float *restrict c, int64_t ldc, int add) {                                 \
+    ROWS_OF(DECLARE)                                                                                    \
+    for (int64_t k = 0; k < kc; k++) {                                                                  \
+      __m512 b0 = _mm512_loadu_ps(b);                                                                   \
+      __m512 b1 = _mm512_loadu_ps(b + 16);                                                              \
+      ROWS_OF(UPDATE)                                                                                   \
+      a += MR;                                                                                          \
+      b += ldb;                                                                                         \
+    }                                                                                                   \
+    ROWS_OF(STORE)                                                                                      \
   }
-  ROWS(STORE)
-}
+MICRO_KERNEL(kernel_14x32, ROWS)
+MICRO_KERNEL(kernel_8x32, ROWS_8)
 
 #define DOT_ROWS(X) X(0) X(1) X(2) X(3)
 #define DOT_DECLARE(i) __m512 s##i##0 = _mm512_setzero_ps(), s##i##1 = _mm512_setzero_ps(), \
@@ -201,8 +210,9 @@ AVX512_FN static void pack_at_14(const float *a, int64_t lda, int64_t kc, int64_
 }
 
 /* Block sizes measured on a 2-core Sapphire Rapids (48 KiB L1d, 2 MiB L2 per core). */
-static const gemm_kernel avx512_kernel = {"avx512", MR,     NR,         256,       336,       4096,
-                                          kernel_14x32, dot_4x4, rows_4, pack_bt_32, pack_a_14, pack_at_14};
+static const gemm_kernel avx512_kernel = {"avx512",    MR,     NR,         256,       336,       4096,
+                                          kernel_14x32, 8,      kernel_8x32, dot_4x4, rows_4, pack_bt_32,
+                                          pack_a_14,    pack_at_14};
 
 const gemm_kernel *gemm_kernel_avx512(void) {
   __builtin_cpu_init();

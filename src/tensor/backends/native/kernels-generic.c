@@ -46,6 +46,8 @@ static void axpy_rows(int64_t m, int64_t n, int64_t kc, const float *a, int64_t 
   }
 }
 
-static const gemm_kernel generic_kernel = {"generic", MR, NR, 256, 336, 4096, kernel_4x16, dot_rows, axpy_rows, 0, 0, 0};
+/* No short kernel: 4-row tiles leave no short last tile in the decode's M = 64. */
+static const gemm_kernel generic_kernel = {"generic", MR,       NR,        256, 336, 4096, kernel_4x16, 0, 0,
+                                           dot_rows,  axpy_rows, 0, 0, 0};
 
 const gemm_kernel *gemm_kernel_generic(void) { return &generic_kernel; }
