@@ -44,11 +44,13 @@ float *gemm_alloc_floats(int64_t count);
 /*
  * Rows [m0,m1) of C[:, jc:jc+nc] (+)= op(A)[m0:m1, pc:pc+kc] . B block, where column j of the block starts at
  * b + j * column_stride and its rows are ldb apart: the packed KC x NC block (column_stride kc, ldb NR), or
- * a plain B read in place (column_stride 1, ldb N; only whole NR panels).
+ * a plain B read in place (column_stride 1, ldb N; only whole NR panels). A packed block's next panel is
+ * prefetched while one is multiplied; `following` (NULL: none) is the packed panel, of the same depth kc, that
+ * the caller multiplies after this block, prefetched during the block's last panel.
  */
 void gemm_compute_block(const gemm_context *ctx, workspace *space, const operands *op, const float *b,
                         int64_t column_stride, int64_t ldb, int64_t m0, int64_t m1, int64_t jc, int64_t nc,
-                        int64_t pc, int64_t kc);
+                        int64_t pc, int64_t kc, const float *following);
 
 /* [start, end) of part `part` of `parts` of [0, extent), cut at multiples of `unit`. */
 void gemm_piece(int64_t extent, int64_t unit, int64_t part, int64_t parts, int64_t *start, int64_t *end);

@@ -77,8 +77,14 @@ static void run_packed_job(void *raw, int thread_index) {
     int64_t nc = n1 - jc < ctx->nc ? n1 - jc : ctx->nc;
     for (int64_t pc = 0; pc < s->K; pc += ctx->kc) {
       int64_t kc = s->K - pc < ctx->kc ? s->K - pc : ctx->kc;
+      /* The block after this one in this loop order: deeper in K, else the next columns from depth 0. */
+      int64_t next_pc = pc + kc < s->K ? pc + kc : 0, next_jc = pc + kc < s->K ? jc : jc + nc;
+      int64_t next_kc = s->K - next_pc < ctx->kc ? s->K - next_pc : ctx->kc;
+      const float *following =
+          next_jc < n1 && next_kc == kc ? j->b->data + next_pc * j->b->n_padded + next_jc * next_kc : NULL;
       const float *block = j->b->data + pc * j->b->n_padded + jc * kc;
-      gemm_compute_block(ctx, &ctx->spaces[thread_index], &op, block, kc, ctx->kernel->nr, 0, s->M, jc, nc, pc, kc);
+      gemm_compute_block(ctx, &ctx->spaces[thread_index], &op, block, kc, ctx->kernel->nr, 0, s->M, jc, nc, pc, kc,
+                         following);
     }
   }
 }

@@ -7,8 +7,9 @@
  * transposes are absorbed (gemm-pack.c), or the JavaScript binding (addon.c).
  *
  * Loop order per task: jc (NC cols of B, in L3) -> pc (KC depth) -> pack B -> ic (MC rows, A block in L2)
- * -> pack A -> jr (NR: one B micro-panel stays in L1) -> ir (MR) -> micro-kernel. Each row tile also prefetches
- * its slice of the next B panel into L2 (prefetch_slice), and a short last row tile takes the kernel's short_kernel.
+ * -> pack A -> jr (NR: one B micro-panel stays in L1) -> ir (MR) -> micro-kernel. Each row tile's kernel also
+ * prefetches a share of the next B panel into L2 (PREFETCH_PHASES), and a short last row tile takes the kernel's
+ * short_kernel.
  * Threads: whole products when the batch divides evenly; otherwise each product is split, over row chunks
  * handed out dynamically with each B block packed by all threads together (shared mode), or over N when M
  * is too short for that or N >= M.
@@ -108,9 +109,10 @@ struct thread_pool *gemm_context_pool(gemm_context *ctx) { return ctx->pool; }
 /* Edge tile: run a kernel (`micro`: the full one or the short one) into a scratch tile, then write (or add)
  * only the valid part. */
 static void edge_tile(const gemm_kernel *kernel, micro_kernel_fn micro, int64_t kc, const float *pa,
-                      const float *pb, int64_t ldb, float *c, int64_t ldc, int64_t rows, int64_t cols, int add) {
+                      const float *pb, int64_t ldb, float *c, int64_t ldc, int64_t rows, int64_t cols, int add,
+                      int64_t prefetch_offset) {
   float tile[16 * 64] __attribute__((aligned(64)));
-  micro(kc, pa, pb, ldb, tile, kernel->nr, 0);
+  micro(kc, pa, pb, ldb, tile, kernel->nr, 0, prefetch_offset);
   for (int64_t i = 0; i < rows; i++) {
     float *ci = c + i * ldc;
     const float *ti = tile + i * kernel->nr;
@@ -153,22 +155,22 @@ static void gemm_block_few_rows(const gemm_context *ctx, workspace *space, const
 }
 
 /*
- * Prefetches cache lines [first, first + count) of `lines` from `start` into L2 (prefetcht1). The driver calls
- * it before each row tile with that tile's slice of the next B panel, so a panel that comes from DRAM (a weight
- * packed once and cycled through with the others while decoding: ~100 MB a step) is in L2 by the time its
- * first tile runs, the fetches spread over the previous panel's tiles. Without it the first tile of each panel
- * waited on DRAM for every 64-byte row of B: on the Zen3, 64x512x512 with B cold ran at ~73% of the FMA peak
- * at 1 thread (per-call p10), ~85% with it, as fast as with B in L3. Into L2, not L1: L1 holds the current panel.
+ * Each kernel call prefetches one line per 256 bytes of B it reads (gemm.h), at a fixed offset from B: the
+ * driver points row tile t of a panel at line t mod PREFETCH_PHASES of each 256 bytes of the next panel, so
+ * the first PREFETCH_PHASES tiles together ask for all of it, one line every few dozen cycles. A panel that
+ * comes from DRAM (a weight packed once and cycled through with the others while decoding: ~100 MB a step)
+ * is then in L2 by the time its first tile runs. Without it that tile waited on DRAM for each 64-byte row of
+ * B: on the Zen3 at 1 thread, the cold decode products (bench matmul-native --cold) ran at 74-76% of the FMA
+ * peak (per-call p10), 85-87% with it, against 88-93% with B in L3. Bursts of prefetches issued by the driver
+ * before each tile did as well within 1%, but stalled on the full miss queue (perf: 6% of the time in the
+ * prefetch loop). Into L2, not L1: L1 holds the current panel.
  */
-static inline void prefetch_slice(const char *start, int64_t first, int64_t count, int64_t lines) {
-  int64_t last = first + count < lines ? first + count : lines;
-  for (int64_t line = first; line < last; line++) __builtin_prefetch(start + line * 64, 0, 2);
-}
+#define PREFETCH_PHASES 4
 
 /* Declared, and documented, in gemm-driver.h. */
 void gemm_compute_block(const gemm_context *ctx, workspace *space, const operands *op, const float *b,
                         int64_t column_stride, int64_t ldb, int64_t m0, int64_t m1, int64_t jc, int64_t nc,
-                        int64_t pc, int64_t kc) {
+                        int64_t pc, int64_t kc, const float *following) {
   const gemm_kernel *kernel = ctx->kernel;
   const int mr = kernel->mr, nr = kernel->nr;
   const int64_t N = op->shape->N;
@@ -180,24 +182,23 @@ void gemm_compute_block(const gemm_context *ctx, workspace *space, const operand
   for (int64_t ic = m0; ic < m1; ic += block_rows) {
     int64_t mc = m1 - ic < block_rows ? m1 - ic : block_rows;
     gemm_pack_a_block(kernel, op->shape, op->a, ic, mc, pc, kc, space->pack_a);
-    const int64_t tiles = (mc + mr - 1) / mr;
-    /* A packed panel of B is kc x NR floats in a row; the next one follows it. */
-    const int64_t panel_lines = kc * nr * (int64_t)sizeof(float) / 64;
-    const int64_t lines_per_tile = (panel_lines + tiles - 1) / tiles;
     for (int64_t jr = 0; jr < nc; jr += nr) {
       int64_t cols = nc - jr < nr ? nc - jr : nr;
       const float *pb = b + jr * column_stride;
-      const char *next_panel = ldb == nr && jr + nr < nc ? (const char *)(pb + kc * nr) : NULL;
+      /* A packed panel of B is kc x NR floats in a row, and the next one follows it; B read in place is not. */
+      const int packed = column_stride == kc && ldb == nr;
+      const float *next = !packed ? NULL : jr + nr < nc ? pb + kc * nr : ic + mc >= m1 ? following : NULL;
+      const int64_t next_offset = next ? (int64_t)((const char *)next - (const char *)pb) : 0;
       for (int64_t ir = 0; ir < mc; ir += mr) {
         const float *pa = space->pack_a + ir * kc;
         int64_t rows = mc - ir < mr ? mc - ir : mr;
         float *c = op->c + (ic + ir) * N + jc + jr;
-        if (next_panel) prefetch_slice(next_panel, ir / mr * lines_per_tile, lines_per_tile, panel_lines);
+        int64_t prefetch_offset = next ? next_offset + ir / mr % PREFETCH_PHASES * 64 : 0;
         micro_kernel_fn micro = rows <= kernel->short_rows ? kernel->short_kernel : kernel->kernel;
         if ((rows == mr || rows == kernel->short_rows) && cols == nr)
-          micro(kc, pa, pb, ldb, c, N, add);
+          micro(kc, pa, pb, ldb, c, N, add, prefetch_offset);
         else
-          edge_tile(kernel, micro, kc, pa, pb, ldb, c, N, rows, cols, add);
+          edge_tile(kernel, micro, kc, pa, pb, ldb, c, N, rows, cols, add, prefetch_offset);
       }
     }
   }
@@ -225,11 +226,11 @@ static void gemm_block(const gemm_context *ctx, workspace *space, const operands
     for (int64_t pc = 0; pc < s->K; pc += ctx->kc) {
       int64_t kc = s->K - pc < ctx->kc ? s->K - pc : ctx->kc;
       if (in_place) {
-        gemm_compute_block(ctx, space, op, op->b + pc * N + jc, 1, N, m0, m1, jc, nc, pc, kc);
+        gemm_compute_block(ctx, space, op, op->b + pc * N + jc, 1, N, m0, m1, jc, nc, pc, kc, NULL);
         continue;
       }
       gemm_pack_b_block(kernel, op->shape, op->b, pc, kc, jc, nc, space->pack_b);
-      gemm_compute_block(ctx, space, op, space->pack_b, kc, kernel->nr, m0, m1, jc, nc, pc, kc);
+      gemm_compute_block(ctx, space, op, space->pack_b, kc, kernel->nr, m0, m1, jc, nc, pc, kc, NULL);
     }
   }
 }
@@ -319,7 +320,8 @@ static void gemm_shared(job *j, int thread_index, const operands *op, int64_t *b
       if (thread_index == 0) atomic_store(&j->next_row[(*block + 1) & 1], 0);
       int64_t m0, rows;
       while ((rows = take_rows(&j->next_row[*block & 1], s->M, ctx->kernel->mr, ctx->mc, j->threads_used, &m0)) > 0)
-        gemm_compute_block(ctx, &ctx->spaces[thread_index], op, packed_b, kc, nr, m0, m0 + rows, jc, nc, pc, kc);
+        gemm_compute_block(ctx, &ctx->spaces[thread_index], op, packed_b, kc, nr, m0, m0 + rows, jc, nc, pc, kc,
+                           NULL);
     }
   }
 }

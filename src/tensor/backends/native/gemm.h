@@ -17,9 +17,12 @@
  * c[0..MR)[0..NR) (+)= sum_k a[k*MR + i] * b[k*ldb + j]; `a` is a packed panel, `b` a packed panel
  * (ldb = NR) or rows of B read in place (ldb = N).
  * add == 0 overwrites c without reading it (so NaN garbage in `out` never leaks in).
+ * Once per 256 bytes of B read (4 rows of a 16-wide panel, 2 of a 32-wide one), the kernel prefetches into L2
+ * the line at byte offset prefetch_offset from where it then reads B: the driver points it into the next panel
+ * (gemm_compute_block), or passes 0 (a line being read anyway). A hint only: it changes no result.
  */
 typedef void (*micro_kernel_fn)(int64_t kc, const float *a, const float *b, int64_t ldb, float *c, int64_t ldc,
-                                int add);
+                                int add, int64_t prefetch_offset);
 
 /*
  * c[i*ldc + j] (+)= sum_k a[i*lda + k] * b[j*ldb + k] for i < m, j < n: rows of A against rows of B.

@@ -18,7 +18,14 @@
 
 #define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
 #define ROWS_4(X) X(0) X(1) X(2) X(3)
-#define DECLARE(i) __m256 c##i##0 = _mm256_setzero_ps(), c##i##1 = _mm256_setzero_ps();
+#define DECLARE(i) __m256 c##i##0, c##i##1;
+#define ZERO(i) c##i##0 = c##i##1 = _mm256_setzero_ps();
+#define ASM_ZERO(i) "vxorps %[c" #i "0], %[c" #i "0], %[c" #i "0]\n\tvxorps %[c" #i "1], %[c" #i "1], %[c" #i "1]\n\t"
+/* The accumulators as asm operands, `how` their constraint. */
+#define ACCUMULATORS_4(how) \
+  [c00] how(c00), [c01] how(c01), [c10] how(c10), [c11] how(c11), [c20] how(c20), [c21] how(c21), [c30] how(c30), \
+      [c31] how(c31)
+#define ACCUMULATORS_6(how) ACCUMULATORS_4(how), [c40] how(c40), [c41] how(c41), [c50] how(c50), [c51] how(c51)
 #define STORE(i)                                                          \
   {                                                                       \
     float *ci = c + (i) * ldc;                                            \
@@ -58,39 +65,43 @@
  * the stack (12 accumulators + 2 B vectors + a broadcast fill 15 of the 16 ymm registers) and the reload
  * stalled every iteration (perf: the spilled FMA took a third of the kernel's samples, the kernel ran at
  * ~80% of OpenBLAS's). Unrolled by 4 so the loop overhead is small next to the 6-cycle FMA bound per step;
- * A is prefetched 8 steps ahead (it streams from L2, while the B panel stays in L1). The sums are the
- * intrinsics version's, in the same order: each accumulator gets a[k] * b[k] for k = 0, 1, ... by FMA.
+ * A is prefetched 8 steps ahead (it streams from L2, while the B panel stays in L1), and once per 4 steps
+ * (4 lines of B) the line at b + prefetch_offset into L2 (gemm.h). The sums are the intrinsics version's, in
+ * the same order: each accumulator starts at zero and gets a[k] * b[k] for k = 0, 1, ... by FMA.
+ * The 4-step loop zeroes the accumulators itself, so they are outputs only: GCC allows 30 operands, in-outs
+ * count twice, and the prefetch offset is one more than the in-out form of the 6-row tile leaves room for.
+ * The loops end when a reaches its end pointer (no counter, for the same reason).
  */
 AVX2_FN static void kernel_6x16(int64_t kc, const float *restrict a, const float *restrict b, int64_t ldb,
-                                float *restrict c, int64_t ldc, int add) {
+                                float *restrict c, int64_t ldc, int add, int64_t prefetch_offset) {
   ROWS(DECLARE)
   ROWS(PREFETCH_C)
-  /* The loops end when a reaches its end pointer (no counter: GCC allows 30 operands, in-outs count twice). */
   const float *quads_end = a + (kc / 4) * 4 * MR, *a_end = a + kc * MR;
   const int64_t ldb_bytes = ldb * (int64_t)sizeof(float);
   if (a < quads_end)
-    __asm__ volatile("1:\n\t"
+    __asm__ volatile(ROWS(ASM_ZERO)
+                     "1:\n\t"
                      "prefetcht0 192(%[a])\n\t"
                      "prefetcht0 256(%[a])\n\t"
+                     "prefetcht1 (%[b], %[prefetch_offset])\n\t"
                      ASM_STEP(0, 4, 8, 12, 16, 20) ASM_STEP(24, 28, 32, 36, 40, 44)
                      ASM_STEP(48, 52, 56, 60, 64, 68) ASM_STEP(72, 76, 80, 84, 88, 92)
                      "add $96, %[a]\n\t"
                      "cmp %[end], %[a]\n\t"
                      "jne 1b\n\t"
-                     : [a] "+r"(a), [b] "+r"(b), [c00] "+x"(c00), [c01] "+x"(c01),
-                       [c10] "+x"(c10), [c11] "+x"(c11), [c20] "+x"(c20), [c21] "+x"(c21), [c30] "+x"(c30),
-                       [c31] "+x"(c31), [c40] "+x"(c40), [c41] "+x"(c41), [c50] "+x"(c50), [c51] "+x"(c51)
-                     : [ldb_bytes] "r"(ldb_bytes), [end] "r"(quads_end)
+                     : [a] "+r"(a), [b] "+r"(b), ACCUMULATORS_6("=&x")
+                     : [ldb_bytes] "r"(ldb_bytes), [end] "r"(quads_end), [prefetch_offset] "r"(prefetch_offset)
                      : "xmm0", "xmm1", "xmm2", "xmm3", "cc", "memory");
+  else {
+    ROWS(ZERO)
+  }
   if (a < a_end)
     __asm__ volatile("1:\n\t"
                      ASM_STEP(0, 4, 8, 12, 16, 20)
                      "add $24, %[a]\n\t"
                      "cmp %[end], %[a]\n\t"
                      "jne 1b\n\t"
-                     : [a] "+r"(a), [b] "+r"(b), [c00] "+x"(c00), [c01] "+x"(c01),
-                       [c10] "+x"(c10), [c11] "+x"(c11), [c20] "+x"(c20), [c21] "+x"(c21), [c30] "+x"(c30),
-                       [c31] "+x"(c31), [c40] "+x"(c40), [c41] "+x"(c41), [c50] "+x"(c50), [c51] "+x"(c51)
+                     : [a] "+r"(a), [b] "+r"(b), ACCUMULATORS_6("+x")
                      : [ldb_bytes] "r"(ldb_bytes), [end] "r"(a_end)
                      : "xmm0", "xmm1", "xmm2", "xmm3", "cc", "memory");
   ROWS(STORE)
@@ -104,32 +115,35 @@ AVX2_FN static void kernel_6x16(int64_t kc, const float *restrict a, const float
  * (4 cycles x 2 pipes on Zen3).
  */
 AVX2_FN static void kernel_4x16(int64_t kc, const float *restrict a, const float *restrict b, int64_t ldb,
-                                float *restrict c, int64_t ldc, int add) {
+                                float *restrict c, int64_t ldc, int add, int64_t prefetch_offset) {
   ROWS_4(DECLARE)
   ROWS_4(PREFETCH_C)
   const float *quads_end = a + (kc / 4) * 4 * MR, *a_end = a + kc * MR;
   const int64_t ldb_bytes = ldb * (int64_t)sizeof(float);
   if (a < quads_end)
-    __asm__ volatile("1:\n\t"
+    __asm__ volatile(ROWS_4(ASM_ZERO)
+                     "1:\n\t"
                      "prefetcht0 192(%[a])\n\t"
                      "prefetcht0 256(%[a])\n\t"
+                     "prefetcht1 (%[b], %[prefetch_offset])\n\t"
                      ASM_STEP_4(0, 4, 8, 12) ASM_STEP_4(24, 28, 32, 36)
                      ASM_STEP_4(48, 52, 56, 60) ASM_STEP_4(72, 76, 80, 84)
                      "add $96, %[a]\n\t"
                      "cmp %[end], %[a]\n\t"
                      "jne 1b\n\t"
-                     : [a] "+r"(a), [b] "+r"(b), [c00] "+x"(c00), [c01] "+x"(c01), [c10] "+x"(c10),
-                       [c11] "+x"(c11), [c20] "+x"(c20), [c21] "+x"(c21), [c30] "+x"(c30), [c31] "+x"(c31)
-                     : [ldb_bytes] "r"(ldb_bytes), [end] "r"(quads_end)
+                     : [a] "+r"(a), [b] "+r"(b), ACCUMULATORS_4("=&x")
+                     : [ldb_bytes] "r"(ldb_bytes), [end] "r"(quads_end), [prefetch_offset] "r"(prefetch_offset)
                      : "xmm0", "xmm1", "xmm2", "xmm3", "cc", "memory");
+  else {
+    ROWS_4(ZERO)
+  }
   if (a < a_end)
     __asm__ volatile("1:\n\t"
                      ASM_STEP_4(0, 4, 8, 12)
                      "add $24, %[a]\n\t"
                      "cmp %[end], %[a]\n\t"
                      "jne 1b\n\t"
-                     : [a] "+r"(a), [b] "+r"(b), [c00] "+x"(c00), [c01] "+x"(c01), [c10] "+x"(c10),
-                       [c11] "+x"(c11), [c20] "+x"(c20), [c21] "+x"(c21), [c30] "+x"(c30), [c31] "+x"(c31)
+                     : [a] "+r"(a), [b] "+r"(b), ACCUMULATORS_4("+x")
                      : [ldb_bytes] "r"(ldb_bytes), [end] "r"(a_end)
                      : "xmm0", "xmm1", "xmm2", "xmm3", "cc", "memory");
   ROWS_4(STORE)

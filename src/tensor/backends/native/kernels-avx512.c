@@ -38,12 +38,15 @@
 /*
  * One kernel per row count: every row's accumulators get the same FMAs in the same order, and A advances by MR
  * floats a step in both, so kernel_8x32 reads the 14-row packed A and gives kernel_14x32's bits for its rows.
+ * As in the AVX2 kernel, the line at b + prefetch_offset goes to L2 once per 256 bytes of B (every 2 steps).
  */
 #define MICRO_KERNEL(name, ROWS_OF)                                                                   \
   AVX512_FN static void name(int64_t kc, const float *restrict a, const float *restrict b, int64_t ldb, \
-                             float *restrict c, int64_t ldc, int add) {                                 \
+                             float *restrict c, int64_t ldc, int add, int64_t prefetch_offset) {        \
     ROWS_OF(DECLARE)                                                                                    \
     for (int64_t k = 0; k < kc; k++) {                                                                  \
+      if ((k & 1) == 0) /* once per 256 bytes of B (gemm.h) */                                          \
+        _mm_prefetch((const char *)b + prefetch_offset, _MM_HINT_T1);                                   \
       __m512 b0 = _mm512_loadu_ps(b);                                                                   \
       __m512 b1 = _mm512_loadu_ps(b + 16);                                                              \
       ROWS_OF(UPDATE)                                                                                   \

@@ -9,8 +9,10 @@
 #define MR 4
 #define NR 16
 
+/* prefetch_offset (gemm.h) is ignored: this kernel is the portable fallback, not tuned for speed. */
 static void kernel_4x16(int64_t kc, const float *restrict a, const float *restrict b, int64_t ldb,
-                        float *restrict c, int64_t ldc, int add) {
+                        float *restrict c, int64_t ldc, int add, int64_t prefetch_offset) {
+  (void)prefetch_offset;
   float acc[MR][NR] = {{0}};
   for (int64_t k = 0; k < kc; k++) {
     for (int i = 0; i < MR; i++)
