@@ -12,6 +12,7 @@
         "src/tensor/backends/native/gemm-pack.c",
         "src/tensor/backends/native/gemm-packed.c",
         "src/tensor/backends/native/row-kernels.c",
+        "src/tensor/backends/native/decode-attention.c",
         "src/tensor/backends/native/attention.c",
         "src/tensor/backends/native/swiglu.c",
         "src/tensor/backends/native/elementwise.c",

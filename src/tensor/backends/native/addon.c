@@ -11,8 +11,8 @@
  * packMatrix(handle, b, K, N, transposeB) -> packed; releasePacked(packed); matmulPacked(handle, a, packed, out,
  * M, accumulate) (B packed once, for weights that stay constant while decoding);
  * contextInfo(handle) -> { isa, threads, mr, nr, packedMaxRows }; supportedIsas() -> string[] (best first);
- * the row kernels of row-kernels-addon.c (RMSNorm, log-sum-exp rows, softmax gradient, AdamW); the
- * training attention and RoPE of attention-addon.c; the float32 SwiGLU of swiglu-addon.c; retainFreedMemory
+ * the row kernels of row-kernels-addon.c (RMSNorm, log-sum-exp rows, softmax gradient, AdamW); the decode
+ * attention over a shared prompt of decode-attention-addon.c; the training attention and RoPE of attention-addon.c; the float32 SwiGLU of swiglu-addon.c; retainFreedMemory
  * of heap-addon.c (malloc settings for training's large arrays); addArrays of elementwise-addon.c; and packPanel
  * of gemm-packing-addon.c (one panel packer, for its tests).
  */
@@ -136,6 +136,7 @@ static int get_floats(napi_env env, napi_value value, const char *name, float **
 }
 
 #include "row-kernels-addon.c"
+#include "decode-attention-addon.c"
 #include "attention-addon.c"
 #include "swiglu-addon.c"
 #include "heap-addon.c"

@@ -11,8 +11,7 @@
  * out); rmsNormForward(h, x, w, rows, D, eps, out, inverseRms); rmsNormBackward(h, x, w, inverseRms, g,
  * rows, D, gradX, gradW); adamwUpdate(h, p, g, m, v, beta1, beta2, epsilon, stepSize, biasCorrection2Sqrt,
  * decayFactor); sampleRows(h, logits, rows, V, temperature, uniforms: Float64Array, ids: Int32Array,
- * logprobs: Float64Array); prefixAttention(h, q, promptKeys, promptValues, ownKeys, ownValues, out, rows, Hq,
- * Hkv, D, L, S, promptCapacity, ownCapacity, firstVisible, scale).
+ * logprobs: Float64Array).
  */
 #include "row-kernels.h"
 
@@ -247,32 +246,5 @@ static napi_value sample_rows_binding(napi_env env, napi_callback_info info) {
   }
   row_job job = {.kind = JOB_SAMPLE, .count = rows, .width = V, .align = 1, .in = {logits}, .doubles = logprobs,
                  .doubles_in = uniforms, .ints = ids, .scalar = temperature};
-  return run_handle_job(&a, handle, &job);
-}
-
-static napi_value prefix_attention_binding(napi_env env, napi_callback_info info) {
-  row_args a;
-  float *q, *prompt_keys, *prompt_values, *own_keys, *own_values, *out;
-  int64_t rows, counts[8];
-  double scale;
-  if (!read_args(env, info, "prefixAttention", 17, &a)) return NULL;
-  context_handle *handle = get_handle(env, a.argv[0]);
-  if (!handle || !arg_count(&a, 7, &rows)) return NULL;
-  for (int i = 0; i < 8; i++)
-    if (!arg_count(&a, 8 + (size_t)i, &counts[i])) return NULL;
-  if (!arg_number(&a, 16, &scale)) return NULL;
-  attention_dims d = {counts[0], counts[1], counts[2], counts[3], counts[4], counts[5], counts[6], counts[7], (float)scale};
-  if (d.Hq < 1 || d.Hkv < 1 || d.Hq % d.Hkv != 0 || d.D < 1 || d.L > d.prompt_capacity || d.S > d.own_capacity) {
-    row_fail(&a, "heads must divide (Hq % Hkv = 0), D >= 1, L <= promptCapacity and S <= ownCapacity");
-    return NULL;
-  }
-  double own = (double)rows * d.Hkv * d.own_capacity * d.D, prompt = (double)d.Hkv * d.prompt_capacity * d.D;
-  double queries = (double)rows * d.Hq * d.D;
-  if (!arg_floats(&a, 1, "q", queries, 0, &q) || !arg_floats(&a, 2, "promptKeys", prompt, 0, &prompt_keys) ||
-      !arg_floats(&a, 3, "promptValues", prompt, 0, &prompt_values) || !arg_floats(&a, 4, "ownKeys", own, 0, &own_keys) ||
-      !arg_floats(&a, 5, "ownValues", own, 0, &own_values) || !arg_floats(&a, 6, "out", queries, 0, &out))
-    return NULL;
-  row_job job = {.kind = JOB_PREFIX_ATTENTION, .count = rows * d.Hq, .width = (d.L + d.S) * d.D, .align = 1,
-                 .in = {q, prompt_keys, prompt_values, own_keys, own_values}, .out = {out}, .attention = &d};
   return run_handle_job(&a, handle, &job);
 }

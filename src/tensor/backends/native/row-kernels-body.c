@@ -5,9 +5,9 @@
  * every comparison in vector registers (wider-than-hardware vectors made it compare lane by lane).
  *
  * Is: float exp (Cephes, <= 2 ulp), log-sum-exp / entropy / softmax-gradient rows, RMSNorm rows and AdamW
- * (double, bit for bit the JS loop), the categorical draw of one token per row of logits (float exp, sums
- * in double), and decode attention over a prompt shared by a group of rows.
- * Is not: SwiGLU (float32, swiglu-body.c).
+ * (double, bit for bit the JS loop), and the categorical draw of one token per row of logits (float exp, sums
+ * in double).
+ * Is not: SwiGLU (float32, swiglu-body.c) or decode attention (decode-attention-body.c).
  * Is not: threading, dispatch or argument checks (row-kernels.c, row-kernels-addon.c).
  */
 #define LANES (RK_BYTES / 4)
@@ -34,10 +34,6 @@
 #define row_rms_norm_backward RK(row_rms_norm_backward)
 #define row_adamw RK(row_adamw)
 #define row_sample RK(row_sample)
-#define row_prefix_attention RK(row_prefix_attention)
-#define attention_item_scalar RK(attention_item_scalar)
-#define attention_item RK(attention_item)
-#define horizontal_sum RK(horizontal_sum)
 #define divide_v RK(divide_v)
 
 typedef float vf __attribute__((vector_size(RK_BYTES)));
@@ -280,161 +276,9 @@ RK_TARGET void row_sample(const float *logits, int64_t V, double temperature, co
   }
 }
 
-/* Sum of the lanes by halving in registers (a lane-by-lane loop is a serial chain through memory). */
-INLINE float horizontal_sum(vf v) {
-#if LANES == 16
-  v += __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15);
-  v += __builtin_shufflevector(v, v, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7);
-  v += __builtin_shufflevector(v, v, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
-  v += __builtin_shufflevector(v, v, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1);
-#elif LANES == 8
-  v += __builtin_shufflevector(v, v, 4, 5, 6, 7, 4, 5, 6, 7);
-  v += __builtin_shufflevector(v, v, 2, 3, 2, 3, 2, 3, 2, 3);
-  v += __builtin_shufflevector(v, v, 1, 1, 1, 1, 1, 1, 1, 1);
-#else
-  v += __builtin_shufflevector(v, v, 2, 3, 2, 3);
-  v += __builtin_shufflevector(v, v, 1, 1, 1, 1);
-#endif
-  return v[0];
-}
-
-/*
- * One (row, head) item with the head dim in CHUNKS vectors; a constant CHUNKS (the common head dims) lets the
- * compiler keep the query and the output accumulators in registers. full: D is exactly CHUNKS vectors.
- */
-INLINE void attention_item(const int CHUNKS, const int full, const attention_dims *d, const float *query,
-                           const float *prompt_k, const float *prompt_v, const float *own_k, const float *own_v,
-                           float *scores, float *o) {
-  const int64_t D = d->D, L = d->L, keys = d->L + d->S;
-  vf query_chunks[CHUNKS];
-  for (int c = 0; c < CHUNKS; c++) {
-    int64_t count = D - c * LANES < LANES ? D - c * LANES : LANES;
-    query_chunks[c] = full ? load(query + c * LANES) : load_part(query + c * LANES, count, 0.0f);
-  }
-  float row_max = -INFINITY;
-  for (int64_t s = 0; s < keys; s++) {
-    const float *k = s < L ? prompt_k + s * D : own_k + (s - L) * D;
-    vf acc = splat(0.0f);
-    for (int c = 0; c < CHUNKS; c++) {
-      int64_t count = D - c * LANES < LANES ? D - c * LANES : LANES;
-      acc += query_chunks[c] * (full ? load(k + c * LANES) : load_part(k + c * LANES, count, 0.0f));
-    }
-    float score = s >= d->first_visible ? horizontal_sum(acc) * d->scale : -INFINITY;
-    scores[s] = score;
-    if (score > row_max) row_max = score;
-  }
-  if (row_max == -INFINITY) {
-    for (int64_t i = 0; i < D; i++) o[i] = 0.0f;
-    return;
-  }
-  vd totals = (vd){0};
-  for (int64_t s = 0; s < keys; s += LANES) {
-    int64_t count = keys - s < LANES ? keys - s : LANES;
-    vf e = exp_v((count == LANES ? load(scores + s) : load_part(scores + s, count, -INFINITY)) - row_max);
-    store_part(scores + s, e, count);
-    totals += widen_sum(e);
-  }
-  const float inverse = (float)(1.0 / lane_total(totals));
-  vf acc[CHUNKS];
-  for (int c = 0; c < CHUNKS; c++) acc[c] = splat(0.0f);
-  for (int64_t s = 0; s < keys; s++) {
-    if (scores[s] == 0.0f) continue;
-    const float *v = s < L ? prompt_v + s * D : own_v + (s - L) * D;
-    const vf p = splat(scores[s]);
-    for (int c = 0; c < CHUNKS; c++) {
-      int64_t count = D - c * LANES < LANES ? D - c * LANES : LANES;
-      acc[c] += p * (full ? load(v + c * LANES) : load_part(v + c * LANES, count, 0.0f));
-    }
-  }
-  for (int c = 0; c < CHUNKS; c++) {
-    int64_t count = D - c * LANES < LANES ? D - c * LANES : LANES;
-    if (full)
-      store(o + c * LANES, acc[c] * inverse);
-    else
-      store_part(o + c * LANES, acc[c] * inverse, count);
-  }
-}
-
-/* Head dims without a vector case below: plain scalar loops, same arithmetic. */
-INLINE void attention_item_scalar(const attention_dims *d, const float *query, const float *prompt_k,
-                                  const float *prompt_v, const float *own_k, const float *own_v, float *scores,
-                                  float *o) {
-  const int64_t D = d->D, L = d->L, keys = d->L + d->S;
-  float row_max = -INFINITY;
-  for (int64_t s = 0; s < keys; s++) {
-    const float *k = s < L ? prompt_k + s * D : own_k + (s - L) * D;
-    float dot = 0.0f;
-    for (int64_t i = 0; i < D; i++) dot += query[i] * k[i];
-    scores[s] = s >= d->first_visible ? dot * d->scale : -INFINITY;
-    if (scores[s] > row_max) row_max = scores[s];
-  }
-  for (int64_t i = 0; i < D; i++) o[i] = 0.0f;
-  if (row_max == -INFINITY) return;
-  double total = 0;
-  for (int64_t s = 0; s < keys; s++) total += scores[s] = expf(scores[s] - row_max);
-  for (int64_t s = 0; s < keys; s++) {
-    const float *v = s < L ? prompt_v + s * D : own_v + (s - L) * D;
-    for (int64_t i = 0; i < D; i++) o[i] += scores[s] * v[i];
-  }
-  const float inverse = (float)(1.0 / total);
-  for (int64_t i = 0; i < D; i++) o[i] *= inverse;
-}
-
-/*
- * Decode attention of rows that share one prompt (tensor/prefix-attention.ts is the spec): for each work item
- * w = b·Hq + h in [begin, end) (row b, query head h, key-value head g = h / (Hq/Hkv)), the query q[w·D..] is
- * scored against the prompt's L keys (prompt_keys[g, s]) and then the row's own S keys (own_keys[b, g, s]):
- * scale·q·k, keys at positions below first_visible masked (prompt key s sits at s, own key s at L + s), a
- * softmax with float exp and a double sum, and out[w·D..] = Σ p·v over the same keys. All masked: zeros.
- */
-RK_TARGET void row_prefix_attention(const attention_dims *d, const float *q, const float *prompt_keys,
-                                      const float *prompt_values, const float *own_keys, const float *own_values,
-                                      float *out, int64_t begin, int64_t end) {
-  const int64_t D = d->D, keys = d->L + d->S, rep = d->Hq / d->Hkv;
-  const int64_t chunks = (D + LANES - 1) / LANES;
-  const int full = D % LANES == 0;
-  float stack_scores[1024];
-  float *scores = keys <= 1024 ? stack_scores : malloc((size_t)keys * sizeof(float));
-  for (int64_t w = begin; w < end; w++) {
-    float *o = out + w * D;
-    if (!scores) { /* no memory for a long row's scores: NaN, never a silent wrong answer */
-      for (int64_t i = 0; i < D; i++) o[i] = NAN;
-      continue;
-    }
-    const int64_t b = w / d->Hq, g = (w % d->Hq) / rep;
-    const float *query = q + w * D;
-    const float *pk = prompt_keys + g * d->prompt_capacity * D, *ok = own_keys + (b * d->Hkv + g) * d->own_capacity * D;
-    const float *pv = prompt_values + g * d->prompt_capacity * D, *ov = own_values + (b * d->Hkv + g) * d->own_capacity * D;
-#define ATTENTION_CASE(n)                                                           \
-  case n:                                                                           \
-    if (full)                                                                       \
-      attention_item(n, 1, d, query, pk, pv, ok, ov, scores, o);                    \
-    else                                                                            \
-      attention_item(n, 0, d, query, pk, pv, ok, ov, scores, o);                    \
-    break;
-    switch (chunks) {
-      ATTENTION_CASE(1)
-      ATTENTION_CASE(2)
-      ATTENTION_CASE(3)
-      ATTENTION_CASE(4)
-      ATTENTION_CASE(5)
-      ATTENTION_CASE(6)
-      ATTENTION_CASE(7)
-      ATTENTION_CASE(8)
-      ATTENTION_CASE(10)
-      ATTENTION_CASE(12)
-      ATTENTION_CASE(16)
-      ATTENTION_CASE(32)
-      default: attention_item_scalar(d, query, pk, pv, ok, ov, scores, o);
-    }
-#undef ATTENTION_CASE
-  }
-  if (scores != stack_scores) free(scores);
-}
-
 static const row_kernel_set RK(row_kernels) = {
   RK_NAME, row_exp, row_log_sum_exp, row_softmax_grad,
-  row_rms_norm_forward, row_rms_norm_backward, row_adamw, row_sample, row_prefix_attention,
+  row_rms_norm_forward, row_rms_norm_backward, row_adamw, row_sample,
 };
 
 #undef LANES
@@ -461,8 +305,4 @@ static const row_kernel_set RK(row_kernels) = {
 #undef row_rms_norm_backward
 #undef row_adamw
 #undef row_sample
-#undef row_prefix_attention
-#undef attention_item_scalar
-#undef attention_item
-#undef horizontal_sum
 #undef divide_v

@@ -1,8 +1,8 @@
 /*
  * Row-wise kernels of the `native` backend: RMSNorm forward/backward, the per-row log-sum-exp (and
  * entropy) of logits, the softmax part of log-softmax-gather's gradient, the AdamW update, one
- * categorical draw per row of logits, and decode attention over a shared prompt. The JavaScript loops
- * in src/tensor/fused.ts and src/nn/optimizer.ts are the spec. (SwiGLU is swiglu.c's.)
+ * categorical draw per row of logits. The JavaScript loops in src/tensor/fused.ts and src/nn/optimizer.ts
+ * are the spec. (SwiGLU is swiglu.c's, decode attention decode-attention.c's.)
  *
  * Is: arithmetic on flat float arrays, split over the gemm context's thread pool. The exponential is a
  * Cephes-style range reduction plus degree-6 polynomial on GCC vectors (≤ 2 ulp over float32, checked
@@ -91,9 +91,6 @@ static void run_row_job(void *arg, int thread) {
                             j->out[1] + (int64_t)thread * j->width, begin, end);
       break;
     case JOB_ADAMW: j->k->adamw(j->out[0], j->in[0], j->out[1], j->out[2], j->adamw, begin, end); break;
-    case JOB_PREFIX_ATTENTION:
-      j->k->prefix_attention(j->attention, j->in[0], j->in[1], j->in[2], j->in[3], j->in[4], j->out[0], begin, end);
-      break;
     case JOB_SAMPLE:
       j->k->sample(j->in[0], j->width, j->scalar, j->doubles_in, j->ints, j->doubles, begin, end);
       break;

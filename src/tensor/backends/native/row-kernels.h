@@ -15,12 +15,6 @@ typedef struct {
   double beta1, beta2, epsilon, step_size, bias_correction2_sqrt, decay_factor;
 } adamw_scalars;
 
-/* Geometry of one prefix-attention call (see row_prefix_attention in row-kernels-body.c). */
-typedef struct {
-  int64_t Hq, Hkv, D, L, S, prompt_capacity, own_capacity, first_visible;
-  float scale;
-} attention_dims;
-
 typedef struct {
   const char *name;
   void (*exp)(const float *x, float *out, int64_t n);
@@ -35,15 +29,12 @@ typedef struct {
   void (*adamw)(float *p, const float *g, float *m, float *v, const adamw_scalars *k, int64_t begin, int64_t end);
   void (*sample)(const float *logits, int64_t V, double temperature, const double *uniforms, int32_t *ids,
                  double *logprobs, int64_t begin, int64_t end);
-  void (*prefix_attention)(const attention_dims *d, const float *q, const float *prompt_keys, const float *prompt_values,
-                           const float *own_keys, const float *own_values, float *out, int64_t begin, int64_t end);
 } row_kernel_set;
 
 /* ---- splitting a kernel over the pool: each thread takes a contiguous share of [0, count). ---- */
 
 typedef enum { JOB_LOG_SUM_EXP, JOB_SOFTMAX_GRAD, JOB_RMS_FORWARD,
-               JOB_RMS_BACKWARD, JOB_ADAMW, JOB_SAMPLE,
-               JOB_PREFIX_ATTENTION } row_job_kind;
+               JOB_RMS_BACKWARD, JOB_ADAMW, JOB_SAMPLE } row_job_kind;
 
 typedef struct {
   row_job_kind kind;
@@ -51,14 +42,13 @@ typedef struct {
   int threads;
   int64_t count, width; /* items (rows or elements) and the row width where there is one */
   int64_t align;        /* shares start at multiples of this (whole vectors for element-wise jobs) */
-  const float *in[5];
+  const float *in[4];
   float *out[4];
   double *doubles;
   const double *doubles_in;
   int32_t *ints;
   double scalar;
   const adamw_scalars *adamw;
-  const attention_dims *attention;
 } row_job;
 
 /* Element-wise jobs split at multiples of 16 elements: whole vectors for every instruction set. */
