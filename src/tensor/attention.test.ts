@@ -170,7 +170,7 @@ for (const isa of status.isas) {
       const seed = normal([B, T, Hq, D]).data;
       setBackend(native);
       const run = (replay: AttentionReplay | undefined) => {
-        const calls = vi.spyOn(native, 'attentionForward');
+        const calls = vi.spyOn(native as Required<Backend>, 'attentionForward');
         const inputs = [qData, kData, vData].map((x) => parameter(x.data.slice(), x.shape));
         const block = ([q, k, v]: Tensor[]) => causalAttentionTokensFirst(q, k, v, { replay });
         const out = recomputeAll(block, inputs, []);

@@ -181,8 +181,9 @@ export function projectedLogSoftmaxGather(
   const { logprobs, entropies, state } = projectedRows(x.data, weight.data, ids, [N, H, V], factor, options.chunkRows);
   const columns = Math.max(1, Math.min(V, options.chunkColumns ?? Math.floor(CHUNK_LOGITS / Math.max(1, N))));
   const result = record(new Tensor(logprobs, [N]), 'projectedLogSoftmaxGather', [x, weight], (g) => {
-    const gradX = x.requiresGrad ? new Float32Array(x.size) : null;
-    const gradW = weight.requiresGrad ? new Float32Array(weight.size) : null;
+    // Written in full: gradX by the first block's product, each block of gradW's rows by its own.
+    const gradX = x.requiresGrad ? uninitializedFloats(x.size) : null;
+    const gradW = weight.requiresGrad ? uninitializedFloats(weight.size) : null;
     const backend = getBackend();
     const logitsBuffer = uninitializedFloats(N * columns); // written in full by each block's product
     const gradBuffer = new Float32Array(N * columns);
