@@ -148,7 +148,7 @@ export function logSoftmaxGather(logits: Tensor, ids: Int32Array | readonly numb
   });
 }
 
-/** Logits per chunk of projectedLogSoftmaxGather unless told: about 4M (16 MiB) at a time. */
+/** Logits per block of projectedLogSoftmaxGather's backward unless told: about 4M (16 MiB) at a time. */
 const CHUNK_LOGITS = 1 << 22;
 
 /**
@@ -234,7 +234,11 @@ function projectedRows(
   factor: number,
   chunkRows: number | undefined,
 ): { logprobs: Float32Array; entropies: Float32Array; state: RowNormalizers } {
-  const chunk = Math.max(1, Math.min(N, chunkRows ?? Math.floor(CHUNK_LOGITS / Math.max(1, V))));
+  // Twice the backward's block: its two buffers are live at the same point of the step (all activations
+  // kept), so the forward's one is no larger; fewer chunks pack all of W fewer times (each chunk's product
+  // packs the whole weight). Equal chunks: no short last one packing W for a few rows.
+  const most = Math.max(1, Math.floor((2 * CHUNK_LOGITS) / Math.max(1, V)));
+  const chunk = Math.max(1, Math.min(N, chunkRows ?? Math.ceil(N / Math.ceil(N / most))));
   const buffer = uninitializedFloats(chunk * V); // written in full by each chunk's product
   const logprobs = new Float32Array(N);
   const entropies = new Float32Array(N);
