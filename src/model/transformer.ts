@@ -33,7 +33,7 @@ import {
   type RecomputedInput,
 } from '../tensor/index.js';
 import { ropeTable, swiglu, type RopeTable } from '../tensor/fused.js';
-import { causalAttentionTokensFirst } from '../tensor/attention.js';
+import { causalAttentionTokensFirst, type AttentionReplay } from '../tensor/attention.js';
 import { prefixAttention } from '../tensor/prefix-attention.js';
 import { recompute, recomputeAll, residualAdd } from '../tensor/recompute.js';
 import { recomputedNormInput, residual } from './activation-memory.js';
@@ -55,8 +55,8 @@ export class Transformer {
   /**
    * Activation recomputation in training forwards (no cache), same gradients in every mode. 'layers':
    * each decoder layer keeps only its input and is rerun in backward (one more forward pass).
-   * 'selective': the linears' outputs are kept; the attention between q/k/v and o_proj is rerun, and
-   * swiglu(gate, up) recomputed (swigluLowRankLinear), in backward; the residual sums keep no branch.
+   * 'selective': the linears' outputs are kept; the attention between q/k/v and o_proj is rerun (RoPE; the
+   * kernel's output and log-sum-exp are replayed) and swiglu(gate, up) recomputed in backward; sums keep no branch.
    */
   recompute: 'none' | 'selective' | 'layers' = 'none';
   /** LoRA dropout probability on the adapters' input (PEFT's lora_dropout), used only by forwards given a dropoutSeed. */
@@ -225,8 +225,7 @@ export class Transformer {
   /** Final-norm hidden states [B, T, H]. */
   hiddenStates(ids: Int32Array, batchSize: number, options: ForwardOptions = {}): Tensor {
     const { config } = this;
-    const B = batchSize;
-    const T = ids.length / B;
+    const [B, T] = [batchSize, ids.length / batchSize];
     if (!Number.isInteger(T)) throw new Error(`Transformer.forward: ${ids.length} ids do not split into ${B} rows`);
     for (let i = 0; i < ids.length; i++) {
       if (!(ids[i] >= 0 && ids[i] < config.vocabSize)) {
@@ -329,9 +328,10 @@ export class Transformer {
     // [B, T, heads·D] each, by a loop: a closure over x would share `core`'s context, which recompute keeps.
     const projected: Tensor[] = [];
     for (const name of ['q', 'k', 'v']) projected.push(this.project(x, `${prefix}.${name}_proj`, options, recomputed));
-    const core = (inputs: Tensor[]) => this.attentionCore(inputs, layer, B, T, rotary, options);
+    const replay = this.selective(options) ? { output: null, logSumExp: null } : undefined; // for core's rerun
+    const core = (inputs: Tensor[]) => this.attentionCore(inputs, layer, B, T, rotary, options, replay);
     const norms = ['q', 'k'].flatMap((name) => this.parameters.get(`${prefix}.${name}_norm.weight`) ?? []);
-    const merged = this.selective(options) ? recomputeAll(core, projected, norms) : core(projected); // [B, T, Hq·D]
+    const merged = replay ? recomputeAll(core, projected, norms) : core(projected); // [B, T, Hq·D]
     return this.project(merged, `${prefix}.o_proj`, options); // [B, T, H]
   }
 
@@ -343,6 +343,7 @@ export class Transformer {
     T: number,
     rotary: { positions: Int32Array; angles: RopeTable },
     options: ForwardOptions,
+    replay?: AttentionReplay,
   ): Tensor {
     const { config } = this;
     const prefix = `model.layers.${layer}.self_attn`;
@@ -358,7 +359,7 @@ export class Transformer {
     const [qTokens, kTokens, vTokens] = [project('q', Hq), project('k', Hkv), project('v', Hkv)]; // [B, T, heads, D]
     if (!cache) {
       const windowed = window !== null && window < T ? window : undefined;
-      const attentionOptions = { keyMask: options.keyMask, segmentIds: options.segmentIds, window: windowed };
+      const attentionOptions = { keyMask: options.keyMask, segmentIds: options.segmentIds, window: windowed, replay };
       return reshape(causalAttentionTokensFirst(qTokens, kTokens, vTokens, attentionOptions), [B, T, Hq * D]); // [B, T, Hq·D]
     }
     // One token per row (a decode step): [B, 1, heads, D] is already [B, heads, 1, D] in memory, so no copy.

@@ -4,21 +4,28 @@
  * and the q, k, v gradients, heads first and tokens first, for plain causal rows, a key mask (with rows that
  * see no key), document ids, GQA (Hq = 3·Hkv), a query offset into a cache with room past keyLength, T = 1,
  * lengths that are no multiple of the kernel's blocks, and a non-causal call; plus a gradient check and
- * the native RoPE against its JS loop (bit for bit, both directions).
+ * the native RoPE against its JS loop (bit for bit, both directions), and a replayed attention (the rerun
+ * of recomputeAll taking the first run's output and log-sum-exp) against one that runs the kernel again.
  *
  * Stated tolerance: 2e-5 absolute on outputs and gradients of O(1) inputs. The kernel's exp is float32
  * (≤ 2 ulp), its sums float32 and its products fused multiply-adds in another order than the matmuls, while
  * the spec exponentiates and sums in double: a few float32 ulp per entry, far below 2e-5.
  * Is not: the model-level parity (model/*.test.ts) or the row paths' own equality (attention-rows.test.ts).
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { gradCheck } from '../testing/gradcheck.js';
-import { causalAttention, causalAttentionTokensFirst, type AttentionOptions } from './attention.js';
+import {
+  causalAttention,
+  causalAttentionTokensFirst,
+  type AttentionOptions,
+  type AttentionReplay,
+} from './attention.js';
 import type { Backend } from './backend.js';
 import { loadNativeBackend, nativeAddonStatus } from './backends/native/native-backend.js';
 import { createBackend, getBackend, setBackend } from './backends/select.js';
 import { rope, ropeTable } from './fused.js';
 import { permute } from './primitives.js';
+import { recomputeAll } from './recompute.js';
 import { Random, randomNormal } from './random.js';
 import { parameter, Tensor } from './tensor.js';
 
@@ -155,6 +162,29 @@ for (const isa of status.isas) {
         (a, b, c) => causalAttentionTokensFirst(a, b, c),
         [normal([1, T, 2, D]), normal([1, T, 2, D]), normal([1, T, 2, D])],
       );
+    });
+
+    it('replayed under recomputeAll: one forward kernel call instead of two, the same output and gradients', () => {
+      const [B, T, Hq, Hkv, D] = [2, 9, 6, 2, 16];
+      const [qData, kData, vData] = [normal([B, T, Hq, D]), normal([B, T, Hkv, D]), normal([B, T, Hkv, D])];
+      const seed = normal([B, T, Hq, D]).data;
+      setBackend(native);
+      const run = (replay: AttentionReplay | undefined) => {
+        const calls = vi.spyOn(native as Required<Backend>, 'attentionForward');
+        const inputs = [qData, kData, vData].map((x) => parameter(x.data.slice(), x.shape));
+        const block = ([q, k, v]: Tensor[]) => causalAttentionTokensFirst(q, k, v, { replay });
+        const out = recomputeAll(block, inputs, []);
+        out.backward(seed);
+        const count = calls.mock.calls.length;
+        calls.mockRestore();
+        return { count, values: [out, ...inputs].map((x, i) => Array.from(i === 0 ? x.data : x.grad!.data)) };
+      };
+      const replay: AttentionReplay = { output: null, logSumExp: null };
+      const replayed = run(replay);
+      const rerun = run(undefined);
+      expect([replayed.count, rerun.count]).toEqual([1, 2]);
+      expect(replayed.values).toEqual(rerun.values);
+      expect(replay).toEqual({ output: null, logSumExp: null }); // handed to the rerun's graph, not kept here
     });
 
     it('rope equals the JS loop bit for bit, forward and inverse (gradient), shared and per-row angles', () => {

@@ -14,7 +14,7 @@
  * Legend: B = batch, T = query length, S = key length, Hq/Hkv = query/key-value heads, D = head dim.
  */
 import { type AttentionRows, softmaxBackwardRows, softmaxScoreRows } from './attention-rows.js';
-import { record } from './autograd.js';
+import { isGradEnabled, record } from './autograd.js';
 import type { Backend, TrainingAttentionDims } from './backend.js';
 import { getBackend } from './backends/select.js';
 import { permute } from './primitives.js';
@@ -42,6 +42,19 @@ export interface AttentionOptions {
    * length here: the rest of the axis is room for later tokens, skipped by stride, never read.
    */
   keyLength?: number;
+  /**
+   * An attention recomputed in backward (recompute.ts's rerun of the block around it): on the kernel
+   * path the run without a graph leaves its output and log-sum-exp here, and the rerun that records the
+   * graph takes them instead of running the forward kernel again. The rerun sees the same inputs (the
+   * recompute contract), so the values are the same; its backward kernel reads only the log-sum-exp.
+   */
+  replay?: AttentionReplay;
+}
+
+/** What the first run of a recomputed attention leaves for its rerun; see AttentionOptions.replay. */
+export interface AttentionReplay {
+  output: Float32Array | null;
+  logSumExp: Float32Array | null;
 }
 
 /**
@@ -79,7 +92,7 @@ export function causalAttention(q: Tensor, k: Tensor, v: Tensor, options: Attent
     const qStrides = [Hq * T * D, T * D, D] as const;
     const kvStrides = [Hkv * capacity * D, capacity * D, D] as const;
     const dims = { B, Hq, Hkv, T, S, D, offset, causal, scale, qStrides, kvStrides, ...masksOf(options) };
-    return attentionOnKernel(kernel, q, k, v, dims);
+    return attentionOnKernel(kernel, q, k, v, dims, options.replay);
   }
   const groups = B * Hkv;
   const rows = rep * T;
@@ -200,7 +213,7 @@ export function causalAttentionTokensFirst(q: Tensor, k: Tensor, v: Tensor, opti
     kvStrides,
     ...masksOf(options),
   };
-  return attentionOnKernel(kernel, q, k, v, dims);
+  return attentionOnKernel(kernel, q, k, v, dims, options.replay);
 }
 
 type AttentionKernel = Required<Pick<Backend, 'attentionForward' | 'attentionBackward'>>;
@@ -223,22 +236,33 @@ function masksOf(options: AttentionOptions): Pick<TrainingAttentionDims, 'keyMas
   return { keyMask: options.keyMask ?? null, segmentIds: options.segmentIds ?? null };
 }
 
-/** One forward kernel call; the backward recomputes the probabilities from the kept log-sum-exp rows. */
+/**
+ * One forward kernel call, or none for the recording rerun of a replayed attention (the first run's
+ * output and log-sum-exp, handed over once); the backward recomputes the probabilities from the kept
+ * log-sum-exp rows.
+ */
 function attentionOnKernel(
   backend: AttentionKernel,
   q: Tensor,
   k: Tensor,
   v: Tensor,
   dims: TrainingAttentionDims,
+  replay: AttentionReplay | undefined,
 ): Tensor {
-  const output = new Float32Array(q.size); // q's shape and layout
-  const logSumExp = new Float32Array(dims.B * dims.Hq * dims.T); // [B, Hq, T]
-  backend.attentionForward(q.data, k.data, v.data, output, logSumExp, dims);
+  let { output, logSumExp } = replay && isGradEnabled() ? replay : { output: null, logSumExp: null };
+  if (replay) [replay.output, replay.logSumExp] = [null, null]; // the rerun's graph holds them from here
+  if (!output || !logSumExp || output.length !== q.size) {
+    output = new Float32Array(q.size); // q's shape and layout
+    logSumExp = new Float32Array(dims.B * dims.Hq * dims.T); // [B, Hq, T]
+    backend.attentionForward(q.data, k.data, v.data, output, logSumExp, dims);
+    if (replay && !isGradEnabled()) [replay.output, replay.logSumExp] = [output, logSumExp];
+  }
+  const kept = logSumExp;
   return record(new Tensor(output, q.shape), 'causalAttention', [q, k, v], (g) => {
     const gradQ = new Float32Array(q.size);
     const gradK = new Float32Array(k.size); // zeros stay in a cache's room past S
     const gradV = new Float32Array(v.size);
-    backend.attentionBackward(q.data, k.data, v.data, g, logSumExp, gradQ, gradK, gradV, dims);
+    backend.attentionBackward(q.data, k.data, v.data, g, kept, gradQ, gradK, gradV, dims);
     return [gradQ, gradK, gradV];
   });
 }

@@ -44,6 +44,10 @@ export interface Backend {
   matmulBfloat16B?(a: Float32Array, b: Uint16Array, out: Float32Array, shape: MatmulShape): void;
   /** out[i] = a[i] + b[i] over a's length (out may be a or b): residual sums, gradient accumulation. */
   addArrays?(a: Float32Array, b: Float32Array, out: Float32Array): void;
+  /** Σ x[i]² in double (gradient clipping's norm; summed in another order than one loop, so within rounding of it). */
+  sumOfSquares?(x: Float32Array): number;
+  /** x[i] = fround(x[i]·factor) in place (gradient clipping's scaling; bit for bit the loop). */
+  scaleArray?(x: Float32Array, factor: number): void;
   /** out = silu(gate)·up elementwise (a backend may round differently from the spec loop; it states how). */
   swigluForward?(gate: Float32Array, up: Float32Array, out: Float32Array): void;
   /**

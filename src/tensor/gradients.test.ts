@@ -141,11 +141,14 @@ for (const { name, backend } of backendsUnderTest()) {
       gradCheck((x) => T.logSoftmaxGather(x, Int32Array.from([2, 0, 4])), [normal([3, 5], 2)]);
       gradCheck((x) => T.crossEntropy(x, Int32Array.from([1, -100, 3, 0])), [normal([2, 2, 5], 2)]);
     });
-    it('projectedLogSoftmaxGather (lm_head + log-softmax-gather in chunks of 2 rows, temperature 0.7)', () =>
+    it('projectedLogSoftmaxGather (lm_head + log-softmax-gather in chunks of 2 rows, 4 columns, temperature 0.7)', () =>
       gradCheck(
         (x, w) =>
-          T.projectedLogSoftmaxGather(x, w, Int32Array.from([2, 0, 5, 1, 3]), { scale: 1 / 0.7, chunkRows: 2 })
-            .logprobs,
+          T.projectedLogSoftmaxGather(x, w, Int32Array.from([2, 0, 5, 1, 3]), {
+            scale: 1 / 0.7,
+            chunkRows: 2,
+            chunkColumns: 4,
+          }).logprobs,
         [normal([5, 4]), normal([6, 4], 2)],
       ));
     it('linear (x·Wᵀ + b)', () =>

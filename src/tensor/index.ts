@@ -75,5 +75,13 @@ export {
 } from './fused-vocabulary.js';
 export { sizeOf, formatShape, type Shape } from './shape.js';
 export type { Backend, MatmulShape } from './backend.js';
-export { addArrays, getBackend, setBackend, createBackend, withConstantWeights } from './backends/select.js';
+export {
+  addArrays,
+  getBackend,
+  setBackend,
+  createBackend,
+  scaleArray,
+  sumOfSquares,
+  withConstantWeights,
+} from './backends/select.js';
 export { Random, randomNormal, randomUniform, type RandomState } from './random.js';

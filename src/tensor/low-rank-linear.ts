@@ -299,7 +299,8 @@ function linearNode(
         ? lowRankGradients(update, adapterInput, down, g, gradX, N, out)
         : [];
       if (trainedWeight) {
-        const gradW = trainedWeight.requiresGrad ? new Float32Array(trainedWeight.size) : null;
+        // Written in full by the product (accumulate false): no zero-filling of the layer's largest gradients.
+        const gradW = trainedWeight.requiresGrad ? uninitializedFloats(trainedWeight.size) : null;
         if (gradW) product(g, readX(), gradW, out, N, inputs, { transposeA: true }); // gᵀ·x
         gradients.push(gradW);
       }

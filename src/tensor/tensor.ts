@@ -6,6 +6,7 @@
  * ops.ts and fused.ts, which are the real API (and are what the docs and tests use).
  */
 import { type GradNode, runBackward } from './autograd.js';
+import { addArrays } from './backends/select.js';
 import { formatShape, sizeOf, type Shape } from './shape.js';
 
 export interface TensorOptions {
@@ -75,8 +76,8 @@ export class Tensor {
       this.grad = new Tensor(owned ? gradient : gradient.slice(), this.shape);
       return;
     }
-    const target = this.grad.data;
-    for (let i = 0; i < target.length; i++) target[i] += gradient[i];
+    // A later micro-batch's gradient: every parameter of the model, so the backend's threaded sum (same floats).
+    addArrays(this.grad.data, gradient, this.grad.data);
   }
 
   toString(): string {

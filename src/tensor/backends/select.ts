@@ -128,6 +128,25 @@ export function addArrays(a: Float32Array, b: Float32Array, out: Float32Array): 
 }
 
 /**
+ * Σ x[i]² in double on the current backend's threaded pass when it has one, else one loop in order (the
+ * backend's shares regroup the sum: the same value within a few double roundings).
+ */
+export function sumOfSquares(x: Float32Array): number {
+  const backend = getBackend();
+  if (backend.sumOfSquares) return backend.sumOfSquares(x);
+  let total = 0;
+  for (let i = 0; i < x.length; i++) total += x[i] * x[i];
+  return total;
+}
+
+/** x[i] *= factor in place (the product in double, rounded to float32), threaded where the backend has it. */
+export function scaleArray(x: Float32Array, factor: number): void {
+  const backend = getBackend();
+  if (backend.scaleArray) backend.scaleArray(x, factor);
+  else for (let i = 0; i < x.length; i++) x[i] *= factor;
+}
+
+/**
  * Replaces the process-wide backend with a named one (created here, with `options`) or a given
  * instance (owned by the caller). A backend this module created is disposed when replaced.
  */

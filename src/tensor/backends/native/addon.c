@@ -12,8 +12,9 @@
  * M, accumulate) (B packed once, for weights that stay constant while decoding);
  * contextInfo(handle) -> { isa, threads, mr, nr, packedMaxRows }; supportedIsas() -> string[] (best first);
  * the row kernels of row-kernels-addon.c (RMSNorm, log-sum-exp rows, softmax gradient, AdamW); the decode
- * attention over a shared prompt of decode-attention-addon.c; the training attention and RoPE of attention-addon.c; the float32 SwiGLU of swiglu-addon.c; retainFreedMemory
- * of heap-addon.c (malloc settings for training's large arrays); addArrays of elementwise-addon.c; and packPanel
+ * attention over a shared prompt of decode-attention-addon.c; the training attention and RoPE of
+ * attention-addon.c; the float32 SwiGLU of swiglu-addon.c; retainFreedMemory of heap-addon.c (malloc settings
+ * for training's large arrays); addArrays, sumOfSquares and scaleArray of elementwise-addon.c; and packPanel
  * of gemm-packing-addon.c (one panel packer, for its tests).
  */
 #define NAPI_VERSION 8
@@ -377,6 +378,8 @@ NAPI_MODULE_INIT() {
       {"swigluBackwardFloat", NULL, swiglu_backward_float_binding, NULL, NULL, NULL, napi_default, NULL},
       {"retainFreedMemory", NULL, retain_freed_memory_binding, NULL, NULL, NULL, napi_default, NULL},
       {"addArrays", NULL, add_arrays_binding, NULL, NULL, NULL, napi_default, NULL},
+      {"sumOfSquares", NULL, sum_of_squares_binding, NULL, NULL, NULL, napi_default, NULL},
+      {"scaleArray", NULL, scale_array_binding, NULL, NULL, NULL, napi_default, NULL},
   };
   if (napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties) != napi_ok)
     return NULL;

@@ -3,6 +3,9 @@
  * residualAdd and autograd's gradient accumulation: bit for bit (one correctly rounded float32 addition
  * either way), NaN/±Infinity/−0 and subnormals included, written in place (out = a), split over 2 threads
  * (an odd size above the parallel threshold, so shares and tails are covered), and short arrays refused.
+ * Gradient clipping's passes (sumOfSquares, scaleArray) against nn/clip.ts's loops: the scaling bit for bit;
+ * the sum of squares bit for bit below the parallel threshold (one share, the loop's order) and above it
+ * within 1e-13 relative (the two shares' totals added last: a few double roundings of a sum of 10⁵ terms).
  */
 import { describe, expect, it } from 'vitest';
 import { Random, randomNormal } from '../../random.js';
@@ -34,6 +37,29 @@ if (!status.available) {
       const inPlace = a.slice();
       native.addArrays!(inPlace, b, inPlace);
       expect(bits(inPlace)).toEqual(bits(expected));
+    });
+
+    it('sumOfSquares: the double loop, bit for bit in one share and within rounding over two', () => {
+      const loop = (x: Float32Array) => {
+        let total = 0;
+        for (let i = 0; i < x.length; i++) total += x[i] * x[i];
+        return total;
+      };
+      const short = b.subarray(9, 60_009); // below the parallel threshold: one share
+      expect(native.sumOfSquares!(short)).toBe(loop(short));
+      const long = a.subarray(9);
+      expect(Math.abs(native.sumOfSquares!(long) - loop(long))).toBeLessThanOrEqual(1e-13 * loop(long));
+      expect(native.sumOfSquares!(a)).toBeNaN(); // a[0] is NaN
+    });
+
+    it('scaleArray: x·factor rounded to float32 in place, bit for bit the loop', () => {
+      for (const factor of [0.37, 1 / 3, 1e-30]) {
+        const scaled = a.slice();
+        native.scaleArray!(scaled, factor);
+        const want = a.slice();
+        for (let i = 0; i < want.length; i++) want[i] *= factor;
+        expect(bits(scaled)).toEqual(bits(want));
+      }
     });
 
     it('refuses arrays shorter than a', () => {

@@ -71,6 +71,8 @@ export interface Addon {
   rowExp(x: Float32Array, out: Float32Array, isa: NativeIsa): void;
   retainFreedMemory(): boolean;
   addArrays(handle: object, a: Float32Array, b: Float32Array, out: Float32Array): void;
+  sumOfSquares(handle: object, x: Float32Array): number;
+  scaleArray(handle: object, x: Float32Array, factor: number): void;
   swigluForwardFloat(handle: object, gate: Float32Array, up: Float32Array, out: Float32Array): void;
   swigluBackwardFloat(
     handle: object,

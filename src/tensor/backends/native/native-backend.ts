@@ -176,6 +176,12 @@ export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBac
     addArrays(a, b, out) {
       addon.addArrays(live('addArrays'), a, b, out);
     },
+    sumOfSquares(x) {
+      return addon.sumOfSquares(live('sumOfSquares'), x);
+    },
+    scaleArray(x, factor) {
+      addon.scaleArray(live('scaleArray'), x, factor);
+    },
     swigluForward(gate, up, out) {
       addon.swigluForwardFloat(live('swigluForward'), gate, up, out);
     },
