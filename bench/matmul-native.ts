@@ -82,6 +82,10 @@ function parseArguments(argv: string[]): Settings {
   if (!Number.isInteger(repeats) || repeats < 1) throw new Error('--repeats: a positive integer');
   if (!Number.isInteger(rounds) || rounds < 1) throw new Error('--rounds: a positive integer');
   const coldIndex = argv.indexOf('--cold');
+  const coldValue = argv[coldIndex + 1];
+  // The MiB value is optional, so a word after --cold that is neither a number nor a flag is a typo, not a default.
+  if (coldIndex >= 0 && coldValue !== undefined && !coldValue.startsWith('--') && !/^\d+$/.test(coldValue))
+    throw new Error(`--cold: '${coldValue}' is not a whole number of MiB`);
   const coldText =
     coldIndex >= 0 && /^\d+$/.test(argv[coldIndex + 1] ?? '') ? argv[coldIndex + 1] : String(COLD_DEFAULT_MIB);
   const coldBytes = coldIndex >= 0 ? Number(coldText) * 2 ** 20 : 0;
