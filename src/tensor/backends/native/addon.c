@@ -245,8 +245,14 @@ static napi_value pack_matrix(napi_env env, napi_callback_info info) {
     napi_throw_range_error(env, NULL, "grpo native packMatrix: b is too short for K x N (or K, N < 0)");
     return NULL;
   }
+  if (handle->busy) { /* the packing runs on the pool */
+    napi_throw_error(env, NULL, "grpo native packMatrix: re-entered while a kernel is running");
+    return NULL;
+  }
   packed_handle *result_handle = calloc(1, sizeof *result_handle);
+  handle->busy = 1;
   if (result_handle) result_handle->packed = gemm_pack(handle->ctx, b, K, N, transpose_b);
+  handle->busy = 0;
   if (!result_handle || !result_handle->packed) {
     free(result_handle);
     napi_throw_error(env, NULL, "grpo native packMatrix: out of memory");

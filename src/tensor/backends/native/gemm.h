@@ -123,7 +123,7 @@ typedef struct gemm_packed gemm_packed;
 gemm_packed *gemm_pack(const gemm_context *ctx, const float *b, int64_t K, int64_t N, int transpose_b);
 void gemm_packed_destroy(gemm_packed *packed);
 void gemm_packed_shape(const gemm_packed *packed, int64_t *K, int64_t *N);
-/* The most rows gemm_run_packed takes (one A block); larger products use gemm_run. */
+/* The most rows gemm_run_packed takes (a prefill batch); larger products use gemm_run. */
 int gemm_packed_max_rows(const gemm_context *ctx);
 /* Returns 0, or -1 when M exceeds gemm_packed_max_rows or `b` was packed for another kernel. */
 int gemm_run_packed(gemm_context *ctx, const float *a, const gemm_packed *b, float *out, int64_t M, int accumulate);

@@ -303,6 +303,39 @@ describe.skipIf(!status.available && !required)('native backend', () => {
           expect(Math.max(...product(weight).map((x, i) => Math.abs(x - fresh(weight)[i])))).toBeLessThan(1e-4);
         });
 
+        it("a prefill batch past one A block (up to 4096 rows) takes the packed copy: the general driver's bits", () => {
+          const backend = get();
+          // MC is 168 (AVX2) or 336 rows: 400 and 1000 rows run several A blocks on the packed copy, 4097 the driver.
+          for (const [M, K, N, transposeB] of [
+            [400, 300, 70, true],
+            [1000, 64, 33, false],
+            [4097, 16, 20, true],
+          ] as const) {
+            const testCase = makeCase(`prefill ${M}x${K}x${N}`, makeShape(M, K, N, { transposeB }), 900 + M);
+            const plain = testCase.initial.slice();
+            backend.matmul(testCase.a, testCase.b, plain, testCase.shape);
+            const packed = testCase.initial.slice();
+            backend.withConstantOperands!([testCase.b], () =>
+              backend.matmul(testCase.a, testCase.b, packed, testCase.shape),
+            );
+            expect(new Uint32Array(packed.buffer), testCase.label).toEqual(new Uint32Array(plain.buffer));
+            const { value, scale } = expectedOf(testCase);
+            expectAgrees(packed, value, scale, K, testCase.label);
+            // The path taken: a packed copy does not see B change inside the scope; the driver reads B afresh.
+            const b = testCase.b.slice();
+            const [first, second] = [packed.slice(), testCase.initial.slice()];
+            backend.withConstantOperands!([b], () => {
+              backend.matmul(testCase.a, b, first, testCase.shape);
+              b.fill(0);
+              backend.matmul(testCase.a, b, second, testCase.shape);
+            });
+            expect(
+              second.every((x, i) => x === first[i]),
+              `${testCase.label}: packed`,
+            ).toBe(M <= 4096);
+          }
+        });
+
         it('propagates NaN and Inf like matmulJs', () => {
           const backend = get();
           for (const testCase of nonFinite) {
