@@ -132,7 +132,9 @@ export interface Backend {
    * row b, query head h (key-value head h / (Hq/Hkv)) attends, with softmax(scale·q·k), to the prompt's L keys
    * then its own S keys; keys at positions below firstVisible (prompt key s at s, own key s at L + s) are
    * masked, and a row with every key masked gets zeros. q and out are [rows, Hq, D], promptKeys/Values
-   * [Hkv, promptCapacity, D], ownKeys/Values [rows, Hkv, ownCapacity, D].
+   * [Hkv, promptCapacity, D], ownKeys/Values [rows, Hkv, ownCapacity, D]. With dims.rowOffsets the rows
+   * continue different prompts of one length held in one array each: row b's prompt starts at floats
+   * rowOffsets[2b] of promptKeys and rowOffsets[2b + 1] of promptValues (one call for a whole decode step).
    */
   prefixAttentionRows?(
     q: Float32Array,
@@ -209,6 +211,8 @@ export interface PrefixAttentionDims {
   ownCapacity: number;
   firstVisible: number;
   scale: number;
+  /** Per row, its prompt's key then value offset (floats) in promptKeys / promptValues; absent: 0 for every row. */
+  rowOffsets?: Float64Array;
 }
 
 /**

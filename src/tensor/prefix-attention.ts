@@ -10,7 +10,8 @@
  * or a general attention: one query per row (T = 1), all keys in the past. The softmax runs over the
  * concatenated scores [prompt keys, generated keys], so the result is causalAttention's over the
  * concatenated cache up to float rounding of the split P·V sum. A backend with prefixAttentionRows
- * (native) runs the whole of it per group in one fused kernel; the loops here are its spec.
+ * (native) runs the whole of it in one fused kernel, one call for all the groups of one prefill; the loops
+ * here are its spec.
  */
 import { isGradEnabled } from './autograd.js';
 import { getBackend } from './backends/select.js';
@@ -141,19 +142,22 @@ function byOwnLength(
   return new Tensor(output, [B, Hq, 1, D]);
 }
 
-/** The same through the backend's fused kernel, one call per prompt group. */
+/**
+ * The same through the backend's fused kernel: one call per run of rows whose prompts were stored by one
+ * prefill (one array, one length), with each row's offset into it, so a decode step of P prompts makes one
+ * call per layer instead of P; prompts stored apart take a call per group.
+ */
 function prefixAttentionKernel(q: Tensor, keys: Tensor, values: Tensor, S: number, prefix: SharedPrefix): Tensor {
   const [B, Hq, , D] = q.shape;
   const [, Hkv, ownCapacity] = keys.shape;
   const output = outputOf(prefix, B * Hq * D);
   const queryRow = Hq * D;
   const cacheRow = Hkv * ownCapacity * D;
-  forEachGroup(prefix.rowPrefix, (p, start, end) => {
-    const { L, promptKeys, promptCapacity } = promptOf(prefix, p, Hkv, D);
+  forEachStoredRun(prefix, Hkv, D, (run, start, end) => {
     getBackend().prefixAttentionRows!(
       q.data.subarray(start * queryRow, end * queryRow),
-      promptKeys.data,
-      prefix.values[p].data,
+      run.keys,
+      run.values,
       keys.data.subarray(start * cacheRow, end * cacheRow),
       values.data.subarray(start * cacheRow, end * cacheRow),
       output.subarray(start * queryRow, end * queryRow),
@@ -162,16 +166,80 @@ function prefixAttentionKernel(q: Tensor, keys: Tensor, values: Tensor, S: numbe
         Hq,
         Hkv,
         D,
-        L,
+        L: run.L,
         S,
-        promptCapacity,
+        promptCapacity: run.capacity,
         ownCapacity,
-        firstVisible: prefix.window === undefined ? 0 : L + S - prefix.window,
+        firstVisible: prefix.window === undefined ? 0 : run.L + S - prefix.window,
         scale: 1 / Math.sqrt(D),
+        rowOffsets: run.rowOffsets,
       },
     );
   });
   return new Tensor(output, [B, Hq, 1, D]);
+}
+
+/** Prompt keys and values of a run of rows: one prompt's arrays, or one stored span with per-row offsets. */
+interface StoredRun {
+  keys: Float32Array;
+  values: Float32Array;
+  L: number;
+  capacity: number;
+  rowOffsets?: Float64Array;
+}
+
+/**
+ * Calls fn(run, start, end) for each run of consecutive prompt groups whose keys (and values) lie in one
+ * buffer with one length and capacity, as a prefill of equal-length prompts stores them.
+ */
+function forEachStoredRun(
+  prefix: SharedPrefix,
+  Hkv: number,
+  D: number,
+  fn: (run: StoredRun, start: number, end: number) => void,
+): void {
+  const groups: { p: number; start: number; end: number; L: number; capacity: number }[] = [];
+  forEachGroup(prefix.rowPrefix, (p, start, end) => {
+    const { L, promptCapacity } = promptOf(prefix, p, Hkv, D);
+    groups.push({ p, start, end, L, capacity: promptCapacity });
+  });
+  const sameStore = (a: (typeof groups)[number], b: (typeof groups)[number]) =>
+    a.L === b.L &&
+    a.capacity === b.capacity &&
+    prefix.keys[a.p].data.buffer === prefix.keys[b.p].data.buffer &&
+    prefix.values[a.p].data.buffer === prefix.values[b.p].data.buffer;
+  for (let first = 0; first < groups.length;) {
+    let last = first + 1;
+    while (last < groups.length && sameStore(groups[first], groups[last])) last++;
+    const run = groups.slice(first, last);
+    const { L, capacity } = run[0];
+    const [start, end] = [run[0].start, run[run.length - 1].end];
+    if (run.length === 1)
+      fn({ keys: prefix.keys[run[0].p].data, values: prefix.values[run[0].p].data, L, capacity }, start, end);
+    else {
+      const keys = span(run.map(({ p }) => prefix.keys[p].data));
+      const values = span(run.map(({ p }) => prefix.values[p].data));
+      const rowOffsets = new Float64Array(2 * (end - start));
+      run.forEach(({ start: from, end: to }, i) => {
+        for (let row = from; row < to; row++) {
+          rowOffsets[2 * (row - start)] = keys.offsets[i];
+          rowOffsets[2 * (row - start) + 1] = values.offsets[i];
+        }
+      });
+      fn({ keys: keys.array, values: values.array, L, capacity, rowOffsets }, start, end);
+    }
+    first = last;
+  }
+}
+
+/** One view over arrays of one buffer, from the first to the end of the last, and each one's offset in it. */
+function span(arrays: Float32Array[]): { array: Float32Array; offsets: number[] } {
+  const from = Math.min(...arrays.map((array) => array.byteOffset));
+  const to = Math.max(...arrays.map((array) => array.byteOffset + array.byteLength));
+  return {
+    array: new Float32Array(arrays[0].buffer, from, (to - from) / 4),
+    offsets: arrays.map((array) => (array.byteOffset - from) / 4),
+  };
 }
 
 /** The first `size` floats of prefix.output (every one is overwritten), or a new array. */

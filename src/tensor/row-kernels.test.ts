@@ -250,6 +250,87 @@ for (const isa of status.isas) {
       }
     });
 
+    it('prefix attention over prompts one prefill stored together: one call for all groups, the same bits as a call per group', () => {
+      for (const [Hq, Hkv, D, window] of [
+        [4, 2, 20, undefined],
+        [8, 8, 64, 12],
+      ] as const) {
+        const [P, L, S] = [3, 9, 5];
+        const random = new Random(D + 1);
+        const size = Hkv * (L + 2) * D; // one prompt's [1, Hkv, capacity, D]
+        const storedKeys = randomNormal([P * size], random, 1).data;
+        const storedValues = randomNormal([P * size], random, 1).data;
+        const rowPrefix = Int32Array.of(0, 0, 0, 1, 2, 2); // unequal groups, as after some rows finished
+        const B = rowPrefix.length;
+        const keys = randomNormal([B, Hkv, S + 1, D], random, 1);
+        const values = randomNormal([B, Hkv, S + 1, D], random, 1);
+        const q = randomNormal([B, Hq, 1, D], random, 2);
+        const prompts = (copy: boolean) =>
+          [storedKeys, storedValues].map((stored) =>
+            Array.from({ length: P }, (_, p) => {
+              const view = stored.subarray(p * size, (p + 1) * size);
+              return new Tensor(copy ? Float32Array.from(view) : view, [1, Hkv, L + 2, D]);
+            }),
+          );
+        const prefixOf = (copy: boolean) => {
+          const [promptKeys, promptValues] = prompts(copy);
+          return { keys: promptKeys, values: promptValues, lengths: [L, L, L], rowPrefix, window };
+        };
+        let calls = 0;
+        const counting: Backend = {
+          ...native,
+          prefixAttentionRows: (...args) => {
+            calls++;
+            native.prefixAttentionRows!(...args);
+          },
+        };
+        const label = `Hq ${Hq} Hkv ${Hkv} D ${D} window ${window}`;
+        const together = onBoth(
+          counting,
+          () => noGrad(() => prefixAttention(q, keys, values, S, prefixOf(false))).data,
+        );
+        expect(calls, label).toBe(1);
+        const apart = onBoth(
+          counting,
+          () => noGrad(() => prefixAttention(q, keys, values, S, prefixOf(true))).data,
+        ).kernel;
+        expect(calls, label).toBe(1 + P);
+        expectSameBits(together.kernel, apart, label);
+        expectClose(together.kernel, together.spec, () => 1e-5, label);
+      }
+    });
+
+    it('the addon refuses row offsets that would read outside the prompt arrays', () => {
+      const [Hkv, D, capacity] = [2, 4, 3];
+      const prompt = new Float32Array(2 * Hkv * capacity * D); // two prompts' room
+      const dims = {
+        rows: 2,
+        Hq: 2,
+        Hkv,
+        D,
+        L: 2,
+        S: 0,
+        promptCapacity: capacity,
+        ownCapacity: 1,
+        firstVisible: 0,
+        scale: 1,
+      };
+      const call = (rowOffsets: Float64Array) =>
+        native.prefixAttentionRows!(
+          new Float32Array(2 * 2 * D),
+          prompt,
+          prompt,
+          new Float32Array(2 * Hkv * D),
+          new Float32Array(2 * Hkv * D),
+          new Float32Array(2 * 2 * D),
+          { ...dims, rowOffsets },
+        );
+      expect(() => call(Float64Array.of(0, 0, Hkv * capacity * D, Hkv * capacity * D))).not.toThrow();
+      expect(() => call(Float64Array.of(0, 0, Hkv * capacity * D + 1, 0))).toThrow(/rowOffsets must be whole numbers/);
+      expect(() => call(Float64Array.of(0, 0.5, 0, 0))).toThrow(/rowOffsets must be whole numbers/);
+      expect(() => call(Float64Array.of(0, 0))).toThrow(/rowOffsets is too short/);
+    });
+
     it('the addon rejects arrays too short for the stated rows with an error naming the array', () => {
       const backend = native;
       expect(() =>

@@ -234,7 +234,7 @@ INLINE void attention_item_scalar(const attention_dims *d, const float *query, c
  * one (row b, query head h) with key-value head g = h / (Hq/Hkv), numbered u = (g·rows + b)·(Hq/Hkv) + h mod
  * (Hq/Hkv) so that a thread's consecutive items share head g's prompt keys and values (read from memory once,
  * then from cache). The query q[(b·Hq + h)·D..] is scored against the prompt's L keys (prompt_keys[g, s]), then
- * the row's own S keys (own_keys[b, g, s]): scale·q·k, keys at positions below first_visible masked (prompt key
+ * the row's own S keys (own_keys[b, g, s]); with row offsets, row b's prompt starts at its offset: scale·q·k, keys at positions below first_visible masked (prompt key
  * s sits at s, own key s at L + s), a softmax with float exp and a double sum, and out[(b·Hq + h)·D..] = Σ p·v
  * over the same keys. All masked: zeros.
  */
@@ -254,8 +254,11 @@ DA_TARGET void decode_attention(const attention_dims *d, const float *q, const f
       continue;
     }
     const float *query = q + (b * d->Hq + h) * D;
-    const float *pk = prompt_keys + g * d->prompt_capacity * D, *ok = own_keys + (b * d->Hkv + g) * d->own_capacity * D;
-    const float *pv = prompt_values + g * d->prompt_capacity * D, *ov = own_values + (b * d->Hkv + g) * d->own_capacity * D;
+    const int64_t key_at = d->key_offsets ? d->key_offsets[b] : 0, value_at = d->value_offsets ? d->value_offsets[b] : 0;
+    const float *pk = prompt_keys + key_at + g * d->prompt_capacity * D;
+    const float *pv = prompt_values + value_at + g * d->prompt_capacity * D;
+    const float *ok = own_keys + (b * d->Hkv + g) * d->own_capacity * D;
+    const float *ov = own_values + (b * d->Hkv + g) * d->own_capacity * D;
 #define ATTENTION_CASE(n)                                                           \
   case n:                                                                           \
     if (full)                                                                       \

@@ -10,10 +10,16 @@
 
 #include "thread-pool.h"
 
-/* Geometry of one call (tensor/prefix-attention.ts's PrefixAttentionDims; see decode-attention-body.c). */
+/*
+ * Geometry of one call (tensor/prefix-attention.ts's PrefixAttentionDims; see decode-attention-body.c). Rows
+ * that continue different prompts of one prefill (same L and capacity, stored in one array) come in one call:
+ * row b's prompt then starts at prompt_keys + key_offsets[b] and prompt_values + value_offsets[b] (floats);
+ * NULL offsets: every row reads the prompt at offset 0.
+ */
 typedef struct {
   int64_t rows, Hq, Hkv, D, L, S, prompt_capacity, own_capacity, first_visible;
   float scale;
+  const int64_t *key_offsets, *value_offsets;
 } attention_dims;
 
 typedef struct {

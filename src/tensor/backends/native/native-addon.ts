@@ -151,6 +151,7 @@ export interface Addon {
     ownCapacity: number,
     firstVisible: number,
     scale: number,
+    rowOffsets: Float64Array | null,
   ): void;
   attentionForward(
     handle: object,

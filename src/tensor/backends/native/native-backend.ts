@@ -248,6 +248,7 @@ export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBac
         d.ownCapacity,
         Math.max(0, d.firstVisible),
         d.scale,
+        d.rowOffsets ?? null,
       );
     },
     adamwUpdate(parameter, grad, first, second, step: AdamWStep) {

@@ -15,7 +15,7 @@
  */
 #include "row-kernels.h"
 
-#define MAX_ROW_ARGS 17
+#define MAX_ROW_ARGS 18
 
 typedef struct {
   napi_env env;
