@@ -6,7 +6,7 @@
  *
  * Is not: attention or the model (transformer.ts calls these per layer).
  */
-import { concat, formatShape, slice, Tensor } from '../tensor/index.js';
+import { concat, copyBlocks, formatShape, slice, Tensor } from '../tensor/index.js';
 
 /**
  * Keys and values of every layer for the sequences of a batch: [B, Hkv, capacity, D] each, of which
@@ -71,8 +71,14 @@ export function writeToCache(cache: KvCache, layer: number, k: Tensor, v: Tensor
   const [keys, values] = [k, v].map((fresh, which) => {
     const target = withRoom(cache, layer, stored[which], fresh, past + T, () => past);
     const room = target.shape[2];
-    for (let row = 0; row < B * Hkv; row++)
-      target.data.set(fresh.data.subarray(row * T * D, (row + 1) * T * D), (row * room + past) * D);
+    copyBlocks(fresh.data, target.data, {
+      count: B * Hkv,
+      length: T * D,
+      sourceStart: 0,
+      sourceStride: T * D,
+      targetStart: past * D,
+      targetStride: room * D,
+    });
     return target;
   });
   cache.keys[layer] = keys;

@@ -48,6 +48,8 @@ export interface Backend {
   sumOfSquares?(x: Float32Array): number;
   /** x[i] = fround(x[i]·factor) in place (gradient clipping's scaling; bit for bit the loop). */
   scaleArray?(x: Float32Array, factor: number): void;
+  /** `count` blocks of `length` floats from source[sourceStart + i·sourceStride] to target[targetStart + i·targetStride]. */
+  copyBlocks?(source: Float32Array, target: Float32Array, blocks: BlockCopy): void;
   /** out = silu(gate)·up elementwise (a backend may round differently from the spec loop; it states how). */
   swigluForward?(gate: Float32Array, up: Float32Array, out: Float32Array): void;
   /**
@@ -197,6 +199,16 @@ export interface Backend {
   withConstantOperands?<T>(operands: Iterable<Float32Array>, fn: () => T): T;
   /** Releases worker threads, if any. Safe to call more than once. */
   dispose(): void;
+}
+
+/** Geometry of one Backend.copyBlocks call (counts and offsets in floats). */
+export interface BlockCopy {
+  count: number;
+  length: number;
+  sourceStart: number;
+  sourceStride: number;
+  targetStart: number;
+  targetStride: number;
 }
 
 /** Geometry of one Backend.prefixAttentionRows call. */

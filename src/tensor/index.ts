@@ -77,6 +77,7 @@ export { sizeOf, formatShape, type Shape } from './shape.js';
 export type { Backend, MatmulShape } from './backend.js';
 export {
   addArrays,
+  copyBlocks,
   getBackend,
   setBackend,
   createBackend,

@@ -14,7 +14,7 @@
  * the row kernels of row-kernels-addon.c (RMSNorm, log-sum-exp rows, softmax gradient, AdamW); the decode
  * attention over a shared prompt of decode-attention-addon.c; the training attention and RoPE of
  * attention-addon.c; the float32 SwiGLU of swiglu-addon.c; retainFreedMemory of heap-addon.c (malloc settings
- * for training's large arrays); addArrays, sumOfSquares and scaleArray of elementwise-addon.c; and packPanel
+ * for training's large arrays); addArrays, sumOfSquares, scaleArray and copyBlocks of elementwise-addon.c; and packPanel
  * of gemm-packing-addon.c (one panel packer, for its tests).
  */
 #define NAPI_VERSION 8
@@ -386,6 +386,7 @@ NAPI_MODULE_INIT() {
       {"addArrays", NULL, add_arrays_binding, NULL, NULL, NULL, napi_default, NULL},
       {"sumOfSquares", NULL, sum_of_squares_binding, NULL, NULL, NULL, napi_default, NULL},
       {"scaleArray", NULL, scale_array_binding, NULL, NULL, NULL, napi_default, NULL},
+      {"copyBlocks", NULL, copy_blocks_binding, NULL, NULL, NULL, napi_default, NULL},
   };
   if (napi_define_properties(env, exports, sizeof properties / sizeof properties[0], properties) != napi_ok)
     return NULL;

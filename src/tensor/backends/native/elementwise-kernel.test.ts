@@ -6,9 +6,11 @@
  * Gradient clipping's passes (sumOfSquares, scaleArray) against nn/clip.ts's loops: the scaling bit for bit;
  * the sum of squares bit for bit below the parallel threshold (one share, the loop's order) and above it
  * within 1e-13 relative (the two shares' totals added last: a few double roundings of a sum of 10⁵ terms).
+ * copyBlocks (the KV cache's strided write) against select.ts's JS fallback, bit for bit.
  */
 import { describe, expect, it } from 'vitest';
 import { Random, randomNormal } from '../../random.js';
+import { copyBlocks, createBackend, setBackend } from '../select.js';
 import { loadNativeBackend, nativeAddonStatus } from './native-backend.js';
 
 const status = nativeAddonStatus();
@@ -28,6 +30,7 @@ if (!status.available) {
     const expected = new Float32Array(size);
     for (let i = 0; i < size; i++) expected[i] = a[i] + b[i];
     const native = loadNativeBackend({ threads: 2 })!;
+    const js = createBackend('js');
     const bits = (x: Float32Array) => new Uint32Array(x.buffer, x.byteOffset, x.length);
 
     it('equals the JS loop bit for bit, into a new array and in place', () => {
@@ -60,6 +63,32 @@ if (!status.available) {
         for (let i = 0; i < want.length; i++) want[i] *= factor;
         expect(bits(scaled)).toEqual(bits(want));
       }
+    });
+
+    it('copyBlocks: a KV-cache write (strided blocks) equals the JS fallback bit for bit; blocks past an end are refused', () => {
+      // 64 rows x 8 heads of 64 floats into a [64·8, capacity 32, 64] cache at position 5, and long blocks (set path).
+      for (const blocks of [
+        { count: 512, length: 64, sourceStart: 0, sourceStride: 64, targetStart: 5 * 64, targetStride: 32 * 64 },
+        { count: 3, length: 300, sourceStart: 7, sourceStride: 311, targetStart: 2, targetStride: 1000 },
+      ]) {
+        const target = randomNormal([blocks.targetStart + blocks.count * blocks.targetStride], new Random(3), 1).data;
+        const want = target.slice();
+        native.copyBlocks!(a, target, blocks);
+        setBackend(js); // the fallback loop (js has no copyBlocks)
+        copyBlocks(a, want, blocks);
+        setBackend(native);
+        expect(bits(target)).toEqual(bits(want));
+        expect(bits(target.subarray(blocks.targetStart, blocks.targetStart + blocks.length))).toEqual(
+          bits(a.subarray(blocks.sourceStart, blocks.sourceStart + blocks.length)),
+        );
+      }
+      const blocks = { count: 2, length: 4, sourceStart: 0, sourceStride: 4, targetStart: 0, targetStride: 5 };
+      expect(() => native.copyBlocks!(new Float32Array(7), new Float32Array(9), blocks)).toThrow(
+        /past the end of source/,
+      );
+      expect(() => native.copyBlocks!(new Float32Array(8), new Float32Array(8), blocks)).toThrow(
+        /past the end of target/,
+      );
     });
 
     it('refuses arrays shorter than a', () => {

@@ -11,8 +11,12 @@
  * bandwidth, and -O3 vectorises it with the baseline SSE2 already.
  * The sum of squares adds each share in order in double and then the shares' totals in thread order: the
  * JS loop's sum regrouped at the share boundaries (so within a few double roundings of it, not bit for bit).
+ * And copy_blocks, the strided copy behind Backend.copyBlocks (a decode step's new keys and values into the
+ * KV cache: one memcpy per row instead of a JavaScript loop per float).
  * Is not: argument checking (elementwise-addon.c) or broadcasting (elementwise.ts).
  */
+#include <string.h>
+
 #include "elementwise.h"
 
 typedef struct {
@@ -94,4 +98,11 @@ void elementwise_scale(thread_pool *pool, int threads, float *x, double factor, 
     scale_share(&job, 0);
   else
     thread_pool_run(pool, scale_share, &job);
+}
+
+void copy_blocks(const float *source, float *target, int64_t count, int64_t length, int64_t source_start,
+                 int64_t source_stride, int64_t target_start, int64_t target_stride) {
+  for (int64_t i = 0; i < count; i++)
+    memmove(target + target_start + i * target_stride, source + source_start + i * source_stride,
+            (size_t)length * sizeof(float));
 }

@@ -1,5 +1,5 @@
 /*
- * Interface of the native element-wise sum, sum of squares and scaling (elementwise.c) for its N-API binding (elementwise-addon.c).
+ * Interface of the native element-wise sum, sum of squares, scaling and strided copy (elementwise.c) for its N-API binding (elementwise-addon.c).
  * Is not: the arithmetic or argument checking.
  */
 #ifndef GRPO_ELEMENTWISE_H
@@ -17,5 +17,12 @@ double elementwise_sum_of_squares(thread_pool *pool, int threads, const float *x
 
 /* x[i] = (float)(x[i]·factor) in place for i < n, the product in double (gradient clipping's scaling). */
 void elementwise_scale(thread_pool *pool, int threads, float *x, double factor, int64_t n);
+
+/*
+ * Block i < count: target[target_start + i·target_stride ..] = source[source_start + i·source_stride ..], `length`
+ * floats each (Backend.copyBlocks), on the calling thread: a decode step's copies are a few MB, bound by memory.
+ */
+void copy_blocks(const float *source, float *target, int64_t count, int64_t length, int64_t source_start,
+                 int64_t source_stride, int64_t target_start, int64_t target_stride);
 
 #endif

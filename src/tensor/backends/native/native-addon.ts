@@ -73,6 +73,17 @@ export interface Addon {
   addArrays(handle: object, a: Float32Array, b: Float32Array, out: Float32Array): void;
   sumOfSquares(handle: object, x: Float32Array): number;
   scaleArray(handle: object, x: Float32Array, factor: number): void;
+  copyBlocks(
+    handle: object,
+    source: Float32Array,
+    target: Float32Array,
+    count: number,
+    length: number,
+    sourceStart: number,
+    sourceStride: number,
+    targetStart: number,
+    targetStride: number,
+  ): void;
   swigluForwardFloat(handle: object, gate: Float32Array, up: Float32Array, out: Float32Array): void;
   swigluBackwardFloat(
     handle: object,

@@ -182,6 +182,20 @@ export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBac
     scaleArray(x, factor) {
       addon.scaleArray(live('scaleArray'), x, factor);
     },
+    copyBlocks(source, target, b) {
+      const h = live('copyBlocks');
+      addon.copyBlocks(
+        h,
+        source,
+        target,
+        b.count,
+        b.length,
+        b.sourceStart,
+        b.sourceStride,
+        b.targetStart,
+        b.targetStride,
+      );
+    },
     swigluForward(gate, up, out) {
       addon.swigluForwardFloat(live('swigluForward'), gate, up, out);
     },
