@@ -27,14 +27,12 @@
 #define key_chunk DA(key_chunk)
 #define score_keys DA(score_keys)
 #define score_part DA(score_part)
-#define prefetch_rows DA(prefetch_rows)
 #define attention_item DA(attention_item)
 #define attention_item_scalar DA(attention_item_scalar)
 #define decode_attention DA(decode_attention)
 
 #define KEY_BLOCK 4     /* keys scored at once (score_keys) */
 #define VALUE_BLOCK 8   /* output chunks summed at once (attention_item) */
-#define PREFETCH_KEYS 8 /* how far ahead score_keys asks for keys */
 
 typedef float vf __attribute__((vector_size(DA_BYTES)));
 typedef int32_t vi __attribute__((vector_size(DA_BYTES)));
@@ -99,33 +97,24 @@ INLINE vf key_chunk(const int full, const float *row, int c, int64_t D) {
   return full ? load(row + c * LANES) : load_part(row + c * LANES, D - c * LANES, 0.0f);
 }
 
-/* Asks for the cache lines of `count` rows of D floats (x86 and ARM prefetches never fault, even past an array). */
-INLINE void prefetch_rows(const float *row, int64_t count, int64_t D) {
-  for (const float *p = row, *end = row + count * D; p < end; p += 64 / sizeof(float)) __builtin_prefetch(p);
-}
-
 /*
- * scores[s] = scale·(query · keys[s]) for s in [0, count), keys and values D floats apart. KEY_BLOCK keys go at
- * once, each with its own accumulator: one key's sum is a chain of CHUNKS dependent adds plus the lane sum, so
- * scoring keys one by one waits on that latency, while independent chains overlap. A row's keys and values are
- * a few pages read once, too short for the hardware prefetcher to ramp up: the keys PREFETCH_KEYS ahead and the
- * block's values (read by the p·v loop after the softmax) are asked for here.
+ * scores[s] = scale·(query · keys[s]) for s in [0, count), keys D floats apart. KEY_BLOCK keys go at once, each
+ * with its own accumulator: one key's sum is a chain of CHUNKS dependent adds plus the lane sum, so scoring keys
+ * one by one waits on that latency, while independent chains overlap. No software prefetch: asking for the
+ * keys 8 ahead and each block's values (as this kernel did) cost 30-40% with the rows in cache and gained
+ * nothing from DRAM, where the hardware prefetcher keeps up (Zen3, 2 threads, the 25M model's decode shapes).
  */
 INLINE void score_keys(const int CHUNKS, const int full, const vf *query_chunks, int64_t D, const float *keys,
-                       const float *values, int64_t count, float scale, float *scores) {
+                       int64_t count, float scale, float *scores) {
   int64_t s = 0;
   for (; s + KEY_BLOCK <= count; s += KEY_BLOCK) {
     const float *k = keys + s * D;
-    const int64_t next = s + PREFETCH_KEYS;
-    if (next < count) prefetch_rows(keys + next * D, count - next < KEY_BLOCK ? count - next : KEY_BLOCK, D);
-    prefetch_rows(values + s * D, KEY_BLOCK, D);
     vf acc[KEY_BLOCK];
     for (int j = 0; j < KEY_BLOCK; j++) acc[j] = splat(0.0f);
     for (int c = 0; c < CHUNKS; c++)
       for (int j = 0; j < KEY_BLOCK; j++) acc[j] += query_chunks[c] * key_chunk(full, k + j * D, c, D);
     for (int j = 0; j < KEY_BLOCK; j++) scores[s + j] = horizontal_sum(acc[j]) * scale;
   }
-  prefetch_rows(values + s * D, count - s, D);
   for (; s < count; s++) {
     vf acc = splat(0.0f);
     for (int c = 0; c < CHUNKS; c++) acc += query_chunks[c] * key_chunk(full, keys + s * D, c, D);
@@ -135,12 +124,11 @@ INLINE void score_keys(const int CHUNKS, const int full, const vf *query_chunks,
 
 /* Keys [0, count) of one part whose first key sits at position `offset`: the masked ones −∞, the rest scored. */
 INLINE void score_part(const int CHUNKS, const int full, const vf *query_chunks, const attention_dims *d,
-                       const float *keys, const float *values, int64_t count, int64_t offset, float *scores) {
+                       const float *keys, int64_t count, int64_t offset, float *scores) {
   int64_t hidden = d->first_visible - offset;
   hidden = hidden < 0 ? 0 : hidden > count ? count : hidden;
   for (int64_t s = 0; s < hidden; s++) scores[s] = -INFINITY;
-  score_keys(CHUNKS, full, query_chunks, d->D, keys + hidden * d->D, values + hidden * d->D, count - hidden, d->scale,
-             scores + hidden);
+  score_keys(CHUNKS, full, query_chunks, d->D, keys + hidden * d->D, count - hidden, d->scale, scores + hidden);
 }
 
 /*
@@ -153,10 +141,8 @@ INLINE void attention_item(const int CHUNKS, const int full, const attention_dim
   const int64_t D = d->D, L = d->L, keys = d->L + d->S;
   vf query_chunks[CHUNKS];
   for (int c = 0; c < CHUNKS; c++) query_chunks[c] = key_chunk(full, query, c, D);
-  /* The own keys' first lines are on their way while the prompt's (mostly cached) are scored. */
-  prefetch_rows(own_k, d->S < PREFETCH_KEYS ? d->S : PREFETCH_KEYS, D);
-  score_part(CHUNKS, full, query_chunks, d, prompt_k, prompt_v, L, 0, scores);
-  score_part(CHUNKS, full, query_chunks, d, own_k, own_v, d->S, L, scores + L);
+  score_part(CHUNKS, full, query_chunks, d, prompt_k, L, 0, scores);
+  score_part(CHUNKS, full, query_chunks, d, own_k, d->S, L, scores + L);
   /* The max skips NaN scores (as `score > max` does); a row of NaN or −∞ only gives zeros. */
   vf best = splat(-INFINITY);
   for (int64_t s = 0; s < keys; s += LANES) {
@@ -288,7 +274,6 @@ DA_TARGET void decode_attention(const attention_dims *d, const float *q, const f
 
 #undef KEY_BLOCK
 #undef VALUE_BLOCK
-#undef PREFETCH_KEYS
 #undef LANES
 #undef HALF
 #undef vf
@@ -308,7 +293,6 @@ DA_TARGET void decode_attention(const attention_dims *d, const float *q, const f
 #undef key_chunk
 #undef score_keys
 #undef score_part
-#undef prefetch_rows
 #undef attention_item
 #undef attention_item_scalar
 #undef decode_attention
