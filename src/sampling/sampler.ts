@@ -12,7 +12,7 @@
  */
 import type { KvCache, Transformer } from '../model/transformer.js';
 import { DecodeBuffers } from '../model/decode-buffers.js';
-import { concat, linearInto, noGrad, Random, Tensor, withConstantWeights } from '../tensor/index.js';
+import { concat, linearInto, noGrad, Random, Tensor, withConstantWeights, withStepArena } from '../tensor/index.js';
 import { chooseTokens, type SamplingSettings } from './logits.js';
 
 export interface GenerateRequest extends Partial<SamplingSettings> {
@@ -228,56 +228,60 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
         const cache = model.createCache(request.maxNewTokens); // room for every step: nothing regrows
         const generatedKeys = (s: LiveSequence) => s.position - request.prompts[s.completion.promptIndex].length;
         const outputBuffers = new DecodeBuffers(); // every step's projections and logits, reused
-        while (active.length > 0) {
-          const B = active.length;
-          const rowPrefix = Int32Array.from(active, (s) => s.completion.promptIndex);
-          const hidden = model.hiddenStates(
-            Int32Array.from(active, (s) => s.nextId),
-            B,
-            {
-              cache,
-              outputBuffers,
-              positions: Int32Array.from(active, (s) => s.position),
-              sharedPrefix: {
-                prompts,
-                rowPrefix,
-                rowLengths: continuous ? Int32Array.from(active, generatedKeys) : undefined,
+        // Every other array a step's ops make (norms, RoPE, SwiGLU, sums) is read within the step: reused too.
+        withStepArena((nextStep) => {
+          while (active.length > 0) {
+            nextStep();
+            const B = active.length;
+            const rowPrefix = Int32Array.from(active, (s) => s.completion.promptIndex);
+            const hidden = model.hiddenStates(
+              Int32Array.from(active, (s) => s.nextId),
+              B,
+              {
+                cache,
+                outputBuffers,
+                positions: Int32Array.from(active, (s) => s.position),
+                sharedPrefix: {
+                  prompts,
+                  rowPrefix,
+                  rowLengths: continuous ? Int32Array.from(active, generatedKeys) : undefined,
+                },
               },
-            },
-          ); // [B, 1, H]
-          const chosen = chooseTokens(
-            headInto(model, hidden, outputBuffers.array('lm_head', B * model.config.vocabSize)),
-            B,
-            settings,
-            active.map((sequence) => sequence.random),
-          );
-          active.forEach((sequence, b) => {
-            sequence.position++;
-            accept(sequence, chosen[b], stop, request.maxNewTokens);
-          });
-          // A finished row's slot goes to the next waiting sequence (its keys overwrite the slot's from
-          // column 0); with none waiting, finished rows leave the batch (order kept, so the rows of one
-          // prompt stay contiguous).
-          const slotted = active.map((s) => (unfinished(s) ? s : waiting.shift()));
-          const keep = slotted
-            .map((s, b) => ({ s, b }))
-            .filter((row): row is { s: LiveSequence; b: number } => !!row.s);
-          if (keep.length < active.length && keep.length > 0) {
-            for (let layer = 0; layer < model.config.numLayers; layer++) {
-              cache.keys[layer] = keepRows(
-                cache.keys[layer]!,
-                keep.map(({ b }) => b),
-                cache.length,
-              );
-              cache.values[layer] = keepRows(
-                cache.values[layer]!,
-                keep.map(({ b }) => b),
-                cache.length,
-              );
+            ); // [B, 1, H]
+            const chosen = chooseTokens(
+              headInto(model, hidden, outputBuffers.array('lm_head', B * model.config.vocabSize)),
+              B,
+              settings,
+              active.map((sequence) => sequence.random),
+            );
+            active.forEach((sequence, b) => {
+              sequence.position++;
+              accept(sequence, chosen[b], stop, request.maxNewTokens);
+            });
+            // A finished row's slot goes to the next waiting sequence (its keys overwrite the slot's from
+            // column 0); with none waiting, finished rows leave the batch (order kept, so the rows of one
+            // prompt stay contiguous).
+            const slotted = active.map((s) => (unfinished(s) ? s : waiting.shift()));
+            const keep = slotted
+              .map((s, b) => ({ s, b }))
+              .filter((row): row is { s: LiveSequence; b: number } => !!row.s);
+            if (keep.length < active.length && keep.length > 0) {
+              for (let layer = 0; layer < model.config.numLayers; layer++) {
+                cache.keys[layer] = keepRows(
+                  cache.keys[layer]!,
+                  keep.map(({ b }) => b),
+                  cache.length,
+                );
+                cache.values[layer] = keepRows(
+                  cache.values[layer]!,
+                  keep.map(({ b }) => b),
+                  cache.length,
+                );
+              }
             }
+            active = keep.map(({ s }) => s);
           }
-          active = keep.map(({ s }) => s);
-        }
+        });
         return completions;
       }),
     ),

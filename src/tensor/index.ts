@@ -86,3 +86,4 @@ export {
   withConstantWeights,
 } from './backends/select.js';
 export { Random, randomNormal, randomUniform, type RandomState } from './random.js';
+export { withStepArena } from './uninitialized.js';
