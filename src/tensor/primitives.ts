@@ -19,6 +19,7 @@ import {
   type Shape,
 } from './shape.js';
 import { Tensor } from './tensor.js';
+import { uninitializedFloats } from './uninitialized.js';
 
 function normalizeAxes(axis: number | readonly number[] | undefined, rank: number, opName: string): number[] {
   if (axis === undefined) return Array.from({ length: rank }, (_, i) => i);
@@ -247,7 +248,7 @@ export function indexSelect(x: Tensor, indices: Int32Array | readonly number[]):
   if (x.rank < 1) throw new Error('indexSelect: needs a tensor of rank >= 1');
   const rows = x.shape[0];
   const width = x.size / Math.max(rows, 1);
-  const output = new Float32Array(indices.length * width);
+  const output = uninitializedFloats(indices.length * width); // every row written below (or the call throws)
   for (let r = 0; r < indices.length; r++) {
     const index = indices[r];
     checkIndex(index, rows, 'indexSelect', r);
