@@ -11,80 +11,12 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { MatmulShape } from '../../backend.js';
 import { matmulJs } from '../js.js';
+import { expectAgrees, expectedOf, makeCase, makeShape, randomArray, type Case } from './matmul-test-cases.js';
 import { loadNativeBackend, nativeAddonStatus, type NativeBackend } from './native-backend.js';
 
 const status = nativeAddonStatus();
 const required = process.env.GRPO_REQUIRE_NATIVE === '1';
 if (!status.available && !required) console.warn(`native backend tests skipped: ${status.reason}`);
-
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
-    return state / 2 ** 31 - 1; // uniform in [-1, 1)
-  };
-}
-
-function randomArray(length: number, seed: number): Float32Array {
-  const next = random(seed);
-  return Float32Array.from({ length }, next);
-}
-
-function makeShape(M: number, K: number, N: number, extra: Partial<MatmulShape> = {}): MatmulShape {
-  return {
-    batch: 1,
-    M,
-    K,
-    N,
-    transposeA: false,
-    transposeB: false,
-    aBatchStride: M * K,
-    bBatchStride: K * N,
-    accumulate: false,
-    ...extra,
-  };
-}
-
-interface Case {
-  label: string;
-  shape: MatmulShape;
-  a: Float32Array;
-  b: Float32Array;
-  initial: Float32Array;
-}
-
-function makeCase(label: string, shape: MatmulShape, seed: number): Case {
-  const { batch, M, K, N } = shape;
-  const aLength = batch === 0 ? 0 : (batch - 1) * shape.aBatchStride + M * K;
-  const bLength = batch === 0 ? 0 : (batch - 1) * shape.bBatchStride + K * N;
-  // Without accumulate the output starts as NaN garbage, which must be overwritten, never read.
-  const initial = shape.accumulate ? randomArray(batch * M * N, seed + 2) : new Float32Array(batch * M * N).fill(NaN);
-  return { label, shape, a: randomArray(aLength, seed), b: randomArray(bLength, seed + 1), initial };
-}
-
-/** Runs matmulJs for the expected values and for Σ|a||b| (the error scale of each element). */
-function expectedOf(testCase: Case): { value: Float32Array; scale: Float32Array } {
-  const value = testCase.initial.slice();
-  matmulJs(testCase.a, testCase.b, value, testCase.shape);
-  const scale = new Float32Array(value.length);
-  matmulJs(testCase.a.map(Math.abs), testCase.b.map(Math.abs), scale, { ...testCase.shape, accumulate: false });
-  if (testCase.shape.accumulate) for (let i = 0; i < scale.length; i++) scale[i] += Math.abs(testCase.initial[i]);
-  return { value, scale };
-}
-
-function expectAgrees(actual: Float32Array, expected: Float32Array, scale: Float32Array, K: number, label: string) {
-  expect(actual.length).toBe(expected.length);
-  const relative = 4 * (K + 1) * 2 ** -24;
-  let bad = -1;
-  for (let i = 0; i < actual.length && bad < 0; i++) {
-    const x = actual[i];
-    const y = expected[i];
-    if (Number.isFinite(y)) {
-      if (!(Math.abs(x - y) <= relative * scale[i] + 1e-30)) bad = i;
-    } else if (!Object.is(x, y) && !(Number.isNaN(x) && Number.isNaN(y))) bad = i;
-  }
-  if (bad >= 0) expect.fail(`${label}: element ${bad} is ${actual[bad]}, matmulJs gives ${expected[bad]}`);
-}
 
 function buildCases(): Case[] {
   const cases: Case[] = [];
@@ -301,39 +233,6 @@ describe.skipIf(!status.available && !required)('native backend', () => {
           });
           weight.fill(0.25);
           expect(Math.max(...product(weight).map((x, i) => Math.abs(x - fresh(weight)[i])))).toBeLessThan(1e-4);
-        });
-
-        it("a prefill batch past one A block (up to 4096 rows) takes the packed copy: the general driver's bits", () => {
-          const backend = get();
-          // MC is 168 (AVX2) or 336 rows: 400 and 1000 rows run several A blocks on the packed copy, 4097 the driver.
-          for (const [M, K, N, transposeB] of [
-            [400, 300, 70, true],
-            [1000, 64, 33, false],
-            [4097, 16, 20, true],
-          ] as const) {
-            const testCase = makeCase(`prefill ${M}x${K}x${N}`, makeShape(M, K, N, { transposeB }), 900 + M);
-            const plain = testCase.initial.slice();
-            backend.matmul(testCase.a, testCase.b, plain, testCase.shape);
-            const packed = testCase.initial.slice();
-            backend.withConstantOperands!([testCase.b], () =>
-              backend.matmul(testCase.a, testCase.b, packed, testCase.shape),
-            );
-            expect(new Uint32Array(packed.buffer), testCase.label).toEqual(new Uint32Array(plain.buffer));
-            const { value, scale } = expectedOf(testCase);
-            expectAgrees(packed, value, scale, K, testCase.label);
-            // The path taken: a packed copy does not see B change inside the scope; the driver reads B afresh.
-            const b = testCase.b.slice();
-            const [first, second] = [packed.slice(), testCase.initial.slice()];
-            backend.withConstantOperands!([b], () => {
-              backend.matmul(testCase.a, b, first, testCase.shape);
-              b.fill(0);
-              backend.matmul(testCase.a, b, second, testCase.shape);
-            });
-            expect(
-              second.every((x, i) => x === first[i]),
-              `${testCase.label}: packed`,
-            ).toBe(M <= 4096);
-          }
         });
 
         it('propagates NaN and Inf like matmulJs', () => {
