@@ -7,6 +7,7 @@
  * and float64 segment reductions.
  * Is not: any particular estimator (advantages.ts, advantages-structured.ts) or anything on tensors.
  */
+import { type Part, definePart } from './registry.js';
 
 /** Per-sample scalar rewards; `null` or NaN means "not scored" (the sample leaves the loss). */
 export type RewardValues = ArrayLike<number | null>;
@@ -67,6 +68,10 @@ export interface AdvantageResult {
 
 /** The one signature shared by every registered advantage estimator. */
 export type AdvantageFn = (input: AdvantageInput, options?: AdvantageOptions) => AdvantageResult;
+
+/** An advantage estimator's file exports its function with this entry (`algorithm.advantage`). */
+export const defineAdvantageEstimator = (entry: Omit<Part<AdvantageFn>, 'kind'>): Part<AdvantageFn> =>
+  definePart('advantage estimator', entry);
 
 /** Contiguous group layout of a batch. */
 export interface GroupLayout {

@@ -7,6 +7,9 @@
  * optional fields of `AdvantageInput` and a missing one is a clear error.
  * Is not: the plain group estimators (advantages.ts) or tree advantages (advantages-tree.ts).
  */
+import { z } from 'zod';
+import { epsilonOption, singletonGroupOption, stdOption, unitAlphaOption } from './option-schemas.js';
+import { defineAdvantageEstimator } from './advantages-groups.js';
 import {
   type AdvantageInput,
   type AdvantageOptions,
@@ -91,6 +94,15 @@ export function gdpoAdvantage(input: AdvantageInput, options: AdvantageOptions =
   return { advantages: finishAdvantages(advantages), keep: anyScored, stdIsZero: zeroStdFlags(groupStats) };
 }
 
+/** `algorithm.advantage: gdpo`: the entry `grpo list` prints and configs name. */
+export const gdpoAdvantagePart = defineAdvantageEstimator({
+  name: 'gdpo',
+  fn: gdpoAdvantage,
+  description: 'z-score each reward per group, weighted sum, z-score over the batch (ε = 1e-4)',
+  citation: 'GDPO (#189), NVlabs/GDPO',
+  options: z.object({ epsilon: epsilonOption }).partial().strict(),
+});
+
 /**
  * Stratified GRPO: A = α·A^S + (1−α)·A^G, where A^S z-scores inside the sample's stratum within its
  * group (strata of one sample get A^S = 0) and A^G is the GRPO z-score; both use sample std and ε
@@ -113,6 +125,32 @@ export function stratifiedAdvantage(input: AdvantageInput, options: AdvantageOpt
   const out = withinStratum.map((s, i) => (Number.isNaN(s) ? NaN : alpha * s + (1 - alpha) * group.advantages[i]));
   return { advantages: finishAdvantages(out), keep: group.keep, stdIsZero: group.stdIsZero };
 }
+
+/** `algorithm.advantage: stratified`: the entry `grpo list` prints and configs name. */
+export const stratifiedAdvantagePart = defineAdvantageEstimator({
+  name: 'stratified',
+  fn: stratifiedAdvantage,
+  description: 'α·(z-score within stratum) + (1−α)·(group z-score); α and strataFrom required',
+  citation: 'Stratified GRPO (#27), arXiv 2510.06214',
+  needs: ['strata'],
+  options: z
+    .object({
+      alpha: unitAlphaOption.describe(
+        'the blend weight α in [0, 1] of the within-stratum z-score; the paper gives no verified default',
+      ),
+      strataFrom: z
+        .string()
+        .regex(
+          /^(row\.[^.]+|rollout\.(toolCalls|truncated|turns))$/,
+          'use "row.<column>" or "rollout.toolCalls" / "rollout.turns" / "rollout.truncated"',
+        )
+        .describe(
+          'where each sample\'s stratum key comes from: "row.<column>", "rollout.toolCalls", "rollout.turns" or "rollout.truncated"',
+        ),
+      epsilon: epsilonOption.optional(),
+    })
+    .strict(),
+});
 
 /** Semantic entropy of one group from cluster frequencies: −(1/K) Σ_k log(count_k / G). */
 export function semanticEntropy(clusterKeys: readonly (number | string)[]): number {
@@ -146,6 +184,27 @@ export function seedGrpoAdvantage(input: AdvantageInput, options: AdvantageOptio
   return { advantages: out, keep: base.keep, stdIsZero: base.stdIsZero };
 }
 
+/** `algorithm.advantage: seed-grpo`: the entry `grpo list` prints and configs name. */
+export const seedGrpoAdvantagePart = defineAdvantageEstimator({
+  name: 'seed-grpo',
+  fn: seedGrpoAdvantage,
+  description: '(r − mean_g)·(1 − α·SE/log G), SE = semantic entropy of answer clusters; α required',
+  citation: 'SEED-GRPO (#215), arXiv 2505.12346',
+  needs: ['clusters'],
+  options: z
+    .object({
+      alpha: unitAlphaOption.describe(
+        'the weight α in [0, 1] of the semantic-entropy scaling; the paper gives no verified default',
+      ),
+      clusterBy: z
+        .enum(['answer', 'text'])
+        .default('answer')
+        .describe("'answer': equivalent final answers (math-verify rules); 'text': identical trimmed text"),
+      singletonGroup: singletonGroupOption.optional(),
+    })
+    .strict(),
+});
+
 /**
  * S-GRPO serial-group reward and advantage: `rewards` holds each exit's correctness (0/1) in exit
  * order per group; r_k = 1/2^(n_k − 1) when correct (n_k = correct exits so far), else 0;
@@ -174,6 +233,16 @@ export function serialGroupAdvantage(input: AdvantageInput, options: AdvantageOp
   );
 }
 
+/** `algorithm.advantage: s-grpo`: the entry `grpo list` prints and configs name. */
+export const serialGroupAdvantagePart = defineAdvantageEstimator({
+  name: 's-grpo',
+  fn: serialGroupAdvantage,
+  description: 'serial early-exit group: r_k = 1/2^(n_k−1) if correct, A = r − mean; needs a serial-exit rollout',
+  citation: 'S-GRPO (#25), arXiv 2505.07686',
+  needs: ['serialRollout'],
+  options: z.object({ singletonGroup: singletonGroupOption }).partial().strict(),
+});
+
 /** Decayed serial-group rewards alone (for logging), same rule as `serialGroupAdvantage`. */
 export function serialGroupRewards(correctness: readonly number[]): number[] {
   let correctSoFar = 0;
@@ -200,6 +269,29 @@ export function singleStreamAdvantage(input: AdvantageInput, options: AdvantageO
   const stats = segmentStats(rewards, layout.groupOf, layout.groupCount);
   return { advantages: finishAdvantages(out), keep: scoredMask(rewards), stdIsZero: zeroStdFlags(stats) };
 }
+
+/** `algorithm.advantage: single-stream`: the entry `grpo list` prints and configs name. */
+export const singleStreamAdvantagePart = defineAdvantageEstimator({
+  name: 'single-stream',
+  fn: singleStreamAdvantage,
+  description: 'r − v(q) with a persistent, KL-adaptive per-prompt value, z-scored over the batch',
+  citation: 'SPO: Single-stream Policy Optimization (#252), arXiv 2509.13232',
+  needs: ['baselines'],
+  options: z
+    .object({
+      epsilon: epsilonOption.optional(),
+      std: stdOption.optional(),
+      batchNormalize: z.boolean().optional(),
+      halfLifeKl: z
+        .number()
+        .positive()
+        .default(0.06)
+        .describe('D_half: the policy KL at which old evidence counts half (SPO)'),
+      minDiscount: z.number().gt(0).lt(1).default(0.875).describe('ρ_min: the strongest forgetting per visit'),
+      maxDiscount: z.number().gt(0).lt(1).default(0.96).describe('ρ_max: the weakest forgetting per visit'),
+    })
+    .strict(),
+});
 
 /** Single-stream value tracker update: v ← v + stepSize·(r − v) (an EMA of the prompt's success). */
 export function updateSingleStreamBaseline(value: number, reward: number, stepSize: number): number {

@@ -6,6 +6,8 @@
  * the set of completions sharing the prefix up to and including a token.
  * Is not: a tree sampler (the rollout side, e.g. EPTree, is the sampler's job) nor TEMPO's TD term.
  */
+import { z } from 'zod';
+import { defineAdvantageEstimator } from './advantages-groups.js';
 import {
   type AdvantageInput,
   type AdvantageOptions,
@@ -87,3 +89,12 @@ export function treeAdvantage(input: AdvantageInput, _options: AdvantageOptions 
   const stats = segmentStats(rewards, layout.groupOf, layout.groupCount);
   return { advantages: finishAdvantages(perSequence), tokenAdvantages, keep, stdIsZero: zeroStdFlags(stats) };
 }
+
+/** `algorithm.advantage: tree`: the entry `grpo list` prints and configs name. */
+export const treeAdvantagePart = defineAdvantageEstimator({
+  name: 'tree',
+  fn: treeAdvantage,
+  description: 'token-level (V(s) − V(root) + V(s) − V(parent))/√leaves over the prefix tree',
+  citation: 'TreeRL, arXiv 2506.11902',
+  options: z.object({}).strict(),
+});

@@ -7,6 +7,9 @@
  * Is not: estimators needing extra structure (GDPO, stratified, SEED, S-GRPO, tree, single-stream
  * live in advantages-structured.ts) nor anything about tokens or tensors.
  */
+import { z } from 'zod';
+import { epsilonOption, singletonGroupOption, stdOption } from './option-schemas.js';
+import { defineAdvantageEstimator } from './advantages-groups.js';
 import {
   type AdvantageInput,
   type AdvantageOptions,
@@ -67,6 +70,18 @@ export function grpoAdvantage(input: AdvantageInput, options: AdvantageOptions =
   return centerAndDivide(prepare(input), options, (_g, std) => std + epsilon);
 }
 
+/** `algorithm.advantage: grpo`: the entry `grpo list` prints and configs name. */
+export const grpoAdvantagePart = defineAdvantageEstimator({
+  name: 'grpo',
+  fn: grpoAdvantage,
+  description: '(r − mean_g)/(std_g + ε); sample std, ε = 1e-6, one-sample group → A = r',
+  citation: 'DeepSeekMath, arXiv 2402.03300',
+  options: z
+    .object({ epsilon: epsilonOption, std: stdOption, singletonGroup: singletonGroupOption })
+    .partial()
+    .strict(),
+});
+
 /**
  * Dr. GRPO: A_i = r_i − mean_g r, no std division (pair it with the constant normaliser
  * `seq-mean-token-sum-norm`). A one-sample group follows `singletonGroup` ('raw': A = r).
@@ -75,6 +90,15 @@ export function grpoAdvantage(input: AdvantageInput, options: AdvantageOptions =
 export function drGrpoAdvantage(input: AdvantageInput, options: AdvantageOptions = {}): AdvantageResult {
   return centerAndDivide(prepare(input), options, () => 1);
 }
+
+/** `algorithm.advantage: dr-grpo`: the entry `grpo list` prints and configs name. */
+export const drGrpoAdvantagePart = defineAdvantageEstimator({
+  name: 'dr-grpo',
+  fn: drGrpoAdvantage,
+  description: 'r − mean_g, no std division (pair with seq-mean-token-sum-norm)',
+  citation: 'Dr. GRPO, arXiv 2503.20783',
+  options: z.object({ singletonGroup: singletonGroupOption, std: stdOption }).partial().strict(),
+});
 
 /**
  * RLOO leave-one-out baseline: A_i = r_i − mean_{j≠i} r_j = G/(G−1)·(r_i − mean), G counting scored
@@ -86,6 +110,15 @@ export function rlooAdvantage(input: AdvantageInput, options: AdvantageOptions =
   const counts = segmentStats(prepared.rewards, prepared.layout.groupOf, prepared.layout.groupCount).count;
   return centerAndDivide(prepared, options, (g) => (counts[g] - 1) / counts[g]);
 }
+
+/** `algorithm.advantage: rloo`: the entry `grpo list` prints and configs name. */
+export const rlooAdvantagePart = defineAdvantageEstimator({
+  name: 'rloo',
+  fn: rlooAdvantage,
+  description: 'leave-one-out baseline: r_i − mean_{j≠i} r_j',
+  citation: 'RLOO, Ahmadian et al. 2024, arXiv 2402.14740',
+  options: z.object({ singletonGroup: singletonGroupOption, std: stdOption }).partial().strict(),
+});
 
 /**
  * Batch-std scaling ("Lite PPO", TRL `scale_rewards="batch"`): A_i = (r_i − mean_g) / (std_batch + ε),
@@ -99,6 +132,18 @@ export function batchStdAdvantage(input: AdvantageInput, options: AdvantageOptio
   const denominator = Number.isNaN(batch.std) || batch.std < zeroStdThreshold ? 1 : batch.std + epsilon;
   return centerAndDivide(prepared, options, () => denominator);
 }
+
+/** `algorithm.advantage: batch-std`: the entry `grpo list` prints and configs name. */
+export const batchStdAdvantagePart = defineAdvantageEstimator({
+  name: 'batch-std',
+  fn: batchStdAdvantage,
+  description: '(r − mean_g)/(std_batch + ε): group mean, batch std',
+  citation: 'Lite PPO ("Tricks or Traps?"); TRL scale_rewards="batch"',
+  options: z
+    .object({ epsilon: epsilonOption, std: stdOption, singletonGroup: singletonGroupOption })
+    .partial()
+    .strict(),
+});
 
 /** torch.median convention: the lower middle element of the sorted values. */
 function lowerMedian(values: number[]): number {
@@ -142,6 +187,18 @@ export function mcGrpoAdvantage(input: AdvantageInput, options: AdvantageOptions
   return { advantages: finishAdvantages(advantages), keep, stdIsZero };
 }
 
+/** `algorithm.advantage: mc-grpo`: the entry `grpo list` prints and configs name. */
+export const mcGrpoAdvantagePart = defineAdvantageEstimator({
+  name: 'mc-grpo',
+  fn: mcGrpoAdvantage,
+  description: '(r − median_g)/(MAD_g + 1e-3), the median (pivot) rollout dropped; draw G+1',
+  citation: 'MC-GRPO (#29), lotusroot-kim/MC-GRPO',
+  options: z
+    .object({ epsilon: epsilonOption, madFloor: z.number().nonnegative(), rescaleNonzero: z.boolean() })
+    .partial()
+    .strict(),
+});
+
 /**
  * NGRPO advantage calibration: mean and sample std over the group plus K virtual samples of value
  * r_max (defaults K = 1, r_max = 1), A_i = (r_i − μ') / (σ' + ε), ε = 1e-6; an all-wrong group gets a
@@ -172,3 +229,20 @@ export function ngrpoAdvantage(input: AdvantageInput, options: AdvantageOptions 
   }
   return { advantages: finishAdvantages(out), keep: scoredMask(rewards), stdIsZero: zeroStdFlags(stats) };
 }
+
+/** `algorithm.advantage: ngrpo`: the entry `grpo list` prints and configs name. */
+export const ngrpoAdvantagePart = defineAdvantageEstimator({
+  name: 'ngrpo',
+  fn: ngrpoAdvantage,
+  description: 'z-score over the group plus one virtual max-reward sample (all-wrong groups learn)',
+  citation: 'NGRPO (#238), nangongrui-ngr/NGRPO',
+  options: z
+    .object({
+      epsilon: epsilonOption,
+      std: stdOption,
+      virtualReward: z.number(),
+      virtualCount: z.number().int().nonnegative(),
+    })
+    .partial()
+    .strict(),
+});

@@ -6,6 +6,7 @@
  * Is: the aggregation modes (a registry of plain functions) and their token weights.
  * Is not: the per-token losses (policy-losses*.ts).
  */
+import { type Part, definePart } from './registry.js';
 import { type Tensor, mul, sum, tensor, where } from '../tensor/index.js';
 
 /** Optional denominators of the aggregation modes. */
@@ -29,6 +30,10 @@ export type AggregationFn = (
   T: number,
   options?: AggregationOptions,
 ) => Float32Array;
+
+/** A loss aggregation's file exports its function with this entry (`algorithm.aggregation`). */
+export const defineLossAggregation = (entry: Omit<Part<AggregationFn>, 'kind'>): Part<AggregationFn> =>
+  definePart('loss aggregation', entry);
 
 function tokensPerRow(mask: ArrayLike<number>, B: number, T: number): Float64Array {
   const counts = new Float64Array(B);
@@ -62,6 +67,14 @@ export function tokenMeanWeights(
   return fillRows(mask, B, T, () => 1 / denominator);
 }
 
+/** `algorithm.aggregation: token-mean`: the entry `grpo list` prints and configs name. */
+export const tokenMeanWeightsPart = defineLossAggregation({
+  name: 'token-mean',
+  fn: tokenMeanWeights,
+  description: 'Σ L / tokens (local, or globalTokenCount for exact accumulation)',
+  citation: 'BNPO; DAPO/CISPO global token mean',
+});
+
 /** seq-mean-token-mean: (1/N) Σ_i (1/T_i) Σ_t L, N = sequences with ≥ 1 token (verl). GRPO (DeepSeekMath). */
 export function seqMeanTokenMeanWeights(
   mask: ArrayLike<number>,
@@ -74,6 +87,14 @@ export function seqMeanTokenMeanWeights(
     positive(options.globalSequenceCount, 'globalSequenceCount') ?? Math.max(counts.filter((c) => c > 0).length, 1);
   return fillRows(mask, B, T, (b) => 1 / (counts[b] * sequences));
 }
+
+/** `algorithm.aggregation: seq-mean-token-mean`: the entry `grpo list` prints and configs name. */
+export const seqMeanTokenMeanWeightsPart = defineLossAggregation({
+  name: 'seq-mean-token-mean',
+  fn: seqMeanTokenMeanWeights,
+  description: '(1/N) Σ_i (1/T_i) Σ_t L',
+  citation: 'GRPO (DeepSeekMath)',
+});
 
 /** seq-mean-token-sum: (1/N) Σ_i Σ_t L, N = sequences with ≥ 1 token (verl option). */
 export function seqMeanTokenSumWeights(
@@ -88,6 +109,14 @@ export function seqMeanTokenSumWeights(
   return fillRows(mask, B, T, () => 1 / sequences);
 }
 
+/** `algorithm.aggregation: seq-mean-token-sum`: the entry `grpo list` prints and configs name. */
+export const seqMeanTokenSumWeightsPart = defineLossAggregation({
+  name: 'seq-mean-token-sum',
+  fn: seqMeanTokenSumWeights,
+  description: '(1/N) Σ_i Σ_t L',
+  citation: 'verl agg_loss option',
+});
+
 /** seq-mean-token-sum-norm: Σ L / (N · L_max), N = all B rows, L_max constant (default T). Dr. GRPO (arXiv 2503.20783). */
 export function seqMeanTokenSumNormWeights(
   mask: ArrayLike<number>,
@@ -99,6 +128,14 @@ export function seqMeanTokenSumNormWeights(
   const sequences = positive(options.globalSequenceCount, 'globalSequenceCount') ?? Math.max(B, 1);
   return fillRows(mask, B, T, () => 1 / (sequences * maxLength));
 }
+
+/** `algorithm.aggregation: seq-mean-token-sum-norm`: the entry `grpo list` prints and configs name. */
+export const seqMeanTokenSumNormWeightsPart = defineLossAggregation({
+  name: 'seq-mean-token-sum-norm',
+  fn: seqMeanTokenSumNormWeights,
+  description: 'Σ L / (N·L_max), a constant normaliser',
+  citation: 'Dr. GRPO, arXiv 2503.20783',
+});
 
 /** Reduces per-token losses [B, T] to a scalar with the token weights of an aggregation mode. */
 export function aggregateLoss(

@@ -6,6 +6,8 @@
  * rollouts per prompt out (0 = prompt not sampled this step), plus the posterior update.
  * Is not: the sampler or the dataset; the trainer keeps the posteriors and acts on the counts.
  */
+import { type Part, definePart } from './registry.js';
+import { z } from 'zod';
 
 /** What every prompt selector receives: a Beta(α, β) success posterior per candidate prompt. */
 export interface PromptSelectorInput {
@@ -39,6 +41,37 @@ export interface PromptSelection {
 
 /** The one signature of every registered prompt selector. */
 export type PromptSelectorFn = (input: PromptSelectorInput, options?: PromptSelectorOptions) => PromptSelection;
+
+/** What a step tells a prompt selector's `plan`: its size and the seed of this step's draws. */
+export interface SelectorStep {
+  promptsPerStep: number;
+  groupSize: number;
+  seed?: number;
+}
+
+/** How a selector acts on a step: candidates drawn, the largest group it can give, and its call's options. */
+export interface SelectorPlan {
+  /** Prompts drawn uniformly as candidates before the selector chooses. */
+  candidates: number;
+  /** The most rollouts one prompt can get (micro-batches of whole-group losses must hold it). */
+  largestGroup: number;
+  /** The options the step passes to the selector's function. */
+  options: PromptSelectorOptions;
+}
+
+/** A prompt selector's entry: besides the function, how it turns its config options and the step into a call. */
+export interface PromptSelectorPart extends Part<PromptSelectorFn> {
+  plan: (options: Record<string, unknown>, step: SelectorStep) => SelectorPlan;
+}
+
+/** A prompt selector's file exports its function with this entry (`algorithm.promptSelector`). */
+export const definePromptSelector = (entry: Omit<PromptSelectorPart, 'kind'>): PromptSelectorPart =>
+  definePart<PromptSelectorFn, Pick<PromptSelectorPart, 'plan'>>('prompt selector', entry);
+
+/** Knapsack's default rollout counts: 2, 4, …, 2·G (even sizes around the configured G). */
+export function defaultKnapsackCounts(groupSize: number): number[] {
+  return Array.from({ length: groupSize }, (_, i) => 2 * (i + 1));
+}
 
 function posteriorMeans(input: PromptSelectorInput): Float64Array {
   if (input.alpha.length !== input.beta.length)
@@ -105,6 +138,50 @@ export function knapsackAllocation(input: PromptSelectorInput, options: PromptSe
   return { rolloutCounts, scores };
 }
 
+/** `algorithm.promptSelector: knapsack`: the entry `grpo list` prints and configs name. */
+export const knapsackAllocationPart = definePromptSelector({
+  name: 'knapsack',
+  fn: knapsackAllocation,
+  description: 'rollouts per prompt maximising Σ P_nz(N,p)·p(1−p)² under a budget (exact DP)',
+  citation: 'Knapsack RL (#258), arXiv 2509.25849',
+  options: z
+    .object({
+      allowedCounts: z
+        .array(z.number().int().positive())
+        .min(1)
+        .optional()
+        .describe('rollouts a prompt may get (default 2, 4, …, 2·groupSize)'),
+      successThreshold: z.number().default(0.5),
+      decay: z.number().min(0).max(1).default(1),
+    })
+    .strict(),
+  // The step's budget is promptsPerStep × groupSize rollouts, spread over as many candidate prompts.
+  plan: (options, { promptsPerStep, groupSize }) => {
+    const allowedCounts = (options.allowedCounts as number[] | undefined) ?? defaultKnapsackCounts(groupSize);
+    return {
+      candidates: promptsPerStep,
+      largestGroup: Math.max(...allowedCounts),
+      options: { budget: promptsPerStep * groupSize, allowedCounts },
+    };
+  },
+  refuses: (options, settings) => {
+    const problems: string[] = [];
+    const P = settings.promptsPerStep;
+    const counts = (options.allowedCounts as number[] | undefined) ?? defaultKnapsackCounts(settings.groupSize);
+    const budget = P * settings.groupSize;
+    if (Math.min(...counts) * P > budget)
+      problems.push(
+        `algorithm.promptSelectorOptions.allowedCounts: knapsack must give each of the ${P} prompts at least ${Math.min(...counts)} rollouts, more than the budget of ${budget} (promptsPerStep × groupSize)`,
+      );
+    // Serial exits and tracked per-prompt values both fix what a group is; a varying size breaks them.
+    if (settings.advantage.needs.some((need) => need === 'serialRollout' || need === 'baselines'))
+      problems.push(
+        `algorithm.promptSelector: knapsack varies the group size per prompt, which ${settings.advantage.name} does not use; choose vade or null`,
+      );
+    return problems;
+  },
+});
+
 /** mulberry32: a small seeded uniform generator, so VADE draws repeat with the seed. */
 function seededUniform(seed: number): () => number {
   let state = seed >>> 0;
@@ -164,6 +241,37 @@ export function vadeSelection(input: PromptSelectorInput, options: PromptSelecto
   for (const i of order.slice(0, promptCount)) rolloutCounts[i] = rolloutsPerPrompt;
   return { rolloutCounts, scores };
 }
+
+/** `algorithm.promptSelector: vade`: the entry `grpo list` prints and configs name. */
+export const vadeSelectionPart = definePromptSelector({
+  name: 'vade',
+  fn: vadeSelection,
+  description: 'top-k prompts by p̃(1−p̃), p̃ ~ Beta posterior (Thompson) or its mean',
+  citation: 'VADE (#262), from the abstract',
+  options: z
+    .object({
+      candidates: z
+        .number()
+        .int()
+        .positive()
+        .optional()
+        .describe('prompts drawn as candidates per step (default 4 × promptsPerStep)'),
+      thompson: z.boolean().default(true).describe('score a Beta draw (true) or the posterior mean (false)'),
+      successThreshold: z.number().default(0.5),
+      decay: z.number().min(0).max(1).default(1),
+    })
+    .strict(),
+  // Draws more candidates than it keeps, and gives each kept prompt a full group.
+  plan: (options, { promptsPerStep, groupSize, seed }) => ({
+    candidates: (options.candidates as number | undefined) ?? 4 * promptsPerStep,
+    largestGroup: groupSize,
+    options: {
+      promptCount: promptsPerStep,
+      rolloutsPerPrompt: groupSize,
+      seed: options.thompson === false ? undefined : seed,
+    },
+  }),
+});
 
 /** Posterior update with decay: α ← λ·α + successes + (1−λ)·α₀, β likewise (λ = 1: no forgetting). */
 export function updateBetaPosterior(

@@ -7,6 +7,8 @@
  * `GroupFilterFn` signature for the registered ones.
  * Is not: a sampler — `refillKeptGroups` calls back into a generator the trainer passes in.
  */
+import { type Part, definePart } from './registry.js';
+import { z } from 'zod';
 import {
   type RewardValues,
   resolveGroups,
@@ -42,6 +44,10 @@ export interface GroupFilterResult {
 /** The one signature of every registered group filter. */
 export type GroupFilterFn = (input: GroupFilterInput, options?: GroupFilterOptions) => GroupFilterResult;
 
+/** A group filter's file exports its function with this entry (`algorithm.groupFilter`). */
+export const defineGroupFilter = (entry: Omit<Part<GroupFilterFn>, 'kind'>): Part<GroupFilterFn> =>
+  definePart('group filter', entry);
+
 function groupKeepToSamples(groupOf: Int32Array, keepGroups: Uint8Array): Uint8Array {
   return Uint8Array.from(groupOf, (g) => keepGroups[g]);
 }
@@ -57,6 +63,15 @@ export function dropZeroVarianceGroups(input: GroupFilterInput): GroupFilterResu
   const keepGroups = Uint8Array.from(stats.std, (s, g) => (stats.count[g] >= 2 && s >= zeroStdThreshold ? 1 : 0));
   return { keepGroups, keepSamples: groupKeepToSamples(layout.groupOf, keepGroups) };
 }
+
+/** `algorithm.groupFilter: dynamic-sampling`: the entry `grpo list` prints and configs name. */
+export const dropZeroVarianceGroupsPart = defineGroupFilter({
+  name: 'dynamic-sampling',
+  fn: dropZeroVarianceGroups,
+  description: 'drop groups whose rewards all agree (refill with refillKeptGroups)',
+  citation: 'DAPO dynamic sampling, arXiv 2503.14476',
+  options: z.object({}).strict(),
+});
 
 /**
  * NGRPO dynamic-sampling strategy `all_correct`: drop only groups whose scored rewards are all ≥
@@ -81,6 +96,15 @@ export function dropAllCorrectGroups(input: GroupFilterInput, options: GroupFilt
   return { keepGroups, keepSamples: groupKeepToSamples(layout.groupOf, keepGroups) };
 }
 
+/** `algorithm.groupFilter: drop-all-correct`: the entry `grpo list` prints and configs name. */
+export const dropAllCorrectGroupsPart = defineGroupFilter({
+  name: 'drop-all-correct',
+  fn: dropAllCorrectGroups,
+  description: 'drop only all-correct groups (all-wrong ones stay for NGRPO)',
+  citation: 'NGRPO (#238) filter_groups.strategy=all_correct',
+  options: z.object({ correctThreshold: z.number() }).partial().strict(),
+});
+
 /**
  * Overlong filtering: completions truncated at the max length leave the loss entirely (keepSamples
  * = 0); groups are kept. TRL `mask_truncated_completions`; DAPO (arXiv 2503.14476).
@@ -94,6 +118,15 @@ export function maskTruncatedCompletions(input: GroupFilterInput): GroupFilterRe
   const keepSamples = Uint8Array.from({ length: truncated.length }, (_, i) => (truncated[i] ? 0 : 1));
   return { keepGroups: new Uint8Array(layout.groupCount).fill(1), keepSamples };
 }
+
+/** `algorithm.groupFilter: mask-truncated`: the entry `grpo list` prints and configs name. */
+export const maskTruncatedCompletionsPart = defineGroupFilter({
+  name: 'mask-truncated',
+  fn: maskTruncatedCompletions,
+  description: 'completions cut at max length leave the loss',
+  citation: 'TRL mask_truncated_completions; DAPO overlong filtering',
+  options: z.object({}).strict(),
+});
 
 /** Runs several filters and keeps what all of them keep. */
 export function intersectFilters(results: readonly GroupFilterResult[]): GroupFilterResult {

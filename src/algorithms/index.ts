@@ -1,56 +1,62 @@
 /**
  * Public API of the algorithms layer: the registries of advantage estimators, policy losses, loss
- * aggregations, KL estimators, group filters and prompt selectors, filled with the built-ins here
- * (explicitly, not by side-effect imports), and every function exported by name.
+ * aggregations, KL estimators, group filters, prompt selectors and turn-credit estimators, filled
+ * from the built-in parts listed here (each part's file exports its function with its entry), and
+ * `registerParts` for a recipe's own parts.
  *
  * Is: the names configs use (`advantageEstimators.get('grpo')`) and what `grpo list` prints.
+ * Adding a built-in part is its file plus one line in the list of its kind below.
  * Is not: the trainer's wiring of these parts into a step.
  */
 import { type AdvantageFn } from './advantages-groups.js';
 import {
-  batchStdAdvantage,
-  drGrpoAdvantage,
-  grpoAdvantage,
-  mcGrpoAdvantage,
-  ngrpoAdvantage,
-  rlooAdvantage,
+  batchStdAdvantagePart,
+  drGrpoAdvantagePart,
+  grpoAdvantagePart,
+  mcGrpoAdvantagePart,
+  ngrpoAdvantagePart,
+  rlooAdvantagePart,
 } from './advantages.js';
 import {
-  gdpoAdvantage,
-  seedGrpoAdvantage,
-  serialGroupAdvantage,
-  singleStreamAdvantage,
-  stratifiedAdvantage,
+  gdpoAdvantagePart,
+  seedGrpoAdvantagePart,
+  serialGroupAdvantagePart,
+  singleStreamAdvantagePart,
+  stratifiedAdvantagePart,
 } from './advantages-structured.js';
-import { treeAdvantage } from './advantages-tree.js';
+import { treeAdvantagePart } from './advantages-tree.js';
 import {
   type AggregationFn,
-  seqMeanTokenMeanWeights,
-  seqMeanTokenSumNormWeights,
-  seqMeanTokenSumWeights,
-  tokenMeanWeights,
+  seqMeanTokenMeanWeightsPart,
+  seqMeanTokenSumNormWeightsPart,
+  seqMeanTokenSumWeightsPart,
+  tokenMeanWeightsPart,
 } from './aggregate.js';
 import {
   type GroupFilterFn,
-  dropAllCorrectGroups,
-  dropZeroVarianceGroups,
-  maskTruncatedCompletions,
+  dropAllCorrectGroupsPart,
+  dropZeroVarianceGroupsPart,
+  maskTruncatedCompletionsPart,
 } from './filters.js';
-import { type PromptSelectorFn, knapsackAllocation, vadeSelection } from './filters-selection.js';
-import { type KlEstimatorFn, klK1, klK2, klK3 } from './kl.js';
-import { type PolicyLossFn } from './policy-losses-common.js';
-import { cispoLoss, dispoLoss, gtpoLoss, ppoClipLoss, reinforceLoss } from './policy-losses.js';
-import { gspoLoss, gspoTokenLoss, realLoss } from './policy-losses-sequence.js';
-import { type AlgorithmNeed, type Registry, type RegistryEntryInfo, createRegistry } from './registry.js';
 import {
-  advantageOptionSchemas,
-  groupFilterOptionSchemas,
-  lossOptionSchemas,
-  promptSelectorOptionSchemas,
-  turnCreditOptionSchemas,
-} from './option-schemas.js';
-import { type TurnCreditFn, gigpoCredit, igpoCredit, turnRewardsCredit } from './turn-credit.js';
-import type { ZodType } from 'zod';
+  type PromptSelectorFn,
+  type PromptSelectorPart,
+  knapsackAllocationPart,
+  vadeSelectionPart,
+} from './filters-selection.js';
+import { type KlEstimatorFn, klK1Part, klK2Part, klK3Part } from './kl.js';
+import { type PolicyLossFn } from './policy-losses-common.js';
+import { cispoLossPart, dispoLossPart, gtpoLossPart, ppoClipLossPart, reinforceLossPart } from './policy-losses.js';
+import { gspoLossPart, gspoTokenLossPart, realLossPart } from './policy-losses-sequence.js';
+import {
+  type Part,
+  type PartKind,
+  type Registry,
+  type RegistryEntry,
+  type RegistryEntryInfo,
+  createRegistry,
+} from './registry.js';
+import { type TurnCreditFn, gigpoCreditPart, igpoCreditPart, turnRewardsCreditPart } from './turn-credit.js';
 
 export * from './registry.js';
 export * from './advantages-groups.js';
@@ -69,270 +75,74 @@ export * from './option-schemas.js';
 export * from './flow-steps.js';
 export * from './turn-credit.js';
 
-type Builtins<Fn> = [name: string, fn: Fn, description: string, citation: string, needs?: AlgorithmNeed[]][];
-
-/** A registry filled with built-ins, each with its option schema (by name) and declared needs. */
-function filled<Fn>(kind: string, builtins: Builtins<Fn>, optionSchemas: Record<string, ZodType>): Registry<Fn> {
-  const registry = createRegistry<Fn>(kind);
-  for (const [name, fn, description, citation, needs] of builtins) {
-    registry.register(name, fn, { description, citation, options: optionSchemas[name], needs: needs ?? [] });
-  }
+/** A registry holding `parts`, in the order given (the order `grpo list` prints). */
+function filled<Fn, Entry extends RegistryEntry<Fn> = RegistryEntry<Fn>>(
+  kind: PartKind,
+  parts: readonly Entry[],
+): Registry<Fn, Entry> {
+  const registry = createRegistry<Fn, Entry>(kind);
+  for (const part of parts) registry.add(part);
   return registry;
 }
 
 /** Advantage estimators by name (ALGORITHMS.md §1). */
-export const advantageEstimators = filled<AdvantageFn>(
-  'advantage estimator',
-  [
-    [
-      'grpo',
-      grpoAdvantage,
-      '(r − mean_g)/(std_g + ε); sample std, ε = 1e-6, one-sample group → A = r',
-      'DeepSeekMath, arXiv 2402.03300',
-    ],
-    [
-      'dr-grpo',
-      drGrpoAdvantage,
-      'r − mean_g, no std division (pair with seq-mean-token-sum-norm)',
-      'Dr. GRPO, arXiv 2503.20783',
-    ],
-    [
-      'rloo',
-      rlooAdvantage,
-      'leave-one-out baseline: r_i − mean_{j≠i} r_j',
-      'RLOO, Ahmadian et al. 2024, arXiv 2402.14740',
-    ],
-    [
-      'batch-std',
-      batchStdAdvantage,
-      '(r − mean_g)/(std_batch + ε): group mean, batch std',
-      'Lite PPO ("Tricks or Traps?"); TRL scale_rewards="batch"',
-    ],
-    [
-      'mc-grpo',
-      mcGrpoAdvantage,
-      '(r − median_g)/(MAD_g + 1e-3), the median (pivot) rollout dropped; draw G+1',
-      'MC-GRPO (#29), lotusroot-kim/MC-GRPO',
-    ],
-    [
-      'ngrpo',
-      ngrpoAdvantage,
-      'z-score over the group plus one virtual max-reward sample (all-wrong groups learn)',
-      'NGRPO (#238), nangongrui-ngr/NGRPO',
-    ],
-    [
-      'gdpo',
-      gdpoAdvantage,
-      'z-score each reward per group, weighted sum, z-score over the batch (ε = 1e-4)',
-      'GDPO (#189), NVlabs/GDPO',
-    ],
-    [
-      'stratified',
-      stratifiedAdvantage,
-      'α·(z-score within stratum) + (1−α)·(group z-score); α and strataFrom required',
-      'Stratified GRPO (#27), arXiv 2510.06214',
-      ['strata'],
-    ],
-    [
-      'seed-grpo',
-      seedGrpoAdvantage,
-      '(r − mean_g)·(1 − α·SE/log G), SE = semantic entropy of answer clusters; α required',
-      'SEED-GRPO (#215), arXiv 2505.12346',
-      ['clusters'],
-    ],
-    [
-      's-grpo',
-      serialGroupAdvantage,
-      'serial early-exit group: r_k = 1/2^(n_k−1) if correct, A = r − mean; needs a serial-exit rollout',
-      'S-GRPO (#25), arXiv 2505.07686',
-      ['serialRollout'],
-    ],
-    [
-      'tree',
-      treeAdvantage,
-      'token-level (V(s) − V(root) + V(s) − V(parent))/√leaves over the prefix tree',
-      'TreeRL, arXiv 2506.11902',
-    ],
-    [
-      'single-stream',
-      singleStreamAdvantage,
-      'r − v(q) with a persistent, KL-adaptive per-prompt value, z-scored over the batch',
-      'SPO: Single-stream Policy Optimization (#252), arXiv 2509.13232',
-      ['baselines'],
-    ],
-  ],
-  advantageOptionSchemas,
-);
+export const advantageEstimators = filled<AdvantageFn>('advantage estimator', [
+  grpoAdvantagePart,
+  drGrpoAdvantagePart,
+  rlooAdvantagePart,
+  batchStdAdvantagePart,
+  mcGrpoAdvantagePart,
+  ngrpoAdvantagePart,
+  gdpoAdvantagePart,
+  stratifiedAdvantagePart,
+  seedGrpoAdvantagePart,
+  serialGroupAdvantagePart,
+  treeAdvantagePart,
+  singleStreamAdvantagePart,
+]);
 
 /** Policy losses by name (ALGORITHMS.md §2). */
-export const policyLosses = filled<PolicyLossFn>(
-  'policy loss',
-  [
-    [
-      'ppo-clip',
-      ppoClipLoss,
-      '−min(ρA, clip(ρ, 1−ε_low, 1+ε_high)A) per token; clip-higher, dual-clip; token-mean',
-      'PPO (Schulman 2017); GRPO; DAPO clip-higher, arXiv 2503.14476',
-    ],
-    [
-      'cispo',
-      cispoLoss,
-      '−sg(clip(ρ))·A·logπ: every token keeps a gradient; relative or absolute cap',
-      'MiniMax-M1 (CISPO); ScaleRL absolute cap',
-    ],
-    [
-      'dispo',
-      dispoLoss,
-      'CISPO-style weight with separate bounds for A>0 and A<0, optional mask outside',
-      'DISPO (#229), from the abstract',
-    ],
-    [
-      'gspo',
-      gspoLoss,
-      'sequence ratio exp(mean_t log-ratio), clipped per sequence (ε 3e-4/4e-4)',
-      'GSPO (Qwen 2025); TRL importance_sampling_level="sequence"',
-    ],
-    [
-      'gspo-token',
-      gspoTokenLoss,
-      'GSPO ratio with per-token advantages: sg(s)·π/sg(π)',
-      'GSPO (Qwen 2025); TRL "sequence_token"',
-    ],
-    [
-      'real',
-      realLoss,
-      'rewards as labels: log(1+Σ_pos e^{−s̄/τ}) + log(1+Σ_neg e^{s̄/τ}) per group, τ = 0.5; whole groups per micro-batch',
-      'REAL (#244); ms-swift REAL doc',
-      ['wholeGroups'],
-    ],
-    [
-      'reinforce',
-      reinforceLoss,
-      'on-policy −exp(logπ − sg(logπ))·A, no ratio to π_old, no clip',
-      'Williams 1992 (REINFORCE with a group baseline)',
-    ],
-    [
-      'gtpo',
-      gtpoLoss,
-      'on-policy −Σ_t ρAδ/|o|: conflict-token weights δ from the group, entropy filter on A',
-      'GTPO (#197), winstonsmith1897/GTPO',
-      ['groupTokenWeights'],
-    ],
-  ],
-  lossOptionSchemas,
-);
+export const policyLosses = filled<PolicyLossFn>('policy loss', [
+  ppoClipLossPart,
+  cispoLossPart,
+  dispoLossPart,
+  gspoLossPart,
+  gspoTokenLossPart,
+  realLossPart,
+  reinforceLossPart,
+  gtpoLossPart,
+]);
 
 /** Loss aggregation modes by name (ALGORITHMS.md §3). */
-export const lossAggregations = filled<AggregationFn>(
-  'loss aggregation',
-  [
-    [
-      'token-mean',
-      tokenMeanWeights,
-      'Σ L / tokens (local, or globalTokenCount for exact accumulation)',
-      'BNPO; DAPO/CISPO global token mean',
-    ],
-    ['seq-mean-token-mean', seqMeanTokenMeanWeights, '(1/N) Σ_i (1/T_i) Σ_t L', 'GRPO (DeepSeekMath)'],
-    ['seq-mean-token-sum', seqMeanTokenSumWeights, '(1/N) Σ_i Σ_t L', 'verl agg_loss option'],
-    [
-      'seq-mean-token-sum-norm',
-      seqMeanTokenSumNormWeights,
-      'Σ L / (N·L_max), a constant normaliser',
-      'Dr. GRPO, arXiv 2503.20783',
-    ],
-  ],
-  {},
-);
+export const lossAggregations = filled<AggregationFn>('loss aggregation', [
+  tokenMeanWeightsPart,
+  seqMeanTokenMeanWeightsPart,
+  seqMeanTokenSumWeightsPart,
+  seqMeanTokenSumNormWeightsPart,
+]);
 
 /** KL estimators by name (ALGORITHMS.md §4). */
-export const klEstimators = filled<KlEstimatorFn>(
-  'KL estimator',
-  [
-    [
-      'k1',
-      klK1,
-      'log π − log π_ref (unbiased, can be negative; the KL-in-reward default)',
-      'Schulman 2020, "Approximating KL Divergence"',
-    ],
-    ['k2', klK2, '½ (log π_ref − log π)² (biased, low variance)', 'Schulman 2020, "Approximating KL Divergence"'],
-    ['k3', klK3, '(r − 1) − log r, r = π_ref/π (unbiased, ≥ 0; GRPO)', 'Schulman 2020; DeepSeekMath'],
-  ],
-  {},
-);
+export const klEstimators = filled<KlEstimatorFn>('KL estimator', [klK1Part, klK2Part, klK3Part]);
 
 /** Group filters by name (ALGORITHMS.md §6.1–§6.2). */
-export const groupFilters = filled<GroupFilterFn>(
-  'group filter',
-  [
-    [
-      'dynamic-sampling',
-      dropZeroVarianceGroups,
-      'drop groups whose rewards all agree (refill with refillKeptGroups)',
-      'DAPO dynamic sampling, arXiv 2503.14476',
-    ],
-    [
-      'drop-all-correct',
-      dropAllCorrectGroups,
-      'drop only all-correct groups (all-wrong ones stay for NGRPO)',
-      'NGRPO (#238) filter_groups.strategy=all_correct',
-    ],
-    [
-      'mask-truncated',
-      maskTruncatedCompletions,
-      'completions cut at max length leave the loss',
-      'TRL mask_truncated_completions; DAPO overlong filtering',
-    ],
-  ],
-  groupFilterOptionSchemas,
-);
+export const groupFilters = filled<GroupFilterFn>('group filter', [
+  dropZeroVarianceGroupsPart,
+  dropAllCorrectGroupsPart,
+  maskTruncatedCompletionsPart,
+]);
 
 /** Prompt selectors by name (ALGORITHMS.md §6.3–§6.4). */
-export const promptSelectors = filled<PromptSelectorFn>(
-  'prompt selector',
-  [
-    [
-      'knapsack',
-      knapsackAllocation,
-      'rollouts per prompt maximising Σ P_nz(N,p)·p(1−p)² under a budget (exact DP)',
-      'Knapsack RL (#258), arXiv 2509.25849',
-    ],
-    [
-      'vade',
-      vadeSelection,
-      'top-k prompts by p̃(1−p̃), p̃ ~ Beta posterior (Thompson) or its mean',
-      'VADE (#262), from the abstract',
-    ],
-  ],
-  promptSelectorOptionSchemas,
-);
+export const promptSelectors = filled<PromptSelectorFn, PromptSelectorPart>('prompt selector', [
+  knapsackAllocationPart,
+  vadeSelectionPart,
+]);
 
 /** Turn-level credit for multi-turn episodes by name (docs/turn-credit.md); `algorithm.turnCredit`. */
-export const turnCreditEstimators = filled<TurnCreditFn>(
-  'turn-credit estimator',
-  [
-    [
-      'turn-rewards',
-      turnRewardsCredit,
-      "r_t = env turn reward (+ R on the last turn), G_t = Σ γ^k r, z-scored over the group's pooled turn returns",
-      "discounted returns with a group baseline (REINFORCE); this library's default multi-turn credit",
-    ],
-    [
-      'igpo',
-      igpoCredit,
-      'r_t = information gain (t < T), r_T = R; group z-score over all turn rewards; A_t = Σ_{k≥t} γ^{k−t} Â_k',
-      'IGPO, Wang et al. 2025, arXiv 2510.14967; GuoqingWang1/IGPO',
-      ['informationGains'],
-    ],
-    [
-      'gigpo',
-      gigpoCredit,
-      'A = A^E (episode, group) + ω·A^S (discounted returns grouped by equal anchor state); γ 0.95, ω 1, F_norm 1',
-      'GiGPO, Feng et al. 2025, arXiv 2505.10978; langfengQ/verl-agent',
-      ['stateKeys'],
-    ],
-  ],
-  turnCreditOptionSchemas,
-);
+export const turnCreditEstimators = filled<TurnCreditFn>('turn-credit estimator', [
+  turnRewardsCreditPart,
+  igpoCreditPart,
+  gigpoCreditPart,
+]);
 
 /** Options of the step rather than registry members, by the config field that selects them, for `grpo list`. */
 export const algorithmOptions: (RegistryEntryInfo & { name: string })[] = [
@@ -373,3 +183,39 @@ export const algorithmRegistries = [
   promptSelectors,
   turnCreditEstimators,
 ] as const;
+
+const registriesByKind: Record<PartKind, Registry<unknown, RegistryEntry<unknown>>> = {
+  'advantage estimator': advantageEstimators as Registry<unknown>,
+  'policy loss': policyLosses as Registry<unknown>,
+  'loss aggregation': lossAggregations as Registry<unknown>,
+  'KL estimator': klEstimators as Registry<unknown>,
+  'group filter': groupFilters as Registry<unknown>,
+  'prompt selector': promptSelectors as unknown as Registry<unknown>,
+  'turn-credit estimator': turnCreditEstimators as Registry<unknown>,
+};
+
+/**
+ * Adds parts defined outside this library (a recipe's `parts`) to the registries of their kinds, so
+ * configs can name them like built-ins. Registering the same part again is a no-op; a name taken by
+ * a different function, a kind that does not exist or a prompt selector without `plan` throws, naming the part.
+ */
+export function registerParts(parts: readonly Part<unknown>[], source = 'parts'): void {
+  parts.forEach((part, index) => {
+    const where = `${source}[${index}]${typeof part?.name === 'string' ? ` ("${part.name}")` : ''}`;
+    if (typeof part !== 'object' || part === null) throw new Error(`${where}: must be a part object (definePart)`);
+    const registry = registriesByKind[part.kind];
+    if (!registry)
+      throw new Error(
+        `${where}: unknown kind ${JSON.stringify(part.kind)}; known: ${Object.keys(registriesByKind).join(', ')}`,
+      );
+    if (typeof part.description !== 'string' || typeof part.citation !== 'string')
+      throw new Error(`${where}: a part needs a description and a citation (both strings), printed by grpo list`);
+    if (part.kind === 'prompt selector' && typeof (part as Partial<PromptSelectorPart>).plan !== 'function')
+      throw new Error(`${where}: a prompt selector needs plan(options, step) (definePromptSelector)`);
+    try {
+      registry.add(part as RegistryEntry<unknown>);
+    } catch (error) {
+      throw new Error(`${where}: ${(error as Error).message}`);
+    }
+  });
+}

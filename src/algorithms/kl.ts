@@ -5,26 +5,55 @@
  * Is: the estimators, the off-policy-corrected form, and the KL-in-reward penalty.
  * Is not: where the KL goes in the loss — policy-losses-common.ts adds β·KL per token before aggregation.
  */
+import { type Part, definePart } from './registry.js';
 import { type Tensor, exp, mul, noGrad, square, sub, tensor } from '../tensor/index.js';
 
 /** The one signature of every registered KL estimator: per-token estimates [B, T] from log π_θ and log π_ref. */
 export type KlEstimatorFn = (logprobs: Tensor, refLogprobs: Tensor) => Tensor;
+
+/** A KL estimator's file exports its function with this entry (`algorithm.klEstimator`). */
+export const defineKlEstimator = (entry: Omit<Part<KlEstimatorFn>, 'kind'>): Part<KlEstimatorFn> =>
+  definePart('KL estimator', entry);
 
 /** k1 = −log r = log π_θ − log π_ref (unbiased, can be negative). Schulman 2020, "Approximating KL Divergence". */
 export function klK1(logprobs: Tensor, refLogprobs: Tensor): Tensor {
   return sub(logprobs, refLogprobs);
 }
 
+/** `algorithm.klEstimator: k1`: the entry `grpo list` prints and configs name. */
+export const klK1Part = defineKlEstimator({
+  name: 'k1',
+  fn: klK1,
+  description: 'log π − log π_ref (unbiased, can be negative; the KL-in-reward default)',
+  citation: 'Schulman 2020, "Approximating KL Divergence"',
+});
+
 /** k2 = ½ (log r)² (biased, low variance). Schulman 2020, "Approximating KL Divergence". */
 export function klK2(logprobs: Tensor, refLogprobs: Tensor): Tensor {
   return mul(square(sub(refLogprobs, logprobs)), 0.5);
 }
+
+/** `algorithm.klEstimator: k2`: the entry `grpo list` prints and configs name. */
+export const klK2Part = defineKlEstimator({
+  name: 'k2',
+  fn: klK2,
+  description: '½ (log π_ref − log π)² (biased, low variance)',
+  citation: 'Schulman 2020, "Approximating KL Divergence"',
+});
 
 /** k3 = (r − 1) − log r with r = π_ref/π_θ (unbiased, ≥ 0; GRPO's choice). Schulman 2020; DeepSeekMath. */
 export function klK3(logprobs: Tensor, refLogprobs: Tensor): Tensor {
   const logRatio = sub(refLogprobs, logprobs);
   return sub(sub(exp(logRatio), 1), logRatio);
 }
+
+/** `algorithm.klEstimator: k3`: the entry `grpo list` prints and configs name. */
+export const klK3Part = defineKlEstimator({
+  name: 'k3',
+  fn: klK3,
+  description: '(r − 1) − log r, r = π_ref/π (unbiased, ≥ 0; GRPO)',
+  citation: 'Schulman 2020; DeepSeekMath',
+});
 
 /**
  * Off-policy-corrected KL (DeepSeek-V3.2, TRL `use_bias_correction_kl`): (π_θ/π_old)·k3, the ratio

@@ -6,6 +6,7 @@
  * Is: `finishPolicyLoss`, which turns a loss's per-token surrogate [B, T] into `{ loss, metrics }`.
  * Is not: any particular surrogate (policy-losses.ts, policy-losses-sequence.ts).
  */
+import { type Part, definePart } from './registry.js';
 import { Tensor, add, mul, noGrad, sub, tensor, where } from '../tensor/index.js';
 import { type AggregationFn, type AggregationOptions, aggregateLoss } from './aggregate.js';
 import { type KlEstimatorFn, klK3, offPolicyCorrectedKl } from './kl.js';
@@ -97,6 +98,10 @@ export interface PolicyLossResult {
 
 /** The one signature shared by every registered policy loss. */
 export type PolicyLossFn = (input: PolicyLossInput, options?: PolicyLossOptions) => PolicyLossResult;
+
+/** A policy loss's file exports its function with this entry (`algorithm.loss`). */
+export const definePolicyLoss = (entry: Omit<Part<PolicyLossFn>, 'kind'>): Part<PolicyLossFn> =>
+  definePart('policy loss', entry);
 
 /** Validated input: shapes known, constants as tensors. */
 export interface PreparedLossInput {

@@ -7,6 +7,9 @@
  * Is not: the token-level losses (policy-losses.ts) or aggregation (GSPO hands a [B, T] broadcast
  * of its per-sequence loss to `finishPolicyLoss`, whose default seq-mean-token-mean is a mean over sequences).
  */
+import { z } from 'zod';
+import { clipHighOption, clipLowOption, commonLossOptions } from './option-schemas.js';
+import { definePolicyLoss } from './policy-losses-common.js';
 import { type Tensor, add, div, exp, log, matmul, mul, reshape, sub, sum, tensor } from '../tensor/index.js';
 import { resolveGroups } from './advantages-groups.js';
 import { seqMeanTokenMeanWeights } from './aggregate.js';
@@ -87,6 +90,19 @@ export function gspoLoss(input: PolicyLossInput, options: PolicyLossOptions = {}
   return finishPolicyLoss(prepared, input, options, surrogate, seqMeanTokenMeanWeights, metrics);
 }
 
+/** `algorithm.loss: gspo`: the entry `grpo list` prints and configs name. */
+export const gspoLossPart = definePolicyLoss({
+  name: 'gspo',
+  fn: gspoLoss,
+  description: 'sequence ratio exp(mean_t log-ratio), clipped per sequence (ε 3e-4/4e-4)',
+  citation: 'GSPO (Qwen 2025); TRL importance_sampling_level="sequence"',
+  options: z
+    .object({ epsilonLow: clipLowOption, epsilonHigh: clipHighOption })
+    .partial()
+    .extend(commonLossOptions)
+    .strict(),
+});
+
 /**
  * GSPO-token: w_{i,t} = sg(s_i)·π_θ(o_t)/sg(π_θ(o_t)) (value s_i, gradient of log π_θ at each token),
  * loss −min(w·A_{i,t}, clip(w)·A_{i,t}) per token; equals GSPO when A is constant over a sequence.
@@ -107,6 +123,19 @@ export function gspoTokenLoss(input: PolicyLossInput, options: PolicyLossOptions
   };
   return finishPolicyLoss(prepared, input, options, surrogate, seqMeanTokenMeanWeights, metrics);
 }
+
+/** `algorithm.loss: gspo-token`: the entry `grpo list` prints and configs name. */
+export const gspoTokenLossPart = definePolicyLoss({
+  name: 'gspo-token',
+  fn: gspoTokenLoss,
+  description: 'GSPO ratio with per-token advantages: sg(s)·π/sg(π)',
+  citation: 'GSPO (Qwen 2025); TRL "sequence_token"',
+  options: z
+    .object({ epsilonLow: clipLowOption, epsilonHigh: clipHighOption })
+    .partial()
+    .extend(commonLossOptions)
+    .strict(),
+});
 
 /** log(1 + Σ_k m_k·e^{x_k}) per group, as [G] = log(e^{−c} + M·e^{x−c}) + c with a constant shift c. */
 function logOnePlusSumExp(x: Tensor, membership: Float32Array, G: number, B: number): Tensor {
@@ -169,3 +198,24 @@ export function realLoss(input: PolicyLossInput, options: PolicyLossOptions = {}
     },
   };
 }
+
+/** `algorithm.loss: real`: the entry `grpo list` prints and configs name. */
+export const realLossPart = definePolicyLoss({
+  name: 'real',
+  fn: realLoss,
+  description:
+    'rewards as labels: log(1+Σ_pos e^{−s̄/τ}) + log(1+Σ_neg e^{s̄/τ}) per group, τ = 0.5; whole groups per micro-batch',
+  citation: 'REAL (#244); ms-swift REAL doc',
+  needs: ['wholeGroups'],
+  options: z.object({ temperature: z.number().positive() }).partial().strict(),
+  refuses: (_options, settings) => [
+    ...(settings.klCoefficient > 0 && settings.klPlacement === 'loss'
+      ? [
+          'algorithm.klCoefficient: the real loss has no per-token KL term; use algorithm.klPlacement "reward" or klCoefficient 0',
+        ]
+      : []),
+    ...(settings.mismatchCorrection
+      ? ['algorithm.mismatchCorrection: the real loss has no per-token weights to correct; set it to null']
+      : []),
+  ],
+});

@@ -7,6 +7,9 @@
  * Is: the surrogates, their clip metrics and their TSDoc'd defaults.
  * Is not: sequence-level losses (GSPO, REAL in policy-losses-sequence.ts) or the aggregation modes.
  */
+import { z } from 'zod';
+import { clipBoundsOption, clipHighOption, clipLowOption, commonLossOptions } from './option-schemas.js';
+import { definePolicyLoss } from './policy-losses-common.js';
 import { type Tensor, clamp, exp, less, minimum, mul, neg, sub, tensor, where } from '../tensor/index.js';
 import { seqMeanTokenMeanWeights, tokenMeanWeights } from './aggregate.js';
 import { gtpoEntropyFilter } from './policy-losses-gtpo.js';
@@ -90,6 +93,19 @@ export function ppoClipLoss(input: PolicyLossInput, options: PolicyLossOptions =
   return finishPolicyLoss(prepared, input, options, surrogate, tokenMeanWeights, metrics);
 }
 
+/** `algorithm.loss: ppo-clip`: the entry `grpo list` prints and configs name. */
+export const ppoClipLossPart = definePolicyLoss({
+  name: 'ppo-clip',
+  fn: ppoClipLoss,
+  description: '−min(ρA, clip(ρ, 1−ε_low, 1+ε_high)A) per token; clip-higher, dual-clip; token-mean',
+  citation: 'PPO (Schulman 2017); GRPO; DAPO clip-higher, arXiv 2503.14476',
+  options: z
+    .object({ epsilonLow: clipLowOption, epsilonHigh: clipHighOption, dualClip: z.number().gt(1) })
+    .partial()
+    .extend(commonLossOptions)
+    .strict(),
+});
+
 /** −sg(w)·A·logπ_θ: the REINFORCE-with-fixed-weight form shared by CISPO and DISPO. */
 function weightedReinforce(prepared: PreparedLossInput, weights: Float32Array): Tensor {
   const constant = tensor(
@@ -125,6 +141,19 @@ export function cispoLoss(input: PolicyLossInput, options: PolicyLossOptions = {
   return finishPolicyLoss(prepared, input, options, weightedReinforce(prepared, weights), tokenMeanWeights, metrics);
 }
 
+/** `algorithm.loss: cispo`: the entry `grpo list` prints and configs name. */
+export const cispoLossPart = definePolicyLoss({
+  name: 'cispo',
+  fn: cispoLoss,
+  description: '−sg(clip(ρ))·A·logπ: every token keeps a gradient; relative or absolute cap',
+  citation: 'MiniMax-M1 (CISPO); ScaleRL absolute cap',
+  options: z
+    .object({ epsilonLow: clipLowOption, epsilonHigh: clipHighOption, capMode: z.enum(['relative', 'absolute']) })
+    .partial()
+    .extend(commonLossOptions)
+    .strict(),
+});
+
 function requireBounds(bounds: [number, number] | undefined, field: string): [number, number] {
   if (bounds === undefined)
     throw new Error(`The dispo loss needs options.${field} ([ε_down, ε_up]; the paper's defaults are unknown).`);
@@ -159,6 +188,24 @@ export function dispoLoss(input: PolicyLossInput, options: PolicyLossOptions = {
   return finishPolicyLoss(prepared, input, options, weightedReinforce(prepared, weights), tokenMeanWeights, metrics);
 }
 
+/** `algorithm.loss: dispo`: the entry `grpo list` prints and configs name. */
+export const dispoLossPart = definePolicyLoss({
+  name: 'dispo',
+  fn: dispoLoss,
+  description: 'CISPO-style weight with separate bounds for A>0 and A<0, optional mask outside',
+  citation: 'DISPO (#229), from the abstract',
+  options: z
+    .object({
+      positiveBounds: clipBoundsOption.describe(
+        '[ε_down, ε_up] for tokens of positive-advantage completions; the paper gives no defaults',
+      ),
+      negativeBounds: clipBoundsOption.describe('[ε_down, ε_up] for tokens of negative-advantage completions'),
+      maskOutside: z.boolean().optional(),
+    })
+    .extend(commonLossOptions)
+    .strict(),
+});
+
 /** ρ = exp(logπ − sg(logπ)): value 1, gradient of logπ — the on-policy ratio. */
 function onPolicyRatio(logprobs: Tensor): Tensor {
   return exp(sub(logprobs, logprobs.detach()));
@@ -181,6 +228,15 @@ export function reinforceLoss(input: PolicyLossInput, options: PolicyLossOptions
     ratioMetrics(logRatioOf(prepared).data, prepared.mask),
   );
 }
+
+/** `algorithm.loss: reinforce`: the entry `grpo list` prints and configs name. */
+export const reinforceLossPart = definePolicyLoss({
+  name: 'reinforce',
+  fn: reinforceLoss,
+  description: 'on-policy −exp(logπ − sg(logπ))·A, no ratio to π_old, no clip',
+  citation: 'Williams 1992 (REINFORCE with a group baseline)',
+  options: z.object({}).extend(commonLossOptions).strict(),
+});
 
 /**
  * GTPO loss: −Σ_t ρ·A·δ_t/|o| with ρ = exp(logπ − sg(logπ)) (on-policy, no clipping, no KL),
@@ -224,3 +280,26 @@ export function gtpoLoss(input: PolicyLossInput, options: PolicyLossOptions = {}
   const surrogate = neg(mul(onPolicyRatio(prepared.logprobs), advantages));
   return finishPolicyLoss(prepared, input, options, surrogate, seqMeanTokenMeanWeights, metrics);
 }
+
+/** `algorithm.loss: gtpo`: the entry `grpo list` prints and configs name. */
+export const gtpoLossPart = definePolicyLoss({
+  name: 'gtpo',
+  fn: gtpoLoss,
+  description: 'on-policy −Σ_t ρAδ/|o|: conflict-token weights δ from the group, entropy filter on A',
+  citation: 'GTPO (#197), winstonsmith1897/GTPO',
+  needs: ['groupTokenWeights'],
+  options: z
+    .object({
+      positiveWeight: z.number().nonnegative(),
+      negativeWeight: z.number().nonnegative(),
+      direction: z.enum(['forward', 'backward', 'both']),
+      entropyThreshold: z
+        .number()
+        .nonnegative()
+        .describe('completions with mean token entropy above this get A = 0 (default 0.7)'),
+      entropyCoefficient: z.number().nonnegative().describe('otherwise A ← A − coefficient·H (default 0.1)'),
+    })
+    .partial()
+    .extend(commonLossOptions)
+    .strict(),
+});

@@ -3,9 +3,12 @@
  * per entry, so `grpo list` can print every algorithmic part and configs can name them.
  *
  * Is: a map from name to function plus metadata, with loud errors (a taken name claimed by a
- * different function, an unknown name listing the known ones).
- * Is not: a plugin loader — nothing registers itself through a side-effect import; the modules of
- * this folder register their built-ins explicitly in index.ts.
+ * different function, an unknown name listing the known ones), and `Part`: the function together
+ * with its entry, which each part's own file exports (verl's `@register_adv_est` sits on the
+ * function in the same way) — name, description, citation, options schema, needs, and the run
+ * settings it refuses — so the trainer branches on what a part declares, never on its name.
+ * Is not: a plugin loader — nothing registers itself through a side-effect import; index.ts lists
+ * the built-in parts explicitly, and a recipe lists its own (`Recipe.parts`).
  */
 import type { ZodType } from 'zod';
 
@@ -19,6 +22,54 @@ export interface RegistryEntryInfo {
   options?: ZodType;
   /** What the part needs from the data, the rollout or the trainer beyond the common inputs. */
   needs?: readonly AlgorithmNeed[];
+  /**
+   * The run settings this part cannot work with, one problem line each (`field: why`), given its
+   * parsed options; checked with every other part's before any model is loaded. Absent = none.
+   */
+  refuses?: (options: Record<string, unknown>, settings: RunSettings) => string[];
+}
+
+/**
+ * The settings of a run that a part's `refuses` may check, read once from the config: the step's
+ * sizes, the KL and correction settings, and the other chosen parts by name and needs.
+ */
+export interface RunSettings {
+  groupSize: number;
+  promptsPerStep: number;
+  microBatchSize: number;
+  klCoefficient: number;
+  klPlacement: 'loss' | 'reward';
+  /** True when algorithm.mismatchCorrection is set. */
+  mismatchCorrection: boolean;
+  advantage: { name: string; needs: readonly AlgorithmNeed[] };
+  loss: { name: string; needs: readonly AlgorithmNeed[] };
+  groupFilter: string | null;
+  promptSelector: string | null;
+}
+
+/** The registries a part can join, by the kind its file declares. */
+export type PartKind =
+  | 'advantage estimator'
+  | 'policy loss'
+  | 'loss aggregation'
+  | 'KL estimator'
+  | 'group filter'
+  | 'prompt selector'
+  | 'turn-credit estimator';
+
+/** A part as its file exports it: the function with its registry entry and the kind of registry it joins. */
+export interface Part<Fn> extends RegistryEntryInfo {
+  kind: PartKind;
+  name: string;
+  fn: Fn;
+}
+
+/** Types a part's entry (`definePart('policy loss', { name, fn, … })`); validation happens on registration. */
+export function definePart<Fn, Extra extends object = object>(
+  kind: PartKind,
+  entry: Omit<Part<Fn>, 'kind'> & Extra,
+): Part<Fn> & Extra {
+  return { kind, ...entry };
 }
 
 /**
@@ -52,18 +103,22 @@ export interface RegistryEntry<Fn> extends RegistryEntryInfo {
   fn: Fn;
 }
 
-/** A registry of functions of one kind (advantage estimator, policy loss, ...). */
-export interface Registry<Fn> {
+/** A registry of functions of one kind (advantage estimator, policy loss, ...), with their entries. */
+export interface Registry<Fn, Entry extends RegistryEntry<Fn> = RegistryEntry<Fn>> {
   /** The kind of function held, used in error messages ("advantage estimator"). */
   readonly kind: string;
   /** Adds `fn` under `name`; re-registering the same function is a no-op, a different one throws. */
-  register(name: string, fn: Fn, info: RegistryEntryInfo): void;
+  register(name: string, fn: Fn, info: Omit<Entry, 'name' | 'fn'>): void;
+  /** Adds a part's whole entry (as `register` does with its name and function). */
+  add(entry: Entry): void;
+  /** The whole entry registered under `name`, or an error listing the known names. */
+  entry(name: string): Entry;
   /** Returns the function registered under `name` or throws an error listing the known names. */
   get(name: string): Fn;
   /** True when `name` is registered. */
   has(name: string): boolean;
   /** Every entry, in registration order. */
-  list(): RegistryEntry<Fn>[];
+  list(): Entry[];
   /** The registered names, in registration order. */
   names(): string[];
 }
@@ -81,26 +136,34 @@ export class UnknownRegistryNameError extends Error {
 }
 
 /** Creates an empty registry for functions of one kind. */
-export function createRegistry<Fn>(kind: string): Registry<Fn> {
-  const entries = new Map<string, RegistryEntry<Fn>>();
+export function createRegistry<Fn, Entry extends RegistryEntry<Fn> = RegistryEntry<Fn>>(
+  kind: string,
+): Registry<Fn, Entry> {
+  const entries = new Map<string, Entry>();
+  const entryOf = (name: string): Entry => {
+    const entry = entries.get(name);
+    if (entry === undefined) throw new UnknownRegistryNameError(kind, name, [...entries.keys()]);
+    return entry;
+  };
+  const add = (entry: Entry): void => {
+    const { name, fn } = entry;
+    if (typeof name !== 'string' || !/^[a-z0-9][a-z0-9-]*$/.test(name)) {
+      throw new Error(`${kind} name "${name}" must be kebab-case (lower-case letters, digits, dashes).`);
+    }
+    if (typeof fn !== 'function') throw new Error(`${kind} "${name}": fn must be a function, got ${typeof fn}.`);
+    const existing = entries.get(name);
+    if (existing !== undefined) {
+      if (existing.fn === fn) return;
+      throw new Error(`${kind} "${name}" is already registered to a different function.`);
+    }
+    entries.set(name, { ...entry, needs: entry.needs ?? [] });
+  };
   return {
     kind,
-    register(name, fn, info) {
-      if (!/^[a-z0-9][a-z0-9-]*$/.test(name)) {
-        throw new Error(`${kind} name "${name}" must be kebab-case (lower-case letters, digits, dashes).`);
-      }
-      const existing = entries.get(name);
-      if (existing !== undefined) {
-        if (existing.fn === fn) return;
-        throw new Error(`${kind} "${name}" is already registered to a different function.`);
-      }
-      entries.set(name, { name, fn, ...info });
-    },
-    get(name) {
-      const entry = entries.get(name);
-      if (entry === undefined) throw new UnknownRegistryNameError(kind, name, [...entries.keys()]);
-      return entry.fn;
-    },
+    register: (name, fn, info) => add({ ...info, name, fn } as Entry),
+    add,
+    entry: entryOf,
+    get: (name) => entryOf(name).fn,
     has: (name) => entries.has(name),
     list: () => [...entries.values()],
     names: () => [...entries.keys()],

@@ -14,6 +14,9 @@
  * unscored — all its turns get advantage 0 and it enters no mean or standard deviation; an episode
  * with zero model turns gets an empty row.
  */
+import { type Part, definePart } from './registry.js';
+import { z } from 'zod';
+import { gammaOption, turnNormalizationOption } from './option-schemas.js';
 
 /** What every turn-credit estimator receives. */
 export interface TurnCreditInput {
@@ -37,6 +40,10 @@ export interface TurnCreditResult {
 
 /** A turn-credit estimator: a plain function of the episodes and its parsed options. */
 export type TurnCreditFn = (input: TurnCreditInput, options: Record<string, unknown>) => TurnCreditResult;
+
+/** A turn-credit estimator's file exports its function with this entry (`algorithm.turnCredit`). */
+export const defineTurnCredit = (entry: Omit<Part<TurnCreditFn>, 'kind'>): Part<TurnCreditFn> =>
+  definePart('turn-credit estimator', entry);
 
 /** How a set of values is centred and scaled: 'mean-std' (z-score) or 'mean' (centring only). */
 type Normalization = 'mean-std' | 'mean';
@@ -155,6 +162,16 @@ export function turnRewardsCredit(input: TurnCreditInput, options: Record<string
   return { turnAdvantages, metrics: turnMetrics(turnAdvantages, input) };
 }
 
+/** `algorithm.turnCredit: turn-rewards`: the entry `grpo list` prints and configs name. */
+export const turnRewardsCreditPart = defineTurnCredit({
+  name: 'turn-rewards',
+  fn: turnRewardsCredit,
+  description:
+    "r_t = env turn reward (+ R on the last turn), G_t = Σ γ^k r, z-scored over the group's pooled turn returns",
+  citation: "discounted returns with a group baseline (REINFORCE); this library's default multi-turn credit",
+  options: z.object({ gamma: gammaOption, normalization: turnNormalizationOption }).partial().strict(),
+});
+
 /**
  * 'igpo' (IGPO, Wang et al. 2025, arXiv 2510.14967, §3): turn reward r_{i,t} = IG_{i,t} (the
  * information gain the trainer measured, π(answer | turns ≤ t) − π(answer | turns < t)) for every
@@ -197,6 +214,26 @@ export function igpoCredit(input: TurnCreditInput, options: Record<string, unkno
   }
   return { turnAdvantages, metrics: turnMetrics(turnAdvantages, input) };
 }
+
+/** `algorithm.turnCredit: igpo`: the entry `grpo list` prints and configs name. */
+export const igpoCreditPart = defineTurnCredit({
+  name: 'igpo',
+  fn: igpoCredit,
+  description:
+    'r_t = information gain (t < T), r_T = R; group z-score over all turn rewards; A_t = Σ_{k≥t} γ^{k−t} Â_k',
+  citation: 'IGPO, Wang et al. 2025, arXiv 2510.14967; GuoqingWang1/IGPO',
+  needs: ['informationGains'],
+  options: z
+    .object({
+      gamma: gammaOption,
+      normalization: turnNormalizationOption,
+      pooling: z
+        .enum(['joint', 'separate'])
+        .describe("'joint': IG and outcome rewards normalised together; 'separate': each kind on its own"),
+    })
+    .partial()
+    .strict(),
+});
 
 /** IGPO's group statistics: population variance, std = √(var + 1e-8), one value → std 1. */
 function igpoMoments(values: readonly number[]): { mean: number; scale: number } {
@@ -266,6 +303,24 @@ export function gigpoCredit(input: TurnCreditInput, options: Record<string, unkn
   }
   return { turnAdvantages, metrics };
 }
+
+/** `algorithm.turnCredit: gigpo`: the entry `grpo list` prints and configs name. */
+export const gigpoCreditPart = defineTurnCredit({
+  name: 'gigpo',
+  fn: gigpoCredit,
+  description:
+    'A = A^E (episode, group) + ω·A^S (discounted returns grouped by equal anchor state); γ 0.95, ω 1, F_norm 1',
+  citation: 'GiGPO, Feng et al. 2025, arXiv 2505.10978; langfengQ/verl-agent',
+  needs: ['stateKeys'],
+  options: z
+    .object({
+      gamma: gammaOption,
+      omega: z.number().nonnegative().describe('ω, the weight of the step-level advantage'),
+      normalization: turnNormalizationOption,
+    })
+    .partial()
+    .strict(),
+});
 
 /** The mean and spread of the scored episodes' turn advantages. */
 function turnMetrics(turnAdvantages: number[][], input: TurnCreditInput): Record<string, number> {

@@ -19,6 +19,7 @@ import {
   type TrainerConfig,
 } from '../trainer/index.js';
 import { writeJsonAtomically } from '../trainer/run-folder.js';
+import { registerParts, type Part } from '../algorithms/index.js';
 import { isFlowRecipe } from '../flow/recipe.js';
 import { runFlowTrainCommand } from './train-flow.js';
 
@@ -85,6 +86,14 @@ export async function loadRecipe(file: string): Promise<Recipe> {
     throw new Error(
       `recipe ${path}: its rewards must be an array of { name, reward, weight }, not ${describeValue(exported.rewards)}`,
     );
+  }
+  if (exported.parts !== undefined) {
+    if (!Array.isArray(exported.parts))
+      throw new Error(
+        `recipe ${path}: its parts must be an array of algorithm parts (definePolicyLoss, defineAdvantageEstimator, …), not ${describeValue(exported.parts)}`,
+      );
+    // Before the config is validated, so it can name them (and on resume, before it is read again).
+    registerParts(exported.parts as Part<unknown>[], `recipe ${path}: parts`);
   }
   return exported as unknown as Recipe;
 }

@@ -27,7 +27,10 @@ import {
   type PolicyLossFn,
   type PolicyLossOptions,
   type PromptSelectorFn,
+  type PromptSelectorPart,
   type Registry,
+  type RegistryEntry,
+  type RunSettings,
   type TurnCreditFn,
 } from '../algorithms/index.js';
 import { z } from 'zod';
@@ -37,12 +40,13 @@ import type { TrainerConfig } from './config.js';
 /** What a rollout function can produce beyond ids, logprobs and masks (a RolloutFn's `provides`). */
 export type RolloutProvision = 'serialExits' | 'toolCalls' | 'turns';
 
-/** One bound part: its name, function, parsed options and declared needs. */
-export interface BoundPart<Fn, Options> {
+/** One bound part: its name, function, parsed options, declared needs and its whole registry entry. */
+export interface BoundPart<Fn, Options, Entry extends RegistryEntry<Fn> = RegistryEntry<Fn>> {
   name: string;
   fn: Fn;
   options: Options;
   needs: readonly AlgorithmNeed[];
+  entry: Entry;
 }
 
 /** Where stratified GRPO's stratum keys come from. */
@@ -57,13 +61,13 @@ export interface TrackerOptions {
 }
 
 /** Options of the prompt selectors as the step uses them. */
-export interface SelectorOptions {
+export type SelectorOptions = {
   allowedCounts?: number[];
   candidates?: number;
   thompson?: boolean;
   successThreshold: number;
   decay: number;
-}
+};
 
 /** Options of the GTPO token weights and entropy filter. */
 export interface GtpoOptions {
@@ -90,7 +94,7 @@ export interface BoundAlgorithm {
   groupFilter: BoundPart<GroupFilterFn, GroupFilterOptions> | null;
   maskTruncated: boolean;
   maxRefills: number;
-  promptSelector: BoundPart<PromptSelectorFn, SelectorOptions> | null;
+  promptSelector: BoundPart<PromptSelectorFn, SelectorOptions, PromptSelectorPart> | null;
   mismatchCorrection: MismatchCorrection | null;
   /** Every need of the chosen parts, deduplicated. */
   needs: Set<AlgorithmNeed>;
@@ -107,15 +111,15 @@ export interface BindingContext {
   rolloutProvides: readonly RolloutProvision[];
 }
 
-function bindPart<Fn, Options>(
-  registry: Registry<Fn>,
+function bindPart<Fn, Options, Entry extends RegistryEntry<Fn> = RegistryEntry<Fn>>(
+  registry: Registry<Fn, Entry>,
   name: string,
   options: unknown,
   field: string,
   problems: string[],
-): BoundPart<Fn, Options> | null {
+): BoundPart<Fn, Options, Entry> | null {
   if (!registry.has(name)) return null; // unknown names were reported by validateConfig
-  const entry = registry.list().find((candidate) => candidate.name === name)!;
+  const entry = registry.entry(name);
   try {
     const parsed = parsePartOptions(
       entry.options ?? z.object({}).strict(),
@@ -123,7 +127,7 @@ function bindPart<Fn, Options>(
       field,
       `${registry.kind} "${name}"`,
     );
-    return { name, fn: entry.fn, options: parsed as Options, needs: entry.needs ?? [] };
+    return { name, fn: entry.fn, options: parsed as Options, needs: entry.needs ?? [], entry };
   } catch (error) {
     problems.push(...(error as Error).message.split('\n'));
     return null;
@@ -167,7 +171,7 @@ export function bindAlgorithm(config: TrainerConfig, context: BindingContext): B
   const promptSelector =
     algorithm.promptSelector === null
       ? null
-      : bindPart<PromptSelectorFn, SelectorOptions>(
+      : bindPart<PromptSelectorFn, SelectorOptions, PromptSelectorPart>(
           promptSelectors,
           algorithm.promptSelector,
           algorithm.promptSelectorOptions,
@@ -253,10 +257,31 @@ function checkTurnCredit(
 
 type Chosen = Pick<BoundAlgorithm, 'advantage' | 'loss' | 'needs' | 'strata' | 'promptSelector'>;
 
+/** The run settings a part's `refuses` sees, read once from the config. */
+function runSettings(config: TrainerConfig, chosen: Chosen): RunSettings {
+  return {
+    groupSize: config.sampling.groupSize,
+    promptsPerStep: config.grpo.promptsPerStep,
+    microBatchSize: config.grpo.microBatchSize,
+    klCoefficient: config.algorithm.klCoefficient,
+    klPlacement: config.algorithm.klPlacement,
+    mismatchCorrection: config.algorithm.mismatchCorrection !== null,
+    advantage: { name: chosen.advantage.name, needs: chosen.advantage.needs },
+    loss: { name: chosen.loss.name, needs: chosen.loss.needs },
+    groupFilter: config.algorithm.groupFilter,
+    promptSelector: chosen.promptSelector?.name ?? null,
+  };
+}
+
+/** What a bound part refuses in these settings (its entry's `refuses`), one problem line each. */
+function refusals(part: BoundPart<unknown, unknown, RegistryEntry<unknown>> | null, settings: RunSettings): string[] {
+  return part?.entry.refuses?.(part.options as Record<string, unknown>, settings) ?? [];
+}
+
 /** One problem line per need the data, the rollout or the other settings cannot meet. */
 function checkNeeds(config: TrainerConfig, chosen: Chosen, context: BindingContext, problems: string[]): void {
   const { advantage, loss, needs, strata, promptSelector } = chosen;
-  const G = config.sampling.groupSize;
+  const settings = runSettings(config, chosen);
   if (strata?.kind === 'row') {
     const missing = context.sampleRows.findIndex(
       (row) => row[strata.column] === undefined || row[strata.column] === null,
@@ -276,44 +301,22 @@ function checkNeeds(config: TrainerConfig, chosen: Chosen, context: BindingConte
   }
   if (needs.has('serialRollout') && !context.rolloutProvides.includes('serialExits')) {
     problems.push(
-      `algorithm.advantage: s-grpo scores a group of serial early exits of one chain of thought, and this rollout samples parallel completions (a recipe must supply a rollout that declares provides: ['serialExits'])`,
+      `algorithm.advantage: ${advantage.name} scores a group of serial early exits of one chain of thought, and this rollout samples parallel completions (a recipe must supply a rollout that declares provides: ['serialExits'])`,
     );
   }
-  const largestGroup =
-    promptSelector?.name === 'knapsack' ? Math.max(...(promptSelector.options.allowedCounts ?? [2 * G])) : G;
+  const largestGroup = promptSelector
+    ? promptSelector.entry.plan(promptSelector.options, settings).largestGroup
+    : settings.groupSize;
   if (needs.has('wholeGroups') && config.grpo.microBatchSize < largestGroup) {
     problems.push(
       `grpo.microBatchSize: the ${loss.name} loss needs whole groups in each micro-batch, so it must be at least the largest group (${largestGroup}), got ${config.grpo.microBatchSize}`,
     );
   }
-  if (loss.name === 'real') {
-    if (config.algorithm.klCoefficient > 0 && config.algorithm.klPlacement === 'loss')
-      problems.push(
-        `algorithm.klCoefficient: the real loss has no per-token KL term; use algorithm.klPlacement "reward" or klCoefficient 0`,
-      );
-    if (config.algorithm.mismatchCorrection !== null)
-      problems.push('algorithm.mismatchCorrection: the real loss has no per-token weights to correct; set it to null');
-  }
+  problems.push(...refusals(loss, settings), ...refusals(advantage, settings));
   if (needs.has('baselines') && config.algorithm.groupFilter !== null) {
     problems.push(
-      `algorithm.groupFilter: single-stream keeps a per-prompt value instead of groups, so a group filter (${config.algorithm.groupFilter}) has nothing to act on; set it to null`,
+      `algorithm.groupFilter: ${advantage.name} keeps a per-prompt value instead of groups, so a group filter (${config.algorithm.groupFilter}) has nothing to act on; set it to null`,
     );
   }
-  if (promptSelector?.name === 'knapsack') {
-    const counts = promptSelector.options.allowedCounts ?? defaultKnapsackCounts(G);
-    const budget = config.grpo.promptsPerStep * G;
-    if (Math.min(...counts) * config.grpo.promptsPerStep > budget)
-      problems.push(
-        `algorithm.promptSelectorOptions.allowedCounts: knapsack must give each of the ${config.grpo.promptsPerStep} prompts at least ${Math.min(...counts)} rollouts, more than the budget of ${budget} (promptsPerStep × groupSize)`,
-      );
-    if (advantage.name === 's-grpo' || needs.has('baselines'))
-      problems.push(
-        `algorithm.promptSelector: knapsack varies the group size per prompt, which ${advantage.name} does not use; choose vade or null`,
-      );
-  }
-}
-
-/** Knapsack's default rollout counts: 2, 4, …, 2·G (even sizes around the configured G). */
-export function defaultKnapsackCounts(groupSize: number): number[] {
-  return Array.from({ length: groupSize }, (_, i) => 2 * (i + 1));
+  problems.push(...refusals(promptSelector, settings));
 }

@@ -12,16 +12,14 @@
 import {
   klK1,
   klPenalizedRewards,
-  knapsackAllocation,
   refillKeptGroups,
   updateBetaPosterior,
-  vadeSelection,
   type GroupFilterFn,
 } from '../algorithms/index.js';
 import type { Example } from '../data/task.js';
 import type { Transformer } from '../model/transformer.js';
 import type { Random } from '../nn/index.js';
-import { defaultKnapsackCounts, type BoundAlgorithm } from './algorithm.js';
+import type { BoundAlgorithm } from './algorithm.js';
 import { renderRunPrompt, type RenderedPrompt } from './vision-run.js';
 import {
   frozenLogprobs,
@@ -121,21 +119,15 @@ export async function choosePrompts(
   const selector = bound.promptSelector;
   if (!selector) return { prompts: await draw(examples, P, random, render), counts: new Array<number>(P).fill(G) };
   const posteriors = (state.extra.promptPosteriors ?? {}) as PosteriorState;
-  const candidateCount = selector.name === 'vade' ? (selector.options.candidates ?? 4 * P) : P;
-  const candidates = await draw(examples, candidateCount, random, render);
+  const plan = selector.entry.plan(selector.options, {
+    promptsPerStep: P,
+    groupSize: G,
+    seed,
+  });
+  const candidates = await draw(examples, plan.candidates, random, render);
   const beliefs = candidates.map((prompt) => posteriorOf(posteriors, prompt.exampleIndex!));
   const input = { alpha: beliefs.map((b) => b.alpha), beta: beliefs.map((b) => b.beta) };
-  const selection =
-    selector.name === 'knapsack'
-      ? knapsackAllocation(input, {
-          budget: P * G,
-          allowedCounts: selector.options.allowedCounts ?? defaultKnapsackCounts(G),
-        })
-      : vadeSelection(input, {
-          promptCount: P,
-          rolloutsPerPrompt: G,
-          seed: selector.options.thompson === false ? undefined : seed,
-        });
+  const selection = selector.fn(input, plan.options);
   const chosen = candidates.flatMap((prompt, i) =>
     selection.rolloutCounts[i] > 0 ? [{ prompt, count: selection.rolloutCounts[i] }] : [],
   );

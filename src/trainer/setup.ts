@@ -12,6 +12,7 @@ import {
   policyLosses,
   promptSelectors,
   turnCreditEstimators,
+  type Part,
 } from '../algorithms/index.js';
 import type { Task } from '../data/task.js';
 import { taskRegistry } from '../data/index.js';
@@ -48,6 +49,12 @@ export interface Recipe {
   rollout?: RolloutFn;
   /** Creates each episode's environment: the run rolls out multi-turn tool-use episodes (needs the config's `agent`). */
   environment?: EnvironmentFactory;
+  /**
+   * Algorithm parts written in the recipe (`defineAdvantageEstimator`, `definePolicyLoss`, …): they
+   * join the registries of their kinds when the recipe is loaded, so its config and `--set` can name
+   * them like built-ins (docs/adding-an-advantage-estimator.md).
+   */
+  parts?: readonly Part<unknown>[];
 }
 
 export function knownNames(): KnownNames {
