@@ -39,14 +39,15 @@ describe('scoreRewards', () => {
       { name: 'string', reward: (() => 'yes') as unknown as NamedReward['reward'], weight: 1 },
       {
         name: 'slow',
+        // 'bad' never settles: scoring can only finish because the 100 ms limit abandons it.
         reward: ({ completion }) =>
-          new Promise((resolve) => setTimeout(() => resolve(1), completion === 'bad' ? 10_000 : 1)),
+          completion === 'bad'
+            ? new Promise<number>(() => {})
+            : new Promise((resolve) => setTimeout(() => resolve(1), 1)),
         weight: 1,
       },
     ];
-    const started = Date.now();
     const matrix = await scoreRewards(rewards, [group('good', 'bad')], { timeoutMs: 100 });
-    expect(Date.now() - started).toBeLessThan(2000); // the 10 s reward was abandoned at 100 ms
     expect(matrix.status).toEqual(['ok', 'error', 'error', 'ok', 'error', 'error', 'error', 'timeout']);
     expect(Number.isNaN(matrix.scores[4]!)).toBe(true); // the failed cell holds no score
     expect(matrix.failures.map((failure) => `${failure.sample}:${failure.reward}:${failure.status}`)).toEqual([

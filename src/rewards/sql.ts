@@ -23,6 +23,7 @@ const cache = new Map();
 parentPort.on('message', async ({ id, setup, query, maxRows }) => {
   try {
     const SQL = await ready;
+    parentPort.postMessage({ id, started: true });
     let image = cache.get(setup);
     if (!image) {
       const db = new SQL.Database();
@@ -53,6 +54,9 @@ parentPort.on('message', async ({ id, setup, query, maxRows }) => {
 });
 `;
 
+/** How long a fresh worker may take to load SQLite before the query counts as failed. */
+const startupTimeoutMs = 60_000;
+
 /** Runs queries one at a time in a worker; a query over its time limit terminates the worker. */
 export class SqlRunner {
   private worker: Worker | null = null;
@@ -82,17 +86,27 @@ export class SqlRunner {
     const id = this.nextId++;
     const timeoutMs = this.options.timeoutMs ?? 5000;
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
+      const stop = (error: string) => {
         worker.off('message', onMessage);
         void worker.terminate();
         this.worker = null;
-        resolve({ ok: false, error: `query timed out after ${timeoutMs} ms` });
-      }, timeoutMs);
-      const onMessage = (message: { id: number; result: QueryResult }) => {
+        resolve({ ok: false, error });
+      };
+      // The query's limit starts when the worker has SQLite loaded: a fresh worker's start-up
+      // (compiling sql.js, slow on a busy machine) must not eat a query's time.
+      let timer = setTimeout(
+        () => stop(`the SQL worker did not start within ${startupTimeoutMs} ms`),
+        startupTimeoutMs,
+      );
+      const onMessage = (message: { id: number; started?: true; result?: QueryResult }) => {
         if (message.id !== id) return;
         clearTimeout(timer);
+        if (message.started) {
+          timer = setTimeout(() => stop(`query timed out after ${timeoutMs} ms`), timeoutMs);
+          return;
+        }
         worker.off('message', onMessage);
-        resolve(message.result);
+        resolve(message.result!);
       };
       worker.on('message', onMessage);
       worker.postMessage({ id, setup, query, maxRows: this.options.maxRows ?? 10_000 });

@@ -174,12 +174,11 @@ describe('multiTurnRollout', () => {
   });
 
   it('times out a hanging tool and goes on with the episode', async () => {
-    const started = Date.now();
+    // The tool's promise never settles: the episode can only go on because the 50 ms limit fired.
     const { samples, policy } = await run(
       (context) => (context.includes('timed out') ? 'I give up.' : call('hang', {})),
       () => ({ tools: [calculator, hanging] }),
     );
-    expect(Date.now() - started).toBeLessThan(3000);
     const [sample] = samples;
     expect(sample.episode!.toolCalls[0].error).toMatch(/timed out after 50 ms/);
     expect(sample.turns).toBe(2);
