@@ -9,21 +9,24 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', 'src');
 const allowed = {
-  tensor: ['tensor'],
-  testing: ['testing', 'tensor'],
-  nn: ['nn', 'tensor'],
-  model: ['model', 'nn', 'tensor'],
-  sampling: ['sampling', 'model', 'nn', 'tensor'],
-  algorithms: ['algorithms', 'tensor'],
-  rewards: ['rewards'],
-  data: ['data', 'rewards'],
-  agents: ['agents', 'rewards'],
-  trainer: ['trainer', 'agents', 'data', 'rewards', 'algorithms', 'sampling', 'model', 'nn', 'tensor'],
+  // registry/: the one named-registry implementation every layer's collections are built on.
+  registry: ['registry'],
+  tensor: ['tensor', 'registry'],
+  testing: ['testing', 'tensor', 'registry'],
+  nn: ['nn', 'tensor', 'registry'],
+  model: ['model', 'nn', 'tensor', 'registry'],
+  sampling: ['sampling', 'model', 'nn', 'tensor', 'registry'],
+  algorithms: ['algorithms', 'tensor', 'registry'],
+  rewards: ['rewards', 'registry'],
+  data: ['data', 'rewards', 'registry'],
+  agents: ['agents', 'rewards', 'registry'],
+  trainer: ['trainer', 'agents', 'data', 'rewards', 'algorithms', 'sampling', 'model', 'nn', 'tensor', 'registry'],
   // flow/: image generators (flow matching, Flow-GRPO) — their own loop over tensors, not over token
   // ids, so beside trainer/ rather than inside it; it reuses algorithms/ (steps, advantages, losses).
-  flow: ['flow', 'algorithms', 'rewards', 'model', 'nn', 'tensor'],
-  dashboard: ['dashboard'],
+  flow: ['flow', 'algorithms', 'rewards', 'model', 'nn', 'tensor', 'registry'],
+  dashboard: ['dashboard', 'registry'],
   cli: [
+    'registry',
     'cli',
     'dashboard',
     'flow',

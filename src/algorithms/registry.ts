@@ -11,6 +11,9 @@
  * the built-in parts explicitly, and a recipe lists its own (`Recipe.parts`).
  */
 import type { ZodType } from 'zod';
+import { createNamedRegistry } from '../registry/registry.js';
+
+export { UnknownRegistryNameError } from '../registry/registry.js';
 
 /** Metadata printed by `grpo list` next to each registered name. */
 export interface RegistryEntryInfo {
@@ -123,49 +126,21 @@ export interface Registry<Fn, Entry extends RegistryEntry<Fn> = RegistryEntry<Fn
   names(): string[];
 }
 
-/** Thrown by `Registry.get` for an unknown name; carries the names that would have worked. */
-export class UnknownRegistryNameError extends Error {
-  constructor(
-    readonly kind: string,
-    readonly requestedName: string,
-    readonly availableNames: string[],
-  ) {
-    super(`Unknown ${kind} "${requestedName}". Known ${kind}s: ${availableNames.join(', ') || '(none)'}.`);
-    this.name = 'UnknownRegistryNameError';
-  }
-}
-
-/** Creates an empty registry for functions of one kind. */
+/** Creates an empty registry for functions of one kind (the shared `createNamedRegistry`, keyed on the function). */
 export function createRegistry<Fn, Entry extends RegistryEntry<Fn> = RegistryEntry<Fn>>(
   kind: string,
 ): Registry<Fn, Entry> {
-  const entries = new Map<string, Entry>();
-  const entryOf = (name: string): Entry => {
-    const entry = entries.get(name);
-    if (entry === undefined) throw new UnknownRegistryNameError(kind, name, [...entries.keys()]);
-    return entry;
-  };
+  const named = createNamedRegistry<Entry>(kind, { sameEntry: (a, b) => a.fn === b.fn, what: 'function' });
   const add = (entry: Entry): void => {
-    const { name, fn } = entry;
-    if (typeof name !== 'string' || !/^[a-z0-9][a-z0-9-]*$/.test(name)) {
-      throw new Error(`${kind} name "${name}" must be kebab-case (lower-case letters, digits, dashes).`);
-    }
-    if (typeof fn !== 'function') throw new Error(`${kind} "${name}": fn must be a function, got ${typeof fn}.`);
-    const existing = entries.get(name);
-    if (existing !== undefined) {
-      if (existing.fn === fn) return;
-      throw new Error(`${kind} "${name}" is already registered to a different function.`);
-    }
-    entries.set(name, { ...entry, needs: entry.needs ?? [] });
+    if (typeof entry.fn !== 'function')
+      throw new Error(`${kind} "${entry.name}": fn must be a function, got ${typeof entry.fn}.`);
+    // `needs` is always a list once registered, so callers never test for its absence.
+    named.add({ ...entry, needs: entry.needs ?? [] });
   };
   return {
-    kind,
+    ...named,
     register: (name, fn, info) => add({ ...info, name, fn } as Entry),
     add,
-    entry: entryOf,
-    get: (name) => entryOf(name).fn,
-    has: (name) => entries.has(name),
-    list: () => [...entries.values()],
-    names: () => [...entries.keys()],
+    get: (name) => named.entry(name).fn,
   };
 }

@@ -13,6 +13,7 @@ import { math500Task } from './tasks/math500.js';
 import { mbppTask } from './tasks/mbpp.js';
 import { shapeCountingTask, type ShapeCountingOptions } from './tasks/shape-counting.js';
 import type { Task } from './task.js';
+import { createNamedRegistry } from '../registry/registry.js';
 
 export { parseTaskOptions, type Example, type Task } from './task.js';
 export { additionOptionsSchema, additionTask, withoutCarry, type AdditionOptions } from './tasks/addition.js';
@@ -61,55 +62,51 @@ type TaskFactory = (options: Record<string, unknown>) => Task;
 type TaskLoader = (options: Record<string, unknown>) => Promise<Task>;
 
 /** A generated task is built synchronously (`create`); a task over data files is loaded (`load`). */
-type TaskEntry = { create: TaskFactory; description: string } | { load: TaskLoader; description: string };
+type TaskEntry = { name: string; description: string } & ({ create: TaskFactory } | { load: TaskLoader });
 
-const tasks = new Map<string, TaskEntry>([
-  [
-    'addition',
-    {
-      create: (options) => additionTask(options as AdditionOptions),
-      description: 'two-digit addition, SFT from a carry-forgetting teacher, GRPO with a verifier',
-    },
-  ],
-  [
-    'shape-counting',
-    {
-      create: (options) => shapeCountingTask(options as ShapeCountingOptions),
-      description:
-        'count coloured shapes in generated images (needs a vision-language model), SFT from a shape-blind teacher, GRPO',
-    },
-  ],
-  [
-    'dataset',
-    {
-      load: (options) => loadDatasetTask(options),
-      description:
-        "your data: JSONL/JSON/CSV/TSV/Parquet files in TRL's formats, rewards by name (taskOptions = DataOptions)",
-    },
-  ],
-  ['gsm8k', { load: gsm8kTask, description: 'GSM8K word problems (data file), math-answer reward' }],
-  ['math500', { load: math500Task, description: 'MATH-500 competition problems (data file), math-answer reward' }],
-  [
-    'countdown',
-    { load: countdownTask, description: 'Countdown, three numbers to a target (data file), equation reward' },
-  ],
-  ['game24', { load: game24Task, description: 'Game of 24 (data file), equation reward' }],
-  ['mbpp', { load: mbppTask, description: 'MBPP Python problems (data file), code-tests reward in the sandbox' }],
-  [
-    'humaneval',
-    { load: humanevalTask, description: 'HumanEval Python completion (data file), code-tests reward in the sandbox' },
-  ],
-]);
+const tasks = createNamedRegistry<TaskEntry>('task');
+const builtInTasks: TaskEntry[] = [
+  {
+    name: 'addition',
+    create: (options) => additionTask(options as AdditionOptions),
+    description: 'two-digit addition, SFT from a carry-forgetting teacher, GRPO with a verifier',
+  },
+  {
+    name: 'shape-counting',
+    create: (options) => shapeCountingTask(options as ShapeCountingOptions),
+    description:
+      'count coloured shapes in generated images (needs a vision-language model), SFT from a shape-blind teacher, GRPO',
+  },
+  {
+    name: 'dataset',
+    load: (options) => loadDatasetTask(options),
+    description:
+      "your data: JSONL/JSON/CSV/TSV/Parquet files in TRL's formats, rewards by name (taskOptions = DataOptions)",
+  },
+  { name: 'gsm8k', load: gsm8kTask, description: 'GSM8K word problems (data file), math-answer reward' },
+  { name: 'math500', load: math500Task, description: 'MATH-500 competition problems (data file), math-answer reward' },
+  {
+    name: 'countdown',
+    load: countdownTask,
+    description: 'Countdown, three numbers to a target (data file), equation reward',
+  },
+  { name: 'game24', load: game24Task, description: 'Game of 24 (data file), equation reward' },
+  { name: 'mbpp', load: mbppTask, description: 'MBPP Python problems (data file), code-tests reward in the sandbox' },
+  {
+    name: 'humaneval',
+    load: humanevalTask,
+    description: 'HumanEval Python completion (data file), code-tests reward in the sandbox',
+  },
+];
+for (const task of builtInTasks) tasks.add(task);
 
 function entryOf(name: string): TaskEntry {
-  const entry = tasks.get(name);
-  if (!entry) throw new Error(`unknown task "${name}"; known tasks: ${[...tasks.keys()].join(', ')}`);
-  return entry;
+  return tasks.entry(name);
 }
 
 /** Built-in tasks by name; an unknown name lists the known ones. */
 export const taskRegistry = {
-  names: (): string[] => [...tasks.keys()],
+  names: (): string[] => tasks.names(),
   /** The synchronous factory of a generated task; a task over data files throws, pointing to `load`. */
   get(name: string): TaskFactory {
     const entry = entryOf(name);
@@ -125,5 +122,5 @@ export const taskRegistry = {
     const entry = entryOf(name);
     return 'create' in entry ? entry.create(options) : entry.load(options);
   },
-  list: () => [...tasks.entries()].map(([name, { description }]) => ({ name, description })),
+  list: () => tasks.list().map(({ name, description }) => ({ name, description })),
 };

@@ -4,8 +4,9 @@
  * Every option named here is a field of a flow recipe's `flow.rl` (catalog.test.ts checks it against
  * the schema), so what the list offers is what `grpo train` runs.
  *
- * Is: descriptions. Is not: the algorithms (flow-grpo.ts, mix-grpo.ts, diffusion-nft.ts, flow-steps.ts).
+ * Is: descriptions (the image rewards' come from their registry). Is not: the algorithms (flow-grpo.ts, mix-grpo.ts, diffusion-nft.ts, flow-steps.ts).
  */
+import { imageRewards } from './image-rewards.js';
 
 /** One listed part: its name, one line, its source and the `flow.rl` fields it reads. */
 export interface FlowCatalogEntry {
@@ -66,16 +67,7 @@ export const flowStepOptions: Record<string, readonly string[]> = {
   ode: [],
 };
 
-/** The image rewards a flow recipe may weight (`flow.rl.rewards: { name: weight }`). */
-export const imageRewardCatalog: readonly FlowCatalogEntry[] = [
-  {
-    name: 'confidence',
-    description: "the digit classifier's probability of the class asked for (needs a classifier)",
-    citation: 'src/flow/digit-classifier.ts',
-    options: ['flow.classifier'],
-  },
-  { name: 'thickness', description: 'mean ink: thicker (bolder) strokes score higher', citation: 'src/rewards/image.ts', options: [] },
-  { name: 'centredness', description: 'how close the ink centre is to the image centre', citation: 'src/rewards/image.ts', options: [] },
-  { name: 'symmetry', description: 'left-right mirror similarity of the ink', citation: 'src/rewards/image.ts', options: [] },
-  { name: 'compressibility', description: '1 − deflated bytes / pixels (PNG scanlines, zlib level 9): simpler images score higher', citation: 'DDPO / Flow-GRPO jpeg_compressibility, lossless here', options: [] },
-]; // prettier-ignore
+/** The image rewards a flow recipe may weight (`flow.rl.rewards: { name: weight }`): the registry's entries. */
+export const imageRewardCatalog: readonly FlowCatalogEntry[] = imageRewards
+  .list()
+  .map(({ name, description, citation, options }) => ({ name, description, citation, options }));

@@ -1,10 +1,12 @@
 /**
- * The reward-factory registry's machinery: the factory type, the registry (kebab-case names, a loud
- * error for a taken name, unknown names listed) and `define`, which wraps a zod options schema.
+ * The reward-factory registry: the factory type, the registry (the shared named registry of
+ * src/registry/: kebab-case names, a loud error for a taken name, unknown names listed) and
+ * `define`, which wraps a zod options schema.
  *
  * Is not: the built-in entries (`factories.ts` registers them).
  */
 import type { z } from 'zod';
+import { UnknownRegistryNameError, createNamedRegistry } from '../registry/registry.js';
 import type { Reward } from './types.js';
 
 /** One named reward factory. */
@@ -18,18 +20,10 @@ export interface RewardFactory {
   create(options?: unknown): Reward;
 }
 
-/** Thrown for an unknown reward name; lists the known ones. */
-export class UnknownRewardError extends Error {
-  constructor(
-    readonly requestedName: string,
-    readonly availableNames: string[],
-  ) {
-    super(`Unknown reward "${requestedName}". Known rewards: ${availableNames.join(', ')}.`);
-    this.name = 'UnknownRewardError';
-  }
-}
+/** Thrown for an unknown reward name; lists the known ones (the shared registry's error, kind "reward"). */
+export const UnknownRewardError = UnknownRegistryNameError;
 
-/** A registry of reward factories. */
+/** A registry of reward factories (the shared `createNamedRegistry`; `get` returns the factory). */
 export interface RewardFactoryRegistry {
   register(factory: RewardFactory): void;
   get(name: string): RewardFactory;
@@ -40,25 +34,8 @@ export interface RewardFactoryRegistry {
 
 /** Creates an empty reward-factory registry. */
 export function createRewardFactoryRegistry(): RewardFactoryRegistry {
-  const entries = new Map<string, RewardFactory>();
-  return {
-    register(factory) {
-      if (!/^[a-z0-9][a-z0-9-]*$/.test(factory.name))
-        throw new Error(`reward name "${factory.name}" must be kebab-case`);
-      const existing = entries.get(factory.name);
-      if (existing && existing !== factory)
-        throw new Error(`reward "${factory.name}" is already registered to a different factory`);
-      entries.set(factory.name, factory);
-    },
-    get(name) {
-      const factory = entries.get(name);
-      if (!factory) throw new UnknownRewardError(name, [...entries.keys()]);
-      return factory;
-    },
-    has: (name) => entries.has(name),
-    list: () => [...entries.values()],
-    names: () => [...entries.keys()],
-  };
+  const named = createNamedRegistry<RewardFactory>('reward', { what: 'factory' });
+  return { register: named.add, get: named.entry, has: named.has, list: named.list, names: named.names };
 }
 
 /** Builds a factory whose options are checked by `schema`, with errors naming the reward and field. */
