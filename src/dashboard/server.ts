@@ -50,6 +50,8 @@ const staticFiles: Record<string, [string, string]> = {
   'app.js': ['app.js', 'text/javascript; charset=utf-8'],
   'chart.js': ['chart.js', 'text/javascript; charset=utf-8'],
   'series.js': ['series.js', 'text/javascript; charset=utf-8'],
+  'samples.js': ['samples.js', 'text/javascript; charset=utf-8'],
+  'dom.js': ['dom.js', 'text/javascript; charset=utf-8'],
 };
 
 const securityHeaders = {

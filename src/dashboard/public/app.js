@@ -2,13 +2,16 @@
  * The dashboard page's logic: fetch the runs list and a run's metrics and samples from the JSON
  * API, draw the curves (series.js picks them, chart.js draws them) with optional smoothing and a
  * log y axis, overlay the curves of other runs ticked for comparing, show the image grids of flow
- * runs by step, browse samples by step (paged), and poll while a run is going.
+ * runs by step, browse samples by step (paged; samples.js draws a step's groups), and poll while a
+ * run is going.
  * It never writes anything (the API is read-only) and never puts file content into innerHTML:
  * completions are model output, so every text goes through textContent.
  * Query parameter `poll=<ms>` changes the refresh interval (tests use a short one); the hash holds
  * the view (`#run=ID&compare=ID,ID&smoothing=0.6&log=1`), so a reload or a shared link keeps it.
  */
 import { formatNumber, palette, renderLineChart } from './chart.js';
+import { element } from './dom.js';
+import { renderGroup } from './samples.js';
 import { chartDefinitions, chartSeries, placeRuns } from './series.js';
 
 const pollMilliseconds = Math.max(200, Number(new URLSearchParams(location.search).get('poll')) || 3000);
@@ -42,22 +45,6 @@ const state = {
 };
 
 const byId = (id) => document.getElementById(id);
-
-/** Create an element with properties (className, dataset entries, on* handlers) and children. */
-function element(tag, properties = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(properties)) {
-    if (name === 'dataset') Object.assign(node.dataset, value);
-    else if (name.startsWith('on')) node.addEventListener(name.slice(2), value);
-    else node[name] = value;
-  }
-  node.append(
-    ...children
-      .filter((child) => child !== null && child !== undefined)
-      .map((child) => (typeof child === 'object' ? child : String(child))),
-  );
-  return node;
-}
 
 async function fetchJson(path) {
   const response = await fetch(path, { cache: 'no-store' });
@@ -333,119 +320,6 @@ function renderImages() {
   );
 }
 
-function scoreCell(value) {
-  if (value === 'error') return element('td', { className: 'error', title: 'the reward threw or timed out' }, 'error');
-  if (value === null || value === undefined)
-    return element('td', { className: 'missing', title: 'not applicable' }, '–');
-  return element('td', {}, formatNumber(value));
-}
-
-/** An agent episode, turn by turn: messages by role, tool calls (failed ones marked), and each trained row's tokens with observation tokens (loss mask 0) shown apart. */
-function renderEpisode(episode) {
-  const list = (value) => (Array.isArray(value) ? value : []);
-  const messages = list(episode.messages).map((message) =>
-    element(
-      'div',
-      { className: `turn role-${String(message.role).replace(/[^a-z]/g, '')}` },
-      element('span', { className: 'role' }, String(message.role)),
-      String(message.content ?? ''),
-    ),
-  );
-  const calls = list(episode.toolCalls).map((call) =>
-    element(
-      'div',
-      { className: call.error === undefined ? 'tool-call' : 'tool-call failed' },
-      `turn ${call.turn}: ${call.name || '(malformed)'}(${JSON.stringify(call.arguments ?? {})}) → ${call.result}`,
-    ),
-  );
-  const rows = list(episode.rows).map((row, r) =>
-    element(
-      'div',
-      { className: 'tokens' },
-      element('span', { className: 'role' }, `row ${r + 1}`),
-      ...list(row.segments).map((segment) =>
-        element(
-          'span',
-          {
-            className: segment.trained ? 'trained' : 'masked',
-            title: segment.trained ? 'sampled: in the loss' : 'observation: loss mask 0',
-          },
-          String(segment.text ?? ''),
-        ),
-      ),
-    ),
-  );
-  return element(
-    'details',
-    { className: 'episode' },
-    element(
-      'summary',
-      {},
-      `episode: ${episode.turns} turn(s), stop ${episode.stopReason}, ${calls.length} tool call(s)`,
-    ),
-    element('div', { className: 'messages' }, ...messages),
-    calls.length > 0 ? element('div', { className: 'calls' }, ...calls) : null,
-    element('div', { className: 'rows' }, ...rows),
-  );
-}
-
-function renderGroup(group, index) {
-  const completions = Array.isArray(group.completions) ? group.completions : [];
-  const rewardNames = [...new Set(completions.flatMap((completion) => Object.keys(completion.rewards ?? {})))];
-  const header = element(
-    'tr',
-    {},
-    ...['#', 'completion', 'reward', ...rewardNames, 'advantage', 'length', 'finish'].map((name) =>
-      element('th', { className: name === 'completion' ? 'text' : '' }, name),
-    ),
-  );
-  const rows = completions.map((completion, k) => {
-    const advantage = completion.advantage;
-    const advantageClass =
-      typeof advantage !== 'number' ? 'missing' : advantage > 0 ? 'positive' : advantage < 0 ? 'negative' : '';
-    return element(
-      'tr',
-      { className: 'completion' },
-      element('td', {}, k + 1),
-      element(
-        'td',
-        { className: 'text' },
-        String(completion.text ?? ''),
-        completion.episode ? renderEpisode(completion.episode) : null,
-      ),
-      scoreCell(completion.reward),
-      ...rewardNames.map((name) => scoreCell(completion.rewards?.[name])),
-      element('td', { className: advantageClass }, formatNumber(typeof advantage === 'number' ? advantage : null)),
-      element('td', {}, completion.length ?? '–'),
-      element('td', {}, completion.finishReason ?? '–'),
-    );
-  });
-  return element(
-    'div',
-    { className: 'group' },
-    element(
-      'div',
-      {},
-      element('b', {}, `Group ${index + 1}`),
-      group.answer === undefined ? null : ` · expected answer: ${String(group.answer)}`,
-    ),
-    // A vision-language sample's images (PNG files in the run folder) beside its prompt.
-    ...(Array.isArray(group.images) ? group.images : []).map((path) =>
-      element('img', {
-        className: 'sample-image',
-        src: `${runPath(state.selectedId)}/images/${encodeURIComponent(String(path).split('/').pop())}`,
-        alt: 'the prompt image',
-      }),
-    ),
-    element(
-      'div',
-      { className: 'prompt' },
-      typeof group.prompt === 'string' ? group.prompt : JSON.stringify(group.prompt),
-    ),
-    element('table', { className: 'completions' }, element('thead', {}, header), element('tbody', {}, ...rows)),
-  );
-}
-
 async function openSampleStep(phase, step) {
   const generation = state.generation;
   state.selectedStep = `${phase}/${step}`;
@@ -457,7 +331,8 @@ async function openSampleStep(phase, step) {
   try {
     const answer = await fetchJson(`${runPath(state.selectedId)}/samples?${query}`);
     if (generation !== state.generation) return;
-    byId('sample-groups').replaceChildren(...answer.groups.map(renderGroup));
+    const imageUrl = (name) => `${runPath(state.selectedId)}/images/${encodeURIComponent(name)}`;
+    byId('sample-groups').replaceChildren(...answer.groups.map((group, index) => renderGroup(group, index, imageUrl)));
   } catch (error) {
     byId('sample-groups').replaceChildren(element('span', { className: 'empty' }, error.message));
   }
