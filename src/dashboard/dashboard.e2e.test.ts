@@ -271,6 +271,9 @@ describe.skipIf(browserProblem !== null)('dashboard page in headless Chromium', 
       .toEqual([21, 23]);
     expect(await pointsDrawn('eval', 'eval/reward/mean')).toBe(2);
     expect(await page.locator('#run-header').textContent()).toContain('eval before 0.4');
+    // Its metrics have no phase: the step is shown alone, not as "null 2".
+    expect(await page.locator('#run-header').textContent()).toContain('step 2eval before');
+    expect(await page.locator('#run-header').textContent()).not.toContain('null');
     await page.goto(`${dashboard.url}?poll=253#run=${finishedId}`); // a text run has no image panel
     await page.locator('[data-chart="reward"] path.series').first().waitFor();
     expect(await page.locator('#images').isVisible()).toBe(false);

@@ -130,7 +130,8 @@ function renderRunHeader(run, checkpoints) {
     element('span', { className: 'title' }, run.id),
     statusBadge(run.status, run.reason),
     run.reason ? element('span', { className: 'fact reason' }, run.reason) : null,
-    fact('step', run.lastStep === null ? '–' : `${run.phase} ${run.lastStep}`),
+    // A flow run's metrics have no phase: its step stands alone rather than as "null 2".
+    fact('step', run.lastStep === null ? '–' : [run.phase, run.lastStep].filter((part) => part !== null).join(' ')),
     fact('eval before', evalText(run.evalBefore)),
     fact('eval after', evalText(run.evalAfter)),
     fact('checkpoints', checkpoints.length === 0 ? 'none' : checkpoints.join(', ')),
