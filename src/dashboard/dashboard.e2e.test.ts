@@ -320,6 +320,11 @@ describe.skipIf(browserProblem !== null)('dashboard page in headless Chromium', 
       '30',
       '12',
     ]);
+    // A compared run that is still going is polled too: a new line of it joins the chart.
+    await appendFile(join(scratch, 'runs', liveId, 'metrics.jsonl'), '{"step":15,"phase":"grpo","entropy":0.8}\n');
+    await expect
+      .poll(() => page.locator(`[data-chart="entropy"] path.series[data-run="${liveId}"]`).getAttribute('data-points'))
+      .toBe('13');
     // The legend names each run beside its colour, in this chart and above all charts.
     expect(await page.locator('[data-chart="entropy"] .legend .item').allTextContents()).toEqual([
       expect.stringContaining(finishedId),
