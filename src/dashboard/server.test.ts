@@ -209,7 +209,7 @@ describe('dashboard API', () => {
     expect(page.headers['content-type']).toContain('text/html');
     expect(page.headers['content-security-policy']).toContain("default-src 'self'");
     expect(page.body).toContain('<script type="module" src="app.js">');
-    for (const script of ['/app.js', '/chart.js']) {
+    for (const script of ['/app.js', '/chart.js', '/series.js', '/samples.js', '/dom.js']) {
       const response = await rawRequest(script);
       expect(response.status).toBe(200);
       expect(response.headers['content-type']).toContain('javascript');

@@ -49,6 +49,9 @@ const staticFiles: Record<string, [string, string]> = {
   'index.html': ['index.html', 'text/html; charset=utf-8'],
   'app.js': ['app.js', 'text/javascript; charset=utf-8'],
   'chart.js': ['chart.js', 'text/javascript; charset=utf-8'],
+  'series.js': ['series.js', 'text/javascript; charset=utf-8'],
+  'samples.js': ['samples.js', 'text/javascript; charset=utf-8'],
+  'dom.js': ['dom.js', 'text/javascript; charset=utf-8'],
 };
 
 const securityHeaders = {

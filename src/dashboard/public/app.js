@@ -1,85 +1,60 @@
 /*
  * The dashboard page's logic: fetch the runs list and a run's metrics and samples from the JSON
- * API, draw the curves (chart.js), show the image grids of flow runs by step, browse samples by
- * step, and poll while a run is going.
+ * API, draw the curves (series.js picks them, chart.js draws them) with optional smoothing and a
+ * log y axis, overlay the curves of other runs ticked for comparing, show the image grids of flow
+ * runs by step, browse samples by step (paged; samples.js draws a step's groups), and poll while a
+ * run is going.
  * It never writes anything (the API is read-only) and never puts file content into innerHTML:
  * completions are model output, so every text goes through textContent.
- * Query parameter `poll=<ms>` changes the refresh interval (tests use a short one).
+ * Query parameter `poll=<ms>` changes the refresh interval (tests use a short one); the hash holds
+ * the view (`#run=ID&compare=ID,ID&smoothing=0.6&log=1`), so a reload or a shared link keeps it.
  */
-import { formatNumber, renderLineChart } from './chart.js';
+import { formatNumber, palette, renderLineChart } from './chart.js';
+import { element } from './dom.js';
+import { renderGroup } from './samples.js';
+import { chartDefinitions, chartSeries, placeRuns } from './series.js';
 
 const pollMilliseconds = Math.max(200, Number(new URLSearchParams(location.search).get('poll')) || 3000);
 // Runs that no longer write: the page stops polling their metrics (an interrupted run polls again once resumed).
 const finishedStatuses = new Set(['finished', 'failed', 'interrupted']);
 
-/** Charts in display order; `names` are metric names, `match` picks a family of them. */
-const chartDefinitions = [
-  {
-    id: 'reward',
-    title: 'Reward (overall and per reward)',
-    match: (name) => name === 'reward/mean' || /^reward\/.+\/mean$/.test(name),
-  },
-  {
-    id: 'eval',
-    title: 'Evaluation',
-    match: (name) =>
-      ['eval/accuracy', 'eval/passAtK', 'eval/meanReward'].includes(name) || /^eval\/reward\//.test(name),
-  },
-  { id: 'kl', title: 'KL', names: ['loss/kl', 'kl/approx'] },
-  { id: 'entropy', title: 'Entropy', names: ['entropy'] },
-  {
-    id: 'lengths',
-    title: 'Completion length (tokens)',
-    names: ['completions/meanLength', 'completions/minLength', 'completions/maxLength'],
-  },
-  {
-    id: 'clip',
-    title: 'Clip and truncation fractions',
-    names: ['clip/low', 'clip/high', 'clip/region', 'completions/clippedRatio'],
-  },
-  { id: 'loss', title: 'Loss', names: ['loss/policy', 'loss/total', 'loss/sft', 'loss/flowMatching'] },
-  { id: 'gradNorm', title: 'Gradient norm', names: ['gradNorm'] },
-  { id: 'lr', title: 'Learning rate', names: ['lr'] },
-  { id: 'speed', title: 'Tokens per second', names: ['tokensPerSecond'] },
-];
+/** Sample steps per page of step buttons: a 200-step run would otherwise be one block of 200 buttons. */
+const stepsPerPage = 20;
 
 const state = {
   runs: [],
   selectedId: null,
+  /** Other runs whose curves are overlaid on the selected run's, in the order they were ticked. */
+  compareIds: [],
   /** Bumped on every run switch so answers for the previous run are dropped. */
   generation: 0,
-  rows: [],
-  nextLine: 1,
-  problems: [],
+  /** Per shown run (the selected one and the compared ones): { rows, nextLine, problems, missing }. */
+  metrics: new Map(),
   sampleSteps: [],
+  /** samples.jsonl lines that could not be read. */
+  sampleProblems: [],
   selectedStep: null,
+  /** Which page of step buttons is shown. */
+  stepPage: 0,
   /** The run's image grids ({ name, step }), shown when a flow run wrote any. */
   images: [],
   lastUpdate: null,
+  /** TensorBoard-style EMA weight, 0 (off) … 0.99. */
+  smoothing: 0,
+  logScale: false,
 };
 
 const byId = (id) => document.getElementById(id);
 
-/** Create an element with properties (className, dataset entries, on* handlers) and children. */
-function element(tag, properties = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(properties)) {
-    if (name === 'dataset') Object.assign(node.dataset, value);
-    else if (name.startsWith('on')) node.addEventListener(name.slice(2), value);
-    else node[name] = value;
-  }
-  node.append(
-    ...children
-      .filter((child) => child !== null && child !== undefined)
-      .map((child) => (typeof child === 'object' ? child : String(child))),
-  );
-  return node;
-}
-
 async function fetchJson(path) {
   const response = await fetch(path, { cache: 'no-store' });
   const body = await response.json().catch(() => ({ error: `${response.status} ${response.statusText}` }));
-  if (!response.ok) throw new Error(`${path}: ${body.error ?? response.status}`);
+  if (!response.ok) {
+    const error = new Error(`${path}: ${body.error ?? response.status}`);
+    // Callers tell "this file does not exist" (404, often expected) from real failures by the status.
+    error.status = response.status;
+    throw error;
+  }
   return body;
 }
 
@@ -104,10 +79,28 @@ function renderRuns() {
       ]
         .filter(Boolean)
         .join(' · ');
+      const selected = run.id === state.selectedId;
+      // The selected run is always drawn, so its box is ticked and fixed; the others add or remove an overlay.
+      const compare = element(
+        'label',
+        {
+          className: 'compare',
+          title: selected ? 'the selected run is always drawn' : "overlay this run's curves on the charts",
+          onclick: (event) => event.stopPropagation(),
+        },
+        element('input', {
+          type: 'checkbox',
+          checked: selected || state.compareIds.includes(run.id),
+          disabled: selected,
+          dataset: { compare: run.id },
+          onchange: (event) => toggleCompare(run.id, event.target.checked),
+        }),
+        ' compare',
+      );
       return element(
         'li',
         {
-          className: run.id === state.selectedId ? 'selected' : '',
+          className: selected ? 'selected' : '',
           dataset: { run: run.id },
           onclick: () => selectRun(run.id),
         },
@@ -115,6 +108,7 @@ function renderRuns() {
         statusBadge(run.status, run.reason),
         ' ',
         element('span', { className: 'facts' }, facts),
+        compare,
       );
     }),
   );
@@ -129,56 +123,45 @@ function evalText(summaryEval) {
 
 function renderRunHeader(run, checkpoints) {
   const fact = (label, value) => element('span', { className: 'fact' }, `${label} `, element('b', {}, value));
-  byId('run-header').replaceChildren(
+  // Through element(), which drops null children: replaceChildren itself would print a null as the text "null".
+  const header = element(
+    'div',
+    {},
     element('span', { className: 'title' }, run.id),
     statusBadge(run.status, run.reason),
     run.reason ? element('span', { className: 'fact reason' }, run.reason) : null,
-    fact('step', run.lastStep === null ? '–' : `${run.phase} ${run.lastStep}`),
+    // A flow run's metrics have no phase: its step stands alone rather than as "null 2".
+    fact('step', run.lastStep === null ? '–' : [run.phase, run.lastStep].filter((part) => part !== null).join(' ')),
     fact('eval before', evalText(run.evalBefore)),
     fact('eval after', evalText(run.evalAfter)),
     fact('checkpoints', checkpoints.length === 0 ? 'none' : checkpoints.join(', ')),
     fact('updated', run.updatedAt ? new Date(run.updatedAt).toLocaleString() : '–'),
   );
+  byId('run-header').replaceChildren(...header.childNodes);
 }
 
-/** x position of each row: steps restart per phase, so later phases are shifted past earlier ones. */
-function placeRows(rows) {
-  const offsets = new Map();
-  const phases = [];
-  let maxX = 0;
-  const placed = rows.map((row) => {
-    const phase = String(row.phase ?? '');
-    if (!offsets.has(phase)) {
-      offsets.set(phase, maxX);
-      phases.push({ x: maxX + 1, label: phase, offset: maxX });
-    }
-    const x = offsets.get(phase) + row.step;
-    maxX = Math.max(maxX, x);
-    return { x, row };
-  });
-  return { placed, phases };
+/** The runs whose curves are drawn: the selected one first, then the compared ones that have metrics state. */
+function shownRunIds() {
+  return [state.selectedId, ...state.compareIds].filter((id) => id !== null && state.metrics.has(id));
 }
 
-function seriesFor(definition, placed) {
-  const names = [];
-  for (const { row } of placed) {
-    for (const name of Object.keys(row)) {
-      const wanted = definition.names ? definition.names.includes(name) : definition.match(name);
-      if (wanted && typeof row[name] === 'number' && !names.includes(name)) names.push(name);
-    }
-  }
-  if (definition.names) names.sort((a, b) => definition.names.indexOf(a) - definition.names.indexOf(b));
-  else names.sort((a, b) => (a === 'reward/mean' ? -1 : b === 'reward/mean' ? 1 : 0));
-  return names.map((name) => ({
-    name,
-    points: placed
-      .filter(({ row }) => typeof row[name] === 'number' && Number.isFinite(row[name]))
-      .map(({ x, row }) => [x, row[name]]),
-  }));
+/**
+ * Why a run has no curves, as a sentence: a failed run that never wrote metrics.jsonl says so and
+ * gives summary.json's reason, rather than the raw 404 of the metrics request.
+ */
+function missingMetricsText(id) {
+  const run = state.runs.find((entry) => entry.id === id);
+  const reason = run?.reason ? ` Reason from summary.json: ${run.reason}` : ' summary.json gives no reason.';
+  if (run?.status === 'failed')
+    return `No curves: this run failed before it wrote any metrics (its folder has no metrics.jsonl).${reason}`;
+  if (run?.status === 'interrupted')
+    return `No curves: this run stopped before it wrote any metrics (its folder has no metrics.jsonl).${reason}`;
+  return 'No curves yet: the run has not written metrics.jsonl (its first line comes after the first step).';
 }
 
 function renderCharts() {
-  const { placed, phases } = placeRows(state.rows);
+  const ids = shownRunIds();
+  const { placed, phases } = placeRuns(ids.map((id) => state.metrics.get(id).rows));
   const container = byId('charts');
   const phaseAt = (x) => [...phases].reverse().find((entry) => x > entry.offset);
   const describeX = (x) => `${phaseAt(x)?.label ?? ''} step ${x - (phaseAt(x)?.offset ?? 0)}`;
@@ -186,7 +169,7 @@ function renderCharts() {
   const formatX = (x) => formatNumber(x - (phaseAt(x)?.offset ?? 0));
   const charts = [];
   for (const definition of chartDefinitions) {
-    const series = seriesFor(definition, placed).filter((entry) => entry.points.length > 0);
+    const series = chartSeries(definition, placed, ids);
     if (series.length === 0) continue;
     const section = element('section');
     renderLineChart(section, {
@@ -196,38 +179,128 @@ function renderCharts() {
       phases: phases.length > 1 ? phases : [],
       describeX,
       formatX,
+      smoothing: state.smoothing,
+      logScale: state.logScale,
     });
     charts.push(section);
   }
   container.replaceChildren(...charts);
-  if (charts.length === 0 && state.selectedId !== null)
-    container.append(element('div', { className: 'panel empty' }, 'No metrics logged yet.'));
+  const selected = state.metrics.get(state.selectedId);
+  if (charts.length === 0 && selected !== undefined) {
+    const text = selected.missing ? missingMetricsText(state.selectedId) : 'No metrics logged yet.';
+    container.append(element('div', { className: 'panel empty no-metrics' }, text));
+  }
+  renderCompareLegend(ids);
+}
+
+/** Which colour is which run, above the charts, while runs are compared; a compared run without metrics says so. */
+function renderCompareLegend(ids) {
+  const legend = byId('compare-legend');
+  if (state.compareIds.length === 0) {
+    legend.replaceChildren();
+    return;
+  }
+  legend.replaceChildren(
+    'comparing: ',
+    ...ids.map((id, r) =>
+      element(
+        'span',
+        { className: 'item', dataset: { run: id } },
+        element('span', { className: 'swatch', style: `border-top-color: ${palette[r % palette.length]}` }),
+        id,
+      ),
+    ),
+    ...state.compareIds
+      .filter((id) => state.metrics.get(id)?.missing)
+      .map((id) => element('span', { className: 'empty' }, `${id}: no metrics.jsonl`)),
+  );
 }
 
 function renderProblems() {
-  byId('problems').textContent = state.problems.slice(0, 8).join('\n');
+  const problems = shownRunIds().flatMap((id) => {
+    const entry = state.metrics.get(id);
+    return id === state.selectedId ? entry.problems : entry.problems.map((problem) => `${id}: ${problem}`);
+  });
+  byId('problems').textContent = [...problems, ...state.sampleProblems].slice(0, 8).join('\n');
 }
 
+const stepKey = (entry) => `${entry.phase}/${entry.step}`;
+
+/**
+ * The step picker: one page of step buttons and, when there is more than one page, previous /
+ * next page buttons and a select listing every step (jump straight to one).
+ */
 function renderSampleSteps() {
   const steps = byId('sample-steps');
-  if (state.sampleSteps.length === 0) {
+  const count = state.sampleSteps.length;
+  if (count === 0) {
     steps.replaceChildren(element('span', { className: 'empty' }, 'No samples logged yet.'));
     return;
   }
+  const pages = Math.ceil(count / stepsPerPage);
+  state.stepPage = Math.min(Math.max(state.stepPage, 0), pages - 1);
+  const first = state.stepPage * stepsPerPage;
+  const buttons = state.sampleSteps.slice(first, first + stepsPerPage).map((entry) =>
+    element(
+      'button',
+      {
+        className: state.selectedStep === stepKey(entry) ? 'selected' : '',
+        dataset: { step: String(entry.step), phase: entry.phase },
+        title: `${entry.groups} prompt group(s)`,
+        onclick: () => openSampleStep(entry.phase, entry.step),
+      },
+      `${entry.phase} ${entry.step}`,
+    ),
+  );
+  const turnPage = (by) => {
+    state.stepPage += by;
+    renderSampleSteps();
+  };
+  const label = (entry) => `${entry.phase} ${entry.step}`;
+  const navigation =
+    pages === 1
+      ? null
+      : element(
+          'div',
+          { className: 'step-navigation' },
+          element(
+            'button',
+            { className: 'page-previous', disabled: state.stepPage === 0, onclick: () => turnPage(-1) },
+            '‹ earlier',
+          ),
+          element(
+            'span',
+            { className: 'page-label' },
+            `${label(state.sampleSteps[first])} – ${label(state.sampleSteps[Math.min(first + stepsPerPage, count) - 1])}`,
+            ` (page ${state.stepPage + 1} of ${pages}, ${count} steps)`,
+          ),
+          element(
+            'button',
+            { className: 'page-next', disabled: state.stepPage === pages - 1, onclick: () => turnPage(1) },
+            'later ›',
+          ),
+          element(
+            'select',
+            {
+              id: 'step-picker',
+              title: 'open any logged step',
+              onchange: (event) => {
+                const entry = state.sampleSteps.find((candidate) => stepKey(candidate) === event.target.value);
+                if (entry !== undefined) openSampleStep(entry.phase, entry.step);
+              },
+            },
+            element('option', { value: '', selected: state.selectedStep === null }, 'go to step…'),
+            ...state.sampleSteps.map((entry) =>
+              element(
+                'option',
+                { value: stepKey(entry), selected: state.selectedStep === stepKey(entry) },
+                label(entry),
+              ),
+            ),
+          ),
+        );
   steps.replaceChildren(
-    ...state.sampleSteps.map((entry) => {
-      const key = `${entry.phase}/${entry.step}`;
-      return element(
-        'button',
-        {
-          className: state.selectedStep === key ? 'selected' : '',
-          dataset: { step: String(entry.step), phase: entry.phase },
-          title: `${entry.groups} prompt group(s)`,
-          onclick: () => openSampleStep(entry.phase, entry.step),
-        },
-        `${entry.phase} ${entry.step}`,
-      );
-    }),
+    ...[navigation, element('div', { className: 'step-buttons' }, ...buttons)].filter((node) => node !== null),
   );
 }
 
@@ -248,160 +321,76 @@ function renderImages() {
   );
 }
 
-function scoreCell(value) {
-  if (value === 'error') return element('td', { className: 'error', title: 'the reward threw or timed out' }, 'error');
-  if (value === null || value === undefined)
-    return element('td', { className: 'missing', title: 'not applicable' }, '–');
-  return element('td', {}, formatNumber(value));
-}
-
-/** An agent episode, turn by turn: messages by role, tool calls (failed ones marked), and each trained row's tokens with observation tokens (loss mask 0) shown apart. */
-function renderEpisode(episode) {
-  const list = (value) => (Array.isArray(value) ? value : []);
-  const messages = list(episode.messages).map((message) =>
-    element(
-      'div',
-      { className: `turn role-${String(message.role).replace(/[^a-z]/g, '')}` },
-      element('span', { className: 'role' }, String(message.role)),
-      String(message.content ?? ''),
-    ),
-  );
-  const calls = list(episode.toolCalls).map((call) =>
-    element(
-      'div',
-      { className: call.error === undefined ? 'tool-call' : 'tool-call failed' },
-      `turn ${call.turn}: ${call.name || '(malformed)'}(${JSON.stringify(call.arguments ?? {})}) → ${call.result}`,
-    ),
-  );
-  const rows = list(episode.rows).map((row, r) =>
-    element(
-      'div',
-      { className: 'tokens' },
-      element('span', { className: 'role' }, `row ${r + 1}`),
-      ...list(row.segments).map((segment) =>
-        element(
-          'span',
-          {
-            className: segment.trained ? 'trained' : 'masked',
-            title: segment.trained ? 'sampled: in the loss' : 'observation: loss mask 0',
-          },
-          String(segment.text ?? ''),
-        ),
-      ),
-    ),
-  );
-  return element(
-    'details',
-    { className: 'episode' },
-    element(
-      'summary',
-      {},
-      `episode: ${episode.turns} turn(s), stop ${episode.stopReason}, ${calls.length} tool call(s)`,
-    ),
-    element('div', { className: 'messages' }, ...messages),
-    calls.length > 0 ? element('div', { className: 'calls' }, ...calls) : null,
-    element('div', { className: 'rows' }, ...rows),
-  );
-}
-
-function renderGroup(group, index) {
-  const completions = Array.isArray(group.completions) ? group.completions : [];
-  const rewardNames = [...new Set(completions.flatMap((completion) => Object.keys(completion.rewards ?? {})))];
-  const header = element(
-    'tr',
-    {},
-    ...['#', 'completion', 'reward', ...rewardNames, 'advantage', 'length', 'finish'].map((name) =>
-      element('th', { className: name === 'completion' ? 'text' : '' }, name),
-    ),
-  );
-  const rows = completions.map((completion, k) => {
-    const advantage = completion.advantage;
-    const advantageClass =
-      typeof advantage !== 'number' ? 'missing' : advantage > 0 ? 'positive' : advantage < 0 ? 'negative' : '';
-    return element(
-      'tr',
-      { className: 'completion' },
-      element('td', {}, k + 1),
-      element(
-        'td',
-        { className: 'text' },
-        String(completion.text ?? ''),
-        completion.episode ? renderEpisode(completion.episode) : null,
-      ),
-      scoreCell(completion.reward),
-      ...rewardNames.map((name) => scoreCell(completion.rewards?.[name])),
-      element('td', { className: advantageClass }, formatNumber(typeof advantage === 'number' ? advantage : null)),
-      element('td', {}, completion.length ?? '–'),
-      element('td', {}, completion.finishReason ?? '–'),
-    );
-  });
-  return element(
-    'div',
-    { className: 'group' },
-    element(
-      'div',
-      {},
-      element('b', {}, `Group ${index + 1}`),
-      group.answer === undefined ? null : ` · expected answer: ${String(group.answer)}`,
-    ),
-    // A vision-language sample's images (PNG files in the run folder) beside its prompt.
-    ...(Array.isArray(group.images) ? group.images : []).map((path) =>
-      element('img', {
-        className: 'sample-image',
-        src: `${runPath(state.selectedId)}/images/${encodeURIComponent(String(path).split('/').pop())}`,
-        alt: 'the prompt image',
-      }),
-    ),
-    element(
-      'div',
-      { className: 'prompt' },
-      typeof group.prompt === 'string' ? group.prompt : JSON.stringify(group.prompt),
-    ),
-    element('table', { className: 'completions' }, element('thead', {}, header), element('tbody', {}, ...rows)),
-  );
-}
-
 async function openSampleStep(phase, step) {
   const generation = state.generation;
   state.selectedStep = `${phase}/${step}`;
+  // Show the page holding the step, so its button is visible and marked.
+  const index = state.sampleSteps.findIndex((entry) => stepKey(entry) === state.selectedStep);
+  if (index >= 0) state.stepPage = Math.floor(index / stepsPerPage);
   renderSampleSteps();
   const query = `step=${encodeURIComponent(step)}&phase=${encodeURIComponent(phase)}`;
   try {
     const answer = await fetchJson(`${runPath(state.selectedId)}/samples?${query}`);
     if (generation !== state.generation) return;
-    byId('sample-groups').replaceChildren(...answer.groups.map(renderGroup));
+    const imageUrl = (name) => `${runPath(state.selectedId)}/images/${encodeURIComponent(name)}`;
+    byId('sample-groups').replaceChildren(...answer.groups.map((group, index) => renderGroup(group, index, imageUrl)));
   } catch (error) {
     byId('sample-groups').replaceChildren(element('span', { className: 'empty' }, error.message));
   }
 }
 
+/**
+ * Append the metric lines `id` wrote since the last fetch; true when there were any. A 404 is no
+ * problem but a fact (no metrics.jsonl yet, or ever: a run that failed first), kept as `missing`.
+ */
+async function fetchNewMetrics(id) {
+  const entry = state.metrics.get(id);
+  const fromLine = entry.nextLine;
+  // The runs list says when there is no metrics.jsonl (no update time): asking anyway would only
+  // earn a 404, which the browser logs as an error. A later poll's list says when one appears.
+  if (state.runs.find((run) => run.id === id)?.updatedAt === null) {
+    entry.missing = true;
+    return false;
+  }
+  let answer;
+  try {
+    answer = await fetchJson(`${runPath(id)}/metrics?fromLine=${fromLine}`);
+  } catch (error) {
+    if (state.metrics.get(id) !== entry) return false;
+    entry.missing = error.status === 404;
+    entry.problems = entry.missing ? [] : [error.message];
+    return false;
+  }
+  // Two fetches can overlap (the timer and a selection); only the first answer for a given
+  // starting line may append, or its rows would be drawn twice. A run switched away is dropped too.
+  if (state.metrics.get(id) !== entry || fromLine !== entry.nextLine) return false;
+  entry.rows.push(...answer.rows);
+  entry.nextLine = answer.nextLine;
+  entry.problems = answer.problems;
+  entry.missing = false;
+  return answer.rows.length > 0;
+}
+
+const emptyMetrics = () => ({ rows: [], nextLine: 1, problems: [], missing: false });
+
 /** Fetch what is new for the selected run: metric lines since the last poll, sample steps, header. */
 async function refreshSelectedRun() {
   const id = state.selectedId;
   const generation = state.generation;
-  const fromLine = state.nextLine;
-  const [run, metrics, samples, images] = await Promise.all([
+  const [run, newRows, samples, images] = await Promise.all([
     fetchJson(runPath(id)),
-    fetchJson(`${runPath(id)}/metrics?fromLine=${fromLine}`).catch((error) => ({
-      rows: [],
-      nextLine: fromLine,
-      problems: [error.message],
-    })),
+    fetchNewMetrics(id),
     fetchJson(`${runPath(id)}/samples`).catch(() => ({ steps: [], problems: [] })),
     fetchJson(`${runPath(id)}/images`).catch(() => ({ images: [] })),
   ]);
   if (generation !== state.generation) return null;
-  // Two refreshes can overlap (the timer and a selection); only the first answer for a given
-  // starting line may append, or its rows would be drawn twice.
-  if (fromLine !== state.nextLine) return run;
-  state.rows.push(...metrics.rows);
-  state.nextLine = metrics.nextLine;
-  state.problems = [...metrics.problems, ...samples.problems];
+  state.sampleProblems = samples.problems;
   const stepsChanged = samples.steps.length !== state.sampleSteps.length;
   state.sampleSteps = samples.steps;
   renderRunHeader(run, run.checkpoints);
   renderProblems();
-  if (metrics.rows.length > 0 || state.lastUpdate === null) renderCharts();
+  // A run that has no metrics.jsonl is redrawn too: its sentence follows its status (starting → failed).
+  if (newRows || state.lastUpdate === null || state.metrics.get(id)?.missing) renderCharts();
   if (stepsChanged) renderSampleSteps();
   if (images.images.length !== state.images.length) {
     state.images = images.images;
@@ -411,20 +400,52 @@ async function refreshSelectedRun() {
   return run;
 }
 
+/** Fetch new lines of the compared runs: all of them the first time, then only those still going. */
+async function refreshComparedRuns(firstTime = false) {
+  const ids = state.compareIds.filter((id) => {
+    const run = state.runs.find((entry) => entry.id === id);
+    return firstTime || state.metrics.get(id)?.nextLine === 1 || !finishedStatuses.has(run?.status);
+  });
+  const changed = await Promise.all(ids.map((id) => fetchNewMetrics(id)));
+  if (firstTime || changed.some(Boolean)) {
+    renderCharts();
+    renderProblems();
+  }
+}
+
+/** Tick or untick a run for comparing: its curves join or leave every chart. */
+async function toggleCompare(id, on) {
+  state.compareIds = state.compareIds.filter((entry) => entry !== id);
+  state.metrics.delete(id);
+  if (on) {
+    state.compareIds.push(id);
+    state.metrics.set(id, emptyMetrics());
+  }
+  writeHash();
+  renderRuns();
+  renderCharts();
+  if (on) await fetchNewMetrics(id);
+  renderCharts();
+  renderProblems();
+}
+
 async function selectRun(id) {
   state.generation += 1;
   Object.assign(state, {
     selectedId: id,
-    rows: [],
-    nextLine: 1,
-    problems: [],
+    // A run is never compared with itself; the others stay ticked across switches, refetched from line 1.
+    compareIds: state.compareIds.filter((entry) => entry !== id),
+    metrics: new Map(),
     sampleSteps: [],
+    sampleProblems: [],
     selectedStep: null,
+    stepPage: 0,
     images: [],
     lastUpdate: null,
   });
+  for (const shown of [id, ...state.compareIds]) state.metrics.set(shown, emptyMetrics());
   renderImages();
-  history.replaceState(null, '', `#run=${encodeURIComponent(id)}`);
+  writeHash();
   renderRuns();
   renderSampleSteps();
   byId('sample-groups').replaceChildren(
@@ -438,7 +459,37 @@ async function selectRun(id) {
     .catch((error) => {
       if (generation === state.generation) byId('config').textContent = error.message;
     });
-  await refreshSelectedRun().catch(showError);
+  await Promise.all([refreshSelectedRun(), refreshComparedRuns(true)]).catch(showError);
+}
+
+/** The view in the URL hash: the run, the compared runs, smoothing and log scale. */
+function writeHash() {
+  const view = new URLSearchParams();
+  view.set('run', state.selectedId);
+  if (state.compareIds.length > 0) view.set('compare', state.compareIds.join(','));
+  if (state.smoothing > 0) view.set('smoothing', String(state.smoothing));
+  if (state.logScale) view.set('log', '1');
+  history.replaceState(null, '', `#${view}`);
+}
+
+/** Smoothing slider and log-scale box: both redraw from the rows already fetched. */
+function setUpChartControls() {
+  const slider = byId('smoothing');
+  const logBox = byId('log-scale');
+  slider.value = String(state.smoothing);
+  byId('smoothing-value').textContent = state.smoothing.toFixed(2);
+  logBox.checked = state.logScale;
+  slider.addEventListener('input', () => {
+    state.smoothing = Math.min(0.99, Math.max(0, Number(slider.value) || 0));
+    byId('smoothing-value').textContent = state.smoothing.toFixed(2);
+    writeHash();
+    renderCharts();
+  });
+  logBox.addEventListener('change', () => {
+    state.logScale = logBox.checked;
+    writeHash();
+    renderCharts();
+  });
 }
 
 function showError(error) {
@@ -457,6 +508,7 @@ async function poll() {
     const live = selected !== undefined && !finishedStatuses.has(selected.status);
     // A run that just finished still gets one last fetch so its final lines are drawn.
     if (live || (selected !== undefined && byId('live').dataset.live === 'true')) await refreshSelectedRun();
+    if (state.compareIds.length > 0) await refreshComparedRuns();
     byId('live').dataset.live = String(live);
     byId('live').textContent = live
       ? `live · refreshing every ${pollMilliseconds / 1000} s · updated ${state.lastUpdate?.toLocaleTimeString() ?? ''}`
@@ -474,9 +526,14 @@ async function start() {
   } catch (error) {
     showError(error);
   }
+  const view = new URLSearchParams(location.hash.slice(1));
+  state.smoothing = Math.min(0.99, Math.max(0, Number(view.get('smoothing')) || 0));
+  state.logScale = view.get('log') === '1';
+  const known = new Set(state.runs.map((run) => run.id));
+  state.compareIds = (view.get('compare') ?? '').split(',').filter((id) => known.has(id));
+  setUpChartControls();
   renderRuns();
-  const wanted = new URLSearchParams(location.hash.slice(1)).get('run');
-  const first = state.runs.find((run) => run.id === wanted) ?? state.runs[0];
+  const first = state.runs.find((run) => run.id === view.get('run')) ?? state.runs[0];
   if (first !== undefined) await selectRun(first.id);
   setInterval(poll, pollMilliseconds);
   await poll();

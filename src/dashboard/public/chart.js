@@ -1,8 +1,10 @@
 /*
  * A small SVG line chart for the dashboard: several series over one x axis, nice ticks, phase
- * boundaries (SFT → GRPO), and a hover cursor whose values show in the legend.
- * It is not a charting library: linear axes only, no zoom, no animation; the page has no
- * internet and no build step, so this is plain browser JavaScript drawn by hand.
+ * boundaries (SFT → GRPO), a hover cursor whose values show in the legend, TensorBoard-style
+ * exponential-moving-average smoothing (the raw curve drawn faintly behind) and a log-scale y axis.
+ * It is not a charting library: no zoom, no animation; the page has no internet and no build
+ * step, so this is plain browser JavaScript drawn by hand. The pure helpers (ticks, number text,
+ * smoothing) touch no DOM, so the unit tests import them in Node.
  */
 
 const svgNamespace = 'http://www.w3.org/2000/svg';
@@ -26,6 +28,41 @@ export function niceTicks(min, max, count = 4, minStep = 0) {
   for (let value = Math.ceil(min / step) * step; value <= max + step * 1e-9; value += step)
     ticks.push(Number(value.toPrecision(12)));
   return ticks;
+}
+
+/**
+ * Ticks for a log axis over the positive range [low, high]: the powers of ten inside it (every
+ * k-th one when there are many decades), or linear nice ticks when the range spans less than two
+ * powers of ten, where decades alone would leave the axis with one tick or none.
+ */
+export function logTicks(low, high, count = 4) {
+  const first = Math.ceil(Math.log10(low) - 1e-9);
+  const last = Math.floor(Math.log10(high) + 1e-9);
+  if (last - first + 1 < 2) return niceTicks(low, high, count).filter((value) => value > 0);
+  const stride = Math.ceil((last - first + 1) / (count + 1));
+  const ticks = [];
+  // Number(`1e${k}`) is exact where 10 ** k is not (10 ** -3 = 0.0010000000000000002).
+  for (let k = first; k <= last; k += stride) ticks.push(Number(`1e${k}`));
+  return ticks;
+}
+
+/**
+ * TensorBoard's scalar smoothing: an exponential moving average with weight `weight` in [0, 1),
+ * divided by 1 − weight^n (n = finite values so far) so the start is not pulled towards 0.
+ * Non-finite values pass through and do not count; a constant series is returned as it is.
+ * Same as `resmoothDataset` in TensorBoard's vz_line_chart2/line-chart.ts.
+ */
+export function smoothEma(values, weight) {
+  const isConstant = values.every((value) => value === values[0]);
+  let last = 0;
+  let accumulated = 0;
+  return values.map((value) => {
+    if (isConstant || !Number.isFinite(value) || weight <= 0) return value;
+    last = last * weight + (1 - weight) * value;
+    accumulated += 1;
+    const debias = weight === 1 ? 1 : 1 - weight ** accumulated;
+    return last / debias;
+  });
 }
 
 /** Compact number text for ticks and legends. */
@@ -61,8 +98,8 @@ function pathData(points, scaleX, scaleY) {
     .join(' ');
 }
 
-function drawAxes(svg, xRange, yRange, scaleX, scaleY, formatX) {
-  for (const tick of niceTicks(yRange[0], yRange[1])) {
+function drawAxes(svg, xRange, yTicks, scaleX, scaleY, formatX) {
+  for (const tick of yTicks) {
     const y = scaleY(tick);
     svg.append(svgElement('line', { class: 'grid', x1: margin.left, x2: width - margin.right, y1: y, y2: y }));
     svg.append(
@@ -81,17 +118,23 @@ function drawAxes(svg, xRange, yRange, scaleX, scaleY, formatX) {
 
 function drawLegend(legend, series, valueAt) {
   legend.replaceChildren();
-  series.forEach((entry, index) => {
+  // `label` is what the legend shows (default: the metric name), `title` its longer tooltip.
+  for (const entry of series) {
     const item = document.createElement('span');
+    item.className = 'item';
+    if (entry.run !== undefined) item.dataset.run = entry.run;
+    item.dataset.series = entry.name;
+    if (entry.title !== undefined) item.title = entry.title;
     const swatch = document.createElement('span');
     swatch.className = 'swatch';
-    swatch.style.background = palette[index % palette.length];
+    // A dashed series (a second metric of a compared run) gets a dashed swatch, so the legend says which line is which.
+    swatch.style.borderTop = `3px ${entry.dash ? 'dashed' : 'solid'} ${entry.colour}`;
     const value = document.createElement('span');
     value.className = 'value';
     value.textContent = ` ${formatNumber(valueAt(entry))}`;
-    item.append(swatch, entry.name, value);
+    item.append(swatch, entry.label ?? entry.name, value);
     legend.append(item);
-  });
+  }
 }
 
 /** Dashed lines where a phase starts inside the range; the phase already running at its left edge is named there. */
@@ -109,8 +152,46 @@ function drawPhases(svg, phases, xRange, scaleX) {
 }
 
 /**
- * Draw `spec` = { id, title, series: [{ name, points: [[x, y], …] }], phases: [{ x, label }],
- * describeX(x), formatX(x) } into `container`, replacing what was there; x ticks use formatX.
+ * The series as drawn: each with its colour, its raw points and its smoothed ones, and on a log
+ * axis without the points at or below 0 (a logarithm has none there). `notes` say what was left out.
+ */
+function prepareSeries(spec) {
+  const notes = [];
+  let logScale = spec.logScale === true;
+  let series = spec.series.map((entry, index) => ({
+    ...entry,
+    colour: entry.colour ?? palette[index % palette.length],
+  }));
+  if (logScale) {
+    const positive = series.some((entry) => entry.points.some(([, y]) => y > 0));
+    const nonPositive = series.filter((entry) => entry.points.some(([, y]) => y <= 0));
+    if (!positive) {
+      logScale = false;
+      notes.push('log scale needs values above 0 and this chart has none: drawn linear');
+    } else if (nonPositive.length > 0) {
+      const names = [...new Set(nonPositive.map((entry) => entry.label ?? entry.name))];
+      notes.push(`log scale: values ≤ 0 left out (${names.join(', ')})`);
+      // Left out before smoothing, so the smoothed curve follows the points that are drawn.
+      series = series
+        .map((entry) => ({ ...entry, points: entry.points.filter(([, y]) => y > 0) }))
+        .filter((entry) => entry.points.length > 0);
+    }
+  }
+  const prepared = series.map((entry) => {
+    const smoothed = smoothEma(
+      entry.points.map(([, y]) => y),
+      spec.smoothing ?? 0,
+    );
+    return { ...entry, raw: entry.points, shown: entry.points.map(([x], k) => [x, smoothed[k]]) };
+  });
+  return { prepared, notes, logScale };
+}
+
+/**
+ * Draw `spec` = { id, title, series: [{ name, label?, title?, run?, colour?, dash?, points: [[x, y], …] }],
+ * phases: [{ x, label }], describeX(x), formatX(x), smoothing (0 … 0.99), logScale } into
+ * `container`, replacing what was there; x ticks use formatX. With smoothing > 0 each series is
+ * drawn smoothed, its raw curve faintly behind (`path.raw`); hover values are the smoothed ones.
  */
 export function renderLineChart(container, spec) {
   container.replaceChildren();
@@ -118,33 +199,54 @@ export function renderLineChart(container, spec) {
   container.dataset.chart = spec.id;
   const heading = document.createElement('h3');
   heading.textContent = spec.title;
-  const allPoints = spec.series.flatMap((entry) => entry.points);
+  const { prepared, notes, logScale } = prepareSeries(spec);
+  const axisValue = logScale ? Math.log10 : (y) => y;
+  const allRaw = prepared.flatMap((entry) => entry.raw);
   const xRange = extent(
-    allPoints.map(([x]) => x),
+    allRaw.map(([x]) => x),
     0,
   );
   const yRange = extent(
-    allPoints.map(([, y]) => y),
+    allRaw.map(([, y]) => axisValue(y)),
     0.05,
   );
   const scaleX = (x) =>
     margin.left + ((x - xRange[0]) / (xRange[1] - xRange[0])) * (width - margin.left - margin.right);
   const scaleY = (y) =>
-    height - margin.bottom - ((y - yRange[0]) / (yRange[1] - yRange[0])) * (height - margin.top - margin.bottom);
+    height -
+    margin.bottom -
+    ((axisValue(y) - yRange[0]) / (yRange[1] - yRange[0])) * (height - margin.top - margin.bottom);
+  const yTicks = logScale ? logTicks(10 ** yRange[0], 10 ** yRange[1]) : niceTicks(yRange[0], yRange[1]);
   const svg = svgElement('svg', { viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': spec.title });
-  drawAxes(svg, xRange, yRange, scaleX, scaleY, spec.formatX ?? formatNumber);
+  svg.dataset.scale = logScale ? 'log' : 'linear';
+  drawAxes(svg, xRange, yTicks, scaleX, scaleY, spec.formatX ?? formatNumber);
   drawPhases(svg, spec.phases ?? [], xRange, scaleX);
-  spec.series.forEach((entry, index) => {
-    const colour = palette[index % palette.length];
-    const path = svgElement('path', { class: 'series', d: pathData(entry.points, scaleX, scaleY), stroke: colour });
+  const smoothing = spec.smoothing ?? 0;
+  const tag = (path, entry) => {
     path.dataset.series = entry.name;
-    path.dataset.points = String(entry.points.length);
+    if (entry.run !== undefined) path.dataset.run = entry.run;
+    if (entry.dash) path.setAttribute('stroke-dasharray', entry.dash);
+    return path;
+  };
+  // Raw curves first, so every smoothed curve lies on top of all of them.
+  if (smoothing > 0) {
+    for (const entry of prepared)
+      svg.append(
+        tag(svgElement('path', { class: 'raw', d: pathData(entry.raw, scaleX, scaleY), stroke: entry.colour }), entry),
+      );
+  }
+  for (const entry of prepared) {
+    const path = tag(
+      svgElement('path', { class: 'series', d: pathData(entry.shown, scaleX, scaleY), stroke: entry.colour }),
+      entry,
+    );
+    path.dataset.points = String(entry.shown.length);
     svg.append(path);
-    if (entry.points.length <= 12) {
-      for (const [x, y] of entry.points)
-        svg.append(svgElement('circle', { cx: scaleX(x), cy: scaleY(y), r: 2.5, fill: colour }));
+    if (entry.shown.length <= 12) {
+      for (const [x, y] of entry.shown)
+        svg.append(svgElement('circle', { cx: scaleX(x), cy: scaleY(y), r: 2.5, fill: entry.colour }));
     }
-  });
+  }
   const cursor = svgElement('line', {
     class: 'cursor',
     y1: margin.top,
@@ -156,9 +258,9 @@ export function renderLineChart(container, spec) {
   caption.className = 'legend';
   const legend = document.createElement('div');
   legend.className = 'legend';
-  const latest = (entry) => entry.points.at(-1)?.[1];
-  drawLegend(legend, spec.series, latest);
-  const xs = [...new Set(allPoints.map(([x]) => x))].sort((a, b) => a - b);
+  const latest = (entry) => entry.shown.at(-1)?.[1];
+  drawLegend(legend, prepared, latest);
+  const xs = [...new Set(allRaw.map(([x]) => x))].sort((a, b) => a - b);
   svg.addEventListener('mousemove', (event) => {
     const box = svg.getBoundingClientRect();
     const pointerX = ((event.clientX - box.left) / box.width) * width;
@@ -170,12 +272,16 @@ export function renderLineChart(container, spec) {
     cursor.setAttribute('x2', String(scaleX(nearest)));
     cursor.setAttribute('visibility', 'visible');
     caption.textContent = spec.describeX ? spec.describeX(nearest) : `x = ${nearest}`;
-    drawLegend(legend, spec.series, (entry) => entry.points.find(([x]) => x === nearest)?.[1]);
+    drawLegend(legend, prepared, (entry) => entry.shown.find(([x]) => x === nearest)?.[1]);
   });
   svg.addEventListener('mouseleave', () => {
     cursor.setAttribute('visibility', 'hidden');
     caption.textContent = '';
-    drawLegend(legend, spec.series, latest);
+    drawLegend(legend, prepared, latest);
   });
+  const note = document.createElement('div');
+  note.className = 'note';
+  note.textContent = notes.join(' · ');
   container.append(heading, svg, legend, caption);
+  if (notes.length > 0) container.append(note);
 }
