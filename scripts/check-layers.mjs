@@ -20,7 +20,22 @@ const allowed = {
   rewards: ['rewards', 'registry'],
   data: ['data', 'rewards', 'registry'],
   agents: ['agents', 'rewards', 'registry'],
-  trainer: ['trainer', 'agents', 'data', 'rewards', 'algorithms', 'sampling', 'model', 'nn', 'tensor', 'registry'],
+  // rollout/: turning prompts into sampled completions (single-turn, multi-turn episodes with tools,
+  // an OpenAI-compatible engine) — below the trainer, which scores and learns from them.
+  rollout: ['rollout', 'agents', 'data', 'rewards', 'sampling', 'model', 'nn', 'tensor', 'registry'],
+  trainer: [
+    'trainer',
+    'rollout',
+    'agents',
+    'data',
+    'rewards',
+    'algorithms',
+    'sampling',
+    'model',
+    'nn',
+    'tensor',
+    'registry',
+  ],
   // flow/: image generators (flow matching, Flow-GRPO) — their own loop over tensors, not over token
   // ids, so beside trainer/ rather than inside it; it reuses algorithms/ (steps, advantages, losses).
   flow: ['flow', 'algorithms', 'rewards', 'model', 'nn', 'tensor', 'registry'],
@@ -31,6 +46,7 @@ const allowed = {
     'dashboard',
     'flow',
     'trainer',
+    'rollout',
     'agents',
     'data',
     'rewards',

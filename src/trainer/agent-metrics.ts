@@ -8,7 +8,7 @@
  * Is not: the episode logic (multi-turn-rollout.ts) or the writing of files (run-folder.ts).
  */
 import type { TextTokenizer } from '../model/tokenizer.js';
-import type { RolloutRow, RolloutSample } from './rollout.js';
+import type { RolloutRow, RolloutSample } from '../rollout/rollout.js';
 import { sampleRows, type StepBatch } from './step-batch.js';
 
 /** The agent metrics of a step's episodes; empty when no sample is an episode. */

@@ -36,9 +36,7 @@ import {
 import { z } from 'zod';
 import type { Example } from '../data/task.js';
 import type { TrainerConfig } from './config.js';
-
-/** What a rollout function can produce beyond ids, logprobs and masks (a RolloutFn's `provides`). */
-export type RolloutProvision = 'serialExits' | 'toolCalls' | 'turns';
+import type { RolloutProvision } from '../rollout/rollout.js';
 
 /** One bound part: its name, function, parsed options, declared needs and its whole registry entry. */
 export interface BoundPart<Fn, Options, Entry extends RegistryEntry<Fn> = RegistryEntry<Fn>> {

@@ -6,9 +6,9 @@
  * (algorithms/*), and presets.ts fills them in for the named recipes.
  */
 import { z } from 'zod';
-import { agentSchema } from './agent-config.js';
+import { agentSchema } from '../rollout/agent-config.js';
 import { loraSchema } from './lora-config.js';
-import { rolloutEngineProblems, rolloutEngineSchema } from './rollout-engine-config.js';
+import { rolloutEngineProblems, rolloutEngineSchema } from '../rollout/rollout-engine-config.js';
 import { fieldPath, hintedKeyLines } from './trl-names.js';
 import { visionModelFields, visionProblems } from './vision-config.js';
 

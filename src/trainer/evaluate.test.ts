@@ -9,7 +9,7 @@ import { CharTokenizer } from '../model/char-tokenizer.js';
 import type { Transformer } from '../model/transformer.js';
 import type { RewardFn } from '../rewards/types.js';
 import { evaluate } from './evaluate.js';
-import type { RolloutFn, RolloutSettings } from './rollout.js';
+import type { RolloutFn, RolloutSettings } from '../rollout/rollout.js';
 
 const tokenizer = new CharTokenizer();
 const task = {

@@ -10,7 +10,7 @@ import { scoreRewards, weightedSum, weightsAt } from '../rewards/index.js';
 import type { NamedReward, RewardEpisode } from '../rewards/types.js';
 import { generate } from '../sampling/index.js';
 import type { PromptFormat } from './prompt-format.js';
-import { promptImageFeatures, type RolloutContext, type RolloutFn } from './rollout.js';
+import { promptImageFeatures, type RolloutContext, type RolloutFn } from '../rollout/rollout.js';
 import { renderRunPrompt, type RenderedPrompt, type VisionRun } from './vision-run.js';
 
 export interface EvaluationSettings {

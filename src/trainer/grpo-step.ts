@@ -39,7 +39,7 @@ import {
   type PosteriorState,
   type ValueTrackerState,
 } from './prompt-state.js';
-import type { RolloutContext, RolloutFn, RolloutPrompt, RolloutSettings } from './rollout.js';
+import type { RolloutContext, RolloutFn, RolloutPrompt, RolloutSettings } from '../rollout/rollout.js';
 import type { TrainerState } from './run-folder.js';
 import { concatenateGroups, generateRound, groupStarts, sampleRows, type StepBatch } from './step-batch.js';
 import { groupIndexOf } from './step-batch.js';

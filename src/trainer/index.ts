@@ -22,7 +22,7 @@ export {
   type RolloutRow,
   type RolloutSample,
   type RolloutSettings,
-} from './rollout.js';
+} from '../rollout/rollout.js';
 export { evaluate, type EvaluationResult } from './evaluate.js';
 export {
   environmentReward,
@@ -30,7 +30,7 @@ export {
   type AgentSettings,
   type TurnDecoder,
   type TurnDecoderFactory,
-} from './multi-turn-rollout.js';
+} from '../rollout/multi-turn-rollout.js';
 export { RunFolder, type TrainerState } from './run-folder.js';
 export {
   accumulatePolicyGradients,
@@ -41,4 +41,5 @@ export {
   type StepSettings,
   type TrainingSample,
 } from './optimize.js';
-export { bindAlgorithm, type BoundAlgorithm, type RolloutProvision } from './algorithm.js';
+export { bindAlgorithm, type BoundAlgorithm } from './algorithm.js';
+export type { RolloutProvision } from '../rollout/rollout.js';

@@ -12,7 +12,7 @@
 import type { Transformer } from '../model/transformer.js';
 import type { TextTokenizer } from '../model/tokenizer.js';
 import { frozenLogprobs, type StepSettings } from './optimize.js';
-import type { RolloutRow } from './rollout.js';
+import type { RolloutRow } from '../rollout/rollout.js';
 import { sampleRows, type StepBatch } from './step-batch.js';
 
 /** Where each model turn starts: its row and the completion index of its first token, in turn order. */

@@ -9,6 +9,7 @@
  * restarts its positions and a segment mask keeps documents apart.
  */
 import type { Transformer } from '../model/transformer.js';
+import type { SequenceImages } from '../rollout/rollout.js';
 import {
   concat,
   embedding,
@@ -30,21 +31,6 @@ export interface TokenSequence {
   lossMask?: readonly number[];
   /** The prompt's images (vision-language runs): their features replace the prompt's image tokens. */
   images?: SequenceImages;
-}
-
-/**
- * A prompt's images as a forward needs them. The frozen tower's outputs are computed once per image
- * per step; `connect` (the trainable connector of the model being run: the policy's, or the frozen
- * reference's) turns them into features on every forward, so each forward records its own graph.
- * Sequences of one prompt share the object, and a forward connects each distinct one once.
- */
-export interface SequenceImages {
-  /** The image token id whose embedding rows the features replace. */
-  tokenId: number;
-  /** [imageCount, patches, visionHidden] the vision tower's outputs, without gradient. */
-  visionOutputs: Tensor;
-  /** visionOutputs → [imageCount·tokensPerImage, H] features. */
-  connect: (visionOutputs: Tensor) => Tensor;
 }
 
 export interface CompletionLogprobs {

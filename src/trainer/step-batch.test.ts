@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { bindAlgorithm } from './algorithm.js';
-import type { RolloutSample } from './rollout.js';
+import type { RolloutSample } from '../rollout/rollout.js';
 import { resolveConfig } from './setup.js';
 import { concatenateGroups, groupIndexOf, sampleRows, type StepBatch } from './step-batch.js';
 import { clustersOf, computeSignal, strataOf } from './step-signal.js';

@@ -15,7 +15,7 @@ import type {
   RolloutRow,
   RolloutSample,
   RolloutSettings,
-} from './rollout.js';
+} from '../rollout/rollout.js';
 
 export interface StepBatch {
   /** [groups] the prompt of each group. */

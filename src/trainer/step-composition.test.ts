@@ -28,7 +28,7 @@ import { createStepEnvironment, prepareGrpoStep, recordStepState, rolloutSetting
 import { accumulatePolicyGradients } from './optimize.js';
 import { mergeConfig } from './presets.js';
 import type { TrainerState } from './run-folder.js';
-import type { RolloutFn } from './rollout.js';
+import type { RolloutFn } from '../rollout/rollout.js';
 import { completionLogprobs, padRows } from './sequences.js';
 import { createRunContext, resolveConfig } from './setup.js';
 import { groupStarts, type StepBatch } from './step-batch.js';
@@ -286,7 +286,7 @@ describe('every registered part, through a trainer step, equals the direct compo
   const serialRollout: RolloutFn = Object.assign(
     (async (context, prompts, settings) => {
       // Serial exits of one sampled chain: exit k keeps the first k+1 tokens (a stand-in for "truncate the CoT, answer").
-      const { singleTurnRollout } = await import('./rollout.js');
+      const { singleTurnRollout } = await import('../rollout/rollout.js');
       const chains = await singleTurnRollout(context, prompts, { ...settings, groupSize: 1 });
       return chains.flatMap((chain) =>
         Array.from({ length: settings.groupSize }, (_, k) => {

@@ -9,7 +9,7 @@
 import type { AdvantageInput } from '../algorithms/index.js';
 import { answersMatch, extractFinalAnswer } from '../rewards/index.js';
 import type { BoundAlgorithm, StrataSource } from './algorithm.js';
-import type { RolloutRow } from './rollout.js';
+import type { RolloutRow } from '../rollout/rollout.js';
 import { groupStarts, rewardColumns, scoredRewards, type StepBatch } from './step-batch.js';
 
 /** Per-sample numbers the caller computed with a model: KL penalties and tracked baselines. */

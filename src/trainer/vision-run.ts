@@ -16,7 +16,8 @@ import type { VisionLanguageModel } from '../model/vision-language.js';
 import type { BoundAlgorithm } from './algorithm.js';
 import type { TrainerConfig } from './config.js';
 import { renderDemonstration, renderPrompt, type PromptFormat } from './prompt-format.js';
-import type { SequenceImages, TokenSequence } from './sequences.js';
+import type { SequenceImages } from '../rollout/rollout.js';
+import type { TokenSequence } from './sequences.js';
 
 /** The vision side of a run: the model and how its images are processed. */
 export interface VisionRun {

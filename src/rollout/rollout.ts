@@ -13,8 +13,25 @@ import type { TextTokenizer } from '../model/tokenizer.js';
 import type { Transformer } from '../model/transformer.js';
 import { generate } from '../sampling/index.js';
 import { noGrad } from '../tensor/index.js';
-import type { RolloutProvision } from './algorithm.js';
-import type { SequenceImages } from './sequences.js';
+import type { Tensor } from '../tensor/index.js';
+
+/** What a rollout function can produce beyond ids, logprobs and masks (a RolloutFn's `provides`). */
+export type RolloutProvision = 'serialExits' | 'toolCalls' | 'turns';
+
+/**
+ * A prompt's images as a forward needs them. The frozen tower's outputs are computed once per image
+ * per step; `connect` (the trainable connector of the model being run: the policy's, or the frozen
+ * reference's) turns them into features on every forward, so each forward records its own graph.
+ * Sequences of one prompt share the object, and a forward connects each distinct one once.
+ */
+export interface SequenceImages {
+  /** The image token id whose embedding rows the features replace. */
+  tokenId: number;
+  /** [imageCount, patches, visionHidden] the vision tower's outputs, without gradient. */
+  visionOutputs: Tensor;
+  /** visionOutputs → [imageCount·tokensPerImage, H] features. */
+  connect: (visionOutputs: Tensor) => Tensor;
+}
 
 export interface RolloutPrompt {
   example: Example;

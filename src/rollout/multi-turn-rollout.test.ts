@@ -19,7 +19,7 @@ import { Transformer } from '../model/transformer.js';
 import { noGrad } from '../tensor/index.js';
 import { environmentReward, multiTurnRollout, type AgentSettings, type TurnDecoder } from './multi-turn-rollout.js';
 import type { RolloutContext, RolloutPrompt, RolloutSample, RolloutSettings } from './rollout.js';
-import { completionLogprobs } from './sequences.js';
+import { completionLogprobs } from '../trainer/sequences.js';
 import { makeRewardInput } from '../rewards/types.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
