@@ -25,6 +25,7 @@ import {
   stratifiedAdvantagePart,
 } from './advantages-structured.js';
 import { treeAdvantagePart } from './advantages-tree.js';
+import { opmdAdvantagePart } from './advantages-opmd.js';
 import {
   type AggregationFn,
   seqMeanTokenMeanWeightsPart,
@@ -48,6 +49,7 @@ import { type KlEstimatorFn, klK1Part, klK2Part, klK3Part } from './kl.js';
 import { type PolicyLossFn } from './policy-losses-common.js';
 import { cispoLossPart, dispoLossPart, gtpoLossPart, ppoClipLossPart, reinforceLossPart } from './policy-losses.js';
 import { gspoLossPart, gspoTokenLossPart, realLossPart } from './policy-losses-sequence.js';
+import { opmdLossPart } from './policy-losses-opmd.js';
 import {
   type Part,
   type PartKind,
@@ -63,6 +65,7 @@ export * from './advantages-groups.js';
 export * from './advantages.js';
 export * from './advantages-structured.js';
 export * from './advantages-tree.js';
+export * from './advantages-opmd.js';
 export * from './aggregate.js';
 export * from './kl.js';
 export * from './filters.js';
@@ -71,6 +74,7 @@ export * from './policy-losses-common.js';
 export * from './policy-losses.js';
 export * from './policy-losses-sequence.js';
 export * from './policy-losses-gtpo.js';
+export * from './policy-losses-opmd.js';
 export * from './option-schemas.js';
 export * from './flow-steps.js';
 export * from './turn-credit.js';
@@ -99,6 +103,7 @@ export const advantageEstimators = filled<AdvantageFn>('advantage estimator', [
   serialGroupAdvantagePart,
   treeAdvantagePart,
   singleStreamAdvantagePart,
+  opmdAdvantagePart,
 ]);
 
 /** Policy losses by name (ALGORITHMS.md §2). */
@@ -111,6 +116,7 @@ export const policyLosses = filled<PolicyLossFn>('policy loss', [
   realLossPart,
   reinforceLossPart,
   gtpoLossPart,
+  opmdLossPart,
 ]);
 
 /** Loss aggregation modes by name (ALGORITHMS.md §3). */

@@ -56,6 +56,7 @@ describe('built-in registries', () => {
       's-grpo',
       'tree',
       'single-stream',
+      'opmd',
     ]);
     expect(policyLosses.names()).toEqual([
       'ppo-clip',
@@ -66,6 +67,7 @@ describe('built-in registries', () => {
       'real',
       'reinforce',
       'gtpo',
+      'opmd',
     ]);
     expect(lossAggregations.names()).toEqual([
       'token-mean',
@@ -83,8 +85,8 @@ describe('built-in registries', () => {
         expect(text).toContain(`  ${entry.name} `);
       }
     }
-    expect(text).toMatch(/^Advantage estimators \(12\)/);
-    expect(text).toContain('Policy losses (8)');
+    expect(text).toMatch(/^Advantage estimators \(13\)/);
+    expect(text).toContain('Policy losses (9)');
     expect(text).toContain('KL estimators (3)');
   });
 });
