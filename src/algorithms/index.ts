@@ -26,6 +26,7 @@ import {
 } from './advantages-structured.js';
 import { treeAdvantagePart } from './advantages-tree.js';
 import { opmdAdvantagePart } from './advantages-opmd.js';
+import { asymreAdvantagePart } from './advantages-asymre.js';
 import {
   type AggregationFn,
   seqMeanTokenMeanWeightsPart,
@@ -66,6 +67,7 @@ export * from './advantages.js';
 export * from './advantages-structured.js';
 export * from './advantages-tree.js';
 export * from './advantages-opmd.js';
+export * from './advantages-asymre.js';
 export * from './aggregate.js';
 export * from './kl.js';
 export * from './filters.js';
@@ -104,6 +106,7 @@ export const advantageEstimators = filled<AdvantageFn>('advantage estimator', [
   treeAdvantagePart,
   singleStreamAdvantagePart,
   opmdAdvantagePart,
+  asymreAdvantagePart,
 ]);
 
 /** Policy losses by name (ALGORITHMS.md §2). */

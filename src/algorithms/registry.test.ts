@@ -57,6 +57,7 @@ describe('built-in registries', () => {
       'tree',
       'single-stream',
       'opmd',
+      'asymre',
     ]);
     expect(policyLosses.names()).toEqual([
       'ppo-clip',
@@ -85,7 +86,7 @@ describe('built-in registries', () => {
         expect(text).toContain(`  ${entry.name} `);
       }
     }
-    expect(text).toMatch(/^Advantage estimators \(13\)/);
+    expect(text).toMatch(/^Advantage estimators \(14\)/);
     expect(text).toContain('Policy losses (9)');
     expect(text).toContain('KL estimators (3)');
   });
