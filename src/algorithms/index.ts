@@ -51,6 +51,7 @@ import { type PolicyLossFn } from './policy-losses-common.js';
 import { cispoLossPart, dispoLossPart, gtpoLossPart, ppoClipLossPart, reinforceLossPart } from './policy-losses.js';
 import { gspoLossPart, gspoTokenLossPart, realLossPart } from './policy-losses-sequence.js';
 import { opmdLossPart } from './policy-losses-opmd.js';
+import { recLossPart } from './policy-losses-rec.js';
 import {
   type Part,
   type PartKind,
@@ -77,6 +78,7 @@ export * from './policy-losses.js';
 export * from './policy-losses-sequence.js';
 export * from './policy-losses-gtpo.js';
 export * from './policy-losses-opmd.js';
+export * from './policy-losses-rec.js';
 export * from './option-schemas.js';
 export * from './flow-steps.js';
 export * from './turn-credit.js';
@@ -120,6 +122,7 @@ export const policyLosses = filled<PolicyLossFn>('policy loss', [
   reinforceLossPart,
   gtpoLossPart,
   opmdLossPart,
+  recLossPart,
 ]);
 
 /** Loss aggregation modes by name (ALGORITHMS.md §3). */

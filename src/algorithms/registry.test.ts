@@ -69,6 +69,7 @@ describe('built-in registries', () => {
       'reinforce',
       'gtpo',
       'opmd',
+      'rec',
     ]);
     expect(lossAggregations.names()).toEqual([
       'token-mean',
@@ -87,7 +88,7 @@ describe('built-in registries', () => {
       }
     }
     expect(text).toMatch(/^Advantage estimators \(14\)/);
-    expect(text).toContain('Policy losses (9)');
+    expect(text).toContain('Policy losses (10)');
     expect(text).toContain('KL estimators (3)');
   });
 });

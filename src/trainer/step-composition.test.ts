@@ -318,6 +318,7 @@ describe('every registered part, through a trainer step, equals the direct compo
     dispo: { positiveBounds: [0.2, 0.3], negativeBounds: [0.1, 0.2], maskOutside: true },
     gtpo: { entropyThreshold: 10 },
     opmd: { tau: 0.5 },
+    rec: { clipMode: 'ring', weight: 'importance-sampling', regularizer: 'k2', regularizerCoefficient: 0.1 },
   };
   it.each(policyLosses.names())('loss %s', async (loss) => {
     await compare({ config: { algorithm: { loss, lossOptions: lossOptions[loss] ?? {} } } });
