@@ -25,6 +25,8 @@ import {
   stratifiedAdvantagePart,
 } from './advantages-structured.js';
 import { treeAdvantagePart } from './advantages-tree.js';
+import { opmdAdvantagePart } from './advantages-opmd.js';
+import { asymreAdvantagePart } from './advantages-asymre.js';
 import {
   type AggregationFn,
   seqMeanTokenMeanWeightsPart,
@@ -48,6 +50,8 @@ import { type KlEstimatorFn, klK1Part, klK2Part, klK3Part } from './kl.js';
 import { type PolicyLossFn } from './policy-losses-common.js';
 import { cispoLossPart, dispoLossPart, gtpoLossPart, ppoClipLossPart, reinforceLossPart } from './policy-losses.js';
 import { gspoLossPart, gspoTokenLossPart, realLossPart } from './policy-losses-sequence.js';
+import { opmdLossPart } from './policy-losses-opmd.js';
+import { recLossPart } from './policy-losses-rec.js';
 import {
   type Part,
   type PartKind,
@@ -63,6 +67,8 @@ export * from './advantages-groups.js';
 export * from './advantages.js';
 export * from './advantages-structured.js';
 export * from './advantages-tree.js';
+export * from './advantages-opmd.js';
+export * from './advantages-asymre.js';
 export * from './aggregate.js';
 export * from './kl.js';
 export * from './filters.js';
@@ -71,6 +77,8 @@ export * from './policy-losses-common.js';
 export * from './policy-losses.js';
 export * from './policy-losses-sequence.js';
 export * from './policy-losses-gtpo.js';
+export * from './policy-losses-opmd.js';
+export * from './policy-losses-rec.js';
 export * from './option-schemas.js';
 export * from './flow-steps.js';
 export * from './turn-credit.js';
@@ -99,6 +107,8 @@ export const advantageEstimators = filled<AdvantageFn>('advantage estimator', [
   serialGroupAdvantagePart,
   treeAdvantagePart,
   singleStreamAdvantagePart,
+  opmdAdvantagePart,
+  asymreAdvantagePart,
 ]);
 
 /** Policy losses by name (ALGORITHMS.md §2). */
@@ -111,6 +121,8 @@ export const policyLosses = filled<PolicyLossFn>('policy loss', [
   realLossPart,
   reinforceLossPart,
   gtpoLossPart,
+  opmdLossPart,
+  recLossPart,
 ]);
 
 /** Loss aggregation modes by name (ALGORITHMS.md §3). */

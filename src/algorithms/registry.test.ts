@@ -56,6 +56,8 @@ describe('built-in registries', () => {
       's-grpo',
       'tree',
       'single-stream',
+      'opmd',
+      'asymre',
     ]);
     expect(policyLosses.names()).toEqual([
       'ppo-clip',
@@ -66,6 +68,8 @@ describe('built-in registries', () => {
       'real',
       'reinforce',
       'gtpo',
+      'opmd',
+      'rec',
     ]);
     expect(lossAggregations.names()).toEqual([
       'token-mean',
@@ -83,8 +87,8 @@ describe('built-in registries', () => {
         expect(text).toContain(`  ${entry.name} `);
       }
     }
-    expect(text).toMatch(/^Advantage estimators \(12\)/);
-    expect(text).toContain('Policy losses (8)');
+    expect(text).toMatch(/^Advantage estimators \(14\)/);
+    expect(text).toContain('Policy losses (10)');
     expect(text).toContain('KL estimators (3)');
   });
 });

@@ -282,6 +282,7 @@ describe('every registered part, through a trainer step, equals the direct compo
     stratified: { alpha: 0.5, strataFrom: 'row.a' },
     'seed-grpo': { alpha: 0.5 },
     'mc-grpo': { madFloor: 0.1 },
+    opmd: { baseline: 'logavgexp', tau: 0.5 }, // the default 'mean' is dr-grpo's path
   };
   const serialRollout: RolloutFn = Object.assign(
     (async (context, prompts, settings) => {
@@ -316,6 +317,8 @@ describe('every registered part, through a trainer step, equals the direct compo
   const lossOptions: Record<string, Record<string, unknown>> = {
     dispo: { positiveBounds: [0.2, 0.3], negativeBounds: [0.1, 0.2], maskOutside: true },
     gtpo: { entropyThreshold: 10 },
+    opmd: { tau: 0.5 },
+    rec: { clipMode: 'ring', weight: 'importance-sampling', regularizer: 'k2', regularizerCoefficient: 0.1 },
   };
   it.each(policyLosses.names())('loss %s', async (loss) => {
     await compare({ config: { algorithm: { loss, lossOptions: lossOptions[loss] ?? {} } } });
