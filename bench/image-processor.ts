@@ -7,8 +7,8 @@
  */
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { loadImage } from '../src/model/image-decode.js';
-import { parseImageProcessorConfig, preprocessImage } from '../src/model/image-processor.js';
+import { loadImage } from '../src/model/vision/image-decode.js';
+import { parseImageProcessorConfig, preprocessImage } from '../src/model/vision/image-processor.js';
 import { readFlags } from './_flags.js';
 
 const image = join(import.meta.dirname, '..', 'test', 'fixtures', 'idefics3-processor', 'wide.png');

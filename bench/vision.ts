@@ -11,8 +11,8 @@
  */
 import { performance } from 'node:perf_hooks';
 import { createSmallConfig } from '../src/model/config.js';
-import { createSmallVisionLanguageConfig, type VisionLanguageConfig } from '../src/model/idefics3-config.js';
-import { VisionLanguageModel } from '../src/model/vision-language.js';
+import { createSmallVisionLanguageConfig, type VisionLanguageConfig } from '../src/model/vision/idefics3-config.js';
+import { VisionLanguageModel } from '../src/model/vision/vision-language.js';
 import { getBackend, noGrad, Random, randomNormal } from '../src/tensor/index.js';
 import { readFlags } from './_flags.js';
 

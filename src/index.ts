@@ -38,13 +38,13 @@ export { Transformer, type KvCache, type ForwardOptions } from './model/transfor
 export { loadCheckpoint, saveCheckpoint, resolveStopTokenIds, type Checkpoint } from './model/checkpoint.js';
 export { loadModelConfig, parseModelConfig, createSmallConfig, type ModelConfig } from './model/config.js';
 export { toHfConfig } from './model/config-hf.js';
-export { VisionLanguageModel } from './model/vision-language.js';
+export { VisionLanguageModel } from './model/vision/vision-language.js';
 export {
   loadVisionLanguageCheckpoint,
   loadVisionLanguageModel,
   saveVisionLanguageCheckpoint,
   type VisionLanguageCheckpoint,
-} from './model/vision-language-checkpoint.js';
+} from './model/vision/vision-language-checkpoint.js';
 export {
   parseIdefics3Config,
   loadIdefics3Config,
@@ -53,8 +53,8 @@ export {
   createSmallVisionLanguageConfig,
   type VisionConfig,
   type VisionLanguageConfig,
-} from './model/idefics3-config.js';
-export { promptImagePositions, type ImageFeaturesInput } from './model/image-merge.js';
+} from './model/vision/idefics3-config.js';
+export { promptImagePositions, type ImageFeaturesInput } from './model/vision/image-merge.js';
 export { loadTokenizer, checkTokenizerFitsModel, type TextTokenizer } from './model/tokenizer.js';
 export { CharTokenizer } from './model/char-tokenizer.js';
 export { applyChatTemplate, encodeChat } from './model/chat-template.js';

@@ -12,7 +12,7 @@ and processing_idefics3.py:
 It writes deterministic test images (PNG, a few KB; one RGBA, one JPEG) and the expected results to
 test/fixtures/idefics3-processor/: a sha256 of every float32 pixel value, sums, selected values, the
 tile grid, PIL resizes of a random image with three filters, and an expanded prompt.
-src/model/image-processor.test.ts must match it. Run:
+src/model/vision/image-processor.test.ts must match it. Run:
   /usr/bin/python3 scripts/reference/idefics3_processor_reference.py
 Not shipped, not imported by the library.
 """

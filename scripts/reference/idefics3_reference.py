@@ -1,5 +1,5 @@
 """Reference logprobs of a tiny random-weight Idefics3 (SmolVLM) checkpoint, for
-src/model/vision-language-reference.test.ts. Plain PyTorch (Debian has no transformers), written from
+src/model/vision/vision-language-reference.test.ts. Plain PyTorch (Debian has no transformers), written from
 transformers' modeling_idefics3.py semantics:
 
 - vision (Idefics3VisionTransformer): Conv2d patch embedding (kernel = stride = patch, padding

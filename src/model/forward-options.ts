@@ -4,7 +4,7 @@
  * Is not: the forward itself (transformer.ts).
  */
 import type { KvCache } from './kv-cache.js';
-import type { ImageFeaturesInput } from './image-merge.js';
+import type { ImageFeaturesInput } from './vision/image-merge.js';
 import type { DecodeBuffers } from './decode-buffers.js';
 
 export interface ForwardOptions {

@@ -42,7 +42,7 @@ import { computeRopeInverseFrequencies, type ModelConfig } from './config.js';
 import { expectedTensorShapes } from './checkpoint.js';
 import { linearWithAdapter, moduleSeed, swigluLinearWithAdapter, type LoraAdapters } from './lora.js';
 import { concatToCache, writeRowsToCache, writeToCache, type KvCache } from './kv-cache.js';
-import { mergeImageFeatures } from './image-merge.js';
+import { mergeImageFeatures } from './vision/image-merge.js';
 import type { ForwardOptions } from './forward-options.js';
 
 export type { KvCache } from './kv-cache.js';

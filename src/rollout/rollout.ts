@@ -8,7 +8,7 @@
  */
 import type { Example } from '../data/task.js';
 import type { RewardEpisode } from '../rewards/types.js';
-import type { DecodedImage } from '../model/image-processor.js';
+import type { DecodedImage } from '../model/vision/image-processor.js';
 import type { TextTokenizer } from '../model/tokenizer.js';
 import type { Transformer } from '../model/transformer.js';
 import { generate } from '../sampling/index.js';

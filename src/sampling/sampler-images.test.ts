@@ -7,9 +7,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createSmallConfig } from '../model/config.js';
-import { createSmallVisionLanguageConfig } from '../model/idefics3-config.js';
-import { VisionLanguageModel } from '../model/vision-language.js';
-import { promptImagePositions } from '../model/image-merge.js';
+import { createSmallVisionLanguageConfig } from '../model/vision/idefics3-config.js';
+import { VisionLanguageModel } from '../model/vision/vision-language.js';
+import { promptImagePositions } from '../model/vision/image-merge.js';
 import { logSoftmax, noGrad, Random, randomNormal, type Tensor } from '../tensor/index.js';
 import { generate } from './sampler.js';
 

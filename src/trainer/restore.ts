@@ -16,8 +16,11 @@ import type { ProgressReporter } from './progress.js';
 import type { RunFolder, TrainerState } from './run-folder.js';
 import type { RunContext } from './setup.js';
 import type { VisionRun } from './vision-run.js';
-import { loadVisionLanguageCheckpoint, saveVisionLanguageCheckpoint } from '../model/vision-language-checkpoint.js';
-import { VisionLanguageModel } from '../model/vision-language.js';
+import {
+  loadVisionLanguageCheckpoint,
+  saveVisionLanguageCheckpoint,
+} from '../model/vision/vision-language-checkpoint.js';
+import { VisionLanguageModel } from '../model/vision/vision-language.js';
 
 /** Restores the last complete checkpoint into `model` and `optimizer`; null when there is none (the logs are then emptied). */
 export function resumeFrom(

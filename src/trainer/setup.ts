@@ -34,7 +34,7 @@ import { openaiRollout } from '../rollout/openai-rollout.js';
 import { singleTurnRollout, type RolloutFn } from '../rollout/rollout.js';
 import type { EnvironmentFactory } from '../agents/types.js';
 import { environmentReward, multiTurnRollout, resolveToolCallFormat } from '../rollout/multi-turn-rollout.js';
-import { isIdefics3Checkpoint } from '../model/idefics3-config.js';
+import { isIdefics3Checkpoint } from '../model/vision/idefics3-config.js';
 import { refuseWithImages, type VisionRun } from './vision-run.js';
 import { createVisionModel, loadVisionModel } from './vision-setup.js';
 

@@ -13,9 +13,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runTrainCommand } from '../cli/train-command.js';
 import { CharTokenizer } from '../model/char-tokenizer.js';
 import { createSmallConfig } from '../model/config.js';
-import { createSmallVisionLanguageConfig } from '../model/idefics3-config.js';
-import { saveVisionLanguageCheckpoint } from '../model/vision-language-checkpoint.js';
-import { VisionLanguageModel } from '../model/vision-language.js';
+import { createSmallVisionLanguageConfig } from '../model/vision/idefics3-config.js';
+import { saveVisionLanguageCheckpoint } from '../model/vision/vision-language-checkpoint.js';
+import { VisionLanguageModel } from '../model/vision/vision-language.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-vision-recipes-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));

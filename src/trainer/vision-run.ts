@@ -9,10 +9,10 @@
  * model/image-prompt.ts) or the loops; those take a `SequenceImages` and know nothing else of images.
  */
 import type { Example } from '../data/task.js';
-import { loadImage } from '../model/image-decode.js';
-import { preprocessImage, type DecodedImage, type ImageProcessorConfig } from '../model/image-processor.js';
-import { expandPromptImages } from '../model/image-prompt.js';
-import type { VisionLanguageModel } from '../model/vision-language.js';
+import { loadImage } from '../model/vision/image-decode.js';
+import { preprocessImage, type DecodedImage, type ImageProcessorConfig } from '../model/vision/image-processor.js';
+import { expandPromptImages } from '../model/vision/image-prompt.js';
+import type { VisionLanguageModel } from '../model/vision/vision-language.js';
 import type { BoundAlgorithm } from './algorithm.js';
 import type { TrainerConfig } from './config.js';
 import { renderDemonstration, renderPrompt, type PromptFormat } from './prompt-format.js';

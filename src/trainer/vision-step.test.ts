@@ -9,8 +9,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { TaskImage } from '../data/index.js';
-import { promptImagePositions } from '../model/image-merge.js';
-import { preprocessImage } from '../model/image-processor.js';
+import { promptImagePositions } from '../model/vision/image-merge.js';
+import { preprocessImage } from '../model/vision/image-processor.js';
 import type { NamedReward } from '../rewards/types.js';
 import {
   concat,
@@ -31,7 +31,7 @@ import { createRunContext, resolveConfig } from './setup.js';
 import { visionReferenceFor } from './restore.js';
 import { RunFolder } from './run-folder.js';
 import { withConnector } from './vision-run.js';
-import { isIdefics3Checkpoint } from '../model/idefics3-config.js';
+import { isIdefics3Checkpoint } from '../model/vision/idefics3-config.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -22,7 +22,7 @@ import {
 } from './image-processor.js';
 import { resizePixels, type ResampleFilterId } from './image-resize.js';
 
-const fixtures = join(import.meta.dirname, '../../test/fixtures/idefics3-processor');
+const fixtures = join(import.meta.dirname, '../../../test/fixtures/idefics3-processor');
 interface ReferenceCase {
   name: string;
   file: string;

@@ -110,7 +110,7 @@ describe('parseIdefics3Config', () => {
 
 describe('isIdefics3Checkpoint', () => {
   it('is false for a text-only checkpoint and for a folder without config.json', () => {
-    const root = new URL('../../', import.meta.url).pathname;
+    const root = new URL('../../../', import.meta.url).pathname;
     expect(isIdefics3Checkpoint(join(root, '../shared/fixtures/models/tinystories-656k'))).toBe(false);
     expect(isIdefics3Checkpoint(join(root, 'no-such-folder'))).toBe(false);
   });

@@ -9,7 +9,7 @@
  * factor, H = text hidden. Is not: the vision tower (siglip.ts) or the embedding merge (the
  * Transformer's imageFeatures option).
  */
-import { matmul, permute, reshape, type Tensor } from '../tensor/index.js';
+import { matmul, permute, reshape, type Tensor } from '../../tensor/index.js';
 
 export const CONNECTOR_WEIGHT = 'model.connector.modality_projection.proj.weight';
 

@@ -6,7 +6,7 @@
  *
  * Is not: the vision tower or connector that produce the features (siglip.ts, idefics3-connector.ts).
  */
-import { formatShape, replaceRows, type Tensor } from '../tensor/index.js';
+import { formatShape, replaceRows, type Tensor } from '../../tensor/index.js';
 
 /** The image features given to a forward: rows [count, H] for the `count` positions holding tokenId. */
 export interface ImageFeaturesInput {

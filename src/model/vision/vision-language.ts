@@ -14,13 +14,13 @@
  * names (model.layers.N..., model.embed_tokens, model.norm, lm_head), the same Tensor objects.
  * Is not: a checkpoint reader (vision-language-checkpoint.ts) or an image processor.
  */
-import { concat, noGrad, Random, tensor, type Tensor } from '../tensor/index.js';
-import type { StoredTensor } from './safetensors.js';
+import { concat, noGrad, Random, tensor, type Tensor } from '../../tensor/index.js';
+import type { StoredTensor } from '../safetensors.js';
 import type { VisionLanguageConfig } from './idefics3-config.js';
 import { siglipForward, visionTensorShapes } from './siglip.js';
 import { CONNECTOR_WEIGHT, connectImageFeatures } from './idefics3-connector.js';
-import { Transformer, type ForwardOptions } from './transformer.js';
-import { expectedTensorShapes } from './checkpoint.js';
+import { Transformer, type ForwardOptions } from '../transformer.js';
+import { expectedTensorShapes } from '../checkpoint.js';
 
 const TEXT_PREFIX = 'model.text_model.';
 // Tiles one frozen-tower forward takes (bounds the attention scores' memory, not the result).

@@ -6,7 +6,7 @@ import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { loadImage } from './image-decode.js';
 
-const fixtures = join(import.meta.dirname, '../../test/fixtures/idefics3-processor');
+const fixtures = join(import.meta.dirname, '../../../test/fixtures/idefics3-processor');
 const small = join(fixtures, 'small.png');
 
 describe('loadImage', () => {

@@ -9,11 +9,11 @@
  */
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { TOKENIZER_FILES, checkTensors, publishFolder } from './checkpoint.js';
-import { makeDirectory, syncDirectory, writeFileDurably } from './durable-files.js';
+import { TOKENIZER_FILES, checkTensors, publishFolder } from '../checkpoint.js';
+import { makeDirectory, syncDirectory, writeFileDurably } from '../durable-files.js';
 import { loadIdefics3Config, toHfIdefics3Config, type VisionLanguageConfig } from './idefics3-config.js';
-import { readJsonObject } from './json-file.js';
-import { type StoredTensor, encodeSafetensors, readSafetensorsFolder } from './safetensors.js';
+import { readJsonObject } from '../json-file.js';
+import { type StoredTensor, encodeSafetensors, readSafetensorsFolder } from '../safetensors.js';
 import { VisionLanguageModel, expectedVisionLanguageShapes, hfNameToText, textNameToHf } from './vision-language.js';
 
 /** Processor files a SmolVLM folder carries beside the tokenizer's; saving copies whichever exist. */

@@ -13,8 +13,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { logSoftmax, logSoftmaxGather, mean, neg, noGrad } from '../tensor/index.js';
-import { encodeSafetensors, type StoredTensor } from './safetensors.js';
+import { logSoftmax, logSoftmaxGather, mean, neg, noGrad } from '../../tensor/index.js';
+import { encodeSafetensors, type StoredTensor } from '../safetensors.js';
 import { loadVisionLanguageModel } from './vision-language-checkpoint.js';
 
 interface RecipeEntry {
@@ -38,7 +38,7 @@ interface ReferenceCase {
 }
 
 const reference = JSON.parse(
-  readFileSync(new URL('../../test/fixtures/idefics3/reference.json', import.meta.url), 'utf8'),
+  readFileSync(new URL('../../../test/fixtures/idefics3/reference.json', import.meta.url), 'utf8'),
 ) as { cases: Record<string, ReferenceCase> };
 
 /** The script's recipe: offset + scale·(2u − 1) with u a lowbias32 hash of seed·0x9E3779B1 + k, rounded to float32. */

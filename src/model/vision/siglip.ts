@@ -25,7 +25,7 @@ import {
   reshape,
   tensor,
   type Tensor,
-} from '../tensor/index.js';
+} from '../../tensor/index.js';
 import type { VisionConfig } from './idefics3-config.js';
 
 export const VISION_PREFIX = 'model.vision_model.';

@@ -9,9 +9,9 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FieldReader, parseModelConfig, type ModelConfig } from './config.js';
-import { toHfConfig } from './config-hf.js';
-import { readJsonObject } from './json-file.js';
+import { FieldReader, parseModelConfig, type ModelConfig } from '../config.js';
+import { toHfConfig } from '../config-hf.js';
+import { readJsonObject } from '../json-file.js';
 
 /** The SigLIP vision tower's shape (HF Idefics3VisionConfig). */
 export interface VisionConfig {
