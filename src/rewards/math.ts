@@ -13,16 +13,23 @@ import { stringColumn, type RewardFn } from './types.js';
 export { extractBoxed, extractFinalAnswer, lastNumber, type ExtractionTarget } from './math/extract.js';
 export { answersMatch, normaliseAnswer } from './math/verify.js';
 
+/** Math delimiters or a box: a gold cell holding them is read like a completion (`$1/3$`, `\[\boxed{7}\]`). */
+const DELIMITED = /(?<!\\)\$|\\\(|\\\[|\\boxed|\\fbox/;
+
 /**
- * The gold final answer in a dataset cell, found by the completion's explicit rules: a GSM8K
- * solution's `#### N`, a `\boxed{}`, "the answer is X" or "Answer: X"; else the whole cell (a bare
- * gold answer, whose last number need not be the answer: "x^2 + 3").
+ * The gold final answer in a dataset cell: a GSM8K solution's `#### N`; a `\boxed{}`, "the answer is
+ * X" or "Answer: X"; in a cell with math delimiters, the answer a completion's extraction finds
+ * there (as Math-Verify parses gold and prediction alike, within `targets`); else the whole cell (a
+ * bare gold answer, whose last number need not be the answer: "x^2 + 3"). Relations are kept
+ * ("$x = 11$" is "x = 11").
  */
-export function goldAnswer(cell: string): string {
+export function goldAnswer(cell: string, { targets }: Pick<ExtractOptions, 'targets'> = {}): string {
   const marked = /####\s*([^\n]+)\s*$/.exec(cell.trim());
   if (marked) return marked[1]!.trim();
-  const extracted = extractFinalAnswer(cell, { targets: ['boxed', 'marker'] });
-  return extracted ? extracted.answer : cell.trim();
+  const explicit = extractFinalAnswer(cell, { targets: ['boxed', 'marker'] });
+  if (explicit) return explicit.statement;
+  const extracted = DELIMITED.test(cell) ? extractFinalAnswer(cell, { targets }) : null;
+  return extracted ? extracted.statement : cell.trim();
 }
 
 /** True when the completion's final answer (found as `options` allow) verifies against `gold`. */
@@ -32,7 +39,7 @@ export function verifyMathAnswer(
   options: ExtractOptions & VerifyOptions = {},
 ): boolean {
   const extracted = extractFinalAnswer(completion, options);
-  return extracted !== null && answersMatch(extracted.answer, goldAnswer(gold), options);
+  return extracted !== null && answersMatch(extracted.statement, goldAnswer(gold, options), options);
 }
 
 /** Options of {@link mathAnswer}. */
@@ -51,6 +58,11 @@ export interface MathAnswerOptions {
   precision?: number;
   /** Whether 50% also equals 0.5 (default true; 50% always equals 50). */
   percentAsFraction?: boolean;
+  /**
+   * Whether a predicted inequality may equal a gold interval, `-2 \le x \le 7` for `[-2,7]` (default
+   * false, Math-Verify's `allow_set_relation_comp`); a predicted interval always equals a gold inequality.
+   */
+  allowSetRelationComparison?: boolean;
 }
 
 /**
