@@ -40,17 +40,18 @@ export interface ExtractedAnswer {
 const MAX_SPAN = 4000;
 
 /**
- * For each `{` in the text, the index of its matching `}` (−1 when unclosed), from one pass with a
- * stack; escaped braces (`\{`, `\}`) are skipped. Linear however many braces are left open.
+ * For each `{` from `from` on, the index of its matching `}` (−1 when unclosed), from one pass with
+ * a stack; escaped braces (`\{`, `\}`) are skipped. Linear however many braces are left open.
  */
-function pairBraces(text: string): Map<number, number> {
-  const pairs = new Map<number, number>();
-  const open: number[] = [];
-  for (let index = 0; index < text.length; index++) {
+function pairBraces(text: string, from: number): Int32Array {
+  const pairs = new Int32Array(text.length - from).fill(-1);
+  const open = new Int32Array(text.length - from);
+  let depth = 0;
+  for (let index = from; index < text.length; index++) {
     const char = text.charCodeAt(index);
     if (char === 92 /* \ */) index++;
-    else if (char === 123 /* { */) open.push(index);
-    else if (char === 125 /* } */ && open.length > 0) pairs.set(open.pop()!, index);
+    else if (char === 123 /* { */) open[depth++] = index;
+    else if (char === 125 /* } */ && depth > 0) pairs[open[--depth]! - from] = index;
   }
   return pairs;
 }
@@ -80,15 +81,15 @@ interface Box {
 /** Every closed `\boxed{…}` / `\fbox{…}` (and `\boxed 5`) in order, found in one pass. */
 function findBoxes(text: string): Box[] {
   const pattern = /\\(?:boxed|fbox)\s*/g;
-  let pairs: Map<number, number> | undefined;
+  let pairs: Int32Array | undefined;
+  let from = 0;
   const boxes: Box[] = [];
   for (let match = pattern.exec(text); match; match = pattern.exec(text)) {
     const start = match.index + match[0].length;
     if (text[start] === '{') {
-      pairs ??= pairBraces(text);
-      const close = pairs.get(start);
-      if (close !== undefined)
-        boxes.push({ content: text.slice(start + 1, close), start: match.index, end: close + 1 });
+      if (!pairs) [pairs, from] = [pairBraces(text, start), start]; // braces before the first box pair nothing after it
+      const close = pairs[start - from]!;
+      if (close >= 0) boxes.push({ content: text.slice(start + 1, close), start: match.index, end: close + 1 });
     } else if (match[0].startsWith('\\boxed') && /\s/.test(match[0].slice(6, 7))) {
       const bare = /^[^\s$]+/.exec(text.slice(start, start + MAX_SPAN)); // "\boxed 5" form
       if (bare) boxes.push({ content: bare[0], start: match.index, end: start + bare[0].length });

@@ -17,16 +17,22 @@ export interface Normalised {
   percent: boolean;
 }
 
-/** Replaces `\name{content}` by `content` (unwrapping text/font commands), brace-balanced. */
-function unwrapCommand(text: string, names: readonly string[]): string {
-  const pattern = new RegExp(`\\\\(?:${names.join('|')})\\s*(?=\\{)`, 'g');
+/** Text and font commands whose argument is the answer itself: `\text{Evelyn}` is Evelyn. */
+const WRAPPERS =
+  /\\(?:text|textnormal|textup|textbf|textit|textrm|mathrm|mathbf|mathit|mbox|operatorname|boxed|displaystyle)\s*(?=\{)/g;
+
+/** Replaces each WRAPPERS command `\name{content}` by `content`, brace-balanced. */
+function unwrapCommands(text: string): string {
+  if (!text.includes('\\')) return text;
   let result = text;
-  for (let match = pattern.exec(result); match; match = pattern.exec(result)) {
+  WRAPPERS.lastIndex = 0;
+  for (let match = WRAPPERS.exec(result); match; match = WRAPPERS.exec(result)) {
     const group = readBraceGroup(result, match.index + match[0].length);
     if (!group) break;
     result = result.slice(0, match.index) + group.content + result.slice(group.end);
-    pattern.lastIndex = match.index;
+    WRAPPERS.lastIndex = match.index;
   }
+  WRAPPERS.lastIndex = 0;
   return result;
 }
 
@@ -144,21 +150,7 @@ export function normaliseAnswer(raw: string): Normalised {
     .replace(/^\\\(|\\\)$/g, '')
     .replace(/^\$+|\$+$/g, '');
   text = text.replace(/(\d)\s*\\(?:text|textnormal|mbox|mathrm)\{\s*[a-zA-Z][a-zA-Z\s.]*\}(\^\{?\d\}?)?\s*$/, '$1'); // a unit after a number: "10\text{ m}"
-  text = unwrapCommand(text, [
-    'text',
-    'textnormal',
-    'textup',
-    'textbf',
-    'textit',
-    'textrm',
-    'mathrm',
-    'mathbf',
-    'mathit',
-    'mbox',
-    'operatorname',
-    'boxed',
-    'displaystyle',
-  ]);
+  text = unwrapCommands(text);
   text = text.replace(/\{\\rm\s+([^}]*)\}/g, '$1');
   text = text.replace(/\s*,?\s*(?<![a-zA-Z\\])(?:and|or)(?![a-zA-Z])\s*/g, ','); // "12 and 13" is the list 12, 13
   text = matricesAsTuples(matrixArithmetic(text));
