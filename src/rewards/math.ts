@@ -1,8 +1,9 @@
 /**
- * Math answer-verification reward: extract the completion's final answer and compare it by value
- * with the gold answer in a dataset column (GSM8K `#### N`, MATH `\boxed{}` or a bare answer),
- * with Math-Verify's knobs: which extraction targets count, whether a box is required, and the
- * numeric precision.
+ * Math answer-verification reward: extract the completion's final answer and compare it with the
+ * gold answer in a dataset column (GSM8K `#### N`, MATH `\boxed{}`, a delimited `$…$` answer or a
+ * bare one) with Math-Verify's semantics (its `tests/test_all.py` is `math/math-verify.test.ts`)
+ * and its knobs: which extraction targets count, whether a box is required, the numeric precision
+ * and whether a predicted inequality may equal a gold interval.
  *
  * The extraction and comparison live in `math/`; this file only wires them into a reward.
  */
@@ -50,7 +51,11 @@ export interface MathAnswerOptions {
   correct?: number;
   /** Score for a wrong or missing answer (default 0). */
   wrong?: number;
-  /** Where to look for the completion's answer (default all: `boxed`, `marker`, `latex`, `number`, in that priority). */
+  /**
+   * Where to look for the completion's answer (default all: `boxed`, `marker`, `latex`, `number`, in
+   * that priority). Math-Verify's `LatexExtractionConfig` alone is `['boxed', 'marker', 'latex']`,
+   * its `ExprExtractionConfig` alone `['marker', 'number']`; the gold cell, when delimited, is read the same way.
+   */
   targets?: readonly ExtractionTarget[];
   /** Only a `\boxed{}` answer counts (default false), as open-r1's accuracy reward asks. */
   requireBoxed?: boolean;

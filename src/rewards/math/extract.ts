@@ -16,7 +16,7 @@
 /** Where the extracted answer came from, most explicit first. */
 export type AnswerSource = 'boxed' | 'hashes' | 'answer-is' | 'answer-label' | 'latex' | 'last-number';
 
-/** What extraction may look for: `marker` is `####`, "the answer is" and "Answer:"; `latex` a math span. */
+/** What extraction may look for: `marker` is `####`, "the (final) answer is", "Final answer: … is" and "Answer:"; `latex` a math span. */
 export type ExtractionTarget = 'boxed' | 'marker' | 'latex' | 'number';
 
 /** Which answers extraction accepts, like Math-Verify's extraction configs. */
