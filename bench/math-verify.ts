@@ -3,7 +3,8 @@
  * verify against the final answer of their own reference solution, and the false-positive rate on
  * constructed wrong answers (perturbed gold answers and other problems' answers), and the speed:
  * verifications per second of real solutions, and of answers only the Compute Engine reads, each
- * as a ratio to the 10,000-a-minute target (one trainer step scoring a large group batch).
+ * as a ratio to the 10,000-a-minute target (one trainer step scoring a large group batch), and
+ * the milliseconds one verification takes on each of issue 36's hostile answers (≤ 1 s each).
  * Run: `npm run bench -- math-verify [--json] [--show-failures] [--all-pairs]` (--all-pairs: ~10 s). Not a test; it prints numbers.
  */
 import { readFileSync } from 'node:fs';
@@ -159,6 +160,40 @@ async function builtInTaskRates(
   return lines;
 }
 
+/** `\\binom{\\binom{…}{2}}{2}` nested 16 levels around 2: 185 characters once boxed. */
+function nestedBinomial(levels: number): string {
+  let text = '2';
+  for (let level = 0; level < levels; level++) text = `\\binom{${text}}{2}`;
+  return text;
+}
+
+/** Issue 36's hostile inputs (completion, gold), plus unclosed-opener and many-box ones, each verified once. */
+function hostileTimings(): Array<{ input: string; milliseconds: number; verified: boolean }> {
+  const set = Array.from({ length: 2000 }, (_, index) => index + 1);
+  const cases: Array<[string, string, string]> = [
+    ['\\binom nested 16 levels (185 characters)', `\\boxed{${nestedBinomial(16)}}`, '1'],
+    ['the same inside \\lfloor (Compute Engine)', `\\boxed{\\lfloor ${nestedBinomial(16)} \\rfloor}`, '1'],
+    ['a 10^5-digit number', `\\boxed{${'7'.repeat(1e5)}}`, '7'.repeat(1e5)],
+    ['a 10^6-digit number', `The answer is ${'7'.repeat(1e6)}`, '7'.repeat(1e6)],
+    ['\\boxed{ x 2*10^4, unclosed', '\\boxed{'.repeat(2e4), '1'],
+    ['\\text{a} x 10^5 in a box', `\\boxed{${'\\text{a}'.repeat(1e5)}}`, 'a'],
+    [
+      'a 2000-element set vs the reordered label',
+      `\\boxed{\\{${set.join(',')}\\}}`,
+      `\\{${[...set].reverse().join(',')}\\}`,
+    ],
+    ['a label nested 10^5 deep', '\\boxed{1}', `${'{'.repeat(1e5)}1${'}'.repeat(1e5)}`],
+    ['\\[ x 3*10^5, unclosed', '\\[a'.repeat(3e5), '1'],
+    ['\\( x 3*10^5, unclosed', '\\(a'.repeat(3e5), '1'],
+    ['\\boxed{1}\\boxed{2} x 5*10^4', '\\boxed{1}\\boxed{2}'.repeat(5e4), '1,2'],
+  ];
+  return cases.map(([input, completion, gold]) => {
+    const start = performance.now();
+    const verified = verifyMathAnswer(completion, gold);
+    return { input, milliseconds: performance.now() - start, verified };
+  });
+}
+
 /** Prints the verification fractions for GSM8K and MATH-500. */
 export async function main(argv: string[]): Promise<void> {
   const showFailures = argv.includes('--show-failures');
@@ -194,6 +229,10 @@ export async function main(argv: string[]): Promise<void> {
       console.log(
         `speed, ${path}: ${perSecond.toFixed(0)} verifications/s on one core, ${ratio.toFixed(1)}x the 10,000/minute target`,
       );
+  }
+  for (const { input, milliseconds, verified } of hostileTimings()) {
+    if (json) console.log(JSON.stringify({ hostile: input, milliseconds, verified }));
+    else console.log(`hostile answer, ${input}: ${milliseconds.toFixed(1)} ms (verified: ${verified})`);
   }
   for (const line of await builtInTaskRates(argv.includes('--all-code') ? Infinity : 40)) {
     if (json) console.log(JSON.stringify(line));

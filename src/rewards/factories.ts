@@ -64,6 +64,7 @@ const builtIns: RewardFactory[] = [
         requireBoxed: z.boolean().optional(),
         precision: z.number().int().min(1).max(15).optional(),
         percentAsFraction: z.boolean().optional(),
+        allowSetRelationComparison: z.boolean().optional(),
       })
       .strict(),
     mathAnswer,

@@ -1,6 +1,6 @@
 /**
  * A small parser and evaluator for the LaTeX-flavoured arithmetic found in final answers:
- * numbers, + − × ÷ ^, implicit multiplication, `\frac`, `\sqrt[n]{}`, `\pi`, `e`, `\infty`, `!`,
+ * numbers, + − × ÷ ^, implicit multiplication, `\frac`, `\binom`, `\sqrt[n]{}`, `\pi`, `e`, `\infty`, `!`,
  * `|x|`, common functions, and single-letter or Greek variables. Answers with variables are
  * compared by evaluating both sides at random points (a probabilistic identity check).
  *
@@ -247,6 +247,11 @@ class Parser {
       const radicand = this.postfix();
       return (v) => root(radicand(v), degree(v));
     }
+    if (name === 'binom') {
+      const n = this.postfix();
+      const k = this.postfix();
+      return (v) => binomial(n(v), k(v));
+    }
     if (name === 'pi') return () => Math.PI;
     if (name === 'infty') return () => Number.POSITIVE_INFINITY;
     if (GREEK.has(name)) {
@@ -269,6 +274,14 @@ function factorial(n: number): number {
   if (!Number.isInteger(n) || n < 0 || n > 170) return Number.NaN;
   let product = 1;
   for (let k = 2; k <= n; k++) product *= k;
+  return product;
+}
+
+/** n choose k for whole k (n may be any number), NaN otherwise; k past 170 overflows to NaN like a factorial. */
+function binomial(n: number, k: number): number {
+  if (!Number.isInteger(k) || k < 0 || k > 170) return Number.NaN;
+  let product = 1;
+  for (let index = 0; index < k; index++) product = (product * (n - index)) / (index + 1);
   return product;
 }
 
@@ -331,4 +344,35 @@ export function expressionsEqual(left: Expression, right: Expression, relativeTo
     checked++;
   }
   return checked >= 3;
+}
+
+/** The points every comparison with variables uses, drawn once from a fixed seed. */
+function samplePoints(names: readonly string[], count: number): Array<Map<string, number>> {
+  const random = mulberry32(12345);
+  return Array.from({ length: count }, () => new Map(names.map((name) => [name, 0.5 + 2 * random()] as const)));
+}
+
+/**
+ * The constant factor c with left = c · right, when two expressions in variables differ by one
+ * (checked at 6 fixed points, at least 3 of them defined with right ≠ 0), else null. Two relations
+ * `f ~ 0` and `g ~ 0` with f = c·g describe the same set (`2x+4y-3 = 0` and `y - (-x/2 + 3/4) = 0`).
+ */
+export function proportionality(leftSource: string, rightSource: string): number | null {
+  const left = parseExpression(leftSource);
+  const right = parseExpression(rightSource);
+  if (!left || !right) return null;
+  const names = [...new Set([...left.variables, ...right.variables])];
+  if (names.length === 0) return null;
+  let factor: number | null = null;
+  let checked = 0;
+  for (const point of samplePoints(names, 6)) {
+    const a = left.evaluate(point);
+    const b = right.evaluate(point);
+    if (!Number.isFinite(a) || !Number.isFinite(b) || Math.abs(b) < 1e-12) continue;
+    const ratio = a / b;
+    if (factor === null) factor = ratio;
+    else if (!numbersClose(ratio, factor, 1e-8)) return null;
+    checked++;
+  }
+  return checked >= 3 && factor !== null && Math.abs(factor) > 1e-12 ? factor : null;
 }

@@ -2,12 +2,13 @@
  * Canonical text of one final answer: LaTeX spacing and wrappers (`$…$`, `\(…\)`, `\left`),
  * `\dfrac`/`\tfrac`/`\cfrac`, `\frac13` shorthand, `\text{}` and font commands, units, degrees,
  * percentages, thousands separators of every common style (`1,000`, `1 000`, `1\,000`, `1{,}000`,
- * `1'000`, `1.000.000`), scientific notation (`1.5e3`), mixed numbers (`3\frac12`), matrices as
+ * `1'000`, `1.000.000`, `11,\! 111`), commands written with a doubled backslash (`\\frac`), scientific notation (`1.5e3`), mixed numbers (`3\frac12`), matrices as
  * nested tuples, and `x =` prefixes.
  *
  * Not here: deciding whether two answers are equal (`verify.ts`), reading a decimal comma (`3,75`),
  * which depends on the other answer and so is `verify.ts`'s call too.
  */
+import { parseExpression } from './expression.js';
 import { readBraceGroup } from './extract.js';
 
 /** A normalised answer plus whether it carried a percent sign. */
@@ -16,16 +17,22 @@ export interface Normalised {
   percent: boolean;
 }
 
-/** Replaces `\name{content}` by `content` (unwrapping text/font commands), brace-balanced. */
-function unwrapCommand(text: string, names: readonly string[]): string {
-  const pattern = new RegExp(`\\\\(?:${names.join('|')})\\s*(?=\\{)`, 'g');
+/** Text and font commands whose argument is the answer itself: `\text{Evelyn}` is Evelyn. */
+const WRAPPERS =
+  /\\(?:text|textnormal|textup|textbf|textit|textrm|mathrm|mathbf|mathit|mbox|operatorname|boxed|displaystyle)\s*(?=\{)/g;
+
+/** Replaces each WRAPPERS command `\name{content}` by `content`, brace-balanced. */
+function unwrapCommands(text: string): string {
+  if (!text.includes('\\')) return text;
   let result = text;
-  for (let match = pattern.exec(result); match; match = pattern.exec(result)) {
+  WRAPPERS.lastIndex = 0;
+  for (let match = WRAPPERS.exec(result); match; match = WRAPPERS.exec(result)) {
     const group = readBraceGroup(result, match.index + match[0].length);
     if (!group) break;
     result = result.slice(0, match.index) + group.content + result.slice(group.end);
-    pattern.lastIndex = match.index;
+    WRAPPERS.lastIndex = match.index;
   }
+  WRAPPERS.lastIndex = 0;
   return result;
 }
 
@@ -41,6 +48,55 @@ function stripUnits(text: string): string {
     result = stripped.trimEnd();
   }
   return result;
+}
+
+const MATRIX = /\\begin\{([pbvBV]?matrix|array)\}(?:\{[lcr|]*\})?([\s\S]*?)\\end\{\1\}/g;
+
+/** A matrix body's cells as numbers, or null when a cell is not a closed number or the rows differ in length. */
+function matrixValues(body: string): number[][] | null {
+  const rows = body
+    .split(/\\\\/)
+    .map((row) => row.trim())
+    .filter((row) => row !== '')
+    .map((row) =>
+      row.split('&').map((cell) => {
+        const parsed = parseExpression(cell.replace(/\\(?:dfrac|tfrac|cfrac)/g, '\\frac'));
+        return parsed && parsed.variables.size === 0 ? parsed.evaluate(new Map()) : Number.NaN;
+      }),
+    );
+  if (rows.length === 0 || rows.some((row) => row.length !== rows[0]!.length || row.some(Number.isNaN))) return null;
+  return rows;
+}
+
+function multiply(a: number[][], b: number[][]): number[][] | null {
+  if (a[0]!.length !== b.length) return null;
+  return a.map((row) => b[0]!.map((_, column) => row.reduce((sum, value, k) => sum + value * b[k]![column]!, 0)));
+}
+
+/**
+ * A sum or product of numeric matrices written out ("A + B", "A B", "A \cdot B") as the one matrix
+ * it equals, as Math-Verify's sympy evaluates it; other text unchanged.
+ */
+function matrixArithmetic(text: string): string {
+  const matrices: string[] = [];
+  const shape = text.replace(MATRIX, (matrix) => ` M${matrices.push(matrix) - 1} `).trim();
+  if (matrices.length < 2) return text;
+  const sum = /^M\d+(?:\s*[+-]\s*M\d+)+$/.test(shape);
+  if (!sum && !/^M\d+(?:\s*(?:\\cdot|\\times)?\s*M\d+)+$/.test(shape)) return text;
+  const values = matrices.map((matrix) =>
+    matrixValues(matrix.replace(MATRIX, (_, _name: string, body: string) => body)),
+  );
+  if (values.some((value) => value === null)) return text;
+  const signs = [...shape.matchAll(/([+-])\s*M/g)].map((match) => (match[1] === '-' ? -1 : 1));
+  let result: number[][] | null = values[0]!;
+  for (let index = 1; index < values.length && result; index++) {
+    const next = values[index]!;
+    if (!sum) result = multiply(result, next);
+    else if (next.length !== result.length || next[0]!.length !== result[0]!.length) result = null;
+    else result = result.map((row, r) => row.map((value, c) => value + signs[index - 1]! * next[r]![c]!));
+  }
+  if (!result) return text;
+  return `\\begin{pmatrix}${result.map((row) => row.join('&')).join('\\\\')}\\end{pmatrix}`;
 }
 
 /** `\begin{pmatrix}a&b\\c&d\end{pmatrix}` (any matrix environment) as the nested tuple `((a,b),(c,d))`. */
@@ -65,22 +121,9 @@ function matricesAsTuples(text: string): string {
   );
 }
 
-/** `\binom{n}{k}` as a factorial quotient, which both evaluators know. */
-function binomialsAsFactorials(text: string): string {
-  let result = text;
-  for (let index = result.indexOf('\\binom'); index >= 0; index = result.indexOf('\\binom', index + 1)) {
-    const top = readBraceGroup(result, index + 6);
-    const bottom = top && readBraceGroup(result, top.end);
-    if (!top || !bottom) break;
-    const [n, k] = [top.content, bottom.content];
-    result = `${result.slice(0, index)}\\frac{(${n})!}{(${k})!((${n})-(${k}))!}${result.slice(bottom.end)}`;
-  }
-  return result;
-}
-
 /** Spaces, thin spaces, `\,`, `{,}` and apostrophes between groups of exactly three digits: separators anywhere. */
 const SPACED_THOUSANDS =
-  /(?<![\d.,])(\d{1,3})((?:(?:\{,\}|\\,|\\ |\\;|\\!| |\u00a0|\u2009|\u202f|'|’)\d{3})+)(?![\d])/g;
+  /(?<![\d.,])([1-9]\d{0,2})((?:(?:\{,\}|\\,|\\ |\\;|\\!| |\u00a0|\u2009|\u202f|'|’)\d{3})+)(?![\d])/g;
 
 /**
  * Commas or dots between three-digit groups, read as separators only when they make the whole
@@ -88,7 +131,7 @@ const SPACED_THOUSANDS =
  * is a decimal; two ("1.500.000") or one before a decimal comma ("1.500,25") are thousands.
  */
 function wholeNumberWithoutSeparators(text: string): string {
-  if (/^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$/.test(text)) return text.replace(/,/g, '');
+  if (/^-?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?$/.test(text)) return text.replace(/,/g, ''); // "0,111" is a decimal comma
   if (/^-?\d{1,3}(?:(?:\.\d{3}){2,}|(?:\.\d{3})+,\d+)$/.test(text)) return text.replace(/\./g, '').replace(',', '.');
   return text;
 }
@@ -101,43 +144,36 @@ export function normaliseAnswer(raw: string): Normalised {
     .replace(/[×·]/g, '*')
     .replace(/÷/g, '/')
     .replace(/π/g, '\\pi');
+  if (!text.includes('matrix')) text = text.replace(/\\\\(?=[a-zA-Z])/g, '\\'); // "\\frac" written with a doubled backslash
   text = text
     .replace(/^\\\[|\\\]$/g, '')
     .replace(/^\\\(|\\\)$/g, '')
     .replace(/^\$+|\$+$/g, '');
-  text = text.replace(/(\d)\s*\\(?:text|mbox|mathrm)\{\s*[a-zA-Z][a-zA-Z\s.]*\}(\^\{?\d\}?)?\s*$/, '$1'); // a unit after a number: "10\text{ m}"
-  text = unwrapCommand(text, [
-    'text',
-    'textbf',
-    'textit',
-    'textrm',
-    'mathrm',
-    'mathbf',
-    'mathit',
-    'mbox',
-    'operatorname',
-    'boxed',
-    'displaystyle',
-  ]);
+  text = text.replace(/(\d)\s*\\(?:text|textnormal|mbox|mathrm)\{\s*[a-zA-Z][a-zA-Z\s.]*\}(\^\{?\d\}?)?\s*$/, '$1'); // a unit after a number: "10\text{ m}"
+  text = unwrapCommands(text);
   text = text.replace(/\{\\rm\s+([^}]*)\}/g, '$1');
-  text = matricesAsTuples(text);
+  text = text.replace(/\s*,?\s*(?<![a-zA-Z\\])(?:and|or)(?![a-zA-Z])\s*/g, ','); // "12 and 13" is the list 12, 13
+  text = matricesAsTuples(matrixArithmetic(text));
   text = text
     .replace(/\\(?:left|right|displaystyle|big|Big|bigg|Bigg)(?![a-zA-Z])/g, '')
     .replace(/\\(?:dfrac|tfrac|cfrac)/g, '\\frac')
     .replace(/\^\s*\{?\\circ\}?|°|\\degree/g, '')
     .replace(/\\\$|\$/g, '');
+  text = text.replace(/\\!\s*/g, '').replace(/\s*\{\s*,\s*\}\s*/g, ','); // "11,\! 111" and "14 {, }916" are 11,111 and 14,916
   text = text.replace(SPACED_THOUSANDS, (_, head: string, groups: string) => head + groups.replace(/\D/g, ''));
   text = text
     .replace(/\\[!,;:]|\\ |~/g, ' ')
-    .replace(/\\le(?![a-zA-Z])/g, '\\leq')
-    .replace(/\\ge(?![a-zA-Z])/g, '\\geq');
+    .replace(/\\le(?![a-zA-Z])|<=|≤/g, '\\leq')
+    .replace(/\\ge(?![a-zA-Z])|>=|≥/g, '\\geq')
+    .replace(/\\ne(?![a-zA-Z])|!=|≠/g, '\\neq')
+    .replace(/\\lt(?![a-zA-Z])/g, '<')
+    .replace(/\\gt(?![a-zA-Z])/g, '>');
   const percent = /(?:\\?%|\s+percent)\s*$/.test(text);
   text = text.replace(/\\?%|\s+percent\s*$/g, '');
   text = text.replace(/\\(frac|sqrt)\s*(\d)(\d)?/g, (_, name: string, a: string, b?: string) =>
     name === 'frac' && b ? `\\frac{${a}}{${b}}` : `\\${name}{${a}}${b ?? ''}`,
   );
   text = text.replace(/\\frac\{([^{}]*)\}\s*(\d)/g, '\\frac{$1}{$2}');
-  text = binomialsAsFactorials(text);
   text = text.replace(/(?<![a-zA-Z\\])(\d+(?:\.\d+)?)\s*[eE]\s*([+-]?\d+)(?![\d.])/g, '$1\\times10^{$2}'); // 1.5e3, 2E-4
   text = text.replace(/^[a-zA-Z]\s*\\in\s*/, '').replace(/^(?:[a-zA-Z]|\\[a-z]+)(?:_\{?\w+\}?)?\s*=\s*(?=[^=]*$)/, '');
   text = text.replace(/\s+/g, ' ').trim();

@@ -1,14 +1,30 @@
 /**
- * Math answer verification: compare two normalised final answers (`normalise.ts`) by value,
- * element-wise for tuples, intervals, matrices and lists (sets and unions of sets order-free),
- * symbolically for expressions with variables, and as normalised text otherwise. Scalars go to
- * our small evaluator first (`expression.ts`, microseconds) and to the Compute Engine
- * (`symbolic.ts`) only when ours cannot read one side.
+ * Math answer verification with Math-Verify's semantics: first relations (`relations.ts`), with
+ * its asymmetric rules (a predicted equation against a gold value counts by its right-hand side;
+ * a gold assignment `x = 5` against a predicted value by its value; a gold inequality against a
+ * predicted interval as the interval it describes, and the other way round only when asked);
+ * then two normalised answers (`normalise.ts`) by value, element-wise for tuples, intervals,
+ * matrices and lists (sets and unions of sets order-free, a tuple against a set of the same
+ * elements sorted), symbolically for expressions with variables, and as normalised text
+ * otherwise. Scalars go to our small evaluator first (`expression.ts`, microseconds) and to the
+ * Compute Engine (`symbolic.ts`) only when ours cannot read one side.
+ *
+ * Every answer is held to `limits.ts`'s bounds before any of this: past them it matches nothing.
  *
  * Not here: extracting the answer from a solution (`extract.ts`), the reward wrapper (`../math.ts`).
  */
 import { expressionsEqual, numbersClose, parseExpression } from './expression.js';
+import { answerRefusal } from './limits.js';
 import { normaliseAnswer, type Normalised } from './normalise.js';
+import {
+  asAssignment,
+  isEquation,
+  lastSideIfUnreadable,
+  parseRelation,
+  relationAsInterval,
+  relationsMatch,
+  type Relation,
+} from './relations.js';
 import { engineEqual } from './symbolic.js';
 
 export { normaliseAnswer } from './normalise.js';
@@ -19,12 +35,21 @@ export interface VerifyOptions {
   precision?: number;
   /** Whether 50% also equals 0.5 (default true); 50% always equals 50. */
   percentAsFraction?: boolean;
+  /**
+   * Whether a predicted inequality may equal a gold interval, `-2 \le x \le 7` ~ `[-2,7]`
+   * (default false, Math-Verify's `allow_set_relation_comp`); a predicted interval always equals a gold inequality.
+   */
+  allowSetRelationComparison?: boolean;
 }
 
 interface Settings {
   tolerance: number;
   percentAsFraction: boolean;
+  allowSetRelationComparison: boolean;
 }
+
+/** Most elements of two unordered lists compared pair by pair once equal texts have been paired off. */
+const MAX_PAIRWISE = 16;
 
 /** Splits on `separator` at bracket depth 0. */
 function splitTopLevel(text: string, separator: string): string[] {
@@ -81,8 +106,8 @@ function textKey(text: string): string {
     .replace(/\\(?:mathbf|mathrm|textbf|text)/g, '');
 }
 
-/** A decimal comma: one comma, then other than three digits (those are thousands, "3,750"). */
-const DECIMAL_COMMA = /^-?\d+,(?:\d{1,2}|\d{4,})$/;
+/** A decimal comma: one comma, then other than three digits (those are thousands, "3,750"), or after a lone 0 ("0,111"). */
+const DECIMAL_COMMA = /^-?\d+,(?:\d{1,2}|\d{4,})$|^-?0,\d+$/;
 
 /** "3,75" read as 3.75 when the other answer is one number, so the comma cannot separate two elements. */
 function readDecimalComma(text: string, other: string): string {
@@ -114,17 +139,67 @@ function scalarsMatch(predicted: Normalised, gold: Normalised, settings: Setting
   return false;
 }
 
-/** Matches two lists element-wise, in order or as multisets. */
+/** Matches two lists element-wise, in order or as multisets (equal texts paired first, the rest pair by pair up to MAX_PAIRWISE). */
 function listsMatch(predicted: string[], gold: string[], ordered: boolean, depth: number, settings: Settings): boolean {
   if (predicted.length !== gold.length) return false;
   if (ordered) return predicted.every((part, index) => structuredMatch(part, gold[index]!, depth + 1, settings));
-  const unused = [...gold];
+  const unused = new Map<string, number>();
+  for (const part of gold) unused.set(textKey(part), (unused.get(textKey(part)) ?? 0) + 1);
+  const leftover: string[] = [];
   for (const part of predicted) {
-    const found = unused.findIndex((candidate) => structuredMatch(part, candidate, depth + 1, settings));
+    const count = unused.get(textKey(part)) ?? 0;
+    if (count > 0) unused.set(textKey(part), count - 1);
+    else leftover.push(part);
+  }
+  if (leftover.length > MAX_PAIRWISE) return false;
+  const remaining = gold.filter((part) => {
+    const count = unused.get(textKey(part)) ?? 0;
+    if (count > 0) unused.set(textKey(part), count - 1);
+    return count > 0;
+  });
+  for (const part of leftover) {
+    const found = remaining.findIndex((candidate) => structuredMatch(part, candidate, depth + 1, settings));
     if (found < 0) return false;
-    unused.splice(found, 1);
+    remaining.splice(found, 1);
   }
   return true;
+}
+
+/**
+ * A list's elements with repeats dropped, equal texts first and then equal values (up to
+ * MAX_PAIRWISE elements): a list of solutions is a set, as Math-Verify's sympy `FiniteSet` is.
+ */
+function distinctElements(parts: string[], depth: number, settings: Settings): string[] {
+  const byText = [...new Map(parts.map((part) => [textKey(part), part] as const)).values()];
+  if (byText.length > MAX_PAIRWISE) return byText;
+  const kept: string[] = [];
+  for (const part of byText)
+    if (!kept.some((other) => structuredMatch(part, other, depth + 1, settings))) kept.push(part);
+  return kept;
+}
+
+/** Set elements in increasing order of value when every one is a number (Math-Verify sorts a set it compares with a tuple), else null. */
+function sortedByValue(parts: string[]): string[] | null {
+  const values = parts.map((part) => {
+    const parsed = parseExpression(normaliseAnswer(part).text);
+    return parsed && parsed.variables.size === 0 ? parsed.evaluate(new Map()) : Number.NaN;
+  });
+  if (values.some((value) => Number.isNaN(value))) return null;
+  return parts
+    .map((part, index) => ({ part, value: values[index]! }))
+    .sort((a, b) => a.value - b.value)
+    .map(({ part }) => part);
+}
+
+/** "((a),(b))" written inside one more pair of brackets, "(((a),(b)))" or "[((a),(b))]", without them: the outer pair only groups. */
+function withoutGroupingBrackets(text: string): string {
+  let result = text;
+  for (let guard = 0; guard < 4; guard++) {
+    const outer = enclosure(result);
+    if (!outer || outer.open === '{' || splitTopLevel(outer.inner, ',').length > 1 || !enclosure(outer.inner)) break;
+    result = outer.inner;
+  }
+  return result;
 }
 
 /** Recursive comparison: unions, equations, enclosed tuples/intervals/sets, bare lists, scalars. */
@@ -132,8 +207,8 @@ function structuredMatch(predictedRaw: string, goldRaw: string, depth: number, s
   if (depth > 8) return false;
   const predicted = normaliseAnswer(predictedRaw);
   const gold = normaliseAnswer(goldRaw);
-  predicted.text = readDecimalComma(mergeSetUnion(predicted.text), gold.text);
-  gold.text = readDecimalComma(mergeSetUnion(gold.text), predicted.text);
+  predicted.text = readDecimalComma(mergeSetUnion(withoutGroupingBrackets(predicted.text)), gold.text);
+  gold.text = readDecimalComma(mergeSetUnion(withoutGroupingBrackets(gold.text)), predicted.text);
   if (predicted.text === gold.text && predicted.text !== '') return true;
   for (const separator of ['\\cup', '=']) {
     const a = splitTopLevel(predicted.text, separator);
@@ -146,19 +221,91 @@ function structuredMatch(predictedRaw: string, goldRaw: string, depth: number, s
   const bParts = splitTopLevel(b ? b.inner : gold.text, ',');
   if (aParts.length > 1 || bParts.length > 1) {
     if (a && b) {
+      const tupleAndSet = (a.open === '(' && a.close === ')') !== (b.open === '(' && b.close === ')');
+      if (tupleAndSet && (a.open === '{' || b.open === '{')) {
+        // A tuple against a set: the set's elements in increasing order, as Math-Verify compares them.
+        const sorted = sortedByValue(a.open === '{' ? aParts : bParts);
+        if (!sorted) return false;
+        return a.open === '{'
+          ? listsMatch(sorted, bParts, true, depth, settings)
+          : listsMatch(aParts, sorted, true, depth, settings);
+      }
       if (a.open !== b.open || a.close !== b.close) return false; // (1, 2] is not [1, 2]
       return listsMatch(aParts, bParts, a.open !== '{', depth, settings);
     }
     if (a || b) return false; // "(-2, 1)" (a point or an interval) is not the solution list "-2, 1"
-    return listsMatch(aParts, bParts, false, depth, settings);
+    const aDistinct = distinctElements(aParts, depth, settings);
+    const bDistinct = distinctElements(bParts, depth, settings);
+    if (aDistinct.length === 1 && bDistinct.length === 1)
+      return structuredMatch(aDistinct[0]!, bDistinct[0]!, depth + 1, settings); // "15\frac{39}{40}, \frac{639}{40}" is one value
+    return listsMatch(aDistinct, bDistinct, false, depth, settings);
   }
   if (a && b && (a.open !== b.open || a.close !== b.close) && !(a.open === '(' && b.open === '(')) return false;
   return scalarsMatch(predicted, gold, settings);
 }
 
-/** True when a predicted final answer equals the gold answer by value or form. */
+/** Math-Verify's light cleaning before relations are read: wrappers, `\left`/`\right`, doubled backslashes. */
+function relationText(raw: string): string {
+  let text = raw.trim();
+  if (!text.includes('matrix')) text = text.replace(/\\\\(?=[a-zA-Z])/g, '\\');
+  return text
+    .replace(/^\$+|\$+$/g, '')
+    .replace(/^\\\[|\\\]$/g, '')
+    .replace(/^\\\(|\\\)$/g, '')
+    .replace(/\\(?:left|right|displaystyle)(?![a-zA-Z])/g, '')
+    .trim();
+}
+
+/** A relation chain reduced as Math-Verify parses it: an unreadable `=` chain to its last side (a string), an assignment to `x = last`. */
+function readStatement(text: string): { relation: Relation | null; text: string } {
+  const relation = parseRelation(text);
+  if (!relation) return { relation: null, text };
+  if (relation.signs.length === 0) return { relation: null, text: relation.parts[0]! }; // "x \approx 11" is 11
+  const last = lastSideIfUnreadable(relation);
+  if (last !== null) return { relation: null, text: last };
+  return { relation: asAssignment(relation) ?? relation, text };
+}
+
+/** Whether a normalised answer is a set: an interval, a set or a union of them. */
+function isSetLike(text: string): boolean {
+  const normalised = normaliseAnswer(text).text;
+  return enclosure(normalised) !== null || splitTopLevel(normalised, '\\cup').length > 1;
+}
+
+/** Math-Verify's top-level comparison: relations by its rules, everything else structurally. */
+function statementsMatch(predictedRaw: string, goldRaw: string, settings: Settings): boolean {
+  let predicted = readStatement(relationText(predictedRaw));
+  let gold = readStatement(relationText(goldRaw));
+  const predictedEquation = predicted.relation !== null && isEquation(predicted.relation);
+  const goldEquation = gold.relation !== null && isEquation(gold.relation);
+  const goldAssignment = gold.relation !== null && asAssignment(gold.relation) !== null;
+  if (predictedEquation && !goldEquation) {
+    predicted = { relation: null, text: predicted.relation!.parts[predicted.relation!.parts.length - 1]! }; // "k = 1/3" against "1/3"
+  } else if (goldAssignment && !predictedEquation) {
+    gold = { relation: null, text: gold.relation!.parts[gold.relation!.parts.length - 1]! }; // "k = 1" against "1"
+  }
+  const same = (a: string, b: string) => structuredMatch(a, b, 1, settings);
+  if (predicted.relation && gold.relation) return relationsMatch(predicted.relation, gold.relation, same);
+  if (gold.relation && isSetLike(predicted.text)) {
+    const interval = relationAsInterval(gold.relation); // "-2 \le x \le 7" against "x \in [-2,7]"
+    return interval !== null && structuredMatch(predicted.text, interval, 0, settings);
+  }
+  if (predicted.relation && settings.allowSetRelationComparison && isSetLike(gold.text)) {
+    const interval = relationAsInterval(predicted.relation);
+    return interval !== null && structuredMatch(interval, gold.text, 0, settings);
+  }
+  if (predicted.relation || gold.relation) return false; // a relation is not a value
+  return structuredMatch(predicted.text, gold.text, 0, settings);
+}
+
+/** True when a predicted final answer equals the gold answer by value or form (false for any answer past `limits.ts`'s bounds). */
 export function answersMatch(predicted: string, gold: string, options: VerifyOptions = {}): boolean {
   if (predicted.trim() === '' || gold.trim() === '') return false;
-  const settings = { tolerance: 10 ** -(options.precision ?? 6), percentAsFraction: options.percentAsFraction ?? true };
-  return structuredMatch(predicted, gold, 0, settings);
+  if (answerRefusal(predicted) !== null || answerRefusal(gold) !== null) return false;
+  const settings = {
+    tolerance: 10 ** -(options.precision ?? 6),
+    percentAsFraction: options.percentAsFraction ?? true,
+    allowSetRelationComparison: options.allowSetRelationComparison ?? false,
+  };
+  return statementsMatch(predicted, gold, settings);
 }
