@@ -63,11 +63,11 @@ export function decodeUtf8(bytes: Buffer, name: string): string {
   const offset = firstInvalidUtf8(bytes);
   const before = offset === 0 ? -1 : bytes.lastIndexOf(10, offset - 1);
   const line = 1 + (before === -1 ? 0 : countByte(bytes, 10, 0, before + 1));
-  return invalidUtf8(name, line, countCharacters(bytes, before + 1, offset) + 1, bytes[offset]!);
+  throw invalidUtf8(name, line, countCharacters(bytes, before + 1, offset) + 1, bytes[offset]!);
 }
 
-function invalidUtf8(name: string, line: number, column: number, byte: number): never {
-  throw new Error(
+function invalidUtf8(name: string, line: number, column: number, byte: number): Error {
+  return new Error(
     `${name} line ${line} column ${column}: invalid UTF-8 (byte 0x${byte.toString(16).padStart(2, '0')}); a dataset file must be UTF-8 text`,
   );
 }
@@ -116,7 +116,7 @@ export async function* checkedChunks(
     new Error(
       `${name} line ${line}: longer than ${limits.maxRowBytes} bytes (maxRowBytes); raise taskOptions.maxRowBytes to read it`,
     );
-  const invalid = (bytes: Buffer, offset: number): never => {
+  const invalid = (bytes: Buffer, offset: number): Error => {
     const before = offset === 0 ? -1 : bytes.lastIndexOf(10, offset - 1);
     const lines = before === -1 ? 0 : countByte(bytes, 10, 0, before + 1);
     const column = (lines === 0 ? lineCharacters : 0) + countCharacters(bytes, before + 1, offset) + 1;
@@ -132,13 +132,18 @@ export async function* checkedChunks(
       const bytes = carry.length > 0 ? Buffer.concat([carry, chunk]) : chunk;
       const end = bytes.length - unfinishedTail(bytes);
       const checked = bytes.subarray(0, end);
-      if (!isUtf8(checked)) invalid(bytes, firstInvalidUtf8(bytes, 0, end));
+      // Of a bad byte and a line past the limit, the one first in the file is reported, so the
+      // error is the same whatever the chunk boundaries (file reads and gunzip cut differently).
+      const bad = isUtf8(checked) ? -1 : firstInvalidUtf8(bytes, 0, end);
+      const badByte = bad === -1 ? null : invalid(bytes, bad); // before the line counters move on
+      const scanned = bad === -1 ? end : bad;
       for (let start = 0; ;) {
-        const next = checked.indexOf(10, start);
-        const stop = next === -1 ? end : next;
-        lineBytes += stop - start;
+        const found = checked.indexOf(10, start);
+        const next = found !== -1 && found < scanned ? found : -1;
+        lineBytes += (next === -1 ? scanned : next) - start;
         if (lineBytes > limits.maxRowBytes) throw tooLong();
         if (next === -1) {
+          if (badByte) throw badByte;
           lineCharacters += countCharacters(checked, start, end);
           break;
         }
@@ -153,7 +158,7 @@ export async function* checkedChunks(
   } catch (error) {
     throw gzipError(error as Error, name, line - 1);
   }
-  if (carry.length > 0) invalid(carry, 0);
+  if (carry.length > 0) throw invalid(carry, 0);
 }
 
 function countByte(bytes: Uint8Array, value: number, start: number, end: number): number {
