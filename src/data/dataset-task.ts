@@ -124,6 +124,7 @@ export async function loadExamples(
     count: options.maxRows,
     maxRowBytes: options.maxRowBytes,
     maxTotalBytes: options.maxTotalBytes,
+    parquetTimeoutMs: options.parquetTimeoutMs,
   });
   if (rows.length === 0) throw new Error(`${basename(path)}: no rows (the file is empty, or holds only a header)`);
   return rows.map((row) => toExample(row, options, dirname(path)));

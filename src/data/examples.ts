@@ -50,6 +50,8 @@ export const dataOptionsSchema = z
     maxRowBytes: z.number().int().positive().optional(),
     /** Most bytes of text read from each file, after gunzip (default 1 GiB, 1073741824); Parquet: its uncompressed size. */
     maxTotalBytes: z.number().int().positive().optional(),
+    /** Parquet: time allowed to decode a row group before the file is refused as damaged (default 10000 ms, plus 1 s per MiB). */
+    parquetTimeoutMs: z.number().int().positive().optional(),
     /** `convert` turns a number or true/false in the prompt column into text; by default (`refuse`) such a row is refused. */
     nonTextPrompts: z.enum(['refuse', 'convert']).optional(),
     /** Column with the prompt (default `prompt`, else `messages`). */

@@ -167,7 +167,7 @@ describe('files', () => {
         async (bytes, name, maxRowBytes) => {
           const path = write(name, bytes);
           try {
-            for (const row of await readRowList(path, { maxRowBytes, maxTotalBytes: 4096 })) {
+            for (const row of await readRowList(path, { maxRowBytes, maxTotalBytes: 4096, parquetTimeoutMs: 2000 })) {
               expect(typeof row.fields).toBe('object');
               // every row maps to an Example or to an Error naming its source
               try {

@@ -109,6 +109,16 @@ describe('files that are not what they say', () => {
       /^damaged\.parquet rows 1-2 \(row group 1\): cannot read as Parquet/,
     );
   });
+
+  it('a Parquet file whose damage makes the decoder spin is stopped by the time limit, naming the file', async () => {
+    // Found by readers-fuzz.test.ts: three bytes in a run-length header ask hyparquet for ~2^31
+    // repeats, minutes of decoding for a 713-byte file. The decoder runs in a worker that is stopped.
+    const spinning = Buffer.from(readFileSync(fixture('tiny.parquet')));
+    spinning.set([0x15, 0xe3, 0x15], 104);
+    await expect(loadExamples(write('spinning.parquet', spinning), { parquetTimeoutMs: 2000 })).rejects.toThrow(
+      /^spinning\.parquet.*: cannot read as Parquet \(decoding took over 2\.0 s; the file is damaged or hostile\)/,
+    );
+  }, 30_000);
 });
 
 describe('cells that are not text', () => {

@@ -4,7 +4,8 @@
  * 17"), so every later error can name the file and the row.
  *
  * Why streaming: a 1 GB JSONL or CSV file is read line by line / record by record (node streams,
- * `csv-parse`), and Parquet one row group at a time (`hyparquet`), so reading the first rows never
+ * `csv-parse`), and Parquet one row group at a time (`hyparquet`, in a worker with a time limit:
+ * parquet-worker.ts), so reading the first rows never
  * needs the whole file as strings. A JSON array is one document and is parsed whole. CSV is parsed
  * a chunk (64 KiB) at a time, so a malformed record in the same chunk as the rows asked for still
  * fails the read.
@@ -20,7 +21,6 @@ import { basename } from 'node:path';
 import { Readable } from 'node:stream';
 import { createGunzip, gunzipSync } from 'node:zlib';
 import { parse as parseCsv } from 'csv-parse';
-import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import {
   boundedLines,
   checkedChunks,
@@ -30,6 +30,7 @@ import {
   gzipError,
   type ReadLimits,
 } from './bounded-text.js';
+import { ParquetWorker } from './parquet-worker.js';
 
 /** File formats the readers understand; `.gz` is accepted on top of the text ones. */
 export const datasetFormats = ['jsonl', 'json', 'csv', 'tsv', 'parquet'] as const;
@@ -52,6 +53,8 @@ export interface ReadOptions {
   maxRowBytes?: number;
   /** Most bytes of text read from the file, after gunzip (default 1 GiB); for Parquet, its uncompressed size. */
   maxTotalBytes?: number;
+  /** Parquet: time allowed to decode a row group, before 1 s per MiB is added (default 10 000 ms). */
+  parquetTimeoutMs?: number;
 }
 
 /** A .json file is one string before it is parsed; V8 strings stop at about 512 MiB. */
@@ -86,7 +89,7 @@ export async function* readRows(path: string, options: ReadOptions = {}): AsyncG
   const limits = limitsOf(options);
   if (format === 'jsonl') yield* readJsonLines(path, name, gzip, limits);
   else if (format === 'json') yield* readJsonArray(path, name, gzip, limits);
-  else if (format === 'parquet') yield* readParquet(path, name, limits);
+  else if (format === 'parquet') yield* readParquet(path, name, limits, options.parquetTimeoutMs);
   else yield* readDelimited(path, name, gzip, format === 'tsv' ? '\t' : ',', limits);
 }
 
@@ -265,42 +268,48 @@ function checkParquetHead(path: string, name: string): void {
     throw new Error(`${name}: cannot read as Parquet (it does not start with "PAR1"; cut off at the head?)`);
 }
 
-async function* readParquet(path: string, name: string, limits: ReadLimits): AsyncGenerator<DatasetRow> {
-  let file;
-  let metadata;
+async function* readParquet(
+  path: string,
+  name: string,
+  limits: ReadLimits,
+  timeoutMs: number | undefined,
+): AsyncGenerator<DatasetRow> {
+  checkParquetHead(path, name);
+  // Decoded in a worker with a time limit: hyparquet trusts the counts a damaged file states.
+  const worker = new ParquetWorker(path, timeoutMs);
   try {
-    checkParquetHead(path, name);
-    file = await asyncBufferFromFile(path);
-    metadata = await parquetMetadataAsync(file);
-  } catch (error) {
-    const message = (error as Error).message;
-    throw new Error(message.startsWith(name) ? message : `${name}: cannot read as Parquet (${message})`);
-  }
-  const total = metadata.row_groups.reduce((sum, group) => sum + Number(group.total_byte_size), 0);
-  if (total > limits.maxTotalBytes)
-    throw new Error(
-      `${name}: ${total} bytes uncompressed, more than ${limits.maxTotalBytes} (maxTotalBytes); raise taskOptions.maxTotalBytes`,
-    );
-  let rowStart = 0;
-  for (const [index, group] of metadata.row_groups.entries()) {
-    const rowEnd = rowStart + Number(group.num_rows);
-    let rows;
+    let layout;
     try {
-      // utf8: false — columns annotated as strings stay strings; plain binary (a Hugging Face Image
-      // feature's `bytes`) stays bytes instead of being decoded as (lossy) UTF-8 text.
-      rows = await parquetReadObjects({ file, metadata, rowStart, rowEnd, utf8: false });
+      layout = await worker.layout();
     } catch (error) {
+      throw new Error(`${name}: cannot read as Parquet (${(error as Error).message})`);
+    }
+    const total = layout.rowGroups.reduce((sum, group) => sum + group.bytes, 0);
+    if (total > limits.maxTotalBytes)
       throw new Error(
-        `${name} rows ${rowStart + 1}-${rowEnd} (row group ${index + 1}): cannot read as Parquet (${(error as Error).message})`,
+        `${name}: ${total} bytes uncompressed, more than ${limits.maxTotalBytes} (maxTotalBytes); raise taskOptions.maxTotalBytes`,
       );
+    let rowStart = 0;
+    for (const [index, group] of layout.rowGroups.entries()) {
+      const rowEnd = rowStart + group.rows;
+      let rows;
+      try {
+        rows = await worker.rows(rowStart, rowEnd, group.bytes);
+      } catch (error) {
+        throw new Error(
+          `${name} rows ${rowStart + 1}-${rowEnd} (row group ${index + 1}): cannot read as Parquet (${(error as Error).message})`,
+        );
+      }
+      for (let offset = 0; offset < rows.length; offset++) {
+        const source = `${name} row ${rowStart + offset + 1}`;
+        const bytes = valueBytes(rows[offset]);
+        if (bytes > limits.maxRowBytes)
+          throw new Error(`${source}: ${bytes} bytes, longer than ${limits.maxRowBytes} (maxRowBytes)`);
+        yield { fields: plainValue(rows[offset]) as Record<string, unknown>, source };
+      }
+      rowStart = rowEnd;
     }
-    for (let offset = 0; offset < rows.length; offset++) {
-      const source = `${name} row ${rowStart + offset + 1}`;
-      const bytes = valueBytes(rows[offset]);
-      if (bytes > limits.maxRowBytes)
-        throw new Error(`${source}: ${bytes} bytes, longer than ${limits.maxRowBytes} (maxRowBytes)`);
-      yield { fields: plainValue(rows[offset]) as Record<string, unknown>, source };
-    }
-    rowStart = rowEnd;
+  } finally {
+    void worker.close();
   }
 }
