@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { checkedChunks, decodeUtf8, firstInvalidUtf8, type ReadLimits } from './bounded-text.js';
 import { toExample } from './examples.js';
 import { readRowList } from './readers.js';
@@ -20,6 +20,7 @@ import { readRowList } from './readers.js';
 /** One seed for every property, so a failure replays (GRPO_FUZZ_SEED and GRPO_FUZZ_SCALE search further locally). */
 const SEED = Number(process.env.GRPO_FUZZ_SEED ?? 36);
 const runs = (count: number) => Math.round(count * Number(process.env.GRPO_FUZZ_SCALE ?? 1));
+vi.setConfig({ testTimeout: runs(60_000) }); // a larger GRPO_FUZZ_SCALE gets proportionally longer
 const directory = mkdtempSync(join(tmpdir(), 'grpo-readers-fuzz-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
 

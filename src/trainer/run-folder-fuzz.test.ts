@@ -9,7 +9,7 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writ
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createSmallConfig } from '../model/config.js';
 import { Transformer } from '../model/transformer.js';
 import { AdamW } from '../nn/index.js';
@@ -20,6 +20,7 @@ import { checkpointProblem, readSummaryFile, readTrainerState } from './trainer-
 /** One seed for every property, so a failure replays (GRPO_FUZZ_SEED and GRPO_FUZZ_SCALE search further locally). */
 const SEED = Number(process.env.GRPO_FUZZ_SEED ?? 36);
 const runs = (count: number) => Math.round(count * Number(process.env.GRPO_FUZZ_SCALE ?? 1));
+vi.setConfig({ testTimeout: runs(60_000) }); // a larger GRPO_FUZZ_SCALE gets proportionally longer
 
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-run-folder-fuzz-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
