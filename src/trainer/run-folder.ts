@@ -4,10 +4,12 @@
  * training-state/optimizer.safetensors), written so a kill at
  * any moment loses nothing that was saved. JSON files are replaced by rename; a checkpoint is built
  * in a hidden folder, every file and folder fsynced, and published by rename (model/checkpoint.ts
- * `publishFolder`); trainer-state.json lists the files and sizes that make it complete and the
- * length of each log at that moment, so a resume cuts the logs back to exactly that point.
+ * `publishFolder`); trainer-state.json lists the files, sizes and SHA-256 sums that make it
+ * complete and the length of each log at that moment, so a resume cuts the logs back to exactly
+ * that point.
  *
- * Is not: the training loop, or the summary's status (run-status.ts). It only reads and writes files.
+ * Is not: the training loop, the summary's status (run-status.ts), or the schema and checks of
+ * trainer-state.json (trainer-state.ts). It only reads and writes files.
  */
 import { PNG } from 'pngjs';
 import {
