@@ -87,6 +87,10 @@ export function buildProgram(): Command {
       )
       .option('--preset <name>', 'algorithm preset: grpo, dr-grpo, dapo, gspo, cispo, rloo')
       .option('--resume <runDirectory>', 'continue a run from its last complete checkpoint')
+      .option(
+        '--restart-damaged',
+        'with --resume: when every checkpoint is damaged, start the run over from step 0 (empties its logs) instead of stopping',
+      )
       .option('--run-name <name>', 'name of the run folder under logging.runsDirectory')
       .option('--quiet', 'no progress output')
       .option('--model <directory>', 'a Hugging Face checkpoint folder (= --set model.checkpoint=DIR)')
@@ -131,6 +135,7 @@ export function buildProgram(): Command {
         set: setWithLoraRank(options),
         preset: options.preset,
         resume: options.resume,
+        restartDamaged: options.restartDamaged,
         runName: options.runName,
         quiet: options.quiet,
         data: dataFlagsOf(options),
@@ -143,6 +148,7 @@ export function buildProgram(): Command {
         recipe,
         set: setWithLoraRank(options),
         resume: options.resume,
+        restartDamaged: options.restartDamaged,
         runName: options.runName,
         quiet: options.quiet,
         sftOnly: true,

@@ -185,6 +185,8 @@ export interface TrainCommandOptions {
   set?: string[];
   preset?: string;
   resume?: string;
+  /** With `resume`: start over from step 0 when every checkpoint is damaged, instead of stopping. */
+  restartDamaged?: boolean;
   runName?: string;
   quiet?: boolean;
   /** `sft`: only the SFT phase (GRPO steps forced to 0). */
@@ -203,6 +205,7 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
   let runDirectory: string | undefined;
   if (options.resume) {
     runDirectory = resolve(options.resume);
+    if (!existsSync(runDirectory)) throw new Error(`--resume ${runDirectory}: no such folder`);
     if (existsSync(join(runDirectory, 'recipe.json'))) return runFlowTrainCommand({}, options);
     const saved = join(runDirectory, 'config.json');
     if (!existsSync(saved)) throw new Error(`--resume ${runDirectory}: no config.json there (is it a run folder?)`);
@@ -267,6 +270,7 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
     result = await train(context, {
       runDirectory,
       resume: Boolean(options.resume),
+      restartDamaged: options.restartDamaged,
       quiet: options.quiet,
       signal: controller.signal,
     });

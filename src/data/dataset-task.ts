@@ -8,7 +8,7 @@
  *
  * Is not: a file reader (`readers.ts`) or the column mapping (`examples.ts`).
  */
-import { dirname } from 'node:path';
+import { basename, dirname } from 'node:path';
 import { rewardFactories } from '../rewards/factories.js';
 import { isGroupReward, makeRewardInput, type NamedReward, type Reward } from '../rewards/types.js';
 import { dataOptionsSchema, toExample, type ColumnOptions, type DataOptions } from './examples.js';
@@ -118,7 +118,15 @@ export async function loadExamples(
   path: string,
   options: ReadOptions & ColumnOptions & { maxRows?: number } = {},
 ): Promise<Example[]> {
-  const rows = await readRowList(path, { format: options.format, gzip: options.gzip, count: options.maxRows });
+  const rows = await readRowList(path, {
+    format: options.format,
+    gzip: options.gzip,
+    count: options.maxRows,
+    maxRowBytes: options.maxRowBytes,
+    maxTotalBytes: options.maxTotalBytes,
+    parquetTimeoutMs: options.parquetTimeoutMs,
+  });
+  if (rows.length === 0) throw new Error(`${basename(path)}: no rows (the file is empty, or holds only a header)`);
   return rows.map((row) => toExample(row, options, dirname(path)));
 }
 

@@ -46,6 +46,14 @@ export const dataOptionsSchema = z
     format: z.enum(datasetFormats).optional(),
     /** Reads only the first rows of each file (quick runs on big files). */
     maxRows: z.number().int().positive().optional(),
+    /** Longest row in bytes (default 1 MiB, 1048576); a longer row is refused with its file and line. */
+    maxRowBytes: z.number().int().positive().optional(),
+    /** Most bytes of text read from each file, after gunzip (default 1 GiB, 1073741824); Parquet: its uncompressed size. */
+    maxTotalBytes: z.number().int().positive().optional(),
+    /** Parquet: time allowed to decode a row group before the file is refused as damaged (default 10000 ms, plus 1 s per MiB). */
+    parquetTimeoutMs: z.number().int().positive().optional(),
+    /** `convert` turns a number or true/false in the prompt column into text; by default (`refuse`) such a row is refused. */
+    nonTextPrompts: z.enum(['refuse', 'convert']).optional(),
     /** Column with the prompt (default `prompt`, else `messages`). */
     promptColumn: column.optional(),
     /** Column with the reference answer, exposed to rewards as `answer` (default `answer` when present). */
@@ -77,7 +85,13 @@ export type DataOptions = z.infer<typeof dataOptionsSchema>;
 /** The column-mapping part of {@link DataOptions}. */
 export type ColumnOptions = Pick<
   DataOptions,
-  'promptColumn' | 'answerColumn' | 'completionColumn' | 'systemPrompt' | 'promptTemplate' | 'imageColumn'
+  | 'promptColumn'
+  | 'answerColumn'
+  | 'completionColumn'
+  | 'systemPrompt'
+  | 'promptTemplate'
+  | 'imageColumn'
+  | 'nonTextPrompts'
 >;
 
 /** A list of `{role, content}` messages (content text or HF content parts), or null for a non-list; inline part images are collected. */
@@ -108,12 +122,32 @@ function fillTemplate(template: string, fields: Record<string, unknown>, source:
   });
 }
 
+function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  if (value instanceof Uint8Array) return 'bytes';
+  return typeof value;
+}
+
+/** A text cell; a finite number is taken as its text (answers such as 42 are common). */
 function textOf(value: unknown, source: string, column: string): string {
   if (typeof value === 'string') return value;
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
-  throw new Error(
-    `${source}: column "${column}" must be text, got ${value === null ? 'null' : Array.isArray(value) ? 'a list' : typeof value}`,
-  );
+  throw new Error(`${source}: column "${column}" must be text, got ${kindOf(value)}`);
+}
+
+/**
+ * A text prompt cell. Unlike an answer, a number is refused unless asked for: a prompt column
+ * holding numbers is more likely the wrong column than a prompt (`nonTextPrompts: 'convert'`).
+ */
+function promptTextOf(value: unknown, source: string, column: string, convert: boolean): string {
+  if (typeof value === 'string') return value;
+  const convertible = (typeof value === 'number' && Number.isFinite(value)) || typeof value === 'boolean';
+  if (convertible && convert) return String(value);
+  const hint = convertible
+    ? ` ${JSON.stringify(value)}, not text; set nonTextPrompts: 'convert' to use it as text`
+    : ', not text';
+  throw new Error(`${source}: column "${column}" holds ${kindOf(value)}${hint}`);
 }
 
 /** A completion cell: text, or (conversational) a list of assistant messages whose texts are joined. */
@@ -137,14 +171,16 @@ export function toExample(row: DatasetRow, options: ColumnOptions = {}, baseDire
   } else {
     const promptColumn =
       options.promptColumn ?? ('prompt' in fields ? 'prompt' : 'messages' in fields ? 'messages' : undefined);
-    if (promptColumn === undefined || fields[promptColumn] === undefined || fields[promptColumn] === null) {
+    if (promptColumn === undefined || fields[promptColumn] === undefined) {
       throw new Error(
         `${source}: no prompt — the row has no column "${promptColumn ?? 'prompt'}" (columns: ${Object.keys(fields).join(', ')}); set promptColumn or promptTemplate`,
       );
     }
+    if (fields[promptColumn] === null)
+      throw new Error(`${source}: column "${promptColumn}" is empty (null); no prompt`);
     prompt =
       messagesOf(fields[promptColumn], source, promptColumn, inlineImages) ??
-      textOf(fields[promptColumn], source, promptColumn);
+      promptTextOf(fields[promptColumn], source, promptColumn, options.nonTextPrompts === 'convert');
   }
   if (Array.isArray(prompt)) {
     // TRL's `messages` column carries the answer too: trailing assistant turns are the completion.

@@ -1,7 +1,12 @@
 /**
  * What a run restores or rebuilds before it continues: the weights, optimiser state and counters of
- * the last complete checkpoint (with the logs cut back to what that checkpoint had seen), the
- * frozen KL reference model saved at GRPO start, and the base model a LoRA run's adapters name.
+ * the last sound checkpoint (with the logs cut back to what that checkpoint had seen), the frozen
+ * KL reference model saved at GRPO start, and the base model a LoRA run's adapters name.
+ *
+ * A checkpoint is sound when trainer-state.json passes its schema and every file has the size and
+ * SHA-256 recorded at save (trainer-state.ts). A damaged one is skipped with its reason printed
+ * even in quiet runs; when every one is damaged the resume stops and changes nothing, unless
+ * asked to start over (`restartDamaged`), since starting over empties the logs.
  *
  * Is not: the writing of checkpoints (run-folder.ts) or the loop (trainer.ts).
  */
@@ -22,21 +27,49 @@ import {
 } from '../model/vision/vision-language-checkpoint.js';
 import { VisionLanguageModel } from '../model/vision/vision-language.js';
 
-/** Restores the last complete checkpoint into `model` and `optimizer`; null when there is none (the logs are then emptied). */
+/** Options of {@link resumeFrom}. */
+export interface ResumeOptions {
+  /** When every checkpoint is damaged, start over from step 0 (emptying the logs) instead of stopping. */
+  restartDamaged?: boolean;
+}
+
+/**
+ * The newest sound checkpoint's step, with a warning for each newer one skipped; null when there is
+ * none to resume from. Throws when checkpoints exist but all are damaged, unless `restartDamaged`.
+ */
+function soundCheckpoint(folder: RunFolder, progress: ProgressReporter, options: ResumeOptions): number | null {
+  const steps = folder.stepFolders().reverse();
+  const damaged: string[] = [];
+  for (const step of steps) {
+    const problem = folder.checkpointProblem(step);
+    if (problem === null) return step;
+    damaged.push(`step-${step}: ${problem}`);
+    progress.warn(`skipping damaged checkpoint step-${step}: ${problem}`);
+  }
+  if (steps.length === 0) return null;
+  if (!options.restartDamaged)
+    throw new Error(
+      `${folder.checkpointsDirectory}: every checkpoint is damaged (${damaged.join('; ')}); nothing was changed. Restore a checkpoint, or resume with --restart-damaged to start the run over from step 0 (this empties metrics.jsonl and samples.jsonl)`,
+    );
+  progress.warn(`every checkpoint is damaged; starting ${folder.directory} over from step 0 (--restart-damaged)`);
+  return null;
+}
+
+/** Restores the newest sound checkpoint into `model` and `optimizer`; null when there is none (the logs are then emptied). */
 export function resumeFrom(
   folder: RunFolder,
   model: Transformer,
   optimizer: AdamW,
   progress: ProgressReporter,
   vision: VisionRun | null = null,
+  options: ResumeOptions = {},
 ): TrainerState | null {
-  const steps = folder.checkpointSteps();
-  if (steps.length === 0) {
+  const step = soundCheckpoint(folder, progress, options);
+  if (step === null) {
     folder.truncateLogsTo({ metrics: 0, samples: 0 }); // killed before its first checkpoint: start over with clean logs
     progress.message(`no complete checkpoint in ${folder.directory}; starting the run from the beginning`);
     return null;
   }
-  const step = steps[steps.length - 1];
   const { state, optimizer: optimizerState, directory, logBytes } = folder.loadTrainingState(step);
   const holdsAdapter = existsSync(join(directory, ADAPTER_WEIGHTS_FILE));
   if (holdsAdapter !== (model.adapters !== null))

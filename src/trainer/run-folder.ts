@@ -4,10 +4,12 @@
  * training-state/optimizer.safetensors), written so a kill at
  * any moment loses nothing that was saved. JSON files are replaced by rename; a checkpoint is built
  * in a hidden folder, every file and folder fsynced, and published by rename (model/checkpoint.ts
- * `publishFolder`); trainer-state.json lists the files and sizes that make it complete and the
- * length of each log at that moment, so a resume cuts the logs back to exactly that point.
+ * `publishFolder`); trainer-state.json lists the files, sizes and SHA-256 sums that make it
+ * complete and the length of each log at that moment, so a resume cuts the logs back to exactly
+ * that point.
  *
- * Is not: the training loop, or the summary's status (run-status.ts). It only reads and writes files.
+ * Is not: the training loop, the summary's status (run-status.ts), or the schema and checks of
+ * trainer-state.json (trainer-state.ts). It only reads and writes files.
  */
 import { PNG } from 'pngjs';
 import {
@@ -21,7 +23,7 @@ import {
   truncateSync,
   writeFileSync,
 } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+import { basename, dirname, join, relative } from 'node:path';
 import { writeAdapterFiles } from '../model/adapter-files.js';
 import { publishFolder, writeCheckpointFiles } from '../model/checkpoint.js';
 import type { LoraAdapters } from '../model/lora.js';
@@ -36,6 +38,13 @@ import {
 } from '../model/durable-files.js';
 import { readSafetensors, writeSafetensors, type StoredTensor } from '../model/safetensors.js';
 import type { AdamW, AdamWState } from '../nn/index.js';
+import {
+  checkpointProblem,
+  readSummaryFile,
+  readTrainerState,
+  sha256OfFile,
+  type SavedTrainerState,
+} from './trainer-state.js';
 
 /** Counters a resumed run needs besides weights and optimiser moments. */
 export interface TrainerState {
@@ -52,15 +61,6 @@ export interface TrainerState {
   extra: Record<string, unknown>;
 }
 
-/** trainer-state.json: the TrainerState plus what makes the checkpoint checkable and resumable. */
-interface SavedTrainerState extends TrainerState {
-  optimizerStep: number;
-  /** Byte lengths of metrics.jsonl and samples.jsonl when the checkpoint was taken. */
-  logBytes?: LogBytes;
-  /** Every other file of the checkpoint with its size in bytes; absent in checkpoints of older versions. */
-  files?: Record<string, number>;
-}
-
 /** How far metrics.jsonl and samples.jsonl reached at a checkpoint. */
 export interface LogBytes {
   metrics: number;
@@ -70,9 +70,6 @@ export interface LogBytes {
 /** The optimiser moments' subfolder and file inside a checkpoint folder. */
 const OPTIMIZER_FOLDER = 'training-state';
 const OPTIMIZER_FILE = join(OPTIMIZER_FOLDER, 'optimizer.safetensors');
-
-// Files a checkpoint written before trainer-state.json listed its files must have.
-const LEGACY_REQUIRED_FILES = ['config.json', 'model.safetensors', 'optimizer.safetensors', 'trainer-state.json'];
 
 /** Replaces `file` with the JSON of `value` by write, fsync, rename and fsync of the folder. */
 export function writeJsonAtomically(file: string, value: unknown): void {
@@ -125,20 +122,29 @@ export class RunFolder {
     writeJsonAtomically(join(this.directory, 'summary.json'), summary);
   }
 
+  /** summary.json's fields (empty when there is none); a damaged file is an error naming it and the field. */
   readSummary(): Record<string, unknown> {
-    const file = join(this.directory, 'summary.json');
-    return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : {};
+    return readSummaryFile(join(this.directory, 'summary.json'));
   }
 
-  /** Steps of the complete checkpoints, ascending. */
-  checkpointSteps(): number[] {
+  /** Steps of every `step-N` folder, complete or not, ascending. */
+  stepFolders(): number[] {
     if (!existsSync(this.checkpointsDirectory)) return [];
     return readdirSync(this.checkpointsDirectory)
       .map((name) => /^step-(\d+)$/.exec(name))
       .filter((match): match is RegExpExecArray => match !== null)
-      .filter((match) => isCompleteCheckpoint(join(this.checkpointsDirectory, match[0])))
       .map((match) => Number(match[1]))
       .sort((a, b) => a - b);
+  }
+
+  /** Steps of the complete checkpoints (every listed file there with its size), ascending. */
+  checkpointSteps(): number[] {
+    return this.stepFolders().filter((step) => isCompleteCheckpoint(join(this.checkpointsDirectory, `step-${step}`)));
+  }
+
+  /** Why checkpoint step-N cannot be resumed from (schema, sizes, SHA-256 sums), or null when it can. */
+  checkpointProblem(step: number): string | null {
+    return checkpointProblem(join(this.checkpointsDirectory, `step-${step}`), step, true);
   }
 
   /**
@@ -213,19 +219,18 @@ export class RunFolder {
       makeDirectory(join(partial, OPTIMIZER_FOLDER));
       writeSafetensors(join(partial, OPTIMIZER_FILE), optimizerTensors(input.optimizer.getState()));
       syncDirectory(join(partial, OPTIMIZER_FOLDER));
-      const files = Object.fromEntries(
-        readdirSync(partial, { recursive: true, withFileTypes: true })
-          .filter((entry) => entry.isFile())
-          .map((entry) => {
-            const file = relative(partial, join(entry.parentPath, entry.name));
-            return [file, statSync(join(partial, file)).size];
-          }),
-      );
+      const names = readdirSync(partial, { recursive: true, withFileTypes: true })
+        .filter((entry) => entry.isFile())
+        .map((entry) => relative(partial, join(entry.parentPath, entry.name)));
+      // Sizes find a file cut short; SHA-256 sums find one damaged in place (a flipped bit).
+      const files = Object.fromEntries(names.map((file) => [file, statSync(join(partial, file)).size]));
+      const sha256 = Object.fromEntries(names.map((file) => [file, sha256OfFile(join(partial, file))]));
       const saved: SavedTrainerState = {
         ...input.state,
         optimizerStep: input.optimizer.stepCount,
         logBytes: this.syncLogs(),
         files,
+        sha256,
       };
       writeFileDurably(join(partial, 'trainer-state.json'), `${JSON.stringify(saved, null, 2)}\n`);
       syncDirectory(partial);
@@ -246,12 +251,9 @@ export class RunFolder {
     logBytes: LogBytes | null;
   } {
     const directory = join(this.checkpointsDirectory, `step-${step}`);
-    const {
-      optimizerStep,
-      logBytes,
-      files: _files,
-      ...state
-    } = JSON.parse(readFileSync(join(directory, 'trainer-state.json'), 'utf8')) as SavedTrainerState;
+    const { optimizerStep, logBytes, files: _files, sha256: _sha256, ...saved } = readTrainerState(directory, step);
+    // A NaN metric was written as null and comes back as null, as it always did.
+    const state = { ...saved, evalBefore: saved.evalBefore as TrainerState['evalBefore'] };
     // Checkpoints written before the optimiser moved into its subfolder keep it at the top level.
     const optimizerFile = existsSync(join(directory, OPTIMIZER_FILE))
       ? join(directory, OPTIMIZER_FILE)
@@ -324,22 +326,14 @@ export class RunFolder {
   }
 }
 
-/** A checkpoint folder is complete when trainer-state.json parses and every file it lists has its recorded size. */
+/**
+ * A checkpoint folder is complete when trainer-state.json passes its schema and every file it lists
+ * has its recorded size (cheap: no checksums; a resume checks those on the one it loads). A folder
+ * named after a step (step-N, or a hidden copy of one) must record that step.
+ */
 export function isCompleteCheckpoint(directory: string): boolean {
-  let saved: SavedTrainerState;
-  try {
-    saved = JSON.parse(readFileSync(join(directory, 'trainer-state.json'), 'utf8')) as SavedTrainerState;
-  } catch {
-    return false;
-  }
-  if (saved.files === undefined) return LEGACY_REQUIRED_FILES.every((file) => existsSync(join(directory, file)));
-  return Object.entries(saved.files).every(([file, size]) => {
-    try {
-      return statSync(join(directory, file)).size === size;
-    } catch {
-      return false;
-    }
-  });
+  const step = /step-(\d+)/.exec(basename(directory));
+  return checkpointProblem(directory, step ? Number(step[1]) : null, false) === null;
 }
 
 function optimizerTensors(state: AdamWState): Map<string, StoredTensor> {

@@ -32,6 +32,8 @@ export interface TrainOptions {
   resume?: boolean;
   rollout?: RolloutFn;
   quiet?: boolean;
+  /** With `resume`: when every checkpoint is damaged, start over from step 0 (emptying the logs) instead of stopping. */
+  restartDamaged?: boolean;
   /**
    * Stops the run at the next step boundary when aborted (the CLI aborts it on SIGINT/SIGTERM):
    * summary.json says `interrupted`, nothing more is saved, and train() throws RunInterrupted.
@@ -107,7 +109,10 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
     evalBefore: null,
     extra: {},
   };
-  if (options.resume) state = resumeFrom(folder, model, optimizer, progress, context.vision) ?? state;
+  if (options.resume)
+    state =
+      resumeFrom(folder, model, optimizer, progress, context.vision, { restartDamaged: options.restartDamaged }) ??
+      state;
   if (state.phase === 'done' && state.phaseStep < config.grpo.steps) {
     progress.message(`continuing GRPO from step ${state.phaseStep} to ${config.grpo.steps}`);
     state.phase = 'grpo';
