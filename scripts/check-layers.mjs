@@ -20,11 +20,15 @@ const allowed = {
   rewards: ['rewards', 'registry'],
   data: ['data', 'rewards', 'registry'],
   agents: ['agents', 'rewards', 'registry'],
+  // run/: the run folder (logs, summary, checkpoints written so a kill loses nothing), its state
+  // file's schema, the run's status and progress lines — every job's files, below the loops.
+  run: ['run', 'model', 'nn', 'tensor', 'registry'],
   // rollout/: turning prompts into sampled completions (single-turn, multi-turn episodes with tools,
   // an OpenAI-compatible engine) — below the trainer, which scores and learns from them.
   rollout: ['rollout', 'agents', 'data', 'rewards', 'sampling', 'model', 'nn', 'tensor', 'registry'],
   trainer: [
     'trainer',
+    'run',
     'rollout',
     'agents',
     'data',
@@ -38,7 +42,7 @@ const allowed = {
   ],
   // flow/: image generators (flow matching, Flow-GRPO) — their own loop over tensors, not over token
   // ids, so beside trainer/ rather than inside it; it reuses algorithms/ (steps, advantages, losses).
-  flow: ['flow', 'algorithms', 'rewards', 'model', 'nn', 'tensor', 'registry'],
+  flow: ['flow', 'run', 'algorithms', 'rewards', 'model', 'nn', 'tensor', 'registry'],
   dashboard: ['dashboard', 'registry'],
   cli: [
     'registry',
@@ -46,6 +50,7 @@ const allowed = {
     'dashboard',
     'flow',
     'trainer',
+    'run',
     'rollout',
     'agents',
     'data',

@@ -18,7 +18,7 @@ import {
   type Recipe,
   type TrainerConfig,
 } from '../trainer/index.js';
-import { writeJsonAtomically } from '../trainer/run-folder.js';
+import { writeJsonAtomically } from '../run/run-folder.js';
 import { registerParts, type Part } from '../algorithms/index.js';
 import { isFlowRecipe } from '../flow/recipe.js';
 import { runFlowTrainCommand } from './train-flow.js';

@@ -40,7 +40,7 @@ import {
   type ValueTrackerState,
 } from './prompt-state.js';
 import type { RolloutContext, RolloutFn, RolloutPrompt, RolloutSettings } from '../rollout/rollout.js';
-import type { TrainerState } from './run-folder.js';
+import type { TrainerState } from '../run/run-folder.js';
 import { concatenateGroups, generateRound, groupStarts, sampleRows, type StepBatch } from './step-batch.js';
 import { groupIndexOf } from './step-batch.js';
 import { computeSignal, turnTokenAdvantages, type StepSignal } from './step-signal.js';

@@ -14,7 +14,7 @@ export {
   type RunContext,
 } from './setup.js';
 export { train, type TrainOptions, type TrainResult } from './trainer.js';
-export { RunInterrupted } from './run-status.js';
+export { RunInterrupted } from '../run/run-status.js';
 export {
   singleTurnRollout,
   type RolloutFn,
@@ -31,7 +31,7 @@ export {
   type TurnDecoder,
   type TurnDecoderFactory,
 } from '../rollout/multi-turn-rollout.js';
-export { RunFolder, type TrainerState } from './run-folder.js';
+export { RunFolder, type TrainerState } from '../run/run-folder.js';
 export {
   accumulatePolicyGradients,
   lossOptionsFor,

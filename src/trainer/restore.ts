@@ -17,8 +17,8 @@ import { loadCheckpoint, saveCheckpoint } from '../model/checkpoint.js';
 import { readSafetensors, type StoredTensor } from '../model/safetensors.js';
 import { Transformer } from '../model/transformer.js';
 import type { AdamW } from '../nn/index.js';
-import type { ProgressReporter } from './progress.js';
-import type { RunFolder, TrainerState } from './run-folder.js';
+import type { ProgressReporter } from '../run/progress.js';
+import type { RunFolder, TrainerState } from '../run/run-folder.js';
 import type { RunContext } from './setup.js';
 import type { VisionRun } from './vision-run.js';
 import {

@@ -16,10 +16,10 @@ import { createSmallConfig } from '../model/config.js';
 import { Transformer } from '../model/transformer.js';
 import { AdamW } from '../nn/index.js';
 import { optimizedParameters } from './optimize.js';
-import { createProgressReporter } from './progress.js';
+import { createProgressReporter } from '../run/progress.js';
 import { resumeFrom } from './restore.js';
-import { isCompleteCheckpoint, RunFolder } from './run-folder.js';
-import { readTrainerState } from './trainer-state.js';
+import { isCompleteCheckpoint, RunFolder } from '../run/run-folder.js';
+import { readTrainerState } from '../run/trainer-state.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-resume-hostile-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));

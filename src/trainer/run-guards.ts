@@ -5,8 +5,8 @@
  *
  * Is not: the reward runner (rewards/run.ts), which records the failures this reads.
  */
-import type { ProgressReporter } from './progress.js';
-import type { TrainerState } from './run-folder.js';
+import type { ProgressReporter } from '../run/progress.js';
+import type { TrainerState } from '../run/run-folder.js';
 import type { StepBatch } from './step-batch.js';
 
 /**

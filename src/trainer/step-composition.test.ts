@@ -27,7 +27,7 @@ import type { NamedReward } from '../rewards/types.js';
 import { createStepEnvironment, prepareGrpoStep, recordStepState, rolloutSettingsOf } from './grpo-step.js';
 import { accumulatePolicyGradients } from './optimize.js';
 import { mergeConfig } from './presets.js';
-import type { TrainerState } from './run-folder.js';
+import type { TrainerState } from '../run/run-folder.js';
 import type { RolloutFn } from '../rollout/rollout.js';
 import { completionLogprobs, padRows } from './sequences.js';
 import { createRunContext, resolveConfig } from './setup.js';

@@ -7,7 +7,7 @@
  *
  * Is not: the loss metrics (optimize.ts names those) or the writing of files (run-folder.ts).
  */
-import type { RunFolder } from './run-folder.js';
+import type { RunFolder } from '../run/run-folder.js';
 import type { TextTokenizer } from '../model/tokenizer.js';
 import { episodeRecord } from './agent-metrics.js';
 import type { PreparedStep } from './grpo-step.js';

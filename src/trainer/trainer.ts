@@ -16,14 +16,14 @@ import { writeVisionModelFiles } from './vision-setup.js';
 import { createStepEnvironment, prepareGrpoStep, recordStepState, rolloutSettingsOf } from './grpo-step.js';
 import { publishAdapter } from '../rollout/openai-rollout.js';
 import { optimizedParameters, policyStep, sftStep } from './optimize.js';
-import { createProgressReporter, type ProgressReporter } from './progress.js';
+import { createProgressReporter, type ProgressReporter } from '../run/progress.js';
 import type { RolloutFn } from '../rollout/rollout.js';
-import { RunFolder, type TrainerState } from './run-folder.js';
+import { RunFolder, type TrainerState } from '../run/run-folder.js';
 import { agentMetrics } from './agent-metrics.js';
 import { completionMetrics, rewardLogMetrics, sampleRecords } from './step-metrics.js';
 import { adapterBaseFor, referenceFor, resumeFrom, visionReferenceFor } from './restore.js';
 import { guardSkips, reportRewardFailures } from './run-guards.js';
-import { markFailed, markInterrupted, markRunning, RunInterrupted, stopIfAborted } from './run-status.js';
+import { markFailed, markInterrupted, markRunning, RunInterrupted, stopIfAborted } from '../run/run-status.js';
 import { bindRunAlgorithm, type RunContext } from './setup.js';
 
 export interface TrainOptions {

@@ -29,7 +29,7 @@ import { createStepEnvironment, prepareGrpoStep, rolloutSettingsOf } from './grp
 import { accumulatePolicyGradients } from './optimize.js';
 import { createRunContext, resolveConfig } from './setup.js';
 import { visionReferenceFor } from './restore.js';
-import { RunFolder } from './run-folder.js';
+import { RunFolder } from '../run/run-folder.js';
 import { withConnector } from './vision-run.js';
 import { isIdefics3Checkpoint } from '../model/vision/idefics3-config.js';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -52,7 +52,7 @@ const firstCharacter: NamedReward = {
   weight: 1,
   reward: ({ completion }) => (completion.length > 0 ? completion.charCodeAt(0) % 7 : 0),
 };
-const state: import('./run-folder.js').TrainerState = {
+const state: import('../run/run-folder.js').TrainerState = {
   step: 0,
   phase: 'grpo',
   phaseStep: 0,

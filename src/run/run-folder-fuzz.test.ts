@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createSmallConfig } from '../model/config.js';
 import { Transformer } from '../model/transformer.js';
 import { AdamW } from '../nn/index.js';
-import { optimizedParameters } from './optimize.js';
+import { optimizedParameters } from '../trainer/optimize.js';
 import { RunFolder } from './run-folder.js';
 import { checkpointProblem, readSummaryFile, readTrainerState } from './trainer-state.js';
 

@@ -21,7 +21,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createSmallConfig } from '../model/config.js';
 import { Transformer } from '../model/transformer.js';
 import { AdamW } from '../nn/index.js';
-import { optimizedParameters } from './optimize.js';
+import { optimizedParameters } from '../trainer/optimize.js';
 import { RunFolder, type TrainerState } from './run-folder.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-run-folder-'));
