@@ -303,6 +303,29 @@ describe.skipIf(browserProblem !== null)('dashboard page in headless Chromium', 
     page.off('request', watch);
   });
 
+  it('draws a long run from a thinned first fetch, says so, and then takes new lines in full', async () => {
+    const longId = '20260106-100000-long';
+    const folder = join(scratch, 'runs', longId);
+    await mkdir(folder, { recursive: true });
+    await writeFile(join(folder, 'config.json'), JSON.stringify({ task: 'addition' }));
+    const lines = Array.from({ length: 3000 }, (_, i) =>
+      JSON.stringify({ step: i + 1, phase: 'grpo', 'reward/mean': i / 3000 }),
+    );
+    await writeFile(join(folder, 'metrics.jsonl'), lines.join('\n') + '\n');
+    await page.goto(`${dashboard.url}?poll=257&maxRows=200#run=${longId}`);
+    await page.locator('[data-chart="reward"] path.series').first().waitFor();
+    // 3000 lines at most 200 a fetch: every 15th (0, 15, …, 2985) and the last.
+    expect(await pointsDrawn('reward', 'reward/mean')).toBe(201);
+    expect(await page.locator('#problems').textContent()).toContain(
+      'showing every 15th of the first 3000 metric lines (evaluation lines all kept); later lines in full',
+    );
+    await appendFile(
+      join(folder, 'metrics.jsonl'),
+      JSON.stringify({ step: 3001, phase: 'grpo', 'reward/mean': 1 }) + '\n',
+    );
+    await expect.poll(() => pointsDrawn('reward', 'reward/mean')).toBe(202);
+  });
+
   it('compares two runs: one series per run in every chart, each run its colour, with a legend', async () => {
     await page.goto(`${dashboard.url}?poll=255#run=${finishedId}`);
     await page.locator('[data-chart="entropy"] path.series').waitFor();

@@ -151,6 +151,34 @@ describe('dashboard API', () => {
     ]);
   });
 
+  it('thins a long metrics file to about maxRows rows, keeping every evaluation line and the last', async () => {
+    // 20,001 lines: a step line each, an evaluation line every 1000 steps.
+    const lines = Array.from({ length: 20_000 }, (_, i) => JSON.stringify({ step: i + 1, 'reward/mean': i }));
+    for (let step = 1000; step <= 20_000; step += 1000)
+      lines.splice(step + step / 1000 - 1, 0, JSON.stringify({ step, 'eval/accuracy': step / 20_000 }));
+    await mkdir(join(runsDirectory, 'long'));
+    await writeFile(join(runsDirectory, 'long', 'metrics.jsonl'), lines.join('\n') + '\n');
+    const { json } = await getJson('/api/runs/long/metrics?fromLine=1&maxRows=500');
+    expect(json.sampled).toEqual({ every: 41, of: 20_020 }); // ⌈20020 / 500⌉
+    const evaluations = json.rows.filter((row: Record<string, number>) => 'eval/accuracy' in row);
+    expect(evaluations.map((row: { step: number }) => row.step)).toEqual(
+      Array.from({ length: 20 }, (_, i) => 1000 * (i + 1)),
+    );
+    expect(json.rows.length).toBeLessThanOrEqual(Math.ceil(20_020 / 41) + 20 + 1);
+    expect(json.rows.at(-1)).toEqual({ step: 20_000, 'eval/accuracy': 1 }); // the last line is kept
+    expect(json.rows[1]['reward/mean']).toBe(41); // every 41st line
+    expect(json.nextLine).toBe(20_021); // polling goes on after the whole file
+    // A short answer is not thinned; a bad maxRows is refused naming it.
+    const tail = await getJson('/api/runs/long/metrics?fromLine=20000&maxRows=500');
+    expect(tail.json.sampled).toBeUndefined();
+    expect(tail.json.rows).toHaveLength(21);
+    for (const bad of ['10', '1e9', 'many'])
+      expect(await getJson(`/api/runs/long/metrics?maxRows=${bad}`)).toMatchObject({
+        status: 400,
+        json: { error: 'maxRows must be an integer from 100 to 100000' },
+      });
+  });
+
   it('serves sample steps, the groups of one step, config, summary and run details', async () => {
     const steps = await getJson(`/api/runs/${finishedId}/samples`);
     expect(steps.json.steps).toEqual([5, 10, 15, 20, 25, 30].map((step) => ({ phase: 'grpo', step, groups: 2 })));

@@ -8,7 +8,9 @@
  * API (all JSON):
  *   GET /api/runs                          runs, newest first, with status, last step, key metrics
  *   GET /api/runs/:id                      one run: list entry + checkpoints
- *   GET /api/runs/:id/metrics?fromLine=N   metrics rows from line N on, and the line to ask next
+ *   GET /api/runs/:id/metrics?fromLine=N   metrics rows from line N on, and the line to ask next;
+ *       &maxRows=M (100..100000) thins a long answer to about M rows (every k-th, evaluation rows and the
+ *       last row kept) and says so in `sampled`: a 200 MB metrics.jsonl is drawn from a few thousand points
  *   GET /api/runs/:id/samples              the steps that have samples
  *   GET /api/runs/:id/samples?phase=P&step=N   the prompt groups logged at that step
  *   GET /api/runs/:id/config | /summary    config.json, summary.json
@@ -193,6 +195,22 @@ async function handleRequest(
   return send(response, request, 200, 'application/json; charset=utf-8', JSON.stringify(data));
 }
 
+/**
+ * About `maxRows` of `rows`: every k-th row (k = ⌈rows / maxRows⌉), and every row that holds an
+ * evaluation metric (they are sparse: striding would lose them) and the last row (the latest values).
+ */
+function thinnedRows(
+  rows: Record<string, unknown>[],
+  maxRows: number,
+): { rows: Record<string, unknown>[]; sampled: { every: number; of: number } } {
+  const every = Math.ceil(rows.length / maxRows);
+  const kept = rows.filter(
+    (row, index) =>
+      index % every === 0 || index === rows.length - 1 || Object.keys(row).some((key) => key.startsWith('eval/')),
+  );
+  return { rows: kept, sampled: { every, of: rows.length } };
+}
+
 async function apiResponse(rest: string[], query: URLSearchParams, reader: RunFolderReader): Promise<unknown> {
   if (rest.length === 0) return { runs: await reader.listRuns() };
   const [id, resource, ...extra] = rest;
@@ -205,8 +223,13 @@ async function apiResponse(rest: string[], query: URLSearchParams, reader: RunFo
   if (resource === 'metrics') {
     const fromLine = Number(query.get('fromLine') ?? '1');
     if (!Number.isInteger(fromLine) || fromLine < 1) throw new HttpError(400, 'fromLine must be an integer ≥ 1');
+    const maxRows = query.has('maxRows') ? Number(query.get('maxRows')) : null;
+    if (maxRows !== null && !(Number.isInteger(maxRows) && maxRows >= 100 && maxRows <= 100_000))
+      throw new HttpError(400, 'maxRows must be an integer from 100 to 100000');
     const metrics = await reader.readMetrics(id);
-    return { ...metrics, rows: metrics.rows.filter((row) => row.line >= fromLine).map((row) => row.value) };
+    const rows = metrics.rows.filter((row) => row.line >= fromLine).map((row) => row.value);
+    if (maxRows === null || rows.length <= maxRows) return { ...metrics, rows };
+    return { ...metrics, ...thinnedRows(rows, maxRows) };
   }
   if (resource === 'samples') return samplesResponse(id, query, reader);
   if (resource === 'images') return { images: await reader.listImages(id) };

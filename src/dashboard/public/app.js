@@ -15,6 +15,12 @@ import { renderGroup } from './samples.js';
 import { chartDefinitions, chartSeries, placeRuns } from './series.js';
 
 const pollMilliseconds = Math.max(200, Number(new URLSearchParams(location.search).get('poll')) || 3000);
+// A run's first metrics fetch asks the server to thin a long file to about this many rows (`maxRows=` in
+// the page's query changes it): a 200 MB metrics.jsonl would otherwise be sent and drawn point by point.
+const firstFetchRows = Math.min(
+  100000,
+  Math.max(100, Number(new URLSearchParams(location.search).get('maxRows')) || 4000),
+);
 // Runs that no longer write: the page stops polling their metrics (an interrupted run polls again once resumed).
 const finishedStatuses = new Set(['finished', 'failed', 'interrupted']);
 
@@ -219,7 +225,8 @@ function renderCompareLegend(ids) {
 function renderProblems() {
   const problems = shownRunIds().flatMap((id) => {
     const entry = state.metrics.get(id);
-    return id === state.selectedId ? entry.problems : entry.problems.map((problem) => `${id}: ${problem}`);
+    const lines = entry.note ? [entry.note, ...entry.problems] : entry.problems;
+    return id === state.selectedId ? lines : lines.map((problem) => `${id}: ${problem}`);
   });
   byId('problems').textContent = [...problems, ...state.sampleProblems].slice(0, 8).join('\n');
 }
@@ -354,7 +361,8 @@ async function fetchNewMetrics(id) {
   }
   let answer;
   try {
-    answer = await fetchJson(`${runPath(id)}/metrics?fromLine=${fromLine}`);
+    const thin = fromLine === 1 ? `&maxRows=${firstFetchRows}` : '';
+    answer = await fetchJson(`${runPath(id)}/metrics?fromLine=${fromLine}${thin}`);
   } catch (error) {
     if (state.metrics.get(id) !== entry) return false;
     entry.missing = error.status === 404;
@@ -366,12 +374,15 @@ async function fetchNewMetrics(id) {
   if (state.metrics.get(id) !== entry || fromLine !== entry.nextLine) return false;
   entry.rows.push(...answer.rows);
   entry.nextLine = answer.nextLine;
+  // A thinned first answer is said once and stays said: later polls bring only new lines, in full.
+  if (answer.sampled)
+    entry.note = `showing every ${answer.sampled.every}th of the first ${answer.sampled.of} metric lines (evaluation lines all kept); later lines in full`;
   entry.problems = answer.problems;
   entry.missing = false;
   return answer.rows.length > 0;
 }
 
-const emptyMetrics = () => ({ rows: [], nextLine: 1, problems: [], missing: false });
+const emptyMetrics = () => ({ rows: [], nextLine: 1, problems: [], missing: false, note: null });
 
 /** Fetch what is new for the selected run: metric lines since the last poll, sample steps, header. */
 async function refreshSelectedRun() {
