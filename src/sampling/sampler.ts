@@ -7,6 +7,7 @@
  *
  * Legend: B = live sequences, Hkv, D as in the model; the batched cache holds generated keys only.
  * Vision-language prompts bring their image features (promptImageFeatures), used in their prefill only.
+ * startGeneration runs the same steps in time slices (a server answers other requests between them).
  * Is not: tokenizer-aware (ids in, ids out) or a training forward. Each sequence draws from its own
  * generator derived from (seed, prompt, sample), so results do not depend on batch composition.
  */
@@ -174,6 +175,35 @@ interface LiveSequence {
 
 /** Samples `numSamples` completions for every prompt. */
 export function generate(model: Transformer, request: GenerateRequest): Completion[] {
+  const run = startGeneration(model, request);
+  run.advance(Infinity);
+  return run.completions;
+}
+
+/**
+ * A generation run in slices, so a server can answer others between them: `advance(deadline)` runs
+ * the prefill and then decode steps until every sequence has finished (returns true) or
+ * `performance.now()` has passed `deadline` after a step (returns false; call it again to go on).
+ * `completions` fill in as it runs and are final once it returns true. The same steps as one
+ * `generate` call, so the same results however it is sliced.
+ */
+export interface GenerationRun {
+  advance(deadline: number): boolean;
+  readonly completions: Completion[];
+}
+
+/** The decode loop's state between slices. */
+interface DecodeState {
+  active: LiveSequence[];
+  waiting: LiveSequence[];
+  continuous: boolean;
+  prompts: KvCache[];
+  cache: KvCache;
+  outputBuffers: DecodeBuffers;
+}
+
+/** Validates `request` (throwing before any compute) and returns its run, not yet started. */
+export function startGeneration(model: Transformer, request: GenerateRequest): GenerationRun {
   validate(request, model);
   const settings: SamplingSettings = {
     temperature: request.temperature ?? 1,
@@ -189,103 +219,124 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
       for (let s = 0; s < numSamples; s++)
         completions.push({ promptIndex, sampleIndex: s, ids: [], logprobs: [], finishReason: 'length' });
     });
-    return completions;
+    return { completions, advance: () => true };
   }
-  // Nothing changes the weights while generating: the backend may keep them packed for every step,
-  // LoRA adapters included; a bfloat16 base is widened once for the whole generation.
+  const unfinished = (sequence: LiveSequence) =>
+    sequence.completion.finishReason === 'length' && sequence.completion.ids.length < request.maxNewTokens;
+  const generatedKeys = (s: LiveSequence) => s.position - request.prompts[s.completion.promptIndex].length;
+
+  const begin = (): DecodeState => {
+    const live: LiveSequence[] = [];
+    const prefilled = prefillPrompts(model, request.prompts, request.promptImageFeatures);
+    // Each prompt's G samples start from the same last-position logits.
+    request.prompts.forEach((prompt, promptIndex) => {
+      for (let sampleIndex = 0; sampleIndex < numSamples; sampleIndex++) {
+        const random = new Random(request.seed * 1_000_003 + promptIndex * 7919 + sampleIndex);
+        const completion: Completion = { promptIndex, sampleIndex, ids: [], logprobs: [], finishReason: 'length' };
+        completions.push(completion);
+        live.push({ completion, random, nextId: -1, position: prompt.length });
+        accept(
+          live[live.length - 1],
+          chooseTokens(prefilled.lastLogits[promptIndex], 1, settings, [random])[0],
+          stop,
+          request.maxNewTokens,
+        );
+      }
+    });
+    // Each prompt's keys stay in its own prefill cache, read once per group by the attention
+    // (sharedPrefix); the batched cache holds only the generated keys, so it needs no padding.
+    const waiting = live.filter(unfinished);
+    const slots = Math.min(waiting.length, request.maxBatchSize ?? waiting.length);
+    return {
+      // Continuous batching only when some sequences wait: rows are then at different steps.
+      continuous: slots < waiting.length,
+      active: waiting.splice(0, slots),
+      waiting,
+      prompts: prefilled.caches,
+      cache: model.createCache(request.maxNewTokens), // room for every step: nothing regrows
+      outputBuffers: new DecodeBuffers(), // every step's projections and logits, reused
+    };
+  };
+
+  /** One decode step of every active sequence. */
+  const step = (state: DecodeState): void => {
+    const { active, cache, outputBuffers } = state;
+    const B = active.length;
+    const rowPrefix = Int32Array.from(active, (s) => s.completion.promptIndex);
+    const hidden = model.hiddenStates(
+      Int32Array.from(active, (s) => s.nextId),
+      B,
+      {
+        cache,
+        outputBuffers,
+        positions: Int32Array.from(active, (s) => s.position),
+        sharedPrefix: {
+          prompts: state.prompts,
+          rowPrefix,
+          rowLengths: state.continuous ? Int32Array.from(active, generatedKeys) : undefined,
+        },
+      },
+    ); // [B, 1, H]
+    const chosen = chooseTokens(
+      headInto(model, hidden, outputBuffers.array('lm_head', B * model.config.vocabSize)),
+      B,
+      settings,
+      active.map((sequence) => sequence.random),
+    );
+    active.forEach((sequence, b) => {
+      sequence.position++;
+      accept(sequence, chosen[b], stop, request.maxNewTokens);
+    });
+    // A finished row's slot goes to the next waiting sequence (its keys overwrite the slot's from
+    // column 0); with none waiting, finished rows leave the batch (order kept, so the rows of one
+    // prompt stay contiguous).
+    const slotted = active.map((s) => (unfinished(s) ? s : state.waiting.shift()));
+    const keep = slotted.map((s, b) => ({ s, b })).filter((row): row is { s: LiveSequence; b: number } => !!row.s);
+    if (keep.length < active.length && keep.length > 0) {
+      for (let layer = 0; layer < model.config.numLayers; layer++) {
+        cache.keys[layer] = keepRows(
+          cache.keys[layer]!,
+          keep.map(({ b }) => b),
+          cache.length,
+        );
+        cache.values[layer] = keepRows(
+          cache.values[layer]!,
+          keep.map(({ b }) => b),
+          cache.length,
+        );
+      }
+    }
+    state.active = keep.map(({ s }) => s);
+  };
+
+  // Nothing changes the weights while a slice runs: the backend may keep them packed for every step,
+  // LoRA adapters included; a bfloat16 base is widened once per slice (once for a whole `generate`).
+  // The scopes close at the end of each slice, so whatever runs between slices sees none of them.
   const adapterTensors = (model.adapters?.namedParameters() ?? []).map(([, adapter]) => adapter);
   const constant = [...model.parameters.values(), ...adapterTensors];
-  return model.withWidenedWeights(() =>
-    withConstantWeights(constant, () =>
-      noGrad(() => {
-        const live: LiveSequence[] = [];
-        const prefilled = prefillPrompts(model, request.prompts, request.promptImageFeatures);
-        // Each prompt's G samples start from the same last-position logits.
-        request.prompts.forEach((prompt, promptIndex) => {
-          for (let sampleIndex = 0; sampleIndex < numSamples; sampleIndex++) {
-            const random = new Random(request.seed * 1_000_003 + promptIndex * 7919 + sampleIndex);
-            const completion: Completion = { promptIndex, sampleIndex, ids: [], logprobs: [], finishReason: 'length' };
-            completions.push(completion);
-            live.push({ completion, random, nextId: -1, position: prompt.length });
-            accept(
-              live[live.length - 1],
-              chooseTokens(prefilled.lastLogits[promptIndex], 1, settings, [random])[0],
-              stop,
-              request.maxNewTokens,
-            );
+  let state: DecodeState | null = null;
+  const advance = (deadline: number): boolean =>
+    model.withWidenedWeights(() =>
+      withConstantWeights(constant, () =>
+        noGrad(() => {
+          if (state === null) {
+            state = begin();
+            if (state.active.length > 0 && performance.now() >= deadline) return false;
           }
-        });
-        // Each prompt's keys stay in its own prefill cache, read once per group by the attention
-        // (sharedPrefix); the batched cache holds only the generated keys, so it needs no padding.
-        const unfinished = (sequence: LiveSequence) =>
-          sequence.completion.finishReason === 'length' && sequence.completion.ids.length < request.maxNewTokens;
-        const waiting = live.filter(unfinished);
-        const slots = Math.min(waiting.length, request.maxBatchSize ?? waiting.length);
-        // Continuous batching only when some sequences wait: rows are then at different steps.
-        const continuous = slots < waiting.length;
-        let active = waiting.splice(0, slots);
-        const prompts = prefilled.caches;
-        const cache = model.createCache(request.maxNewTokens); // room for every step: nothing regrows
-        const generatedKeys = (s: LiveSequence) => s.position - request.prompts[s.completion.promptIndex].length;
-        const outputBuffers = new DecodeBuffers(); // every step's projections and logits, reused
-        // Every other array a step's ops make (norms, RoPE, SwiGLU, sums) is read within the step: reused too.
-        withStepArena((nextStep) => {
-          while (active.length > 0) {
-            nextStep();
-            const B = active.length;
-            const rowPrefix = Int32Array.from(active, (s) => s.completion.promptIndex);
-            const hidden = model.hiddenStates(
-              Int32Array.from(active, (s) => s.nextId),
-              B,
-              {
-                cache,
-                outputBuffers,
-                positions: Int32Array.from(active, (s) => s.position),
-                sharedPrefix: {
-                  prompts,
-                  rowPrefix,
-                  rowLengths: continuous ? Int32Array.from(active, generatedKeys) : undefined,
-                },
-              },
-            ); // [B, 1, H]
-            const chosen = chooseTokens(
-              headInto(model, hidden, outputBuffers.array('lm_head', B * model.config.vocabSize)),
-              B,
-              settings,
-              active.map((sequence) => sequence.random),
-            );
-            active.forEach((sequence, b) => {
-              sequence.position++;
-              accept(sequence, chosen[b], stop, request.maxNewTokens);
-            });
-            // A finished row's slot goes to the next waiting sequence (its keys overwrite the slot's from
-            // column 0); with none waiting, finished rows leave the batch (order kept, so the rows of one
-            // prompt stay contiguous).
-            const slotted = active.map((s) => (unfinished(s) ? s : waiting.shift()));
-            const keep = slotted
-              .map((s, b) => ({ s, b }))
-              .filter((row): row is { s: LiveSequence; b: number } => !!row.s);
-            if (keep.length < active.length && keep.length > 0) {
-              for (let layer = 0; layer < model.config.numLayers; layer++) {
-                cache.keys[layer] = keepRows(
-                  cache.keys[layer]!,
-                  keep.map(({ b }) => b),
-                  cache.length,
-                );
-                cache.values[layer] = keepRows(
-                  cache.values[layer]!,
-                  keep.map(({ b }) => b),
-                  cache.length,
-                );
-              }
+          const current = state;
+          // Every other array a step's ops make (norms, RoPE, SwiGLU, sums) is read within the step: reused too.
+          withStepArena((nextStep) => {
+            while (current.active.length > 0) {
+              nextStep();
+              step(current);
+              if (performance.now() >= deadline) break;
             }
-            active = keep.map(({ s }) => s);
-          }
-        });
-        return completions;
-      }),
-    ),
-  );
+          });
+          return current.active.length === 0;
+        }),
+      ),
+    );
+  return { completions, advance };
 }
 
 /**
