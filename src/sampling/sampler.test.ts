@@ -160,14 +160,26 @@ describe('generate', () => {
 
   it('startGeneration advanced one step per slice returns what one generate call returns, bit for bit', () => {
     const stopTokenIds = Array.from({ length: 120 }, (_, i) => 13 * i + 5); // rows finish at different steps
-    const request = { prompts, numSamples: 2, maxNewTokens: 9, temperature: 1.1, seed: 35, stopTokenIds };
-    for (const maxBatchSize of [undefined, 3]) {
+    // 50 prompts of 100 tokens: their prefill takes two forwards (4096 tokens each at most), two slices.
+    const many = Array.from({ length: 50 }, (_, i) => [
+      1,
+      ...Array.from({ length: 99 }, (_, t) => 100 + ((i + t) % 50)),
+    ]);
+    const request = {
+      prompts: [...prompts, ...many],
+      numSamples: 1,
+      maxNewTokens: 5,
+      temperature: 1.1,
+      seed: 35,
+      stopTokenIds,
+    };
+    for (const maxBatchSize of [undefined, 20]) {
       const whole = generate(model, { ...request, maxBatchSize });
       const run = startGeneration(model, { ...request, maxBatchSize });
       let slices = 1;
-      // A deadline already past: the prefill is one slice, then every decode step is its own slice.
+      // A deadline already past: each prefill forward is one slice, then every decode step is its own slice.
       while (!run.advance(-Infinity)) slices++;
-      expect(slices).toBeGreaterThan(request.maxNewTokens - 1);
+      expect(slices).toBeGreaterThan(request.maxNewTokens + 2);
       expect(run.completions).toEqual(whole);
     }
     expect(() => startGeneration(model, { prompts: [[]], maxNewTokens: 1, seed: 0 })).toThrow(/prompt 0 is empty/);

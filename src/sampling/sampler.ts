@@ -123,47 +123,59 @@ export function keepRows(tensor: Tensor, rows: readonly number[], used: number):
 // Prompts prefilled together stay under this many tokens per forward (attention scores grow as T²).
 const PREFILL_TOKENS_PER_FORWARD = 4096;
 
+/** Prompts prefilled so far: each one's cache and last-position logits, filled in chunk by chunk. */
+interface Prefill {
+  caches: KvCache[];
+  lastLogits: Float32Array[];
+  /** The forwards still to run, each a list of prompt indices of one length. */
+  chunks: number[][];
+}
+
 /**
- * Prefills every prompt once: prompts of equal length share a forward (a [P, T] batch, no padding
- * needed), and each prompt's cache is a zero-copy view of its row of the batched cache.
+ * Plans the prefill of every prompt, each once: prompts of equal length share a forward (a [P, T]
+ * batch, no padding needed), at most PREFILL_TOKENS_PER_FORWARD tokens each.
  */
-function prefillPrompts(
+function planPrefill(prompts: number[][]): Prefill {
+  const byLength = new Map<number, number[]>();
+  prompts.forEach((prompt, index) => byLength.set(prompt.length, [...(byLength.get(prompt.length) ?? []), index]));
+  const chunks: number[][] = [];
+  for (const [T, members] of byLength) {
+    const perForward = Math.max(1, Math.floor(PREFILL_TOKENS_PER_FORWARD / T));
+    for (let first = 0; first < members.length; first += perForward)
+      chunks.push(members.slice(first, first + perForward));
+  }
+  return { caches: new Array(prompts.length), lastLogits: new Array(prompts.length), chunks };
+}
+
+/** Runs the next planned forward; each prompt's cache is a zero-copy view of its row of the batched cache. */
+function prefillNextChunk(
   model: Transformer,
   prompts: number[][],
   imageFeatures: (Tensor | null)[] | undefined,
-): { caches: KvCache[]; lastLogits: Float32Array[] } {
+  prefill: Prefill,
+): void {
   const V = model.config.vocabSize;
-  const caches: KvCache[] = new Array(prompts.length);
-  const lastLogits: Float32Array[] = new Array(prompts.length);
-  const byLength = new Map<number, number[]>();
-  prompts.forEach((prompt, index) => byLength.set(prompt.length, [...(byLength.get(prompt.length) ?? []), index]));
-  for (const [T, members] of byLength) {
-    const perForward = Math.max(1, Math.floor(PREFILL_TOKENS_PER_FORWARD / T));
-    for (let first = 0; first < members.length; first += perForward) {
-      const chunk = members.slice(first, first + perForward);
-      const P = chunk.length;
-      const cache = model.createCache();
-      const ids = Int32Array.from(chunk.flatMap((index) => prompts[index]));
-      // The chunk's image features in the order of its flat ids (prompts without images add none).
-      const features = chunk.flatMap((index) => imageFeatures?.[index] ?? []);
-      const logits = model.forward(ids, P, {
-        cache,
-        logitRows: Int32Array.from(chunk, (_, p) => p * T + T - 1),
-        imageFeatures:
-          features.length > 0 ? { tokenId: model.imageTokenId!, features: concat(features, 0) } : undefined,
-      }); // [P, V]
-      chunk.forEach((index, p) => {
-        lastLogits[index] = logits.data.subarray(p * V, (p + 1) * V);
-        const row = (stored: Tensor | null): Tensor => {
-          const [, heads, capacity, headDim] = stored!.shape;
-          const size = heads * capacity * headDim;
-          return new Tensor(stored!.data.subarray(p * size, (p + 1) * size), [1, heads, capacity, headDim]);
-        };
-        caches[index] = { keys: cache.keys.map(row), values: cache.values.map(row), length: T };
-      });
-    }
-  }
-  return { caches, lastLogits };
+  const chunk = prefill.chunks.shift()!;
+  const P = chunk.length;
+  const T = prompts[chunk[0]].length;
+  const cache = model.createCache();
+  const ids = Int32Array.from(chunk.flatMap((index) => prompts[index]));
+  // The chunk's image features in the order of its flat ids (prompts without images add none).
+  const features = chunk.flatMap((index) => imageFeatures?.[index] ?? []);
+  const logits = model.forward(ids, P, {
+    cache,
+    logitRows: Int32Array.from(chunk, (_, p) => p * T + T - 1),
+    imageFeatures: features.length > 0 ? { tokenId: model.imageTokenId!, features: concat(features, 0) } : undefined,
+  }); // [P, V]
+  chunk.forEach((index, p) => {
+    prefill.lastLogits[index] = logits.data.subarray(p * V, (p + 1) * V);
+    const row = (stored: Tensor | null): Tensor => {
+      const [, heads, capacity, headDim] = stored!.shape;
+      const size = heads * capacity * headDim;
+      return new Tensor(stored!.data.subarray(p * size, (p + 1) * size), [1, heads, capacity, headDim]);
+    };
+    prefill.caches[index] = { keys: cache.keys.map(row), values: cache.values.map(row), length: T };
+  });
 }
 
 interface LiveSequence {
@@ -225,9 +237,9 @@ export function startGeneration(model: Transformer, request: GenerateRequest): G
     sequence.completion.finishReason === 'length' && sequence.completion.ids.length < request.maxNewTokens;
   const generatedKeys = (s: LiveSequence) => s.position - request.prompts[s.completion.promptIndex].length;
 
-  const begin = (): DecodeState => {
+  /** Samples every sequence's first token from its prompt's prefill and sets the decode loop up. */
+  const begin = (prefilled: Prefill): DecodeState => {
     const live: LiveSequence[] = [];
-    const prefilled = prefillPrompts(model, request.prompts, request.promptImageFeatures);
     // Each prompt's G samples start from the same last-position logits.
     request.prompts.forEach((prompt, promptIndex) => {
       for (let sampleIndex = 0; sampleIndex < numSamples; sampleIndex++) {
@@ -314,13 +326,19 @@ export function startGeneration(model: Transformer, request: GenerateRequest): G
   // The scopes close at the end of each slice, so whatever runs between slices sees none of them.
   const adapterTensors = (model.adapters?.namedParameters() ?? []).map(([, adapter]) => adapter);
   const constant = [...model.parameters.values(), ...adapterTensors];
+  const prefill = planPrefill(request.prompts);
   let state: DecodeState | null = null;
   const advance = (deadline: number): boolean =>
     model.withWidenedWeights(() =>
       withConstantWeights(constant, () =>
         noGrad(() => {
           if (state === null) {
-            state = begin();
+            // The prefill's forwards are slices too: a long prompt list cannot hold the thread in one go.
+            while (prefill.chunks.length > 0) {
+              prefillNextChunk(model, request.prompts, request.promptImageFeatures, prefill);
+              if (prefill.chunks.length > 0 && performance.now() >= deadline) return false;
+            }
+            state = begin(prefill);
             if (state.active.length > 0 && performance.now() >= deadline) return false;
           }
           const current = state;
