@@ -340,6 +340,23 @@ regular files inside their folder (no links out of it).`,
       "cut this text from the end of each completion, e.g. '<|im_end|>' that OpenRLHF's query keeps (repeatable)",
       collect,
     )
+    .option(
+      '--reward-timeout-ms <ms>',
+      'per reward call; a call past it is stopped (its worker thread terminated) and reported as a failed reward (default 30000)',
+      integerFrom(1, 3_600_000),
+    )
+    .option('--reward-workers <n>', 'worker threads running the rewards (default 2)', integerFrom(1, 256))
+    .option('--reward-memory-mb <mb>', 'heap limit of each reward worker (default 1024)', integerFrom(64, 1_000_000))
+    .option(
+      '--max-body-bytes <n>',
+      `most bytes in a request body (default ${64 * 1024 * 1024})`,
+      integerFrom(1, 2 ** 31 - 1),
+    )
+    .option(
+      '--max-json-depth <n>',
+      'most levels of nested JSON arrays/objects in a body (default 64)',
+      integerFrom(3, 1000),
+    )
     .addHelpText(
       'after',
       `
@@ -347,6 +364,8 @@ POST /get_reward (or /) with OpenRLHF's {"query": [...], "prompts": [...], "labe
   -> {"rewards": [...], "scores": [...], "extra_logs": {"reward/<name>": [...]}, "errors": [...]}
 or slime's {"prompt": ..., "response": "...", "label": ...} -> the reward as a JSON number.
 A failed reward is never 0: null in "rewards" (OpenRLHF) or HTTP 500 (slime), with the reason.
+Rewards run in worker threads: a call past --reward-timeout-ms is stopped and fails as "timeout";
+one request never holds more than all but one worker, so other clients keep being served.
 verl: scripts/verl_compute_score.py (custom_reward_function.path / name=compute_score).`,
     )
     .action(async (options) => {
@@ -358,6 +377,11 @@ verl: scripts/verl_compute_score.py (custom_reward_function.path / name=compute_
         port: options.port,
         host: options.host,
         stripSuffixes: options.stripSuffix,
+        rewardTimeoutMs: options.rewardTimeoutMs,
+        rewardWorkers: options.rewardWorkers,
+        rewardMemoryMb: options.rewardMemoryMb,
+        maxBodyBytes: options.maxBodyBytes,
+        maxJsonDepth: options.maxJsonDepth,
       });
     });
 
