@@ -4,8 +4,8 @@
  * overruns its limit has its worker terminated (which stops even a synchronous loop, as the code
  * sandbox stops a process) and replaced. The call is then a failed reward (`timeout`), never a
  * hang and never 0. Calls are taken from the requests in turn, and one request has at most
- * `threads - 1` calls running, so a request of hostile rows cannot take every worker: other clients
- * keep being served. Each worker's heap is capped (`memoryMb`); a worker that runs out is replaced
+ * `threads - 1` calls running (a call whose worker was stopped counts until its replacement is up),
+ * so a request of hostile rows cannot take every worker: other clients keep being served. Each worker's heap is capped (`memoryMb`); a worker that runs out is replaced
  * and its call is an `error`.
  *
  * Is not: the rewards (reward-worker-thread.ts builds them inside each worker from `source`) or
@@ -198,37 +198,42 @@ export class RewardWorkerPool {
       const timer = setTimeout(() => {
         // A call past its limit and the grace: the reward is stuck (a synchronous loop, or an async
         // one ignoring its signal). Stop its worker, report the cells, start another.
-        this.settle(
-          entry,
-          failedCall(pending.call.inputs, 'timeout', `timed out after ${this.timeoutMs} ms (stopped)`),
-        );
-        this.retire(entry);
+        this.fail(entry, 'timeout', `timed out after ${this.timeoutMs} ms (stopped)`);
       }, this.timeoutMs + GRACE_MS);
       entry.current = { id, pending, queue, timer };
       entry.worker.postMessage({ ...pending.call, id } satisfies RewardCall);
     }
   }
 
-  /** Finishes the worker's current call with `result`. */
-  private settle(entry: PoolWorker, result: Omit<RewardCallResult, 'id'>): void {
+  /** Finishes the worker's current call with `result`; `release`: the request's slot is free again. */
+  private settle(entry: PoolWorker, result: Omit<RewardCallResult, 'id'>, release = true): CallQueue | null {
     const current = entry.current;
-    if (!current) return;
+    if (!current) return null;
     clearTimeout(current.timer);
     entry.current = null;
-    current.queue.running--;
+    if (release) current.queue.running--;
     current.pending.done(result);
+    return current.queue;
   }
 
-  /** Takes a worker out of the pool (terminating it) and starts its replacement. */
-  private retire(entry: PoolWorker): void {
+  /**
+   * Fails the worker's current call and replaces the worker. The request keeps the slot until the
+   * replacement is ready: while it starts, the request cannot take the last worker left for others.
+   */
+  private fail(entry: PoolWorker, status: 'error' | 'timeout', message: string): void {
+    const queue = this.settle(entry, failedCall(entry.current?.pending.call.inputs ?? [], status, message), false);
     this.workers.delete(entry);
     void entry.worker.terminate();
-    if (!this.closed) this.replace();
+    if (this.closed) return;
+    this.replace(() => {
+      if (queue) queue.running--;
+    });
   }
 
-  private replace(): void {
+  private replace(onSettled: () => void): void {
     const started = spawn(this.options);
     void started.hello.then((hello) => {
+      onSettled();
       if (this.closed) void started.worker.terminate();
       else if (hello.type === 'ready') this.adopt(started.worker);
       else {
@@ -248,17 +253,10 @@ export class RewardWorkerPool {
     });
     // Out of memory (resourceLimits) or a crash: the call fails, the worker is replaced.
     worker.on('error', (error) => {
-      this.settle(
-        entry,
-        failedCall(entry.current?.pending.call.inputs ?? [], 'error', `the reward's worker failed: ${error.message}`),
-      );
-      this.retire(entry);
+      if (this.workers.has(entry)) this.fail(entry, 'error', `the reward's worker failed: ${error.message}`);
     });
     worker.on('exit', () => {
-      if (this.workers.has(entry)) {
-        this.settle(entry, failedCall(entry.current?.pending.call.inputs ?? [], 'error', "the reward's worker exited"));
-        this.retire(entry);
-      }
+      if (this.workers.has(entry)) this.fail(entry, 'error', "the reward's worker exited");
     });
     this.dispatch();
   }
