@@ -24,15 +24,16 @@ export interface ServeLimits extends AdapterLimits {
 }
 
 /**
- * Defaults: bodies far above any real batch of prompts; text and tokens sized so tokenizing or
- * prefilling one request takes a fraction of a second to a few on one core; 512 prompts, the most
- * that can fit the default 512 sequences per batch; rank 512 and 1 GiB per adapter file.
+ * Defaults: bodies far above any real batch of prompts; 65,536 characters, which one core tokenizes
+ * in about half a second (tokenizing cannot be sliced, so this is the longest a prompt holds the
+ * thread; a list is tokenized one text per turn); prompt tokens a prefill slices anyway; 512
+ * prompts, the most that fit the default 512 sequences per batch; rank 512 and 1 GiB per adapter.
  */
 export const SERVE_LIMIT_DEFAULTS: ServeLimits = {
   maxBodyBytes: 8 * 1024 * 1024,
   maxJsonDepth: 32,
   maxPrompts: 512,
-  maxPromptChars: 262_144,
+  maxPromptChars: 65_536,
   maxPromptTokens: 65_536,
   maxAdapterRank: 512,
   maxAdapterBytes: 1024 * 1024 * 1024,

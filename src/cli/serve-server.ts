@@ -140,10 +140,15 @@ export async function startServe(options: ServeOptions): Promise<RunningServer> 
       stopTokenIds: [...new Set([...options.stopTokenIds, ...sampling.stopTokenIds])],
       seed: sampling.seed,
     });
-    const choices = completions.map((completion) => ({
-      promptIndex: completion.promptIndex,
-      choice: finishChoice(completion, sampling.stopStrings, tokenizer),
-    }));
+    const choices: { promptIndex: number; choice: FinishedChoice }[] = [];
+    for (const completion of completions) {
+      choices.push({
+        promptIndex: completion.promptIndex,
+        choice: finishChoice(completion, sampling.stopStrings, tokenizer),
+      });
+      // Decoding 512 long completions takes a while: other routes get turns in between.
+      if (choices.length % 32 === 0) await new Promise((resolve) => setImmediate(resolve));
+    }
     const completionTokens = choices.reduce((total, { choice }) => total + choice.ids.length, 0);
     const promptTokens = prompts.reduce((total, ids) => total + ids.length, 0);
     return {
@@ -160,7 +165,7 @@ export async function startServe(options: ServeOptions): Promise<RunningServer> 
 
   const handleCompletions = async (body: Record<string, unknown>) => {
     checkPromptText(body.prompt, limits);
-    const prompts = parseCompletionPrompts(body, tokenizer, config.vocabSize);
+    const prompts = await parseCompletionPrompts(body, tokenizer, config.vocabSize);
     checkPromptTokens(prompts, limits, 'prompt');
     const { name, sampling, choices, usage } = await complete(body, prompts, false);
     return {
