@@ -109,6 +109,23 @@ describe('grpo serve refuses what is over a bound, before the work', () => {
     expect(reply.json.error.message).toMatch(/over this server's limit|levels deep/);
   });
 
+  it("the issue's requests against the default limits: each a 4xx before any tokenizing", async () => {
+    const defaults = await serve();
+    encoded.length = 0;
+    const cases: [unknown, number, string | null][] = [
+      [{ prompt: 'a'.repeat(1_000_000) }, 400, 'prompt'], // 1 MB of text: it held every route for 42 s
+      [{ prompt: 'x', n: 1024, max_tokens: 500 }, 400, 'n'], // 80 bytes: it ran 99 s and took 1.5 GB
+      [{ prompt: Array.from({ length: 20_000 }, () => 'x') }, 400, 'prompt'], // it held every route for 20 s
+      [{ prompt: 'a'.repeat(10_000_000) }, 413, null], // over 8 MiB: never read into memory
+    ];
+    for (const [body, status, param] of cases) {
+      const reply = await post(defaults.url, '/v1/completions', body);
+      expect(reply.status).toBe(status);
+      expect(reply.json.error.param).toBe(param);
+    }
+    expect(encoded).toEqual(['x']); // only the n=1024 request's prompt, refused after tokenizing its one character
+  });
+
   it('a body over --max-body-bytes → 413', async () => {
     const small = await serve({ limits: { maxBodyBytes: 10_000 } });
     const reply = await post(small.url, '/v1/completions', { prompt: 'a'.repeat(20_000) });
