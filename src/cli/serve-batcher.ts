@@ -51,6 +51,8 @@ interface Pending {
 interface ActiveBatch {
   run: GenerationRun;
   taken: Pending[];
+  /** Started in one of the small batches' own slots. */
+  small: boolean;
 }
 
 export interface BatcherOptions {
@@ -64,7 +66,11 @@ export interface BatcherOptions {
   maxBatchTokens?: number;
   /** Decode work a batch does before the event loop (and the other batches) get a turn (ms). */
   sliceMs?: number;
-  /** Most batches decoding at once, taking turns slice by slice; later batches wait in the queue. */
+  /**
+   * Most batches decoding at once, taking turns slice by slice; later batches wait in the queue.
+   * Small batches (at most 1/16 of maxBatchTokens) have as many slots again of their own, so a
+   * small request never waits behind that many large ones.
+   */
   maxActiveBatches?: number;
 }
 
@@ -166,16 +172,29 @@ export class DecodeBatcher {
     } else this.firstQueuedAt = performance.now();
     this.timer = setTimeout(() => {
       this.timer = null;
-      // With every decoding slot taken, the queue waits for a batch to finish (which schedules again).
-      if (this.active.length >= this.maxActiveBatches) return;
-      this.startOneBatch();
-      this.schedule();
+      // With every slot a queued job could take in use, the queue waits for a batch to finish
+      // (which schedules again).
+      if (this.startNextBatch()) this.schedule();
     }, this.windowMs);
   }
 
-  /** Takes the first queued job and every later one that may share its batch, and starts them. */
-  private startOneBatch(): void {
-    const first = this.queue[0];
+  /** Starts a batch in a free slot: the first queued job's, or with only small slots free the first small job's. */
+  private startNextBatch(): boolean {
+    const smallTokens = Math.floor(this.limits.maxBatchTokens / 16);
+    const smallActive = this.active.filter((batch) => batch.small).length;
+    if (this.active.length - smallActive < this.maxActiveBatches) {
+      this.startOneBatch(this.queue[0], this.limits.maxBatchTokens, false);
+      return true;
+    }
+    const index =
+      smallActive < this.maxActiveBatches ? this.queue.findIndex(({ job }) => jobSize(job).tokens <= smallTokens) : -1;
+    if (index < 0) return false;
+    this.startOneBatch(this.queue[index], smallTokens, true);
+    return true;
+  }
+
+  /** Takes `first` and every queued job that may share its batch (up to `maxTokens`), and starts them. */
+  private startOneBatch(first: Pending, maxTokens: number, small: boolean): void {
     const key = settingsKey(first.job);
     const greedy = first.job.temperature === 0;
     let seeded = !greedy && first.job.seed !== null;
@@ -187,8 +206,7 @@ export class DecodeBatcher {
       const { job } = pending;
       const size = jobSize(job);
       const seedClash = !greedy && job.seed !== null && seeded && pending !== first;
-      const fits =
-        sequences + size.sequences <= this.limits.maxSequences && tokens + size.tokens <= this.limits.maxBatchTokens;
+      const fits = sequences + size.sequences <= this.limits.maxSequences && tokens + size.tokens <= maxTokens;
       if (pending === first || (settingsKey(job) === key && !seedClash && fits)) {
         taken.push(pending);
         sequences += size.sequences;
@@ -219,7 +237,7 @@ export class DecodeBatcher {
       for (const pending of taken) pending.reject(error);
       return;
     }
-    this.active.push({ run, taken });
+    this.active.push({ run, taken, small });
     void this.pump();
   }
 

@@ -170,6 +170,29 @@ describe('one request never holds the server', () => {
     expect(reply.json.choices).toHaveLength(64);
   });
 
+  it('a small request starts in a small batch slot even when every large-batch slot is taken', async () => {
+    const batcher = new DecodeBatcher({ maxActiveBatches: 1, maxBatchTokens: 8000, sliceMs: 0 });
+    const model = Transformer.fromTensors(checkpoint.config, checkpoint.tensors);
+    const settings = { modelName: 'tiny', model, topK: 0, topP: 1, minP: 0, stopTokenIds: [], seed: 1 };
+    let bigDone = false;
+    const prompts = Array.from({ length: 16 }, (_, i) => [1, 100 + i]);
+    const big = batcher
+      .submit({ ...settings, prompts, numSamples: 4, maxNewTokens: 120, temperature: 1 }) // 7680 tokens
+      .then((completions) => ((bigDone = true), completions));
+    for (let tries = 0; tries < 500 && batcher.activeBatches === 0; tries++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    const small = await batcher.submit({
+      ...settings,
+      prompts: [[1, 5]],
+      numSamples: 1,
+      maxNewTokens: 4,
+      temperature: 0,
+    });
+    expect(small[0].ids).toHaveLength(4);
+    expect(bigDone).toBe(false); // it did not wait for the large batch's slot
+    expect(await big).toHaveLength(64);
+  });
+
   it('requests that together exceed --max-batch-tokens decode in separate batches', async () => {
     const batcher = new DecodeBatcher({ maxBatchTokens: 100 });
     const model = Transformer.fromTensors(checkpoint.config, checkpoint.tensors);
