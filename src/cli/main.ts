@@ -5,6 +5,8 @@
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { runListCommand } from './list-command.js';
+import { BATCHER_DEFAULTS } from './serve-batcher.js';
+import { SERVE_LIMIT_DEFAULTS } from './serve-limits.js';
 import { runGenerateCommand, runMergeCommand, runScoreCommand } from './model-commands.js';
 import { runRewardCommand } from './reward-command.js';
 import { runTrainCommand, type DataFlags } from './train-command.js';
@@ -233,9 +235,78 @@ export function buildProgram(): Command {
     .option('--served-model-name <name>', "the base model's name in requests (default: the --model folder name)")
     .option('--port <n>', 'port (0 = any free port)', integerFrom(0, 65535), 8000)
     .option('--host <address>', 'address to listen on (0.0.0.0 for every interface)', '127.0.0.1')
+    .option(
+      '--max-body-bytes <n>',
+      `most bytes in a request body (default ${SERVE_LIMIT_DEFAULTS.maxBodyBytes})`,
+      integerFrom(1, 2 ** 31 - 1),
+    )
+    .option(
+      '--max-json-depth <n>',
+      `most levels of nested JSON arrays/objects in a body (default ${SERVE_LIMIT_DEFAULTS.maxJsonDepth})`,
+      integerFrom(3, 1000),
+    )
+    .option(
+      '--max-prompts <n>',
+      `most prompts per request (default ${SERVE_LIMIT_DEFAULTS.maxPrompts})`,
+      integerFrom(1, 1e6),
+    )
+    .option(
+      '--max-prompt-chars <n>',
+      `most prompt characters per request, checked before tokenizing (default ${SERVE_LIMIT_DEFAULTS.maxPromptChars})`,
+      integerFrom(1, 2 ** 31 - 1),
+    )
+    .option(
+      '--max-prompt-tokens <n>',
+      `most prompt tokens per request (default ${SERVE_LIMIT_DEFAULTS.maxPromptTokens})`,
+      integerFrom(1, 2 ** 31 - 1),
+    )
+    .option(
+      '--max-sequences <n>',
+      `most sequences (prompts × n) per decode batch and so per request (default ${BATCHER_DEFAULTS.maxSequences})`,
+      integerFrom(1, 1e6),
+    )
+    .option(
+      '--max-batch-tokens <n>',
+      `most generated tokens (prompts × n × max_tokens) per decode batch and so per request (default ${BATCHER_DEFAULTS.maxBatchTokens})`,
+      integerFrom(1, 2 ** 31 - 1),
+    )
+    .option(
+      '--max-adapter-rank <r>',
+      `largest LoRA rank an adapter may have (default ${SERVE_LIMIT_DEFAULTS.maxAdapterRank})`,
+      integerFrom(1, 1e6),
+    )
+    .option(
+      '--max-adapter-bytes <n>',
+      `most bytes of an adapter's weights file and tensors (default ${SERVE_LIMIT_DEFAULTS.maxAdapterBytes})`,
+      integerFrom(1, 2 ** 40),
+    )
+    .addHelpText(
+      'after',
+      `
+Every request is checked against these bounds before the work they bound and refused with a 4xx
+naming the field (docs/scaling-engines.md). Adapters loaded through /v1/load_lora_adapter must be
+regular files inside their folder (no links out of it).`,
+    )
     .action(async (options) => {
       const { runServeCommand } = await import('./serve-command.js');
-      await runServeCommand(options);
+      await runServeCommand({
+        model: options.model,
+        adapter: options.adapter,
+        servedModelName: options.servedModelName,
+        port: options.port,
+        host: options.host,
+        maxSequences: options.maxSequences,
+        maxBatchTokens: options.maxBatchTokens,
+        limits: {
+          maxBodyBytes: options.maxBodyBytes,
+          maxJsonDepth: options.maxJsonDepth,
+          maxPrompts: options.maxPrompts,
+          maxPromptChars: options.maxPromptChars,
+          maxPromptTokens: options.maxPromptTokens,
+          maxAdapterRank: options.maxAdapterRank,
+          maxAdapterBytes: options.maxAdapterBytes,
+        },
+      });
     });
 
   program
@@ -275,6 +346,23 @@ export function buildProgram(): Command {
       "cut this text from the end of each completion, e.g. '<|im_end|>' that OpenRLHF's query keeps (repeatable)",
       collect,
     )
+    .option(
+      '--reward-timeout-ms <ms>',
+      'per reward call; a call past it is stopped (its worker thread terminated) and reported as a failed reward (default 30000)',
+      integerFrom(1, 3_600_000),
+    )
+    .option('--reward-workers <n>', 'worker threads running the rewards (default 2)', integerFrom(1, 256))
+    .option('--reward-memory-mb <mb>', 'heap limit of each reward worker (default 1024)', integerFrom(64, 1_000_000))
+    .option(
+      '--max-body-bytes <n>',
+      `most bytes in a request body (default ${64 * 1024 * 1024})`,
+      integerFrom(1, 2 ** 31 - 1),
+    )
+    .option(
+      '--max-json-depth <n>',
+      'most levels of nested JSON arrays/objects in a body (default 64)',
+      integerFrom(3, 1000),
+    )
     .addHelpText(
       'after',
       `
@@ -282,6 +370,8 @@ POST /get_reward (or /) with OpenRLHF's {"query": [...], "prompts": [...], "labe
   -> {"rewards": [...], "scores": [...], "extra_logs": {"reward/<name>": [...]}, "errors": [...]}
 or slime's {"prompt": ..., "response": "...", "label": ...} -> the reward as a JSON number.
 A failed reward is never 0: null in "rewards" (OpenRLHF) or HTTP 500 (slime), with the reason.
+Rewards run in worker threads: a call past --reward-timeout-ms is stopped and fails as "timeout";
+one request never holds more than all but one worker, so other clients keep being served.
 verl: scripts/verl_compute_score.py (custom_reward_function.path / name=compute_score).`,
     )
     .action(async (options) => {
@@ -293,6 +383,11 @@ verl: scripts/verl_compute_score.py (custom_reward_function.path / name=compute_
         port: options.port,
         host: options.host,
         stripSuffixes: options.stripSuffix,
+        rewardTimeoutMs: options.rewardTimeoutMs,
+        rewardWorkers: options.rewardWorkers,
+        rewardMemoryMb: options.rewardMemoryMb,
+        maxBodyBytes: options.maxBodyBytes,
+        maxJsonDepth: options.maxJsonDepth,
       });
     });
 

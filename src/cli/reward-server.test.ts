@@ -1,5 +1,6 @@
 /**
- * Tests of the reward server's edges: malformed bodies are a 400 naming the field, a reward that
+ * Tests of the reward server's edges: malformed bodies are a 400 naming the field (a body nested too
+ * deep before it is parsed), a reward that
  * throws is reported as failed in each protocol (never 0), two slow requests overlap, and the
  * `grpo serve-rewards` command resolves rewards as `grpo train` does and serves them.
  * Not here: parity with `grpo reward` through Python clients (serve-rewards.test.ts).
@@ -73,6 +74,18 @@ describe('malformed requests', () => {
     const { status, text } = await post(server.url, JSON.stringify({ query: ['x'.repeat(5000)] }));
     expect(status).toBe(413);
     expect(text).toContain('over the limit of 1000 bytes');
+  });
+
+  it('a label nested 10⁵ deep → 400 before parsing (it was a 500: stack overflow)', async () => {
+    const url = await serve([correct]);
+    const deep = `{"query": ["a"], "labels": [${'{"a": '.repeat(100_000)}1${'}'.repeat(100_000)}]}`;
+    const { status, text } = await post(`${url}/get_reward`, deep);
+    expect(status).toBe(400);
+    expect(JSON.parse(text).error).toContain('more than 64 levels deep');
+    const server = await startRewardServer({ rewards: [correct], port: 0, maxJsonDepth: 3 });
+    servers.push(server);
+    expect((await post(server.url, '{"query": ["a"], "labels": [{"a": {}}]}')).status).toBe(400);
+    expect((await post(server.url, '{"query": ["a"], "labels": [{"a": "[[[{{{"}]}')).status).toBe(200); // brackets in strings do not count
   });
 
   it('a wrong route or method is refused', async () => {

@@ -3,15 +3,19 @@
  * request with the served rewards (rewards/run.ts: per-call timeout, bounded concurrency, the
  * failure policy) and answer in the request's protocol (reward-protocols.ts).
  *
- * Each request is scored on its own, so requests overlap as far as the rewards let them (an async
- * reward, or one that runs a sandboxed process, waits without holding the others back; a
- * synchronous reward holds the one JavaScript thread while it runs). A failed reward is never 0:
- * OpenRLHF gets `null` for that row plus the reason in `errors`; slime gets HTTP 500 with the reason.
+ * Each request is scored on its own, so requests overlap as far as the rewards let them. With
+ * `workers` (what `grpo serve-rewards` uses) every reward call runs in a worker thread that is
+ * stopped when the call overruns its time limit, so even a synchronous reward that never returns is
+ * a failed reward and the other clients keep being served (reward-workers.ts). With `rewards` the
+ * calls run on this thread: an async reward is timed out, a synchronous one holds the thread.
+ * A failed reward is never 0: OpenRLHF gets `null` for that row plus the reason in `errors`; slime
+ * gets HTTP 500 with the reason. Bodies are bounded in bytes and JSON nesting before parsing.
  * Is not: the reward resolver (serve-rewards-command.ts) nor a reward itself.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { scoreRewards, weightedSum, weightsAt, type NamedReward } from '../rewards/index.js';
+import { BodyError, readJsonBody } from './json-body.js';
 import {
   groupByPrompt,
   openRlhfResponseBody,
@@ -19,13 +23,18 @@ import {
   RequestError,
   scoresByRow,
 } from './reward-protocols.js';
+import type { RewardWorkerPool } from './reward-workers.js';
 
 /** Largest request body read; a batch of completions is far smaller, and bodies are read into memory. */
 export const MAX_BODY_BYTES = 64 * 1024 * 1024;
+/** Deepest JSON nesting read; OpenRLHF's and slime's bodies nest 3 or 4 levels, a label's columns a few more. */
+export const MAX_JSON_DEPTH = 64;
 
 export interface RewardServerOptions {
-  /** The rewards and their weights, as the trainer would combine them. */
-  rewards: readonly NamedReward[];
+  /** The rewards and their weights, run on this thread (no time limit for synchronous work). */
+  rewards?: readonly NamedReward[];
+  /** Or: the rewards run in worker threads that are stopped at the time limit (owned by the caller). */
+  workers?: RewardWorkerPool;
   /** Address to listen on (default 127.0.0.1). */
   host?: string;
   /** Port (default 0: any free one). */
@@ -36,6 +45,8 @@ export interface RewardServerOptions {
   concurrency?: number;
   /** Largest request body accepted (default MAX_BODY_BYTES); a larger one is answered 413. */
   maxBodyBytes?: number;
+  /** Deepest nesting of JSON arrays and objects accepted (default MAX_JSON_DEPTH); deeper is a 400. */
+  maxJsonDepth?: number;
   /**
    * Texts cut from the end of each completion (the first that matches), e.g. the end-of-sequence
    * token OpenRLHF leaves in `query` (it decodes with special tokens); the trainer's completions
@@ -49,23 +60,6 @@ export interface RunningRewardServer {
   /** `http://host:port`, with the port actually bound. */
   url: string;
   close(): Promise<void>;
-}
-
-class BodyTooLarge extends Error {}
-
-function readBody(request: IncomingMessage, limit: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    request.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      // Past the limit the rest is read and dropped, so the 413 reaches a client still sending.
-      if (size > limit) reject(new BodyTooLarge(`the body is over the limit of ${limit} bytes`));
-      else chunks.push(chunk);
-    });
-    request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    request.on('error', reject);
-  });
 }
 
 function send(response: ServerResponse, status: number, body: string): void {
@@ -84,12 +78,11 @@ async function answer(body: unknown, options: RewardServerOptions): Promise<{ st
     if (suffix !== undefined) row.completion = row.completion.slice(0, -suffix.length);
   }
   const { groups, rowOfSample } = groupByPrompt(request.rows);
-  const matrix = await scoreRewards(options.rewards, groups, {
-    timeoutMs: options.timeoutMs,
-    concurrency: options.concurrency,
-  });
+  const matrix = options.workers
+    ? await options.workers.score(groups)
+    : await scoreRewards(options.rewards!, groups, { timeoutMs: options.timeoutMs, concurrency: options.concurrency });
   // The server has no training step: a step-dependent (annealed) weight is read at step 0.
-  const combined = weightedSum(matrix, weightsAt(options.rewards, 0));
+  const combined = weightedSum(matrix, options.workers ? options.workers.weights : weightsAt(options.rewards!, 0));
   const scores = scoresByRow(matrix, combined.rewards, rowOfSample);
   if (request.protocol === 'openrlhf') return { status: 200, body: openRlhfResponseBody(scores) };
   const reward = scores.rewards[0];
@@ -108,17 +101,14 @@ async function handle(request: IncomingMessage, response: ServerResponse, option
     response.setHeader('allow', 'POST');
     return sendError(response, 405, `${request.method} ${path}: use POST with a JSON body`);
   }
-  let text: string;
-  try {
-    text = await readBody(request, options.maxBodyBytes ?? MAX_BODY_BYTES);
-  } catch (error) {
-    return sendError(response, error instanceof BodyTooLarge ? 413 : 400, (error as Error).message);
-  }
   let body: unknown;
   try {
-    body = JSON.parse(text);
+    body = await readJsonBody(request, {
+      maxBytes: options.maxBodyBytes ?? MAX_BODY_BYTES,
+      maxDepth: options.maxJsonDepth ?? MAX_JSON_DEPTH,
+    });
   } catch (error) {
-    return sendError(response, 400, `the body is not valid JSON: ${(error as Error).message}`);
+    return sendError(response, error instanceof BodyError ? error.status : 400, (error as Error).message);
   }
   try {
     const result = await answer(body, options);
@@ -130,7 +120,9 @@ async function handle(request: IncomingMessage, response: ServerResponse, option
 
 /** Starts the server; resolves once it listens. */
 export async function startRewardServer(options: RewardServerOptions): Promise<RunningRewardServer> {
-  if (options.rewards.length === 0) throw new Error('serve-rewards: no rewards to serve');
+  if ((options.rewards === undefined) === (options.workers === undefined))
+    throw new Error('serve-rewards: give either rewards or workers');
+  if (options.rewards?.length === 0) throw new Error('serve-rewards: no rewards to serve');
   const server = createServer((request, response) => {
     handle(request, response, options).catch((error: unknown) => {
       if (!response.headersSent) sendError(response, 500, (error as Error).message);

@@ -9,17 +9,26 @@
  * names a seed, placed first so its prompts keep their indices and its seed is the batch's. Greedy
  * requests ignore seeds and merge freely; unseeded ones promise nothing about their draws.
  *
+ * Batches decode in time slices (startGeneration), taking turns and yielding to the event loop after
+ * each slice, so a long batch never holds the server: small requests start their own batch and
+ * finish while it runs. A request larger than one batch (sequences or generated tokens) is refused.
+ *
  * Is not: HTTP or request parsing (serve-server.ts, serve-protocol.ts); `generate` itself is only
  * called through its public API.
  */
 import { randomInt } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Transformer } from '../model/transformer.js';
-import { generate, type Completion } from '../sampling/index.js';
+import { startGeneration, type Completion, type GenerationRun } from '../sampling/index.js';
 
 export interface GenerationJob {
   /** The served model name (base or adapter); jobs of different models never share a batch. */
   modelName: string;
+  /**
+   * The model object the request resolved when it arrived. Jobs share a batch only with the same
+   * object, so a request that arrives after an adapter was replaced in place never joins a batch
+   * of requests that arrived before (which run the old adapter).
+   */
   model: Transformer;
   prompts: number[][];
   numSamples: number;
@@ -38,18 +47,62 @@ interface Pending {
   reject: (error: unknown) => void;
 }
 
+/** A batch decoding: its run and the requests it answers. */
+interface ActiveBatch {
+  run: GenerationRun;
+  taken: Pending[];
+  /** Started in one of the small batches' own slots. */
+  small: boolean;
+}
+
 export interface BatcherOptions {
   /** How long a batch waits after the latest arrival for more requests (ms). */
   windowMs?: number;
   /** The longest the first request of a batch waits for others (ms). */
   maxWaitMs?: number;
-  /** Most sequences (prompts × n) in one decode batch. */
+  /** Most sequences (prompts × n) in one decode batch, and so in one request. */
   maxSequences?: number;
+  /** Most generated tokens (prompts × n × max_tokens) in one decode batch, and so in one request. */
+  maxBatchTokens?: number;
+  /** Decode work a batch does before the event loop (and the other batches) get a turn (ms). */
+  sliceMs?: number;
+  /**
+   * Most batches decoding at once, taking turns slice by slice; later batches wait in the queue.
+   * Small batches (at most 1/16 of maxBatchTokens) have as many slots again of their own, so a
+   * small request never waits behind that many large ones.
+   */
+  maxActiveBatches?: number;
 }
+
+/** The batcher's defaults, which serve's flags override (docs/scaling-engines.md). */
+export const BATCHER_DEFAULTS = {
+  windowMs: 2,
+  maxWaitMs: 50,
+  maxSequences: 512,
+  maxBatchTokens: 262_144,
+  sliceMs: 20,
+  maxActiveBatches: 4,
+} as const;
+
+/** The sequences and generated tokens a job asks for: what the batch limits count. */
+export const jobSize = (job: Pick<GenerationJob, 'prompts' | 'numSamples' | 'maxNewTokens'>) => {
+  const sequences = job.prompts.length * job.numSamples;
+  return { sequences, tokens: sequences * job.maxNewTokens };
+};
+
+/** A distinct number per model object, so the settings key tells two objects of one name apart. */
+const modelIds = new WeakMap<Transformer, number>();
+let nextModelId = 0;
+const modelId = (model: Transformer): number => {
+  let id = modelIds.get(model);
+  if (id === undefined) modelIds.set(model, (id = nextModelId++));
+  return id;
+};
 
 const settingsKey = (job: GenerationJob): string =>
   JSON.stringify([
     job.modelName,
+    modelId(job.model),
     job.numSamples,
     job.maxNewTokens,
     job.temperature,
@@ -59,24 +112,50 @@ const settingsKey = (job: GenerationJob): string =>
     [...job.stopTokenIds].sort((a, b) => a - b),
   ]);
 
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 export class DecodeBatcher {
   private queue: Pending[] = [];
   private timer: NodeJS.Timeout | null = null;
   private firstQueuedAt = 0;
-  /** Sizes (in requests) of the batches run so far, for tests and the bench. */
+  private readonly active: ActiveBatch[] = [];
+  private pumping = false;
+  /** Sizes (in requests) of the batches started so far, for tests and the bench. */
   readonly batchSizes: number[] = [];
+  readonly limits: { maxSequences: number; maxBatchTokens: number };
   private readonly windowMs: number;
   private readonly maxWaitMs: number;
-  private readonly maxSequences: number;
+  private readonly sliceMs: number;
+  private readonly maxActiveBatches: number;
 
   constructor(options: BatcherOptions = {}) {
-    this.windowMs = options.windowMs ?? 2;
-    this.maxWaitMs = options.maxWaitMs ?? 50;
-    this.maxSequences = options.maxSequences ?? 512;
+    this.windowMs = options.windowMs ?? BATCHER_DEFAULTS.windowMs;
+    this.maxWaitMs = options.maxWaitMs ?? BATCHER_DEFAULTS.maxWaitMs;
+    this.sliceMs = options.sliceMs ?? BATCHER_DEFAULTS.sliceMs;
+    this.maxActiveBatches = options.maxActiveBatches ?? BATCHER_DEFAULTS.maxActiveBatches;
+    this.limits = {
+      maxSequences: options.maxSequences ?? BATCHER_DEFAULTS.maxSequences,
+      maxBatchTokens: options.maxBatchTokens ?? BATCHER_DEFAULTS.maxBatchTokens,
+    };
   }
 
-  /** Queues a job; resolves with its completions, prompt-major (prompt 0's n samples first). */
+  /** Batches decoding now (for tests: a big request is still running). */
+  get activeBatches(): number {
+    return this.active.length;
+  }
+
+  /**
+   * Queues a job; resolves with its completions, prompt-major (prompt 0's n samples first). A job
+   * over a batch limit is refused here (the server checks first and answers 400 naming the field).
+   */
   submit(job: GenerationJob): Promise<Completion[]> {
+    const { sequences, tokens } = jobSize(job);
+    if (sequences > this.limits.maxSequences || tokens > this.limits.maxBatchTokens)
+      return Promise.reject(
+        new Error(
+          `a job of ${sequences} sequences and ${tokens} tokens is over the batch limits (${this.limits.maxSequences}, ${this.limits.maxBatchTokens})`,
+        ),
+      );
     return new Promise((resolve, reject) => {
       this.queue.push({ job, resolve, reject });
       this.schedule();
@@ -86,35 +165,52 @@ export class DecodeBatcher {
   private schedule(): void {
     if (this.queue.length === 0) return;
     // Each arrival restarts the window (clients' requests trickle in over a few milliseconds),
-    // but the first queued request never waits more than maxWaitMs. generate() is synchronous:
-    // requests that arrive while it runs are parsed as soon as it returns and join the next batch.
+    // but the first queued request never waits more than maxWaitMs.
     if (this.timer) {
       if (performance.now() - this.firstQueuedAt >= this.maxWaitMs) return;
       clearTimeout(this.timer);
     } else this.firstQueuedAt = performance.now();
     this.timer = setTimeout(() => {
       this.timer = null;
-      this.runOneBatch();
-      this.schedule();
+      // With every slot a queued job could take in use, the queue waits for a batch to finish
+      // (which schedules again).
+      if (this.startNextBatch()) this.schedule();
     }, this.windowMs);
   }
 
-  /** Takes the first queued job and every later one that may share its batch, and runs them. */
-  private runOneBatch(): void {
-    const first = this.queue[0];
+  /** Starts a batch in a free slot: the first queued job's, or with only small slots free the first small job's. */
+  private startNextBatch(): boolean {
+    const smallTokens = Math.floor(this.limits.maxBatchTokens / 16);
+    const smallActive = this.active.filter((batch) => batch.small).length;
+    if (this.active.length - smallActive < this.maxActiveBatches) {
+      this.startOneBatch(this.queue[0], this.limits.maxBatchTokens, false);
+      return true;
+    }
+    const index =
+      smallActive < this.maxActiveBatches ? this.queue.findIndex(({ job }) => jobSize(job).tokens <= smallTokens) : -1;
+    if (index < 0) return false;
+    this.startOneBatch(this.queue[index], smallTokens, true);
+    return true;
+  }
+
+  /** Takes `first` and every queued job that may share its batch (up to `maxTokens`), and starts them. */
+  private startOneBatch(first: Pending, maxTokens: number, small: boolean): void {
     const key = settingsKey(first.job);
     const greedy = first.job.temperature === 0;
     let seeded = !greedy && first.job.seed !== null;
     let sequences = 0;
+    let tokens = 0;
     const taken: Pending[] = [];
     const left: Pending[] = [];
     for (const pending of this.queue) {
       const { job } = pending;
-      const size = job.prompts.length * job.numSamples;
+      const size = jobSize(job);
       const seedClash = !greedy && job.seed !== null && seeded && pending !== first;
-      if (pending === first || (settingsKey(job) === key && !seedClash && sequences + size <= this.maxSequences)) {
+      const fits = sequences + size.sequences <= this.limits.maxSequences && tokens + size.tokens <= maxTokens;
+      if (pending === first || (settingsKey(job) === key && !seedClash && fits)) {
         taken.push(pending);
-        sequences += size;
+        sequences += size.sequences;
+        tokens += size.tokens;
         if (!greedy && job.seed !== null) seeded = true;
       } else left.push(pending);
     }
@@ -124,9 +220,9 @@ export class DecodeBatcher {
     const leader = taken[0].job;
     const seed = greedy ? 0 : (leader.seed ?? randomInt(2 ** 31));
     this.batchSizes.push(taken.length);
-    let completions: Completion[];
+    let run: GenerationRun;
     try {
-      completions = generate(leader.model, {
+      run = startGeneration(leader.model, {
         prompts: taken.flatMap(({ job }) => job.prompts),
         numSamples: leader.numSamples,
         maxNewTokens: leader.maxNewTokens,
@@ -141,6 +237,48 @@ export class DecodeBatcher {
       for (const pending of taken) pending.reject(error);
       return;
     }
+    this.active.push({ run, taken, small });
+    void this.pump();
+  }
+
+  /**
+   * Advances the decoding batches in turn, one slice each, yielding to the event loop after every
+   * slice: requests are read, /v1/models answered and new batches started while a long one decodes.
+   */
+  private async pump(): Promise<void> {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      while (this.active.length > 0) {
+        for (const batch of [...this.active]) {
+          let done: boolean;
+          try {
+            done = batch.run.advance(performance.now() + this.sliceMs);
+          } catch (error) {
+            this.finish(batch);
+            for (const pending of batch.taken) pending.reject(error);
+            continue;
+          }
+          if (done) {
+            this.finish(batch);
+            this.answer(batch);
+          }
+          await nextTurn();
+        }
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private finish(batch: ActiveBatch): void {
+    this.active.splice(this.active.indexOf(batch), 1);
+    this.schedule();
+  }
+
+  /** Hands each request its own completions, prompt indices counted from its first prompt. */
+  private answer({ run, taken }: ActiveBatch): void {
+    const completions = run.completions;
     let offset = 0;
     for (const pending of taken) {
       const count = pending.job.prompts.length * pending.job.numSamples;

@@ -7,6 +7,7 @@
 import { loadCheckpoint, resolveStopTokenIds } from '../model/checkpoint.js';
 import { checkTokenizerFitsModel, loadTokenizer } from '../model/tokenizer.js';
 import { Transformer } from '../model/transformer.js';
+import type { ServeLimits } from './serve-limits.js';
 import { servedNameOf, startServe, type RunningServer } from './serve-server.js';
 
 export interface ServeCommandOptions {
@@ -18,6 +19,11 @@ export interface ServeCommandOptions {
   servedModelName?: string;
   port?: number;
   host?: string;
+  /** Most sequences and generated tokens per decode batch (and so per request). */
+  maxSequences?: number;
+  maxBatchTokens?: number;
+  /** Bounds on requests and adapters; undefined fields keep SERVE_LIMIT_DEFAULTS. */
+  limits?: Partial<ServeLimits>;
 }
 
 export async function runServeCommand(
@@ -38,6 +44,10 @@ export async function runServeCommand(
     defaultModel: adapterName,
     host: options.host,
     port: options.port,
+    maxSequences: options.maxSequences,
+    maxBatchTokens: options.maxBatchTokens,
+    // Flags left out arrive as undefined: drop them so the defaults hold.
+    limits: Object.fromEntries(Object.entries(options.limits ?? {}).filter(([, value]) => value !== undefined)),
   });
   write(
     `grpo serve: ${modelName}${adapterName ? ` (+ adapter ${adapterName}, the default)` : ''} at ${running.url}/v1`,

@@ -132,15 +132,27 @@ export function parseSampling(body: Body, vocabularySize: number, chat: boolean)
   };
 }
 
-/** The prompts of a /v1/completions body: text, a list of texts, token ids, or a list of id lists. */
-export function parseCompletionPrompts(body: Body, tokenizer: TextTokenizer, vocabularySize: number): number[][] {
+/**
+ * The prompts of a /v1/completions body: text, a list of texts, token ids, or a list of id lists.
+ * A list of texts is tokenized one text per turn of the event loop, so a long list does not hold
+ * the server's other routes.
+ */
+export async function parseCompletionPrompts(
+  body: Body,
+  tokenizer: TextTokenizer,
+  vocabularySize: number,
+): Promise<number[][]> {
   const prompt = body.prompt;
   const encode = (text: string) => tokenizer.encode(text, { addSpecialTokens: true });
   let prompts: number[][];
   if (typeof prompt === 'string') prompts = [encode(prompt)];
-  else if (Array.isArray(prompt) && prompt.length > 0 && prompt.every((item) => typeof item === 'string'))
-    prompts = (prompt as string[]).map(encode);
-  else if (Array.isArray(prompt) && prompt.length > 0 && prompt.every((item) => typeof item === 'number'))
+  else if (Array.isArray(prompt) && prompt.length > 0 && prompt.every((item) => typeof item === 'string')) {
+    prompts = [];
+    for (const text of prompt as string[]) {
+      prompts.push(encode(text));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  } else if (Array.isArray(prompt) && prompt.length > 0 && prompt.every((item) => typeof item === 'number'))
     prompts = [tokenIdList(prompt, 'prompt', vocabularySize)];
   else if (Array.isArray(prompt) && prompt.length > 0 && prompt.every(Array.isArray))
     prompts = prompt.map((ids, index) => tokenIdList(ids, `prompt[${index}]`, vocabularySize));

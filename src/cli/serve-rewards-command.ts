@@ -5,11 +5,14 @@
  *
  * The rewards are resolved exactly as `grpo train` resolves them (loadRecipe, dataFlagOverrides,
  * resolveConfig, buildRewards): a recipe's code rewards, else the config's `rewards`, else the
- * task's own. Is not: the HTTP protocol (reward-server.ts, reward-protocols.ts).
+ * task's own. The rewards run in worker threads, each of which builds them the same way
+ * (resolveServedRewards is the workers' source), so a call past `--reward-timeout-ms` is stopped.
+ * Is not: the HTTP protocol (reward-server.ts, reward-protocols.ts) or the pool (reward-workers.ts).
  */
 import { buildRewards, loadRunTask, mergeConfig, resolveConfig, type Recipe } from '../trainer/index.js';
 import type { NamedReward } from '../rewards/index.js';
 import { startRewardServer, type RunningRewardServer } from './reward-server.js';
+import { RewardWorkerPool } from './reward-workers.js';
 import { dataFlagOverrides, loadRecipe } from './train-command.js';
 
 export interface ServeRewardsOptions {
@@ -23,6 +26,14 @@ export interface ServeRewardsOptions {
   host?: string;
   /** Texts cut from the end of each completion (e.g. `<|im_end|>`), see RewardServerOptions. */
   stripSuffixes?: string[];
+  /** Per reward call (ms); a call past it is stopped and reported as a failed reward. */
+  rewardTimeoutMs?: number;
+  /** Worker threads running the rewards. */
+  rewardWorkers?: number;
+  /** Heap limit of each reward worker (MB). */
+  rewardMemoryMb?: number;
+  maxBodyBytes?: number;
+  maxJsonDepth?: number;
 }
 
 /** The named, weighted rewards the options stand for, resolved as `grpo train` does. */
@@ -45,12 +56,25 @@ export async function resolveServedRewards(options: ServeRewardsOptions): Promis
 
 /** Runs `grpo serve-rewards` until SIGINT/SIGTERM; returns the exit code. */
 export async function runServeRewardsCommand(options: ServeRewardsOptions): Promise<number> {
+  // Resolved here too, so a bad flag or recipe fails before any worker starts, as it always has.
   const rewards = await resolveServedRewards(options);
+  const workers = await RewardWorkerPool.start({
+    source: {
+      module: import.meta.url,
+      exportName: 'resolveServedRewards',
+      args: { recipe: options.recipe, rewards: options.rewards, task: options.task } satisfies ServeRewardsOptions,
+    },
+    threads: options.rewardWorkers,
+    timeoutMs: options.rewardTimeoutMs,
+    memoryMb: options.rewardMemoryMb,
+  });
   const server: RunningRewardServer = await startRewardServer({
-    rewards,
+    workers,
     host: options.host,
     port: options.port,
     stripSuffixes: options.stripSuffixes,
+    maxBodyBytes: options.maxBodyBytes,
+    maxJsonDepth: options.maxJsonDepth,
   });
   const served = rewards
     .map(({ name, weight }) => `${name} (weight ${typeof weight === 'number' ? weight : 'annealed, read at step 0'})`)
@@ -64,5 +88,6 @@ export async function runServeRewardsCommand(options: ServeRewardsOptions): Prom
     process.once('SIGTERM', stop);
   });
   await server.close();
+  await workers.close();
   return 0;
 }

@@ -3,7 +3,9 @@
  * PEFT LoRA adapters on top of it (vLLM's runtime LoRA API). Routes: GET /v1/models,
  * POST /v1/completions, POST /v1/chat/completions, POST /v1/load_lora_adapter and
  * POST /v1/unload_lora_adapter. Generation goes through the decode batcher, so concurrent requests
- * share decode batches. Errors are OpenAI's `{error: {message, type, param}}`.
+ * share decode batches, and batches decode in slices, so the routes keep answering while one runs.
+ * Every request is held to the bounds of serve-limits.ts before the work they bound. Errors are
+ * OpenAI's `{error: {message, type, param}}`.
  *
  * Is not: a production server (no auth, no streaming, no top-k alternatives in logprobs), or the
  * `grpo serve` command line (serve-command.ts).
@@ -15,7 +17,16 @@ import { loadAdapter } from '../model/adapter-files.js';
 import { encodeChat } from '../model/chat-template.js';
 import type { TextTokenizer } from '../model/tokenizer.js';
 import { Transformer } from '../model/transformer.js';
+import { BodyError, readJsonBody } from './json-body.js';
 import { DecodeBatcher, type BatcherOptions } from './serve-batcher.js';
+import {
+  checkGenerationSize,
+  checkMessageText,
+  checkPromptText,
+  checkPromptTokens,
+  SERVE_LIMIT_DEFAULTS,
+  type ServeLimits,
+} from './serve-limits.js';
 import {
   chatLogprobs,
   checkFits,
@@ -41,6 +52,8 @@ export interface ServeOptions extends BatcherOptions {
   defaultModel?: string;
   host?: string;
   port?: number;
+  /** Bounds on requests and runtime-loaded adapters (SERVE_LIMIT_DEFAULTS for those left out). */
+  limits?: Partial<ServeLimits>;
 }
 
 export interface RunningServer {
@@ -50,28 +63,18 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-const MAX_BODY_BYTES = 64 * 1024 * 1024;
-
-function readBody(request: IncomingMessage): Promise<Record<string, unknown>> {
-  return new Promise((resolveBody, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    request.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) reject(new RequestError(`request body is over ${MAX_BODY_BYTES} bytes`, null, 413));
-      else chunks.push(chunk);
-    });
-    request.on('error', reject);
-    request.on('end', () => {
-      try {
-        const value = JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
-        if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not an object');
-        resolveBody(value as Record<string, unknown>);
-      } catch {
-        reject(new RequestError('request body must be a JSON object', null));
-      }
-    });
-  });
+/** The JSON object a request sends, within the body limits (413 or 400 naming the bound otherwise). */
+async function readBody(request: IncomingMessage, limits: ServeLimits): Promise<Record<string, unknown>> {
+  let value: unknown;
+  try {
+    value = await readJsonBody(request, { maxBytes: limits.maxBodyBytes, maxDepth: limits.maxJsonDepth });
+  } catch (error) {
+    if (error instanceof BodyError) throw new RequestError(error.message, null, error.status);
+    throw error;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new RequestError('request body must be a JSON object', null);
+  return value as Record<string, unknown>;
 }
 
 function sendJson(response: ServerResponse, status: number, value: unknown): void {
@@ -83,16 +86,19 @@ function sendJson(response: ServerResponse, status: number, value: unknown): voi
 export async function startServe(options: ServeOptions): Promise<RunningServer> {
   const { tokenizer, modelName } = options;
   const config = options.model.config;
+  const limits: ServeLimits = { ...SERVE_LIMIT_DEFAULTS, ...options.limits };
   const models = new Map<string, { model: Transformer; root: string }>([
     [modelName, { model: options.model, root: modelName }],
   ]);
-  const loadNamed = (name: string, path: string): void => {
+  /** `confined`: the folder came from a client, so no file may link out of it (see adapter-files.ts). */
+  const loadNamed = (name: string, path: string, confined: boolean): void => {
     // The base weights are shared, never copied: an adapter costs only its own tensors.
     const model = new Transformer(config, options.model.parameters);
-    model.attachAdapters(loadAdapter(path, config));
+    model.attachAdapters(loadAdapter(path, config, { limits, confined }));
     models.set(name, { model, root: resolve(path) });
   };
-  for (const [name, path] of Object.entries(options.adapters ?? {})) loadNamed(name, path);
+  // The operator's own folders (--adapter) may be links, e.g. into a Hugging Face cache.
+  for (const [name, path] of Object.entries(options.adapters ?? {})) loadNamed(name, path, false);
   const defaultModel = options.defaultModel ?? modelName;
   const batcher = new DecodeBatcher(options);
   const created = Math.floor(Date.now() / 1000);
@@ -118,7 +124,9 @@ export async function startServe(options: ServeOptions): Promise<RunningServer> 
     const longest = Math.max(...prompts.map((ids) => ids.length));
     // Chat without max_tokens: the rest of the context, at least 1 (so a full prompt is refused, not run).
     const maxNewTokens = sampling.maxNewTokens ?? Math.max(1, config.maxPositionEmbeddings - longest);
-    checkFits(prompts, maxNewTokens, config.maxPositionEmbeddings, 'max_tokens');
+    const maxTokensField = chat && body.max_completion_tokens !== undefined ? 'max_completion_tokens' : 'max_tokens';
+    checkFits(prompts, maxNewTokens, config.maxPositionEmbeddings, maxTokensField);
+    checkGenerationSize(prompts.length, sampling.numSamples, maxNewTokens, batcher.limits, maxTokensField);
     const completions = await batcher.submit({
       modelName: name,
       model,
@@ -132,10 +140,15 @@ export async function startServe(options: ServeOptions): Promise<RunningServer> 
       stopTokenIds: [...new Set([...options.stopTokenIds, ...sampling.stopTokenIds])],
       seed: sampling.seed,
     });
-    const choices = completions.map((completion) => ({
-      promptIndex: completion.promptIndex,
-      choice: finishChoice(completion, sampling.stopStrings, tokenizer),
-    }));
+    const choices: { promptIndex: number; choice: FinishedChoice }[] = [];
+    for (const completion of completions) {
+      choices.push({
+        promptIndex: completion.promptIndex,
+        choice: finishChoice(completion, sampling.stopStrings, tokenizer),
+      });
+      // Decoding 512 long completions takes a while: other routes get turns in between.
+      if (choices.length % 32 === 0) await new Promise((resolve) => setImmediate(resolve));
+    }
     const completionTokens = choices.reduce((total, { choice }) => total + choice.ids.length, 0);
     const promptTokens = prompts.reduce((total, ids) => total + ids.length, 0);
     return {
@@ -151,7 +164,9 @@ export async function startServe(options: ServeOptions): Promise<RunningServer> 
   };
 
   const handleCompletions = async (body: Record<string, unknown>) => {
-    const prompts = parseCompletionPrompts(body, tokenizer, config.vocabSize);
+    checkPromptText(body.prompt, limits);
+    const prompts = await parseCompletionPrompts(body, tokenizer, config.vocabSize);
+    checkPromptTokens(prompts, limits, 'prompt');
     const { name, sampling, choices, usage } = await complete(body, prompts, false);
     return {
       id: `cmpl-${++counter}`,
@@ -171,6 +186,7 @@ export async function startServe(options: ServeOptions): Promise<RunningServer> 
   };
 
   const handleChat = async (body: Record<string, unknown>) => {
+    checkMessageText(body.messages, limits);
     const messages = parseChatMessages(body);
     let promptIds: number[];
     try {
@@ -178,6 +194,7 @@ export async function startServe(options: ServeOptions): Promise<RunningServer> 
     } catch (error) {
       throw new RequestError(`messages: ${(error as Error).message}`, 'messages');
     }
+    checkPromptTokens([promptIds], limits, 'messages');
     const { name, sampling, choices, usage } = await complete(body, [promptIds], true);
     return {
       id: `chatcmpl-${++counter}`,
@@ -210,7 +227,7 @@ export async function startServe(options: ServeOptions): Promise<RunningServer> 
         'lora_name',
       );
     try {
-      loadNamed(name, path);
+      loadNamed(name, path, true);
     } catch (error) {
       throw new RequestError(`lora_path: ${(error as Error).message}`, 'lora_path');
     }
@@ -256,7 +273,7 @@ export async function startServe(options: ServeOptions): Promise<RunningServer> 
     const handler = handlers[path];
     if (!handler || request.method !== 'POST')
       throw new RequestError(`${request.method} ${path} is not a route of grpo serve`, null, 404, 'NotFoundError');
-    const result = await handler(await readBody(request));
+    const result = await handler(await readBody(request, limits));
     if (typeof result === 'string') {
       response.writeHead(200, { 'content-type': 'text/plain' });
       response.end(result);

@@ -169,7 +169,8 @@ export class LoraAdapters {
   }
 }
 
-function peftTensorName(path: string, which: 'A' | 'B'): string {
+/** PEFT's name of a module's A or B tensor in adapter_model.safetensors. */
+export function peftTensorName(path: string, which: 'A' | 'B'): string {
   return `base_model.model.${path}.lora_${which}.weight`;
 }
 

@@ -146,7 +146,7 @@ function checkTiling(file: string, entries: Map<string, SafetensorsEntry>, dataL
 }
 
 /** Reads and validates the header of a safetensors file from an open file descriptor. */
-function readHeaderFromDescriptor(fd: number, file: string): SafetensorsHeader {
+export function readHeaderFromDescriptor(fd: number, file: string): SafetensorsHeader {
   const fileSize = fstatSync(fd).size;
   if (fileSize < 8) throw new Error(`${file}: too short to be a safetensors file (${fileSize} bytes)`);
   const headerLength = Number(readExactly(fd, 8, 0, file, 'the header length').readBigUInt64LE(0));
@@ -158,8 +158,9 @@ function readHeaderFromDescriptor(fd: number, file: string): SafetensorsHeader {
   let json: unknown;
   try {
     json = JSON.parse(text);
-  } catch (error) {
-    throw new Error(`${file}: header is not valid JSON (${(error as Error).message})`);
+  } catch {
+    // Not the parser's message: it quotes the text, and the file may not be ours to show (a link to a secret).
+    throw new Error(`${file}: header is not valid JSON`);
   }
   if (typeof json !== 'object' || json === null || Array.isArray(json))
     throw new Error(`${file}: header is not a JSON object`);
@@ -229,23 +230,32 @@ export function decodeToFloat32(bytes: Buffer, dtype: SafetensorsDtype): Float32
 export function readSafetensors(file: string, names?: Iterable<string>): Map<string, StoredTensor> {
   const fd = openSync(file, 'r');
   try {
-    const header = readHeaderFromDescriptor(fd, file);
-    const wanted = names ? [...names] : [...header.entries.keys()];
-    const tensors = new Map<string, StoredTensor>();
-    for (const name of wanted) {
-      const entry = header.entries.get(name);
-      if (!entry) throw new Error(`${file}: has no tensor "${name}"`);
-      if (!isSupportedDtype(entry.dtype)) {
-        throw new Error(`${file}: tensor "${name}" has dtype ${entry.dtype}; supported dtypes are F32, F16, BF16`);
-      }
-      const [begin, end] = entry.dataOffsets;
-      const bytes = readExactly(fd, end - begin, header.dataStart + begin, file, `tensor "${name}"`);
-      tensors.set(name, { shape: [...entry.shape], data: decodeToFloat32(bytes, entry.dtype) });
-    }
-    return tensors;
+    return readTensorsFromDescriptor(fd, file, readHeaderFromDescriptor(fd, file), names);
   } finally {
     closeSync(fd);
   }
+}
+
+/** The tensors (all, or `names`) of a file the caller opened and whose header it has read. */
+export function readTensorsFromDescriptor(
+  fd: number,
+  file: string,
+  header: SafetensorsHeader,
+  names?: Iterable<string>,
+): Map<string, StoredTensor> {
+  const wanted = names ? [...names] : [...header.entries.keys()];
+  const tensors = new Map<string, StoredTensor>();
+  for (const name of wanted) {
+    const entry = header.entries.get(name);
+    if (!entry) throw new Error(`${file}: has no tensor "${name}"`);
+    if (!isSupportedDtype(entry.dtype)) {
+      throw new Error(`${file}: tensor "${name}" has dtype ${entry.dtype}; supported dtypes are F32, F16, BF16`);
+    }
+    const [begin, end] = entry.dataOffsets;
+    const bytes = readExactly(fd, end - begin, header.dataStart + begin, file, `tensor "${name}"`);
+    tensors.set(name, { shape: [...entry.shape], data: decodeToFloat32(bytes, entry.dtype) });
+  }
+  return tensors;
 }
 
 /** Rounds float32 values to bfloat16 bits with round-to-nearest-even, the way torch does (NaN stays NaN). */

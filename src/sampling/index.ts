@@ -2,7 +2,7 @@
  * Public API of the sampling layer: batched KV-cached group generation over token ids and the logit
  * transforms it composes. Is not: tokenizer-aware.
  */
-export { generate, type Completion, type GenerateRequest } from './sampler.js';
+export { generate, startGeneration, type Completion, type GenerateRequest, type GenerationRun } from './sampler.js';
 export {
   applyMinP,
   applyTemperature,

@@ -2,7 +2,7 @@
  * The sampler on the real TinyStories checkpoint: the greedy reference continuation, KV-cached
  * logprobs equal to a full forward of the finished sequences (1e-4), seed reproducibility and batch
  * independence, the same with LoRA adapters on a bfloat16 base, which samples on native (read as bfloat16 by the
- * kernels) bit for bit as when widened, top-k = 1 equals greedy, stop ids and max-token limits, and bad requests.
+ * kernels) bit for bit as when widened, generation in slices equal to one call, top-k = 1 equals greedy, stop ids and max-token limits, and bad requests.
  */
 import { join } from 'node:path';
 import { readFileSync } from 'node:fs';
@@ -12,7 +12,7 @@ import { LoraAdapters, resolveTargetModules } from '../model/lora.js';
 import { Transformer } from '../model/transformer.js';
 import { createBackend, getBackend, logSoftmax, noGrad, Random, setBackend } from '../tensor/index.js';
 import { applyMinP, applyTopK, applyTopP, chooseToken, logSoftmaxRow } from './logits.js';
-import { generate } from './sampler.js';
+import { generate, startGeneration } from './sampler.js';
 
 const folder = join(new URL('../../', import.meta.url).pathname, '../shared/fixtures/models/tinystories-656k');
 const checkpoint = loadCheckpoint(folder);
@@ -156,6 +156,33 @@ describe('generate', () => {
     } finally {
       setBackend(previous);
     }
+  });
+
+  it('startGeneration advanced one step per slice returns what one generate call returns, bit for bit', () => {
+    const stopTokenIds = Array.from({ length: 120 }, (_, i) => 13 * i + 5); // rows finish at different steps
+    // 50 prompts of 100 tokens: their prefill takes two forwards (4096 tokens each at most), two slices.
+    const many = Array.from({ length: 50 }, (_, i) => [
+      1,
+      ...Array.from({ length: 99 }, (_, t) => 100 + ((i + t) % 50)),
+    ]);
+    const request = {
+      prompts: [...prompts, ...many],
+      numSamples: 1,
+      maxNewTokens: 5,
+      temperature: 1.1,
+      seed: 35,
+      stopTokenIds,
+    };
+    for (const maxBatchSize of [undefined, 20]) {
+      const whole = generate(model, { ...request, maxBatchSize });
+      const run = startGeneration(model, { ...request, maxBatchSize });
+      let slices = 1;
+      // A deadline already past: each prefill forward is one slice, then every decode step is its own slice.
+      while (!run.advance(-Infinity)) slices++;
+      expect(slices).toBeGreaterThan(request.maxNewTokens + 2);
+      expect(run.completions).toEqual(whole);
+    }
+    expect(() => startGeneration(model, { prompts: [[]], maxNewTokens: 1, seed: 0 })).toThrow(/prompt 0 is empty/);
   });
 
   it('top-k = 1 equals greedy', () => {

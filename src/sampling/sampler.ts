@@ -7,6 +7,7 @@
  *
  * Legend: B = live sequences, Hkv, D as in the model; the batched cache holds generated keys only.
  * Vision-language prompts bring their image features (promptImageFeatures), used in their prefill only.
+ * startGeneration runs the same steps in time slices (a server answers other requests between them).
  * Is not: tokenizer-aware (ids in, ids out) or a training forward. Each sequence draws from its own
  * generator derived from (seed, prompt, sample), so results do not depend on batch composition.
  */
@@ -122,47 +123,59 @@ export function keepRows(tensor: Tensor, rows: readonly number[], used: number):
 // Prompts prefilled together stay under this many tokens per forward (attention scores grow as T²).
 const PREFILL_TOKENS_PER_FORWARD = 4096;
 
+/** Prompts prefilled so far: each one's cache and last-position logits, filled in chunk by chunk. */
+interface Prefill {
+  caches: KvCache[];
+  lastLogits: Float32Array[];
+  /** The forwards still to run, each a list of prompt indices of one length. */
+  chunks: number[][];
+}
+
 /**
- * Prefills every prompt once: prompts of equal length share a forward (a [P, T] batch, no padding
- * needed), and each prompt's cache is a zero-copy view of its row of the batched cache.
+ * Plans the prefill of every prompt, each once: prompts of equal length share a forward (a [P, T]
+ * batch, no padding needed), at most PREFILL_TOKENS_PER_FORWARD tokens each.
  */
-function prefillPrompts(
+function planPrefill(prompts: number[][]): Prefill {
+  const byLength = new Map<number, number[]>();
+  prompts.forEach((prompt, index) => byLength.set(prompt.length, [...(byLength.get(prompt.length) ?? []), index]));
+  const chunks: number[][] = [];
+  for (const [T, members] of byLength) {
+    const perForward = Math.max(1, Math.floor(PREFILL_TOKENS_PER_FORWARD / T));
+    for (let first = 0; first < members.length; first += perForward)
+      chunks.push(members.slice(first, first + perForward));
+  }
+  return { caches: new Array(prompts.length), lastLogits: new Array(prompts.length), chunks };
+}
+
+/** Runs the next planned forward; each prompt's cache is a zero-copy view of its row of the batched cache. */
+function prefillNextChunk(
   model: Transformer,
   prompts: number[][],
   imageFeatures: (Tensor | null)[] | undefined,
-): { caches: KvCache[]; lastLogits: Float32Array[] } {
+  prefill: Prefill,
+): void {
   const V = model.config.vocabSize;
-  const caches: KvCache[] = new Array(prompts.length);
-  const lastLogits: Float32Array[] = new Array(prompts.length);
-  const byLength = new Map<number, number[]>();
-  prompts.forEach((prompt, index) => byLength.set(prompt.length, [...(byLength.get(prompt.length) ?? []), index]));
-  for (const [T, members] of byLength) {
-    const perForward = Math.max(1, Math.floor(PREFILL_TOKENS_PER_FORWARD / T));
-    for (let first = 0; first < members.length; first += perForward) {
-      const chunk = members.slice(first, first + perForward);
-      const P = chunk.length;
-      const cache = model.createCache();
-      const ids = Int32Array.from(chunk.flatMap((index) => prompts[index]));
-      // The chunk's image features in the order of its flat ids (prompts without images add none).
-      const features = chunk.flatMap((index) => imageFeatures?.[index] ?? []);
-      const logits = model.forward(ids, P, {
-        cache,
-        logitRows: Int32Array.from(chunk, (_, p) => p * T + T - 1),
-        imageFeatures:
-          features.length > 0 ? { tokenId: model.imageTokenId!, features: concat(features, 0) } : undefined,
-      }); // [P, V]
-      chunk.forEach((index, p) => {
-        lastLogits[index] = logits.data.subarray(p * V, (p + 1) * V);
-        const row = (stored: Tensor | null): Tensor => {
-          const [, heads, capacity, headDim] = stored!.shape;
-          const size = heads * capacity * headDim;
-          return new Tensor(stored!.data.subarray(p * size, (p + 1) * size), [1, heads, capacity, headDim]);
-        };
-        caches[index] = { keys: cache.keys.map(row), values: cache.values.map(row), length: T };
-      });
-    }
-  }
-  return { caches, lastLogits };
+  const chunk = prefill.chunks.shift()!;
+  const P = chunk.length;
+  const T = prompts[chunk[0]].length;
+  const cache = model.createCache();
+  const ids = Int32Array.from(chunk.flatMap((index) => prompts[index]));
+  // The chunk's image features in the order of its flat ids (prompts without images add none).
+  const features = chunk.flatMap((index) => imageFeatures?.[index] ?? []);
+  const logits = model.forward(ids, P, {
+    cache,
+    logitRows: Int32Array.from(chunk, (_, p) => p * T + T - 1),
+    imageFeatures: features.length > 0 ? { tokenId: model.imageTokenId!, features: concat(features, 0) } : undefined,
+  }); // [P, V]
+  chunk.forEach((index, p) => {
+    prefill.lastLogits[index] = logits.data.subarray(p * V, (p + 1) * V);
+    const row = (stored: Tensor | null): Tensor => {
+      const [, heads, capacity, headDim] = stored!.shape;
+      const size = heads * capacity * headDim;
+      return new Tensor(stored!.data.subarray(p * size, (p + 1) * size), [1, heads, capacity, headDim]);
+    };
+    prefill.caches[index] = { keys: cache.keys.map(row), values: cache.values.map(row), length: T };
+  });
 }
 
 interface LiveSequence {
@@ -174,6 +187,35 @@ interface LiveSequence {
 
 /** Samples `numSamples` completions for every prompt. */
 export function generate(model: Transformer, request: GenerateRequest): Completion[] {
+  const run = startGeneration(model, request);
+  run.advance(Infinity);
+  return run.completions;
+}
+
+/**
+ * A generation run in slices, so a server can answer others between them: `advance(deadline)` runs
+ * the prefill and then decode steps until every sequence has finished (returns true) or
+ * `performance.now()` has passed `deadline` after a step (returns false; call it again to go on).
+ * `completions` fill in as it runs and are final once it returns true. The same steps as one
+ * `generate` call, so the same results however it is sliced.
+ */
+export interface GenerationRun {
+  advance(deadline: number): boolean;
+  readonly completions: Completion[];
+}
+
+/** The decode loop's state between slices. */
+interface DecodeState {
+  active: LiveSequence[];
+  waiting: LiveSequence[];
+  continuous: boolean;
+  prompts: KvCache[];
+  cache: KvCache;
+  outputBuffers: DecodeBuffers;
+}
+
+/** Validates `request` (throwing before any compute) and returns its run, not yet started. */
+export function startGeneration(model: Transformer, request: GenerateRequest): GenerationRun {
   validate(request, model);
   const settings: SamplingSettings = {
     temperature: request.temperature ?? 1,
@@ -189,103 +231,130 @@ export function generate(model: Transformer, request: GenerateRequest): Completi
       for (let s = 0; s < numSamples; s++)
         completions.push({ promptIndex, sampleIndex: s, ids: [], logprobs: [], finishReason: 'length' });
     });
-    return completions;
+    return { completions, advance: () => true };
   }
-  // Nothing changes the weights while generating: the backend may keep them packed for every step,
-  // LoRA adapters included; a bfloat16 base is widened once for the whole generation.
+  const unfinished = (sequence: LiveSequence) =>
+    sequence.completion.finishReason === 'length' && sequence.completion.ids.length < request.maxNewTokens;
+  const generatedKeys = (s: LiveSequence) => s.position - request.prompts[s.completion.promptIndex].length;
+
+  /** Samples every sequence's first token from its prompt's prefill and sets the decode loop up. */
+  const begin = (prefilled: Prefill): DecodeState => {
+    const live: LiveSequence[] = [];
+    // Each prompt's G samples start from the same last-position logits.
+    request.prompts.forEach((prompt, promptIndex) => {
+      for (let sampleIndex = 0; sampleIndex < numSamples; sampleIndex++) {
+        const random = new Random(request.seed * 1_000_003 + promptIndex * 7919 + sampleIndex);
+        const completion: Completion = { promptIndex, sampleIndex, ids: [], logprobs: [], finishReason: 'length' };
+        completions.push(completion);
+        live.push({ completion, random, nextId: -1, position: prompt.length });
+        accept(
+          live[live.length - 1],
+          chooseTokens(prefilled.lastLogits[promptIndex], 1, settings, [random])[0],
+          stop,
+          request.maxNewTokens,
+        );
+      }
+    });
+    // Each prompt's keys stay in its own prefill cache, read once per group by the attention
+    // (sharedPrefix); the batched cache holds only the generated keys, so it needs no padding.
+    const waiting = live.filter(unfinished);
+    const slots = Math.min(waiting.length, request.maxBatchSize ?? waiting.length);
+    return {
+      // Continuous batching only when some sequences wait: rows are then at different steps.
+      continuous: slots < waiting.length,
+      active: waiting.splice(0, slots),
+      waiting,
+      prompts: prefilled.caches,
+      cache: model.createCache(request.maxNewTokens), // room for every step: nothing regrows
+      outputBuffers: new DecodeBuffers(), // every step's projections and logits, reused
+    };
+  };
+
+  /** One decode step of every active sequence. */
+  const step = (state: DecodeState): void => {
+    const { active, cache, outputBuffers } = state;
+    const B = active.length;
+    const rowPrefix = Int32Array.from(active, (s) => s.completion.promptIndex);
+    const hidden = model.hiddenStates(
+      Int32Array.from(active, (s) => s.nextId),
+      B,
+      {
+        cache,
+        outputBuffers,
+        positions: Int32Array.from(active, (s) => s.position),
+        sharedPrefix: {
+          prompts: state.prompts,
+          rowPrefix,
+          rowLengths: state.continuous ? Int32Array.from(active, generatedKeys) : undefined,
+        },
+      },
+    ); // [B, 1, H]
+    const chosen = chooseTokens(
+      headInto(model, hidden, outputBuffers.array('lm_head', B * model.config.vocabSize)),
+      B,
+      settings,
+      active.map((sequence) => sequence.random),
+    );
+    active.forEach((sequence, b) => {
+      sequence.position++;
+      accept(sequence, chosen[b], stop, request.maxNewTokens);
+    });
+    // A finished row's slot goes to the next waiting sequence (its keys overwrite the slot's from
+    // column 0); with none waiting, finished rows leave the batch (order kept, so the rows of one
+    // prompt stay contiguous).
+    const slotted = active.map((s) => (unfinished(s) ? s : state.waiting.shift()));
+    const keep = slotted.map((s, b) => ({ s, b })).filter((row): row is { s: LiveSequence; b: number } => !!row.s);
+    if (keep.length < active.length && keep.length > 0) {
+      for (let layer = 0; layer < model.config.numLayers; layer++) {
+        cache.keys[layer] = keepRows(
+          cache.keys[layer]!,
+          keep.map(({ b }) => b),
+          cache.length,
+        );
+        cache.values[layer] = keepRows(
+          cache.values[layer]!,
+          keep.map(({ b }) => b),
+          cache.length,
+        );
+      }
+    }
+    state.active = keep.map(({ s }) => s);
+  };
+
+  // Nothing changes the weights while a slice runs: the backend may keep them packed for every step,
+  // LoRA adapters included; a bfloat16 base is widened once per slice (once for a whole `generate`).
+  // The scopes close at the end of each slice, so whatever runs between slices sees none of them.
   const adapterTensors = (model.adapters?.namedParameters() ?? []).map(([, adapter]) => adapter);
   const constant = [...model.parameters.values(), ...adapterTensors];
-  return model.withWidenedWeights(() =>
-    withConstantWeights(constant, () =>
-      noGrad(() => {
-        const live: LiveSequence[] = [];
-        const prefilled = prefillPrompts(model, request.prompts, request.promptImageFeatures);
-        // Each prompt's G samples start from the same last-position logits.
-        request.prompts.forEach((prompt, promptIndex) => {
-          for (let sampleIndex = 0; sampleIndex < numSamples; sampleIndex++) {
-            const random = new Random(request.seed * 1_000_003 + promptIndex * 7919 + sampleIndex);
-            const completion: Completion = { promptIndex, sampleIndex, ids: [], logprobs: [], finishReason: 'length' };
-            completions.push(completion);
-            live.push({ completion, random, nextId: -1, position: prompt.length });
-            accept(
-              live[live.length - 1],
-              chooseTokens(prefilled.lastLogits[promptIndex], 1, settings, [random])[0],
-              stop,
-              request.maxNewTokens,
-            );
-          }
-        });
-        // Each prompt's keys stay in its own prefill cache, read once per group by the attention
-        // (sharedPrefix); the batched cache holds only the generated keys, so it needs no padding.
-        const unfinished = (sequence: LiveSequence) =>
-          sequence.completion.finishReason === 'length' && sequence.completion.ids.length < request.maxNewTokens;
-        const waiting = live.filter(unfinished);
-        const slots = Math.min(waiting.length, request.maxBatchSize ?? waiting.length);
-        // Continuous batching only when some sequences wait: rows are then at different steps.
-        const continuous = slots < waiting.length;
-        let active = waiting.splice(0, slots);
-        const prompts = prefilled.caches;
-        const cache = model.createCache(request.maxNewTokens); // room for every step: nothing regrows
-        const generatedKeys = (s: LiveSequence) => s.position - request.prompts[s.completion.promptIndex].length;
-        const outputBuffers = new DecodeBuffers(); // every step's projections and logits, reused
-        // Every other array a step's ops make (norms, RoPE, SwiGLU, sums) is read within the step: reused too.
-        withStepArena((nextStep) => {
-          while (active.length > 0) {
-            nextStep();
-            const B = active.length;
-            const rowPrefix = Int32Array.from(active, (s) => s.completion.promptIndex);
-            const hidden = model.hiddenStates(
-              Int32Array.from(active, (s) => s.nextId),
-              B,
-              {
-                cache,
-                outputBuffers,
-                positions: Int32Array.from(active, (s) => s.position),
-                sharedPrefix: {
-                  prompts,
-                  rowPrefix,
-                  rowLengths: continuous ? Int32Array.from(active, generatedKeys) : undefined,
-                },
-              },
-            ); // [B, 1, H]
-            const chosen = chooseTokens(
-              headInto(model, hidden, outputBuffers.array('lm_head', B * model.config.vocabSize)),
-              B,
-              settings,
-              active.map((sequence) => sequence.random),
-            );
-            active.forEach((sequence, b) => {
-              sequence.position++;
-              accept(sequence, chosen[b], stop, request.maxNewTokens);
-            });
-            // A finished row's slot goes to the next waiting sequence (its keys overwrite the slot's from
-            // column 0); with none waiting, finished rows leave the batch (order kept, so the rows of one
-            // prompt stay contiguous).
-            const slotted = active.map((s) => (unfinished(s) ? s : waiting.shift()));
-            const keep = slotted
-              .map((s, b) => ({ s, b }))
-              .filter((row): row is { s: LiveSequence; b: number } => !!row.s);
-            if (keep.length < active.length && keep.length > 0) {
-              for (let layer = 0; layer < model.config.numLayers; layer++) {
-                cache.keys[layer] = keepRows(
-                  cache.keys[layer]!,
-                  keep.map(({ b }) => b),
-                  cache.length,
-                );
-                cache.values[layer] = keepRows(
-                  cache.values[layer]!,
-                  keep.map(({ b }) => b),
-                  cache.length,
-                );
-              }
+  const prefill = planPrefill(request.prompts);
+  let state: DecodeState | null = null;
+  const advance = (deadline: number): boolean =>
+    model.withWidenedWeights(() =>
+      withConstantWeights(constant, () =>
+        noGrad(() => {
+          if (state === null) {
+            // The prefill's forwards are slices too: a long prompt list cannot hold the thread in one go.
+            while (prefill.chunks.length > 0) {
+              prefillNextChunk(model, request.prompts, request.promptImageFeatures, prefill);
+              if (prefill.chunks.length > 0 && performance.now() >= deadline) return false;
             }
-            active = keep.map(({ s }) => s);
+            state = begin(prefill);
+            if (state.active.length > 0 && performance.now() >= deadline) return false;
           }
-        });
-        return completions;
-      }),
-    ),
-  );
+          const current = state;
+          // Every other array a step's ops make (norms, RoPE, SwiGLU, sums) is read within the step: reused too.
+          withStepArena((nextStep) => {
+            while (current.active.length > 0) {
+              nextStep();
+              step(current);
+              if (performance.now() >= deadline) break;
+            }
+          });
+          return current.active.length === 0;
+        }),
+      ),
+    );
+  return { completions, advance };
 }
 
 /**
