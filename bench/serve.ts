@@ -12,7 +12,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
-import { startServe } from '../src/cli/serve-server.js';
+import { startServe } from '../src/serve/serve-server.js';
 import { loadCheckpoint, resolveStopTokenIds } from '../src/model/checkpoint.js';
 import { createSmallConfig } from '../src/model/config.js';
 import { loadTokenizer } from '../src/model/tokenizer.js';

@@ -20,6 +20,9 @@ const allowed = {
   rewards: ['rewards', 'registry'],
   data: ['data', 'rewards', 'registry'],
   agents: ['agents', 'rewards', 'registry'],
+  // serve/: the two HTTP servers (`grpo serve`'s OpenAI-compatible engine, `grpo serve-rewards`'
+  // reward endpoints for verl/OpenRLHF/slime); the commands that start them stay in cli/.
+  serve: ['serve', 'sampling', 'model', 'rewards', 'nn', 'tensor', 'registry'],
   // run/: the run folder (logs, summary, checkpoints written so a kill loses nothing), its state
   // file's schema, the run's status and progress lines — every job's files, below the loops.
   run: ['run', 'model', 'nn', 'tensor', 'registry'],
@@ -48,6 +51,7 @@ const allowed = {
     'registry',
     'cli',
     'dashboard',
+    'serve',
     'flow',
     'trainer',
     'run',

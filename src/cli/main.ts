@@ -5,8 +5,8 @@
  */
 import { Command, InvalidArgumentError } from 'commander';
 import { runListCommand } from './list-command.js';
-import { BATCHER_DEFAULTS } from './serve-batcher.js';
-import { SERVE_LIMIT_DEFAULTS } from './serve-limits.js';
+import { BATCHER_DEFAULTS } from '../serve/serve-batcher.js';
+import { SERVE_LIMIT_DEFAULTS } from '../serve/serve-limits.js';
 import { runGenerateCommand, runMergeCommand, runScoreCommand } from './model-commands.js';
 import { runRewardCommand } from './reward-command.js';
 import { runTrainCommand, type DataFlags } from './train-command.js';

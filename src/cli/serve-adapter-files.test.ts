@@ -13,7 +13,7 @@ import { loadAdapter } from '../model/adapter-files.js';
 import { loadCheckpoint, resolveStopTokenIds } from '../model/checkpoint.js';
 import { loadTokenizer } from '../model/tokenizer.js';
 import { Transformer } from '../model/transformer.js';
-import { startServe, type RunningServer } from './serve-server.js';
+import { startServe, type RunningServer } from '../serve/serve-server.js';
 
 const root = new URL('../../', import.meta.url).pathname;
 const tinyStories = join(root, '../shared/fixtures/models/tinystories-656k');

@@ -17,8 +17,8 @@ import { loadCheckpoint, resolveStopTokenIds } from '../model/checkpoint.js';
 import { encodeSafetensors, readSafetensors } from '../model/safetensors.js';
 import { loadTokenizer, type TextTokenizer } from '../model/tokenizer.js';
 import { Transformer } from '../model/transformer.js';
-import { DecodeBatcher } from './serve-batcher.js';
-import { startServe, type RunningServer, type ServeOptions } from './serve-server.js';
+import { DecodeBatcher } from '../serve/serve-batcher.js';
+import { startServe, type RunningServer, type ServeOptions } from '../serve/serve-server.js';
 
 const root = new URL('../../', import.meta.url).pathname;
 const tinyStories = join(root, '../shared/fixtures/models/tinystories-656k');

@@ -7,8 +7,8 @@
 import { loadCheckpoint, resolveStopTokenIds } from '../model/checkpoint.js';
 import { checkTokenizerFitsModel, loadTokenizer } from '../model/tokenizer.js';
 import { Transformer } from '../model/transformer.js';
-import type { ServeLimits } from './serve-limits.js';
-import { servedNameOf, startServe, type RunningServer } from './serve-server.js';
+import type { ServeLimits } from '../serve/serve-limits.js';
+import { servedNameOf, startServe, type RunningServer } from '../serve/serve-server.js';
 
 export interface ServeCommandOptions {
   /** Checkpoint folder (HF layout) served as the base model. */

@@ -11,8 +11,8 @@
  */
 import { buildRewards, loadRunTask, mergeConfig, resolveConfig, type Recipe } from '../trainer/index.js';
 import type { NamedReward } from '../rewards/index.js';
-import { startRewardServer, type RunningRewardServer } from './reward-server.js';
-import { RewardWorkerPool } from './reward-workers.js';
+import { startRewardServer, type RunningRewardServer } from '../serve/reward-server.js';
+import { RewardWorkerPool } from '../serve/reward-workers.js';
 import { dataFlagOverrides, loadRecipe } from './train-command.js';
 
 export interface ServeRewardsOptions {

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NamedReward } from '../rewards/index.js';
 import { runRewardCommand } from './reward-command.js';
-import { startRewardServer, type RunningRewardServer } from './reward-server.js';
+import { startRewardServer, type RunningRewardServer } from '../serve/reward-server.js';
 import { resolveServedRewards } from './serve-rewards-command.js';
 
 const repositoryRoot = new URL('../../', import.meta.url).pathname;

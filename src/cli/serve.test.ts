@@ -12,7 +12,7 @@ import { loadTokenizer, type TextTokenizer } from '../model/tokenizer.js';
 import { Transformer } from '../model/transformer.js';
 import { runGenerateCommand, runScoreCommand } from './model-commands.js';
 import { runServeCommand } from './serve-command.js';
-import { startServe, type RunningServer } from './serve-server.js';
+import { startServe, type RunningServer } from '../serve/serve-server.js';
 
 const root = new URL('../../', import.meta.url).pathname;
 const tinyStories = join(root, '../shared/fixtures/models/tinystories-656k');

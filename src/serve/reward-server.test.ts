@@ -12,9 +12,9 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { mathAnswer, rewardFactories, type NamedReward } from '../rewards/index.js';
 import { startRewardServer, type RunningRewardServer } from './reward-server.js';
-import { resolveServedRewards } from './serve-rewards-command.js';
+import { resolveServedRewards } from '../cli/serve-rewards-command.js';
 
-const repositoryRoot = new URL('../../', import.meta.url).pathname;
+const repositoryRoot = new URL('../..', import.meta.url).pathname;
 const directory = mkdtempSync(join(tmpdir(), 'grpo-reward-server-'));
 const servers: RunningRewardServer[] = [];
 afterAll(async () => {
