@@ -10,7 +10,8 @@
  */
 import { dirname } from 'node:path';
 import { rewardFactories } from '../rewards/factories.js';
-import { isGroupReward, makeRewardInput, type NamedReward, type Reward } from '../rewards/types.js';
+import { scoreOne } from '../rewards/run.js';
+import { makeRewardInput, type AnyReward, type NamedReward } from '../rewards/types.js';
 import { dataOptionsSchema, toExample, type ColumnOptions, type DataOptions } from './examples.js';
 import { readRowList, type ReadOptions } from './readers.js';
 import { parseTaskOptions, type Example, type Task } from './task.js';
@@ -122,15 +123,15 @@ export async function loadExamples(
   return rows.map((row) => toExample(row, options, dirname(path)));
 }
 
-/** 1 when `reward` scores the completion at least `threshold`; group rewards see a group of one. */
+/** 1 when `reward` scores the completion at least `threshold`; group and batch rewards see a list of one. */
 export async function rewardPasses(
-  reward: Reward,
+  reward: AnyReward,
   example: Example,
   completion: string,
   threshold = 1,
 ): Promise<boolean> {
   const input = makeRewardInput({ prompt: example.prompt, completion, row: example });
-  const score = isGroupReward(reward) ? (await reward.scoreGroup([input]))[0] : await reward(input);
+  const score = await scoreOne(reward, input);
   return typeof score === 'number' && score >= threshold;
 }
 
