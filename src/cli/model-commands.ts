@@ -14,8 +14,17 @@ import { generate } from '../sampling/index.js';
 import { logSoftmaxGather, noGrad } from '../tensor/index.js';
 
 /** The base checkpoint, its tokenizer, and the model with the adapter (if any) attached. */
+/** The checkpoint --model names; its errors (a missing folder, an adapter folder) name the flag. */
+export function loadModelFlag(directory: string): ReturnType<typeof loadCheckpoint> {
+  try {
+    return loadCheckpoint(directory);
+  } catch (error) {
+    throw new Error(`--model: ${(error as Error).message}`);
+  }
+}
+
 function loadModel(directory: string, adapter?: string) {
-  const checkpoint = loadCheckpoint(directory);
+  const checkpoint = loadModelFlag(directory);
   const tokenizer = loadTokenizer(directory);
   checkTokenizerFitsModel(tokenizer, checkpoint.config, directory);
   const model = Transformer.fromTensors(checkpoint.config, checkpoint.tensors);
@@ -36,7 +45,7 @@ export function runMergeCommand(
   options: MergeCommandOptions,
   write: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
 ): void {
-  const checkpoint = loadCheckpoint(options.model);
+  const checkpoint = loadModelFlag(options.model);
   const adapters = loadAdapter(options.adapter, checkpoint.config);
   saveCheckpoint(options.out, {
     config: checkpoint.config,
