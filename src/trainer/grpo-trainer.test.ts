@@ -112,6 +112,7 @@ describe('GRPOTrainer', () => {
         }),
       ],
       trainDataset: rows,
+      isCorrect: () => false, // the default judge is the first reward, which would fail the evaluation first
       config: { ...small, checkpoint: { every: 0 } },
       runDirectory: join(scratch, 'all-failed'),
       quiet: true,

@@ -130,8 +130,7 @@ async function trainerTask(options: TrainerOptions, rewards: NamedReward[]): Pro
   const isCorrect =
     options.isCorrect ??
     (first
-      ? // A reward that throws here counts as wrong: its failures show in training (reward/<name>/invalid).
-        (example: Example, completion: string) => rewardPasses(first.reward, example, completion).catch(() => false)
+      ? (example: Example, completion: string) => rewardPasses(first.reward, example, completion)
       : (example: Example, completion: string) => completion.trim() === demonstrationOf(example).trim());
   return datasetTask({
     name: 'trainer-dataset',
