@@ -9,9 +9,8 @@ import { taskRegistry } from '../data/index.js';
 import type { Task } from '../data/task.js';
 import type { NamedReward } from '../rewards/types.js';
 import { dataFlagOverrides, loadRecipe } from './train-command.js';
-import { loadAdapter } from '../model/adapter-files.js';
 import { resolveStopTokenIds } from '../model/checkpoint.js';
-import { loadModelFlag } from './model-commands.js';
+import { loadAdapterFlag, loadModelFlag } from './model-commands.js';
 import { checkTokenizerFitsModel, loadTokenizer } from '../model/tokenizer.js';
 import { Transformer } from '../model/transformer.js';
 import { buildRewards, evaluate, resolveConfig } from '../trainer/index.js';
@@ -98,7 +97,7 @@ export async function runEvalCommand(options: EvalCommandOptions): Promise<numbe
   const tokenizer = loadTokenizer(options.model);
   checkTokenizerFitsModel(tokenizer, checkpoint.config, options.model);
   const model = Transformer.fromTensors(checkpoint.config, checkpoint.tensors);
-  if (options.adapter !== undefined) model.attachAdapters(loadAdapter(options.adapter, checkpoint.config));
+  if (options.adapter !== undefined) model.attachAdapters(loadAdapterFlag(options.adapter, checkpoint.config));
   // The held-out split is drawn with the training seed + 1, as the trainer does.
   const examples = task.evalExamples(options.examples, options.seed + 1);
   const output =

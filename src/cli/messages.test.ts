@@ -48,6 +48,22 @@ describe('missing files name the flag and the field', () => {
     expect((error as Error).message).not.toMatch(/ENOENT/);
   });
 
+  it('grpo train --chat-template', async () => {
+    const template = join(scratch, 'missing.jinja');
+    await expect(
+      runTrainCommand({
+        quiet: true,
+        data: { model: tinyStories, data: rowsFile, rewards: ['math-answer'], chatTemplate: template },
+      }),
+    ).rejects.toThrow(`model.chatTemplate (--chat-template): ${template} does not exist`);
+  });
+
+  it('grpo eval --adapter', async () => {
+    await expect(
+      runEvalCommand({ ...evalDefaults, model: tinyStories, adapter: join(scratch, 'no-adapter') }),
+    ).rejects.toThrow(/^--adapter: .*no-adapter\/adapter_config\.json: missing/);
+  });
+
   it('grpo eval --model', async () => {
     await expect(runEvalCommand({ ...evalDefaults, model: join(scratch, 'no-model') })).rejects.toThrow(
       /^--model: .*no-model: checkpoint folder does not exist$/,

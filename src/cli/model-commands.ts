@@ -23,12 +23,21 @@ export function loadModelFlag(directory: string): ReturnType<typeof loadCheckpoi
   }
 }
 
+/** The adapter --adapter names, for `config`; its errors name the flag. */
+export function loadAdapterFlag(directory: string, config: ReturnType<typeof loadCheckpoint>['config']) {
+  try {
+    return loadAdapter(directory, config);
+  } catch (error) {
+    throw new Error(`--adapter: ${(error as Error).message}`);
+  }
+}
+
 function loadModel(directory: string, adapter?: string) {
   const checkpoint = loadModelFlag(directory);
   const tokenizer = loadTokenizer(directory);
   checkTokenizerFitsModel(tokenizer, checkpoint.config, directory);
   const model = Transformer.fromTensors(checkpoint.config, checkpoint.tensors);
-  if (adapter !== undefined) model.attachAdapters(loadAdapter(adapter, checkpoint.config));
+  if (adapter !== undefined) model.attachAdapters(loadAdapterFlag(adapter, checkpoint.config));
   return { checkpoint, tokenizer, model };
 }
 
@@ -46,7 +55,7 @@ export function runMergeCommand(
   write: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
 ): void {
   const checkpoint = loadModelFlag(options.model);
-  const adapters = loadAdapter(options.adapter, checkpoint.config);
+  const adapters = loadAdapterFlag(options.adapter, checkpoint.config);
   saveCheckpoint(options.out, {
     config: checkpoint.config,
     tensors: adapters.mergeInto(checkpoint.tensors),
