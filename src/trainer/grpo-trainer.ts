@@ -18,6 +18,7 @@ import { toExample } from '../data/examples.js';
 import { datasetTask, loadExamples, rewardPasses, splitExamples } from '../data/dataset-task.js';
 import type { Example, Task } from '../data/task.js';
 import type { AnyReward, NamedReward } from '../rewards/types.js';
+import type { TrainerConfigInput } from './config.js';
 import { evaluateRun, type EvaluationResult } from './evaluate.js';
 import { mergeConfig } from './presets.js';
 import { writeJsonAtomically } from './run-folder.js';
@@ -62,8 +63,11 @@ export interface TrainerOptions {
   trainDataset: DatasetInput;
   /** Held-out rows or file; left out, `dataOptions.evalFraction` (default 0.1) of the training rows is held out. */
   evalDataset?: DatasetInput;
-  /** Our config, nested as in docs/configuration.md (`{ grpo: { steps: 50 }, sampling: { groupSize: 8 } }`). */
-  config?: Record<string, unknown>;
+  /**
+   * Our config, nested as in docs/configuration.md (`{ grpo: { steps: 50 }, sampling: { groupSize: 8 } }`);
+   * typed, so a misspelt or TRL-named field is a compile error (and still refused at run time).
+   */
+  config?: TrainerConfigInput;
   dataOptions?: TrainerDataOptions;
   /** Whether a completion solves a row (eval accuracy); default: the first reward scores it at least 1 (SFT without rewards: it equals the demonstration). */
   isCorrect?: (example: Example, completion: string) => boolean | Promise<boolean>;
@@ -158,7 +162,7 @@ class Trainer {
   prepare(): Promise<RunContext> {
     this.context ??= (async () => {
       const task = await trainerTask(this.options, this.rewards);
-      let raw = mergeConfig(this.options.config ?? {}, { task: task.name });
+      let raw = mergeConfig((this.options.config ?? {}) as Record<string, unknown>, { task: task.name });
       if (this.sftOnly) raw = mergeConfig(raw, { grpo: { steps: 0 } });
       if (this.options.model !== undefined) raw = mergeConfig(raw, { model: { checkpoint: this.options.model } });
       const config = resolveConfig(raw, [task.name], task);
