@@ -275,12 +275,12 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
   if (isFlowRecipe(raw)) return runFlowTrainCommand(raw, options);
   if (options.sftOnly) raw = mergeConfig(raw, { grpo: { steps: 0 } });
   const task = await loadRunTask(raw, recipe.task, recipe.rewards);
-  // A --reward name is one of the task's rewards or a built-in one (with --data, checked above).
+  // A --reward name is one of the task's rewards, a built-in one or 'environment' (with --data, checked above).
   if (task && options.data?.data === undefined)
-    checkRewardFlagNames(
-      options.data?.rewards,
-      task.rewards().map((reward) => reward.name),
-    );
+    checkRewardFlagNames(options.data?.rewards, [
+      ...task.rewards().map((reward) => reward.name),
+      ...(recipe.environment ? ['environment'] : []), // the environments' reward(), see buildRewards
+    ]);
   const config = resolveConfig(raw, recipe.task ? [recipe.task.name] : [], task);
   const context = createRunContext(config, {
     rewards: recipe.rewards,

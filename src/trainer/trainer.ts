@@ -2,7 +2,9 @@
  * The SFT and GRPO loops, top to bottom. GRPO: sample prompts → generate G completions each →
  * score → combine → advantages → filters (refilling dropped groups) → μ optimisation passes with
  * micro-batches → clip → AdamW → log → checkpoint. SFT: demonstrations → completion-only
- * cross-entropy → AdamW. Both resume from the run folder's last complete checkpoint.
+ * cross-entropy → AdamW. Both resume from the run folder's last complete checkpoint. The caller may
+ * watch through three optional callbacks (each step, each evaluation, each checkpoint) and stop the
+ * run from the step one; they observe, they never change what is trained.
  *
  * Is not: config parsing (config.ts, setup.ts) or maths (algorithms/, rewards/). Every random choice
  * is derived from (seed, step), so a resumed run replays exactly what an uninterrupted one does.
