@@ -114,8 +114,8 @@ export function buildProgram(): Command {
         'prompt built from row fields, e.g. "Solve: {question}" (= taskOptions.promptTemplate)',
       )
       .option(
-        '--reward <name[:weight]>',
-        'a reward by name (grpo list), weight default 1 (repeatable; = taskOptions.rewards with --data, else rewards)',
+        '--reward <name[:weight][:json]>',
+        'a reward by name (grpo list), weight default 1, options as a JSON object, e.g. --reward \'regex:0.5:{"pattern":"^A"}\' (repeatable; = taskOptions.rewards with --data, else rewards)',
         collect,
       )
       .option(
@@ -166,14 +166,21 @@ export function buildProgram(): Command {
       '--adapter <directory>',
       'a PEFT LoRA adapter folder applied on top of --model (e.g. a LoRA run checkpoint)',
     )
-    .option('--task <name>', 'built-in task', 'addition')
-    .option('--data <file>', 'evaluate on every row of a dataset file instead (needs --reward)')
+    .option('--task <name>', "built-in task (default: the recipe's, else addition)")
+    .option(
+      '--recipe <file>',
+      "a recipe (.ts/.js/.json/.yaml): its task unless --task or --data, and its rewards (code rewards, else its config's)",
+    )
+    .option(
+      '--data <file>',
+      'evaluate on every row of a dataset file instead (needs --reward or a recipe with rewards)',
+    )
     .option('--prompt-column <column>', 'column holding the prompt (with --data)')
     .option('--answer-column <column>', 'column holding the reference answer (with --data)')
     .option('--system-prompt <text>', 'system prompt for every row (with --data)')
     .option(
-      '--reward <name[:weight]>',
-      'reward by name (repeatable); the first decides correctness (with --data)',
+      '--reward <name[:weight][:json]>',
+      'reward by name, e.g. --reward \'regex:1:{"pattern":"^A"}\' (repeatable); the first decides correctness (with --data)',
       collect,
     )
     .option(
@@ -319,12 +326,18 @@ regular files inside their folder (no links out of it).`,
 
   program
     .command('reward')
-    .description('run a built-in reward over a JSONL file of {"completion", ...columns} rows')
-    .argument('<name>', 'reward name (see grpo list)')
+    .description('run a built-in reward (or a recipe\'s rewards) over a JSONL file of {"completion", ...columns} rows')
+    .argument('[name]', "reward name (see grpo list); with --recipe, one of the recipe's rewards (default: all)")
     .requiredOption('--input <file>', 'JSONL input')
     .option('--options <json>', 'reward options as JSON')
-    .action(async (name: string, options) => {
-      process.exitCode = await runRewardCommand({ name, input: options.input, options: options.options });
+    .option('--recipe <file>', "score with a recipe's rewards: its code rewards, else its config's rewards")
+    .action(async (name: string | undefined, options) => {
+      process.exitCode = await runRewardCommand({
+        name,
+        input: options.input,
+        options: options.options,
+        recipe: options.recipe,
+      });
     });
 
   program

@@ -14,12 +14,30 @@ import { generate } from '../sampling/index.js';
 import { logSoftmaxGather, noGrad } from '../tensor/index.js';
 
 /** The base checkpoint, its tokenizer, and the model with the adapter (if any) attached. */
+/** The checkpoint --model names; its errors (a missing folder, an adapter folder) name the flag. */
+export function loadModelFlag(directory: string): ReturnType<typeof loadCheckpoint> {
+  try {
+    return loadCheckpoint(directory);
+  } catch (error) {
+    throw new Error(`--model: ${(error as Error).message}`);
+  }
+}
+
+/** The adapter --adapter names, for `config`; its errors name the flag. */
+export function loadAdapterFlag(directory: string, config: ReturnType<typeof loadCheckpoint>['config']) {
+  try {
+    return loadAdapter(directory, config);
+  } catch (error) {
+    throw new Error(`--adapter: ${(error as Error).message}`);
+  }
+}
+
 function loadModel(directory: string, adapter?: string) {
-  const checkpoint = loadCheckpoint(directory);
+  const checkpoint = loadModelFlag(directory);
   const tokenizer = loadTokenizer(directory);
   checkTokenizerFitsModel(tokenizer, checkpoint.config, directory);
   const model = Transformer.fromTensors(checkpoint.config, checkpoint.tensors);
-  if (adapter !== undefined) model.attachAdapters(loadAdapter(adapter, checkpoint.config));
+  if (adapter !== undefined) model.attachAdapters(loadAdapterFlag(adapter, checkpoint.config));
   return { checkpoint, tokenizer, model };
 }
 
@@ -36,8 +54,8 @@ export function runMergeCommand(
   options: MergeCommandOptions,
   write: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
 ): void {
-  const checkpoint = loadCheckpoint(options.model);
-  const adapters = loadAdapter(options.adapter, checkpoint.config);
+  const checkpoint = loadModelFlag(options.model);
+  const adapters = loadAdapterFlag(options.adapter, checkpoint.config);
   saveCheckpoint(options.out, {
     config: checkpoint.config,
     tensors: adapters.mergeInto(checkpoint.tensors),

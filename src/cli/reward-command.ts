@@ -2,6 +2,9 @@
  * `grpo reward NAME --input FILE.jsonl [--options JSON]`: scores each row of a JSONL file with a
  * built-in reward and prints one JSON line per row, `{"line": n, "score": x}` (null = not
  * applicable) or `{"line": n, "error": "..."}`, so anyone can try a reward on their own data.
+ * `grpo reward [NAME] --recipe FILE --input FILE.jsonl`: the recipe's rewards (its code rewards,
+ * else its config's), NAME picking one; with several, each row also gets `"scores"` by name and
+ * `"score"` is their weighted sum at step 0, as the trainer combines them.
  *
  * Rows look like `{"completion": "...", "answer": "..."}`; every field is a dataset column.
  * Optional fields: `prompt` (string or chat messages), `completion_ids` (token ids), and `group`
@@ -12,7 +15,15 @@
  * used to read until the process aborted. Not here: argument parsing (cli/main.ts).
  */
 import { readFileSync, statSync } from 'node:fs';
-import { createReward, scoreRewards, type Reward, type RewardInput } from '../rewards/index.js';
+import {
+  createReward,
+  scoreRewards,
+  weightedSum,
+  weightsAt,
+  type NamedReward,
+  type RewardInput,
+} from '../rewards/index.js';
+import { loadRecipe } from './train-command.js';
 
 /** Where the command writes; the CLI passes process streams, tests pass collectors. */
 export interface RewardCommandOutput {
@@ -88,19 +99,62 @@ function readInput(path: string): string {
   return readFileSync(path, 'utf8');
 }
 
+/** The rewards a recipe brings: its code rewards, else its config's by name (with options and weights). */
+async function recipeRewards(file: string): Promise<NamedReward[]> {
+  const recipe = await loadRecipe(file);
+  if (recipe.rewards && recipe.rewards.length > 0) return recipe.rewards;
+  const entries = Array.isArray(recipe.config.rewards) ? recipe.config.rewards : [];
+  if (entries.length === 0)
+    throw new Error(`--recipe ${file}: the recipe exports no rewards and its config names none (config.rewards)`);
+  return entries.map((entry: { name: string; weight?: number; options?: unknown }) => ({
+    name: entry.name,
+    reward: createReward(entry.name, entry.options ?? {}),
+    weight: entry.weight ?? 1,
+  }));
+}
+
+/** The rewards the command scores with: NAME built with --options, or the recipe's (NAME picks one). */
+async function commandRewards(options: RewardCommandOptions): Promise<NamedReward[]> {
+  if (options.recipe === undefined) {
+    if (options.name === undefined) throw new Error('name a reward (grpo list shows them) or give --recipe FILE');
+    let parsedOptions: unknown;
+    try {
+      parsedOptions = options.options === undefined ? {} : JSON.parse(options.options);
+    } catch (error) {
+      throw new Error(`--options is not valid JSON: ${(error as Error).message}`);
+    }
+    return [{ name: options.name, reward: createReward(options.name, parsedOptions), weight: 1 }];
+  }
+  if (options.options !== undefined)
+    throw new Error("--options applies to a built-in reward by name; a recipe's rewards carry their own options");
+  const rewards = await recipeRewards(options.recipe);
+  if (options.name === undefined) return rewards;
+  const picked = rewards.find((reward) => reward.name === options.name);
+  if (!picked)
+    throw new Error(
+      `--recipe ${options.recipe} has no reward "${options.name}"; its rewards: ${rewards.map((reward) => reward.name).join(', ')}`,
+    );
+  return [{ ...picked, weight: 1 }];
+}
+
+/** What `grpo reward` takes: a reward NAME (with its JSON --options) or a --recipe, and the --input file. */
+export interface RewardCommandOptions {
+  name?: string;
+  input: string;
+  options?: string;
+  recipe?: string;
+}
+
 /** Runs `grpo reward`; returns the exit code. */
 export async function runRewardCommand(
-  options: { name: string; input: string; options?: string },
+  options: RewardCommandOptions,
   output: RewardCommandOutput = processOutput,
 ): Promise<number> {
-  let reward: Reward;
+  let rewards: NamedReward[];
   try {
-    const parsedOptions: unknown = options.options === undefined ? {} : JSON.parse(options.options);
-    reward = createReward(options.name, parsedOptions);
+    rewards = await commandRewards(options);
   } catch (error) {
-    const message =
-      error instanceof SyntaxError ? `--options is not valid JSON: ${error.message}` : (error as Error).message;
-    output.stderr(`grpo reward: ${message}`);
+    output.stderr(`grpo reward: ${(error as Error).message}`);
     return 2;
   }
   let text: string;
@@ -118,23 +172,33 @@ export async function runRewardCommand(
   const valid = parsed.filter((row): row is Extract<ParsedLine, { input: RewardInput }> => 'input' in row);
   const groups = groupRows(valid);
   const matrix = await scoreRewards(
-    [{ name: options.name, reward, weight: 1 }],
+    rewards,
     groups.map((group) => group.map((row) => row.input)),
     { timeoutMs: 120_000, concurrency: 4 },
   );
+  const combined = weightedSum(matrix, weightsAt(rewards, 0));
+  const width = rewards.length;
   const results = new Map<number, string>();
   valid.forEach((row, sample) => {
-    const failure = matrix.failures.find((entry) => entry.sample === sample);
-    const score = matrix.status[sample] === 'ok' ? matrix.scores[sample]! : null;
-    results.set(
-      row.line,
-      JSON.stringify(failure ? { line: row.line, error: failure.message } : { line: row.line, score }),
-    );
+    const failures = matrix.failures.filter((entry) => entry.sample === sample);
+    const cell = (column: number) =>
+      matrix.status[sample * width + column] === 'ok' ? matrix.scores[sample * width + column]! : null;
+    if (failures.length > 0) {
+      const error = failures.map((failure) => (width > 1 ? `${failure.reward}: ${failure.message}` : failure.message));
+      results.set(row.line, JSON.stringify({ line: row.line, error: error.join('; ') }));
+    } else if (width === 1) {
+      results.set(row.line, JSON.stringify({ line: row.line, score: cell(0) }));
+    } else {
+      const score = Number.isFinite(combined.rewards[sample]) ? combined.rewards[sample] : null;
+      const scores = Object.fromEntries(rewards.map((reward, column) => [reward.name, cell(column)]));
+      results.set(row.line, JSON.stringify({ line: row.line, score, scores }));
+    }
   });
   for (const row of parsed)
     if ('error' in row) results.set(row.line, JSON.stringify({ line: row.line, error: row.error }));
   for (const row of parsed) output.stdout(results.get(row.line)!);
-  const errors = parsed.length - valid.length + matrix.failures.length;
-  output.stderr(`grpo reward ${options.name}: ${parsed.length} rows, ${errors} errors`);
+  const errors = parsed.length - valid.length + new Set(matrix.failures.map((failure) => failure.sample)).size;
+  const names = rewards.map((reward) => reward.name).join(', ');
+  output.stderr(`grpo reward ${names}: ${parsed.length} rows, ${errors} errors`);
   return errors === 0 ? 0 : 1;
 }

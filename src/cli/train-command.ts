@@ -22,6 +22,8 @@ import { writeJsonAtomically } from '../run/run-folder.js';
 import { registerParts, type Part } from '../algorithms/index.js';
 import { isFlowRecipe } from '../flow/recipe.js';
 import { runFlowTrainCommand } from './train-flow.js';
+import { rewardFactories } from '../rewards/index.js';
+import { closestName } from '../registry/closest-name.js';
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -128,21 +130,60 @@ export interface DataFlags {
   answerColumn?: string;
   systemPrompt?: string;
   promptTemplate?: string;
-  /** `NAME` or `NAME:WEIGHT`, repeatable. */
+  /** `NAME`, `NAME:WEIGHT`, `NAME:{json options}` or `NAME:WEIGHT:{json options}`, repeatable. */
   rewards?: string[];
   chatTemplate?: string;
 }
 
-/** A reward flag `NAME[:WEIGHT]` as a config reward entry. */
-function rewardFlag(value: string): { name: string; weight: number } {
-  const match = /^([a-z0-9][a-z0-9-]*)(?::(-?\d+(?:\.\d+)?(?:e-?\d+)?))?$/i.exec(value.trim());
-  if (!match)
-    throw new Error(`--reward ${value}: expected NAME or NAME:WEIGHT, e.g. --reward math-answer:1 (see grpo list)`);
-  return { name: match[1], weight: match[2] === undefined ? 1 : Number(match[2]) };
+/** A reward flag as a config reward entry: its name, weight (default 1) and options (a JSON object). */
+export interface RewardFlag {
+  name: string;
+  weight: number;
+  options?: Record<string, unknown>;
 }
 
-/** The config fields the data and model flags stand for (see DataFlags; --set still wins over them). */
-export function dataFlagOverrides(flags: DataFlags = {}): Record<string, unknown> {
+/**
+ * A reward flag `NAME[:WEIGHT][:{json options}]` as a config reward entry: one flag carries what
+ * `rewards[]` (or `taskOptions.rewards[]`) holds. The options are everything after the colon that
+ * starts the JSON object, so they may contain colons.
+ */
+export function rewardFlag(value: string): RewardFlag {
+  const match = /^([a-z0-9][a-z0-9-]*)(?::(-?\d+(?:\.\d+)?(?:e-?\d+)?))?(?::(\{[\s\S]*))?$/i.exec(value.trim());
+  if (!match)
+    throw new Error(
+      `--reward ${value}: expected NAME, NAME:WEIGHT or NAME:WEIGHT:{json options}, e.g. --reward math-answer:1 or --reward 'regex:0.5:{"pattern":"^A"}' (see grpo list)`,
+    );
+  const entry: RewardFlag = { name: match[1]!, weight: match[2] === undefined ? 1 : Number(match[2]) };
+  if (match[3] === undefined) return entry;
+  let options: unknown;
+  try {
+    options = JSON.parse(match[3]);
+  } catch (error) {
+    throw new Error(`--reward ${value}: the options are not valid JSON (${(error as Error).message})`);
+  }
+  if (!isPlainObject(options)) throw new Error(`--reward ${value}: the options must be a JSON object`);
+  return { ...entry, options };
+}
+
+/** Refuses a --reward name that is neither one of `known` nor a built-in reward, naming the flag. */
+export function checkRewardFlagNames(flags: readonly string[] | undefined, known: readonly string[]): void {
+  const all = [...new Set([...known, ...rewardFactories.names()])];
+  for (const value of flags ?? []) {
+    const { name } = rewardFlag(value);
+    if (!all.includes(name)) {
+      const near = closestName(name, all);
+      throw new Error(
+        `--reward ${value}: unknown reward "${name}"${near ? ` (did you mean "${near}"?)` : ''}; known: ${all.join(', ')}`,
+      );
+    }
+  }
+}
+
+/**
+ * The config fields the data and model flags stand for (see DataFlags; --set still wins over them).
+ * `recipeHasRewards`: the recipe exports rewards, so --data needs no --reward.
+ */
+export function dataFlagOverrides(flags: DataFlags = {}, recipeHasRewards = false): Record<string, unknown> {
   const rewards = (flags.rewards ?? []).map(rewardFlag);
   const columns = {
     promptColumn: flags.promptColumn,
@@ -158,12 +199,14 @@ export function dataFlagOverrides(flags: DataFlags = {}): Record<string, unknown
   if (flags.chatTemplate !== undefined)
     result.model = { ...(result.model as object), chatTemplate: flags.chatTemplate };
   if (flags.data !== undefined) {
-    if (rewards.length === 0)
+    if (rewards.length === 0 && !recipeHasRewards)
       throw new Error(
-        '--data: name the rewards to train or score with, e.g. --reward math-answer (grpo list shows them)',
+        '--data: name the rewards to train or score with, e.g. --reward math-answer (grpo list shows them), or give a recipe that exports rewards',
       );
+    // Only names of built-in rewards reach a dataset task; a typo is refused here, naming the flag.
+    checkRewardFlagNames(flags.rewards, []);
     result.task = 'dataset';
-    result.taskOptions = { trainFile: flags.data, ...taskOptions, rewards };
+    result.taskOptions = { trainFile: flags.data, ...taskOptions, ...(rewards.length > 0 ? { rewards } : {}) };
   } else {
     const flagOf: Record<string, string> = {
       promptColumn: '--prompt-column',
@@ -228,12 +271,19 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
   } else if (options.recipe) {
     recipe = await loadRecipe(options.recipe);
   }
-  let raw = mergeConfig(mergeConfig(recipe.config, dataFlagOverrides(options.data)), parseOverrides(options.set ?? []));
+  const flagOverrides = dataFlagOverrides(options.data, (recipe.rewards?.length ?? 0) > 0);
+  let raw = mergeConfig(mergeConfig(recipe.config, flagOverrides), parseOverrides(options.set ?? []));
   if (options.preset) raw = { ...raw, preset: options.preset };
   if (options.runName) raw = mergeConfig(raw, { logging: { runName: options.runName } });
   if (isFlowRecipe(raw)) return runFlowTrainCommand(raw, options);
   if (options.sftOnly) raw = mergeConfig(raw, { grpo: { steps: 0 } });
-  const task = await loadRunTask(raw, recipe.task);
+  const task = await loadRunTask(raw, recipe.task, recipe.rewards);
+  // A --reward name is one of the task's rewards, a built-in one or 'environment' (with --data, checked above).
+  if (task && options.data?.data === undefined)
+    checkRewardFlagNames(options.data?.rewards, [
+      ...task.rewards().map((reward) => reward.name),
+      ...(recipe.environment ? ['environment'] : []), // the environments' reward(), see buildRewards
+    ]);
   const config = resolveConfig(raw, recipe.task ? [recipe.task.name] : [], task);
   const context = createRunContext(config, {
     rewards: recipe.rewards,

@@ -8,9 +8,11 @@
  *
  * Is not: a file reader (`readers.ts`) or the column mapping (`examples.ts`).
  */
-import { basename, dirname } from 'node:path';
+import { existsSync } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
 import { rewardFactories } from '../rewards/factories.js';
-import { isGroupReward, makeRewardInput, type NamedReward, type Reward } from '../rewards/types.js';
+import { scoreOne } from '../rewards/run.js';
+import { makeRewardInput, type AnyReward, type NamedReward } from '../rewards/types.js';
 import { dataOptionsSchema, toExample, type ColumnOptions, type DataOptions } from './examples.js';
 import { readRowList, type ReadOptions } from './readers.js';
 import { parseTaskOptions, type Example, type Task } from './task.js';
@@ -130,21 +132,36 @@ export async function loadExamples(
   return rows.map((row) => toExample(row, options, dirname(path)));
 }
 
-/** 1 when `reward` scores the completion at least `threshold`; group rewards see a group of one. */
+/** 1 when `reward` scores the completion at least `threshold`; group and batch rewards see a list of one. */
 export async function rewardPasses(
-  reward: Reward,
+  reward: AnyReward,
   example: Example,
   completion: string,
   threshold = 1,
 ): Promise<boolean> {
   const input = makeRewardInput({ prompt: example.prompt, completion, row: example });
-  const score = isGroupReward(reward) ? (await reward.scoreGroup([input]))[0] : await reward(input);
+  const score = await scoreOne(reward, input);
   return typeof score === 'number' && score >= threshold;
 }
 
-/** A Task from dataset files and `DataOptions` (validated; errors name `taskOptions.<key>`). */
-export async function loadDatasetTask(options: unknown, name = 'dataset'): Promise<Task> {
+/**
+ * A Task from dataset files and `DataOptions` (validated; errors name `taskOptions.<key>`).
+ * `suppliedRewards`: a recipe's own rewards, which stand in when the options name none (the recipe's
+ * rewards replace the task's in the run anyway; here they also decide correctness).
+ */
+export async function loadDatasetTask(
+  options: unknown,
+  name = 'dataset',
+  suppliedRewards: readonly NamedReward[] = [],
+): Promise<Task> {
   const data: DataOptions = parseTaskOptions(name, dataOptionsSchema, options);
+  // Named by field and flag, not Node's bare ENOENT: the user typed one of the two.
+  for (const [field, flag, file] of [
+    ['trainFile', '--data', data.trainFile],
+    ['evalFile', '--eval-data', data.evalFile],
+  ] as const)
+    if (file !== undefined && !existsSync(file))
+      throw new Error(`invalid config:\n- taskOptions.${field} (${flag}): ${resolve(file)} does not exist`);
   const all = await loadExamples(data.trainFile, data);
   const { train, eval: held } = data.evalFile
     ? { train: all, eval: await loadExamples(data.evalFile, data) }
@@ -155,15 +172,20 @@ export async function loadDatasetTask(options: unknown, name = 'dataset'): Promi
       reward: rewardFactories.get(rewardName).create(rewardOptions ?? {}),
       weight: weight ?? 1,
     }));
-  const judge = data.correctness ?? { name: data.rewards[0]!.name, options: data.rewards[0]!.options };
-  const correctness = rewardFactories.get(judge.name).create(judge.options ?? {});
+  if (data.rewards.length === 0 && suppliedRewards.length === 0)
+    throw new Error(
+      `invalid config:\n- taskOptions.rewards: task "${name}" needs a reward to train and judge with: name one (--reward NAME; grpo list shows them) or export rewards from a recipe`,
+    );
+  const judge =
+    data.correctness ?? (data.rewards[0] ? { name: data.rewards[0].name, options: data.rewards[0].options } : null);
+  const correctness = judge ? rewardFactories.get(judge.name).create(judge.options ?? {}) : suppliedRewards[0]!.reward;
   rewards(); // builds each reward once now, so an unknown name or bad options fail at load
   return datasetTask({
     name,
     description: `rows of ${data.trainFile}${data.evalFile ? `, held out: ${data.evalFile}` : ''}`,
     train,
     eval: held,
-    rewards,
+    rewards: data.rewards.length > 0 ? rewards : () => [...suppliedRewards],
     isCorrect: (example, completion) =>
       rewardPasses(correctness, example, completion, data.correctness?.threshold ?? 1),
   });

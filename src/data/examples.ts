@@ -66,9 +66,9 @@ export const dataOptionsSchema = z
     systemPrompt: z.string().optional(),
     /** Builds a text prompt from row fields, e.g. "Solve: {question}"; `{{` and `}}` are literal braces. */
     promptTemplate: z.string().optional(),
-    /** Rewards by name (`rewardFactories`), weight default 1. */
-    rewards: z.array(rewardReference).min(1),
-    /** The reward whose score decides correctness (default: the first reward), correct at ≥ `threshold` (default 1). */
+    /** Rewards by name (`rewardFactories`), weight default 1; may be left out when a recipe brings its own rewards. */
+    rewards: z.array(rewardReference).default([]),
+    /** The reward whose score decides correctness (default: the first reward, the recipe's first without rewards here), correct at ≥ `threshold` (default 1). */
     correctness: z
       .object({
         name: z.string().min(1),

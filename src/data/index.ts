@@ -13,6 +13,7 @@ import { math500Task } from './tasks/math500.js';
 import { mbppTask } from './tasks/mbpp.js';
 import { shapeCountingTask, type ShapeCountingOptions } from './tasks/shape-counting.js';
 import type { Task } from './task.js';
+import type { NamedReward } from '../rewards/types.js';
 import { createNamedRegistry } from '../registry/registry.js';
 
 export { parseTaskOptions, type Example, type Task } from './task.js';
@@ -59,7 +60,11 @@ export {
 } from './tasks/shape-counting.js';
 
 type TaskFactory = (options: Record<string, unknown>) => Task;
-type TaskLoader = (options: Record<string, unknown>) => Promise<Task>;
+/** What a run may hand a task over data files besides its options: the rewards a recipe brings. */
+export interface TaskLoadContext {
+  rewards?: NamedReward[];
+}
+type TaskLoader = (options: Record<string, unknown>, context: TaskLoadContext) => Promise<Task>;
 
 /** A generated task is built synchronously (`create`); a task over data files is loaded (`load`). */
 type TaskEntry = { name: string; description: string } & ({ create: TaskFactory } | { load: TaskLoader });
@@ -79,7 +84,7 @@ const builtInTasks: TaskEntry[] = [
   },
   {
     name: 'dataset',
-    load: (options) => loadDatasetTask(options),
+    load: (options, context) => loadDatasetTask(options, 'dataset', context.rewards),
     description:
       "your data: JSONL/JSON/CSV/TSV/Parquet files in TRL's formats, rewards by name (taskOptions = DataOptions)",
   },
@@ -118,9 +123,9 @@ export const taskRegistry = {
   /** True for a task built synchronously from its options (no data files). */
   isGenerated: (name: string): boolean => 'create' in entryOf(name),
   /** Any task, generated or over data files; options are checked by the task's schema. */
-  async load(name: string, options: Record<string, unknown> = {}): Promise<Task> {
+  async load(name: string, options: Record<string, unknown> = {}, context: TaskLoadContext = {}): Promise<Task> {
     const entry = entryOf(name);
-    return 'create' in entry ? entry.create(options) : entry.load(options);
+    return 'create' in entry ? entry.create(options) : entry.load(options, context);
   },
   list: () => tasks.list().map(({ name, description }) => ({ name, description })),
 };

@@ -122,7 +122,14 @@ export function loadCheckpoint(directory: string): Checkpoint {
   const root = resolve(directory);
   if (!existsSync(root)) throw new Error(`${root}: checkpoint folder does not exist`);
   const configFile = join(root, 'config.json');
-  if (!existsSync(configFile)) throw new Error(`${configFile}: missing (a checkpoint folder needs config.json)`);
+  if (!existsSync(configFile)) {
+    // A LoRA run's checkpoint is an adapter folder: it applies on top of its base model.
+    if (existsSync(join(root, 'adapter_config.json')))
+      throw new Error(
+        `${root} is a LoRA adapter folder (adapter_config.json, no config.json): give its base model as the model and this folder as --adapter (grpo eval, generate, score, serve), or fold it in with grpo merge`,
+      );
+    throw new Error(`${configFile}: missing (a checkpoint folder needs config.json)`);
+  }
   const config = loadModelConfig(configFile);
   const { tensors, tensorFiles } = readSafetensorsFolder(root);
   const weightFiles = [...new Set(tensorFiles.values())];

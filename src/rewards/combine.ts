@@ -8,10 +8,10 @@
  * algorithms layer; this file only hands it the matrix in the layout it needs (ALGORITHMS.md §1.7).
  */
 import type { RewardMatrix } from './run.js';
-import type { NamedReward, Reward, RewardWeight } from './types.js';
+import type { AnyReward, NamedReward, RewardWeight } from './types.js';
 
 /** Builds the reward list from `{ name: [reward, weight] }`, the order of the keys kept. */
-export function combineRewards(entries: Record<string, readonly [Reward, RewardWeight]>): NamedReward[] {
+export function combineRewards(entries: Record<string, readonly [AnyReward, RewardWeight]>): NamedReward[] {
   return Object.entries(entries).map(([name, [reward, weight]]) => ({ name, reward, weight }));
 }
 

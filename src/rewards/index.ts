@@ -4,6 +4,7 @@
  */
 export * from './types.js';
 export * from './run.js';
+export * from './batched.js';
 export * from './combine.js';
 export * from './math.js';
 export * from './format.js';

@@ -11,7 +11,14 @@
  * interrupted by a timeout (JavaScript has no preemption); the timeout is enforced for async work,
  * and the call's `signal` is aborted so rewards that spawn processes or requests can stop them.
  */
-import { isGroupReward, type NamedReward, type RewardInput, type RewardValue } from './types.js';
+import {
+  isBatchReward,
+  isGroupReward,
+  type NamedReward,
+  type AnyReward,
+  type RewardInput,
+  type RewardValue,
+} from './types.js';
 
 /** What happened in one (sample, reward) cell. */
 export type CellStatus = 'ok' | 'null' | 'error' | 'timeout';
@@ -120,11 +127,32 @@ export async function scoreRewards(
   };
 
   const tasks: Array<() => Promise<void>> = [];
+  // A batch reward is one call over every sample of every group; a throw, a timeout or a list of
+  // the wrong length fails all its cells, as a group reward's does for its group.
+  const allInputs = groups.flat();
+  rewards.forEach((entry, column) => {
+    const reward = entry.reward;
+    if (!isBatchReward(reward) || allInputs.length === 0) return;
+    tasks.push(async () => {
+      try {
+        const values = await withTimeout((signal) => reward.scoreBatch(allInputs, signal), timeoutMs);
+        if (!Array.isArray(values) || values.length !== allInputs.length) {
+          throw new Error(
+            `batched reward returned ${Array.isArray(values) ? values.length : typeof values} scores for a batch of ${allInputs.length}`,
+          );
+        }
+        values.forEach((value, index) => record(index, column, { value }));
+      } catch (error) {
+        allInputs.forEach((_, index) => record(index, column, { error }));
+      }
+    });
+  });
   let firstSample = 0;
   for (const group of groups) {
     const start = firstSample;
     rewards.forEach((entry, column) => {
       const reward = entry.reward;
+      if (isBatchReward(reward)) return;
       if (isGroupReward(reward)) {
         tasks.push(async () => {
           try {
@@ -165,4 +193,11 @@ export function cellScore(matrix: RewardMatrix, sample: number, reward: string):
   if (column < 0) throw new Error(`no reward named "${reward}"; known: ${matrix.names.join(', ')}`);
   const cell = sample * matrix.names.length + column;
   return matrix.status[cell] === 'ok' ? matrix.scores[cell]! : null;
+}
+
+/** One completion scored by any form of reward (a group or batch reward sees a list of one). */
+export async function scoreOne(reward: AnyReward, input: RewardInput): Promise<RewardValue> {
+  if (isBatchReward(reward)) return (await reward.scoreBatch([input]))[0] ?? null;
+  if (isGroupReward(reward)) return (await reward.scoreGroup([input]))[0] ?? null;
+  return reward(input);
 }

@@ -86,8 +86,25 @@ export interface GroupReward {
   ): readonly RewardValue[] | Promise<readonly RewardValue[]>;
 }
 
-/** Either form of reward. */
+/**
+ * A reward that scores many completions in one call, the shape TRL's reward functions have (one
+ * list in, one score per completion out): the runner calls it once with every completion of a step
+ * (or of an evaluation), across prompts. Made by `batchedReward` (`batched.ts`).
+ */
+export interface BatchReward {
+  /** Marks the batch form; per-completion rewards are plain functions. */
+  readonly scope: 'batch';
+  scoreBatch(
+    inputs: readonly RewardInput[],
+    signal?: AbortSignal,
+  ): readonly RewardValue[] | Promise<readonly RewardValue[]>;
+}
+
+/** A per-completion or group reward: what the reward factories make. */
 export type Reward = RewardFn | GroupReward;
+
+/** Any form of reward a run scores with: the factories' forms, or a batched (TRL-shaped) one. */
+export type AnyReward = Reward | BatchReward;
 
 /** Wraps a group-scoring function as a {@link GroupReward}. */
 export function groupReward(
@@ -100,8 +117,13 @@ export function groupReward(
 }
 
 /** True when `reward` is the group form. */
-export function isGroupReward(reward: Reward): reward is GroupReward {
+export function isGroupReward(reward: AnyReward): reward is GroupReward {
   return typeof reward !== 'function' && reward.scope === 'group';
+}
+
+/** True when `reward` is the batch form. */
+export function isBatchReward(reward: AnyReward): reward is BatchReward {
+  return typeof reward !== 'function' && reward.scope === 'batch';
 }
 
 /** A weight that may change with the training step (annealing schedules, see `combine.ts`). */
@@ -110,7 +132,7 @@ export type RewardWeight = number | ((step: number) => number);
 /** A reward with its name and weight in the combination. Weight 0 = logged metric only. */
 export interface NamedReward {
   name: string;
-  reward: Reward;
+  reward: AnyReward;
   weight: RewardWeight;
 }
 

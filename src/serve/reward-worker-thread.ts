@@ -8,7 +8,14 @@
  * thread; the pool sees the call overrun and terminates the whole worker.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { isGroupReward, scoreRewards, weightsAt, type NamedReward, type RewardInput } from '../rewards/index.js';
+import {
+  isBatchReward,
+  isGroupReward,
+  scoreRewards,
+  weightsAt,
+  type NamedReward,
+  type RewardInput,
+} from '../rewards/index.js';
 import type { RewardCall, RewardCallResult, RewardSource, WorkerHello } from './reward-workers.js';
 
 async function loadRewards(source: RewardSource): Promise<NamedReward[]> {
@@ -36,7 +43,8 @@ export async function runRewardWorker(): Promise<void> {
     names: rewards.map(({ name }) => name),
     // The server has no training step: a step-dependent (annealed) weight is read at step 0.
     weights: weightsAt(rewards, 0),
-    group: rewards.map(({ reward }) => isGroupReward(reward)),
+    // A batched (TRL-shaped) reward sees a request's rows together, as a group reward sees its group.
+    group: rewards.map(({ reward }) => isGroupReward(reward) || isBatchReward(reward)),
   } satisfies WorkerHello);
   port.on('message', (call: RewardCall) => {
     void scoreRewards([rewards[call.column]!], [call.inputs as RewardInput[]], {

@@ -338,13 +338,34 @@ export interface KnownNames {
   task: string[];
 }
 
+/** A schema node as zod 4 keeps it (`_zod.def`); only what `keysAt` walks through is typed. */
+interface SchemaNode {
+  _zod: { def: { type: string; innerType?: SchemaNode; in?: SchemaNode; shape?: Record<string, SchemaNode> } };
+}
+
+/** The keys an object at `path` of `schema` takes (for "did you mean"), or none where there is no object. */
+function keysAt(schema: unknown, path: readonly PropertyKey[]): string[] {
+  let node = schema as SchemaNode | undefined;
+  const unwrap = (value: SchemaNode | undefined): SchemaNode | undefined => {
+    let current = value;
+    while (current && current._zod.def.type !== 'object') current = current._zod.def.innerType ?? current._zod.def.in;
+    return current;
+  };
+  for (const key of path) node = unwrap(node)?._zod.def.shape?.[String(key)];
+  return Object.keys(unwrap(node)?._zod.def.shape ?? {});
+}
+
 /** Parses and checks a config; every problem is one sentence naming the field. Throws listing all. */
 export function validateConfig(input: unknown, known: KnownNames): TrainerConfig {
   const parsed = trainerConfigSchema.safeParse(input ?? {});
   if (!parsed.success) {
-    const lines = parsed.error.issues.flatMap(
-      (issue) => hintedKeyLines(issue) ?? [`- ${fieldPath(issue.path)}: ${issue.message}`],
-    );
+    const lines = parsed.error.issues.flatMap((issue) => {
+      const keys = keysAt(trainerConfigSchema, issue.path);
+      const deeper = keys.flatMap((section) =>
+        keysAt(trainerConfigSchema, [...issue.path, section]).map((key) => `${section}.${key}`),
+      );
+      return hintedKeyLines(issue, keys, deeper) ?? [`- ${fieldPath(issue.path)}: ${issue.message}`];
+    });
     throw new Error(`invalid config:\n${lines.join('\n')}`);
   }
   const config = parsed.data;

@@ -10,6 +10,7 @@ import { scoreRewards, weightedSum, weightsAt } from '../rewards/index.js';
 import type { NamedReward, RewardEpisode } from '../rewards/types.js';
 import { generate } from '../sampling/index.js';
 import type { PromptFormat } from './prompt-format.js';
+import type { RunContext } from './setup.js';
 import { promptImageFeatures, type RolloutContext, type RolloutFn } from '../rollout/rollout.js';
 import { renderRunPrompt, type RenderedPrompt, type VisionRun } from './vision-run.js';
 
@@ -112,6 +113,30 @@ export async function evaluate(
     result['eval/passAtK'] = solved.size / examples.length;
   }
   return result;
+}
+
+/**
+ * A run's evaluation as the trainer makes it (before and after GRPO, every `evaluation.every` steps):
+ * the config's held-out examples, sampling settings and seed, episodes for agent runs.
+ */
+export function evaluateRun(context: RunContext): Promise<EvaluationResult> {
+  const { config, model, task } = context;
+  const examples = task.evalExamples(config.evaluation.examples, config.seed + 1);
+  return evaluate(model, context.promptFormat, task, examples, context.rewards, {
+    maxNewTokens: config.sampling.maxNewTokens,
+    stopTokenIds: context.stopTokenIds,
+    passAtK: config.evaluation.passAtK,
+    temperature: config.sampling.temperature,
+    seed: config.seed,
+    vision: context.vision,
+    // Agent runs are judged on whole episodes (tools and all), the way they are trained.
+    episodes: config.agent
+      ? {
+          rollout: context.rollout,
+          context: { model, tokenizer: context.tokenizer, chatTemplate: context.promptFormat.chatTemplate },
+        }
+      : undefined,
+  });
 }
 
 interface Answer {

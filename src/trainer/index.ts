@@ -13,7 +13,18 @@ export {
   type Recipe,
   type RunContext,
 } from './setup.js';
-export { train, type TrainOptions, type TrainResult } from './trainer.js';
+export { train, type StepRecord, type StepVerdict, type TrainOptions, type TrainResult } from './trainer.js';
+export {
+  GRPOTrainer,
+  SFTTrainer,
+  type DatasetInput,
+  type GRPOTrainerOptions,
+  type RewardFunction,
+  type SFTTrainerOptions,
+  type TrainerCallbacks,
+  type TrainerDataOptions,
+  type TrainerOptions,
+} from './grpo-trainer.js';
 export { RunInterrupted } from '../run/run-status.js';
 export {
   singleTurnRollout,
@@ -23,7 +34,7 @@ export {
   type RolloutSample,
   type RolloutSettings,
 } from '../rollout/rollout.js';
-export { evaluate, type EvaluationResult } from './evaluate.js';
+export { evaluate, evaluateRun, type EvaluationResult } from './evaluate.js';
 export {
   environmentReward,
   multiTurnRollout,

@@ -28,7 +28,7 @@ export function promptFormatFor(setting: string, tokenizer: TextTokenizer): Prom
   if (setting === 'auto') return { tokenizer, chatTemplate: tokenizer.chatTemplate };
   if (setting === 'none') return { tokenizer, chatTemplate: null };
   if (/\.(jinja|j2|txt)$/.test(setting)) {
-    if (!existsSync(setting)) throw new Error(`model.chatTemplate: ${setting} does not exist`);
+    if (!existsSync(setting)) throw new Error(`model.chatTemplate (--chat-template): ${setting} does not exist`);
     return { tokenizer, chatTemplate: readFileSync(setting, 'utf8') };
   }
   return { tokenizer, chatTemplate: setting };

@@ -45,6 +45,18 @@ export function reportRewardFailures(
   );
 }
 
+/**
+ * At the end of GRPO: a run none of whose steps had a sample with a valid reward learned nothing,
+ * however few steps it had (too few to reach the consecutive-step limit), so it fails instead of
+ * finishing (summary.json `failed`, exit code 1 from the CLI).
+ */
+export function refuseAllInvalid(state: TrainerState): void {
+  if (state.phaseStep === 0 || (state.invalidSteps ?? 0) < state.phaseStep) return;
+  throw new Error(
+    `failed: none of the ${state.phaseStep} GRPO steps had a sample with a valid reward, so nothing was learned; fix the reward (its errors are printed above and kept in samples.jsonl)`,
+  );
+}
+
 /** Counts a skipped (non-finite) step; `limit` in a row stop the run. */
 export function guardSkips(state: TrainerState, applied: boolean, limit: number): void {
   state.consecutiveSkips = applied ? 0 : state.consecutiveSkips + 1;

@@ -98,14 +98,19 @@ export function resolveConfig(input: unknown, extraTasks: string[] = [], task?: 
 
 /**
  * The task a config names, loaded (tasks over data files read their files here, before any model
- * is loaded; `taskOptions` are checked by the task's schema). A recipe's own task wins.
+ * is loaded; `taskOptions` are checked by the task's schema). A recipe's own task wins; a recipe's
+ * own rewards are handed to a task over data files (a `dataset` task then needs no reward by name).
  */
-export async function loadRunTask(input: unknown, recipeTask?: Task): Promise<Task | undefined> {
+export async function loadRunTask(
+  input: unknown,
+  recipeTask?: Task,
+  recipeRewards?: NamedReward[],
+): Promise<Task | undefined> {
   if (recipeTask) return recipeTask;
   const raw = (input ?? {}) as Record<string, unknown>;
   const name = typeof raw.task === 'string' ? raw.task : 'addition';
   if (!taskRegistry.names().includes(name)) return undefined; // validateConfig names the unknown task
-  return taskRegistry.load(name, (raw.taskOptions ?? {}) as Record<string, unknown>);
+  return taskRegistry.load(name, (raw.taskOptions ?? {}) as Record<string, unknown>, { rewards: recipeRewards });
 }
 
 /**
@@ -172,7 +177,7 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
     model = parts.vision.model.language;
     sourceDirectory = checkpoint;
   } else if (config.model.checkpoint) {
-    const checkpoint = loadCheckpoint(config.model.checkpoint);
+    const checkpoint = loadModelField(config.model.checkpoint);
     checkpointFiles = checkpoint.files;
     tokenizer = loadTokenizer(config.model.checkpoint);
     checkTokenizerFitsModel(tokenizer, checkpoint.config, config.model.checkpoint);
@@ -224,6 +229,15 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
   };
   checkPositionBudget(context);
   return context;
+}
+
+/** The checkpoint `model.checkpoint` names; a missing or wrong folder names the field and its flag. */
+function loadModelField(directory: string): ReturnType<typeof loadCheckpoint> {
+  try {
+    return loadCheckpoint(directory);
+  } catch (error) {
+    throw new Error(`invalid config:\n- model.checkpoint (--model): ${(error as Error).message}`);
+  }
 }
 
 /** A text-only model cannot train on rows with images, nor take image-processor settings: refused naming the field. */

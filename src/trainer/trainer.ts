@@ -2,7 +2,9 @@
  * The SFT and GRPO loops, top to bottom. GRPO: sample prompts → generate G completions each →
  * score → combine → advantages → filters (refilling dropped groups) → μ optimisation passes with
  * micro-batches → clip → AdamW → log → checkpoint. SFT: demonstrations → completion-only
- * cross-entropy → AdamW. Both resume from the run folder's last complete checkpoint.
+ * cross-entropy → AdamW. Both resume from the run folder's last complete checkpoint. The caller may
+ * watch through three optional callbacks (each step, each evaluation, each checkpoint) and stop the
+ * run from the step one; they observe, they never change what is trained.
  *
  * Is not: config parsing (config.ts, setup.ts) or maths (algorithms/, rewards/). Every random choice
  * is derived from (seed, step), so a resumed run replays exactly what an uninterrupted one does.
@@ -10,7 +12,7 @@
 import { join } from 'node:path';
 import { AdamW, learningRateAt, Random } from '../nn/index.js';
 import { combineSeeds } from '../tensor/index.js';
-import { evaluate, type EvaluationResult } from './evaluate.js';
+import { evaluateRun, type EvaluationResult } from './evaluate.js';
 import { checkRunImages, renderRunDemonstration, withConnector } from './vision-run.js';
 import { writeVisionModelFiles } from './vision-setup.js';
 import { createStepEnvironment, prepareGrpoStep, recordStepState, rolloutSettingsOf } from './grpo-step.js';
@@ -22,7 +24,7 @@ import { RunFolder, type TrainerState } from '../run/run-folder.js';
 import { agentMetrics } from './agent-metrics.js';
 import { completionMetrics, rewardLogMetrics, sampleRecords } from './step-metrics.js';
 import { adapterBaseFor, referenceFor, resumeFrom, visionReferenceFor } from './restore.js';
-import { guardSkips, reportRewardFailures } from './run-guards.js';
+import { guardSkips, refuseAllInvalid, reportRewardFailures } from './run-guards.js';
 import { markFailed, markInterrupted, markRunning, RunInterrupted, stopIfAborted } from '../run/run-status.js';
 import { bindRunAlgorithm, type RunContext } from './setup.js';
 
@@ -39,7 +41,24 @@ export interface TrainOptions {
    * summary.json says `interrupted`, nothing more is saved, and train() throws RunInterrupted.
    */
   signal?: AbortSignal;
+  /**
+   * Called after every logged step (SFT and GRPO) with its metrics record. Returning `false` or
+   * `'stop'` ends training after that step: the model is saved, evaluated, and the run `finished`.
+   */
+  onStep?: (metrics: StepRecord) => StepVerdict | Promise<StepVerdict>;
+  /** Called after every held-out evaluation (before GRPO, every `evaluation.every` steps, at the end). */
+  onEvaluate?: (metrics: EvaluationResult & { step: number }) => void | Promise<void>;
+  /** Called after every checkpoint is saved, with its folder. */
+  onCheckpoint?: (path: string) => void | Promise<void>;
 }
+
+/** One step's metrics as metrics.jsonl records them: the step, the phase, and the named values. */
+export type StepRecord = { step: number; phase: 'sft' | 'grpo' } & Record<string, number | string>;
+
+/** What `onStep` may return: `false` or `'stop'` stops after this step; anything else goes on. */
+export type StepVerdict = boolean | 'stop' | void;
+
+const stopsRun = (verdict: StepVerdict): boolean => verdict === false || verdict === 'stop';
 
 export interface TrainResult {
   runDirectory: string;
@@ -128,22 +147,17 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
   markRunning(folder, task.name);
   // Between steps only: a stop never lands inside save(), so the last checkpoint stays whole.
   const checkStop = () => stopIfAborted(options.signal, state.step);
-  const runEval = () =>
-    evaluate(model, context.promptFormat, task, evalExamples, context.rewards, {
-      maxNewTokens: config.sampling.maxNewTokens,
-      stopTokenIds: context.stopTokenIds,
-      passAtK: config.evaluation.passAtK,
-      temperature: config.sampling.temperature,
-      seed: config.seed,
-      vision: context.vision,
-      // Agent runs are judged on whole episodes (tools and all), the way they are trained.
-      episodes: config.agent
-        ? {
-            rollout: context.rollout,
-            context: { model, tokenizer: context.tokenizer, chatTemplate: context.promptFormat.chatTemplate },
-          }
-        : undefined,
-    });
+  const evaluateNow = () => evaluateRun(context);
+  const runEval = async () => {
+    const result = await evaluateNow();
+    await options.onEvaluate?.({ step: state.step, ...result });
+    return result;
+  };
+  // Set when onStep asks to stop: the remaining steps of every phase are skipped.
+  const stop = { requested: false };
+  const onStep = async (record: StepRecord) => {
+    if (stopsRun(await options.onStep?.(record))) stop.requested = true;
+  };
   const adapterBase = model.adapters ? adapterBaseFor(context, folder) : null;
   // Saving step N twice (a periodic checkpoint, then the end of a phase) replaces it atomically.
   // A LoRA run saves its adapter (PEFT format) instead of the frozen base weights; a vision-language
@@ -152,8 +166,8 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
   const writeModel = vision
     ? (directory: string) => writeVisionModelFiles(directory, vision, context.tokenizerFiles, context.sourceDirectory)
     : undefined;
-  const save = () =>
-    folder.saveCheckpoint({
+  const save = async () => {
+    const path = folder.saveCheckpoint({
       writeModel,
       config: model.config,
       tensors: model.toStoredTensors(),
@@ -166,11 +180,15 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
       sourceDirectory: context.sourceDirectory,
       keepLast: config.checkpoint.keepLast,
     });
+    await options.onCheckpoint?.(path);
+  };
+  const loop = { save, checkStop, onStep, stop };
   if (state.phase === 'sft') {
-    await runSft(context, folder, optimizer, state, progress, save, checkStop);
-    state.phase = 'grpo';
+    await runSft(context, folder, optimizer, state, progress, loop);
+    // A stop asked for during SFT skips GRPO: the run ends as 'done' after SFT.
+    state.phase = stop.requested ? 'done' : 'grpo';
     state.phaseStep = 0;
-    save();
+    await save();
   }
   if (state.phase === 'grpo') {
     if (!state.evalBefore) {
@@ -185,13 +203,15 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
       config.rollout.engine === 'openai'
         ? () => publishAdapter(config.rollout, model, folder.directory, adapterBase)
         : null;
-    await runGrpo(context, folder, optimizer, state, progress, save, runEval, context.rollout, checkStop, publish);
+    await runGrpo(context, folder, optimizer, state, progress, runEval, context.rollout, publish, loop);
+    refuseAllInvalid(state);
     state.phase = 'done';
-    save();
+    await save();
   }
   await checkStop();
-  const evalAfter = await runEval();
+  const evalAfter = await evaluateNow();
   folder.logMetrics({ step: state.step, phase: 'grpo', ...evalAfter });
+  await options.onEvaluate?.({ step: state.step, ...evalAfter });
   progress.message(`held-out accuracy after GRPO: ${(evalAfter['eval/accuracy'] * 100).toFixed(1)}%`);
   progress.finish();
   const previous = folder.readSummary();
@@ -212,16 +232,24 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
   };
 }
 
+/** What both loops share: saving, the abort check, the step callback and its stop flag. */
+interface LoopHooks {
+  save: () => Promise<void>;
+  checkStop: () => Promise<void>;
+  onStep: (record: StepRecord) => Promise<void>;
+  stop: { requested: boolean };
+}
+
 async function runSft(
   context: RunContext,
   folder: RunFolder,
   optimizer: AdamW,
   state: TrainerState,
   progress: ProgressReporter,
-  save: () => void,
-  checkStop: () => Promise<void>,
+  loop: LoopHooks,
 ): Promise<void> {
   const { config, model, task } = context;
+  const { save, checkStop } = loop;
   const examples = task.trainExamples(config.sft.examples, config.seed);
   const eos = context.stopTokenIds[0];
   const schedule = {
@@ -231,7 +259,7 @@ async function runSft(
     totalSteps: config.sft.steps,
     minRatio: 0.1,
   };
-  while (state.phaseStep < config.sft.steps) {
+  while (state.phaseStep < config.sft.steps && !loop.stop.requested) {
     await checkStop();
     const stepStart = Date.now();
     const random = new Random(stepSeed(config.seed, state.step));
@@ -258,7 +286,8 @@ async function runSft(
     };
     folder.logMetrics({ step: state.step, phase: 'sft', ...record });
     progress.update('sft', state.phaseStep, config.sft.steps, record);
-    if (config.checkpoint.every > 0 && state.step % config.checkpoint.every === 0) save();
+    if (config.checkpoint.every > 0 && state.step % config.checkpoint.every === 0) await save();
+    await loop.onStep({ step: state.step, phase: 'sft', ...record });
   }
 }
 
@@ -268,13 +297,13 @@ async function runGrpo(
   optimizer: AdamW,
   state: TrainerState,
   progress: ProgressReporter,
-  save: () => void,
   runEval: () => Promise<EvaluationResult>,
   rollout: RolloutFn,
-  checkStop: () => Promise<void>,
   publish: (() => Promise<void>) | null,
+  loop: LoopHooks,
 ): Promise<void> {
   const { config, model, algorithm: bound } = context;
+  const { save, checkStop } = loop;
   const schedule = {
     kind: config.grpo.schedule,
     learningRate: config.lora?.learningRate ?? config.grpo.learningRate,
@@ -292,7 +321,7 @@ async function runGrpo(
   if (visionReference) environment.referenceRows = (rows) => withConnector(rows, visionReference);
   const settings = environment.settings;
   const reportedFailures = new Set<string>();
-  while (state.phaseStep < config.grpo.steps) {
+  while (state.phaseStep < config.grpo.steps && !loop.stop.requested) {
     await checkStop();
     const stepStart = Date.now();
     const seed = stepSeed(config.seed, state.step);
@@ -361,6 +390,7 @@ async function runGrpo(
       ))
         folder.logSamples(record);
     progress.update('grpo', state.phaseStep, config.grpo.steps, record);
-    if (config.checkpoint.every > 0 && state.step % config.checkpoint.every === 0) save();
+    if (config.checkpoint.every > 0 && state.step % config.checkpoint.every === 0) await save();
+    await loop.onStep({ step: state.step, phase: 'grpo', ...record });
   }
 }

@@ -7,6 +7,7 @@
  * Is not: an alias mechanism. Each project keeps one spelling; this only turns a likely mistake
  * into a one-line fix.
  */
+import { closestName } from '../registry/closest-name.js';
 
 /** TRL name → our config field (with a note where the meaning differs). */
 export const trlNames: Record<string, string> = {
@@ -29,7 +30,9 @@ export const trlNames: Record<string, string> = {
   epsilon_high: 'algorithm.lossOptions.epsilonHigh',
   loss_type:
     'algorithm.aggregation (grpo → seq-mean-token-mean, bnpo/dapo → token-mean, dr_grpo → seq-mean-token-sum-norm)',
-  scale_rewards: 'algorithm.advantage (group → grpo, batch → batch-std, none → dr-grpo)',
+  scale_rewards: 'algorithm.advantage (group or true → grpo, batch → batch-std, none or false → dr-grpo)',
+  multi_objective_aggregation:
+    "algorithm.advantage ('normalize_then_sum' is TRL's GDPO: algorithm.advantage gdpo; 'sum_then_normalize', TRL's default, is grpo)",
   importance_sampling_level: 'algorithm.loss (token → ppo-clip, sequence → gspo)',
   mask_truncated_completions: 'algorithm.maskTruncated',
   top_entropy_quantile: 'algorithm.lossOptions.topEntropyQuantile',
@@ -48,10 +51,33 @@ export const trlNames: Record<string, string> = {
   eval_steps: 'evaluation.every',
   gradient_checkpointing:
     "model.recomputeActivations ('layers' is TRL's per-layer checkpointing; 'selective' is the default)",
+  num_train_epochs:
+    'grpo.steps (steps, not epochs: one epoch of N rows is N / grpo.promptsPerStep steps; prompts are drawn, cycling, from grpo.examples rows)',
+  gradient_accumulation_steps:
+    'grpo.microBatchSize (a step is always one optimiser update over all promptsPerStep × groupSize completions; it is accumulated over micro-batches of this many, so accumulation = completions / microBatchSize)',
+};
+
+/**
+ * TRL names with no field here, and why: the sentence the refusal prints instead of "here it is …".
+ * Each is also in docs/coming-from-trl.md.
+ */
+export const trlExplained: Record<string, string> = {
+  report_to:
+    'there is no report_to: every run writes metrics.jsonl and samples.jsonl in its run folder, which `grpo dashboard` reads (docs/run-folder.md)',
+  push_to_hub:
+    'there is no push_to_hub (runs need no network): checkpoints are Hugging Face folders, upload one with `huggingface-cli upload USER/NAME runs/<run>/checkpoints/step-N`',
+  use_vllm:
+    "there is no use_vllm: generation runs in-process by default; for an external engine (vLLM's server mode, `grpo serve`) set rollout.engine 'openai' and rollout.baseUrl (docs/scaling-engines.md)",
+  vllm_mode:
+    "there is no vllm_mode: the external engine is always a separate server (TRL's 'server' mode), set with rollout.engine 'openai' and rollout.baseUrl; TRL's 'colocate' is the default local sampler",
+  repetition_penalty:
+    'there is no repetition_penalty in sampling (it would change the sampled distribution the loss assumes); the repetition-penalty reward discourages repeated n-grams instead (rewards: [{ name: "repetition-penalty", weight: … }])',
 };
 
 /** "`num_generations` is TRL's name; here it is sampling.groupSize", or null for other keys. */
 function trlHint(key: string): string | null {
+  const explained = trlExplained[key];
+  if (explained !== undefined) return `"${key}" is TRL's name; ${explained}`;
   const ours = trlNames[key];
   return ours === undefined ? null : `"${key}" is TRL's name; here it is ${ours}`;
 }
@@ -73,13 +99,29 @@ export function fieldPath(path: readonly PropertyKey[]): string {
 }
 
 /**
- * The lines of an unrecognized-keys problem: each key with its hint (a moved field or TRL's name), or null for
- * other problems and when no key has a hint (the validator's own message serves).
+ * The lines of an unrecognized-keys problem: each key with its hint (a moved field, TRL's name, or
+ * the nearest of `knownKeys`, the keys valid at that place, else of `deeperKeys`, those one level
+ * down as `section.key`), or null for other problems and when no
+ * key has a hint (the validator's own message serves).
  */
-export function hintedKeyLines(issue: { code: string; path: PropertyKey[]; keys?: string[] }): string[] | null {
+export function hintedKeyLines(
+  issue: { code: string; path: PropertyKey[]; keys?: string[] },
+  knownKeys: readonly string[] = [],
+  deeperKeys: readonly string[] = [],
+): string[] | null {
   if (issue.code !== 'unrecognized_keys' || !issue.keys) return null;
   const where = fieldPath(issue.path);
-  const hint = (key: string) => movedHint(issue.path.length === 0 ? key : `${where}.${key}`) ?? trlHint(key);
+  // A near miss at this level, else one a level down ("stpes" at the top → grpo.steps).
+  const near = (key: string) => {
+    const last = (path: string) => path.slice(path.lastIndexOf('.') + 1);
+    const here = closestName(key, knownKeys);
+    const deeper = closestName(key, deeperKeys.map(last));
+    const names = here !== null ? [here] : deeperKeys.filter((path) => last(path) === deeper);
+    if (names.length === 0) return null;
+    return `Unrecognized key: "${key}" (did you mean ${names.map((name) => `"${name}"`).join(' or ')}?)`;
+  };
+  const hint = (key: string) =>
+    movedHint(issue.path.length === 0 ? key : `${where}.${key}`) ?? trlHint(key) ?? near(key);
   if (!issue.keys.some((key) => hint(key) !== null)) return null;
   return issue.keys.map((key) => `- ${where}: ${hint(key) ?? `Unrecognized key: "${key}"`}`);
 }
