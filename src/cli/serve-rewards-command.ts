@@ -48,7 +48,8 @@ export async function resolveServedRewards(options: ServeRewardsOptions): Promis
     );
   let raw = mergeConfig(recipe.config, dataFlagOverrides({ rewards: flagRewards }));
   if (options.task !== undefined) raw = { ...raw, task: options.task };
-  const task = await loadRunTask(raw, recipe.task);
+  // A recipe's own rewards stand in for a dataset task's named ones, as in `grpo train`.
+  const task = await loadRunTask(raw, recipe.task, recipe.rewards);
   const config = resolveConfig(raw, recipe.task ? [recipe.task.name] : [], task);
   // resolveConfig refuses an unknown task, so a task is loaded here.
   return recipe.rewards ?? buildRewards(config, task!);

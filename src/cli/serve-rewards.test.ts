@@ -212,3 +212,20 @@ describe('verl compute_score (scripts/verl_compute_score.py)', () => {
     expect(detailed.result['reward/think-format']).toBe(0); // no <think> block
   });
 });
+
+describe('serve-rewards with a recipe over a dataset task', () => {
+  it("serves the recipe's own rewards, with no built-in reward named for the data", async () => {
+    const data = join(directory, 'rows.jsonl');
+    writeFileSync(data, `${JSON.stringify({ prompt: 'Say hi', answer: 'hi' })}\n`.repeat(4));
+    const recipe = join(directory, 'dataset-recipe.mjs');
+    writeFileSync(
+      recipe,
+      `export default {
+  config: { task: 'dataset', taskOptions: { trainFile: ${JSON.stringify(data)} } },
+  rewards: [{ name: 'says-hi', weight: 1, reward: ({ completion }) => (completion.includes('hi') ? 1 : 0) }],
+};\n`,
+    );
+    const rewards = await resolveServedRewards({ recipe });
+    expect(rewards.map((reward) => reward.name)).toEqual(['says-hi']);
+  });
+});
