@@ -365,9 +365,16 @@ class MetricAccumulator {
   }
 }
 
+/** What an SFT update reads: the packing of its sequences and the gradient clip. */
+export interface SftUpdateSettings {
+  /** Pack demonstrations into rows of this many tokens (document-masked; 0: one per row, padded). */
+  packLength: number;
+  maxGradNorm: number;
+}
+
 /** Mean next-token cross-entropy over completion tokens only, one optimiser step. */
 export function sftStep(
-  config: TrainerConfig,
+  settings: SftUpdateSettings,
   model: Transformer,
   optimizer: AdamW,
   sequences: readonly TokenSequence[],
@@ -375,13 +382,13 @@ export function sftStep(
 ): StepOutcome {
   optimizer.zeroGrad();
   const { logprobs, mask } = completionLogprobs(model, sequences, 1, {
-    packLength: config.sft.packLength,
+    packLength: settings.packLength,
     dropoutSeed,
   });
   const count = mask.reduce((a, b) => a + b, 0);
   const lossTensor: Tensor = mul(sum(mul(logprobs, tensor(mask, logprobs.shape))), -1 / Math.max(1, count));
   lossTensor.backward();
   const lossValue = lossTensor.item();
-  const { gradNorm, applied } = applyUpdate(optimizer, config.optimizer.maxGradNorm, lossValue);
+  const { gradNorm, applied } = applyUpdate(optimizer, settings.maxGradNorm, lossValue);
   return { metrics: { 'loss/sft': lossValue, gradNorm }, applied };
 }

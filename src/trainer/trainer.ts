@@ -10,16 +10,16 @@
  * is derived from (seed, step), so a resumed run replays exactly what an uninterrupted one does.
  */
 import { join } from 'node:path';
-import { AdamW, learningRateAt, Random } from '../nn/index.js';
+import { AdamW, learningRateAt, Random, type ScheduleConfig } from '../nn/index.js';
 import { combineSeeds } from '../tensor/index.js';
 import { evaluateRun, type EvaluationResult } from './evaluate.js';
 import { checkRunImages, renderRunDemonstration, withConnector } from './vision-run.js';
 import { writeVisionModelFiles } from './vision-setup.js';
 import { createStepEnvironment, prepareGrpoStep, recordStepState, rolloutSettingsOf } from './grpo-step.js';
 import { publishAdapter } from '../rollout/openai-rollout.js';
-import { optimizedParameters, policyStep, sftStep } from './optimize.js';
+import { optimizedParameters, policyStep, sftStep, type SftUpdateSettings } from './optimize.js';
 import { createProgressReporter, type ProgressReporter } from '../run/progress.js';
-import type { RolloutFn } from '../rollout/rollout.js';
+import type { RolloutFn, RolloutSettings } from '../rollout/rollout.js';
 import { RunFolder, type TrainerState } from '../run/run-folder.js';
 import { agentMetrics } from './agent-metrics.js';
 import { completionMetrics, rewardLogMetrics, sampleRecords } from './step-metrics.js';
@@ -70,6 +70,70 @@ export interface TrainResult {
 const stepSeed = (seed: number, step: number): number => seed * 100_003 + step * 7 + 1;
 
 /**
+ * What the two loops read, resolved once from the config before either starts: the loops never
+ * read the raw config (a setting they need is a field here, named for what the loop does with it).
+ */
+interface LoopPlan {
+  seed: number;
+  sft: {
+    steps: number;
+    examples: number;
+    batchSize: number;
+    schedule: ScheduleConfig;
+    update: SftUpdateSettings;
+  };
+  /** `rollout`: the sampling settings of every step, whose seed each step replaces with its own. */
+  grpo: { steps: number; iterations: number; schedule: ScheduleConfig; rollout: RolloutSettings };
+  /** Consecutive skipped (non-finite) updates before the run stops. */
+  maxSkippedSteps: number;
+  /** Evaluate every this many GRPO steps (0: only before and after). */
+  evaluateEvery: number;
+  /** Save a checkpoint every this many steps (0: only at the end of each phase). */
+  checkpointEvery: number;
+  /** Log sample groups every this many GRPO steps (0: never), this many per step. */
+  samplesEvery: number;
+  samplesPerStep: number;
+}
+
+/** The loops' plan of a run: every setting either loop reads, taken from the config once. */
+function planLoops(context: RunContext): LoopPlan {
+  const { config } = context;
+  const learningRate = (phase: 'sft' | 'grpo') => config.lora?.learningRate ?? config[phase].learningRate;
+  return {
+    seed: config.seed,
+    sft: {
+      steps: config.sft.steps,
+      examples: config.sft.examples,
+      batchSize: config.sft.batchSize,
+      schedule: {
+        kind: config.sft.schedule,
+        learningRate: learningRate('sft'),
+        warmupSteps: config.sft.warmupSteps,
+        totalSteps: config.sft.steps,
+        minRatio: 0.1,
+      },
+      update: { packLength: config.sft.packLength, maxGradNorm: config.optimizer.maxGradNorm },
+    },
+    grpo: {
+      steps: config.grpo.steps,
+      iterations: config.grpo.iterations,
+      schedule: {
+        kind: config.grpo.schedule,
+        learningRate: learningRate('grpo'),
+        warmupSteps: config.grpo.warmupSteps,
+        totalSteps: config.grpo.steps,
+      },
+      rollout: rolloutSettingsOf(context, config.seed),
+    },
+    maxSkippedSteps: config.optimizer.maxSkippedSteps,
+    evaluateEvery: config.evaluation.every,
+    checkpointEvery: config.checkpoint.every,
+    samplesEvery: config.logging.samplesEvery,
+    samplesPerStep: config.logging.samplesPerStep,
+  };
+}
+
+/**
  * Runs (or with `resume`, continues) a training run in `runDirectory`. summary.json says `running`
  * while it works, `finished` at the end, `failed` with the error as `reason` when it throws, and
  * `interrupted` when `options.signal` stopped it (then it throws RunInterrupted).
@@ -96,6 +160,7 @@ export async function train(runContext: RunContext, options: TrainOptions): Prom
 
 async function trainInFolder(context: RunContext, options: TrainOptions, folder: RunFolder): Promise<TrainResult> {
   const { config, model, task } = context;
+  const plan = planLoops(context);
   const progress = createProgressReporter(config.logging.printEvery, process.stderr, options.quiet);
   const optimizer = new AdamW(optimizedParameters(model, context.vision?.model.parameters), {
     learningRate: config.lora?.learningRate ?? config.sft.learningRate,
@@ -184,7 +249,7 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
   };
   const loop = { save, checkStop, onStep, stop };
   if (state.phase === 'sft') {
-    await runSft(context, folder, optimizer, state, progress, loop);
+    await runSft(context, folder, optimizer, state, progress, loop, plan);
     // A stop asked for during SFT skips GRPO: the run ends as 'done' after SFT.
     state.phase = stop.requested ? 'done' : 'grpo';
     state.phaseStep = 0;
@@ -203,7 +268,7 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
       config.rollout.engine === 'openai'
         ? () => publishAdapter(config.rollout, model, folder.directory, adapterBase)
         : null;
-    await runGrpo(context, folder, optimizer, state, progress, runEval, context.rollout, publish, loop);
+    await runGrpo(context, folder, optimizer, state, progress, runEval, context.rollout, publish, loop, plan);
     refuseAllInvalid(state);
     state.phase = 'done';
     await save();
@@ -247,23 +312,17 @@ async function runSft(
   state: TrainerState,
   progress: ProgressReporter,
   loop: LoopHooks,
+  plan: LoopPlan,
 ): Promise<void> {
-  const { config, model, task } = context;
+  const { model, task } = context;
   const { save, checkStop } = loop;
-  const examples = task.trainExamples(config.sft.examples, config.seed);
+  const examples = task.trainExamples(plan.sft.examples, plan.seed);
   const eos = context.stopTokenIds[0];
-  const schedule = {
-    kind: config.sft.schedule,
-    learningRate: config.lora?.learningRate ?? config.sft.learningRate,
-    warmupSteps: config.sft.warmupSteps,
-    totalSteps: config.sft.steps,
-    minRatio: 0.1,
-  };
-  while (state.phaseStep < config.sft.steps && !loop.stop.requested) {
+  while (state.phaseStep < plan.sft.steps && !loop.stop.requested) {
     await checkStop();
     const stepStart = Date.now();
-    const random = new Random(stepSeed(config.seed, state.step));
-    const batch = Array.from({ length: config.sft.batchSize }, () => examples[random.integer(examples.length)]);
+    const random = new Random(stepSeed(plan.seed, state.step));
+    const batch = Array.from({ length: plan.sft.batchSize }, () => examples[random.integer(examples.length)]);
     const sequences = [];
     for (const example of batch) {
       const demonstration = task.demonstration(example, () => random.uniform());
@@ -272,10 +331,10 @@ async function runSft(
         await renderRunDemonstration(context.promptFormat, context.vision, example, demonstration, eos, where),
       );
     }
-    optimizer.learningRate = learningRateAt(schedule, state.phaseStep);
+    optimizer.learningRate = learningRateAt(plan.sft.schedule, state.phaseStep);
     // LoRA dropout masks from the run seed and step (not RNG state), so a resumed run draws the same ones.
-    const { metrics, applied } = sftStep(config, model, optimizer, sequences, stepSeed(config.seed, state.step));
-    guardSkips(state, applied, config.optimizer.maxSkippedSteps);
+    const { metrics, applied } = sftStep(plan.sft.update, model, optimizer, sequences, stepSeed(plan.seed, state.step));
+    guardSkips(state, applied, plan.maxSkippedSteps);
     state.step++;
     state.phaseStep++;
     const record = {
@@ -285,8 +344,8 @@ async function runSft(
       'time/step': (Date.now() - stepStart) / 1000,
     };
     folder.logMetrics({ step: state.step, phase: 'sft', ...record });
-    progress.update('sft', state.phaseStep, config.sft.steps, record);
-    if (config.checkpoint.every > 0 && state.step % config.checkpoint.every === 0) await save();
+    progress.update('sft', state.phaseStep, plan.sft.steps, record);
+    if (plan.checkpointEvery > 0 && state.step % plan.checkpointEvery === 0) await save();
     await loop.onStep({ step: state.step, phase: 'sft', ...record });
   }
 }
@@ -301,15 +360,10 @@ async function runGrpo(
   rollout: RolloutFn,
   publish: (() => Promise<void>) | null,
   loop: LoopHooks,
+  plan: LoopPlan,
 ): Promise<void> {
-  const { config, model, algorithm: bound } = context;
+  const { model, algorithm: bound } = context;
   const { save, checkStop } = loop;
-  const schedule = {
-    kind: config.grpo.schedule,
-    learningRate: config.lora?.learningRate ?? config.grpo.learningRate,
-    warmupSteps: config.grpo.warmupSteps,
-    totalSteps: config.grpo.steps,
-  };
   // β = 0 needs no reference model, and none is built. Otherwise the reference is the policy at
   // GRPO start, saved once beside the checkpoints so a resumed run uses the same one. With LoRA it
   // is the base model, i.e. the policy with its adapters off: the same weights, no second copy.
@@ -321,10 +375,10 @@ async function runGrpo(
   if (visionReference) environment.referenceRows = (rows) => withConnector(rows, visionReference);
   const settings = environment.settings;
   const reportedFailures = new Set<string>();
-  while (state.phaseStep < config.grpo.steps && !loop.stop.requested) {
+  while (state.phaseStep < plan.grpo.steps && !loop.stop.requested) {
     await checkStop();
     const stepStart = Date.now();
-    const seed = stepSeed(config.seed, state.step);
+    const seed = stepSeed(plan.seed, state.step);
     const publishStart = Date.now();
     await publish?.();
     const publishSeconds = (Date.now() - publishStart) / 1000;
@@ -333,24 +387,24 @@ async function runGrpo(
       environment,
       state,
       new Random(seed),
-      rolloutSettingsOf(context, seed),
+      { ...plan.grpo.rollout, seed },
       state.phaseStep,
     );
     // The rollout is most of a step: a stop asked for during it lands here, before any weight changes.
     await checkStop();
     // 4. Optimisation: μ passes over the kept samples with the stored old logprobs.
-    optimizer.learningRate = learningRateAt(schedule, state.phaseStep);
+    optimizer.learningRate = learningRateAt(plan.grpo.schedule, state.phaseStep);
     const trainStart = Date.now();
     let stepMetrics: Record<string, number> = {};
     let applied = true;
-    for (let iteration = 0; iteration < config.grpo.iterations && prepared.samples.length > 0; iteration++) {
+    for (let iteration = 0; iteration < plan.grpo.iterations && prepared.samples.length > 0; iteration++) {
       // LoRA dropout masks from the step's seed and the pass, so each of the μ passes drops anew.
       const outcome = policyStep(bound, settings, model, optimizer, prepared.samples, combineSeeds(seed, iteration));
       stepMetrics = outcome.metrics;
       applied &&= outcome.applied;
     }
-    guardSkips(state, applied, config.optimizer.maxSkippedSteps);
-    reportRewardFailures(prepared.firstRound, state, progress, reportedFailures, config.optimizer.maxSkippedSteps);
+    guardSkips(state, applied, plan.maxSkippedSteps);
+    reportRewardFailures(prepared.firstRound, state, progress, reportedFailures, plan.maxSkippedSteps);
     recordStepState(bound, state, prepared);
     const trainSeconds = (Date.now() - trainStart) / 1000;
     state.step++;
@@ -371,26 +425,16 @@ async function runGrpo(
       'time/train': trainSeconds,
       ...(publish ? { 'time/publish_adapter': publishSeconds } : {}),
       'time/step': (Date.now() - stepStart) / 1000,
-      tokensPerSecond: (tokens * config.grpo.iterations) / Math.max(1e-9, trainSeconds),
+      tokensPerSecond: (tokens * plan.grpo.iterations) / Math.max(1e-9, trainSeconds),
     };
-    if (
-      config.evaluation.every > 0 &&
-      state.phaseStep % config.evaluation.every === 0 &&
-      state.phaseStep < config.grpo.steps
-    )
+    if (plan.evaluateEvery > 0 && state.phaseStep % plan.evaluateEvery === 0 && state.phaseStep < plan.grpo.steps)
       Object.assign(record, await runEval());
     folder.logMetrics({ step: state.step, phase: 'grpo', ...record });
-    if (config.logging.samplesEvery > 0 && state.phaseStep % config.logging.samplesEvery === 0)
-      for (const record of sampleRecords(
-        state.step,
-        prepared,
-        config.logging.samplesPerStep,
-        context.tokenizer,
-        folder,
-      ))
+    if (plan.samplesEvery > 0 && state.phaseStep % plan.samplesEvery === 0)
+      for (const record of sampleRecords(state.step, prepared, plan.samplesPerStep, context.tokenizer, folder))
         folder.logSamples(record);
-    progress.update('grpo', state.phaseStep, config.grpo.steps, record);
-    if (config.checkpoint.every > 0 && state.step % config.checkpoint.every === 0) await save();
+    progress.update('grpo', state.phaseStep, plan.grpo.steps, record);
+    if (plan.checkpointEvery > 0 && state.step % plan.checkpointEvery === 0) await save();
     await loop.onStep({ step: state.step, phase: 'grpo', ...record });
   }
 }
