@@ -196,18 +196,17 @@ except RuntimeError as error:
 describe('concurrency', () => {
   it('two slow requests overlap: each reward waits until the other request has started', async () => {
     let started = 0;
-    // Each call waits (up to 5 s) for a second call to start; were requests handled one at a time,
-    // the first would time out waiting and report "no overlap".
+    // Each call waits until a second call has started, however long that takes: were requests
+    // handled one at a time, the first could only end through the server's reward time limit, as a
+    // failed reward, and the expected '1's below would not come back. No clock is read here.
+    let release: () => void = () => {};
+    const bothStarted = new Promise<void>((resolve) => (release = resolve));
     const barrier: NamedReward = {
       name: 'barrier',
       weight: 1,
       reward: async () => {
-        started++;
-        const deadline = Date.now() + 5000;
-        while (started < 2) {
-          if (Date.now() > deadline) throw new Error('no overlap: the other request never started');
-          await new Promise((resolve) => setTimeout(resolve, 10));
-        }
+        if (++started === 2) release();
+        await bothStarted;
         return 1;
       },
     };
