@@ -52,6 +52,22 @@ export const SMOLLM2_135M_SHAPE = {
   ropeTheta: 100000,
 };
 
+/**
+ * Qwen2.5-0.5B's config.json shape (Qwen/Qwen2.5-0.5B) for random weights, ~494M parameters. As a Llama
+ * (createSmallConfig): Qwen2's q/k/v biases (~0.1M parameters) are left out, which changes no product.
+ */
+export const QWEN25_05B_SHAPE = {
+  vocabSize: 151936,
+  hiddenSize: 896,
+  intermediateSize: 4864,
+  numLayers: 24,
+  numHeads: 14,
+  numKeyValueHeads: 2,
+  maxPositionEmbeddings: 32768,
+  tieWordEmbeddings: true,
+  ropeTheta: 1000000,
+};
+
 interface Settings {
   json: boolean;
   backends: string[];

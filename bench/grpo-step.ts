@@ -8,7 +8,7 @@
  * run in the same window with the same options.
  *
  * Is: `npm run bench -- grpo-step [--json] [--backends native,wasm,js]
- * [--models fixture,random-25m,smollm2-135m-shape] [--shapes 32x32,64x128] [--prompts 8]
+ * [--models fixture,random-25m,smollm2-135m-shape,qwen2.5-0.5b-shape] [--shapes 32x32,64x128] [--prompts 8]
  * [--group-size 8] [--micro-batch 64] [--recompute selective|layers|none] [--threads 2] [--pytorch-threads 1,2|none]`; --threads lists our
  * thread counts (GRPO_THREADS of each case), --pytorch-threads PyTorch's. A shape is
  * `<prompt length>x<new tokens>`. Each case (ours per backend, PyTorch per thread count) runs in its
@@ -52,7 +52,7 @@ import { getBackend, Random, setBackend } from '../src/tensor/index.js';
 import { trainerConfigSchema } from '../src/trainer/config.js';
 import { optimizedParameters, policyStep, stepSettingsOf, type TrainingSample } from '../src/trainer/optimize.js';
 import { bindAlgorithm } from '../src/trainer/algorithm.js';
-import { RANDOM_25M_SHAPE, SMOLLM2_135M_SHAPE } from './generate.js';
+import { QWEN25_05B_SHAPE, RANDOM_25M_SHAPE, SMOLLM2_135M_SHAPE } from './generate.js';
 import { measurePeak, type MachinePeak } from './peak/peak.js';
 import { readFlags } from './_flags.js';
 import { rolloutRooflineSeconds, trainFlops } from './step-roofline.js';
@@ -60,9 +60,14 @@ import { rolloutRooflineSeconds, trainFlops } from './step-roofline.js';
 const FIXTURE = new URL('../../shared/fixtures/models/tinystories-656k', import.meta.url).pathname;
 const REFERENCE = new URL('./reference/grpo_step.py', import.meta.url).pathname;
 const TORCH_PYTHON = process.env.GRPO_TORCH_PYTHON ?? '/usr/bin/python3';
-const MODELS = ['fixture', 'random-25m', 'smollm2-135m-shape'];
+const MODELS = ['fixture', 'random-25m', 'smollm2-135m-shape', 'qwen2.5-0.5b-shape'];
+const SHAPES: Record<string, Parameters<typeof createSmallConfig>[0]> = {
+  'random-25m': RANDOM_25M_SHAPE,
+  'smollm2-135m-shape': SMOLLM2_135M_SHAPE,
+  'qwen2.5-0.5b-shape': QWEN25_05B_SHAPE,
+};
 
-interface StepCase {
+export interface StepCase {
   model: string;
   backend: string;
   prompts: number;
@@ -116,10 +121,11 @@ function parseArguments(argv: string[]) {
 
 function loadModel(name: string): Transformer {
   if (name === 'fixture') {
-    const checkpoint = loadCheckpoint(FIXTURE);
+    // bench/gpu/check.ts, bundled elsewhere, names where the fixture was carried.
+    const checkpoint = loadCheckpoint(process.env.GRPO_BENCH_FIXTURE ?? FIXTURE);
     return Transformer.fromTensors(checkpoint.config, checkpoint.tensors);
   }
-  return Transformer.random(createSmallConfig(name === 'random-25m' ? RANDOM_25M_SHAPE : SMOLLM2_135M_SHAPE), 7);
+  return Transformer.random(createSmallConfig(SHAPES[name]), 7);
 }
 
 /** Rollout → reward → advantages → policyStep; returns the two phases' seconds and token counts. */
@@ -181,7 +187,7 @@ function grpoStep(model: Transformer, optimizer: AdamW, stepCase: StepCase, seed
 }
 
 /** Runs one (model, backend) case in this process and prints its result as one JSON line. */
-function runCase(stepCase: StepCase): void {
+export function runCase(stepCase: StepCase): void {
   setBackend(stepCase.backend);
   const model = loadModel(stepCase.model);
   const optimizer = new AdamW(optimizedParameters(model), {
@@ -219,7 +225,7 @@ function runCase(stepCase: StepCase): void {
 
 function modelConfig(name: string): ModelConfig {
   if (name === 'fixture') return loadCheckpoint(FIXTURE).config;
-  return createSmallConfig(name === 'random-25m' ? RANDOM_25M_SHAPE : SMOLLM2_135M_SHAPE);
+  return createSmallConfig(SHAPES[name]);
 }
 
 /** Runs `args` as a child whose last stdout line is one JSON result, or reports why it failed. */

@@ -7,11 +7,16 @@
  * gflops / the FMA peak with that many threads, measured in this run by bench/peak (an FMA loop)
  * unless --peak-per-core fixes it. js is single-threaded and slow: it is timed once per shape,
  * with threads 1 only. With --json, one JSON line per (backend, threads, shape); else a table.
+ * `--backends webgpu` prints, per shape, the device-side throughput (operands already on the device,
+ * the faster of the two tiles, repeated in one submission until it runs ≥ 0.1 s) against the adapter's
+ * FMA peak measured in the same run by an FMA-throughput shader, then the end-to-end call (host arrays
+ * in and out, as the tensor layer calls it today) on the next line; the adapter's name is printed first.
  * Is not: a test; numbers on a shared machine vary, so compare lines from the same run only.
  */
 import { performance } from 'node:perf_hooks';
 import type { Backend, MatmulShape } from '../src/tensor/backend.js';
 import { createBackend } from '../src/tensor/backends/select.js';
+import type { WebGpuBackend } from '../src/tensor/backends/webgpu/webgpu-backend.js';
 import { measurePeak } from './peak/peak.js';
 import { DEFAULT_MATMUL_SHAPES, readFlags } from './_flags.js';
 
@@ -104,6 +109,10 @@ export async function main(argv: string[]): Promise<void> {
   const settings = parseArguments(argv);
   if (!settings.json) console.log(`${'backend'.padEnd(8)}threads  ${'MxKxN'.padEnd(16)}        ms   GFLOP/s    peak`);
   for (const name of settings.backends) {
+    if (name === 'webgpu') {
+      benchWebGpu(settings);
+      continue;
+    }
     // js has no threads: one line per shape; its plain loops take seconds, so one untimed-warm-up-free run.
     const threadCounts = name === 'js' ? [1] : settings.threads;
     for (const threads of threadCounts) {
@@ -121,6 +130,46 @@ export async function main(argv: string[]): Promise<void> {
         backend.dispose();
       }
     }
+  }
+}
+
+/** Doubles `repeats` from 1 until `measure` reports at least `seconds`, then returns that measurement. */
+function untilLong<T extends { seconds: number }>(measure: (repeats: number) => T, seconds = 0.1): T {
+  for (let repeats = 1; ; repeats *= 2) {
+    const result = measure(repeats);
+    if (result.seconds >= seconds || repeats >= 1 << 16) return result;
+  }
+}
+
+/** The webgpu lines: device-side products against the measured FMA peak, then the end-to-end calls. */
+function benchWebGpu(settings: ReturnType<typeof parseArguments>): void {
+  const backend = createBackend('webgpu') as WebGpuBackend;
+  try {
+    console.error(`# webgpu adapter: ${backend.detail ?? ''}`);
+    // Enough workgroups to fill any GPU (2^20 invocations), rounds doubled until the run lasts ≥ 0.1 s.
+    const peak = untilLong((repeats) => backend.measureFmaPeak(4096, 64 * repeats, 1)).gflops;
+    console.error(`# webgpu FMA peak, measured now: ${peak.toFixed(1)} GFLOP/s`);
+    for (const size of settings.sizes) {
+      const shape = { batch: 1, ...size, transposeA: false, transposeB: false };
+      const device = Math.max(
+        ...(['large', 'small'] as const).map(
+          (tile) => untilLong((repeats) => backend.measureMatmul(shape, repeats, tile)).gflops,
+        ),
+      );
+      const deviceSeconds = (2 * size.M * size.K * size.N) / device / 1e9;
+      report(
+        { backend: 'webgpu', threads: 1, ...size, seconds: deviceSeconds, gflops: device, peakFraction: device / peak },
+        settings.json,
+      );
+      const seconds = bestSeconds(backend, size, settings.repeats);
+      const gflops = (2 * size.M * size.K * size.N) / seconds / 1e9;
+      report(
+        { backend: 'webgpu+io', threads: 1, ...size, seconds, gflops, peakFraction: gflops / peak },
+        settings.json,
+      );
+    }
+  } finally {
+    backend.dispose();
   }
 }
 

@@ -3,12 +3,14 @@
  * small random-weight checkpoints of scripts/reference/make_fixtures.py (Qwen2 biases + untied head,
  * Qwen3 q/k norm, llama3 and linear RoPE scaling, Mistral sharded F16). For each: per-token
  * log-probabilities within 1e-4, the loss and every gradient tensor's L2 norm and first 8 values
- * within a relative 1e-3, and the greedy continuation exactly — with and without the KV cache.
+ * within a relative 1e-3, and the greedy continuation exactly — with and without the KV cache. On the
+ * default backend, and again on webgpu when an adapter opens (always in CI).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { crossEntropy, logSoftmax, noGrad } from '../tensor/index.js';
+import { useBackendInSuite, webgpuUnderTest } from '../tensor/test-backends.js';
 import { loadCheckpoint } from './checkpoint.js';
 import { Transformer } from './transformer.js';
 
@@ -58,7 +60,7 @@ function greedy(
   });
 }
 
-describe.each(fixtures)('transformer parity with PyTorch: %s', (folder) => {
+function parity(folder: string): void {
   if (!existsSync(folder)) throw new Error(`fixture folder ${folder} is missing`);
   const reference: Reference = JSON.parse(readFileSync(join(folder, 'reference.json'), 'utf8'));
   const checkpoint = loadCheckpoint(folder);
@@ -107,4 +109,15 @@ describe.each(fixtures)('transformer parity with PyTorch: %s', (folder) => {
       expected.slice(0, prompt.length + Math.min(maxNew, 12)),
     );
   });
-});
+}
+
+describe.each(fixtures)('transformer parity with PyTorch: %s', parity);
+
+// The same references with every product on the GPU (lavapipe in CI): the webgpu backend's oracle.
+const webgpu = webgpuUnderTest();
+if (webgpu) {
+  describe('on webgpu', () => {
+    useBackendInSuite(webgpu.backend);
+    describe.each(fixtures)('transformer parity with PyTorch: %s', parity);
+  });
+}

@@ -1,7 +1,7 @@
 /**
  * The kernel backend interface: the few numeric kernels that carry the FLOPs, on flat Float32Arrays.
  *
- * Is: a contract between the tensor layer and kernel implementations (`js`, `wasm`, later `native`).
+ * Is: a contract between the tensor layer and kernel implementations (`js`, `wasm`, `native`, `webgpu`).
  * Is not: autograd, shapes or broadcasting logic — those live in primitives.ts and are shared by every
  * backend, so a backend only has to get arithmetic right. The `js` backend is the executable spec;
  * every other backend is tested against it (src/tensor/backends/conformance.test.ts).
@@ -32,6 +32,8 @@ export interface MatmulShape {
 export interface Backend {
   /** Short name printed once at selection time: 'js', 'wasm', 'native'. */
   readonly name: string;
+  /** What the selection line prints after the name, when more than the thread count says (a GPU adapter's name). */
+  readonly detail?: string;
   /** Worker threads the backend uses for large kernels (1 = the calling thread only). */
   readonly threads: number;
   /** Batched single-precision matrix product; see MatmulShape. `a`, `b`, `out` never alias. */

@@ -1,6 +1,7 @@
 /**
- * The backends every backend-dependent test runs on: js (the spec), wasm with 1 and 2 threads, and
- * native when its addon is built (required when GRPO_REQUIRE_NATIVE=1, as in CI).
+ * The backends every backend-dependent test runs on: js (the spec), wasm with 1 and 2 threads, native
+ * when its addon is built (required when GRPO_REQUIRE_NATIVE=1, as in CI), and webgpu when an adapter
+ * opens (required when GRPO_REQUIRE_WEBGPU=1, as in CI, where it is Mesa's lavapipe).
  * Is not: production selection logic (backends/select.ts).
  */
 import { afterAll, beforeAll } from 'vitest';
@@ -23,7 +24,19 @@ export function backendsUnderTest(): BackendUnderTest[] {
   } catch (error) {
     if (process.env.GRPO_REQUIRE_NATIVE === '1') throw error;
   }
+  const webgpu = webgpuUnderTest();
+  if (webgpu) list.push(webgpu);
   return list;
+}
+
+/** The webgpu backend when an adapter opens here (required when GRPO_REQUIRE_WEBGPU=1), else null. */
+export function webgpuUnderTest(): BackendUnderTest | null {
+  try {
+    return { name: 'webgpu', backend: createBackend('webgpu') };
+  } catch (error) {
+    if (process.env.GRPO_REQUIRE_WEBGPU === '1') throw error;
+    return null;
+  }
 }
 
 /** Makes `backend` the process-wide one for the enclosing describe block and restores the previous one after it. */

@@ -1,8 +1,8 @@
 /**
  * Backend selection: which kernel backend the tensor layer uses, chosen once per process.
  *
- * Is: the registry of backend factories (js, wasm, native), the default choice (explicit
- * setBackend(), else env GRPO_BACKEND, else the fastest that loads: native, wasm, js), the thread
+ * Is: the registry of backend factories (js, wasm, native, webgpu), the default choice (explicit
+ * setBackend(), else env GRPO_BACKEND, else the fastest CPU backend that loads: native, wasm, js), the thread
  * count (option, else env GRPO_THREADS, else min(2, CPU count)), and the one line printed to stderr
  * naming the choice. Is not: any kernel code.
  */
@@ -11,6 +11,7 @@ import type { Backend, BlockCopy } from '../backend.js';
 import { createJsBackend } from './js.js';
 import { loadNativeBackend, nativeAddonStatus } from './native/native-backend.js';
 import { createWasmBackend } from './wasm/wasm-backend.js';
+import { createWebGpuBackend, WebGpuUnavailableError } from './webgpu/webgpu-backend.js';
 
 /** Options every backend factory accepts. */
 export interface BackendOptions {
@@ -40,6 +41,18 @@ const factories: Record<string, BackendFactory> = {
     const backend = loadNativeBackend({ threads: options.threads });
     if (!backend) throw new BackendUnavailableError(`backend "native" is not available: ${nativeAddonStatus().reason}`);
     return backend;
+  },
+  // Only when asked for by name: a GPU is never chosen behind the user's back, and lavapipe (a software
+  // adapter) is far slower than the CPU backends.
+  webgpu: () => {
+    try {
+      return createWebGpuBackend();
+    } catch (error) {
+      if (error instanceof WebGpuUnavailableError) {
+        throw new BackendUnavailableError(`backend "webgpu" is not available: ${error.message}`);
+      }
+      throw error;
+    }
   },
 };
 
@@ -74,7 +87,7 @@ export function createBackend(name: string, options: BackendOptions = {}): Backe
 function announce(backend: Backend): void {
   if (process.env.GRPO_QUIET === '1' || process.env.VITEST) return;
   const threads = backend.threads === 1 ? '1 thread' : `${backend.threads} threads`;
-  process.stderr.write(`grpo: backend ${backend.name} (${threads})\n`);
+  process.stderr.write(`grpo: backend ${backend.name} (${backend.detail ?? threads})\n`);
 }
 
 /** The first backend in preference order that loads (js always does). */

@@ -1,0 +1,142 @@
+/**
+ * The webgpu backend's own contract, beyond what every backend's suites check (conformance.test.ts,
+ * gradients.test.ts and the model parity tests run on it too): its product against the js spec on
+ * every geometry the MatmulShape allows, operands kept on the device, its refusals, and the sentence
+ * a run without an adapter stops with. Runs where an adapter opens (lavapipe in CI, where
+ * GRPO_REQUIRE_WEBGPU=1 makes a missing one a failure, not a skip).
+ */
+import { spawnSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import type { MatmulShape } from '../../backend.js';
+import { webgpuUnderTest } from '../../test-backends.js';
+import { matmulJs } from '../js.js';
+
+const webgpu = webgpuUnderTest();
+const repositoryRoot = new URL('../../../../', import.meta.url).pathname;
+
+function operands(shape: MatmulShape, seed: number) {
+  const aLength = shape.aBatchStride === 0 ? shape.M * shape.K : shape.batch * shape.aBatchStride;
+  const bLength = shape.bBatchStride === 0 ? shape.K * shape.N : shape.batch * shape.bBatchStride;
+  return {
+    a: Float32Array.from({ length: aLength }, (_, i) => Math.sin(seed + i * 0.37)),
+    b: Float32Array.from({ length: bLength }, (_, i) => Math.cos(seed + i * 0.11)),
+    out: Float32Array.from({ length: shape.batch * shape.M * shape.N }, (_, i) => (i % 5) - 2),
+  };
+}
+
+function relativeError(actual: Float32Array, expected: Float32Array): number {
+  let scale = 1e-30;
+  let error = 0;
+  for (let i = 0; i < expected.length; i++) {
+    scale = Math.max(scale, Math.abs(expected[i]));
+    error = Math.max(error, Math.abs(actual[i] - expected[i]));
+  }
+  return error / scale;
+}
+
+const shape = (batch: number, M: number, K: number, N: number, options: Partial<MatmulShape> = {}): MatmulShape => ({
+  batch,
+  M,
+  K,
+  N,
+  transposeA: false,
+  transposeB: false,
+  aBatchStride: M * K,
+  bBatchStride: K * N,
+  accumulate: false,
+  ...options,
+});
+
+describe.runIf(webgpu)('webgpu backend', () => {
+  const backend = webgpu!.backend;
+
+  it.each([
+    ['one element', shape(1, 1, 1, 1)],
+    ['odd sizes', shape(1, 7, 33, 5)],
+    ['A transposed', shape(2, 33, 17, 9, { transposeA: true })],
+    ['B transposed (a weight)', shape(1, 257, 64, 300, { transposeB: true })],
+    ['both transposed, accumulating', shape(3, 33, 7, 9, { transposeA: true, transposeB: true, accumulate: true })],
+    ['one B for every batch (stride 0)', shape(5, 64, 96, 64, { bBatchStride: 0 })],
+    ['one A for every batch (stride 0)', shape(3, 9, 16, 130, { aBatchStride: 0 })],
+    ['a decode row against a wide weight', shape(2, 1, 200, 1031, { transposeB: true, bBatchStride: 0 })],
+    ['the large tile with ragged edges', shape(1, 130, 129, 131)],
+    ['a long K', shape(1, 3, 2053, 5)],
+  ])('matmul equals the js spec: %s', (_label, geometry) => {
+    const { a, b, out } = operands(geometry, 1);
+    const expected = out.slice();
+    matmulJs(a, b, expected, geometry);
+    backend.matmul(a, b, out, geometry);
+    expect(relativeError(out, expected)).toBeLessThan(1e-5);
+  });
+
+  it('with K = 0 writes zeros, or leaves the output as is when accumulating', () => {
+    const out = new Float32Array([1, 2, 3, 4]);
+    backend.matmul(new Float32Array(0), new Float32Array(0), out, shape(1, 2, 0, 2, { accumulate: true }));
+    expect([...out]).toEqual([1, 2, 3, 4]);
+    backend.matmul(new Float32Array(0), new Float32Array(0), out, shape(1, 2, 0, 2));
+    expect([...out]).toEqual([0, 0, 0, 0]);
+  });
+
+  it('refuses operands shorter than the shape, naming the operand, before any GPU work', () => {
+    expect(() =>
+      backend.matmul(new Float32Array(5), new Float32Array(6), new Float32Array(4), shape(1, 2, 3, 2)),
+    ).toThrow(/webgpu matmul: a has 5 elements but batch=1 M=2 K=3 N=2/);
+    expect(() =>
+      backend.matmul(new Float32Array(6), new Float32Array(6), new Float32Array(4), shape(1, 2, 3, 2, { M: 2.5 })),
+    ).toThrow(/shape\.M must be a non-negative integer/);
+  });
+
+  it('keeps constant operands on the device: the same products, and a changed array is uploaded again after the call', () => {
+    const geometry = shape(1, 4, 24, 40, { transposeB: true });
+    const { a, b } = operands(geometry, 2);
+    const expected = new Float32Array(160);
+    matmulJs(a, b, expected, geometry);
+    const kept = new Float32Array(160);
+    const nested = new Float32Array(160);
+    backend.withConstantOperands!([b], () => {
+      backend.matmul(a, b, kept, geometry);
+      // A nested call adds to the set; the outer one's operands stay.
+      backend.withConstantOperands!([a], () => backend.matmul(a, b, nested, geometry));
+    });
+    expect(relativeError(kept, expected)).toBeLessThan(1e-5);
+    expect(relativeError(nested, expected)).toBeLessThan(1e-5);
+    // After the outermost call nothing is kept: a changed B gives the changed product.
+    b.fill(0.5);
+    const changed = new Float32Array(160);
+    const changedExpected = new Float32Array(160);
+    matmulJs(a, b, changedExpected, geometry);
+    backend.matmul(a, b, changed, geometry);
+    expect(relativeError(changed, changedExpected)).toBeLessThan(1e-5);
+  });
+
+  it('names its adapter', () => {
+    expect(backend.name).toBe('webgpu');
+    expect(backend.detail).toMatch(/\S/);
+  });
+});
+
+describe('webgpu selection without an adapter', () => {
+  it('stops with one sentence naming the backend and what is missing, before any compute', () => {
+    const child = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', '-e', "import('./src/tensor/index.ts').then((T) => T.getBackend())"],
+      {
+        cwd: repositoryRoot,
+        // No Vulkan driver at all: Dawn finds no adapter (the state of a machine without a GPU or lavapipe).
+        env: {
+          ...process.env,
+          VITEST: '',
+          GRPO_BACKEND: 'webgpu',
+          VK_ICD_FILENAMES: '/nonexistent.json',
+          VK_DRIVER_FILES: '/nonexistent.json',
+        },
+        encoding: 'utf8',
+        timeout: 120_000,
+      },
+    );
+    expect(child.status).not.toBe(0);
+    expect(child.stderr).toMatch(
+      /backend "webgpu" is not available: no WebGPU adapter: requestAdapter\(\) returned null/,
+    );
+  });
+});

@@ -1,0 +1,247 @@
+/**
+ * The `webgpu` backend: the batched matrix product on a GPU through WebGPU (Dawn for Node, the optional
+ * `webgpu` package), behind the synchronous Backend interface.
+ *
+ * Is: the calling thread's half of a bridge to device-worker.mjs, which owns the device. A request is
+ * posted, the calling thread blocks in Atomics.wait until the worker has run it, and the reply is read
+ * with receiveMessageOnPort, so the tensor layer above stays synchronous (docs/architecture.md, "The
+ * webgpu backend"). Operands promised constant (withConstantOperands: a model's weights while it
+ * generates) are uploaded once and stay on the device; everything else crosses per call.
+ * Is not: yet the device-resident tensor engine the GPU issue asks for. Activations, gradients and the
+ * optimiser state still live in host memory and the row kernels (norms, softmax, AdamW, sampling) run
+ * on the host's js loops; only products run on the GPU. Selected only when asked for
+ * (GRPO_BACKEND=webgpu): never picked as the fastest available.
+ */
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
+import type { Backend, MatmulShape } from '../../backend.js';
+
+/** What the device thread reports about the adapter it opened. */
+export interface WebGpuAdapterSummary {
+  vendor: string;
+  architecture: string;
+  device: string;
+  description: string;
+  isFallbackAdapter: boolean;
+  features: string[];
+  maxStorageBufferBindingSize: number;
+  maxBufferSize: number;
+  maxComputeWorkgroupsPerDimension: number;
+}
+
+export interface WebGpuBackend extends Backend {
+  readonly adapter: WebGpuAdapterSummary;
+  /** Device-side float32 FMA throughput in GFLOP/s (the bench's peak): `groups` workgroups of 256. */
+  measureFmaPeak(groups: number, iterations: number, repeats: number): { seconds: number; gflops: number };
+  /** Device-side throughput of `repeats` products of this shape on operands already on the device. */
+  measureMatmul(
+    shape: Pick<MatmulShape, 'batch' | 'M' | 'K' | 'N' | 'transposeA' | 'transposeB'>,
+    repeats: number,
+    tile?: 'large' | 'small',
+  ): { seconds: number; gflops: number };
+}
+
+/** Thrown when the package or an adapter is missing, as opposed to a request that went wrong. */
+export class WebGpuUnavailableError extends Error {}
+
+const OPEN_TIMEOUT_MS = 120_000;
+// A product's first call compiles its pipeline: 6–14 s on lavapipe. A GPU request that outlasts this is hung.
+const REQUEST_TIMEOUT_MS = 600_000;
+
+/** Elements an operand must hold: the last batch block's offset plus one block. */
+function operandLength(batch: number, stride: number, block: number): number {
+  return stride === 0 ? block : (batch - 1) * stride + block;
+}
+
+function checkShape(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void {
+  const { batch, M, K, N, aBatchStride, bBatchStride } = shape;
+  for (const [field, value] of Object.entries({ batch, M, K, N, aBatchStride, bBatchStride })) {
+    if (!Number.isInteger(value) || value < 0) {
+      throw new Error(`webgpu matmul: shape.${field} must be a non-negative integer, got ${value}`);
+    }
+  }
+  const need = [
+    ['a', a, operandLength(batch, aBatchStride, M * K)],
+    ['b', b, operandLength(batch, bBatchStride, K * N)],
+    ['out', out, batch * M * N],
+  ] as const;
+  for (const [name, array, length] of need) {
+    if (array.length < length) {
+      throw new Error(
+        `webgpu matmul: ${name} has ${array.length} elements but batch=${batch} M=${M} K=${K} N=${N} ` +
+          `(aBatchStride=${aBatchStride}, bBatchStride=${bBatchStride}) needs ${length}`,
+      );
+    }
+  }
+}
+
+/** The file URL of the `webgpu` package's entry, or why it cannot be found. */
+function webgpuModule(): string {
+  try {
+    return pathToFileURL(createRequire(import.meta.url).resolve('webgpu')).href;
+  } catch {
+    throw new WebGpuUnavailableError(
+      'the optional package "webgpu" (Dawn for Node) is not installed: run `npm install webgpu`',
+    );
+  }
+}
+
+class DeviceBridge {
+  private readonly control = new Int32Array(new SharedArrayBuffer(4));
+  private readonly port: MessagePort;
+  private readonly worker: Worker;
+  private closed = false;
+
+  constructor() {
+    const { port1, port2 } = new MessageChannel();
+    this.port = port1;
+    this.worker = new Worker(new URL('./device-worker.mjs', import.meta.url), {
+      workerData: { control: this.control, port: port2 },
+      transferList: [port2],
+      // Plain JS: it needs no loader and must not inherit flags such as --eval (see wasm-backend.ts).
+      execArgv: [],
+    });
+    this.worker.unref();
+    port1.unref();
+  }
+
+  /** Posts one request and blocks until the device thread answers it. */
+  request<T>(message: Record<string, unknown>, transfer: ArrayBuffer[] = [], timeoutMs = REQUEST_TIMEOUT_MS): T {
+    if (this.closed) throw new Error('webgpu backend: used after dispose()');
+    Atomics.store(this.control, 0, 0);
+    this.port.postMessage(message, transfer);
+    const outcome = Atomics.wait(this.control, 0, 0, timeoutMs);
+    if (outcome === 'timed-out') {
+      this.close();
+      throw new Error(
+        `webgpu backend: the device thread did not answer "${String(message.op)}" within ${timeoutMs / 1000} s`,
+      );
+    }
+    const received = receiveMessageOnPort(this.port);
+    if (!received) throw new Error(`webgpu backend: woken without a reply to "${String(message.op)}"`);
+    const answer = received.message as { error?: string };
+    if (answer.error !== undefined) throw new Error(`webgpu ${String(message.op)}: ${answer.error}`);
+    return answer as T;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    void this.worker.terminate();
+  }
+}
+
+/** Opens the adapter (high-performance preference) on a device thread; throws WebGpuUnavailableError without one. */
+export function createWebGpuBackend(): WebGpuBackend {
+  const modulePath = webgpuModule();
+  const bridge = new DeviceBridge();
+  let adapter: WebGpuAdapterSummary;
+  try {
+    adapter = bridge.request<{ adapter: WebGpuAdapterSummary }>(
+      { op: 'open', modulePath, powerPreference: 'high-performance' },
+      [],
+      OPEN_TIMEOUT_MS,
+    ).adapter;
+  } catch (error) {
+    bridge.close();
+    throw new WebGpuUnavailableError((error as Error).message.replace(/^webgpu open: /, ''));
+  }
+  // Operands promised constant, by identity, with their device ids (see withConstantOperands).
+  const resident = new Map<Float32Array, number>();
+  let nextId = 1;
+  let constantDepth = 0;
+
+  function operand(
+    array: Float32Array,
+    length: number,
+    transfer: ArrayBuffer[],
+  ): { id: number } | { data: Float32Array } {
+    const id = resident.get(array);
+    if (id !== undefined) return { id };
+    // A copy of exactly the elements used, moved (not cloned) to the device thread.
+    const data = array.slice(0, length);
+    transfer.push(data.buffer);
+    return { data };
+  }
+
+  const label = adapter.description || [adapter.vendor, adapter.architecture, adapter.device].filter(Boolean).join(' ');
+  return {
+    name: 'webgpu',
+    threads: 1,
+    detail: `${label || 'unnamed adapter'}${adapter.isFallbackAdapter ? ', a software fallback adapter' : ''}`,
+    adapter,
+    matmul(a, b, out, shape) {
+      checkShape(a, b, out, shape);
+      const { batch, M, K, N, aBatchStride, bBatchStride, accumulate } = shape;
+      const outLength = batch * M * N;
+      if (outLength === 0) return;
+      if (K === 0) {
+        if (!accumulate) out.fill(0, 0, outLength);
+        return;
+      }
+      const transfer: ArrayBuffer[] = [];
+      const request = {
+        op: 'matmul',
+        a: operand(a, operandLength(batch, aBatchStride, M * K), transfer),
+        b: operand(b, operandLength(batch, bBatchStride, K * N), transfer),
+        out: accumulate ? out.slice(0, outLength) : null,
+        shape: {
+          batch,
+          M,
+          K,
+          N,
+          transposeA: shape.transposeA,
+          transposeB: shape.transposeB,
+          aBatchStride,
+          bBatchStride,
+          accumulate,
+        },
+      };
+      if (request.out) transfer.push(request.out.buffer);
+      const reply = bridge.request<{ out: Float32Array }>(request, transfer);
+      out.set(reply.out.subarray(0, outLength));
+    },
+    withConstantOperands<T>(operands: Iterable<Float32Array>, fn: () => T): T {
+      for (const array of operands) {
+        if (resident.has(array)) continue;
+        const id = nextId++;
+        const data = array.slice();
+        bridge.request({ op: 'keep', id, data }, [data.buffer]);
+        resident.set(array, id);
+      }
+      constantDepth++;
+      try {
+        return fn();
+      } finally {
+        constantDepth--;
+        if (constantDepth === 0 && resident.size > 0) {
+          const ids = [...resident.values()];
+          resident.clear();
+          bridge.request({ op: 'drop', ids });
+        }
+      }
+    },
+    measureFmaPeak(groups, iterations, repeats) {
+      return bridge.request({ op: 'benchFma', groups, iterations, repeats });
+    },
+    measureMatmul(shape, repeats, tile) {
+      const full = {
+        ...shape,
+        aBatchStride: shape.M * shape.K,
+        bBatchStride: shape.K * shape.N,
+        accumulate: false,
+        tile,
+      };
+      return bridge.request({ op: 'benchMatmul', shape: full, repeats });
+    },
+    dispose() {
+      try {
+        bridge.request({ op: 'close' }, [], 10_000);
+      } catch {
+        // Already closed or the device thread is gone: nothing left to release.
+      }
+      bridge.close();
+    },
+  };
+}
