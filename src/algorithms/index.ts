@@ -52,6 +52,7 @@ import { cispoLossPart, dispoLossPart, gtpoLossPart, ppoClipLossPart, reinforceL
 import { gspoLossPart, gspoTokenLossPart, realLossPart } from './policy-losses-sequence.js';
 import { opmdLossPart } from './policy-losses-opmd.js';
 import { recLossPart } from './policy-losses-rec.js';
+import { discoLossPart } from './policy-losses-disco.js';
 import {
   type Part,
   type PartKind,
@@ -79,6 +80,7 @@ export * from './policy-losses-sequence.js';
 export * from './policy-losses-gtpo.js';
 export * from './policy-losses-opmd.js';
 export * from './policy-losses-rec.js';
+export * from './policy-losses-disco.js';
 export * from './option-schemas.js';
 export * from './flow-steps.js';
 export * from './turn-credit.js';
@@ -123,6 +125,7 @@ export const policyLosses = filled<PolicyLossFn>('policy loss', [
   gtpoLossPart,
   opmdLossPart,
   recLossPart,
+  discoLossPart,
 ]);
 
 /** Loss aggregation modes by name (ALGORITHMS.md §3). */

@@ -70,6 +70,7 @@ describe('built-in registries', () => {
       'gtpo',
       'opmd',
       'rec',
+      'disco',
     ]);
     expect(lossAggregations.names()).toEqual([
       'token-mean',
@@ -88,7 +89,7 @@ describe('built-in registries', () => {
       }
     }
     expect(text).toMatch(/^Advantage estimators \(14\)/);
-    expect(text).toContain('Policy losses (10)');
+    expect(text).toContain('Policy losses (11)');
     expect(text).toContain('KL estimators (3)');
   });
 });
