@@ -53,6 +53,7 @@ import { gspoLossPart, gspoTokenLossPart, realLossPart } from './policy-losses-s
 import { opmdLossPart } from './policy-losses-opmd.js';
 import { recLossPart } from './policy-losses-rec.js';
 import { discoLossPart } from './policy-losses-disco.js';
+import { drpoLossPart } from './policy-losses-drpo.js';
 import {
   type Part,
   type PartKind,
@@ -81,6 +82,7 @@ export * from './policy-losses-gtpo.js';
 export * from './policy-losses-opmd.js';
 export * from './policy-losses-rec.js';
 export * from './policy-losses-disco.js';
+export * from './policy-losses-drpo.js';
 export * from './option-schemas.js';
 export * from './flow-steps.js';
 export * from './turn-credit.js';
@@ -126,6 +128,7 @@ export const policyLosses = filled<PolicyLossFn>('policy loss', [
   opmdLossPart,
   recLossPart,
   discoLossPart,
+  drpoLossPart,
 ]);
 
 /** Loss aggregation modes by name (ALGORITHMS.md §3). */

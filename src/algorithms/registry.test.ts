@@ -71,6 +71,7 @@ describe('built-in registries', () => {
       'opmd',
       'rec',
       'disco',
+      'drpo',
     ]);
     expect(lossAggregations.names()).toEqual([
       'token-mean',
@@ -89,7 +90,7 @@ describe('built-in registries', () => {
       }
     }
     expect(text).toMatch(/^Advantage estimators \(14\)/);
-    expect(text).toContain('Policy losses (11)');
+    expect(text).toContain('Policy losses (12)');
     expect(text).toContain('KL estimators (3)');
   });
 });
