@@ -54,6 +54,7 @@ import { opmdLossPart } from './policy-losses-opmd.js';
 import { recLossPart } from './policy-losses-rec.js';
 import { discoLossPart } from './policy-losses-disco.js';
 import { drpoLossPart } from './policy-losses-drpo.js';
+import { nftLossPart } from './policy-losses-nft.js';
 import {
   type Part,
   type PartKind,
@@ -83,6 +84,7 @@ export * from './policy-losses-opmd.js';
 export * from './policy-losses-rec.js';
 export * from './policy-losses-disco.js';
 export * from './policy-losses-drpo.js';
+export * from './policy-losses-nft.js';
 export * from './option-schemas.js';
 export * from './flow-steps.js';
 export * from './turn-credit.js';
@@ -129,6 +131,7 @@ export const policyLosses = filled<PolicyLossFn>('policy loss', [
   recLossPart,
   discoLossPart,
   drpoLossPart,
+  nftLossPart,
 ]);
 
 /** Loss aggregation modes by name (ALGORITHMS.md §3). */

@@ -72,6 +72,7 @@ describe('built-in registries', () => {
       'rec',
       'disco',
       'drpo',
+      'nft',
     ]);
     expect(lossAggregations.names()).toEqual([
       'token-mean',
@@ -90,7 +91,7 @@ describe('built-in registries', () => {
       }
     }
     expect(text).toMatch(/^Advantage estimators \(14\)/);
-    expect(text).toContain('Policy losses (12)');
+    expect(text).toContain('Policy losses (13)');
     expect(text).toContain('KL estimators (3)');
   });
 });
