@@ -52,6 +52,9 @@ import { cispoLossPart, dispoLossPart, gtpoLossPart, ppoClipLossPart, reinforceL
 import { gspoLossPart, gspoTokenLossPart, realLossPart } from './policy-losses-sequence.js';
 import { opmdLossPart } from './policy-losses-opmd.js';
 import { recLossPart } from './policy-losses-rec.js';
+import { discoLossPart } from './policy-losses-disco.js';
+import { drpoLossPart } from './policy-losses-drpo.js';
+import { nftLossPart } from './policy-losses-nft.js';
 import {
   type Part,
   type PartKind,
@@ -79,6 +82,9 @@ export * from './policy-losses-sequence.js';
 export * from './policy-losses-gtpo.js';
 export * from './policy-losses-opmd.js';
 export * from './policy-losses-rec.js';
+export * from './policy-losses-disco.js';
+export * from './policy-losses-drpo.js';
+export * from './policy-losses-nft.js';
 export * from './option-schemas.js';
 export * from './flow-steps.js';
 export * from './turn-credit.js';
@@ -123,6 +129,9 @@ export const policyLosses = filled<PolicyLossFn>('policy loss', [
   gtpoLossPart,
   opmdLossPart,
   recLossPart,
+  discoLossPart,
+  drpoLossPart,
+  nftLossPart,
 ]);
 
 /** Loss aggregation modes by name (ALGORITHMS.md §3). */

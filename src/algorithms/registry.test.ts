@@ -70,6 +70,9 @@ describe('built-in registries', () => {
       'gtpo',
       'opmd',
       'rec',
+      'disco',
+      'drpo',
+      'nft',
     ]);
     expect(lossAggregations.names()).toEqual([
       'token-mean',
@@ -88,7 +91,7 @@ describe('built-in registries', () => {
       }
     }
     expect(text).toMatch(/^Advantage estimators \(14\)/);
-    expect(text).toContain('Policy losses (10)');
+    expect(text).toContain('Policy losses (13)');
     expect(text).toContain('KL estimators (3)');
   });
 });

@@ -198,7 +198,7 @@ function directComposition(
               Tc,
             )
           : undefined,
-      groupSizes: algorithm.loss === 'real' ? keptSizes : undefined,
+      groupSizes: policyLosses.entry(algorithm.loss).needs?.includes('wholeGroups') ? keptSizes : undefined,
     },
     {
       ...lossOptions,
