@@ -26,7 +26,7 @@ export default {
     taskOptions: { mode: 'groupwise', documents: 4, teacherErrorRate: 0.4 },
     model: { hiddenSize: 64, numLayers: 2, numHeads: 4 },
     sft: { steps: 400, batchSize: 16, learningRate: 3e-3, warmupSteps: 20, schedule: 'cosine' },
-    sampling: { groupSize: 8, maxNewTokens: 24, temperature: 1 },
+    sampling: { groupSize: 8, maxNewTokens: 32, temperature: 1 },
     grpo: { steps: 100, promptsPerStep: 8, microBatchSize: 64, learningRate: 1e-4 },
     rewards: [
       { name: 'ranking-ndcg', weight: 1, options: {} },

@@ -22,7 +22,7 @@ export default {
     taskOptions: { mode: 'pointwise', teacherErrorRate: 0.4 },
     model: { hiddenSize: 64, numLayers: 2, numHeads: 4 },
     sft: { steps: 300, batchSize: 16, learningRate: 3e-3, warmupSteps: 20, schedule: 'cosine' },
-    sampling: { groupSize: 8, maxNewTokens: 16, temperature: 1 },
+    sampling: { groupSize: 8, maxNewTokens: 24, temperature: 1 },
     grpo: { steps: 100, promptsPerStep: 16, microBatchSize: 128, learningRate: 1e-4 },
     rewards: [
       { name: 'exact-match', weight: 1, options: { tag: 'answer' } },

@@ -98,6 +98,9 @@ describe.each(recipes)('recipes/papers/%s.ts', (name, taskName, rewardNames) => 
     const wrong = await score(0); // draw < teacherErrorRate: the teacher's mistake
     expect(wrong[0]).toBeLessThan(1); // the main reward sees the mistake
     expect(wrong.at(-1)).toBe(1); // the format is still right
+    // A right answer fits in the recipe's sampling budget (one character token each, plus the stop token).
+    const longest = Math.max(...task.trainExamples(200, 1).map((row) => task.demonstration(row, () => 0.999).length));
+    expect(longest + 1).toBeLessThanOrEqual(raw.default.config.sampling.maxNewTokens);
   });
 });
 
