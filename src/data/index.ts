@@ -12,6 +12,8 @@ import { humanevalTask } from './tasks/humaneval.js';
 import { math500Task } from './tasks/math500.js';
 import { mbppTask } from './tasks/mbpp.js';
 import { shapeCountingTask, type ShapeCountingOptions } from './tasks/shape-counting.js';
+import { rerankingTask } from './tasks/reranking.js';
+import { textToSqlTask } from './tasks/text-to-sql.js';
 import type { Task } from './task.js';
 import type { NamedReward } from '../rewards/types.js';
 import { createNamedRegistry } from '../registry/registry.js';
@@ -50,6 +52,8 @@ export { gsm8kOptionsSchema, gsm8kTask } from './tasks/gsm8k.js';
 export { humanevalOptionsSchema, humanevalTask } from './tasks/humaneval.js';
 export { math500OptionsSchema, math500Task } from './tasks/math500.js';
 export { mbppOptionsSchema, mbppTask } from './tasks/mbpp.js';
+export { rerankingOptionsSchema, rerankingTask } from './tasks/reranking.js';
+export { textToSqlExample, textToSqlOptionsSchema, textToSqlTask } from './tasks/text-to-sql.js';
 export { solveArithmetic } from './tasks/arithmetic-solver.js';
 export {
   drawShapes,
@@ -81,6 +85,18 @@ const builtInTasks: TaskEntry[] = [
     create: (options) => shapeCountingTask(options as ShapeCountingOptions),
     description:
       'count coloured shapes in generated images (needs a vision-language model), SFT from a shape-blind teacher, GRPO',
+  },
+  {
+    name: 'text-to-sql',
+    create: textToSqlTask,
+    description:
+      'questions over small generated SQLite databases → SQL, execution + partial rewards (Reasoning-SQL #33; recipes/papers/reasoning-sql.ts)',
+  },
+  {
+    name: 'reranking',
+    create: rerankingTask,
+    description:
+      'rerank generated word documents: pointwise relevance (ProRank #17) or a score per document of a group (GroupRank #51); recipes/papers/',
   },
   {
     name: 'dataset',

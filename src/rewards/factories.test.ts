@@ -9,6 +9,7 @@ const required: Record<string, unknown> = {
   regex: { pattern: 'x' },
   'required-sections': { sections: ['a'] },
   'length-budget': { budget: 10 },
+  'score-distribution': { maxScore: 2 },
   'llm-judge': { baseUrl: 'http://127.0.0.1:9/v1', model: 'm' },
 };
 

@@ -26,11 +26,15 @@ import { lengthBudget, repetitionPenalty, softOverlongPunishment, ternaryTruthfu
 import { mathAnswer } from './math.js';
 import { bleu, charF1, rougeL } from './similarity.js';
 import { sqlExecution } from './sql.js';
+import { sqlNgram, sqlSchemaLinking, sqlSyntax } from './sql-partial.js';
+import { rankingNdcg, rankingRecall, scoreDistribution } from './ranking.js';
 import type { Reward } from './types.js';
 import { boxIou, countAnswer } from './visual.js';
 import { createRewardFactoryRegistry, define, type RewardFactory } from './factory-registry.js';
 
 const column = z.string().min(1);
+const tagName = z.string().regex(/^[\w-]+$/, 'a tag name: letters, digits, _ or -');
+const rankingInput = { relevanceColumn: column.optional(), tag: z.union([tagName, z.literal('')]).optional() };
 const unit = z.enum(['tokens', 'characters']);
 const language = z.enum(['python', 'javascript']);
 const judgeEndpoint = {
@@ -278,11 +282,81 @@ const builtIns: RewardFactory[] = [
         databaseColumn: column.optional(),
         executesScore: z.number().optional(),
         order: z.enum(['auto', 'ordered', 'unordered']).optional(),
+        tag: tagName.optional(),
         timeoutMs: z.number().positive().optional(),
         maxRows: z.number().int().positive().optional(),
       })
       .strict(),
     sqlExecution,
+  ),
+  define(
+    'sql-syntax',
+    "predicted SQL runs on the row's SQLite database (no error): 1, else 0",
+    'Reasoning-SQL (#33) syntax-check reward',
+    z
+      .object({
+        databaseColumn: column.optional(),
+        tag: tagName.optional(),
+        timeoutMs: z.number().positive().optional(),
+      })
+      .strict(),
+    sqlSyntax,
+  ),
+  define(
+    'sql-schema-linking',
+    'Jaccard similarity of the table/column names the predicted and gold SQL use, in [0, 1]',
+    'Reasoning-SQL (#33) schema-linking reward',
+    z
+      .object({
+        goldColumn: column.optional(),
+        databaseColumn: column.optional(),
+        tag: tagName.optional(),
+        timeoutMs: z.number().positive().optional(),
+      })
+      .strict(),
+    sqlSchemaLinking,
+  ),
+  define(
+    'sql-ngram',
+    'Jaccard similarity of the predicted and gold SQL token n-gram sets (n = 2), in [0, 1]',
+    'Reasoning-SQL (#33) n-gram similarity reward',
+    z
+      .object({ goldColumn: column.optional(), tag: tagName.optional(), n: z.number().int().min(1).max(8).optional() })
+      .strict(),
+    sqlNgram,
+  ),
+  define(
+    'ranking-ndcg',
+    'NDCG@k of the order the per-document scores in <answer> induce, against graded relevance (ties averaged), in [0, 1]',
+    'GroupRank (#51) ranking-metric reward; NDCG (Järvelin & Kekäläinen 2002)',
+    z
+      .object({
+        ...rankingInput,
+        k: z.number().int().positive().optional(),
+        gain: z.enum(['exponential', 'linear']).optional(),
+      })
+      .strict(),
+    rankingNdcg,
+  ),
+  define(
+    'ranking-recall',
+    'recall@k of the relevant documents under the per-document scores in <answer> (ties averaged), in [0, 1]',
+    'GroupRank (#51) ranking-metric reward (Recall)',
+    z
+      .object({
+        ...rankingInput,
+        k: z.number().int().positive().optional(),
+        relevantFrom: z.number().nonnegative().optional(),
+      })
+      .strict(),
+    rankingRecall,
+  ),
+  define(
+    'score-distribution',
+    '1 − mean |score − gold grade| / maxScore over the documents, in [0, 1]',
+    'GroupRank (#51) distribution reward (substitute form, docs/paper-recipes.md)',
+    z.object({ ...rankingInput, maxScore: z.number().positive() }).strict(),
+    scoreDistribution,
   ),
   define(
     'llm-judge',

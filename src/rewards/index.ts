@@ -15,6 +15,8 @@ export * from './similarity.js';
 export * from './code.js';
 export * from './equation.js';
 export * from './sql.js';
+export * from './sql-partial.js';
+export * from './ranking.js';
 export * from './judge.js';
 export * from './visual.js';
 export * from './factories.js';

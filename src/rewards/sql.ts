@@ -10,6 +10,7 @@
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import { tagContent } from './format.js';
 import { stringColumn, type RewardFn } from './types.js';
 
 /** Result of one query: rows of values, or the error SQLite gave. */
@@ -128,6 +129,16 @@ export function extractSql(completion: string): string {
   return (any.length ? any[any.length - 1]![1]! : completion).trim();
 }
 
+/**
+ * The SQL of a completion: with `tag`, {@link extractSql} of the last `<tag>…</tag>` (null when there
+ * is none); without, {@link extractSql} of the whole completion.
+ */
+export function sqlOf(completion: string, tag?: string): string | null {
+  if (tag === undefined) return extractSql(completion);
+  const content = tagContent(completion, tag);
+  return content === null ? null : extractSql(content);
+}
+
 /** A canonical key for one row: numbers to 12 significant digits, so 0.1 + 0.2 equals 0.3. */
 function rowKey(row: readonly unknown[]): string {
   return JSON.stringify(
@@ -164,6 +175,8 @@ export interface SqlExecutionOptions {
   executesScore?: number;
   /** Row order matters when the gold query has ORDER BY (default `auto`). */
   order?: 'auto' | 'ordered' | 'unordered';
+  /** Read the SQL from the last `<tag>…</tag>` (Reasoning-SQL's `<answer>`); without it the prediction scores 0 (default: the whole completion). */
+  tag?: string;
   timeoutMs?: number;
   maxRows?: number;
 }
@@ -178,6 +191,7 @@ export function sqlExecution({
   databaseColumn = 'schema',
   executesScore = 0.1,
   order = 'auto',
+  tag,
   timeoutMs,
   maxRows,
 }: SqlExecutionOptions = {}): RewardFn {
@@ -187,7 +201,9 @@ export function sqlExecution({
     const goldQuery = stringColumn(row, goldColumn, 'sqlExecution');
     const gold = await runner.run(setup, goldQuery);
     if (!gold.ok) throw new Error(`sqlExecution: the gold query fails: ${gold.error}`);
-    const predicted = await runner.run(setup, extractSql(completion));
+    const query = sqlOf(completion, tag);
+    if (query === null) return 0;
+    const predicted = await runner.run(setup, query);
     if (!predicted.ok) return 0;
     const ordered = order === 'ordered' || (order === 'auto' && /\border\s+by\b/i.test(goldQuery));
     return resultsMatch(predicted, gold, ordered) ? 1 : executesScore;
