@@ -7,6 +7,7 @@
  * gflops / the FMA peak with that many threads, measured in this run by bench/peak (an FMA loop)
  * unless --peak-per-core fixes it. js is single-threaded and slow: it is timed once per shape,
  * with threads 1 only. With --json, one JSON line per (backend, threads, shape); else a table.
+ * `--transpose-b` (webgpu only) times B stored [N, K], as a model's weights are.
  * `--backends webgpu` prints, per shape, the device-side throughput (operands already on the device,
  * the faster of the two tiles, repeated in one submission until it runs ≥ 0.1 s) against the adapter's
  * FMA peak measured in the same run by an FMA-throughput shader, then the end-to-end call (host arrays
@@ -16,7 +17,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Backend, MatmulShape } from '../src/tensor/backend.js';
 import { createBackend } from '../src/tensor/backends/select.js';
-import type { WebGpuBackend } from '../src/tensor/backends/webgpu/webgpu-backend.js';
+import { type WebGpuBackend, webgpuMatmulTiles } from '../src/tensor/backends/webgpu/webgpu-backend.js';
 import { measurePeak } from './peak/peak.js';
 import { DEFAULT_MATMUL_SHAPES, readFlags } from './_flags.js';
 
@@ -27,6 +28,8 @@ interface Settings {
   backends: string[];
   sizes: Array<{ M: number; K: number; N: number }>;
   peakPerCore: number;
+  /** webgpu only: time B stored [N, K] (a weight). */
+  transposeB: boolean;
 }
 
 /** One measured line. */
@@ -50,7 +53,15 @@ function parseArguments(argv: string[]): Settings {
   const backends = value('--backends', 'js,wasm').split(',');
   if (!Number.isInteger(repeats) || repeats < 1) throw new Error('--repeats: a positive integer');
   if (!(peakPerCore >= 0)) throw new Error('--peak-per-core: a number of GFLOP/s (0: measure it)');
-  return { json: argv.includes('--json'), repeats, threads, backends, sizes, peakPerCore };
+  return {
+    json: argv.includes('--json'),
+    repeats,
+    threads,
+    backends,
+    sizes,
+    peakPerCore,
+    transposeB: argv.includes('--transpose-b'),
+  };
 }
 
 /** Seeded values in [-1, 1) so every run multiplies the same matrices. */
@@ -150,15 +161,25 @@ function benchWebGpu(settings: ReturnType<typeof parseArguments>): void {
     const peak = untilLong((repeats) => backend.measureFmaPeak(4096, 64 * repeats, 1)).gflops;
     console.error(`# webgpu FMA peak, measured now: ${peak.toFixed(1)} GFLOP/s`);
     for (const size of settings.sizes) {
-      const shape = { batch: 1, ...size, transposeA: false, transposeB: false };
-      const device = Math.max(
-        ...(['large', 'small'] as const).map(
-          (tile) => untilLong((repeats) => backend.measureMatmul(shape, repeats, tile)).gflops,
-        ),
-      );
+      const shape = { batch: 1, ...size, transposeA: false, transposeB: settings.transposeB };
+      // Every tile geometry, each on a line of its own, then the best as the shape's figure.
+      let device = 0;
+      let bestTile = '';
+      for (const tile of webgpuMatmulTiles) {
+        const { gflops } = untilLong((repeats) => backend.measureMatmul(shape, repeats, tile));
+        console.error(`# webgpu ${size.M}x${size.K}x${size.N} tile ${tile}: ${gflops.toFixed(1)} GFLOP/s`);
+        if (gflops > device) [device, bestTile] = [gflops, tile];
+      }
       const deviceSeconds = (2 * size.M * size.K * size.N) / device / 1e9;
       report(
-        { backend: 'webgpu', threads: 1, ...size, seconds: deviceSeconds, gflops: device, peakFraction: device / peak },
+        {
+          backend: `webgpu:${bestTile}`,
+          threads: 1,
+          ...size,
+          seconds: deviceSeconds,
+          gflops: device,
+          peakFraction: device / peak,
+        },
         settings.json,
       );
       const seconds = bestSeconds(backend, size, settings.repeats);

@@ -145,7 +145,10 @@ async function matmul(): Promise<void> {
   const shapes =
     process.env.CHECK_SHAPES ??
     '4096x4096x4096,1024x1024x1024,32768x896x896,32768x896x4864,32768x4864x896,1024x896x151936';
-  await matmulBench(['--backends', 'webgpu', '--shapes', shapes, '--repeats', '2', '--json']);
+  const square = process.env.CHECK_SQUARE ?? '4096x4096x4096';
+  await matmulBench(['--backends', 'webgpu', '--shapes', square, '--repeats', '2', '--json']);
+  // The model's products: B is a weight stored [N, K].
+  await matmulBench(['--backends', 'webgpu', '--shapes', shapes, '--repeats', '2', '--json', '--transpose-b']);
 }
 
 function step(): void {

@@ -4,6 +4,7 @@
 # the same GRPO step and 4096³ product in PyTorch (bench/gpu/torch_grpo_step.py), each part under its
 # own time limit so that one hang leaves the others' numbers. Output: JSON lines, also in $OUT/*.log.
 # Locally (lavapipe, no CUDA) `OUT=/tmp/gpu bash bench/gpu/run.sh` runs the Node half as a rehearsal.
+# PARTS (check.ts's parts for the first call), TORCH=0 and STEP=0 narrow a run to fit the time left.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/gpu-out}
@@ -23,8 +24,8 @@ done
 echo "# vulkan driver: ${VK_DRIVER_FILES:-default search}"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 node=/tmp/gpu-run/node
-timeout "${CHECK_SECONDS:-200}" "$node" "$g/check.mjs" "$g/fixture" conformance,parity,matmul 2>&1 | grep -v '^Warning: maxDynamic' | tee "$out/check.log"
-if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+timeout "${CHECK_SECONDS:-200}" "$node" "$g/check.mjs" "$g/fixture" "${PARTS:-conformance,parity,matmul}" 2>&1 | grep -v '^Warning: maxDynamic' | tee "$out/check.log"
+if [ "${TORCH:-1}" = 1 ] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   export PYTHONUNBUFFERED=1
   timeout 60 python3 bench/gpu/torch_grpo_step.py --matmul 2>&1 | tee "$out/torch.log"
   timeout 120 python3 bench/gpu/torch_grpo_step.py --dtype float32 2>&1 | grep -v Warning | tee -a "$out/torch.log"
@@ -32,4 +33,5 @@ if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
 else
   echo '# no CUDA PyTorch here: the PyTorch half is skipped'
 fi
+[ "${STEP:-1}" = 1 ] || exit 0
 timeout "${STEP_SECONDS:-150}" "$node" "$g/check.mjs" "$g/fixture" step 2>&1 | grep -v '^Warning: maxDynamic' | tee "$out/step.log"

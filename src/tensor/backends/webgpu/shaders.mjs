@@ -18,6 +18,11 @@
 export const matmulTiles = {
   large: { tileM: 128, tileN: 128, tileK: 8, threadM: 8, threadN: 8 },
   small: { tileM: 32, tileN: 64, tileK: 16, threadM: 2, threadN: 4 },
+  // Contiguous per-invocation blocks read from workgroup memory as vec4s (matmulShader's `vector`):
+  // a quarter of the workgroup-memory loads per FMA of the strided tiles above.
+  vector128: { tileM: 128, tileN: 128, tileK: 8, threadM: 8, threadN: 8, vector: true },
+  vector128k16: { tileM: 128, tileN: 128, tileK: 16, threadM: 8, threadN: 8, vector: true },
+  vector64: { tileM: 64, tileN: 64, tileK: 16, threadM: 4, threadN: 4, vector: true },
 };
 
 /** The uniform block every matmul dispatch reads (u32 words, in this order). */
@@ -38,23 +43,21 @@ export const MATMUL_UNIFORM_WORDS = [
  * Loads are arranged so that consecutive invocations read consecutive addresses in either layout;
  * out-of-range elements load as 0 and are never stored. Sums are float32 FMAs in k order per tile.
  */
-export function matmulShader({ tileM, tileN, tileK, threadM, threadN, transposeA, transposeB }) {
+export function matmulShader({ tileM, tileN, tileK, threadM, threadN, vector = false, transposeA, transposeB }) {
+  if (vector) return vectorMatmulShader({ tileM, tileN, tileK, threadM, threadN, transposeA, transposeB });
   const groupX = tileN / threadN;
   const groupY = tileM / threadM;
   const invocations = groupX * groupY;
-  const aLoads = (tileM * tileK) / invocations;
-  const bLoads = (tileN * tileK) / invocations;
-  if (!Number.isInteger(aLoads) || !Number.isInteger(bLoads)) throw new Error('matmulShader: tile does not divide');
-  // Element (m, k) of A and (k, n) of B within the current batch block.
-  const aIndex = transposeA ? 'k * u.M + m' : 'm * u.K + k';
-  const bIndex = transposeB ? 'n * u.K + k' : 'k * u.N + n';
-  // Which tile coordinates load number l covers: the fastest-varying index follows memory order.
-  const aCoordinates = transposeA
-    ? `let kk = l / ${tileM}u; let mm = l % ${tileM}u;`
-    : `let mm = l / ${tileK}u; let kk = l % ${tileK}u;`;
-  const bCoordinates = transposeB
-    ? `let nn = l / ${tileK}u; let kk = l % ${tileK}u;`
-    : `let kk = l / ${tileN}u; let nn = l % ${tileN}u;`;
+  const loads = tileLoads({
+    tileM,
+    tileN,
+    tileK,
+    invocations,
+    transposeA,
+    transposeB,
+    storeA: `tileA[kk * ${tileM}u + mm] = value;`,
+    storeB: `tileB[kk * ${tileN}u + nn] = value;`,
+  });
   // The per-invocation block is unrolled here rather than left to WGSL loops over function-scope arrays,
   // which some compilers keep in local memory instead of registers.
   const rows = [...Array(threadM).keys()];
@@ -104,6 +107,34 @@ fn main(@builtin(workgroup_id) group: vec3u, @builtin(local_invocation_id) local
   let columnStart = group.x * ${tileN}u;
 ${declareSums}
   for (var kStart = 0u; kStart < u.K; kStart += ${tileK}u) {
+${loads}
+    workgroupBarrier();
+    for (var kk = 0u; kk < ${tileK}u; kk++) {
+${loadRegisters}
+${multiply}
+    }
+    workgroupBarrier();
+  }
+  let outBase = batch * u.M * u.N;
+${store}
+}
+`;
+}
+
+/** The global-to-workgroup loads shared by both shader forms: coordinates in memory order, 0 outside. */
+function tileLoads({ tileM, tileN, tileK, invocations, transposeA, transposeB, storeA, storeB }) {
+  const aLoads = (tileM * tileK) / invocations;
+  const bLoads = (tileN * tileK) / invocations;
+  if (!Number.isInteger(aLoads) || !Number.isInteger(bLoads)) throw new Error('matmulShader: tile does not divide');
+  const aIndex = transposeA ? 'k * u.M + m' : 'm * u.K + k';
+  const bIndex = transposeB ? 'n * u.K + k' : 'k * u.N + n';
+  const aCoordinates = transposeA
+    ? `let kk = l / ${tileM}u; let mm = l % ${tileM}u;`
+    : `let mm = l / ${tileK}u; let kk = l % ${tileK}u;`;
+  const bCoordinates = transposeB
+    ? `let nn = l / ${tileK}u; let kk = l % ${tileK}u;`
+    : `let kk = l / ${tileN}u; let nn = l % ${tileN}u;`;
+  return `
     for (var i = 0u; i < ${aLoads}u; i++) {
       let l = index + i * ${invocations}u;
       ${aCoordinates}
@@ -111,7 +142,7 @@ ${declareSums}
       let k = kStart + kk;
       var value = 0.0;
       if (m < u.M && k < u.K) { value = a[aBase + ${aIndex}]; }
-      tileA[kk * ${tileM}u + mm] = value;
+      ${storeA}
     }
     for (var i = 0u; i < ${bLoads}u; i++) {
       let l = index + i * ${invocations}u;
@@ -120,8 +151,93 @@ ${declareSums}
       let k = kStart + kk;
       var value = 0.0;
       if (n < u.N && k < u.K) { value = b[bBase + ${bIndex}]; }
-      tileB[kk * ${tileN}u + nn] = value;
-    }
+      ${storeB}
+    }`;
+}
+
+/**
+ * The same product with each invocation owning a contiguous threadM × threadN block (both multiples of
+ * 4), reading its operands from workgroup memory as vec4s and accumulating threadM × threadN/4 vec4s:
+ * per k, threadM/4 + threadN/4 vector loads feed threadM·threadN FMAs.
+ */
+function vectorMatmulShader({ tileM, tileN, tileK, threadM, threadN, transposeA, transposeB }) {
+  if (threadM % 4 !== 0 || threadN % 4 !== 0)
+    throw new Error('vectorMatmulShader: thread block must be multiples of 4');
+  const groupX = tileN / threadN;
+  const groupY = tileM / threadM;
+  const invocations = groupX * groupY;
+  const rowVectors = threadM / 4;
+  const columnVectors = threadN / 4;
+  const loads = tileLoads({
+    tileM,
+    tileN,
+    tileK,
+    invocations,
+    transposeA,
+    transposeB,
+    storeA: `tileA[(kk * ${tileM}u + mm) / 4u][mm % 4u] = value;`,
+    storeB: `tileB[(kk * ${tileN}u + nn) / 4u][nn % 4u] = value;`,
+  });
+  const rows = [...Array(threadM).keys()];
+  const columns = [...Array(columnVectors).keys()];
+  const declare = rows.map((i) => columns.map((c) => `  var s${i}_${c} = vec4f(0.0);`).join('')).join('\n');
+  const loadRegisters = [
+    ...[...Array(rowVectors).keys()].map(
+      (r) => `      let a${r} = tileA[kk * ${tileM / 4}u + local.y * ${rowVectors}u + ${r}u];`,
+    ),
+    ...columns.map((c) => `      let b${c} = tileB[kk * ${tileN / 4}u + local.x * ${columnVectors}u + ${c}u];`),
+  ].join('\n');
+  const multiply = rows
+    .map((i) =>
+      columns.map((c) => `      s${i}_${c} = fma(vec4f(a${i >> 2}[${i & 3}]), b${c}, s${i}_${c});`).join('\n'),
+    )
+    .join('\n');
+  const store = rows
+    .map((i) =>
+      columns
+        .map(
+          (c) =>
+            `  storeVector(rowStart + local.y * ${threadM}u + ${i}u, columnStart + local.x * ${threadN}u + ${c * 4}u, outBase, s${i}_${c});`,
+        )
+        .join('\n'),
+    )
+    .join('\n');
+  return /* wgsl */ `
+struct Uniforms { M: u32, N: u32, K: u32, aBatchStride: u32, bBatchStride: u32, accumulate: u32, batchStart: u32, aOffset: u32 }
+@group(0) @binding(0) var<uniform> u: Uniforms;
+@group(0) @binding(1) var<storage, read> a: array<f32>;
+@group(0) @binding(2) var<storage, read> b: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+var<workgroup> tileA: array<vec4f, ${(tileK * tileM) / 4}>;
+var<workgroup> tileB: array<vec4f, ${(tileK * tileN) / 4}>;
+
+fn storeOne(m: u32, n: u32, outBase: u32, sum: f32) {
+  if (n >= u.N) { return; }
+  let at = outBase + m * u.N + n;
+  var value = sum;
+  if (u.accumulate != 0u) { value += out[at]; }
+  out[at] = value;
+}
+
+fn storeVector(m: u32, n: u32, outBase: u32, sums: vec4f) {
+  if (m >= u.M) { return; }
+  storeOne(m, n, outBase, sums.x);
+  storeOne(m, n + 1u, outBase, sums.y);
+  storeOne(m, n + 2u, outBase, sums.z);
+  storeOne(m, n + 3u, outBase, sums.w);
+}
+
+@compute @workgroup_size(${groupX}, ${groupY}, 1)
+fn main(@builtin(workgroup_id) group: vec3u, @builtin(local_invocation_id) local: vec3u,
+        @builtin(local_invocation_index) index: u32) {
+  let batch = u.batchStart + group.z;
+  let aBase = u.aOffset + batch * u.aBatchStride;
+  let bBase = batch * u.bBatchStride;
+  let rowStart = group.y * ${tileM}u;
+  let columnStart = group.x * ${tileN}u;
+${declare}
+  for (var kStart = 0u; kStart < u.K; kStart += ${tileK}u) {
+${loads}
     workgroupBarrier();
     for (var kk = 0u; kk < ${tileK}u; kk++) {
 ${loadRegisters}

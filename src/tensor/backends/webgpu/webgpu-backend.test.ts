@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import type { MatmulShape } from '../../backend.js';
 import { webgpuUnderTest } from '../../test-backends.js';
 import { matmulJs } from '../js.js';
+import { type WebGpuBackend, webgpuMatmulTiles } from './webgpu-backend.js';
 
 const webgpu = webgpuUnderTest();
 const repositoryRoot = new URL('../../../../', import.meta.url).pathname;
@@ -66,6 +67,24 @@ describe.runIf(webgpu)('webgpu backend', () => {
     const expected = out.slice();
     matmulJs(a, b, expected, geometry);
     backend.matmul(a, b, out, geometry);
+    expect(relativeError(out, expected)).toBeLessThan(1e-5);
+  });
+
+  // Every tile geometry the backend may choose, pinned: ragged edges in M, N and K, both layouts of
+  // each operand, a shared B and accumulation.
+  it.each(
+    webgpuMatmulTiles.flatMap(
+      (tile) =>
+        [
+          [tile, shape(2, 131, 37, 133, { transposeA: true, transposeB: true, accumulate: true })],
+          [tile, shape(3, 70, 19, 67, { bBatchStride: 0 })],
+        ] as const,
+    ),
+  )('the %s tile equals the js spec (%#)', (tile, geometry) => {
+    const { a, b, out } = operands(geometry, 3);
+    const expected = out.slice();
+    matmulJs(a, b, expected, geometry);
+    (backend as WebGpuBackend).matmulOnTile(a, b, out, geometry, tile);
     expect(relativeError(out, expected)).toBeLessThan(1e-5);
   });
 

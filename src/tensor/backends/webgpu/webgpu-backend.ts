@@ -30,15 +30,21 @@ export interface WebGpuAdapterSummary {
   maxComputeWorkgroupsPerDimension: number;
 }
 
+/** The matmul shader's tile geometries (shaders.mjs's matmulTiles), for benches and tests that pin one. */
+export const webgpuMatmulTiles = ['large', 'small', 'vector128', 'vector128k16', 'vector64'] as const;
+export type WebGpuMatmulTile = (typeof webgpuMatmulTiles)[number];
+
 export interface WebGpuBackend extends Backend {
   readonly adapter: WebGpuAdapterSummary;
+  /** matmul on a pinned tile geometry instead of the one the backend would choose (tests, benches). */
+  matmulOnTile(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape, tile: WebGpuMatmulTile): void;
   /** Device-side float32 FMA throughput in GFLOP/s (the bench's peak): `groups` workgroups of 256. */
   measureFmaPeak(groups: number, iterations: number, repeats: number): { seconds: number; gflops: number };
   /** Device-side throughput of `repeats` products of this shape on operands already on the device. */
   measureMatmul(
     shape: Pick<MatmulShape, 'batch' | 'M' | 'K' | 'N' | 'transposeA' | 'transposeB'>,
     repeats: number,
-    tile?: 'large' | 'small',
+    tile?: WebGpuMatmulTile,
   ): { seconds: number; gflops: number };
 }
 
@@ -165,6 +171,45 @@ export function createWebGpuBackend(): WebGpuBackend {
     return { data };
   }
 
+  function matmulOn(
+    a: Float32Array,
+    b: Float32Array,
+    out: Float32Array,
+    shape: MatmulShape,
+    tile: WebGpuMatmulTile | undefined,
+  ): void {
+    checkShape(a, b, out, shape);
+    const { batch, M, K, N, aBatchStride, bBatchStride, accumulate } = shape;
+    const outLength = batch * M * N;
+    if (outLength === 0) return;
+    if (K === 0) {
+      if (!accumulate) out.fill(0, 0, outLength);
+      return;
+    }
+    const transfer: ArrayBuffer[] = [];
+    const request = {
+      op: 'matmul',
+      a: operand(a, operandLength(batch, aBatchStride, M * K), transfer),
+      b: operand(b, operandLength(batch, bBatchStride, K * N), transfer),
+      out: accumulate ? out.slice(0, outLength) : null,
+      shape: {
+        batch,
+        M,
+        K,
+        N,
+        transposeA: shape.transposeA,
+        transposeB: shape.transposeB,
+        aBatchStride,
+        bBatchStride,
+        accumulate,
+        tile,
+      },
+    };
+    if (request.out) transfer.push(request.out.buffer);
+    const reply = bridge.request<{ out: Float32Array }>(request, transfer);
+    out.set(reply.out.subarray(0, outLength));
+  }
+
   const label = adapter.description || [adapter.vendor, adapter.architecture, adapter.device].filter(Boolean).join(' ');
   return {
     name: 'webgpu',
@@ -172,35 +217,10 @@ export function createWebGpuBackend(): WebGpuBackend {
     detail: `${label || 'unnamed adapter'}${adapter.isFallbackAdapter ? ', a software fallback adapter' : ''}`,
     adapter,
     matmul(a, b, out, shape) {
-      checkShape(a, b, out, shape);
-      const { batch, M, K, N, aBatchStride, bBatchStride, accumulate } = shape;
-      const outLength = batch * M * N;
-      if (outLength === 0) return;
-      if (K === 0) {
-        if (!accumulate) out.fill(0, 0, outLength);
-        return;
-      }
-      const transfer: ArrayBuffer[] = [];
-      const request = {
-        op: 'matmul',
-        a: operand(a, operandLength(batch, aBatchStride, M * K), transfer),
-        b: operand(b, operandLength(batch, bBatchStride, K * N), transfer),
-        out: accumulate ? out.slice(0, outLength) : null,
-        shape: {
-          batch,
-          M,
-          K,
-          N,
-          transposeA: shape.transposeA,
-          transposeB: shape.transposeB,
-          aBatchStride,
-          bBatchStride,
-          accumulate,
-        },
-      };
-      if (request.out) transfer.push(request.out.buffer);
-      const reply = bridge.request<{ out: Float32Array }>(request, transfer);
-      out.set(reply.out.subarray(0, outLength));
+      matmulOn(a, b, out, shape, undefined);
+    },
+    matmulOnTile(a, b, out, shape, tile) {
+      matmulOn(a, b, out, shape, tile);
     },
     withConstantOperands<T>(operands: Iterable<Float32Array>, fn: () => T): T {
       for (const array of operands) {
