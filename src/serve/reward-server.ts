@@ -72,7 +72,7 @@ const sendError = (response: ServerResponse, status: number, message: string): v
 
 /** Scores one parsed request body; returns the HTTP status and the body to send. */
 async function answer(body: unknown, options: RewardServerOptions): Promise<{ status: number; body: string }> {
-  const request = parseRewardRequest(body);
+  const request = parseRewardRequest(body, options.maxJsonDepth ?? MAX_JSON_DEPTH);
   for (const row of request.rows) {
     const suffix = options.stripSuffixes?.find((text) => text !== '' && row.completion.endsWith(text));
     if (suffix !== undefined) row.completion = row.completion.slice(0, -suffix.length);
