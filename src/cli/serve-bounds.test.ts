@@ -109,6 +109,39 @@ describe('grpo serve refuses what is over a bound, before the work', () => {
     expect(reply.json.error.message).toMatch(/over this server's limit|levels deep/);
   });
 
+  it.each([
+    // [case, path, body, param, message]: found by serve/serve-fuzz.test.ts
+    ['an empty stop string (it cut every completion to "")', '/v1/completions', { prompt: 'Once', stop: '' }, 'stop'],
+    [
+      'an empty chat stop string',
+      '/v1/chat/completions',
+      { messages: [{ role: 'user', content: 'hi' }], stop: '' },
+      'stop',
+    ],
+    // logits / 5e-324 overflowed float32: the sampled tokens' logprobs came back null (NaN)
+    ['a subnormal temperature', '/v1/completions', { prompt: 'Once', temperature: 5e-324, logprobs: 0 }, 'temperature'],
+    ['a temperature below 1e-5', '/v1/completions', { prompt: 'Once', temperature: 1e-300 }, 'temperature'],
+  ])('%s: a 400 naming the field', async (_, path, body, param) => {
+    const reply = await post(running.url, path, { max_tokens: 2, ...body });
+    expect(reply.status).toBe(400);
+    expect(reply.json.error.param).toBe(param);
+    expect(reply.json.error.message).toContain(param);
+  });
+
+  it('a temperature of 1e-5 samples with finite logprobs; 0 is greedy', async () => {
+    for (const temperature of [1e-5, 0]) {
+      const reply = await post(running.url, '/v1/completions', {
+        prompt: 'Once',
+        max_tokens: 4,
+        temperature,
+        logprobs: 0,
+      });
+      expect(reply.status).toBe(200);
+      const logprobs: number[] = reply.json.choices[0].logprobs.token_logprobs;
+      expect(logprobs.every((logprob) => Number.isFinite(logprob) && logprob <= 0)).toBe(true);
+    }
+  });
+
   it("the issue's requests against the default limits: each a 4xx before any tokenizing", async () => {
     const defaults = await serve();
     encoded.length = 0;

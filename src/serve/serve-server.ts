@@ -223,7 +223,7 @@ export async function startServe(options: ServeOptions): Promise<RunningServer> 
     if (name === modelName) throw new RequestError(`lora_name "${name}" is the base model's name`, 'lora_name');
     if (models.has(name) && inPlace !== true)
       throw new RequestError(
-        `The lora adapter '${name}' has already been loaded; pass load_inplace: true to replace it`,
+        `lora_name: the lora adapter '${name}' has already been loaded; pass load_inplace: true to replace it`,
         'lora_name',
       );
     try {
