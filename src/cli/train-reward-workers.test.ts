@@ -80,6 +80,19 @@ describe('rewardWorkers in grpo train', () => {
     expect(JSON.parse(readFileSync(join(run, 'summary.json'), 'utf8')).status).toBe('finished');
   }, 120_000);
 
+  it("scores a task's own (named) rewards in workers as on the training thread", async () => {
+    const named = small.filter((setting) => !setting.startsWith('rewardWorkers.'));
+    const scores = async (runName: string, extra: string[]) => {
+      expect(await runTrainCommand({ set: [...named, ...extra], runName, quiet: true })).toBe(0);
+      return jsonLines(join(scratch, runName, 'samples.jsonl')).flatMap((group) =>
+        group.completions.map((completion: { rewards: unknown }) => completion.rewards),
+      );
+    };
+    const inWorkers = await scores('named-workers', ['rewardWorkers.threads=1']);
+    expect(inWorkers.length).toBeGreaterThan(0);
+    expect(inWorkers).toEqual(await scores('named-here', []));
+  }, 120_000);
+
   it('refuses rewards passed as functions (they cannot cross threads), before any model loads', () => {
     const config = resolveConfig({ rewardWorkers: { threads: 2 } }, []);
     expect(() => createRunContext(config, { rewards: [{ name: 'f', reward: () => 1, weight: 1 }] })).toThrow(
