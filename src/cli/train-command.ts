@@ -312,7 +312,7 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
     // Reward workers (rewardWorkers.threads > 0) rebuild the rewards from the same recipe and config.
     rewardSource: {
       module: import.meta.url,
-      exportName: 'trainingRewards',
+      exportName: trainingRewards.name, // the workers call it by name
       args: { recipe: recipeFile === undefined ? undefined : resolve(recipeFile), config: raw },
     },
   });
