@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { startRewardServer } from '../src/serve/reward-server.js';
-import { RewardWorkerPool } from '../src/serve/reward-workers.js';
+import { RewardWorkerPool } from '../src/rewards/workers.js';
 import { startServe } from '../src/serve/serve-server.js';
 import { loadCheckpoint, resolveStopTokenIds } from '../src/model/checkpoint.js';
 import { createSmallConfig } from '../src/model/config.js';

@@ -278,6 +278,11 @@ export function buildProgram(): Command {
       integerFrom(1, 2 ** 31 - 1),
     )
     .option(
+      '--max-kv-cache-mb <n>',
+      `most MiB of KV cache held by every decoding batch together; a request needing more alone is refused, one that does not fit beside the running batches waits (default ${BATCHER_DEFAULTS.maxKvCacheBytes / 1024 ** 2})`,
+      integerFrom(1, 2 ** 30),
+    )
+    .option(
       '--max-adapter-rank <r>',
       `largest LoRA rank an adapter may have (default ${SERVE_LIMIT_DEFAULTS.maxAdapterRank})`,
       integerFrom(1, 1e6),
@@ -304,6 +309,7 @@ regular files inside their folder (no links out of it).`,
         host: options.host,
         maxSequences: options.maxSequences,
         maxBatchTokens: options.maxBatchTokens,
+        maxKvCacheBytes: options.maxKvCacheMb === undefined ? undefined : options.maxKvCacheMb * 1024 ** 2,
         limits: {
           maxBodyBytes: options.maxBodyBytes,
           maxJsonDepth: options.maxJsonDepth,

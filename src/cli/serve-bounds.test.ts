@@ -17,7 +17,7 @@ import { loadCheckpoint, resolveStopTokenIds } from '../model/checkpoint.js';
 import { encodeSafetensors, readSafetensors } from '../model/safetensors.js';
 import { loadTokenizer, type TextTokenizer } from '../model/tokenizer.js';
 import { Transformer } from '../model/transformer.js';
-import { DecodeBatcher } from '../serve/serve-batcher.js';
+import { DecodeBatcher, jobKvBytes } from '../serve/serve-batcher.js';
 import { startServe, type RunningServer, type ServeOptions } from '../serve/serve-server.js';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -107,6 +107,51 @@ describe('grpo serve refuses what is over a bound, before the work', () => {
     expect(reply.status).toBe(status);
     expect(reply.json.error.param).toBe(param);
     expect(reply.json.error.message).toMatch(/over this server's limit|levels deep/);
+  });
+
+  it.each([
+    // [case, path, body, param, message]: found by serve/serve-fuzz.test.ts
+    ['an empty stop string (it cut every completion to "")', '/v1/completions', { prompt: 'Once', stop: '' }, 'stop'],
+    [
+      'an empty chat stop string',
+      '/v1/chat/completions',
+      { messages: [{ role: 'user', content: 'hi' }], stop: '' },
+      'stop',
+    ],
+    // logits / 5e-324 overflowed float32: the sampled tokens' logprobs came back null (NaN)
+    ['a subnormal temperature', '/v1/completions', { prompt: 'Once', temperature: 5e-324, logprobs: 0 }, 'temperature'],
+    ['a temperature below 1e-5', '/v1/completions', { prompt: 'Once', temperature: 1e-300 }, 'temperature'],
+  ])('%s: a 400 naming the field', async (_, path, body, param) => {
+    const reply = await post(running.url, path, { max_tokens: 2, ...body });
+    expect(reply.status).toBe(400);
+    expect(reply.json.error.param).toBe(param);
+    expect(reply.json.error.message).toContain(param);
+  });
+
+  it('a request whose own KV cache is over --max-kv-cache-mb: a 400 naming max_tokens, before any batch', async () => {
+    const small = await serve({ maxKvCacheBytes: 100 * 1024 }); // 100 tokens of the 1 KiB per token this model keeps
+    const reply = await post(small.url, '/v1/completions', { prompt: [1, 5, 6], n: 2, max_tokens: 60 });
+    expect(reply.status).toBe(400);
+    expect(reply.json.error.param).toBe('max_tokens');
+    expect(reply.json.error.message).toBe(
+      "3 prompt tokens and 2 sequence(s) × max_tokens 60 need 123.0 KiB of KV cache, over this server's limit of 100.0 KiB (--max-kv-cache-mb)",
+    );
+    expect(small.batcher.batchSizes).toEqual([]);
+    expect((await post(small.url, '/v1/completions', { prompt: [1, 5, 6], n: 2, max_tokens: 40 })).status).toBe(200);
+  });
+
+  it('a temperature of 1e-5 samples with finite logprobs; 0 is greedy', async () => {
+    for (const temperature of [1e-5, 0]) {
+      const reply = await post(running.url, '/v1/completions', {
+        prompt: 'Once',
+        max_tokens: 4,
+        temperature,
+        logprobs: 0,
+      });
+      expect(reply.status).toBe(200);
+      const logprobs: number[] = reply.json.choices[0].logprobs.token_logprobs;
+      expect(logprobs.every((logprob) => Number.isFinite(logprob) && logprob <= 0)).toBe(true);
+    }
   });
 
   it("the issue's requests against the default limits: each a 4xx before any tokenizing", async () => {
@@ -212,6 +257,41 @@ describe('one request never holds the server', () => {
         ],
       }),
     ).rejects.toThrow(/over the batch limits/);
+  });
+
+  it('the KV caches of every decoding batch stay within --max-kv-cache-mb: a batch that does not fit beside the running ones waits', async () => {
+    const model = Transformer.fromTensors(checkpoint.config, checkpoint.tensors);
+    const settings = {
+      modelName: 'tiny',
+      model,
+      numSamples: 2,
+      topK: 0,
+      topP: 1,
+      minP: 0,
+      stopTokenIds: [],
+      seed: null,
+    };
+    // Different max_tokens: they never share a batch, so without the memory bound both decode at once.
+    const first = { ...settings, prompts: [[1, 5]], maxNewTokens: 60, temperature: 0 };
+    const second = { ...settings, prompts: [[1, 6]], maxNewTokens: 50, temperature: 0 };
+    const bytes = jobKvBytes(first) + jobKvBytes(second);
+    expect(jobKvBytes(first)).toBe((2 + 2 * 60) * 1024); // 2 layers × K and V × 4 heads × 16 dims × 4 bytes per token
+    const decodeAtOnce = async (maxKvCacheBytes: number) => {
+      const batcher = new DecodeBatcher({ maxKvCacheBytes, sliceMs: 0 }); // one decode step per turn
+      let most = 0;
+      let done = false;
+      const both = Promise.all([batcher.submit(first), batcher.submit(second)]).then(
+        (results) => ((done = true), results),
+      );
+      while (!done) {
+        most = Math.max(most, batcher.activeBatches);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      expect((await both).flat()).toHaveLength(4);
+      return most;
+    };
+    expect(await decodeAtOnce(bytes)).toBe(2); // both fit: they overlap
+    expect(await decodeAtOnce(bytes - 1)).toBe(1); // one at a time, and both answered
   });
 });
 

@@ -22,6 +22,8 @@ export interface ServeCommandOptions {
   /** Most sequences and generated tokens per decode batch (and so per request). */
   maxSequences?: number;
   maxBatchTokens?: number;
+  /** Most bytes of KV cache held by every decoding batch together. */
+  maxKvCacheBytes?: number;
   /** Bounds on requests and adapters; undefined fields keep SERVE_LIMIT_DEFAULTS. */
   limits?: Partial<ServeLimits>;
 }
@@ -46,6 +48,7 @@ export async function runServeCommand(
     port: options.port,
     maxSequences: options.maxSequences,
     maxBatchTokens: options.maxBatchTokens,
+    maxKvCacheBytes: options.maxKvCacheBytes,
     // Flags left out arrive as undefined: drop them so the defaults hold.
     limits: Object.fromEntries(Object.entries(options.limits ?? {}).filter(([, value]) => value !== undefined)),
   });

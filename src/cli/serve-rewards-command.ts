@@ -7,12 +7,12 @@
  * resolveConfig, buildRewards): a recipe's code rewards, else the config's `rewards`, else the
  * task's own. The rewards run in worker threads, each of which builds them the same way
  * (resolveServedRewards is the workers' source), so a call past `--reward-timeout-ms` is stopped.
- * Is not: the HTTP protocol (reward-server.ts, reward-protocols.ts) or the pool (reward-workers.ts).
+ * Is not: the HTTP protocol (reward-server.ts, reward-protocols.ts) or the pool (rewards/workers.ts).
  */
 import { buildRewards, loadRunTask, mergeConfig, resolveConfig, type Recipe } from '../trainer/index.js';
 import type { NamedReward } from '../rewards/index.js';
 import { startRewardServer, type RunningRewardServer } from '../serve/reward-server.js';
-import { RewardWorkerPool } from '../serve/reward-workers.js';
+import { RewardWorkerPool } from '../rewards/workers.js';
 import { dataFlagOverrides, loadRecipe } from './train-command.js';
 
 export interface ServeRewardsOptions {

@@ -13,6 +13,7 @@ import {
   loadRunTask,
   mergeConfig,
   resolveConfig,
+  runRewards,
   RunInterrupted,
   train,
   type Recipe,
@@ -22,7 +23,7 @@ import { writeJsonAtomically } from '../run/run-folder.js';
 import { registerParts, type Part } from '../algorithms/index.js';
 import { isFlowRecipe } from '../flow/recipe.js';
 import { runFlowTrainCommand } from './train-flow.js';
-import { rewardFactories } from '../rewards/index.js';
+import { rewardFactories, type NamedReward } from '../rewards/index.js';
 import { closestName } from '../registry/closest-name.js';
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
@@ -243,8 +244,26 @@ function defaultRunName(config: TrainerConfig): string {
   return `${stamp}-${config.task}`;
 }
 
+/**
+ * A `grpo train` run's rewards, rebuilt inside a reward worker (`rewardWorkers.threads` > 0) from
+ * plain data, as the run built them: the recipe file's code rewards, else the config's named ones
+ * or the task's (loading the task: for a dataset task each worker reads its data files once).
+ */
+export async function trainingRewards(source: {
+  recipe?: string;
+  config: Record<string, unknown>;
+}): Promise<NamedReward[]> {
+  const recipe: Recipe = source.recipe === undefined ? { config: {} } : await loadRecipe(source.recipe);
+  if (recipe.rewards && !recipe.environment) return recipe.rewards;
+  const task = await loadRunTask(source.config, recipe.task, recipe.rewards);
+  const config = resolveConfig(source.config, recipe.task ? [recipe.task.name] : [], task);
+  return runRewards(config, { rewards: recipe.rewards, task, environment: recipe.environment });
+}
+
 export async function runTrainCommand(options: TrainCommandOptions): Promise<number> {
   let recipe: Recipe = { config: {} };
+  /** The recipe file whose code the run uses (given, or recorded by the run being resumed). */
+  let recipeFile: string | undefined = options.recipe;
   let runDirectory: string | undefined;
   if (options.resume) {
     runDirectory = resolve(options.resume);
@@ -255,9 +274,9 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
     recipe = { config: readConfigFile(saved) };
     // A run started from a code recipe needs its functions again: reuse the recorded recipe file.
     const source = join(runDirectory, 'source.json');
-    const recipeFile =
-      options.recipe ??
-      (existsSync(source) ? (JSON.parse(readFileSync(source, 'utf8')) as { recipe?: string }).recipe : undefined);
+    recipeFile ??= existsSync(source)
+      ? (JSON.parse(readFileSync(source, 'utf8')) as { recipe?: string }).recipe
+      : undefined;
     if (recipeFile) {
       const code = await loadRecipe(recipeFile);
       recipe = {
@@ -290,6 +309,12 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
     task,
     rollout: recipe.rollout,
     environment: recipe.environment,
+    // Reward workers (rewardWorkers.threads > 0) rebuild the rewards from the same recipe and config.
+    rewardSource: {
+      module: import.meta.url,
+      exportName: trainingRewards.name, // the workers call it by name
+      args: { recipe: recipeFile === undefined ? undefined : resolve(recipeFile), config: raw },
+    },
   });
   runDirectory ??= join(
     resolve(config.logging.runsDirectory),

@@ -43,6 +43,12 @@ export interface RewardMatrix {
   groupSizes: readonly number[];
 }
 
+/**
+ * Scores groups of completions into the matrix: `scoreRewards` on this thread, or a worker pool's
+ * `score` (workers.ts), which stops a call that never returns.
+ */
+export type RewardScorer = (groups: ReadonlyArray<readonly RewardInput[]>) => Promise<RewardMatrix>;
+
 /** Knobs for {@link scoreRewards}. */
 export interface ScoreRewardsOptions {
   /** Per-call wall-clock limit in milliseconds (default 30 000). */

@@ -14,6 +14,7 @@
  * Is not: HTTP (reward-server.ts) nor the scoring (rewards/run.ts, rewards/combine.ts).
  */
 import type { ChatMessage, RewardInput, RewardMatrix } from '../rewards/index.js';
+import { jsonNestingDepth } from './json-body.js';
 
 /** A body that is not one of the two formats, or a field of the wrong type: answered with HTTP 400. */
 export class RequestError extends Error {}
@@ -33,13 +34,19 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> =>
 const expectedFormats =
   'expected OpenRLHF\'s {"query": [...], "prompts": [...], "labels": [...]} or slime\'s {"prompt": ..., "response": "...", "label": ...}';
 
-/** A label as dataset columns (see the file header). */
-function labelColumns(label: unknown, field: string): Record<string, unknown> {
+/**
+ * A label as dataset columns (see the file header). JSON held in a label string is one string to
+ * the body's depth check, so its own nesting is measured before it is parsed: past `maxDepth` it
+ * would overflow the stack of whatever walks the columns later (grouping, a worker's message).
+ */
+function labelColumns(label: unknown, field: string, maxDepth: number): Record<string, unknown> {
   if (label === undefined || label === null) return {};
   if (isPlainObject(label)) return label;
   if (typeof label === 'number' || typeof label === 'boolean') return { answer: label };
   if (typeof label !== 'string') throw new RequestError(`${field} must be a string, a number or an object of columns`);
   if (label.trimStart().startsWith('{')) {
+    if (jsonNestingDepth(label, maxDepth) > maxDepth)
+      throw new RequestError(`${field} holds JSON nested more than ${maxDepth} levels deep`);
     try {
       const parsed: unknown = JSON.parse(label);
       if (isPlainObject(parsed)) return parsed;
@@ -74,7 +81,7 @@ function sideList(body: Record<string, unknown>, name: string, length: number): 
   return value;
 }
 
-function parseOpenRlhf(body: Record<string, unknown>): ServedRow[] {
+function parseOpenRlhf(body: Record<string, unknown>, maxDepth: number): ServedRow[] {
   const queries = body.query;
   if (!Array.isArray(queries)) throw new RequestError(`"query" must be a list of strings (prompt + response)`);
   const prompts = sideList(body, 'prompts', queries.length);
@@ -83,27 +90,30 @@ function parseOpenRlhf(body: Record<string, unknown>): ServedRow[] {
     if (typeof query !== 'string') throw new RequestError(`query[${index}] must be a string, got ${typeof query}`);
     const prompt = checkPrompt(prompts[index], `prompts[${index}]`);
     const completion = typeof prompt === 'string' && query.startsWith(prompt) ? query.slice(prompt.length) : query;
-    return { prompt, completion, columns: labelColumns(labels[index], `labels[${index}]`) };
+    return { prompt, completion, columns: labelColumns(labels[index], `labels[${index}]`, maxDepth) };
   });
 }
 
-function parseSlime(body: Record<string, unknown>): ServedRow[] {
+function parseSlime(body: Record<string, unknown>, maxDepth: number): ServedRow[] {
   if (typeof body.response !== 'string')
     throw new RequestError(`"response" must be a string, got ${typeof body.response}`);
   return [
     {
       prompt: checkPrompt(body.prompt, '"prompt"'),
       completion: body.response,
-      columns: labelColumns(body.label, '"label"'),
+      columns: labelColumns(body.label, '"label"', maxDepth),
     },
   ];
 }
 
-/** The protocol of a parsed JSON body, told apart by its fields, and its rows. */
-export function parseRewardRequest(body: unknown): RewardRequest {
+/**
+ * The protocol of a parsed JSON body, told apart by its fields, and its rows; `maxDepth` bounds the
+ * nesting of JSON held in label strings, as the server bounds the body's.
+ */
+export function parseRewardRequest(body: unknown, maxDepth: number): RewardRequest {
   if (!isPlainObject(body)) throw new RequestError(`the body must be a JSON object; ${expectedFormats}`);
-  if ('query' in body) return { protocol: 'openrlhf', rows: parseOpenRlhf(body) };
-  if ('response' in body) return { protocol: 'slime', rows: parseSlime(body) };
+  if ('query' in body) return { protocol: 'openrlhf', rows: parseOpenRlhf(body, maxDepth) };
+  if ('response' in body) return { protocol: 'slime', rows: parseSlime(body, maxDepth) };
   const fields = Object.keys(body);
   throw new RequestError(
     `${expectedFormats}; got ${fields.length ? `the fields ${fields.map((name) => `"${name}"`).join(', ')}` : 'an empty object'}`,

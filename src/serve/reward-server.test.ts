@@ -88,6 +88,21 @@ describe('malformed requests', () => {
     expect((await post(server.url, '{"query": ["a"], "labels": [{"a": "[[[{{{"}]}')).status).toBe(200); // brackets in strings do not count
   });
 
+  it('JSON nested 10⁴ deep inside a label string → 400 naming the label (it was a 500: stack overflow)', async () => {
+    // Found by reward-protocols-fuzz.test.ts: the label is one string to the body's depth check, and
+    // the columns parsed from it overflowed the stack when the rows were grouped.
+    const url = await serve([correct]);
+    const label = `{"answer": "1", "deep": ${'['.repeat(10_000)}${']'.repeat(10_000)}}`;
+    for (const [body, field] of [
+      [{ response: 'x', label }, '"label"'],
+      [{ query: ['a', 'b'], labels: ['1', label] }, 'labels[1]'],
+    ] as const) {
+      const { status, text } = await post(`${url}/get_reward`, JSON.stringify(body));
+      expect(status).toBe(400);
+      expect(JSON.parse(text).error).toBe(`${field} holds JSON nested more than 64 levels deep`);
+    }
+  });
+
   it('a wrong route or method is refused', async () => {
     const url = await serve([correct]);
     expect((await post(`${url}/rewards`, '{}')).status).toBe(404);

@@ -6,7 +6,7 @@
  * Each request is scored on its own, so requests overlap as far as the rewards let them. With
  * `workers` (what `grpo serve-rewards` uses) every reward call runs in a worker thread that is
  * stopped when the call overruns its time limit, so even a synchronous reward that never returns is
- * a failed reward and the other clients keep being served (reward-workers.ts). With `rewards` the
+ * a failed reward and the other clients keep being served (rewards/workers.ts). With `rewards` the
  * calls run on this thread: an async reward is timed out, a synchronous one holds the thread.
  * A failed reward is never 0: OpenRLHF gets `null` for that row plus the reason in `errors`; slime
  * gets HTTP 500 with the reason. Bodies are bounded in bytes and JSON nesting before parsing.
@@ -23,7 +23,7 @@ import {
   RequestError,
   scoresByRow,
 } from './reward-protocols.js';
-import type { RewardWorkerPool } from './reward-workers.js';
+import type { RewardWorkerPool } from '../rewards/workers.js';
 
 /** Largest request body read; a batch of completions is far smaller, and bodies are read into memory. */
 export const MAX_BODY_BYTES = 64 * 1024 * 1024;
@@ -72,7 +72,7 @@ const sendError = (response: ServerResponse, status: number, message: string): v
 
 /** Scores one parsed request body; returns the HTTP status and the body to send. */
 async function answer(body: unknown, options: RewardServerOptions): Promise<{ status: number; body: string }> {
-  const request = parseRewardRequest(body);
+  const request = parseRewardRequest(body, options.maxJsonDepth ?? MAX_JSON_DEPTH);
   for (const row of request.rows) {
     const suffix = options.stripSuffixes?.find((text) => text !== '' && row.completion.endsWith(text));
     if (suffix !== undefined) row.completion = row.completion.slice(0, -suffix.length);

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRewardServer, type RunningRewardServer } from './reward-server.js';
-import { RewardWorkerPool } from './reward-workers.js';
+import { RewardWorkerPool } from '../rewards/workers.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'grpo-reward-workers-'));
 const source = join(directory, 'rewards.mjs');

@@ -12,6 +12,9 @@
  * Batches decode in time slices (startGeneration), taking turns and yielding to the event loop after
  * each slice, so a long batch never holds the server: small requests start their own batch and
  * finish while it runs. A request larger than one batch (sequences or generated tokens) is refused.
+ * The KV caches of all decoding batches together stay within `maxKvCacheBytes`: a batch starts only
+ * when its caches fit beside the running ones' (else it waits for one to finish), and a request
+ * whose own caches are over the limit is refused.
  *
  * Is not: HTTP or request parsing (serve-server.ts, serve-protocol.ts); `generate` itself is only
  * called through its public API.
@@ -53,6 +56,8 @@ interface ActiveBatch {
   taken: Pending[];
   /** Started in one of the small batches' own slots. */
   small: boolean;
+  /** Bytes of KV cache it holds while it decodes (jobKvBytes of its jobs). */
+  kvBytes: number;
 }
 
 export interface BatcherOptions {
@@ -66,6 +71,12 @@ export interface BatcherOptions {
   maxBatchTokens?: number;
   /** Decode work a batch does before the event loop (and the other batches) get a turn (ms). */
   sliceMs?: number;
+  /**
+   * Most bytes of KV cache held by every decoding batch together (jobKvBytes: the prompts' prefill
+   * caches and the sequences' generated keys and values); a batch that does not fit beside the
+   * running ones waits in the queue, and one request over it alone is refused.
+   */
+  maxKvCacheBytes?: number;
   /**
    * Most batches decoding at once, taking turns slice by slice; later batches wait in the queue.
    * Small batches (at most 1/16 of maxBatchTokens) have as many slots again of their own, so a
@@ -82,7 +93,22 @@ export const BATCHER_DEFAULTS = {
   maxBatchTokens: 262_144,
   sliceMs: 20,
   maxActiveBatches: 4,
+  // 4 GiB: the default batch limits on the models served in the benches need far less (the
+  // 656k-parameter TinyStories model keeps 1 KiB per token); a larger model's operator raises it.
+  maxKvCacheBytes: 4 * 1024 ** 3,
 } as const;
+
+/**
+ * Bytes of KV cache a job holds while it decodes, in float32: each prompt's prefill cache (shared by
+ * its n samples) and each sequence's room for max_tokens generated keys and values, in every layer
+ * (sampler.ts allocates exactly these).
+ */
+export function jobKvBytes(job: Pick<GenerationJob, 'model' | 'prompts' | 'numSamples' | 'maxNewTokens'>): number {
+  const { numLayers, numKeyValueHeads, headDim } = job.model.config;
+  const bytesPerToken = numLayers * 2 * numKeyValueHeads * headDim * 4; // keys and values
+  const promptTokens = job.prompts.reduce((total, ids) => total + ids.length, 0);
+  return (promptTokens + jobSize(job).tokens) * bytesPerToken;
+}
 
 /** The sequences and generated tokens a job asks for: what the batch limits count. */
 export const jobSize = (job: Pick<GenerationJob, 'prompts' | 'numSamples' | 'maxNewTokens'>) => {
@@ -122,7 +148,7 @@ export class DecodeBatcher {
   private pumping = false;
   /** Sizes (in requests) of the batches started so far, for tests and the bench. */
   readonly batchSizes: number[] = [];
-  readonly limits: { maxSequences: number; maxBatchTokens: number };
+  readonly limits: { maxSequences: number; maxBatchTokens: number; maxKvCacheBytes: number };
   private readonly windowMs: number;
   private readonly maxWaitMs: number;
   private readonly sliceMs: number;
@@ -136,6 +162,7 @@ export class DecodeBatcher {
     this.limits = {
       maxSequences: options.maxSequences ?? BATCHER_DEFAULTS.maxSequences,
       maxBatchTokens: options.maxBatchTokens ?? BATCHER_DEFAULTS.maxBatchTokens,
+      maxKvCacheBytes: options.maxKvCacheBytes ?? BATCHER_DEFAULTS.maxKvCacheBytes,
     };
   }
 
@@ -150,10 +177,15 @@ export class DecodeBatcher {
    */
   submit(job: GenerationJob): Promise<Completion[]> {
     const { sequences, tokens } = jobSize(job);
-    if (sequences > this.limits.maxSequences || tokens > this.limits.maxBatchTokens)
+    const kvBytes = jobKvBytes(job);
+    if (
+      sequences > this.limits.maxSequences ||
+      tokens > this.limits.maxBatchTokens ||
+      kvBytes > this.limits.maxKvCacheBytes
+    )
       return Promise.reject(
         new Error(
-          `a job of ${sequences} sequences and ${tokens} tokens is over the batch limits (${this.limits.maxSequences}, ${this.limits.maxBatchTokens})`,
+          `a job of ${sequences} sequences, ${tokens} tokens and ${kvBytes} bytes of KV cache is over the batch limits (${this.limits.maxSequences}, ${this.limits.maxBatchTokens}, ${this.limits.maxKvCacheBytes})`,
         ),
       );
     return new Promise((resolve, reject) => {
@@ -178,39 +210,53 @@ export class DecodeBatcher {
     }, this.windowMs);
   }
 
-  /** Starts a batch in a free slot: the first queued job's, or with only small slots free the first small job's. */
+  /**
+   * Starts a batch in a free slot: the first queued job's, or with only small slots free the first
+   * small job's; either only when its KV caches fit in what the running batches leave (else the
+   * queue waits for a batch to finish, so a large request is not overtaken for ever).
+   */
   private startNextBatch(): boolean {
     const smallTokens = Math.floor(this.limits.maxBatchTokens / 16);
     const smallActive = this.active.filter((batch) => batch.small).length;
+    const freeBytes = this.limits.maxKvCacheBytes - this.active.reduce((total, batch) => total + batch.kvBytes, 0);
     if (this.active.length - smallActive < this.maxActiveBatches) {
-      this.startOneBatch(this.queue[0], this.limits.maxBatchTokens, false);
+      if (jobKvBytes(this.queue[0].job) > freeBytes) return false;
+      this.startOneBatch(this.queue[0], this.limits.maxBatchTokens, false, freeBytes);
       return true;
     }
     const index =
-      smallActive < this.maxActiveBatches ? this.queue.findIndex(({ job }) => jobSize(job).tokens <= smallTokens) : -1;
+      smallActive < this.maxActiveBatches
+        ? this.queue.findIndex(({ job }) => jobSize(job).tokens <= smallTokens && jobKvBytes(job) <= freeBytes)
+        : -1;
     if (index < 0) return false;
-    this.startOneBatch(this.queue[index], smallTokens, true);
+    this.startOneBatch(this.queue[index], smallTokens, true, freeBytes);
     return true;
   }
 
-  /** Takes `first` and every queued job that may share its batch (up to `maxTokens`), and starts them. */
-  private startOneBatch(first: Pending, maxTokens: number, small: boolean): void {
+  /** Takes `first` and every queued job that may share its batch (up to `maxTokens` and `maxBytes` of KV cache), and starts them. */
+  private startOneBatch(first: Pending, maxTokens: number, small: boolean, maxBytes: number): void {
     const key = settingsKey(first.job);
     const greedy = first.job.temperature === 0;
     let seeded = !greedy && first.job.seed !== null;
     let sequences = 0;
     let tokens = 0;
+    let kvBytes = 0;
     const taken: Pending[] = [];
     const left: Pending[] = [];
     for (const pending of this.queue) {
       const { job } = pending;
       const size = jobSize(job);
       const seedClash = !greedy && job.seed !== null && seeded && pending !== first;
-      const fits = sequences + size.sequences <= this.limits.maxSequences && tokens + size.tokens <= maxTokens;
+      const bytes = jobKvBytes(job);
+      const fits =
+        sequences + size.sequences <= this.limits.maxSequences &&
+        tokens + size.tokens <= maxTokens &&
+        kvBytes + bytes <= maxBytes;
       if (pending === first || (settingsKey(job) === key && !seedClash && fits)) {
         taken.push(pending);
         sequences += size.sequences;
         tokens += size.tokens;
+        kvBytes += bytes;
         if (!greedy && job.seed !== null) seeded = true;
       } else left.push(pending);
     }
@@ -237,7 +283,7 @@ export class DecodeBatcher {
       for (const pending of taken) pending.reject(error);
       return;
     }
-    this.active.push({ run, taken, small });
+    this.active.push({ run, taken, small, kvBytes });
     void this.pump();
   }
 

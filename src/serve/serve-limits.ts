@@ -3,11 +3,13 @@
  * refused with a 4xx naming the field: body bytes and JSON nesting (json-body.ts, before parsing),
  * the number of prompts and their characters (before tokenizing), prompt tokens (before prefill),
  * sequences and generated tokens (prompts × n × max_tokens, before queueing: one request is held to
- * one batch's limits), and an adapter's rank and file sizes (before allocating or reading it).
+ * one batch's limits), its KV cache (before queueing: within the server's KV-cache memory), and an
+ * adapter's rank and file sizes (before allocating or reading it).
  *
  * Is not: the request's field-by-field parsing (serve-protocol.ts) or the batching (serve-batcher.ts).
  */
 import type { AdapterLimits } from '../model/adapter-files.js';
+import { jobKvBytes, type GenerationJob } from './serve-batcher.js';
 import { RequestError } from './serve-protocol.js';
 
 export interface ServeLimits extends AdapterLimits {
@@ -106,4 +108,28 @@ export function checkGenerationSize(
       `${promptCount} prompt(s) × n ${numSamples} × ${maxTokensField} ${maxNewTokens} = ${tokens} generated tokens, over this server's limit of ${batch.maxBatchTokens} per batch (--max-batch-tokens)`,
       maxTokensField,
     );
+}
+
+/** Bytes as KiB below a MiB, else MiB, one decimal. */
+const sizeText = (bytes: number): string =>
+  bytes < 1024 ** 2 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / 1024 ** 2).toFixed(1)} MiB`;
+
+/**
+ * The KV cache a request needs while it decodes (jobKvBytes: its prompts' prefill caches and its
+ * sequences' max_tokens of keys and values), refused before queueing when over the memory every
+ * batch shares (--max-kv-cache-mb); under it, the batcher makes it wait until its caches fit.
+ */
+export function checkKvCache(
+  job: Pick<GenerationJob, 'model' | 'prompts' | 'numSamples' | 'maxNewTokens'>,
+  maxKvCacheBytes: number,
+  maxTokensField: string,
+): void {
+  const bytes = jobKvBytes(job);
+  if (bytes <= maxKvCacheBytes) return;
+  const promptTokens = job.prompts.reduce((total, ids) => total + ids.length, 0);
+  const sequences = job.prompts.length * job.numSamples;
+  throw new RequestError(
+    `${promptTokens} prompt tokens and ${sequences} sequence(s) × ${maxTokensField} ${job.maxNewTokens} need ${sizeText(bytes)} of KV cache, over this server's limit of ${sizeText(maxKvCacheBytes)} (--max-kv-cache-mb)`,
+    maxTokensField,
+  );
 }

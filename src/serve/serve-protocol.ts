@@ -94,7 +94,8 @@ export function parseSampling(body: Body, vocabularySize: number, chat: boolean)
   }
   const stop = body.stop;
   let stopStrings: string[] = [];
-  if (typeof stop === 'string') stopStrings = [stop];
+  // An empty stop string would cut every completion at its start (vLLM refuses it too).
+  if (typeof stop === 'string' && stop.length > 0) stopStrings = [stop];
   else if (Array.isArray(stop) && stop.every((item) => typeof item === 'string' && item.length > 0))
     stopStrings = stop as string[];
   else if (stop !== undefined && stop !== null)
@@ -114,7 +115,15 @@ export function parseSampling(body: Body, vocabularySize: number, chat: boolean)
       chat && body[maxTokensName] === undefined
         ? null
         : numberField(body, maxTokensName, 16, (v) => Number.isInteger(v) && v >= 1, 'a positive integer'),
-    temperature: numberField(body, 'temperature', 1, (v) => v >= 0 && v <= 100, 'a number from 0 to 100'),
+    // Below 1e-5 (vLLM's own greedy threshold) logits / temperature can overflow float32 to ±Infinity
+    // and the draw's logprobs become NaN; 0 is greedy.
+    temperature: numberField(
+      body,
+      'temperature',
+      1,
+      (v) => v === 0 || (v >= 1e-5 && v <= 100),
+      '0 (greedy) or a number from 1e-5 to 100',
+    ),
     topK: topK === -1 ? 0 : topK,
     topP: numberField(body, 'top_p', 1, (v) => v > 0 && v <= 1, 'a number above 0 and at most 1'),
     minP: numberField(body, 'min_p', 0, (v) => v >= 0 && v < 1, 'a number from 0 to below 1'),

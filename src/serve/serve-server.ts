@@ -21,6 +21,7 @@ import { BodyError, readJsonBody } from './json-body.js';
 import { DecodeBatcher, type BatcherOptions } from './serve-batcher.js';
 import {
   checkGenerationSize,
+  checkKvCache,
   checkMessageText,
   checkPromptText,
   checkPromptTokens,
@@ -127,6 +128,11 @@ export async function startServe(options: ServeOptions): Promise<RunningServer> 
     const maxTokensField = chat && body.max_completion_tokens !== undefined ? 'max_completion_tokens' : 'max_tokens';
     checkFits(prompts, maxNewTokens, config.maxPositionEmbeddings, maxTokensField);
     checkGenerationSize(prompts.length, sampling.numSamples, maxNewTokens, batcher.limits, maxTokensField);
+    checkKvCache(
+      { model, prompts, numSamples: sampling.numSamples, maxNewTokens },
+      batcher.limits.maxKvCacheBytes,
+      maxTokensField,
+    );
     const completions = await batcher.submit({
       modelName: name,
       model,
@@ -223,7 +229,7 @@ export async function startServe(options: ServeOptions): Promise<RunningServer> 
     if (name === modelName) throw new RequestError(`lora_name "${name}" is the base model's name`, 'lora_name');
     if (models.has(name) && inPlace !== true)
       throw new RequestError(
-        `The lora adapter '${name}' has already been loaded; pass load_inplace: true to replace it`,
+        `lora_name: the lora adapter '${name}' has already been loaded; pass load_inplace: true to replace it`,
         'lora_name',
       );
     try {

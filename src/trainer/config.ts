@@ -268,6 +268,26 @@ const checkpointSchema = z
   })
   .strict();
 
+const rewardWorkersSchema = z
+  .object({
+    threads: nonNegativeInteger
+      .default(0)
+      .describe(
+        "Worker threads running the rewards (0 = on the training thread, where only async work can be timed out). In workers every call is stopped at timeoutMs, even a synchronous loop, and fails as `timeout` naming the reward. Each worker rebuilds the rewards, so they must come from names (built-in or task rewards) or a recipe file run by `grpo train`; rewards passed as functions from code cannot cross threads. verl's reward_model.reward_manager=prime (a process pool with a timeout) is the nearest; TRL has none.",
+      ),
+    timeoutMs: positiveInteger
+      .default(30_000)
+      .describe(
+        'Per reward call (ms), on the training thread or in workers; a call past it fails as `timeout`, never 0.',
+      ),
+    memoryMb: positiveInteger
+      .default(1024)
+      .describe(
+        'Heap limit of each reward worker (MB); a call that runs out fails as `error` and its worker is replaced.',
+      ),
+  })
+  .strict();
+
 export const trainerConfigSchema = z
   .object({
     task: z
@@ -301,6 +321,9 @@ export const trainerConfigSchema = z
       .array(rewardSchema)
       .default([])
       .describe("Rewards replacing the task's own; empty = the task's rewards."),
+    rewardWorkers: rewardWorkersSchema
+      .default(() => rewardWorkersSchema.parse({}))
+      .describe('Where reward calls run and their time and memory limits.'),
     evaluation: evaluationSchema.default(() => evaluationSchema.parse({})).describe('Held-out evaluation.'),
     logging: loggingSchema.default(() => loggingSchema.parse({})).describe('Run folder and console output.'),
     checkpoint: checkpointSchema.default(() => checkpointSchema.parse({})).describe('Checkpointing for resume.'),

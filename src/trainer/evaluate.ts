@@ -6,7 +6,7 @@
  */
 import type { Example, Task } from '../data/task.js';
 import type { Transformer } from '../model/transformer.js';
-import { scoreRewards, weightedSum, weightsAt } from '../rewards/index.js';
+import { scoreRewards, weightedSum, weightsAt, type RewardScorer } from '../rewards/index.js';
 import type { NamedReward, RewardEpisode } from '../rewards/types.js';
 import { generate } from '../sampling/index.js';
 import type { PromptFormat } from './prompt-format.js';
@@ -24,6 +24,8 @@ export interface EvaluationSettings {
   vision?: VisionRun | null;
   /** Agent runs: answers come from whole episodes of this rollout (greedy for accuracy), not single completions. */
   episodes?: { rollout: RolloutFn; context: RolloutContext };
+  /** Scores the completions with `rewards` (default: on this thread); a run passes its own (reward workers). */
+  scoreRewards?: RewardScorer;
   /** Called once per greedy completion, in order (e.g. `grpo eval` saves them). */
   onCompletion?: (record: {
     prompt: string;
@@ -88,7 +90,7 @@ export async function evaluate(
       episode: greedy[i].episode,
     },
   ]);
-  const matrix = await scoreRewards(rewards, groups);
+  const matrix = await (settings.scoreRewards ?? ((all) => scoreRewards(rewards, all)))(groups);
   const combined = weightedSum(matrix, weightsAt(rewards, 0));
   if (settings.onCompletion) {
     texts.forEach((completion, i) =>
@@ -123,6 +125,7 @@ export function evaluateRun(context: RunContext): Promise<EvaluationResult> {
   const { config, model, task } = context;
   const examples = task.evalExamples(config.evaluation.examples, config.seed + 1);
   return evaluate(model, context.promptFormat, task, examples, context.rewards, {
+    scoreRewards: context.scoreRewards,
     maxNewTokens: config.sampling.maxNewTokens,
     stopTokenIds: context.stopTokenIds,
     passAtK: config.evaluation.passAtK,

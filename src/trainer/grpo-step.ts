@@ -45,6 +45,7 @@ import { concatenateGroups, generateRound, groupStarts, sampleRows, type StepBat
 import { groupIndexOf } from './step-batch.js';
 import { computeSignal, turnTokenAdvantages, type StepSignal } from './step-signal.js';
 import type { NamedReward } from '../rewards/types.js';
+import type { RewardScorer } from '../rewards/run.js';
 import { padRows, type TokenSequence } from './sequences.js';
 import { informationGains } from './information-gain.js';
 
@@ -55,6 +56,8 @@ export interface StepEnvironment {
   rollout: RolloutFn;
   rolloutContext: RolloutContext;
   rewards: readonly NamedReward[];
+  /** Scores a round's groups with `rewards` (on this thread or in reward workers). */
+  scoreRewards: RewardScorer;
   examples: readonly Example[];
   render: (example: Example, where: string) => Promise<RenderedPrompt>; // vision-run.ts; `where` names the row
   referenceModel: Transformer | null;
@@ -84,6 +87,7 @@ export function createStepEnvironment(context: RunContext, referenceModel: Trans
     rollout: context.rollout,
     rolloutContext: { model, tokenizer, chatTemplate: context.promptFormat.chatTemplate },
     rewards: context.rewards,
+    scoreRewards: context.scoreRewards,
     examples: task.trainExamples(config.grpo.examples, config.seed + 2),
     render: (example, where) => renderRunPrompt(context.promptFormat, context.vision, example, where),
     referenceModel,
@@ -205,7 +209,7 @@ export async function prepareGrpoStep(
   rolloutSettings: RolloutSettings,
   step: number,
 ): Promise<PreparedStep> {
-  const { bound, rollout, rolloutContext, rewards } = environment;
+  const { bound, rollout, rolloutContext, rewards, scoreRewards } = environment;
   const first = await choosePrompts(environment, state, random, rolloutSettings.seed);
   let rolloutSeconds = 0;
   let rewardSeconds = 0;
@@ -226,6 +230,7 @@ export async function prepareGrpoStep(
         counts,
         { ...rolloutSettings, seed: rolloutSettings.seed + round * 31 },
         rewards,
+        scoreRewards,
         step,
       );
       rolloutSeconds += generated.rolloutSeconds;

@@ -7,6 +7,7 @@ export { applyPreset, mergeConfig, presetConfig, presetList, presetNames } from 
 export {
   buildRewards,
   createRunContext,
+  runRewards,
   knownNames,
   loadRunTask,
   resolveConfig,

@@ -23,8 +23,9 @@ import { CharTokenizer } from '../model/char-tokenizer.js';
 import { checkTokenizerFitsModel, loadTokenizer, type TextTokenizer } from '../model/tokenizer.js';
 import { Transformer } from '../model/transformer.js';
 import { LoraAdapters, resolveTargetModules } from '../model/lora.js';
-import { rewardFactories } from '../rewards/index.js';
+import { rewardFactories, scoreRewards, type RewardScorer } from '../rewards/index.js';
 import type { NamedReward } from '../rewards/types.js';
+import type { RewardSource } from '../rewards/workers.js';
 import { validateConfig, type KnownNames, type TrainerConfig } from './config.js';
 import { checkPositionBudget } from './position-budget.js';
 import { applyPreset, mergeConfig, presetNames } from './presets.js';
@@ -135,6 +136,13 @@ export interface RunContext {
   model: Transformer;
   stopTokenIds: number[];
   rewards: NamedReward[];
+  /**
+   * Scores groups with `rewards`: on this thread with `rewardWorkers.timeoutMs` per call; train()
+   * swaps in a worker pool's scorer when `rewardWorkers.threads` > 0 (reward-workers.ts).
+   */
+  scoreRewards: RewardScorer;
+  /** Where reward workers rebuild `rewards` (a module's export and plain-data arguments; `grpo train` sets it), or null. */
+  rewardSource: RewardSource | null;
   /** The algorithm resolved once: functions, parsed options, checked needs. */
   algorithm: BoundAlgorithm;
   /** How prompts become tokens in every phase (chat template or plain text). */
@@ -144,22 +152,49 @@ export interface RunContext {
   vision: VisionRun | null;
 }
 
-/** Loads or creates everything; a TypeScript recipe's rewards and task replace the configured ones. */
-export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'config'> = {}): RunContext {
-  const recipeRewards = recipe.rewards;
+/** The run's task: the recipe's (or a loaded dataset task), else a generated one from the registry. */
+function runTask(config: TrainerConfig, recipe: Omit<Recipe, 'config'>): Task {
   if (!recipe.task && taskRegistry.names().includes(config.task) && !taskRegistry.isGenerated(config.task)) {
     throw new Error(
       `task "${config.task}" reads data files: load it first and pass it (createRunContext(config, { task: await loadRunTask(input) }))`,
     );
   }
-  const task = recipe.task ?? taskRegistry.get(config.task)(config.taskOptions);
+  return recipe.task ?? taskRegistry.get(config.task)(config.taskOptions);
+}
+
+/**
+ * The rewards a run scores with: the recipe's code rewards, else the config's or the task's
+ * (buildRewards), plus the environments' reward for agent runs. A reward worker calls this too
+ * (through its source), so the workers and the run build the same rewards.
+ */
+export function runRewards(config: TrainerConfig, recipe: Omit<Recipe, 'config'> = {}): NamedReward[] {
+  return rewardsOf(config, runTask(config, recipe), recipe);
+}
+
+function rewardsOf(config: TrainerConfig, task: Task, recipe: Omit<Recipe, 'config'>): NamedReward[] {
+  return withEnvironmentReward(
+    recipe.rewards ?? buildRewards(config, task, Boolean(recipe.environment)),
+    recipe.environment,
+  );
+}
+
+/**
+ * Loads or creates everything; a TypeScript recipe's rewards and task replace the configured ones.
+ * `rewardSource`: where reward workers rebuild the rewards (needed when `rewardWorkers.threads` > 0).
+ */
+export function createRunContext(
+  config: TrainerConfig,
+  recipe: Omit<Recipe, 'config'> & { rewardSource?: RewardSource } = {},
+): RunContext {
+  const task = runTask(config, recipe);
+  if (config.rewardWorkers.threads > 0 && !recipe.rewardSource)
+    throw new Error(
+      'invalid config:\n- rewardWorkers.threads: reward workers rebuild the rewards in each thread, and rewards passed as functions cannot cross threads; name the rewards (config `rewards`) or write them in a recipe file and run it with `grpo train --recipe`, or set rewardWorkers.threads to 0',
+    );
   const rollout = runRollout(config, recipe);
   // Before any model is loaded: every part's options and needs against the data and the rollout.
   const algorithm = bindRunAlgorithm(config, task, rollout);
-  const rewards = withEnvironmentReward(
-    recipeRewards ?? buildRewards(config, task, Boolean(recipe.environment)),
-    recipe.environment,
-  );
+  const rewards = rewardsOf(config, task, recipe);
   let tokenizer: TextTokenizer;
   let tokenizerFiles: Record<string, string> = {};
   let model: Transformer;
@@ -222,6 +257,9 @@ export function createRunContext(config: TrainerConfig, recipe: Omit<Recipe, 'co
     model,
     stopTokenIds,
     rewards,
+    scoreRewards: (groups: Parameters<RewardScorer>[0]) =>
+      scoreRewards(rewards, groups, { timeoutMs: config.rewardWorkers.timeoutMs }),
+    rewardSource: recipe.rewardSource ?? null,
     algorithm,
     rollout,
     promptFormat,

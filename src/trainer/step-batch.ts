@@ -7,7 +7,7 @@
  * Is not: the choice of prompts (prompt-choice.ts), advantages (step-signal.ts) or the optimiser.
  */
 import type { RewardInput, NamedReward } from '../rewards/types.js';
-import { scoreRewards, weightedSum, weightsAt } from '../rewards/index.js';
+import { weightedSum, weightsAt, type RewardScorer } from '../rewards/index.js';
 import type {
   RolloutContext,
   RolloutFn,
@@ -51,6 +51,7 @@ export async function generateRound(
   counts: readonly number[],
   settings: RolloutSettings,
   rewards: readonly NamedReward[],
+  scoreRewards: RewardScorer,
   step: number,
 ): Promise<{ batch: StepBatch; rolloutSeconds: number; rewardSeconds: number }> {
   const rolloutStart = Date.now();
@@ -87,7 +88,7 @@ export async function generateRound(
       episode: sample.episode,
     })),
   );
-  const matrix = await scoreRewards(rewards, groups);
+  const matrix = await scoreRewards(groups);
   const rewardWeights = weightsAt(rewards, step);
   const combined = weightedSum(matrix, rewardWeights);
   const failures: Record<string, number> = Object.fromEntries(matrix.names.map((name) => [name, 0]));

@@ -27,6 +27,7 @@ import { adapterBaseFor, referenceFor, resumeFrom, visionReferenceFor } from './
 import { guardSkips, refuseAllInvalid, reportRewardFailures } from './run-guards.js';
 import { markFailed, markInterrupted, markRunning, RunInterrupted, stopIfAborted } from '../run/run-status.js';
 import { bindRunAlgorithm, type RunContext } from './setup.js';
+import { withRewardWorkers } from './reward-workers.js';
 
 export interface TrainOptions {
   runDirectory: string;
@@ -149,12 +150,16 @@ export async function train(runContext: RunContext, options: TrainOptions): Prom
         }
       : runContext;
   const folder = new RunFolder(options.runDirectory);
+  // Reward workers, when the config asks for them, start before the first step and stop with the run.
+  const workers = await withRewardWorkers(context);
   try {
-    return await trainInFolder(context, options, folder);
+    return await trainInFolder(workers.context, options, folder);
   } catch (error) {
     if (error instanceof RunInterrupted) markInterrupted(folder, error);
     else markFailed(folder, error);
     throw error;
+  } finally {
+    await workers.close();
   }
 }
 

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { answersMatch, extractBoxed, extractFinalAnswer, mathAnswer, normaliseAnswer } from '../math.js';
 import { makeRewardInput } from '../types.js';
-import { ANSWER_LIMITS, answerRefusal } from './limits.js';
+import { ANSWER_LIMITS, answerRefusal, lastVerifyWork, VERIFY_BUDGET } from './limits.js';
 
 const score = (completion: string, answer: string) => mathAnswer()(makeRewardInput({ completion, row: { answer } }));
 
@@ -69,5 +69,17 @@ describe('hostile answers are refused by a declared bound before parsing', () =>
     expect(normaliseAnswer(binomial).text.length).toBeLessThanOrEqual(binomial.length);
     expect(await score(`\\boxed{${binomial}}`, '1')).toBe(0);
     expect(await score('\\boxed{\\binom{\\binom{4}{2}}{2}}', '15')).toBe(1); // C(C(4,2), 2) = C(6, 2): nesting still evaluates
+  });
+
+  it('a 16-element set of \\log values against its reverse: the engine stops at VERIFY_BUDGET (it made 136 calls)', () => {
+    const powers = Array.from({ length: 16 }, (_, index) => index + 1);
+    const predicted = `\\{${powers.map((power) => `\\log_{2} ${2 ** power}`).join(',')}\\}`;
+    const gold = `\\{${[...powers].reverse().join(',')}\\}`;
+    expect(answerRefusal(predicted)).toBeNull(); // within the size bounds: only the budget stops it
+    expect(answersMatch(predicted, gold)).toBe(false);
+    expect(lastVerifyWork().engineCalls).toBe(VERIFY_BUDGET.engineCalls);
+    // A real-sized one still verifies: three elements pair within six engine calls.
+    expect(answersMatch('\\{\\log_{2} 8,\\log_{3} 9,\\log_{5} 125\\}', '\\{3,2,3\\}')).toBe(true);
+    expect(lastVerifyWork().engineCalls).toBeLessThanOrEqual(6);
   });
 });

@@ -41,3 +41,32 @@ export function answerRefusal(text: string): string | null {
   }
   return null;
 }
+
+/**
+ * The work one comparison (`answersMatch`) may do once its answers are within the bounds above:
+ * structural comparisons (one per pair of sub-answers compared, each normalising and parsing both)
+ * and calls of the Compute Engine (up to ~60 ms each, e.g. an integral). Unordered sets pair their
+ * leftover elements pair by pair, nested sets multiply that per level, so within the bounds above
+ * a 16-element set of `\log` values against its reverse took 136 engine calls (0.7 s) and three
+ * nested levels 566 comparisons; past the budget the answers do not match. Real answers stay far
+ * below it: every Math-Verify case, MATH-500 solution (and each gold against the next gold) and
+ * GSM8K solution needs at most 7 comparisons and 1 engine call.
+ */
+export const VERIFY_BUDGET = {
+  comparisons: 256,
+  engineCalls: 16,
+} as const;
+
+/** What one comparison did: counted as it runs, read by tests to show the work is bounded (never timed). */
+export interface VerifyWork {
+  comparisons: number;
+  engineCalls: number;
+  /** Longest text handed to a parser (ours or the engine), in characters. */
+  longestParsed: number;
+}
+
+/** The work of the comparison running now, or of the last one (see lastVerifyWork). */
+export const currentWork: VerifyWork = { comparisons: 0, engineCalls: 0, longestParsed: 0 };
+
+/** The work the last `answersMatch` call did. */
+export const lastVerifyWork = (): VerifyWork => ({ ...currentWork });

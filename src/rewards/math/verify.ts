@@ -9,12 +9,14 @@
  * otherwise. Scalars go to our small evaluator first (`expression.ts`, microseconds) and to the
  * Compute Engine (`symbolic.ts`) only when ours cannot read one side.
  *
- * Every answer is held to `limits.ts`'s bounds before any of this: past them it matches nothing.
+ * Every answer is held to `limits.ts`'s bounds before any of this: past them it matches nothing;
+ * and the comparison itself to its work budget (`VERIFY_BUDGET`: structural comparisons and engine
+ * calls, counted in `currentWork`), past which it matches nothing either.
  *
  * Not here: extracting the answer from a solution (`extract.ts`), the reward wrapper (`../math.ts`).
  */
 import { expressionsEqual, numbersClose, parseExpression } from './expression.js';
-import { answerRefusal } from './limits.js';
+import { answerRefusal, currentWork, VERIFY_BUDGET } from './limits.js';
 import { normaliseAnswer, type Normalised } from './normalise.js';
 import {
   asAssignment,
@@ -114,16 +116,29 @@ function readDecimalComma(text: string, other: string): string {
   return DECIMAL_COMMA.test(text) && !other.includes(',') && enclosure(other) === null ? text.replace(',', '.') : text;
 }
 
+/** Counts the texts handed to a parser (see limits.ts's VerifyWork). */
+function parsing(...texts: string[]): void {
+  for (const text of texts) currentWork.longestParsed = Math.max(currentWork.longestParsed, text.length);
+}
+
+/** The engine's verdict, within the comparison's budget of engine calls (past it: no match). */
+function engineSays(predicted: string, gold: string, settings: Settings): boolean {
+  if (currentWork.engineCalls >= VERIFY_BUDGET.engineCalls) return false;
+  currentWork.engineCalls++;
+  parsing(predicted, gold);
+  return engineEqual(predicted, gold, settings.tolerance) === true;
+}
+
 /** Compares two single (non-list) answers as text, then by value or symbolically. */
 function scalarsMatch(predicted: Normalised, gold: Normalised, settings: Settings): boolean {
   if (textKey(predicted.text) === textKey(gold.text)) return true;
+  parsing(predicted.text, gold.text);
   const left = parseExpression(predicted.text);
   const right = parseExpression(gold.text);
-  if (!left || !right) return engineEqual(predicted.text, gold.text, settings.tolerance) === true; // LaTeX ours does not read
+  if (!left || !right) return engineSays(predicted.text, gold.text, settings); // LaTeX ours does not read
   if (expressionsEqual(left, right, settings.tolerance)) return true;
   // Ours reads i as a variable, exact only for polynomials in i; the engine knows i² = −1 (e^{iπ} = −1).
-  if (left.variables.has('i') || right.variables.has('i'))
-    return engineEqual(predicted.text, gold.text, settings.tolerance) === true;
+  if (left.variables.has('i') || right.variables.has('i')) return engineSays(predicted.text, gold.text, settings);
   if (
     settings.percentAsFraction &&
     left.variables.size === 0 &&
@@ -205,6 +220,8 @@ function withoutGroupingBrackets(text: string): string {
 /** Recursive comparison: unions, equations, enclosed tuples/intervals/sets, bare lists, scalars. */
 function structuredMatch(predictedRaw: string, goldRaw: string, depth: number, settings: Settings): boolean {
   if (depth > 8) return false;
+  if (currentWork.comparisons >= VERIFY_BUDGET.comparisons) return false; // see VERIFY_BUDGET
+  currentWork.comparisons++;
   const predicted = normaliseAnswer(predictedRaw);
   const gold = normaliseAnswer(goldRaw);
   predicted.text = readDecimalComma(mergeSetUnion(withoutGroupingBrackets(predicted.text)), gold.text);
@@ -300,6 +317,7 @@ function statementsMatch(predictedRaw: string, goldRaw: string, settings: Settin
 
 /** True when a predicted final answer equals the gold answer by value or form (false for any answer past `limits.ts`'s bounds). */
 export function answersMatch(predicted: string, gold: string, options: VerifyOptions = {}): boolean {
+  Object.assign(currentWork, { comparisons: 0, engineCalls: 0, longestParsed: 0 });
   if (predicted.trim() === '' || gold.trim() === '') return false;
   if (answerRefusal(predicted) !== null || answerRefusal(gold) !== null) return false;
   const settings = {

@@ -1,20 +1,23 @@
 /**
- * A pool of worker threads that run `grpo serve-rewards`'s rewards with a real time limit: every
- * reward call (one sample, or one group for a group reward) goes to a worker, and a call that
- * overruns its limit has its worker terminated (which stops even a synchronous loop, as the code
- * sandbox stops a process) and replaced. The call is then a failed reward (`timeout`), never a
- * hang and never 0. Calls are taken from the requests in turn, and one request has at most
+ * A pool of worker threads that run rewards with a real time limit, for `grpo serve-rewards` and
+ * for training with `rewardWorkers.threads` > 0: every reward call (one sample, or one group for a
+ * group reward) goes to a worker, and a call that overruns its limit has its worker terminated
+ * (which stops even a synchronous loop, as the code sandbox stops a process) and replaced. The call
+ * is then a failed reward (`timeout`), never a hang and never 0. Calls are taken from the requests
+ * (`score` calls) in turn; with `keepOneFree` (the server's setting) one request has at most
  * `threads - 1` calls running (a call whose worker was stopped counts until its replacement is up),
- * so a request of hostile rows cannot take every worker: other clients keep being served. Each worker's heap is capped (`memoryMb`); a worker that runs out is replaced
- * and its call is an `error`.
+ * so a request of hostile rows cannot take every worker and other clients keep being served.
+ * Each worker's heap is capped (`memoryMb`); a worker that runs out is replaced and its call is an
+ * `error`.
  *
- * Is not: the rewards (reward-worker-thread.ts builds them inside each worker from `source`) or
- * HTTP (reward-server.ts).
+ * Is not: the rewards (worker-thread.ts builds them inside each worker from `source`) or HTTP
+ * (serve/reward-server.ts).
  */
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { CellStatus, RewardFailure, RewardInput, RewardMatrix } from '../rewards/index.js';
+import type { CellStatus, RewardFailure, RewardMatrix } from './run.js';
+import type { RewardInput } from './types.js';
 
 /** Where a worker gets its rewards: `module`'s export `exportName`, called with `args` (plain data). */
 export interface RewardSource {
@@ -32,6 +35,11 @@ export interface RewardWorkerOptions {
   timeoutMs?: number;
   /** Heap limit of each worker (MB, default 1024). */
   memoryMb?: number;
+  /**
+   * Whether one request may use at most `threads - 1` workers, keeping one for other clients
+   * (default true: a server's setting); training scores one batch at a time and uses them all.
+   */
+  keepOneFree?: boolean;
 }
 
 /** What a worker says once its rewards are built. */
@@ -120,7 +128,7 @@ export class RewardWorkerPool {
     if (failed || ready.type !== 'ready') {
       await Promise.all(started.map(({ worker }) => worker.terminate()));
       throw new Error(
-        `serve-rewards: the reward workers could not build the rewards: ${failed?.type === 'failed' ? failed.message : ''}`,
+        `the reward workers could not build the rewards: ${failed?.type === 'failed' ? failed.message : ''}`,
       );
     }
     const pool = new RewardWorkerPool(options, ready.names, ready.weights, ready.group);
@@ -177,14 +185,14 @@ export class RewardWorkerPool {
     this.closed = true;
     for (const queue of this.queues)
       for (const pending of queue.waiting.splice(0))
-        pending.done(failedCall(pending.call.inputs, 'error', 'the reward server is closing'));
+        pending.done(failedCall(pending.call.inputs, 'error', 'the reward workers are closing'));
     await Promise.all([...this.workers].map(({ worker }) => worker.terminate()));
     this.workers.clear();
   }
 
   /** Hands waiting calls to idle workers, taking the requests in turn, each below its share. */
   private dispatch(): void {
-    const share = Math.max(1, this.threads - 1);
+    const share = this.options.keepOneFree === false ? this.threads : Math.max(1, this.threads - 1);
     for (const entry of this.workers) {
       if (entry.current !== null) continue;
       const queue = this.queues.find((candidate) => candidate.waiting.length > 0 && candidate.running < share);
@@ -238,7 +246,7 @@ export class RewardWorkerPool {
       else if (hello.type === 'ready') this.adopt(started.worker);
       else {
         // Built once already, so this is a passing failure (e.g. memory); the pool runs one short.
-        process.stderr.write(`grpo serve-rewards: a reward worker failed to start: ${hello.message}\n`);
+        process.stderr.write(`grpo: a reward worker failed to start: ${hello.message}\n`);
         void started.worker.terminate();
       }
     });
@@ -266,7 +274,7 @@ export class RewardWorkerPool {
 function spawn(options: RewardWorkerOptions): { worker: Worker; hello: Promise<WorkerHello> } {
   const here = import.meta.url;
   const fromSources = here.endsWith('.ts');
-  const threadModule = new URL(`./reward-worker-thread${fromSources ? '.ts' : '.js'}`, here).href;
+  const threadModule = new URL(`./worker-thread${fromSources ? '.ts' : '.js'}`, here).href;
   // Running from .ts sources (tests, `npm run grpo`): the worker registers tsx, the project's loader.
   const tsxApi = fromSources
     ? new URL(

@@ -1,5 +1,5 @@
 /**
- * The inside of one reward worker thread of `grpo serve-rewards` (reward-workers.ts starts it): it
+ * The inside of one reward worker thread (workers.ts starts it, for `grpo serve-rewards` or training): it
  * builds the rewards from the pool's source (a module's export called with plain-data arguments,
  * since functions cannot cross threads), says which it has, then scores one call at a time with
  * `scoreRewards` (per-call timeout and failure policy as in training) and posts the cells back.
@@ -8,15 +8,10 @@
  * thread; the pool sees the call overrun and terminates the whole worker.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import {
-  isBatchReward,
-  isGroupReward,
-  scoreRewards,
-  weightsAt,
-  type NamedReward,
-  type RewardInput,
-} from '../rewards/index.js';
-import type { RewardCall, RewardCallResult, RewardSource, WorkerHello } from './reward-workers.js';
+import { weightsAt } from './combine.js';
+import { scoreRewards } from './run.js';
+import { isBatchReward, isGroupReward, type NamedReward, type RewardInput } from './types.js';
+import type { RewardCall, RewardCallResult, RewardSource, WorkerHello } from './workers.js';
 
 async function loadRewards(source: RewardSource): Promise<NamedReward[]> {
   const module = (await import(source.module)) as Record<string, unknown>;
