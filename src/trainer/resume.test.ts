@@ -2,13 +2,16 @@
  * Kill-and-resume: `grpo train` is started as a child process and killed with SIGKILL (or stopped
  * with SIGINT, as Ctrl-C does) once it has written a mid-run checkpoint (and while it is still
  * working); `grpo train --resume` then finishes the run. Its metrics (timing fields aside), samples
- * and final weights must equal those of the same run left alone.
+ * and final weights must equal those of the same run left alone. On the webgpu backend too (lavapipe in
+ * CI): killed and resumed there it ends like its own uninterrupted run, and a run killed on webgpu
+ * resumes on the CPU (checkpoints do not depend on the backend).
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { webgpuUnderTest } from '../tensor/test-backends.js';
 
 const repositoryRoot = new URL('../../', import.meta.url).pathname;
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-resume-'));
@@ -32,7 +35,7 @@ const overrides = [
   'algorithm.klCoefficient=0.04',
 ];
 
-function startTrain(extra: string[]) {
+function startTrain(extra: string[], env: Record<string, string> = {}) {
   // `node --import tsx` keeps the trainer in this one process, so SIGKILL hits the trainer itself
   // (the tsx wrapper binary would leave its child running).
   const args = [
@@ -46,7 +49,7 @@ function startTrain(extra: string[]) {
   ];
   return spawn(process.execPath, args, {
     cwd: repositoryRoot,
-    env: { ...process.env, GRPO_QUIET: '1' },
+    env: { ...process.env, GRPO_QUIET: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 }
@@ -147,4 +150,55 @@ describe('kill and resume', () => {
     expect(finalWeights('ctrl-c').equals(finalWeights('uninterrupted'))).toBe(true);
     expect(JSON.parse(readFileSync(join(run, 'summary.json'), 'utf8')).status).toBe('finished');
   }, 180_000);
+});
+
+// Asked for here only to know whether an adapter opens; the runs are child processes of their own.
+const webgpuOpens = (() => {
+  const found = webgpuUnderTest();
+  found?.backend.dispose();
+  return found !== null;
+})();
+
+describe.runIf(webgpuOpens)('kill and resume on webgpu', () => {
+  const onGpu = { GRPO_BACKEND: 'webgpu' };
+  let gpuReference: Promise<{ code: number | null; stderr: string }> | undefined;
+  const uninterruptedOnGpu = () =>
+    (gpuReference ??= finished(startTrain(['--run-name', 'uninterrupted-webgpu'], onGpu)));
+
+  it('killed with SIGKILL on webgpu and resumed there, it ends exactly like its uninterrupted run', async () => {
+    const reference = await uninterruptedOnGpu();
+    expect(reference.code, reference.stderr).toBe(0);
+    const victim = startTrain(['--run-name', 'killed-webgpu'], onGpu);
+    const exit = finished(victim);
+    const run = join(scratch, 'killed-webgpu');
+    await signalAtCheckpoint(victim, run, 'step-8', 'SIGKILL');
+    expect((await exit).signal).toBe('SIGKILL');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(readdirSync(join(run, 'checkpoints'))).not.toContain('step-14');
+    const resumed = await finished(startTrain(['--resume', run], onGpu));
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(metricsWithoutTiming(run)).toEqual(metricsWithoutTiming(join(scratch, 'uninterrupted-webgpu')));
+    const finalWeights = (name: string) =>
+      readFileSync(join(scratch, name, 'checkpoints', 'step-14', 'model.safetensors'));
+    expect(finalWeights('killed-webgpu').equals(finalWeights('uninterrupted-webgpu'))).toBe(true);
+  }, 600_000);
+
+  it('a run killed on webgpu resumes on the CPU and finishes from its checkpoint', async () => {
+    const reference = await uninterruptedOnGpu();
+    expect(reference.code, reference.stderr).toBe(0);
+    const victim = startTrain(['--run-name', 'webgpu-to-cpu'], onGpu);
+    const exit = finished(victim);
+    const run = join(scratch, 'webgpu-to-cpu');
+    await signalAtCheckpoint(victim, run, 'step-8', 'SIGKILL');
+    expect((await exit).signal).toBe('SIGKILL');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const resumed = await finished(startTrain(['--resume', run], { GRPO_BACKEND: 'js' }));
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(JSON.parse(readFileSync(join(run, 'summary.json'), 'utf8')).status).toBe('finished');
+    expect(existsSync(join(run, 'checkpoints', 'step-14', 'model.safetensors'))).toBe(true);
+    // Up to the checkpoint it resumed from, the log is the webgpu run's own.
+    const steps = (name: string) =>
+      (metricsWithoutTiming(join(scratch, name)) as { step: number }[]).filter((record) => record.step <= 8);
+    expect(steps('webgpu-to-cpu')).toEqual(steps('uninterrupted-webgpu'));
+  }, 600_000);
 });
