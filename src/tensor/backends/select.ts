@@ -44,9 +44,10 @@ const factories: Record<string, BackendFactory> = {
   },
   // Only when asked for by name: a GPU is never chosen behind the user's back, and lavapipe (a software
   // adapter) is far slower than the CPU backends.
-  webgpu: () => {
+  webgpu: (options) => {
     try {
-      return createWebGpuBackend();
+      // While activations live in host memory, the row kernels run on the fastest CPU backend.
+      return createWebGpuBackend({ host: createFastestCpu(options.threads) });
     } catch (error) {
       if (error instanceof WebGpuUnavailableError) {
         throw new BackendUnavailableError(`backend "webgpu" is not available: ${error.message}`);
@@ -92,7 +93,10 @@ function announce(backend: Backend): void {
 
 /** The first backend in preference order that loads (js always does). */
 function createFastest(): Backend {
-  const threads = defaultThreads(); // outside the try: a bad GRPO_THREADS is an error, not "unavailable"
+  return createFastestCpu(defaultThreads()); // outside any try: a bad GRPO_THREADS is an error, not "unavailable"
+}
+
+function createFastestCpu(threads: number): Backend {
   for (const name of preference) {
     try {
       return createBackend(name, { threads });

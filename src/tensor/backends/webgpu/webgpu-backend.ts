@@ -8,8 +8,9 @@
  * webgpu backend"). Operands promised constant (withConstantOperands: a model's weights while it
  * generates) are uploaded once and stay on the device; everything else crosses per call.
  * Is not: yet the device-resident tensor engine the GPU issue asks for. Activations, gradients and the
- * optimiser state still live in host memory and the row kernels (norms, softmax, AdamW, sampling) run
- * on the host's js loops; only products run on the GPU. Selected only when asked for
+ * optimiser state still live in host memory and the row kernels (norms, softmax, attention, AdamW,
+ * sampling) run on the host, borrowed from the fastest CPU backend (options.host); only products run
+ * on the GPU. Selected only when asked for
  * (GRPO_BACKEND=webgpu): never picked as the fastest available.
  */
 import { createRequire } from 'node:module';
@@ -139,7 +140,39 @@ class DeviceBridge {
 }
 
 /** Opens the adapter (high-performance preference) on a device thread; throws WebGpuUnavailableError without one. */
-export function createWebGpuBackend(): WebGpuBackend {
+/**
+ * The optional kernels the webgpu backend borrows from a CPU backend while its operands live in host
+ * memory: every row kernel except the product's own (matmul, matmulBfloat16B, withConstantOperands).
+ */
+const HOST_KERNELS = [
+  'addArrays',
+  'sumOfSquares',
+  'scaleArray',
+  'copyBlocks',
+  'swigluForward',
+  'swigluBackward',
+  'rmsNormForward',
+  'rmsNormBackward',
+  'logSumExpRows',
+  'softmaxGradRows',
+  'adamwUpdate',
+  'sampleRows',
+  'prefixAttentionRows',
+  'attentionForward',
+  'attentionBackward',
+  'ropeRows',
+] as const satisfies readonly (keyof Backend)[];
+
+export interface WebGpuBackendOptions {
+  /**
+   * A CPU backend whose row kernels (norms, SwiGLU, softmax rows, attention, AdamW, sampling) run the
+   * host-side work while activations still live in host memory; without one, their js loops run.
+   * The webgpu backend owns it from then on (dispose() disposes it).
+   */
+  host?: Backend;
+}
+
+export function createWebGpuBackend(options: WebGpuBackendOptions = {}): WebGpuBackend {
   const modulePath = webgpuModule();
   const bridge = new DeviceBridge();
   let adapter: WebGpuAdapterSummary;
@@ -211,10 +244,17 @@ export function createWebGpuBackend(): WebGpuBackend {
   }
 
   const label = adapter.description || [adapter.vendor, adapter.architecture, adapter.device].filter(Boolean).join(' ');
+  const host = options.host;
+  const hostKernels: Partial<Backend> = {};
+  if (host)
+    for (const kernel of HOST_KERNELS)
+      if (host[kernel]) Object.assign(hostKernels, { [kernel]: host[kernel].bind(host) });
+  const hostNote = host ? `; row kernels on ${host.name} with ${host.threads} thread(s)` : '';
   return {
+    ...hostKernels,
     name: 'webgpu',
-    threads: 1,
-    detail: `${label || 'unnamed adapter'}${adapter.isFallbackAdapter ? ', a software fallback adapter' : ''}`,
+    threads: host?.threads ?? 1,
+    detail: `${label || 'unnamed adapter'}${adapter.isFallbackAdapter ? ', a software fallback adapter' : ''}${hostNote}`,
     adapter,
     matmul(a, b, out, shape) {
       matmulOn(a, b, out, shape, undefined);
@@ -262,6 +302,7 @@ export function createWebGpuBackend(): WebGpuBackend {
         // Already closed or the device thread is gone: nothing left to release.
       }
       bridge.close();
+      host?.dispose();
     },
   };
 }
