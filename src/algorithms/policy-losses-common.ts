@@ -30,6 +30,12 @@ export interface PolicyLossInput {
   rolloutLogprobs?: TokenValues;
   /** [B, T] policy entropy per token, for metrics and top-entropy selection. */
   entropies?: ArrayLike<number>;
+  /**
+   * [B, T] the same entropies as a tensor with gradient (through the logits to the parameters), given
+   * only to a loss whose entry needs `entropyWithGradient`; padded positions hold the entropy of a
+   * real row, so mask them like the surrogate.
+   */
+  entropyTensor?: Tensor;
   /** [B, T] extra per-token weights on the surrogate (e.g. GTPO conflict-token weights). */
   tokenWeights?: ArrayLike<number>;
   /** REAL: [B] 1 = positive (correct), 0 = negative, NaN = ignored; default: sign of the advantage. */

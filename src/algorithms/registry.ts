@@ -88,7 +88,9 @@ export function definePart<Fn, Extra extends object = object>(
  * - `stateKeys`: a turn-credit estimator needs the anchor-state key before every model turn (an
  *   environment with `stateKey()`; GiGPO's step groups);
  * - `informationGains`: a turn-credit estimator needs each turn's information gain about the
- *   reference answer, computed by the trainer with the policy (IGPO).
+ *   reference answer, computed by the trainer with the policy (IGPO);
+ * - `entropyWithGradient`: a policy loss needs the policy's per-token entropy as a tensor with
+ *   gradient (`input.entropyTensor`), for a loss term on the entropy itself.
  */
 export type AlgorithmNeed =
   | 'strata'
@@ -98,7 +100,8 @@ export type AlgorithmNeed =
   | 'groupTokenWeights'
   | 'serialRollout'
   | 'stateKeys'
-  | 'informationGains';
+  | 'informationGains'
+  | 'entropyWithGradient';
 
 /** One registered function with its name and metadata. */
 export interface RegistryEntry<Fn> extends RegistryEntryInfo {

@@ -246,8 +246,9 @@ function microBatchGradients(
   wholeGroups: boolean,
   dropoutSeed: number | undefined,
 ): { loss: number; metrics: Record<string, number>; tokens: number } {
+  const lossNeedsEntropy = bound.needs.has('entropyWithGradient');
   const forward = completionLogprobs(model, micro, settings.temperature, {
-    entropyWithGradient: bound.entropyCoefficient > 0,
+    entropyWithGradient: bound.entropyCoefficient > 0 || lossNeedsEntropy,
     dropoutSeed,
   });
   const { logprobs, mask, entropies, Tc } = forward;
@@ -278,12 +279,13 @@ function microBatchGradients(
       rolloutLogprobs: column((s) => s.rolloutLogprobs),
       tokenWeights: column((s) => s.tokenWeights),
       entropies,
+      entropyTensor: lossNeedsEntropy ? forward.entropyTensor : undefined,
       groupSizes: wholeGroups ? runLengths(micro.map((s) => s.group)) : undefined,
     },
     options,
   );
   let loss = result.loss;
-  if (forward.entropyTensor) {
+  if (bound.entropyCoefficient > 0 && forward.entropyTensor) {
     const bonus = aggregateLoss(forward.entropyTensor, mask, bound.aggregation.fn, { ...options });
     result.metrics.entropyBonus = -bound.entropyCoefficient * bonus.item();
     loss = sub(loss, mul(bonus, bound.entropyCoefficient));

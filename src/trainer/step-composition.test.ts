@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import {
   advantageEstimators,
   aggregateLoss,
+  definePolicyLoss,
   groupFilters,
   gtpoTokenWeights,
   klArray,
@@ -17,12 +18,13 @@ import {
   knapsackAllocation,
   lossAggregations,
   policyLosses,
+  registerParts,
   vadeSelection,
   type AdvantageInput,
 } from '../algorithms/index.js';
 import { answersMatch, extractFinalAnswer } from '../rewards/index.js';
 import { Transformer } from '../model/transformer.js';
-import { Random, mul, noGrad, sub } from '../tensor/index.js';
+import { Random, add, mul, noGrad, sub } from '../tensor/index.js';
 import type { NamedReward } from '../rewards/types.js';
 import { createStepEnvironment, prepareGrpoStep, recordStepState, rolloutSettingsOf } from './grpo-step.js';
 import { accumulatePolicyGradients } from './optimize.js';
@@ -150,8 +152,9 @@ function directComposition(
   const keptSizes = batch.groupSizes
     .map((size, g) => kept.filter((i) => i >= starts[g] && i < starts[g] + size).length)
     .filter((n) => n > 0);
+  const lossNeedsEntropy = policyLosses.entry(algorithm.loss).needs?.includes('entropyWithGradient') ?? false;
   const forward = completionLogprobs(model, keptSequences, temperature, {
-    entropyWithGradient: algorithm.entropyCoefficient > 0,
+    entropyWithGradient: algorithm.entropyCoefficient > 0 || lossNeedsEntropy,
   });
   const Tc = forward.Tc;
   const oldRows = kept.map((i) => [...batch.samples[i].oldLogprobs]);
@@ -172,6 +175,7 @@ function directComposition(
         : Float32Array.from(kept, (i) => advantage.advantages[i]),
       mask: forward.mask,
       entropies: forward.entropies,
+      entropyTensor: lossNeedsEntropy ? forward.entropyTensor : undefined,
       refLogprobs:
         reference && algorithm.klPlacement === 'loss'
           ? padRows(
@@ -353,6 +357,31 @@ describe('every registered part, through a trainer step, equals the direct compo
   it('top-entropy token selection (the quantile is taken over the whole batch, not per micro-batch)', async () => {
     await compare({ config: { algorithm: { lossOptions: { topEntropyQuantile: 0.5 } } } });
   });
+  it('a loss that needs the entropy with gradient gets it (a recipe part: REINFORCE + a squared entropy target)', async () => {
+    registerParts([entropyTargetLossPart], 'step-composition.test');
+    await compare({ config: { algorithm: { loss: 'test-entropy-target' } } });
+    // Alone with the entropy bonus, each term stays its own: the bonus is not handed to the loss twice.
+    await compare({ config: { algorithm: { loss: 'test-entropy-target', entropyCoefficient: 0.05 } } });
+  });
+});
+
+/**
+ * A recipe's loss with a term on the entropy itself: REINFORCE plus c·(H − 1)² per token (c = 0.5),
+ * aggregated like the surrogate. It throws without input.entropyTensor, and the squared term makes a
+ * loss that received the entropy without gradient (or not at all) differ from the direct composition.
+ */
+const entropyTargetLossPart = definePolicyLoss({
+  name: 'test-entropy-target',
+  fn: (input, options = {}) => {
+    if (!input.entropyTensor) throw new Error('test-entropy-target needs input.entropyTensor');
+    const result = policyLosses.get('reinforce')(input, options);
+    const gap = sub(input.entropyTensor, 1);
+    const target = aggregateLoss(mul(gap, gap), input.mask, options.aggregation!, options);
+    return { loss: add(result.loss, mul(target, 0.5)), metrics: result.metrics };
+  },
+  description: 'REINFORCE + 0.5·(H − 1)² (test only)',
+  citation: 'step-composition.test.ts',
+  needs: ['entropyWithGradient'],
 });
 
 describe('prompt selectors choose from posteriors in trainer state', () => {
