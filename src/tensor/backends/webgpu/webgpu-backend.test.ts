@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import type { MatmulShape } from '../../backend.js';
 import { webgpuUnderTest } from '../../test-backends.js';
 import { matmulJs } from '../js.js';
-import { type WebGpuBackend, webgpuMatmulTiles } from './webgpu-backend.js';
+import { createWebGpuBackend, type WebGpuBackend, webgpuMatmulTiles } from './webgpu-backend.js';
 
 const webgpu = webgpuUnderTest();
 const repositoryRoot = new URL('../../../../', import.meta.url).pathname;
@@ -126,6 +126,32 @@ describe.runIf(webgpu)('webgpu backend', () => {
     matmulJs(a, b, changedExpected, geometry);
     backend.matmul(a, b, changed, geometry);
     expect(relativeError(changed, changedExpected)).toBeLessThan(1e-5);
+  });
+
+  it('splits products whose operands exceed a binding (here capped at 300 floats) and still equals the js spec', () => {
+    const capped = createWebGpuBackend({ maxBindingFloats: 300 });
+    try {
+      for (const geometry of [
+        shape(2, 40, 9, 50, { transposeB: true, accumulate: true }),
+        shape(1, 33, 8, 41, { transposeA: true }),
+      ]) {
+        const { a, b, out } = operands(geometry, 4);
+        const expected = out.slice();
+        matmulJs(a, b, expected, geometry);
+        capped.matmul(a, b, out, geometry);
+        expect(relativeError(out, expected)).toBeLessThan(1e-5);
+      }
+      // A constant operand over the cap is not kept (it is split per product instead), and products agree.
+      const geometry = shape(1, 4, 24, 40, { transposeB: true });
+      const { a, b } = operands(geometry, 5);
+      const expected = new Float32Array(160);
+      matmulJs(a, b, expected, geometry);
+      const kept = new Float32Array(160);
+      capped.withConstantOperands!([b], () => capped.matmul(a, b, kept, geometry));
+      expect(relativeError(kept, expected)).toBeLessThan(1e-5);
+    } finally {
+      capped.dispose();
+    }
   });
 
   it('names its adapter', () => {

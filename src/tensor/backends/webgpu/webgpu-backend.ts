@@ -17,6 +17,7 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
 import type { Backend, MatmulShape } from '../../backend.js';
+import { runInFittingProducts } from './split-product.js';
 
 /** What the device thread reports about the adapter it opened. */
 export interface WebGpuAdapterSummary {
@@ -170,6 +171,8 @@ export interface WebGpuBackendOptions {
    * The webgpu backend owns it from then on (dispose() disposes it).
    */
   host?: Backend;
+  /** Floats one GPU binding may hold; default: the adapter's limits (tests set it small to see products split). */
+  maxBindingFloats?: number;
 }
 
 export function createWebGpuBackend(options: WebGpuBackendOptions = {}): WebGpuBackend {
@@ -186,6 +189,8 @@ export function createWebGpuBackend(options: WebGpuBackendOptions = {}): WebGpuB
     bridge.close();
     throw new WebGpuUnavailableError((error as Error).message.replace(/^webgpu open: /, ''));
   }
+  const maxBindingFloats =
+    options.maxBindingFloats ?? Math.floor(Math.min(adapter.maxStorageBufferBindingSize, adapter.maxBufferSize) / 4);
   // Operands promised constant, by identity, with their device ids (see withConstantOperands).
   const resident = new Map<Float32Array, number>();
   let nextId = 1;
@@ -212,13 +217,27 @@ export function createWebGpuBackend(options: WebGpuBackendOptions = {}): WebGpuB
     tile: WebGpuMatmulTile | undefined,
   ): void {
     checkShape(a, b, out, shape);
-    const { batch, M, K, N, aBatchStride, bBatchStride, accumulate } = shape;
-    const outLength = batch * M * N;
-    if (outLength === 0) return;
+    const { batch, M, K, N, accumulate } = shape;
+    if (batch * M * N === 0) return;
     if (K === 0) {
-      if (!accumulate) out.fill(0, 0, outLength);
+      if (!accumulate) out.fill(0, 0, batch * M * N);
       return;
     }
+    runInFittingProducts(a, b, out, shape, maxBindingFloats, (pieceA, pieceB, pieceOut, pieceShape) =>
+      dispatch(pieceA, pieceB, pieceOut, pieceShape, tile),
+    );
+  }
+
+  /** One product whose operands each fit a binding, on the device. */
+  function dispatch(
+    a: Float32Array,
+    b: Float32Array,
+    out: Float32Array,
+    shape: MatmulShape,
+    tile: WebGpuMatmulTile | undefined,
+  ): void {
+    const { batch, M, K, N, aBatchStride, bBatchStride, accumulate } = shape;
+    const outLength = batch * M * N;
     const transfer: ArrayBuffer[] = [];
     const request = {
       op: 'matmul',
@@ -264,7 +283,8 @@ export function createWebGpuBackend(options: WebGpuBackendOptions = {}): WebGpuB
     },
     withConstantOperands<T>(operands: Iterable<Float32Array>, fn: () => T): T {
       for (const array of operands) {
-        if (resident.has(array)) continue;
+        // One over a binding is split per product (split-product.ts), so it crosses per call instead.
+        if (resident.has(array) || array.length > maxBindingFloats) continue;
         const id = nextId++;
         const data = array.slice();
         bridge.request({ op: 'keep', id, data }, [data.buffer]);
