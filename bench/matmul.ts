@@ -157,6 +157,7 @@ function benchWebGpu(settings: ReturnType<typeof parseArguments>): void {
   const backend = createBackend('webgpu') as WebGpuBackend;
   try {
     console.error(`# webgpu adapter: ${backend.detail ?? ''}`);
+    console.error(`# webgpu subgroup matrix configs: ${JSON.stringify(backend.adapter.subgroupMatrixConfigs)}`);
     // Enough workgroups to fill any GPU (2^20 invocations), rounds doubled until the run lasts ≥ 0.1 s.
     const peak = untilLong((repeats) => backend.measureFmaPeak(4096, 64 * repeats, 1)).gflops;
     console.error(`# webgpu FMA peak, measured now: ${peak.toFixed(1)} GFLOP/s`);

@@ -4,7 +4,7 @@
 # the same GRPO step and 4096³ product in PyTorch (bench/gpu/torch_grpo_step.py), each part under its
 # own time limit so that one hang leaves the others' numbers. Output: JSON lines, also in $OUT/*.log.
 # Locally (lavapipe, no CUDA) `OUT=/tmp/gpu bash bench/gpu/run.sh` runs the Node half as a rehearsal.
-# PARTS (check.ts's parts for the first call), TORCH=0 and STEP=0 narrow a run to fit the time left.
+# PARTS (check.ts's parts for the first call), UNSAFE=0, TORCH=0 and STEP=0 narrow a run to fit the time left.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/gpu-out}
@@ -25,6 +25,12 @@ echo "# vulkan driver: ${VK_DRIVER_FILES:-default search}"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 node=/tmp/gpu-run/node
 timeout "${CHECK_SECONDS:-200}" "$node" "$g/check.mjs" "$g/fixture" "${PARTS:-conformance,parity,matmul}" 2>&1 | grep -v '^Warning: maxDynamic' | tee "$out/check.log"
+# The same products with Dawn's bounds-checking transform off (a lead for the product's speed).
+if [ "${UNSAFE:-1}" = 1 ]; then
+  echo '# again with GRPO_WEBGPU_DAWN_FLAGS=enable-dawn-features=allow_unsafe_apis,disable_robustness'
+  GRPO_WEBGPU_DAWN_FLAGS='enable-dawn-features=allow_unsafe_apis,disable_robustness' CHECK_SHAPES=32768x896x4864 \
+    timeout "${UNSAFE_SECONDS:-60}" "$node" "$g/check.mjs" "$g/fixture" matmul 2>&1 | grep -v '^Warning: maxDynamic' | tee "$out/unsafe.log"
+fi
 if [ "${TORCH:-1}" = 1 ] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   export PYTHONUNBUFFERED=1
   timeout 60 python3 bench/gpu/torch_grpo_step.py --matmul 2>&1 | tee "$out/torch.log"

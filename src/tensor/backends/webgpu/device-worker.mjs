@@ -38,10 +38,10 @@ function reply(message, transfer = []) {
   Atomics.notify(control, 0);
 }
 
-async function open({ modulePath, powerPreference }) {
+async function open({ modulePath, powerPreference, dawnFlags }) {
   const { create, globals } = await import(modulePath);
   Object.assign(globalThis, globals);
-  gpu = create([]);
+  gpu = create(dawnFlags);
   const adapter = await gpu.requestAdapter({ powerPreference });
   if (!adapter) {
     throw new Error(
@@ -73,6 +73,8 @@ async function open({ modulePath, powerPreference }) {
     description: info.description ?? '',
     isFallbackAdapter: Boolean(info.isFallbackAdapter ?? adapter.isFallbackAdapter),
     features: [...adapter.features],
+    // Tensor-core shapes Dawn's experimental subgroup matrices offer here (none on lavapipe).
+    subgroupMatrixConfigs: (info.subgroupMatrixConfigs ?? []).map((config) => ({ ...config })),
     maxStorageBufferBindingSize: limits.maxStorageBufferBindingSize,
     maxBufferSize: limits.maxBufferSize,
     maxComputeWorkgroupsPerDimension: limits.maxComputeWorkgroupsPerDimension,

@@ -30,6 +30,7 @@ export interface WebGpuAdapterSummary {
   maxStorageBufferBindingSize: number;
   maxBufferSize: number;
   maxComputeWorkgroupsPerDimension: number;
+  subgroupMatrixConfigs: Record<string, unknown>[];
 }
 
 /** The matmul shader's tile geometries (shaders.mjs's matmulTiles), for benches and tests that pin one. */
@@ -82,6 +83,16 @@ function checkShape(a: Float32Array, b: Float32Array, out: Float32Array, shape: 
       );
     }
   }
+}
+
+/**
+ * Dawn's instance flags from GRPO_WEBGPU_DAWN_FLAGS (separated by ";", e.g.
+ * `enable-dawn-features=allow_unsafe_apis,disable_robustness`): for measuring Dawn's options on a GPU
+ * without a code change; empty by default.
+ */
+function dawnFlags(): string[] {
+  const value = process.env.GRPO_WEBGPU_DAWN_FLAGS ?? '';
+  return value === '' ? [] : value.split(';').map((flag) => flag.trim());
 }
 
 /** The file URL of the `webgpu` package's entry, or why it cannot be found. */
@@ -181,7 +192,7 @@ export function createWebGpuBackend(options: WebGpuBackendOptions = {}): WebGpuB
   let adapter: WebGpuAdapterSummary;
   try {
     adapter = bridge.request<{ adapter: WebGpuAdapterSummary }>(
-      { op: 'open', modulePath, powerPreference: 'high-performance' },
+      { op: 'open', modulePath, powerPreference: 'high-performance', dawnFlags: dawnFlags() },
       [],
       OPEN_TIMEOUT_MS,
     ).adapter;
