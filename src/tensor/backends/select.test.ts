@@ -31,7 +31,7 @@ const selectModule = './src/tensor/backends/select.ts';
 
 describe('backend selection', () => {
   it('creates backends by name and lists the known names for an unknown one', () => {
-    expect(backendNames).toEqual(['js', 'wasm', 'native']);
+    expect(backendNames).toEqual(['js', 'wasm', 'native', 'webgpu']);
     const js = createBackend('js');
     expect(js.name).toBe('js');
     const wasm = createBackend('wasm', { threads: 1 });
