@@ -47,10 +47,29 @@ const allowed = {
   // ids, so beside trainer/ rather than inside it; it reuses algorithms/ (steps, advantages, losses).
   flow: ['flow', 'run', 'algorithms', 'rewards', 'model', 'nn', 'tensor', 'registry'],
   dashboard: ['dashboard', 'registry'],
+  // browser/: what runs in a browser tab (the page's worker and its Node-free run of the addition
+  // task), plus browser stand-ins for a few Node-only leaves (src/web/build-page.ts lists them).
+  browser: [
+    'browser',
+    'trainer',
+    'run',
+    'rollout',
+    'data',
+    'rewards',
+    'algorithms',
+    'sampling',
+    'model',
+    'nn',
+    'tensor',
+    'registry',
+  ],
+  // web/: `grpo web` — builds the page (esbuild) and serves it; it imports none of the page's code.
+  web: ['web'],
   cli: [
     'registry',
     'cli',
     'dashboard',
+    'web',
     'serve',
     'flow',
     'trainer',

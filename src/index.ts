@@ -36,7 +36,8 @@ export {
 } from './sampling/index.js';
 export { Transformer, type KvCache, type ForwardOptions } from './model/transformer.js';
 export { loadCheckpoint, saveCheckpoint, resolveStopTokenIds, type Checkpoint } from './model/checkpoint.js';
-export { loadModelConfig, parseModelConfig, createSmallConfig, type ModelConfig } from './model/config.js';
+export { parseModelConfig, createSmallConfig, type ModelConfig } from './model/config.js';
+export { loadModelConfig } from './model/checkpoint.js';
 export { toHfConfig } from './model/config-hf.js';
 export { VisionLanguageModel } from './model/vision/vision-language.js';
 export {

@@ -431,6 +431,17 @@ verl: scripts/verl_compute_score.py (custom_reward_function.path / name=compute_
   addFlowCommands(program);
 
   program
+    .command('web')
+    .description('serve a page that trains GRPO on the addition task in a browser tab (docs/browser.md)')
+    .option('--port <n>', 'port (0 = any free port)', integerFrom(0, 65535), 6070)
+    .option('--host <address>', 'address to listen on', '127.0.0.1')
+    .option('--out <directory>', 'write the built page to this folder (for any static host) instead of serving it')
+    .action(async (options) => {
+      const { runWebCommand } = await import('../web/server.js');
+      await runWebCommand({ port: options.port, host: options.host, out: options.out });
+    });
+
+  program
     .command('dashboard')
     .description('serve a read-only local web viewer of run folders')
     .option('--runs <directory>', 'folder holding run folders', 'runs')

@@ -17,8 +17,12 @@
 import { z } from 'zod';
 import type { ChatMessage } from '../rewards/types.js';
 import { contentText, imageColumnSources, inlineImageSources, placeImages } from './images.js';
-import { datasetFormats, type DatasetRow } from './readers.js';
+import type { DatasetRow } from './readers.js';
 import type { Example } from './task.js';
+
+/** The dataset file formats the readers know (here, not in readers.ts, so rows can be parsed without file code). */
+export const datasetFormats = ['jsonl', 'json', 'csv', 'tsv', 'parquet'] as const;
+export type DatasetFormat = (typeof datasetFormats)[number];
 
 const column = z.string().min(1);
 

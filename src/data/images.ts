@@ -13,8 +13,7 @@
  *
  * Is not: decoding, resizing, or anything about the model's image tokens.
  */
-import { existsSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
+import { imageFile } from './image-files.js';
 import type { ChatMessage } from '../rewards/types.js';
 
 /** The placeholder one image leaves in prompt text. */
@@ -62,12 +61,10 @@ function sourceOf(value: unknown, where: string, baseDirectory: string): ImageSo
       `${where}: an image must be a file path, base64 text, a data: URL or {bytes, path}, got ${JSON.stringify(value)}`,
     );
   if (value.startsWith('data:')) return value;
-  const file = isAbsolute(value) ? value : resolve(baseDirectory, value);
-  if (existsSync(file)) return file;
+  const file = imageFile(value, baseDirectory);
+  if (file.exists) return file.path;
   if (looksLikeBase64(value)) return value;
-  throw new Error(
-    `${where}: image file not found: ${value}${isAbsolute(value) ? '' : ` (relative to ${baseDirectory})`}`,
-  );
+  throw new Error(`${where}: image file not found: ${value}${file.relative ? ` (relative to ${baseDirectory})` : ''}`);
 }
 
 /** The images of a row's image column (a cell or a list of cells), in order. */

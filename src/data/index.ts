@@ -20,17 +20,11 @@ import { createNamedRegistry } from '../registry/registry.js';
 
 export { parseTaskOptions, type Example, type Task } from './task.js';
 export { additionOptionsSchema, additionTask, withoutCarry, type AdditionOptions } from './tasks/addition.js';
-export {
-  datasetFormatOf,
-  datasetFormats,
-  readRowList,
-  readRows,
-  type DatasetFormat,
-  type DatasetRow,
-  type ReadOptions,
-} from './readers.js';
+export { datasetFormatOf, readRowList, readRows, type DatasetRow, type ReadOptions } from './readers.js';
 export {
   dataOptionsSchema,
+  datasetFormats,
+  type DatasetFormat,
   exampleMessages,
   exampleText,
   toExample,

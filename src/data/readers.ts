@@ -31,10 +31,9 @@ import {
   type ReadLimits,
 } from './bounded-text.js';
 import { ParquetWorker } from './parquet-worker.js';
+import { datasetFormats, type DatasetFormat } from './examples.js';
 
 /** File formats the readers understand; `.gz` is accepted on top of the text ones. */
-export const datasetFormats = ['jsonl', 'json', 'csv', 'tsv', 'parquet'] as const;
-export type DatasetFormat = (typeof datasetFormats)[number];
 
 /** One row of a dataset file and where it came from (for error messages). */
 export interface DatasetRow {

@@ -9,11 +9,14 @@
  */
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { type ModelConfig, loadModelConfig } from './config.js';
+import { expectedTensorShapes, parseModelConfig, type ModelConfig } from './config.js';
 import { toHfConfig } from './config-hf.js';
 import { makeDirectory, removeTree, renamePath, syncDirectory, writeFileDurably } from './durable-files.js';
 import { readJsonObject } from './json-file.js';
 import { type StoredTensor, encodeSafetensors, readSafetensorsFolder } from './safetensors.js';
+
+/** Re-exported where it was first defined; it lives in config.ts so the model needs no file code. */
+export { expectedTensorShapes };
 
 /** A checkpoint in memory: config, named float32 tensors, generation defaults and the files it came from. */
 export interface Checkpoint {
@@ -40,38 +43,6 @@ export const TOKENIZER_FILES = [
 
 // Buffers some older exports carry that are recomputed from the config, never learned.
 const IGNORED_TENSOR_PATTERN = /\.rotary_emb\.inv_freq$/;
-
-/** The HF tensor names and shapes a model with this config has, in a stable order (embeddings, layers, norm, head). */
-export function expectedTensorShapes(config: ModelConfig): Map<string, number[]> {
-  const { hiddenSize: H, intermediateSize: I, headDim: D, numHeads, numKeyValueHeads, vocabSize: V } = config;
-  const shapes = new Map<string, number[]>();
-  shapes.set('model.embed_tokens.weight', [V, H]);
-  for (let layer = 0; layer < config.numLayers; layer++) {
-    const prefix = `model.layers.${layer}`;
-    shapes.set(`${prefix}.input_layernorm.weight`, [H]);
-    shapes.set(`${prefix}.self_attn.q_proj.weight`, [numHeads * D, H]);
-    shapes.set(`${prefix}.self_attn.k_proj.weight`, [numKeyValueHeads * D, H]);
-    shapes.set(`${prefix}.self_attn.v_proj.weight`, [numKeyValueHeads * D, H]);
-    if (config.attentionBias) {
-      shapes.set(`${prefix}.self_attn.q_proj.bias`, [numHeads * D]);
-      shapes.set(`${prefix}.self_attn.k_proj.bias`, [numKeyValueHeads * D]);
-      shapes.set(`${prefix}.self_attn.v_proj.bias`, [numKeyValueHeads * D]);
-    }
-    if (config.qkNorm) {
-      shapes.set(`${prefix}.self_attn.q_norm.weight`, [D]);
-      shapes.set(`${prefix}.self_attn.k_norm.weight`, [D]);
-    }
-    shapes.set(`${prefix}.self_attn.o_proj.weight`, [H, numHeads * D]);
-    if (config.attentionOutputBias) shapes.set(`${prefix}.self_attn.o_proj.bias`, [H]);
-    shapes.set(`${prefix}.post_attention_layernorm.weight`, [H]);
-    shapes.set(`${prefix}.mlp.gate_proj.weight`, [I, H]);
-    shapes.set(`${prefix}.mlp.up_proj.weight`, [I, H]);
-    shapes.set(`${prefix}.mlp.down_proj.weight`, [H, I]);
-  }
-  shapes.set('model.norm.weight', [H]);
-  if (!config.tieWordEmbeddings) shapes.set('lm_head.weight', [V, H]);
-  return shapes;
-}
 
 /**
  * Checks tensors against the config and returns them in the expected order; `fileOf` names where each
@@ -115,6 +86,25 @@ export function checkTensors(
     );
   }
   return ordered;
+}
+
+/** Reads and parses a config.json file. */
+export function loadModelConfig(file: string): ModelConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new Error(
+      `${file}: cannot read the model config (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+    );
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`${file}: not valid JSON (${(error as Error).message})`);
+  }
+  return parseModelConfig(json, file);
 }
 
 /** Loads a Hugging Face checkpoint folder, checking every tensor's name and shape against its config.json. */

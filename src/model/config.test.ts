@@ -7,7 +7,8 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { computeRopeInverseFrequencies, createSmallConfig, loadModelConfig, parseModelConfig } from './config.js';
+import { computeRopeInverseFrequencies, createSmallConfig, parseModelConfig } from './config.js';
+import { loadModelConfig } from './checkpoint.js';
 import { toHfConfig } from './config-hf.js';
 
 const here = dirname(fileURLToPath(import.meta.url));

@@ -7,7 +7,6 @@
  * This module does not build the model, read weights or know about tokenizers; it only turns JSON into
  * a validated `ModelConfig` and back, naming the file and field at fault on bad input.
  */
-import { readFileSync } from 'node:fs';
 
 /** The architectures the forward pass implements. */
 export type ModelType = 'llama' | 'mistral' | 'qwen2' | 'qwen3';
@@ -264,23 +263,36 @@ export function parseModelConfig(raw: unknown, source = 'config.json'): ModelCon
   return config;
 }
 
-/** Reads and parses a config.json file. */
-export function loadModelConfig(file: string): ModelConfig {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (error) {
-    throw new Error(
-      `${file}: cannot read the model config (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
-    );
+/** The HF tensor names and shapes a model with this config has, in a stable order (embeddings, layers, norm, head). */
+export function expectedTensorShapes(config: ModelConfig): Map<string, number[]> {
+  const { hiddenSize: H, intermediateSize: I, headDim: D, numHeads, numKeyValueHeads, vocabSize: V } = config;
+  const shapes = new Map<string, number[]>();
+  shapes.set('model.embed_tokens.weight', [V, H]);
+  for (let layer = 0; layer < config.numLayers; layer++) {
+    const prefix = `model.layers.${layer}`;
+    shapes.set(`${prefix}.input_layernorm.weight`, [H]);
+    shapes.set(`${prefix}.self_attn.q_proj.weight`, [numHeads * D, H]);
+    shapes.set(`${prefix}.self_attn.k_proj.weight`, [numKeyValueHeads * D, H]);
+    shapes.set(`${prefix}.self_attn.v_proj.weight`, [numKeyValueHeads * D, H]);
+    if (config.attentionBias) {
+      shapes.set(`${prefix}.self_attn.q_proj.bias`, [numHeads * D]);
+      shapes.set(`${prefix}.self_attn.k_proj.bias`, [numKeyValueHeads * D]);
+      shapes.set(`${prefix}.self_attn.v_proj.bias`, [numKeyValueHeads * D]);
+    }
+    if (config.qkNorm) {
+      shapes.set(`${prefix}.self_attn.q_norm.weight`, [D]);
+      shapes.set(`${prefix}.self_attn.k_norm.weight`, [D]);
+    }
+    shapes.set(`${prefix}.self_attn.o_proj.weight`, [H, numHeads * D]);
+    if (config.attentionOutputBias) shapes.set(`${prefix}.self_attn.o_proj.bias`, [H]);
+    shapes.set(`${prefix}.post_attention_layernorm.weight`, [H]);
+    shapes.set(`${prefix}.mlp.gate_proj.weight`, [I, H]);
+    shapes.set(`${prefix}.mlp.up_proj.weight`, [I, H]);
+    shapes.set(`${prefix}.mlp.down_proj.weight`, [H, I]);
   }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    throw new Error(`${file}: not valid JSON (${(error as Error).message})`);
-  }
-  return parseModelConfig(json, file);
+  shapes.set('model.norm.weight', [H]);
+  if (!config.tieWordEmbeddings) shapes.set('lm_head.weight', [V, H]);
+  return shapes;
 }
 
 /** Sizes for a small from-scratch model; everything not given gets a small sensible default. */

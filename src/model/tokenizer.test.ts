@@ -9,8 +9,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CharTokenizer, DEFAULT_ALPHABET } from './char-tokenizer.js';
-import { expectedTensorShapes, loadCheckpoint, saveCheckpoint } from './checkpoint.js';
-import { createSmallConfig, loadModelConfig } from './config.js';
+import { expectedTensorShapes, loadCheckpoint, loadModelConfig, saveCheckpoint } from './checkpoint.js';
+import { createSmallConfig } from './config.js';
 import { checkTokenizerFitsModel, loadTokenizer } from './tokenizer.js';
 
 const here = dirname(fileURLToPath(import.meta.url));

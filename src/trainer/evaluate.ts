@@ -6,7 +6,8 @@
  */
 import type { Example, Task } from '../data/task.js';
 import type { Transformer } from '../model/transformer.js';
-import { scoreRewards, weightedSum, weightsAt, type RewardScorer } from '../rewards/index.js';
+import { weightedSum, weightsAt } from '../rewards/combine.js';
+import { scoreRewards, type RewardScorer } from '../rewards/run.js';
 import type { NamedReward, RewardEpisode } from '../rewards/types.js';
 import { generate } from '../sampling/index.js';
 import type { PromptFormat } from './prompt-format.js';

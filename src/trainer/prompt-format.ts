@@ -8,7 +8,7 @@
  *
  * Is not: the template engine (model/chat-template.ts) or the row mapping (data/examples.ts).
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readTemplateFile } from './template-file.js';
 import { exampleMessages, exampleText } from '../data/examples.js';
 import type { Example } from '../data/task.js';
 import { renderChatTemplate } from '../model/chat-template.js';
@@ -28,8 +28,7 @@ export function promptFormatFor(setting: string, tokenizer: TextTokenizer): Prom
   if (setting === 'auto') return { tokenizer, chatTemplate: tokenizer.chatTemplate };
   if (setting === 'none') return { tokenizer, chatTemplate: null };
   if (/\.(jinja|j2|txt)$/.test(setting)) {
-    if (!existsSync(setting)) throw new Error(`model.chatTemplate (--chat-template): ${setting} does not exist`);
-    return { tokenizer, chatTemplate: readFileSync(setting, 'utf8') };
+    return { tokenizer, chatTemplate: readTemplateFile(setting) };
   }
   return { tokenizer, chatTemplate: setting };
 }

@@ -7,7 +7,8 @@
  * Is not: the choice of prompts (prompt-choice.ts), advantages (step-signal.ts) or the optimiser.
  */
 import type { RewardInput, NamedReward } from '../rewards/types.js';
-import { weightedSum, weightsAt, type RewardScorer } from '../rewards/index.js';
+import { weightedSum, weightsAt } from '../rewards/combine.js';
+import type { RewardScorer } from '../rewards/run.js';
 import type {
   RolloutContext,
   RolloutFn,

@@ -7,7 +7,8 @@
  * the loss. The estimator functions themselves live in algorithms/.
  */
 import type { AdvantageInput } from '../algorithms/index.js';
-import { answersMatch, extractFinalAnswer } from '../rewards/index.js';
+import { extractFinalAnswer } from '../rewards/math/extract.js';
+import { answersMatch } from '../rewards/math/verify.js';
 import type { BoundAlgorithm, StrataSource } from './algorithm.js';
 import type { RolloutRow } from '../rollout/rollout.js';
 import { groupStarts, rewardColumns, scoredRewards, type StepBatch } from './step-batch.js';

@@ -11,13 +11,13 @@ import { CharTokenizer } from '../model/char-tokenizer.js';
 import { resolveStopTokenIds } from '../model/checkpoint.js';
 import { createSmallConfig } from '../model/config.js';
 import { createSmallVisionLanguageConfig } from '../model/vision/idefics3-config.js';
-import {
-  defaultImageProcessorConfig,
-  readImageProcessorConfig,
-  type ImageProcessorConfig,
-} from '../model/vision/image-processor.js';
+import { defaultImageProcessorConfig, type ImageProcessorConfig } from '../model/vision/image-processor.js';
 import { checkTokenizerFitsModel, loadTokenizer, type TextTokenizer } from '../model/tokenizer.js';
-import { loadVisionLanguageCheckpoint, writeVisionLanguageFiles } from '../model/vision/vision-language-checkpoint.js';
+import {
+  loadVisionLanguageCheckpoint,
+  readImageProcessorConfig,
+  writeVisionLanguageFiles,
+} from '../model/vision/vision-language-checkpoint.js';
 import { VisionLanguageModel } from '../model/vision/vision-language.js';
 import type { TrainerConfig } from './config.js';
 import type { VisionRun } from './vision-run.js';

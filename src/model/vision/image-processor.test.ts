@@ -17,9 +17,9 @@ import {
   longestEdgeSize,
   parseImageProcessorConfig,
   preprocessImage,
-  readImageProcessorConfig,
   tiledSize,
 } from './image-processor.js';
+import { readImageProcessorConfig } from './vision-language-checkpoint.js';
 import { resizePixels, type ResampleFilterId } from './image-resize.js';
 
 const fixtures = join(import.meta.dirname, '../../../test/fixtures/idefics3-processor');

@@ -19,8 +19,6 @@
  * Is not: decoding (`image-decode.ts`) or the prompt's image tokens (`image-prompt.ts`). `do_pad`
  * is not needed: every frame is S×S, and images are processed one at a time.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import {
   compositeOverWhite,
   resampleFilters,
@@ -153,29 +151,6 @@ export function parseImageProcessorConfig(raw: unknown, source: string): ImagePr
   if (config.longestEdge > maxImageSide)
     fail(source, 'size', `longest_edge ${config.longestEdge} exceeds ${maxImageSide}`);
   return config;
-}
-
-/**
- * Reads a checkpoint folder's image-processor settings: `preprocessor_config.json`, else
- * `processor_config.json` (its `image_processor` member when it has one); HF defaults without either.
- */
-export function readImageProcessorConfig(directory: string): ImageProcessorConfig {
-  for (const name of ['preprocessor_config.json', 'processor_config.json']) {
-    const file = join(directory, name);
-    if (!existsSync(file)) continue;
-    let raw: unknown;
-    try {
-      raw = JSON.parse(readFileSync(file, 'utf8'));
-    } catch (error) {
-      throw new Error(`${file}: invalid JSON (${(error as Error).message})`);
-    }
-    const nested = (raw as Record<string, unknown> | null)?.image_processor;
-    if (name === 'processor_config.json' && typeof nested === 'object' && nested !== null)
-      return parseImageProcessorConfig(nested, `${file} image_processor`);
-    if (name === 'preprocessor_config.json' || 'size' in (raw as object) || 'max_image_size' in (raw as object))
-      return parseImageProcessorConfig(raw, file);
-  }
-  return { ...defaultImageProcessorConfig };
 }
 
 /** Step 1's output size [height, width] for a longest edge (upscaling included), as HF computes it. */

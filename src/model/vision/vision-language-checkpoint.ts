@@ -15,6 +15,11 @@ import { loadIdefics3Config, toHfIdefics3Config, type VisionLanguageConfig } fro
 import { readJsonObject } from '../json-file.js';
 import { type StoredTensor, encodeSafetensors, readSafetensorsFolder } from '../safetensors.js';
 import { VisionLanguageModel, expectedVisionLanguageShapes, hfNameToText, textNameToHf } from './vision-language.js';
+import {
+  defaultImageProcessorConfig,
+  parseImageProcessorConfig,
+  type ImageProcessorConfig,
+} from './image-processor.js';
 
 /** Processor files a SmolVLM folder carries beside the tokenizer's; saving copies whichever exist. */
 export const PROCESSOR_FILES = ['preprocessor_config.json', 'processor_config.json', 'chat_template.json'];
@@ -161,4 +166,27 @@ export function saveVisionLanguageCheckpoint(directory: string, input: SaveVisio
     rmSync(temporary, { recursive: true, force: true });
     throw error;
   }
+}
+
+/**
+ * Reads a checkpoint folder's image-processor settings: `preprocessor_config.json`, else
+ * `processor_config.json` (its `image_processor` member when it has one); HF defaults without either.
+ */
+export function readImageProcessorConfig(directory: string): ImageProcessorConfig {
+  for (const name of ['preprocessor_config.json', 'processor_config.json']) {
+    const file = join(directory, name);
+    if (!existsSync(file)) continue;
+    let raw: unknown;
+    try {
+      raw = JSON.parse(readFileSync(file, 'utf8'));
+    } catch (error) {
+      throw new Error(`${file}: invalid JSON (${(error as Error).message})`);
+    }
+    const nested = (raw as Record<string, unknown> | null)?.image_processor;
+    if (name === 'processor_config.json' && typeof nested === 'object' && nested !== null)
+      return parseImageProcessorConfig(nested, `${file} image_processor`);
+    if (name === 'preprocessor_config.json' || 'size' in (raw as object) || 'max_image_size' in (raw as object))
+      return parseImageProcessorConfig(raw, file);
+  }
+  return { ...defaultImageProcessorConfig };
 }

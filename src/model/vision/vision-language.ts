@@ -20,7 +20,7 @@ import type { VisionLanguageConfig } from './idefics3-config.js';
 import { siglipForward, visionTensorShapes } from './siglip.js';
 import { CONNECTOR_WEIGHT, connectImageFeatures } from './idefics3-connector.js';
 import { Transformer, type ForwardOptions } from '../transformer.js';
-import { expectedTensorShapes } from '../checkpoint.js';
+import { expectedTensorShapes } from '../config.js';
 
 const TEXT_PREFIX = 'model.text_model.';
 // Tiles one frozen-tower forward takes (bounds the attention scores' memory, not the result).

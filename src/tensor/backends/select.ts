@@ -1,119 +1,21 @@
 /**
- * Backend selection: which kernel backend the tensor layer uses, chosen once per process.
- *
- * Is: the registry of backend factories (js, wasm, native, webgpu), the default choice (explicit
- * setBackend(), else env GRPO_BACKEND, else the fastest CPU backend that loads: native, wasm, js), the thread
- * count (option, else env GRPO_THREADS, else min(2, CPU count)), and the one line printed to stderr
- * naming the choice. Is not: any kernel code.
+ * Backend selection: which kernel backend the tensor layer uses, chosen once per process (explicit
+ * setBackend(), else host-backends.ts's default), and the helpers that call a backend's optional
+ * kernels with a plain-loop fallback. Is not: any kernel code, nor the backend factories
+ * (host-backends.ts, which the browser bundle replaces).
  */
-import { availableParallelism } from 'node:os';
 import type { Backend, BlockCopy } from '../backend.js';
-import { createJsBackend } from './js.js';
-import { loadNativeBackend, nativeAddonStatus } from './native/native-backend.js';
-import { createWasmBackend } from './wasm/wasm-backend.js';
-import { createWebGpuBackend, WebGpuUnavailableError } from './webgpu/webgpu-backend.js';
+import { announce, createBackend, createDefaultBackend, type BackendOptions } from './host-backends.js';
 
-/** Options every backend factory accepts. */
-export interface BackendOptions {
-  /** Threads for large kernels, the calling thread included (default: env GRPO_THREADS, else min(2, CPUs)). */
-  threads?: number;
-}
-
-type BackendFactory = (options: { threads: number }) => Backend;
-
-/** A backend that cannot run here (no addon, no WebAssembly threads), as opposed to a setting that is wrong. */
-class BackendUnavailableError extends Error {}
-
-function createWasmOrUnavailable(threads: number): Backend {
-  try {
-    return createWasmBackend({ threads });
-  } catch (error) {
-    throw new BackendUnavailableError(`backend "wasm" is not available: ${(error as Error).message}`);
-  }
-}
-
-const factories: Record<string, BackendFactory> = {
-  js: () => createJsBackend(),
-  wasm: (options) => createWasmOrUnavailable(options.threads),
-  // loadNativeBackend returns null when the addon is absent (not built, no compiler at install);
-  // the fastest-available choice then falls through to wasm.
-  native: (options) => {
-    const backend = loadNativeBackend({ threads: options.threads });
-    if (!backend) throw new BackendUnavailableError(`backend "native" is not available: ${nativeAddonStatus().reason}`);
-    return backend;
-  },
-  // Only when asked for by name: a GPU is never chosen behind the user's back, and lavapipe (a software
-  // adapter) is far slower than the CPU backends.
-  webgpu: (options) => {
-    try {
-      // While activations live in host memory, the row kernels run on the fastest CPU backend.
-      return createWebGpuBackend({ host: createFastestCpu(options.threads) });
-    } catch (error) {
-      if (error instanceof WebGpuUnavailableError) {
-        throw new BackendUnavailableError(`backend "webgpu" is not available: ${error.message}`);
-      }
-      throw error;
-    }
-  },
-};
-
-/** Backend names in order of preference when none is requested. */
-const preference = ['native', 'wasm', 'js'];
-
-/** The names createBackend() accepts. */
-export const backendNames: readonly string[] = Object.keys(factories);
+export { backendNames, createBackend, type BackendOptions } from './host-backends.js';
 
 let current: Backend | undefined;
 let ownsCurrent = false;
 
-function defaultThreads(): number {
-  const fromEnv = process.env.GRPO_THREADS;
-  if (fromEnv !== undefined && fromEnv !== '') {
-    const threads = Number(fromEnv);
-    if (!Number.isInteger(threads) || threads < 1) {
-      throw new Error(`GRPO_THREADS must be a positive integer, got "${fromEnv}"`);
-    }
-    return threads;
-  }
-  return Math.max(1, Math.min(2, availableParallelism()));
-}
-
-/** Creates a backend by name; throws an error listing the known names for an unknown one. */
-export function createBackend(name: string, options: BackendOptions = {}): Backend {
-  const factory = Object.hasOwn(factories, name) ? factories[name] : undefined;
-  if (!factory) throw new Error(`unknown backend "${name}"; known backends: ${backendNames.join(', ')}`);
-  return factory({ threads: options.threads ?? defaultThreads() });
-}
-
-function announce(backend: Backend): void {
-  if (process.env.GRPO_QUIET === '1' || process.env.VITEST) return;
-  const threads = backend.threads === 1 ? '1 thread' : `${backend.threads} threads`;
-  process.stderr.write(`grpo: backend ${backend.name} (${backend.detail ?? threads})\n`);
-}
-
-/** The first backend in preference order that loads (js always does). */
-function createFastest(): Backend {
-  return createFastestCpu(defaultThreads()); // outside any try: a bad GRPO_THREADS is an error, not "unavailable"
-}
-
-function createFastestCpu(threads: number): Backend {
-  for (const name of preference) {
-    try {
-      return createBackend(name, { threads });
-    } catch (error) {
-      // Not available here (no addon, no WebAssembly SIMD/threads): try the next one. A bad setting
-      // (GRPO_NATIVE_PACK_MB=lots) is the user's error, not a reason to run quietly on a slower backend.
-      if (!(error instanceof BackendUnavailableError)) throw error;
-    }
-  }
-  throw new Error('no backend could be created'); // unreachable: js always loads
-}
-
 /** The process-wide backend, created on first use from env GRPO_BACKEND or the fastest available. */
 export function getBackend(): Backend {
   if (!current) {
-    const requested = process.env.GRPO_BACKEND;
-    current = requested ? createBackend(requested) : createFastest();
+    current = createDefaultBackend();
     ownsCurrent = true;
     announce(current);
   }

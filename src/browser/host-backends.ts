@@ -1,0 +1,28 @@
+/**
+ * The page bundle's stand-in for src/tensor/backends/host-backends.ts: in a browser tab the page
+ * trains on the js backend. wasm's threads are Node worker_threads and its kernels are read with
+ * node:fs, native is an N-API addon, and webgpu is Dawn for Node: each is refused with one sentence.
+ */
+import type { Backend } from '../tensor/backend.js';
+import { createJsBackend } from '../tensor/backends/js.js';
+import type * as NodeBackends from '../tensor/backends/host-backends.js';
+
+export type { BackendOptions } from '../tensor/backends/host-backends.js';
+
+const refusals: Record<string, string> = {
+  wasm: 'backend "wasm" is not available in a browser tab: its threads are Node worker_threads; the page trains on js',
+  native: 'backend "native" is not available in a browser tab: it is an N-API addon for Node; the page trains on js',
+  webgpu: 'backend "webgpu" is not available in a browser tab yet: it runs on Dawn for Node; the page trains on js',
+};
+
+export const backendNames: typeof NodeBackends.backendNames = ['js', ...Object.keys(refusals)];
+
+export const createBackend: typeof NodeBackends.createBackend = (name) => {
+  if (name === 'js') return createJsBackend();
+  throw new Error(refusals[name] ?? `unknown backend "${name}"; known backends: ${backendNames.join(', ')}`);
+};
+
+export const createDefaultBackend: typeof NodeBackends.createDefaultBackend = () => createJsBackend();
+
+/** The page shows its backend itself; nothing is printed. */
+export const announce: typeof NodeBackends.announce = (_backend: Backend) => undefined;

@@ -1,0 +1,135 @@
+/*
+ * End-to-end test of `grpo web`: the command builds and serves the page, headless Chromium (Debian's
+ * `chromium`, driven by playwright-core, as the dashboard test does) opens it, and the page trains the
+ * built-in addition task in its Web Worker on the js backend with seed 0: 100 SFT steps, then 4 GRPO
+ * steps, evaluated on 100 held-out sums at step 0, after SFT and at the end. It asserts that the
+ * held-out accuracy at the end is at least 4 points above the untrained model's (0% at step 0), that
+ * the page is cross-origin isolated (COOP/COEP), that a completion table with rewards and advantages is
+ * drawn, that pause holds the run and resume continues it, and that choosing the wasm backend is
+ * refused with one sentence. It asserts no times. Without Chromium or playwright-core it skips with a
+ * message, except under CI=true, where it fails.
+ */
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, Page } from 'playwright-core';
+import { runWebCommand, writePage, type WebHandle } from './server.js';
+
+const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const SFT_STEPS = 100;
+const GRPO_STEPS = 4;
+const MARGIN = 0.04;
+
+async function findBrowserProblem(): Promise<string | null> {
+  if (!existsSync(chromiumPath)) return `no Chromium at ${chromiumPath} (apt-get install -y chromium)`;
+  try {
+    await import('playwright-core');
+  } catch {
+    return 'playwright-core is not installed (npm install)';
+  }
+  return null;
+}
+
+const browserProblem = await findBrowserProblem();
+const mustRun = process.env.CI === 'true';
+if (browserProblem !== null && !mustRun) console.warn(`skipping the grpo web browser test: ${browserProblem}`);
+if (browserProblem !== null && mustRun) {
+  it('has Chromium and playwright-core, which CI=true requires', () => {
+    throw new Error(`CI=true and the grpo web browser test cannot run: ${browserProblem}`);
+  });
+}
+
+describe.skipIf(browserProblem !== null)('grpo web in headless Chromium', () => {
+  let web: WebHandle;
+  let browser: Browser;
+  const pageErrors: string[] = [];
+  const lines: string[] = [];
+
+  beforeAll(async () => {
+    web = (await runWebCommand({ port: 0, log: (line) => lines.push(line) }))!;
+    const { chromium } = await import('playwright-core');
+    browser = await chromium.launch({
+      executablePath: chromiumPath,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await web?.close();
+  });
+
+  async function openPage(settings: Record<string, string>, backend = 'js'): Promise<Page> {
+    const page = await browser.newPage();
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    await page.goto(web.url);
+    for (const [name, value] of Object.entries(settings)) await page.fill(`input[name=${name}]`, value);
+    await page.selectOption('select[name=backend]', backend);
+    await page.click('#start');
+    return page;
+  }
+
+  const accuracyAt = (page: Page, phase: string) =>
+    page.locator(`.evaluation[data-phase="${phase}"]`).first().getAttribute('data-accuracy').then(Number);
+
+  it(`trains the addition task (seed 0, ${SFT_STEPS} SFT + ${GRPO_STEPS} GRPO steps) and its held-out accuracy rises by ${MARGIN * 100} points`, async () => {
+    expect(lines[0]).toMatch(/^grpo web: http:\/\/127\.0\.0\.1:\d+\//);
+    const settings = { seed: '0', sftSteps: String(SFT_STEPS), grpoSteps: String(GRPO_STEPS), evalExamples: '100' };
+    const page = await openPage({ ...settings, evaluateEvery: '0' });
+    expect(await page.evaluate(() => self.crossOriginIsolated)).toBe(true);
+    await page.locator('.evaluation[data-phase="start"]').waitFor({ state: 'attached', timeout: 60_000 });
+    // Pause holds the run at a step boundary; resume continues it.
+    await page.click('#pause');
+    await page.waitForFunction(() => document.body.dataset.state === 'paused', null, { timeout: 60_000 });
+    const heldAt = await page.textContent('#status');
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(await page.textContent('#status')).toBe(heldAt);
+    await page.click('#pause');
+    await page.waitForFunction(() => document.body.dataset.state === 'done', null, { timeout: 600_000 });
+    const before = await accuracyAt(page, 'start');
+    const afterSft = await accuracyAt(page, 'sft');
+    const after = await accuracyAt(page, 'grpo');
+    console.log(`grpo web: held-out accuracy ${before} at step 0, ${afterSft} after SFT, ${after} after GRPO`);
+    expect(after).toBeGreaterThanOrEqual(before + MARGIN);
+    // The latest group's completions with rewards and advantages, and the curves.
+    expect(await page.locator('#completions tbody tr').count()).toBe(8);
+    expect(await page.locator('#reward-chart circle').count()).toBe(GRPO_STEPS);
+    expect(await page.locator('#accuracy-chart circle').count()).toBe(3);
+    expect(await page.textContent('#status')).toMatch(/GRPO: [\d.]+ steps\/s/);
+    expect(pageErrors).toEqual([]);
+    await page.close();
+  }, 900_000);
+
+  it('refuses the wasm backend with one sentence', async () => {
+    const page = await openPage({ sftSteps: '1', grpoSteps: '0' }, 'wasm');
+    await page.waitForFunction(() => document.body.dataset.state === 'error', null, { timeout: 60_000 });
+    expect(await page.textContent('#error')).toMatch(
+      /^backend "wasm" is not available in a browser tab: [^.]+; the page trains on js$/,
+    );
+    await page.close();
+  });
+
+  it('serves only the page, with COOP/COEP headers', async () => {
+    const page = await fetch(web.url);
+    expect(page.headers.get('cross-origin-opener-policy')).toBe('same-origin');
+    expect(page.headers.get('cross-origin-embedder-policy')).toBe('require-corp');
+    for (const path of ['/../package.json', '/%2e%2e/package.json', '/src/browser/worker.ts', '/web/page.js'])
+      expect((await fetch(new URL(path, web.url))).status).toBe(404);
+    expect((await fetch(web.url, { method: 'POST' })).status).toBe(405);
+  });
+
+  it('writes the page to a folder for a static host, and refuses a folder with other files', async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'grpo-web-'));
+    try {
+      await writePage(join(folder, 'site'));
+      expect((await readdir(join(folder, 'site'))).sort()).toEqual(['index.html', 'page.js', 'worker.js']);
+      await writeFile(join(folder, 'notes.txt'), 'mine');
+      await expect(writePage(folder)).rejects.toThrow(/holds other files \(/);
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
+  }, 60_000);
+});

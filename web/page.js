@@ -1,0 +1,137 @@
+// The page of `grpo web`: starts the training worker (worker.js), draws its events as SVG curves and
+// a table of the latest group's completions, and pauses or resumes it. Plain browser JavaScript.
+const form = document.querySelector('#settings');
+const pauseButton = document.querySelector('#pause');
+const statusLine = document.querySelector('#status');
+const errorLine = document.querySelector('#error');
+const rewards = []; // [step, reward/mean]
+const accuracies = []; // [step, accuracy]
+const state = { backend: '', sftSeconds: 0, sftSteps: 0, grpoSeconds: 0, grpoSteps: 0, last: null, paused: false };
+let worker = null;
+
+const setState = (name) => (document.body.dataset.state = name);
+const svgNamespace = 'http://www.w3.org/2000/svg';
+
+/** Draws `points` ([x, y] pairs) as a line with dots in `svg`, y from 0 to `yMax`, with a few labels. */
+function drawChart(svg, points, yMax) {
+  const width = Number(svg.getAttribute('width'));
+  const height = Number(svg.getAttribute('height'));
+  const pad = 32;
+  svg.replaceChildren();
+  const xs = points.map(([x]) => x);
+  const [xMin, xMax] = [Math.min(...xs, 0), Math.max(...xs, 1)];
+  const sx = (x) => pad + ((x - xMin) / Math.max(1e-9, xMax - xMin)) * (width - 2 * pad);
+  const sy = (y) => height - pad - (Math.max(0, Math.min(yMax, y)) / yMax) * (height - 2 * pad);
+  const add = (name, attributes, text) => {
+    const element = document.createElementNS(svgNamespace, name);
+    for (const [key, value] of Object.entries(attributes)) element.setAttribute(key, String(value));
+    if (text !== undefined) element.textContent = text;
+    svg.append(element);
+    return element;
+  };
+  add('line', { x1: pad, y1: sy(0), x2: width - pad, y2: sy(0), stroke: '#999' });
+  add('line', { x1: pad, y1: sy(0), x2: pad, y2: sy(yMax), stroke: '#999' });
+  add('text', { x: 2, y: sy(yMax) + 4, 'font-size': 10 }, yMax.toFixed(1));
+  add('text', { x: 2, y: sy(0) + 4, 'font-size': 10 }, '0');
+  add('text', { x: width - pad - 30, y: height - 8, 'font-size': 10 }, `step ${xMax}`);
+  if (points.length === 0) return;
+  const d = points.map(([x, y], i) => `${i === 0 ? 'M' : 'L'}${sx(x).toFixed(1)},${sy(y).toFixed(1)}`).join(' ');
+  add('path', { d, fill: 'none', stroke: '#1565c0', 'stroke-width': 1.5, class: 'series' });
+  for (const [x, y] of points) add('circle', { cx: sx(x), cy: sy(y), r: 2.5, fill: '#1565c0' });
+}
+
+function showGroup(record) {
+  document.querySelector('#prompt').textContent = `prompt ${JSON.stringify(record.prompt)} → answer ${record.answer}`;
+  const rows = record.completions.map((completion) => {
+    const row = document.createElement('tr');
+    for (const value of [
+      JSON.stringify(completion.text),
+      completion.reward === null ? 'failed' : completion.reward.toFixed(2),
+      completion.advantage.toFixed(3),
+      completion.inLoss ? 'yes' : 'no',
+    ]) {
+      const cell = document.createElement('td');
+      cell.textContent = value;
+      row.append(cell);
+    }
+    return row;
+  });
+  document.querySelector('#completions tbody').replaceChildren(...rows);
+}
+
+function showStatus() {
+  const lines = [`backend ${state.backend}; cross-origin isolated: ${self.crossOriginIsolated ? 'yes' : 'no'}`];
+  if (state.last) {
+    const { phase, step, seconds, tokensPerSecond } = state.last;
+    lines.push(`${phase} step ${step}: ${(seconds * 1000).toFixed(0)} ms, ${tokensPerSecond.toFixed(0)} tokens/s`);
+  }
+  if (state.sftSteps > 0) lines.push(`SFT: ${(state.sftSteps / state.sftSeconds).toFixed(2)} steps/s`);
+  if (state.grpoSteps > 0) lines.push(`GRPO: ${(state.grpoSteps / state.grpoSeconds).toFixed(2)} steps/s`);
+  const accuracy = accuracies.map(([step, value]) => `${(value * 100).toFixed(1)}% @${step}`).join(', ');
+  if (accuracy) lines.push(`held-out accuracy: ${accuracy}`);
+  statusLine.textContent = lines.join('\n');
+}
+
+function onEvent(event) {
+  if (event.kind === 'backend') state.backend = `${event.name} (${event.threads} thread${event.threads === 1 ? '' : 's'})`;
+  if (event.kind === 'step') {
+    state.last = event;
+    if (event.phase === 'sft') [state.sftSteps, state.sftSeconds] = [state.sftSteps + 1, state.sftSeconds + event.seconds];
+    else {
+      [state.grpoSteps, state.grpoSeconds] = [state.grpoSteps + 1, state.grpoSeconds + event.seconds];
+      rewards.push([event.step, event.metrics['reward/mean']]);
+      drawChart(document.querySelector('#reward-chart'), rewards, Math.max(1.2, ...rewards.map(([, y]) => y)));
+      if (event.samples?.[0]) showGroup(event.samples[0]);
+    }
+  }
+  if (event.kind === 'evaluation') {
+    accuracies.push([event.step, event.accuracy]);
+    const item = document.createElement('span');
+    Object.assign(item.dataset, { phase: event.phase, step: event.step, accuracy: event.accuracy });
+    item.className = 'evaluation';
+    document.body.append(item);
+    drawChart(document.querySelector('#accuracy-chart'), accuracies, 1);
+  }
+  if (event.kind === 'paused') setState('paused');
+  if (event.kind === 'resumed') setState('running');
+  if (event.kind === 'done') {
+    setState('done');
+    pauseButton.disabled = true;
+  }
+  if (event.kind === 'error') {
+    errorLine.textContent = event.message;
+    setState('error');
+    pauseButton.disabled = true;
+  }
+  showStatus();
+}
+
+form.addEventListener('submit', (submitted) => {
+  submitted.preventDefault();
+  if (worker) return;
+  const values = new FormData(form);
+  const number = (name) => Number(values.get(name));
+  const settings = {
+    seed: number('seed'),
+    sftSteps: number('sftSteps'),
+    grpoSteps: number('grpoSteps'),
+    evalExamples: number('evalExamples'),
+    evaluateEvery: number('evaluateEvery'),
+  };
+  worker = new Worker('worker.js', { type: 'module' });
+  worker.onmessage = ({ data }) => onEvent(data);
+  worker.onerror = (error) => onEvent({ kind: 'error', message: error.message || 'the worker failed to load' });
+  worker.postMessage({ type: 'start', settings, backend: values.get('backend') });
+  form.querySelector('#start').disabled = true;
+  pauseButton.disabled = false;
+  setState('running');
+});
+
+pauseButton.addEventListener('click', () => {
+  state.paused = !state.paused;
+  worker.postMessage({ type: state.paused ? 'pause' : 'resume' });
+  pauseButton.textContent = state.paused ? 'Resume' : 'Pause';
+});
+
+drawChart(document.querySelector('#reward-chart'), [], 1.2);
+drawChart(document.querySelector('#accuracy-chart'), [], 1);
