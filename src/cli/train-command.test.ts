@@ -61,7 +61,7 @@ describe('applyOverrides (--set)', () => {
     algorithm: { loss: 'ppo-clip', lossOptions: { epsilonLow: 0.2, epsilonHigh: 0.28 } },
     flow: { rl: { rewards: { confidence: 1, thickness: 1 }, steps: 60 } },
   };
-  it('replaces the value at its path, record-valued fields included (never merged into the recipe\'s)', () => {
+  it("replaces the value at its path, record-valued fields included (never merged into the recipe's)", () => {
     const result = applyOverrides(recipe, [
       'flow.rl.rewards={"thickness":2}', // a record: the recipe's confidence reward is gone
       'algorithm.lossOptions={"epsilonHigh":0.3}', // the same rule for the text config's option records

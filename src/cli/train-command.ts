@@ -107,7 +107,10 @@ export async function loadRecipe(file: string): Promise<Recipe> {
  * had there (`--set flow.rl.rewards='{"thickness":1}'` leaves no other reward) — while the fields
  * beside the path are kept (`--set grpo.steps=5` leaves the rest of `grpo`).
  */
-export function applyOverrides(config: Record<string, unknown>, assignments: readonly string[]): Record<string, unknown> {
+export function applyOverrides(
+  config: Record<string, unknown>,
+  assignments: readonly string[],
+): Record<string, unknown> {
   let result = config;
   for (const assignment of assignments) {
     const equals = assignment.indexOf('=');

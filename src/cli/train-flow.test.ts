@@ -130,10 +130,18 @@ describe('flow recipes through grpo train', () => {
     expect(existsSync(join(runs, 'never'))).toBe(false);
   });
 
-  it('--set flow.rl.rewards replaces the recipe\'s rewards (the value at the path, as --set does everywhere)', async () => {
+  it("--set flow.rl.rewards replaces the recipe's rewards (the value at the path, as --set does everywhere)", async () => {
     // The recipe has { confidence: 1, thickness: 1 }; replaced by { thickness: 1 } no reward needs a classifier,
     // so asking to train one is refused before compute. Merged, confidence would stay and the run would train.
-    const argv = ['train', 'recipes/flow-grpo.ts', ...runsDirectory, '--run-name', 'replaced', ...tinyPretrain, ...tinyRl];
+    const argv = [
+      'train',
+      'recipes/flow-grpo.ts',
+      ...runsDirectory,
+      '--run-name',
+      'replaced',
+      ...tinyPretrain,
+      ...tinyRl,
+    ];
     await expect(grpo(...argv, ...sets({ 'flow.rl.rewards': { thickness: 1 } }))).rejects.toThrow(
       /flow.classifierTraining: unused, no reward needs a classifier/,
     );

@@ -398,7 +398,9 @@ function toolCorrectness(
   const { name, options } = choice ?? { name: 'exact-match', options: { tag: 'answer' } };
   const reward = createReward(name, answerColumn === undefined ? options : { answerColumn, ...options });
   if (isGroupReward(reward))
-    throw new Error(`reward "tool-efficiency": correctness "${name}" is a group reward; the check must score one episode`);
+    throw new Error(
+      `reward "tool-efficiency": correctness "${name}" is a group reward; the check must score one episode`,
+    );
   return reward;
 }
 

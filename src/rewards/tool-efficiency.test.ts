@@ -96,20 +96,27 @@ describe('toolEfficiency (OTC-PO)', () => {
       makeRewardInput({ completion: '\\boxed{4}', row: { solution: '4' }, episode: episode(1) }), // answerColumn reaches the check
     ];
     expect(await reward.scoreGroup(inputs.slice(0, 1))).toEqual([1]);
-    const byColumn = createReward('tool-efficiency', { correctness: { name: 'math-answer' }, answerColumn: 'solution' });
+    const byColumn = createReward('tool-efficiency', {
+      correctness: { name: 'math-answer' },
+      answerColumn: 'solution',
+    });
     if (!isGroupReward(byColumn)) throw new Error('tool-efficiency is a group reward');
     expect(await byColumn.scoreGroup(inputs.slice(1))).toEqual([1]);
     // Refused when made: an unknown name (listing the known ones), bad options, a group reward.
     expect(() => createReward('tool-efficiency', { correctness: { name: 'nope' } })).toThrow(/nope.*math-answer/s);
-    expect(() => createReward('tool-efficiency', { correctness: { name: 'exact-match', options: { tagg: 'a' } } })).toThrow(
-      /tagg/,
-    );
+    expect(() =>
+      createReward('tool-efficiency', { correctness: { name: 'exact-match', options: { tagg: 'a' } } }),
+    ).toThrow(/tagg/);
     expect(() => createReward('tool-efficiency', { correctness: { name: 'tool-efficiency' } })).toThrow(
       /correctness.*group reward/,
     );
   });
   it('is registered by name with strict options', async () => {
-    const reward = createReward('tool-efficiency', { mode: 'grpo', smoothing: 2, correctness: { name: 'math-answer' } });
+    const reward = createReward('tool-efficiency', {
+      mode: 'grpo',
+      smoothing: 2,
+      correctness: { name: 'math-answer' },
+    });
     expect(isGroupReward(reward)).toBe(true);
     expect(() => createReward('tool-efficiency', { c: 1 })).toThrow(/c/);
     if (!isGroupReward(reward)) return;
