@@ -208,7 +208,7 @@ const builtIns: RewardFactory[] = [
   define(
     'tool-efficiency',
     'group: α·r_tool(m, n)·correctness (a reward by name, default exact-match on <answer>), r_tool peaking at the optimal tool-call count n',
-    'OTC-PO, Wang et al. 2025, arXiv 2504.14870; docs/turn-credit.md §4',
+    'OTC-PO, Wang et al. 2025, arXiv 2504.14870; docs/turn-credit.md §5',
     z
       .object({
         answerColumn: column.optional(),

@@ -1,6 +1,6 @@
 /**
  * Tests of OTC-PO's tool-integrated reward against the hand-derived vectors of
- * docs/turn-credit.md §4 (the paper's formula, arXiv 2504.14870).
+ * docs/turn-credit.md §5 (the paper's formula, arXiv 2504.14870).
  */
 import { describe, expect, it } from 'vitest';
 import { createReward } from './factories.js';
