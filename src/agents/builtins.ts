@@ -12,3 +12,10 @@ export { readSearchDocuments, searchTool, type SearchDocument, type SearchToolOp
 export { toolUseEnvironment, type ToolUseEnvironmentOptions } from './environments/tool-use.js';
 export { GuessNumberGame, guessNumberEnvironment, type GuessNumberOptions } from './environments/guess-number.js';
 export { openEnvEnvironment, type OpenEnvOptions, type OpenEnvResult } from './environments/remote.js';
+export {
+  callSimilarity,
+  matchCallRewards,
+  matchedCallsEnvironment,
+  type MatchedCallsOptions,
+  type ReferenceCall,
+} from './environments/matched-calls.js';

@@ -56,6 +56,11 @@ export interface ToolCallRecord extends ToolCall {
   /** Set when the call failed (unknown tool, bad arguments, malformed call, throw, timeout). */
   error?: string;
   milliseconds: number;
+  /**
+   * The call's own reward (call correctness, query quality), from the environment's
+   * `scoreToolCalls`; absent or null = not scored. The turn's reward is the mean of its scored calls.
+   */
+  reward?: number | null;
 }
 
 /** Why an episode ended. */
@@ -77,7 +82,10 @@ export interface Episode {
   toolCalls: readonly ToolCallRecord[];
   /** Model turns taken. */
   turns: number;
-  /** Per model turn: the reward the environment gave for it (null = none). */
+  /**
+   * Per model turn: the reward the environment gave for it (null = none) — `respond`'s reward for a
+   * turn without calls, the mean of its scored calls (`scoreToolCalls`) for a turn with calls.
+   */
   turnRewards: readonly (number | null)[];
   stopReason: EpisodeStopReason;
   /** The environment the episode ran in (its state, for `reward()` and custom rewards). */
@@ -101,6 +109,13 @@ export interface Environment {
    * different episodes of a group are the same anchor state (GiGPO's step-level groups).
    */
   stateKey?(): string;
+  /**
+   * Scores the episode's tool calls, once after its last turn (before `reward()`), all together so a
+   * scorer may match them against reference calls (MatchTIR): one reward per call, in order, null =
+   * not scored. A turn that made calls gets the mean of its scored calls as its turn reward
+   * (`Episode.turnRewards`), which the turn-credit estimators read.
+   */
+  scoreToolCalls?(calls: readonly ToolCallRecord[]): readonly (number | null)[] | Promise<readonly (number | null)[]>;
   /** The episode's reward over the environment's own state (a reward named 'environment'). */
   reward?(episode: Episode): number | null | Promise<number | null>;
   /** Releases what the environment holds (processes, connections); called once per episode. */

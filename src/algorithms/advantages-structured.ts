@@ -100,6 +100,7 @@ export const gdpoAdvantagePart = defineAdvantageEstimator({
   fn: gdpoAdvantage,
   description: 'z-score each reward per group, weighted sum, z-score over the batch (ε = 1e-4)',
   citation: 'GDPO (#189), NVlabs/GDPO',
+  needs: ['rewardComponents'],
   options: z.object({ epsilon: epsilonOption }).partial().strict(),
 });
 

@@ -96,5 +96,6 @@ export const treeAdvantagePart = defineAdvantageEstimator({
   fn: treeAdvantage,
   description: 'token-level (V(s) − V(root) + V(s) − V(parent))/√leaves over the prefix tree',
   citation: 'TreeRL, arXiv 2506.11902',
+  needs: ['completionIds'],
   options: z.object({}).strict(),
 });

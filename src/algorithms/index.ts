@@ -63,7 +63,13 @@ import {
   type RegistryEntryInfo,
   createRegistry,
 } from './registry.js';
-import { type TurnCreditFn, gigpoCreditPart, igpoCreditPart, turnRewardsCreditPart } from './turn-credit.js';
+import {
+  type TurnCreditFn,
+  gigpoCreditPart,
+  igpoCreditPart,
+  matchtirCreditPart,
+  turnRewardsCreditPart,
+} from './turn-credit.js';
 
 export * from './registry.js';
 export * from './advantages-groups.js';
@@ -163,6 +169,7 @@ export const turnCreditEstimators = filled<TurnCreditFn>('turn-credit estimator'
   turnRewardsCreditPart,
   igpoCreditPart,
   gigpoCreditPart,
+  matchtirCreditPart,
 ]);
 
 /** Options of the step rather than registry members, by the config field that selects them, for `grpo list`. */

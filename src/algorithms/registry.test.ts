@@ -94,4 +94,12 @@ describe('built-in registries', () => {
     expect(text).toContain('Policy losses (13)');
     expect(text).toContain('KL estimators (3)');
   });
+  it('an advantage estimator that declares no needs runs on rewards and group sizes alone (all a flow run has)', () => {
+    // Flow runs accept exactly these estimators; an undeclared need would fail there after step 0.
+    for (const entry of advantageEstimators.list()) {
+      if (entry.needs!.length > 0) continue;
+      const result = entry.fn({ rewards: [0, 1, 0.25, 0.5], groupSizes: 2 }, { alpha: 0.5 });
+      expect(Array.from(result.advantages).every(Number.isFinite), entry.name).toBe(true);
+    }
+  });
 });

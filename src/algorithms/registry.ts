@@ -90,7 +90,11 @@ export function definePart<Fn, Extra extends object = object>(
  * - `informationGains`: a turn-credit estimator needs each turn's information gain about the
  *   reference answer, computed by the trainer with the policy (IGPO);
  * - `entropyWithGradient`: a policy loss needs the policy's per-token entropy as a tensor with
- *   gradient (`input.entropyTensor`), for a loss term on the entropy itself.
+ *   gradient (`input.entropyTensor`), for a loss term on the entropy itself;
+ * - `completionIds`: an advantage estimator needs each sample's sampled token ids (tree advantages);
+ * - `rewardComponents`: an advantage estimator needs each reward function's scores before weighting
+ *   (GDPO). Every text rollout supplies these two; a flow (image) run supplies no need at all, so its
+ *   `flow.rl.advantageEstimator` takes only estimators that need nothing.
  */
 export type AlgorithmNeed =
   | 'strata'
@@ -101,7 +105,9 @@ export type AlgorithmNeed =
   | 'serialRollout'
   | 'stateKeys'
   | 'informationGains'
-  | 'entropyWithGradient';
+  | 'entropyWithGradient'
+  | 'completionIds'
+  | 'rewardComponents';
 
 /** One registered function with its name and metadata. */
 export interface RegistryEntry<Fn> extends RegistryEntryInfo {

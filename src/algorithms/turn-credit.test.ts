@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { turnCreditEstimators } from './index.js';
-import { type TurnCreditInput, gigpoCredit, igpoCredit, turnRewardsCredit } from './turn-credit.js';
+import { type TurnCreditInput, gigpoCredit, igpoCredit, matchtirCredit, turnRewardsCredit } from './turn-credit.js';
 
 function expectRows(actual: number[][], expected: number[][], tolerance = 5e-6): void {
   expect(actual.map((row) => row.length)).toEqual(expected.map((row) => row.length));
@@ -123,11 +123,35 @@ describe('gigpo (docs/turn-credit.md §3)', () => {
   });
 });
 
+describe('matchtir (docs/turn-credit.md §4)', () => {
+  // Tool-call turns carry the mean of their calls' rewards; the outcome R joins the last turn.
+  const input: TurnCreditInput = {
+    rewards: Float64Array.from([1, 0, 0, NaN]),
+    groupSizes: [4],
+    turnRewards: [[0.5, null], [1, 0.5, null], [null], [null, null]],
+    toolCallTurns: [[true, false], [true, true, false], [false], [true, false]],
+  };
+  it('(trajectory z-score of Σ r + per-turn-index z-score of discounted returns)/2 (γ = 0.5)', () => {
+    // r = [0.5, 1], [1, 0.5, 0], [0]: S = [1.5, 1.5, 0] → A^T = [0.57735, 0.57735, −1.15470];
+    // G = [1, 1], [1.25, 0.5, 0], [0]; index 0 {1, 1.25, 0}, index 1 {1, 0.5}, index 2 {0}: a lone value → mean 0, std 1.
+    const { turnAdvantages } = matchtirCredit(input, { gamma: 0.5 });
+    expectRows(turnAdvantages, [[0.477657, 0.642227], [0.666639, -0.064878, 0.288675], [-1.144295], [0, 0]]);
+  });
+  it("defaults to γ = 0.9 (the code's lam), and checks the tool-call flags against the turns", () => {
+    const { turnAdvantages } = matchtirCredit({ ...input, groupSizes: [1, 1, 1, 1] }, {});
+    // One-episode groups: A^T = S (mean 0, std 1), A^t = G/(1 + ε): episode 1 = ((1.5) + [0.5 + 0.9, 1])/2.
+    expectRows(turnAdvantages.slice(0, 1), [[(1.5 + 1.4) / 2, (1.5 + 1) / 2]], 1e-5);
+    expect(() => matchtirCredit({ ...input, toolCallTurns: [[true], [], [], []] }, {})).toThrow(
+      /toolCallTurns\[0\] has 1 turns but turnRewards\[0\] has 2/,
+    );
+  });
+});
+
 describe('registry', () => {
-  it('registers the three estimators with their needs and strict options', () => {
-    expect(turnCreditEstimators.names()).toEqual(['turn-rewards', 'igpo', 'gigpo']);
+  it('registers the estimators with their needs and strict options', () => {
+    expect(turnCreditEstimators.names()).toEqual(['turn-rewards', 'igpo', 'gigpo', 'matchtir']);
     const needs = Object.fromEntries(turnCreditEstimators.list().map((entry) => [entry.name, entry.needs]));
-    expect(needs).toEqual({ 'turn-rewards': [], igpo: ['informationGains'], gigpo: ['stateKeys'] });
+    expect(needs).toEqual({ 'turn-rewards': [], igpo: ['informationGains'], gigpo: ['stateKeys'], matchtir: [] });
     const gigpoOptions = turnCreditEstimators.list().find((entry) => entry.name === 'gigpo')!.options!;
     expect(gigpoOptions.safeParse({ omega: 0.5 }).success).toBe(true);
     expect(gigpoOptions.safeParse({ pooling: 'joint' }).success).toBe(false);

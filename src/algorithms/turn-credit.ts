@@ -3,7 +3,7 @@
  * per-turn rewards and (when an estimator needs them) anchor-state keys or information gains, one
  * advantage per model turn — every loss token of that turn gets it.
  *
- * Is: three registered estimators sharing `TurnCreditFn` ('turn-rewards', 'igpo', 'gigpo'), pure
+ * Is: four registered estimators sharing `TurnCreditFn` ('turn-rewards', 'igpo', 'gigpo', 'matchtir'), pure
  * functions over number arrays, with their exact choices in each TSDoc and their vectors in
  * docs/turn-credit.md.
  * Is not: the rollout that produces turns, the trainer's computation of information gains (it needs
@@ -23,8 +23,13 @@ export interface TurnCreditInput {
   /** [N] each episode's combined reward (NaN = unscored); groups are contiguous, sizes in groupSizes. */
   rewards: Float64Array;
   groupSizes: readonly number[];
-  /** Per episode, per model turn: the environment's reward for that turn (null = none). */
+  /**
+   * Per episode, per model turn: the environment's reward for that turn (null = none): `respond`'s
+   * for a turn without tool calls, the mean of its scored calls for a turn with calls.
+   */
   turnRewards: readonly (readonly (number | null)[])[];
+  /** Per episode, per model turn: true when the turn made tool calls (its reward, if any, scores the calls). */
+  toolCallTurns?: readonly (readonly boolean[])[];
   /** Per episode, per model turn: the anchor-state key before that turn (GiGPO); absent when the environment has no stateKey(). */
   stateKeys?: readonly (readonly string[])[];
   /** Per episode, per model turn: information gain of that turn (IGPO), computed by the trainer with the policy. */
@@ -63,6 +68,7 @@ function checkShapes(input: TurnCreditInput, estimator: string): void {
   }
   const perTurn: [string, readonly (readonly unknown[])[] | undefined][] = [
     ['stateKeys', input.stateKeys],
+    ['toolCallTurns', input.toolCallTurns],
     ['informationGains', input.informationGains],
   ];
   for (const [field, rows] of perTurn) {
@@ -320,6 +326,59 @@ export const gigpoCreditPart = defineTurnCredit({
     })
     .partial()
     .strict(),
+});
+
+/** Mean and sample std (torch.std); one value → mean 0, std 1, as the authors' singleton case. */
+function matchtirMoments(values: readonly number[]): { mean: number; scale: number } {
+  if (values.length === 1) return { mean: 0, scale: 1 };
+  const mean = values.reduce((sum, value) => sum + value, 0) / values.length;
+  const squares = values.reduce((sum, value) => sum + (value - mean) ** 2, 0);
+  return { mean, scale: Math.sqrt(squares / (values.length - 1)) };
+}
+
+/**
+ * 'matchtir': turn rewards r_{i,t} = the environment's turn reward (null → 0; for a tool-call turn the
+ * mean of its scored calls) with the episode's combined reward R_i added on its last turn [I: in the
+ * authors' code the answer turn's reward is the answer F1, here the run's rewards are that outcome];
+ * trajectory advantage A^T_i = (S_i − mean_g S)/(std_g S + 1e-6) with S_i = Σ_t r_{i,t} (the code's
+ * `token_level_rewards.sum`); turn advantage A^t_{i,t} = (G_{i,t} − mean)/(std + 1e-6) with
+ * G_{i,t} = Σ_{k≥t} γ^{k−t} r_{i,k} (γ = the code's `lam = 0.9`), normalised over the group's scored
+ * episodes' turns at the same index t; sample std, a lone value → mean 0, std 1 (the code's singleton
+ * case); A_{i,t} = (A^T_i + A^t_{i,t})/2. Options: gamma (default 0.9).
+ */
+export function matchtirCredit(input: TurnCreditInput, options: Record<string, unknown>): TurnCreditResult {
+  checkShapes(input, 'matchtir');
+  const gamma = (options.gamma as number | undefined) ?? 0.9;
+  const turnAdvantages = zeroRows(input);
+  for (const group of groupRanges(input.groupSizes)) {
+    const scored = scoredEpisodes(input, group);
+    if (scored.length === 0) continue;
+    const rewards = scored.map((episode) => stepRewards(input.turnRewards[episode], input.rewards[episode]));
+    const sums = rewards.map((turns) => turns.reduce((sum, value) => sum + value, 0));
+    const trajectory = matchtirMoments(sums);
+    const returns = rewards.map((turns) => discountedSums(turns, gamma));
+    const longest = Math.max(...returns.map((turns) => turns.length));
+    const byTurn = Array.from({ length: longest }, (_, turn) =>
+      matchtirMoments(returns.filter((turns) => turn < turns.length).map((turns) => turns[turn])),
+    );
+    scored.forEach((episode, k) => {
+      const episodeAdvantage = (sums[k] - trajectory.mean) / (trajectory.scale + EPSILON);
+      turnAdvantages[episode] = returns[k].map(
+        (value, turn) => (episodeAdvantage + (value - byTurn[turn].mean) / (byTurn[turn].scale + EPSILON)) / 2,
+      );
+    });
+  }
+  return { turnAdvantages, metrics: turnMetrics(turnAdvantages, input) };
+}
+
+/** `algorithm.turnCredit: matchtir`: the entry `grpo list` prints and configs name. */
+export const matchtirCreditPart = defineTurnCredit({
+  name: 'matchtir',
+  fn: matchtirCredit,
+  description:
+    'A = (A^traj + A^turn)/2: GRPO over Σ turn rewards, plus discounted turn returns z-scored per turn index; γ 0.9',
+  citation: 'MatchTIR, Qu et al. 2026; quchangle1/MatchTIR core_algos.compute_grpo_outcome_advantage',
+  options: z.object({ gamma: gammaOption }).partial().strict(),
 });
 
 /** The mean and spread of the scored episodes' turn advantages. */

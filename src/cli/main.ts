@@ -84,7 +84,7 @@ export function buildProgram(): Command {
       )
       .option(
         '--set <key=value>',
-        'override a config field, e.g. --set grpo.steps=50 (repeatable; values parsed as JSON)',
+        'override a config field, e.g. --set grpo.steps=50 (repeatable; values parsed as JSON; an object value replaces what was at its path, it is not merged)',
         collect,
       )
       .option('--preset <name>', 'algorithm preset: grpo, dr-grpo, dapo, gspo, cispo, rloo')

@@ -2,13 +2,14 @@
  * loadRecipe's refusals: a recipe whose export, config or file content is not an object, and a
  * JSON/YAML file that does not parse, each fail naming the file instead of running the default
  * config. The .ts files are written outside any ESM package, where tsx loads them as CommonJS.
+ * applyOverrides: each --set replaces the value at its path and keeps the fields beside it.
  * Not here: the training run itself (src/trainer tests).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadRecipe } from './train-command.js';
+import { applyOverrides, loadRecipe } from './train-command.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'grpo-recipe-'));
 const recipeFile = (name: string, text: string): string => {
@@ -51,5 +52,35 @@ describe('loadRecipe', () => {
     expect(await loadRecipe(recipeFile('good.json', JSON.stringify(config)))).toEqual({ config });
     expect(await loadRecipe(recipeFile('good.yaml', 'grpo:\n  steps: 3\n'))).toEqual({ config });
     expect(await loadRecipe(recipeFile('empty.yaml', '# nothing set\n'))).toEqual({ config: {} });
+  });
+});
+
+describe('applyOverrides (--set)', () => {
+  const recipe = {
+    grpo: { steps: 100, promptsPerStep: 4 },
+    algorithm: { loss: 'ppo-clip', lossOptions: { epsilonLow: 0.2, epsilonHigh: 0.28 } },
+    flow: { rl: { rewards: { confidence: 1, thickness: 1 }, steps: 60 } },
+  };
+  it("replaces the value at its path, record-valued fields included (never merged into the recipe's)", () => {
+    const result = applyOverrides(recipe, [
+      'flow.rl.rewards={"thickness":2}', // a record: the recipe's confidence reward is gone
+      'algorithm.lossOptions={"epsilonHigh":0.3}', // the same rule for the text config's option records
+      'grpo.steps=5', // a scalar: the fields beside it stay
+      'logging.runName=x', // a new section
+    ]);
+    expect(result).toEqual({
+      grpo: { steps: 5, promptsPerStep: 4 },
+      algorithm: { loss: 'ppo-clip', lossOptions: { epsilonHigh: 0.3 } },
+      flow: { rl: { rewards: { thickness: 2 }, steps: 60 } },
+      logging: { runName: 'x' },
+    });
+    expect(recipe.flow.rl.rewards).toEqual({ confidence: 1, thickness: 1 }); // the recipe is not changed
+  });
+  it('later assignments win, and a deeper one edits what an earlier one set', () => {
+    expect(applyOverrides({}, ['a.b={"c":1,"d":2}', 'a.b.d=3', 'e=not json'])).toEqual({
+      a: { b: { c: 1, d: 3 } },
+      e: 'not json',
+    });
+    expect(() => applyOverrides({}, ['=1'])).toThrow(/--set =1: expected key.path=value/);
   });
 });

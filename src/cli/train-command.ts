@@ -101,9 +101,17 @@ export async function loadRecipe(file: string): Promise<Recipe> {
   return exported as unknown as Recipe;
 }
 
-/** `key.path=value` overrides (value parsed as JSON when it parses, else a string). */
-export function parseOverrides(assignments: readonly string[]): Record<string, unknown> {
-  let result: Record<string, unknown> = {};
+/**
+ * Applies `key.path=value` overrides in order (value parsed as JSON when it parses, else a string):
+ * each one **replaces** the value at its path — an object value is not merged into what the recipe
+ * had there (`--set flow.rl.rewards='{"thickness":1}'` leaves no other reward) — while the fields
+ * beside the path are kept (`--set grpo.steps=5` leaves the rest of `grpo`).
+ */
+export function applyOverrides(
+  config: Record<string, unknown>,
+  assignments: readonly string[],
+): Record<string, unknown> {
+  let result = config;
   for (const assignment of assignments) {
     const equals = assignment.indexOf('=');
     if (equals <= 0) throw new Error(`--set ${assignment}: expected key.path=value`);
@@ -115,10 +123,19 @@ export function parseOverrides(assignments: readonly string[]): Record<string, u
     } catch {
       value = text;
     }
-    const nested = keys.reduceRight<unknown>((inner, key) => ({ [key]: inner }), value) as Record<string, unknown>;
-    result = mergeConfig(result, nested);
+    result = setPath(result, keys, value);
   }
   return result;
+}
+
+/** A copy of `config` with `value` at `keys` (parents that are not objects become objects). */
+function setPath(config: Record<string, unknown>, keys: readonly string[], value: unknown): Record<string, unknown> {
+  const [key, ...rest] = keys;
+  if (rest.length === 0) return { ...config, [key]: value };
+  const inner = config[key];
+  const parent =
+    typeof inner === 'object' && inner !== null && !Array.isArray(inner) ? (inner as Record<string, unknown>) : {};
+  return { ...config, [key]: setPath(parent, rest, value) };
 }
 
 /** The data and model flags: shorthands for config fields (each help text names its field). */
@@ -291,7 +308,7 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
     recipe = await loadRecipe(options.recipe);
   }
   const flagOverrides = dataFlagOverrides(options.data, (recipe.rewards?.length ?? 0) > 0);
-  let raw = mergeConfig(mergeConfig(recipe.config, flagOverrides), parseOverrides(options.set ?? []));
+  let raw = applyOverrides(mergeConfig(recipe.config, flagOverrides), options.set ?? []);
   if (options.preset) raw = { ...raw, preset: options.preset };
   if (options.runName) raw = mergeConfig(raw, { logging: { runName: options.runName } });
   if (isFlowRecipe(raw)) return runFlowTrainCommand(raw, options);

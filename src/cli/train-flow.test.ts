@@ -104,6 +104,11 @@ describe('flow recipes through grpo train', () => {
       [sets({ 'flow.rl.sampler': 'ode' }), /flow.rl.sampler must be a stochastic step/],
       [sets({ 'flow.rl.rewards': { boldness: 1 } }), /flow.rl.rewards.boldness: unknown image reward/],
       [sets({ 'flow.rl.advantageEstimator': 'nope' }), /flow.rl: .*nope/],
+      // Text-only estimators need what an image rollout has not (token ids, clusters, baselines, serial exits).
+      ...['tree', 'single-stream', 'seed-grpo', 's-grpo', 'stratified', 'gdpo'].map((name): [string[], RegExp] => [
+        sets({ 'flow.rl.advantageEstimator': name }),
+        new RegExp(`^flow\\.rl\\.advantageEstimator: "${name}" needs .* which a flow run does not supply`),
+      ]),
       [sets({ "flow.rl.window": { size: 4 } }), /flow.rl.window.size 4 is larger than the 3 sampler steps/],
       [sets({ 'flow.rl.window': { size: 2, strid: 1 } }), /flow.rl.window: not a setting .*strid/],
       [sets({ 'flow.rl.timestepSelection': 'dance', 'flow.rl.algorithm': 'nft' }), /flow.rl.timestepSelection "dance" applies to flow-grpo only/],
@@ -123,5 +128,23 @@ describe('flow recipes through grpo train', () => {
     ).rejects.toThrow(/flow.rl: only a job "rl" takes it/);
     await expect(grpo('sft', 'recipes/flow-grpo.ts', ...runsDirectory)).rejects.toThrow(/no SFT phase/);
     expect(existsSync(join(runs, 'never'))).toBe(false);
+  });
+
+  it("--set flow.rl.rewards replaces the recipe's rewards (the value at the path, as --set does everywhere)", async () => {
+    // The recipe has { confidence: 1, thickness: 1 }; replaced by { thickness: 1 } no reward needs a classifier,
+    // so asking to train one is refused before compute. Merged, confidence would stay and the run would train.
+    const argv = [
+      'train',
+      'recipes/flow-grpo.ts',
+      ...runsDirectory,
+      '--run-name',
+      'replaced',
+      ...tinyPretrain,
+      ...tinyRl,
+    ];
+    await expect(grpo(...argv, ...sets({ 'flow.rl.rewards': { thickness: 1 } }))).rejects.toThrow(
+      /flow.classifierTraining: unused, no reward needs a classifier/,
+    );
+    expect(existsSync(join(runs, 'replaced'))).toBe(false);
   });
 });

@@ -135,8 +135,24 @@ export function validateFlowRunOptions(options: FlowRunOptions, numClasses = 10)
   if (!(options.trainFraction > 0 && options.trainFraction <= 1))
     throw new Error(`trainFraction must be in (0, 1], got ${options.trainFraction}`);
   if (!(options.klCoefficient >= 0)) throw new Error(`klCoefficient must be ≥ 0, got ${options.klCoefficient}`);
-  advantageEstimators.get(options.advantageEstimator); // throws listing the known names
+  checkFlowAdvantageEstimator(options.advantageEstimator);
   if (options.window) checkSlidingWindow(options.window, options.samplingSteps);
+}
+
+/**
+ * A flow step gives its estimator the rewards and group sizes only: an estimator that needs more (token
+ * ids, clusters, baselines, serial exits, per-reward scores) is refused here, before any compute.
+ */
+function checkFlowAdvantageEstimator(name: string): void {
+  const needs = advantageEstimators.entry(name).needs ?? []; // entry() throws listing the known names
+  if (needs.length === 0) return;
+  const usable = advantageEstimators
+    .list()
+    .filter((candidate) => (candidate.needs ?? []).length === 0)
+    .map((candidate) => candidate.name);
+  throw new Error(
+    `advantageEstimator: "${name}" needs ${needs.join(', ')}, which a flow run does not supply (it has one reward per image); use one of ${usable.join(', ')}`,
+  );
 }
 
 /** A flow model for images: refuses a toy model whose config sets `dimensions` (its samples are no pictures). */

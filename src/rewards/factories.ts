@@ -28,7 +28,7 @@ import { bleu, charF1, rougeL } from './similarity.js';
 import { sqlExecution } from './sql.js';
 import { sqlNgram, sqlSchemaLinking, sqlSyntax } from './sql-partial.js';
 import { rankingNdcg, rankingRecall, scoreDistribution } from './ranking.js';
-import type { Reward } from './types.js';
+import { isGroupReward, type Reward, type RewardFn } from './types.js';
 import { boxIou, countAnswer } from './visual.js';
 import { createRewardFactoryRegistry, define, type RewardFactory } from './factory-registry.js';
 
@@ -207,17 +207,22 @@ const builtIns: RewardFactory[] = [
   ),
   define(
     'tool-efficiency',
-    'group: α·r_tool(m, n)·correctness, r_tool peaking at the optimal tool-call count n (agent rollouts)',
-    'OTC-PO, Wang et al. 2025, arXiv 2504.14870; docs/turn-credit.md §4',
+    'group: α·r_tool(m, n)·correctness (a reward by name, default exact-match on <answer>), r_tool peaking at the optimal tool-call count n',
+    'OTC-PO, Wang et al. 2025, arXiv 2504.14870; docs/turn-credit.md §5',
     z
       .object({
         answerColumn: column.optional(),
+        correctness: z
+          .object({ name: z.string(), options: z.record(z.string(), z.unknown()).optional() })
+          .strict()
+          .optional(),
         mode: z.enum(['grpo', 'ppo']).optional(),
         smoothing: z.number().positive().optional(),
         alpha: z.number().optional(),
       })
       .strict(),
-    ({ answerColumn, ...rest }) => toolEfficiency({ correctness: mathAnswer({ answerColumn }), ...rest }),
+    ({ answerColumn, correctness, ...rest }) =>
+      toolEfficiency({ correctness: toolCorrectness(correctness, answerColumn), ...rest }),
   ),
   define(
     'bleu',
@@ -380,6 +385,24 @@ const builtIns: RewardFactory[] = [
   ),
 ];
 for (const factory of builtIns) rewardFactories.register(factory);
+
+/**
+ * tool-efficiency's r_φ by name: default `exact-match` on the `<answer>` content (the whole completion
+ * without one), normalised as SQuAD / Search-R1's `em_check` (lower case, no punctuation, no articles),
+ * so text answers ("Oslo") score; `answerColumn`, when given, joins the check's options.
+ */
+function toolCorrectness(
+  choice: { name: string; options?: Record<string, unknown> } | undefined,
+  answerColumn: string | undefined,
+): RewardFn {
+  const { name, options } = choice ?? { name: 'exact-match', options: { tag: 'answer' } };
+  const reward = createReward(name, answerColumn === undefined ? options : { answerColumn, ...options });
+  if (isGroupReward(reward))
+    throw new Error(
+      `reward "tool-efficiency": correctness "${name}" is a group reward; the check must score one episode`,
+    );
+  return reward;
+}
 
 /** Builds a built-in reward by name; unknown names and bad options throw with the details. */
 export function createReward(name: string, options: unknown = {}): Reward {

@@ -1,6 +1,6 @@
 /**
  * Tests of OTC-PO's tool-integrated reward against the hand-derived vectors of
- * docs/turn-credit.md §4 (the paper's formula, arXiv 2504.14870).
+ * docs/turn-credit.md §5 (the paper's formula, arXiv 2504.14870).
  */
 import { describe, expect, it } from 'vitest';
 import { createReward } from './factories.js';
@@ -77,8 +77,46 @@ describe('toolEfficiency (OTC-PO)', () => {
       toolEfficiency({ correctness }).scoreGroup([makeRewardInput({ completion: 'right' })]),
     ).rejects.toThrow(/input\.episode/);
   });
+  it('by name, the default correctness is normalised exact match: a correct text answer scores', async () => {
+    // "Oslo" has no number, so a numeric check would call every answer wrong and the run learn nothing.
+    const reward = createReward('tool-efficiency');
+    if (!isGroupReward(reward)) throw new Error('tool-efficiency is a group reward');
+    const inputs = [
+      makeRewardInput({ completion: 'Oslo', row: { answer: 'Oslo' }, episode: episode(1) }), // equal text
+      makeRewardInput({ completion: '<answer>the oslo.</answer>', row: { answer: 'Oslo' }, episode: episode(2) }), // tag, case, article, punctuation
+      makeRewardInput({ completion: 'Bergen', row: { answer: 'Oslo' }, episode: episode(1) }), // wrong
+    ]; // prettier-ignore
+    expect((await reward.scoreGroup(inputs)).map((value) => Number(value!.toFixed(6)))).toEqual([1, 0.866025, 0]);
+  });
+  it('the correctness check is any per-episode reward by name, with its options', async () => {
+    const reward = createReward('tool-efficiency', { correctness: { name: 'math-answer' } });
+    if (!isGroupReward(reward)) throw new Error('tool-efficiency is a group reward');
+    const inputs = [
+      makeRewardInput({ completion: '\\boxed{4}', row: { answer: '4' }, episode: episode(1) }), // math-answer reads the box
+      makeRewardInput({ completion: '\\boxed{4}', row: { solution: '4' }, episode: episode(1) }), // answerColumn reaches the check
+    ];
+    expect(await reward.scoreGroup(inputs.slice(0, 1))).toEqual([1]);
+    const byColumn = createReward('tool-efficiency', {
+      correctness: { name: 'math-answer' },
+      answerColumn: 'solution',
+    });
+    if (!isGroupReward(byColumn)) throw new Error('tool-efficiency is a group reward');
+    expect(await byColumn.scoreGroup(inputs.slice(1))).toEqual([1]);
+    // Refused when made: an unknown name (listing the known ones), bad options, a group reward.
+    expect(() => createReward('tool-efficiency', { correctness: { name: 'nope' } })).toThrow(/nope.*math-answer/s);
+    expect(() =>
+      createReward('tool-efficiency', { correctness: { name: 'exact-match', options: { tagg: 'a' } } }),
+    ).toThrow(/tagg/);
+    expect(() => createReward('tool-efficiency', { correctness: { name: 'tool-efficiency' } })).toThrow(
+      /correctness.*group reward/,
+    );
+  });
   it('is registered by name with strict options', async () => {
-    const reward = createReward('tool-efficiency', { mode: 'grpo', smoothing: 2 });
+    const reward = createReward('tool-efficiency', {
+      mode: 'grpo',
+      smoothing: 2,
+      correctness: { name: 'math-answer' },
+    });
     expect(isGroupReward(reward)).toBe(true);
     expect(() => createReward('tool-efficiency', { c: 1 })).toThrow(/c/);
     if (!isGroupReward(reward)) return;

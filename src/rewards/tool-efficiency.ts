@@ -48,6 +48,8 @@ function callCount(input: RewardInput): number {
  * OTC-PO: R = α · r_tool(m, n) · r_φ, m = the episode's tool calls. With mode 'grpo' n is the fewest
  * calls among the group's correct episodes (a group with none correct falls back to n = 0, the
  * OTC-PPO form — its product is 0 for binary correctness anyway).
+ * By name (`tool-efficiency` in a config) the correctness is a reward by name, `exact-match` on the
+ * `<answer>` content by default (docs/turn-credit.md §5).
  * @example toolEfficiency({ correctness: mathAnswer(), mode: 'grpo', smoothing: 1 })
  */
 export function toolEfficiency({

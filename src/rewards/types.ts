@@ -22,6 +22,8 @@ export interface RewardToolCall {
   result: string;
   /** Set when the call failed (unknown tool, bad arguments, malformed call, throw, timeout). */
   error?: string;
+  /** The call's own reward from the environment's `scoreToolCalls` (absent or null = not scored). */
+  reward?: number | null;
 }
 
 /**

@@ -294,6 +294,33 @@ function layNextContext(
   );
 }
 
+/**
+ * The environment's per-call rewards onto the calls, and each turn with scored calls gets their mean
+ * as its turn reward (MatchTIR's `process_reward[turn] /= count_per_turn[turn]`).
+ */
+async function scoreToolCalls(environment: Environment, episode: LiveEpisode): Promise<void> {
+  const calls = episode.toolCalls;
+  const rewards = await inEnvironment('environment scoreToolCalls()', episode.promptIndex, async () =>
+    environment.scoreToolCalls!(calls),
+  );
+  if (!Array.isArray(rewards) || rewards.length !== calls.length)
+    throw new Error(
+      `environment scoreToolCalls() for prompt ${episode.promptIndex} of the step returned ${Array.isArray(rewards) ? rewards.length : typeof rewards} rewards for ${calls.length} tool calls; it must return one number or null per call`,
+    );
+  const perTurn = new Map<number, number[]>();
+  calls.forEach((call, index) => {
+    const reward = rewards[index] as number | null;
+    if (reward !== null && !Number.isFinite(reward))
+      throw new Error(
+        `environment scoreToolCalls() for prompt ${episode.promptIndex} of the step: reward ${index} is ${String(reward)}, not a finite number or null`,
+      );
+    call.reward = reward;
+    if (reward !== null) perTurn.set(call.turn, [...(perTurn.get(call.turn) ?? []), reward]);
+  });
+  for (const [turn, values] of perTurn)
+    episode.turnRewards[turn] = values.reduce((sum, value) => sum + value, 0) / values.length;
+}
+
 /** The environment's reward (before close), then the sample: first row, continuation rows, the episode. */
 async function finishEpisode(
   context: RolloutContext,
@@ -308,6 +335,8 @@ async function finishEpisode(
     stopReason: episode.stopReason!,
     environment: episode.environment,
   };
+  if (episode.environment.scoreToolCalls && episode.toolCalls.length > 0)
+    await scoreToolCalls(episode.environment, episode);
   let environmentRewardValue: number | null | undefined;
   let environmentRewardError: string | undefined;
   try {

@@ -8,7 +8,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { advantageEstimators, lossAggregations, policyLosses, turnCreditEstimators } from '../algorithms/index.js';
-import type { EnvironmentFactory } from '../agents/types.js';
+import type { EnvironmentFactory, Tool } from '../agents/types.js';
+import { matchedCallsEnvironment } from '../agents/environments/matched-calls.js';
+import { multiTurnRollout, type TurnDecoder } from '../rollout/multi-turn-rollout.js';
+import type { RolloutContext } from '../rollout/rollout.js';
 import type { NamedReward } from '../rewards/types.js';
 import { Random, Tensor } from '../tensor/index.js';
 import { createStepEnvironment, prepareGrpoStep, rolloutSettingsOf } from './grpo-step.js';
@@ -280,5 +283,141 @@ describe('agent configuration is refused before any compute', () => {
     await expect(agentStep({ algorithm: { turnCredit: { name: 'gigpo' } } })).rejects.toThrow(
       /algorithm\.turnCredit: gigpo groups turns by the environment's anchor state, and the recipe's environment has no stateKey\(\)/,
     );
+  });
+});
+
+describe('per-call rewards through the step (MatchTIR)', () => {
+  // Llama-3 JSON calls over a character tokenizer; a scripted policy (its text is fixed per episode)
+  // makes the calls a random model would not, through the real multi-turn rollout and trainer step.
+  const template = [
+    "{% for m in messages %}{% if m.role == 'user' %}Q:{{ m.content }}\n",
+    "{% elif m.role == 'assistant' %}A:{{ m.content }}{{ eos_token }}\n",
+    "{% elif m.role == 'tool' %}R:{{ m.content }}\n{% endif %}{% endfor %}",
+    '{% if add_generation_prompt %}A:{% endif %}',
+  ].join('');
+  const call = (tool: string, city: string) => `{"name": "${tool}", "parameters": {"c": "${city}"}}`;
+  /** Episode g of each group: two calls (one per turn) of quality varying with g, then an answer. */
+  const scripts = [
+    [call('w', 'o'), call('s', 'x'), '7'], // weather right, search right → call rewards 1, 1
+    [call('w', 'b'), call('s', 'x'), '5'], // weather's value wrong → 2/3, then 1
+    [call('s', 'x'), '7'], // search right, weather never called
+    [call('q', 'o'), '5'], // an unknown tool (an error observation), matching nothing → 0
+  ];
+  const expectedTurnRewards = [
+    [1, 1, null],
+    [2 / 3, 1, null],
+    [1, null],
+    [0, null],
+  ];
+  const examples = (count: number) =>
+    Array.from({ length: count }, (_, i) => ({
+      prompt: `p${i % 10}`,
+      answer: '7',
+      references: [
+        { name: 'w', parameters: { c: 'o' } },
+        { name: 's', parameters: { c: 'x' } },
+      ],
+    }));
+  const task = {
+    name: 'matched-calls',
+    description: 'scripted tool calls against reference calls',
+    alphabet: [...new Set(`0123456789QAR:pwsqobx\n${call('w', 'o')}`)].join(''),
+    trainExamples: examples,
+    evalExamples: examples,
+    demonstration: () => '7',
+    rewards: () => [],
+    isCorrect: () => false,
+  };
+  const answer: NamedReward = { name: 'answer', weight: 1, reward: ({ completion }) => (completion === '7' ? 1 : 0) };
+  const tool: Tool = { name: 'w', description: 'weather', parameters: { type: 'object' }, run: () => 'ok' };
+  const search: Tool = { ...tool, name: 's', description: 'search' };
+
+  class Scripted implements TurnDecoder {
+    private readonly turns: number[] = [];
+    private readonly scriptOf: number[] = [];
+    constructor(private readonly context: RolloutContext) {}
+    add(): number {
+      const index = this.turns.length;
+      this.turns.push(0);
+      this.scriptOf.push(index % scripts.length);
+      return index;
+    }
+    append(): void {}
+    decodeTurns(episodes: readonly number[]) {
+      const tokenizer = this.context.tokenizer;
+      return episodes.map((episode) => {
+        const text = scripts[this.scriptOf[episode]][this.turns[episode]++];
+        const ids = [...tokenizer.encode(text, { addSpecialTokens: false }), tokenizer.eosTokenId!];
+        return { ids, logprobs: ids.map((_, t) => -1 - t / 50), finishReason: 'stop' as const };
+      });
+    }
+  }
+
+  it("scores each call, gives its turn the calls' mean, and the matchtir advantages reach the loss exactly", async () => {
+    const config = resolveConfig(
+      mergeConfig(base, {
+        model: { chatTemplate: template },
+        agent: null,
+        sampling: { groupSize: 4, maxNewTokens: 60 },
+        algorithm: { turnCredit: { name: 'matchtir', options: { gamma: 0.5 } } },
+      }),
+    );
+    const agent = { maxTurns: 3, toolTimeoutMs: 1000, toolCallFormat: 'llama3' as const, maxEpisodeTokens: 400, maxToolErrors: null, episodeTimeoutMs: null }; // prettier-ignore
+    const environment = matchedCallsEnvironment({ tools: [tool, search], referenceColumn: 'references' });
+    const rollout = multiTurnRollout(environment, agent, (context) => new Scripted(context));
+    const context = createRunContext(config, { rewards: [answer], task, rollout });
+    const step = createStepEnvironment(context, null);
+    const settings = { ...rolloutSettingsOf(context, 7), stopTokenIds: [context.tokenizer.eosTokenId!] };
+    const state = { step: 0, phase: 'grpo' as const, phaseStep: 0, consecutiveSkips: 0, evalBefore: null, extra: {} };
+    const prepared = await prepareGrpoStep(step, state, new Random(7), settings, 0);
+    const { batch, signal } = prepared;
+
+    // The per-call rewards, and each turn's mean of them, as the script and the references say.
+    expect(batch.samples.map((s) => s.episode!.toolCalls.map((c) => c.reward))).toEqual(
+      [0, 1].flatMap(() => [[1, 1], [2 / 3, 1], [1], [0]]),
+    );
+    expect(batch.samples.map((s) => s.episode!.turnRewards)).toEqual([...expectedTurnRewards, ...expectedTurnRewards]);
+    expect(Array.from(signal.rewards)).toEqual([1, 0, 1, 0, 1, 0, 1, 0]);
+
+    // Direct composition: matchtir on the hand-written turn rewards, broadcast on each turn's tokens.
+    const turnAdvantages = turnCreditEstimators.get('matchtir')(
+      {
+        rewards: Float64Array.from([1, 0, 1, 0, 1, 0, 1, 0]),
+        groupSizes: [4, 4],
+        turnRewards: [...expectedTurnRewards, ...expectedTurnRewards],
+      },
+      { gamma: 0.5 },
+    ).turnAdvantages;
+    expect(signal.turnAdvantages).toEqual(turnAdvantages);
+    const rows = batch.samples.flatMap((_, i) => sampleRows(batch, i).map((row) => ({ row, episode: i })));
+    const forward = completionLogprobs(
+      context.model,
+      rows.map(({ row }) => ({ promptIds: row.promptIds, completionIds: row.completionIds, lossMask: row.lossMask })),
+      config.sampling.temperature,
+    );
+    const tokenAdvantages = rows.map(({ row, episode }) =>
+      row.tokenTurns!.map((turn) => (turn >= 0 ? turnAdvantages[episode][turn] : 0)),
+    );
+    const loss = policyLosses.get('ppo-clip')(
+      {
+        logprobs: forward.logprobs,
+        oldLogprobs: padRows(
+          rows.map(({ row }) => row.oldLogprobs),
+          forward.Tc,
+        ),
+        advantages: padRows(tokenAdvantages, forward.Tc),
+        mask: forward.mask,
+        entropies: forward.entropies,
+      },
+      { aggregation: lossAggregations.get('token-mean'), maxLength: config.sampling.maxNewTokens, klCoefficient: 0 },
+    );
+    zeroGradients(context.model);
+    loss.loss.backward();
+    const direct = gradients(context.model);
+    zeroGradients(context.model);
+    accumulatePolicyGradients(context.algorithm, stepSettingsOf(config), context.model, prepared.samples);
+    const fromStep = gradients(context.model);
+    expect(Math.max(...[...direct.values()].map((g) => Math.max(...g.map(Math.abs))))).toBeGreaterThan(1e-6);
+    expect(maxDifference(fromStep, direct)).toBeLessThan(1e-6);
   });
 });

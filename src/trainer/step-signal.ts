@@ -9,6 +9,7 @@
 import type { AdvantageInput } from '../algorithms/index.js';
 import { extractFinalAnswer } from '../rewards/math/extract.js';
 import { answersMatch } from '../rewards/math/verify.js';
+import type { RewardEpisode } from '../rewards/types.js';
 import type { BoundAlgorithm, StrataSource } from './algorithm.js';
 import type { RolloutRow } from '../rollout/rollout.js';
 import { groupStarts, rewardColumns, scoredRewards, type StepBatch } from './step-batch.js';
@@ -138,11 +139,20 @@ function turnCredit(
       rewards: Float64Array.from(rewards, (reward, i) => (keep[i] ? reward : Number.NaN)),
       groupSizes: batch.groupSizes,
       turnRewards: batch.samples.map((sample) => sample.episode?.turnRewards ?? []),
+      toolCallTurns: batch.samples.map((sample) => toolCallTurns(sample.episode)),
       stateKeys: needs.includes('stateKeys') ? batch.samples.map((sample) => sample.stateKeys ?? []) : undefined,
       informationGains: inputs.informationGains,
     },
     options,
   );
+}
+
+/** Per model turn of an episode: whether it made tool calls (a turn with a malformed call counts). */
+function toolCallTurns(episode: RewardEpisode | undefined): boolean[] {
+  if (!episode) return [];
+  const flags = episode.turnRewards.map(() => false);
+  for (const call of episode.toolCalls) flags[call.turn] = true;
+  return flags;
 }
 
 /** Per completion token of a row: its turn's advantage (observation tokens, turn −1, get 0; they are masked). */
