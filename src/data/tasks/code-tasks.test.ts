@@ -14,17 +14,18 @@ import type { Example, Task } from '../task.js';
 const dataDirectory = fileURLToPath(new URL('../../../../shared/data', import.meta.url));
 const SAMPLE = Number(process.env.GRPO_CODE_TASK_SAMPLE ?? 60);
 
-/** Runs `check` over the examples, `width` at a time, and counts the trues. */
+/** Runs `check` over the examples, `width` at a time (a new one starts as soon as one ends), and counts the trues. */
 async function countPassing(
   examples: readonly Example[],
   check: (example: Example) => Promise<boolean>,
   width = 4,
 ): Promise<number> {
   let passed = 0;
-  for (let start = 0; start < examples.length; start += width) {
-    const results = await Promise.all(examples.slice(start, start + width).map(check));
-    passed += results.filter(Boolean).length;
-  }
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < examples.length) if (await check(examples[next++]!)) passed++;
+  };
+  await Promise.all(Array.from({ length: width }, worker));
   return passed;
 }
 
