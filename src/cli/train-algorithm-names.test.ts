@@ -12,6 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { advantageEstimators, groupFilters, policyLosses, promptSelectors } from '../algorithms/index.js';
 import { taskRegistry } from '../data/index.js';
 import { runTrainCommand } from './train-command.js';
+import { sharedData, tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-train-command-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -112,8 +113,8 @@ describe('grpo train --set algorithm.<field>=NAME for every listed name', () => 
 });
 
 describe('grpo train --set task=NAME for every built-in task', () => {
-  const dataDirectory = join(new URL('../../', import.meta.url).pathname, '../shared/data');
-  const checkpoint = join(new URL('../../', import.meta.url).pathname, '../shared/fixtures/models/tinystories-656k');
+  const dataDirectory = sharedData;
+  const checkpoint = tinyStoriesModel;
   const onTinyStories = [
     'sft.steps=0',
     'grpo.steps=1',

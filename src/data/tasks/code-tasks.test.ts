@@ -5,13 +5,13 @@
  * fixed, seeded sample of each set (60 problems, 30 in R1 style; GRPO_CODE_TASK_SAMPLE=974 runs all),
  * four sandboxes at a time.
  */
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { makeRewardInput, type RewardFn } from '../../rewards/types.js';
 import { taskRegistry } from '../index.js';
 import type { Example, Task } from '../task.js';
+import { sharedData } from '../../../test/helpers/fixtures.js';
 
-const dataDirectory = fileURLToPath(new URL('../../../../shared/data', import.meta.url));
+const dataDirectory = sharedData;
 const SAMPLE = Number(process.env.GRPO_CODE_TASK_SAMPLE ?? 60);
 
 /** Runs `check` over the examples, `width` at a time (a new one starts as soon as one ends), and counts the trues. */
