@@ -11,9 +11,9 @@ import { z } from 'zod';
 import { renderChatTemplate } from '../model/chat-template.js';
 import { detectToolCallFormat, parseToolCalls, toolDefinitions, type ToolCallFormat } from './tool-calls.js';
 import type { Tool } from './types.js';
+import { testFixture } from '../../test/helpers/fixtures.js';
 
-const template = (name: string): string =>
-  readFileSync(new URL(`../../test/fixtures/chat-templates/${name}.jinja`, import.meta.url), 'utf8');
+const template = (name: string): string => readFileSync(testFixture('chat-templates', `${name}.jinja`), 'utf8');
 
 const calculator: Tool = {
   name: 'calculator',

@@ -9,6 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { advantageEstimators } from './index.js';
 import { asymreAdvantage, asymreAdvantagePart } from './advantages-asymre.js';
 import { parsePartOptions } from './option-schemas.js';
+import { expectCloseWithin } from '../../test/helpers/numeric.js';
+import { testFixture } from '../../test/helpers/fixtures.js';
 
 interface AdvantageCase {
   estimator: string;
@@ -17,16 +19,11 @@ interface AdvantageCase {
   groupSizes: number[];
   advantages: number[];
 }
-const fixture = JSON.parse(
-  readFileSync(new URL('../../test/fixtures/group-reinforce.json', import.meta.url), 'utf8'),
-) as { advantages: AdvantageCase[] };
+const fixture = JSON.parse(readFileSync(testFixture('group-reinforce.json'), 'utf8')) as {
+  advantages: AdvantageCase[];
+};
 
-function expectClose(actual: ArrayLike<number>, expected: number[], tolerance = 1e-6): void {
-  expect(actual.length).toBe(expected.length);
-  expected.forEach((value, i) =>
-    expect(Math.abs(actual[i] - value), `index ${i}: ${actual[i]} vs ${value}`).toBeLessThanOrEqual(tolerance),
-  );
-}
+const expectClose = expectCloseWithin(1e-6);
 
 describe('asymre advantage', () => {
   it.each(fixture.advantages.filter((c) => c.estimator === 'asymre'))(

@@ -15,14 +15,10 @@ import {
   updateSingleStreamBaseline,
 } from './advantages-structured.js';
 import { treeAdvantage } from './advantages-tree.js';
+import { expectCloseWithin } from '../../test/helpers/numeric.js';
 
 /** The spec prints 4 decimals: half a unit in the last place, plus float32 rounding of the result. */
-function expectClose(actual: ArrayLike<number>, expected: number[], tolerance = 5.1e-5): void {
-  expect(actual.length).toBe(expected.length);
-  expected.forEach((value, i) =>
-    expect(Math.abs(actual[i] - value), `index ${i}: ${actual[i]} vs ${value}`).toBeLessThanOrEqual(tolerance),
-  );
-}
+const expectClose = expectCloseWithin(5.1e-5);
 
 describe('§1.7 GDPO', () => {
   const correctness = [1, 1, 0, 0];

@@ -13,14 +13,10 @@ import {
   rlooAdvantage,
 } from './advantages.js';
 import { expandAdvantagesToTokens, padTokenAdvantages } from './advantages-groups.js';
+import { expectCloseWithin } from '../../test/helpers/numeric.js';
 
 /** The spec prints 4 decimals: half a unit in the last place, plus float32 rounding of the result. */
-function expectClose(actual: ArrayLike<number>, expected: number[], tolerance = 5.1e-5): void {
-  expect(actual.length).toBe(expected.length);
-  expected.forEach((value, i) =>
-    expect(Math.abs(actual[i] - value), `index ${i}: ${actual[i]} vs ${value}`).toBeLessThanOrEqual(tolerance),
-  );
-}
+const expectClose = expectCloseWithin(5.1e-5);
 
 describe('ALGORITHMS.md §1 test vectors', () => {
   it('§1.1 GRPO r=[1,0,1,0]: sample std (ε=1e-6, verl) and population std', () => {

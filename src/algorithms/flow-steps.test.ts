@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { Random, randomNormal, tensor } from '../tensor/index.js';
 import { gradCheck } from '../testing/gradcheck.js';
 import { flowSigmas, flowStepKl, flowSteps, flowGrpoSdeStep, eulerOdeStep } from './flow-steps.js';
+import { testFixture } from '../../test/helpers/fixtures.js';
 
 interface StepOutput {
   mean: number[];
@@ -28,7 +29,7 @@ interface Case {
   scored: StepOutput;
   kl: number[] | null;
 }
-const fixture = JSON.parse(readFileSync('test/fixtures/flow/sde-steps.json', 'utf8')) as {
+const fixture = JSON.parse(readFileSync(testFixture('flow/sde-steps.json'), 'utf8')) as {
   B: number;
   D: number;
   sigmas: number[];

@@ -12,6 +12,7 @@ import { policyLosses } from './index.js';
 import type { PolicyLossInput } from './policy-losses-common.js';
 import { opmdLoss } from './policy-losses-opmd.js';
 import { reinforceLoss } from './policy-losses.js';
+import { testFixture } from '../../test/helpers/fixtures.js';
 
 interface LossCase {
   name: string;
@@ -21,9 +22,7 @@ interface LossCase {
   value: number;
   gradient: number[];
 }
-const fixture = JSON.parse(
-  readFileSync(new URL('../../test/fixtures/group-reinforce.json', import.meta.url), 'utf8'),
-) as {
+const fixture = JSON.parse(readFileSync(testFixture('group-reinforce.json'), 'utf8')) as {
   batch: {
     ratios: number[][];
     oldLogprobs: number[][];

@@ -13,6 +13,7 @@ import { gradCheck } from '../testing/gradcheck.js';
 import { policyLosses } from './index.js';
 import type { PolicyLossInput, PolicyLossOptions } from './policy-losses-common.js';
 import { type RecLossOptions, recInRange, recLoss } from './policy-losses-rec.js';
+import { testFixture } from '../../test/helpers/fixtures.js';
 
 interface LossCase {
   name: string;
@@ -30,9 +31,10 @@ interface Batch {
   advantages: number[];
   tokenAdvantages: number[][];
 }
-const fixture = JSON.parse(
-  readFileSync(new URL('../../test/fixtures/group-reinforce.json', import.meta.url), 'utf8'),
-) as { batch: Batch; losses: LossCase[] };
+const fixture = JSON.parse(readFileSync(testFixture('group-reinforce.json'), 'utf8')) as {
+  batch: Batch;
+  losses: LossCase[];
+};
 
 /** The fixture's batch [3, 4]: logπ = logπ_old + log ρ, padded positions included (their values are ignored). */
 function fixtureInput(perToken: boolean): PolicyLossInput {

@@ -12,10 +12,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadCheckpoint } from '../model/checkpoint.js';
 import { buildProgram } from './main.js';
 import { runGenerateCommand, runMergeCommand, runScoreCommand } from './model-commands.js';
+import { maxDifference } from '../../test/helpers/numeric.js';
+import { tinyStoriesAdapter, tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
-const root = new URL('../../', import.meta.url).pathname;
-const tinyStories = join(root, '../shared/fixtures/models/tinystories-656k');
-const fixtureAdapter = join(root, 'test/fixtures/lora-tinystories');
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-lora-cli-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -24,16 +23,17 @@ function scoreJson(options: { model: string; adapter?: string; ids: number[] }):
   runScoreCommand({ ...options, ids: options.ids.join(','), json: true }, (line) => lines.push(line));
   return JSON.parse(lines[0]);
 }
-const maxDifference = (a: (number | null)[], b: (number | null)[]) =>
-  Math.max(...a.slice(1).map((value, i) => Math.abs((value as number) - (b[i + 1] as number))));
+/** Over the scored positions: the first token has no logprob (null). */
+const logprobDifference = (a: (number | null)[], b: (number | null)[]) =>
+  maxDifference(a.slice(1) as number[], b.slice(1) as number[]);
 
 describe('LoRA commands', () => {
   it('grpo score --adapter equals the PyTorch reference within 1e-4 (and the adapter matters)', () => {
-    const reference = JSON.parse(readFileSync(join(fixtureAdapter, 'reference.json'), 'utf8'));
-    const ours = scoreJson({ model: tinyStories, adapter: fixtureAdapter, ids: reference.input_ids });
+    const reference = JSON.parse(readFileSync(join(tinyStoriesAdapter, 'reference.json'), 'utf8'));
+    const ours = scoreJson({ model: tinyStoriesModel, adapter: tinyStoriesAdapter, ids: reference.input_ids });
     const expected = [null, ...reference.next_token_logprob];
-    expect(maxDifference(ours.logprobs, expected)).toBeLessThan(1e-4);
-    const moved = maxDifference(expected, [null, ...reference.base_next_token_logprob]);
+    expect(logprobDifference(ours.logprobs, expected)).toBeLessThan(1e-4);
+    const moved = logprobDifference(expected, [null, ...reference.base_next_token_logprob]);
     expect(moved).toBeGreaterThan(1e-2); // far above the tolerance: the test would see a dropped adapter
   });
 
@@ -67,7 +67,7 @@ describe('LoRA commands', () => {
       '--lora-rank',
       '4',
       '--model',
-      tinyStories,
+      tinyStoriesModel,
       '--data',
       rows,
       '--prompt-column',
@@ -82,24 +82,24 @@ describe('LoRA commands', () => {
     expect(process.exitCode).toBe(0);
     const adapter = join(scratch, 'lora', 'checkpoints', 'step-2');
     const adapterConfig = JSON.parse(readFileSync(join(adapter, 'adapter_config.json'), 'utf8'));
-    expect(adapterConfig).toMatchObject({ peft_type: 'LORA', r: 4, base_model_name_or_path: tinyStories });
+    expect(adapterConfig).toMatchObject({ peft_type: 'LORA', r: 4, base_model_name_or_path: tinyStoriesModel });
     expect(adapterConfig.target_modules).toHaveLength(7);
 
     const merged = join(scratch, 'merged');
-    runMergeCommand({ model: tinyStories, adapter, out: merged }, () => {});
-    const [base, after] = [loadCheckpoint(tinyStories).tensors, loadCheckpoint(merged).tensors];
+    runMergeCommand({ model: tinyStoriesModel, adapter, out: merged }, () => {});
+    const [base, after] = [loadCheckpoint(tinyStoriesModel).tensors, loadCheckpoint(merged).tensors];
     for (const [name, tensor] of base) {
       const adapted = /_proj\.weight$/.test(name);
       expect(after.get(name)!.data.some((value, i) => value !== tensor.data[i])).toBe(adapted);
     }
     const ids = [1, 430, 256, 1012, 13, 77, 290, 5, 611, 42, 9, 1800];
-    const viaAdapter = scoreJson({ model: tinyStories, adapter, ids }).logprobs;
-    expect(maxDifference(viaAdapter, scoreJson({ model: merged, ids }).logprobs)).toBeLessThan(1e-5);
-    expect(maxDifference(viaAdapter, scoreJson({ model: tinyStories, ids }).logprobs)).toBeGreaterThan(0);
+    const viaAdapter = scoreJson({ model: tinyStoriesModel, adapter, ids }).logprobs;
+    expect(logprobDifference(viaAdapter, scoreJson({ model: merged, ids }).logprobs)).toBeLessThan(1e-5);
+    expect(logprobDifference(viaAdapter, scoreJson({ model: tinyStoriesModel, ids }).logprobs)).toBeGreaterThan(0);
 
     const lines: string[] = [];
     const sampling = { maxNewTokens: 5, temperature: 1, topP: 1, topK: 0, seed: 3, numSamples: 2, json: true };
-    runGenerateCommand({ model: tinyStories, adapter, prompt: 'Once upon a time', ...sampling }, (line) =>
+    runGenerateCommand({ model: tinyStoriesModel, adapter, prompt: 'Once upon a time', ...sampling }, (line) =>
       lines.push(line),
     );
     expect(lines.map((line) => JSON.parse(line).ids.length)).toEqual([5, 5]);

@@ -12,9 +12,8 @@ import { resolveConfig } from '../trainer/setup.js';
 import { runEvalCommand } from './eval-command.js';
 import { main } from './main.js';
 import { runTrainCommand } from './train-command.js';
+import { tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
-const root = new URL('../../', import.meta.url).pathname;
-const tinyStories = join(root, '../shared/fixtures/models/tinystories-656k');
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-messages-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 afterEach(() => {
@@ -53,14 +52,14 @@ describe('missing files name the flag and the field', () => {
     await expect(
       runTrainCommand({
         quiet: true,
-        data: { model: tinyStories, data: rowsFile, rewards: ['math-answer'], chatTemplate: template },
+        data: { model: tinyStoriesModel, data: rowsFile, rewards: ['math-answer'], chatTemplate: template },
       }),
     ).rejects.toThrow(`model.chatTemplate (--chat-template): ${template} does not exist`);
   });
 
   it('grpo eval --adapter', async () => {
     await expect(
-      runEvalCommand({ ...evalDefaults, model: tinyStories, adapter: join(scratch, 'no-adapter') }),
+      runEvalCommand({ ...evalDefaults, model: tinyStoriesModel, adapter: join(scratch, 'no-adapter') }),
     ).rejects.toThrow(/^--adapter: .*no-adapter\/adapter_config\.json: missing/);
   });
 
@@ -121,7 +120,7 @@ describe('a run whose rewards all failed', () => {
     );
     const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
     await main([
-      ...['node', 'grpo', 'train', recipe, '--model', tinyStories, '--data', rowsFile, '--quiet'],
+      ...['node', 'grpo', 'train', recipe, '--model', tinyStoriesModel, '--data', rowsFile, '--quiet'],
       ...['--run-name', 'broken', '--set', `logging.runsDirectory=${JSON.stringify(scratch)}`],
       ...['--set', 'grpo.steps=2', '--set', 'grpo.promptsPerStep=1', '--set', 'sampling.groupSize=2'],
       ...['--set', 'grpo.microBatchSize=2', '--set', 'sampling.maxNewTokens=2', '--set', 'evaluation.examples=1'],

@@ -7,8 +7,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runGenerateCommand, runScoreCommand } from './model-commands.js';
+import { tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
-const model = join(new URL('../../', import.meta.url).pathname, '../shared/fixtures/models/tinystories-656k');
+const model = tinyStoriesModel;
 const reference = JSON.parse(readFileSync(join(model, 'reference.json'), 'utf8'));
 
 function capture(run: (write: (line: string) => void) => void): string[] {

@@ -19,9 +19,8 @@ import { loadTokenizer } from '../model/tokenizer.js';
 import { Transformer } from '../model/transformer.js';
 import { buildProgram } from './main.js';
 import { startServe, type RunningServer } from '../serve/serve-server.js';
+import { tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
-const root = new URL('../../', import.meta.url).pathname;
-const tinyStories = join(root, '../shared/fixtures/models/tinystories-656k');
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-openai-engine-'));
 const rows = join(scratch, 'rows.jsonl');
 let engine: RunningServer;
@@ -34,11 +33,11 @@ beforeAll(async () => {
       '\n',
     ),
   );
-  const checkpoint = loadCheckpoint(tinyStories);
+  const checkpoint = loadCheckpoint(tinyStoriesModel);
   engine = await startServe({
     model: Transformer.fromTensors(checkpoint.config, checkpoint.tensors),
     modelName: 'tiny',
-    tokenizer: loadTokenizer(tinyStories),
+    tokenizer: loadTokenizer(tinyStoriesModel),
     stopTokenIds: resolveStopTokenIds(checkpoint.config, checkpoint.generationConfig),
     host: '127.0.0.1',
     port: 0,
@@ -73,7 +72,7 @@ async function train(runName: string, settings: string[]): Promise<void> {
     '--lora-rank',
     '4',
     '--model',
-    tinyStories,
+    tinyStoriesModel,
     '--data',
     rows,
     '--prompt-column',
@@ -123,7 +122,7 @@ describe("rollout.engine 'openai'", () => {
     // The adapter did train, so "equal" compares runs in which the engine's policy moved.
     const adapterFile = join(scratch, 'remote', 'engine-adapter', 'adapter_model.safetensors');
     expect(existsSync(adapterFile)).toBe(true);
-    const config = loadCheckpoint(tinyStories).config;
+    const config = loadCheckpoint(tinyStoriesModel).config;
     const final = loadAdapter(join(scratch, 'remote', 'engine-adapter'), config);
     expect([...final.pairs.values()].some(({ b }) => b.data.some((value) => value !== 0))).toBe(true);
   });
@@ -227,7 +226,7 @@ describe("rollout.engine 'openai'", () => {
         expect(summary.reason).toMatch(/inference engine at http:\/\/127\.0\.0\.1:\d+\/v1\/completions/);
         expect(completions).toBe(3); // step 1's call, then step 2's first try and its one retry
         const saved = join(scratch, run, 'checkpoints', 'step-1');
-        expect(loadAdapter(saved, loadCheckpoint(tinyStories).config).pairs.size).toBeGreaterThan(0);
+        expect(loadAdapter(saved, loadCheckpoint(tinyStoriesModel).config).pairs.size).toBeGreaterThan(0);
         expect(existsSync(join(scratch, run, 'checkpoints', 'step-2'))).toBe(false);
       } finally {
         faulty.closeAllConnections();
@@ -245,7 +244,7 @@ describe("rollout.engine 'openai'", () => {
         'train',
         ...(lora ? ['--lora-rank', '4'] : []),
         '--model',
-        tinyStories,
+        tinyStoriesModel,
         '--data',
         rows,
         '--prompt-column',

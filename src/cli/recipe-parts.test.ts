@@ -12,10 +12,11 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { advantageEstimators, policyLosses } from '../algorithms/index.js';
 import { loadRecipe, runTrainCommand } from './train-command.js';
+import { testFixture } from '../../test/helpers/fixtures.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-recipe-parts-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
-const recipe = join(new URL('../../', import.meta.url).pathname, 'test/fixtures/recipes/own-parts.ts');
+const recipe = testFixture('recipes/own-parts.ts');
 
 const small = [
   'model.hiddenSize=32',

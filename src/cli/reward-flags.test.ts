@@ -11,9 +11,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runEvalCommand } from './eval-command.js';
 import { runRewardCommand } from './reward-command.js';
 import { dataFlagOverrides, rewardFlag, runTrainCommand } from './train-command.js';
+import { tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
-const root = new URL('../../', import.meta.url).pathname;
-const tinyStories = join(root, '../shared/fixtures/models/tinystories-656k');
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-reward-flags-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -99,7 +98,7 @@ describe("a recipe's rewards on the command line", () => {
       set: short,
       runName: 'recipe-rewards',
       quiet: true,
-      data: { model: tinyStories, data: rowsFile },
+      data: { model: tinyStoriesModel, data: rowsFile },
     });
     expect(code).toBe(0);
     const [samples] = readFileSync(join(scratch, 'recipe-rewards', 'samples.jsonl'), 'utf8')
@@ -111,7 +110,7 @@ describe("a recipe's rewards on the command line", () => {
   it("grpo eval --recipe scores with the recipe's rewards", async () => {
     const output = join(scratch, 'eval.jsonl');
     const evalOptions = {
-      model: tinyStories,
+      model: tinyStoriesModel,
       data: rowsFile,
       examples: 2,
       passAtK: 0,

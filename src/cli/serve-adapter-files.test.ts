@@ -14,15 +14,13 @@ import { loadCheckpoint, resolveStopTokenIds } from '../model/checkpoint.js';
 import { loadTokenizer } from '../model/tokenizer.js';
 import { Transformer } from '../model/transformer.js';
 import { startServe, type RunningServer } from '../serve/serve-server.js';
+import { tinyStoriesAdapter, tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
-const root = new URL('../../', import.meta.url).pathname;
-const tinyStories = join(root, '../shared/fixtures/models/tinystories-656k');
-const fixtureAdapter = join(root, 'test/fixtures/lora-tinystories');
-const checkpoint = loadCheckpoint(tinyStories);
+const checkpoint = loadCheckpoint(tinyStoriesModel);
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-serve-adapters-'));
 const SECRET = 'root:x:0:0:SECRET-7f3a9c';
 const secretFile = join(scratch, 'secret.txt');
-const fixtureConfig = JSON.parse(readFileSync(join(fixtureAdapter, 'adapter_config.json'), 'utf8'));
+const fixtureConfig = JSON.parse(readFileSync(join(tinyStoriesAdapter, 'adapter_config.json'), 'utf8'));
 
 let running: RunningServer;
 beforeAll(async () => {
@@ -30,7 +28,7 @@ beforeAll(async () => {
   running = await startServe({
     model: Transformer.fromTensors(checkpoint.config, checkpoint.tensors),
     modelName: 'tiny',
-    tokenizer: loadTokenizer(tinyStories),
+    tokenizer: loadTokenizer(tinyStoriesModel),
     stopTokenIds: resolveStopTokenIds(checkpoint.config, checkpoint.generationConfig),
     port: 0,
   });
@@ -45,7 +43,7 @@ function adapterFolder(name: string, change: (folder: string) => void = () => {}
   const folder = join(scratch, name);
   mkdirSync(folder);
   for (const file of ['adapter_config.json', 'adapter_model.safetensors'])
-    copyFileSync(join(fixtureAdapter, file), join(folder, file));
+    copyFileSync(join(tinyStoriesAdapter, file), join(folder, file));
   change(folder);
   return folder;
 }
@@ -113,13 +111,13 @@ describe('load_lora_adapter refuses hostile adapter folders', () => {
     const small = await startServe({
       model: Transformer.fromTensors(checkpoint.config, checkpoint.tensors),
       modelName: 'tiny',
-      tokenizer: loadTokenizer(tinyStories),
+      tokenizer: loadTokenizer(tinyStoriesModel),
       stopTokenIds: [],
       port: 0,
       limits: { maxAdapterBytes: 10_000 },
     });
     try {
-      const reply = await load(small, fixtureAdapter);
+      const reply = await load(small, tinyStoriesAdapter);
       expect(reply.status).toBe(400);
       expect(reply.message).toMatch(
         /needs \d+ bytes of adapter tensors for this model, over this server's limit of 10000/,
@@ -142,7 +140,7 @@ describe('load_lora_adapter refuses hostile adapter folders', () => {
     const snapshot = join(scratch, 'snapshot');
     mkdirSync(snapshot);
     for (const file of ['adapter_config.json', 'adapter_model.safetensors'])
-      symlinkSync(join(fixtureAdapter, file), join(snapshot, file));
+      symlinkSync(join(tinyStoriesAdapter, file), join(snapshot, file));
     expect((await load(running, snapshot)).message).toMatch(/links outside the adapter folder/);
     expect(loadAdapter(snapshot, checkpoint.config).pairs.size).toBeGreaterThan(0);
   });

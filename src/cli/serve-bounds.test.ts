@@ -19,12 +19,10 @@ import { loadTokenizer, type TextTokenizer } from '../model/tokenizer.js';
 import { Transformer } from '../model/transformer.js';
 import { DecodeBatcher, jobKvBytes } from '../serve/serve-batcher.js';
 import { startServe, type RunningServer, type ServeOptions } from '../serve/serve-server.js';
+import { tinyStoriesAdapter, tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
-const root = new URL('../../', import.meta.url).pathname;
-const tinyStories = join(root, '../shared/fixtures/models/tinystories-656k');
-const fixtureAdapter = join(root, 'test/fixtures/lora-tinystories');
-const checkpoint = loadCheckpoint(tinyStories);
-const baseTokenizer = loadTokenizer(tinyStories);
+const checkpoint = loadCheckpoint(tinyStoriesModel);
+const baseTokenizer = loadTokenizer(tinyStoriesModel);
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-serve-bounds-'));
 /** Texts the tokenizer was asked to encode, so a test can show a refusal came before it. */
 const encoded: string[] = [];
@@ -299,12 +297,12 @@ describe('one request never holds the server', () => {
 function scaledAdapter(name: string, factor: number): string {
   const folder = join(scratch, name);
   rmSync(folder, { recursive: true, force: true });
-  const tensors = readSafetensors(join(fixtureAdapter, 'adapter_model.safetensors'));
+  const tensors = readSafetensors(join(tinyStoriesAdapter, 'adapter_model.safetensors'));
   for (const [tensorName, tensor] of tensors)
     if (tensorName.includes('lora_B')) tensors.set(tensorName, { ...tensor, data: tensor.data.map((x) => x * factor) });
   mkdirSync(folder);
   writeFileSync(join(folder, 'adapter_model.safetensors'), encodeSafetensors(tensors));
-  writeFileSync(join(folder, 'adapter_config.json'), readFileSync(join(fixtureAdapter, 'adapter_config.json')));
+  writeFileSync(join(folder, 'adapter_config.json'), readFileSync(join(tinyStoriesAdapter, 'adapter_config.json')));
   return folder;
 }
 

@@ -5,7 +5,6 @@
  * batches) return what the same requests return one at a time; chat completions render the chat
  * template; bad requests get OpenAI-shaped errors naming the field.
  */
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadCheckpoint, resolveStopTokenIds } from '../model/checkpoint.js';
 import { loadTokenizer, type TextTokenizer } from '../model/tokenizer.js';
@@ -13,16 +12,14 @@ import { Transformer } from '../model/transformer.js';
 import { runGenerateCommand, runScoreCommand } from './model-commands.js';
 import { runServeCommand } from './serve-command.js';
 import { startServe, type RunningServer } from '../serve/serve-server.js';
-
-const root = new URL('../../', import.meta.url).pathname;
-const tinyStories = join(root, '../shared/fixtures/models/tinystories-656k');
-const fixtureAdapter = join(root, 'test/fixtures/lora-tinystories');
+import { maxDifference } from '../../test/helpers/numeric.js';
+import { tinyStoriesAdapter, tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
 let running: RunningServer;
 let tokenizer: TextTokenizer;
 beforeAll(async () => {
-  const checkpoint = loadCheckpoint(tinyStories);
-  const loaded = loadTokenizer(tinyStories);
+  const checkpoint = loadCheckpoint(tinyStoriesModel);
+  const loaded = loadTokenizer(tinyStoriesModel);
   // The fixture has no chat template; a two-line one lets the chat route be checked end to end.
   tokenizer = Object.create(loaded, {
     chatTemplate: { value: '{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}assistant:' },
@@ -58,7 +55,7 @@ function generated(prompt: string, adapter?: string): { promptIds: number[]; ids
   const lines: string[] = [];
   runGenerateCommand(
     {
-      model: tinyStories,
+      model: tinyStoriesModel,
       adapter,
       prompt,
       maxNewTokens: 12,
@@ -76,15 +73,13 @@ function generated(prompt: string, adapter?: string): { promptIds: number[]; ids
 
 function scored(ids: number[], adapter?: string): number[] {
   const lines: string[] = [];
-  runScoreCommand({ model: tinyStories, adapter, ids: ids.join(','), json: true }, (line) => lines.push(line));
+  runScoreCommand({ model: tinyStoriesModel, adapter, ids: ids.join(','), json: true }, (line) => lines.push(line));
   return JSON.parse(lines[0]).logprobs.slice(1);
 }
 
-const maxDifference = (a: number[], b: number[]) => Math.max(...a.map((value, i) => Math.abs(value - b[i])));
-
 describe('grpo serve', () => {
   it('greedy ids equal grpo generate and logprobs equal grpo score (1e-4), base and adapter', async () => {
-    const loaded = await post('/v1/load_lora_adapter', { lora_name: 'tuned', lora_path: fixtureAdapter });
+    const loaded = await post('/v1/load_lora_adapter', { lora_name: 'tuned', lora_path: tinyStoriesAdapter });
     expect(loaded.status).toBe(200);
     const models = await (await fetch(`${running.url}/v1/models`)).json();
     expect(models.data.map((model: { id: string }) => model.id)).toEqual(['tiny', 'tuned']);
@@ -92,7 +87,7 @@ describe('grpo serve', () => {
     const outputs: number[][] = [];
     for (const [name, adapter] of [
       ['tiny', undefined],
-      ['tuned', fixtureAdapter],
+      ['tuned', tinyStoriesAdapter],
     ] as const) {
       const reference = generated(prompt, adapter);
       const { status, json } = await post('/v1/completions', {
@@ -221,7 +216,7 @@ describe('grpo serve', () => {
 
   it('grpo serve --adapter serves base and adapter; a request naming no model gets the adapter', async () => {
     const lines: string[] = [];
-    const served = await runServeCommand({ model: tinyStories, adapter: fixtureAdapter, port: 0 }, (line) =>
+    const served = await runServeCommand({ model: tinyStoriesModel, adapter: tinyStoriesAdapter, port: 0 }, (line) =>
       lines.push(line),
     );
     try {

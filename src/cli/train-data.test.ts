@@ -14,9 +14,8 @@ import { loadTokenizer } from '../model/tokenizer.js';
 import { promptFormatFor, renderDemonstration, renderPrompt } from '../trainer/prompt-format.js';
 import { runEvalCommand } from './eval-command.js';
 import { runTrainCommand } from './train-command.js';
+import { testFixture, tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
-const root = new URL('../../', import.meta.url).pathname;
-const tinyStories = join(root, '../shared/fixtures/models/tinystories-656k');
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-train-data-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -47,7 +46,7 @@ const lines = (file: string) =>
 describe('grpo train --data', () => {
   it.each([
     ['jsonl', rowsFile, 'Once upon a time there were'],
-    ['parquet', join(root, 'test/fixtures/datasets/tiny.parquet'), 'What is'],
+    ['parquet', testFixture('datasets/tiny.parquet'), 'What is'],
   ])('trains 2 GRPO steps on TinyStories from a %s file', async (format, data, promptStart) => {
     const runName = `data-${format}`;
     expect(
@@ -55,7 +54,7 @@ describe('grpo train --data', () => {
         set: short,
         runName,
         quiet: true,
-        data: { model: tinyStories, data, promptColumn: 'question', rewards: ['math-answer'] },
+        data: { model: tinyStoriesModel, data, promptColumn: 'question', rewards: ['math-answer'] },
       }),
     ).toBe(0);
     const steps = lines(join(scratch, runName, 'metrics.jsonl')).filter(
@@ -70,7 +69,7 @@ describe('grpo train --data', () => {
 
 describe('a chat checkpoint (ChatML, Qwen2.5-style)', () => {
   const chat = join(scratch, 'chat-model');
-  const { imStart, imEnd } = makeChatCheckpoint(tinyStories, chat);
+  const { imStart, imEnd } = makeChatCheckpoint(tinyStoriesModel, chat);
 
   it('rollouts see the rendered template: samples.jsonl shows the markers around the dataset prompt', async () => {
     expect(
@@ -135,7 +134,7 @@ describe('grpo eval --data', () => {
     }) as typeof process.stdout.write;
     try {
       const code = await runEvalCommand({
-        model: tinyStories,
+        model: tinyStoriesModel,
         task: 'addition',
         examples: 200,
         passAtK: 2,

@@ -18,9 +18,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrowserContext, Page } from 'playwright-core';
 import { PNG } from 'pngjs';
 import { startDashboard, type DashboardHandle } from './server.js';
+import { testFixture } from '../../test/helpers/fixtures.js';
 
 const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const fixtureRuns = new URL('../../test/fixtures/runs/', import.meta.url);
+const fixtureRuns = testFixture('runs');
 const finishedId = '20260101-120000-arithmetic';
 const liveId = '20260102-090000-arithmetic-live';
 

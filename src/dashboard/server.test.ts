@@ -13,8 +13,9 @@ import { join } from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runDashboardCommand, startDashboard, type DashboardHandle } from './server.js';
+import { testFixture } from '../../test/helpers/fixtures.js';
 
-const fixtureRuns = new URL('../../test/fixtures/runs/', import.meta.url);
+const fixtureRuns = testFixture('runs');
 const finishedId = '20260101-120000-arithmetic';
 const liveId = '20260102-090000-arithmetic-live';
 const secret = 'SECRET-OUTSIDE-THE-RUNS-FOLDER';

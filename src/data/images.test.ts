@@ -5,9 +5,10 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadDatasetTask, loadExamples } from './dataset-task.js';
 import { toExample } from './examples.js';
+import { testFixture } from '../../test/helpers/fixtures.js';
 
 const row = (fields: Record<string, unknown>, source = 'data.jsonl line 3') => ({ fields, source });
-const fixtureImage = join(import.meta.dirname, '../../test/fixtures/idefics3-processor/small.png');
+const fixtureImage = testFixture('idefics3-processor/small.png');
 const base64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 
 function dataFolder(): string {

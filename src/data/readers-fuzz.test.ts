@@ -9,13 +9,13 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { checkedChunks, decodeUtf8, firstInvalidUtf8, type ReadLimits } from './bounded-text.js';
 import { toExample } from './examples.js';
 import { readRowList } from './readers.js';
+import { testFixture } from '../../test/helpers/fixtures.js';
 
 /** One seed for every property, so a failure replays (GRPO_FUZZ_SEED and GRPO_FUZZ_SCALE search further locally). */
 const SEED = Number(process.env.GRPO_FUZZ_SEED ?? 36);
@@ -149,7 +149,7 @@ describe('files', () => {
   });
 
   const formats = ['rows.jsonl', 'rows.json', 'rows.csv', 'rows.tsv', 'rows.jsonl.gz', 'rows.csv.gz', 'rows.parquet'];
-  const tiny = readFileSync(fileURLToPath(new URL('../../test/fixtures/datasets/tiny.parquet', import.meta.url)));
+  const tiny = readFileSync(testFixture('datasets/tiny.parquet'));
 
   it('arbitrary bytes under any format give rows or an Error naming the file', async () => {
     const content = fc.oneof(

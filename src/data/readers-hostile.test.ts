@@ -8,11 +8,11 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadExamples } from './dataset-task.js';
 import { readRowList } from './readers.js';
+import { testFixture } from '../../test/helpers/fixtures.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'grpo-hostile-data-'));
 afterAll(() => rmSync(directory, { recursive: true, force: true }));
@@ -21,7 +21,7 @@ const write = (name: string, content: string | Buffer): string => {
   writeFileSync(path, content);
   return path;
 };
-const fixture = (name: string) => fileURLToPath(new URL(`../../test/fixtures/datasets/${name}`, import.meta.url));
+const fixture = (name: string) => testFixture('datasets', name);
 const row = (index: number) => JSON.stringify({ prompt: `What is ${index} + 1?`, answer: String(index + 1) });
 const validRows = (count: number) => Array.from({ length: count }, (_, index) => row(index));
 

@@ -2,10 +2,10 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { datasetFormatOf, readRowList, readRows } from './readers.js';
+import { testFixture } from '../../test/helpers/fixtures.js';
 
 const directory = mkdtempSync(join(tmpdir(), 'grpo-readers-'));
 const write = (name: string, text: string | Buffer): string => {
@@ -40,7 +40,7 @@ describe('readRows', () => {
   });
 
   it('a Parquet file is read row group by row group (the fixture has groups of 2 and 1 rows); INT64 becomes a number', async () => {
-    const path = fileURLToPath(new URL('../../test/fixtures/datasets/tiny.parquet', import.meta.url));
+    const path = testFixture('datasets/tiny.parquet');
     const read = await readRowList(path);
     expect(read.map((row) => row.fields)).toEqual([
       { question: 'What is 2+3?', answer: '5', id: 1 },

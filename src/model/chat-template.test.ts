@@ -5,15 +5,12 @@
  */
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CharTokenizer } from './char-tokenizer.js';
 import { applyChatTemplate, encodeChat, renderChatTemplate } from './chat-template.js';
 import { loadTokenizer } from './tokenizer.js';
-
-const here = dirname(fileURLToPath(import.meta.url));
-const tinyStories = join(here, '../../../shared/fixtures/models/tinystories-656k');
+import { tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
 // SmolLM2-Instruct / Qwen2.5-style ChatML, with a default system prompt when none is given.
 const CHATML =
@@ -88,7 +85,7 @@ describe('renderChatTemplate', () => {
 
 describe('applyChatTemplate / encodeChat', () => {
   it('explains that a tokenizer without a chat template cannot take chat messages', () => {
-    const tokenizer = loadTokenizer(tinyStories);
+    const tokenizer = loadTokenizer(tinyStoriesModel);
     expect(() => applyChatTemplate(tokenizer, [{ role: 'user', content: 'hi' }])).toThrow(
       /this tokenizer has no chat template/,
     );
@@ -96,13 +93,13 @@ describe('applyChatTemplate / encodeChat', () => {
 
   it('uses the tokenizer’s BOS string and does not add BOS a second time when tokenizing', () => {
     const folder = mkdtempSync(join(tmpdir(), 'chat-template-test-'));
-    cpSync(tinyStories, folder, { recursive: true });
+    cpSync(tinyStoriesModel, folder, { recursive: true });
     const config = JSON.parse(readFileSync(join(folder, 'tokenizer_config.json'), 'utf8'));
     const template = '{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}';
     writeFileSync(join(folder, 'tokenizer_config.json'), JSON.stringify({ ...config, chat_template: template }));
     const tokenizer = loadTokenizer(folder);
     rmSync(folder, { recursive: true });
-    const base = loadTokenizer(tinyStories);
+    const base = loadTokenizer(tinyStoriesModel);
     const ids = encodeChat(tokenizer, [{ role: 'user', content: 'Once upon a time' }]);
     expect(ids.filter((id) => id === base.bosTokenId)).toHaveLength(1);
     expect(ids[0]).toBe(base.bosTokenId);

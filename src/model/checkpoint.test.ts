@@ -14,8 +14,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   type Checkpoint,
@@ -25,10 +24,9 @@ import {
   saveCheckpoint,
 } from './checkpoint.js';
 import { encodeSafetensors, readSafetensors, writeSafetensors } from './safetensors.js';
+import { testFixture, tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const fixtures = join(here, '../../test/fixtures/models');
-const tinyStories = join(here, '../../../shared/fixtures/models/tinystories-656k');
+const fixtures = testFixture('models');
 const FIXTURE_NAMES = [
   'qwen2-bias-untied',
   'qwen3-qk-norm',
@@ -60,8 +58,8 @@ function expectShapesMatchReference(checkpoint: Checkpoint, reference: Reference
 
 describe('loadCheckpoint', () => {
   it('loads TinyStories-656K (tied head stored as lm_head.weight) with the reference shapes', () => {
-    const checkpoint = loadCheckpoint(tinyStories);
-    expectShapesMatchReference(checkpoint, readReference(tinyStories));
+    const checkpoint = loadCheckpoint(tinyStoriesModel);
+    expectShapesMatchReference(checkpoint, readReference(tinyStoriesModel));
     expect(checkpoint.tensors.has('lm_head.weight')).toBe(false);
     expect(checkpoint.tensors.get('model.embed_tokens.weight')!.shape).toEqual([2048, 128]);
     const parameters = [...checkpoint.tensors.values()].reduce((sum, t) => sum + t.data.length, 0);
@@ -77,7 +75,7 @@ describe('loadCheckpoint', () => {
       ]),
     );
     // The stored lm_head.weight is the very matrix served as embeddings.
-    const raw = readSafetensors(join(tinyStories, 'model.safetensors'), ['lm_head.weight']).get('lm_head.weight')!;
+    const raw = readSafetensors(join(tinyStoriesModel, 'model.safetensors'), ['lm_head.weight']).get('lm_head.weight')!;
     expect(sameBits(checkpoint.tensors.get('model.embed_tokens.weight')!.data, raw.data)).toBe(true);
   });
 
@@ -124,7 +122,7 @@ describe('resolveStopTokenIds', () => {
 });
 
 describe('saveCheckpoint', () => {
-  for (const source of [tinyStories, ...FIXTURE_NAMES.map((name) => join(fixtures, name))]) {
+  for (const source of [tinyStoriesModel, ...FIXTURE_NAMES.map((name) => join(fixtures, name))]) {
     const name = source.split('/').pop()!;
     it(`${name}: a saved checkpoint loads back bit-identically`, () => {
       const original = loadCheckpoint(source);
@@ -143,14 +141,18 @@ describe('saveCheckpoint', () => {
 
   it('copies tokenizer files and generation_config.json through, and writes format "pt" metadata', () => {
     const target = join(scratch, 'with-tokenizer');
-    saveCheckpoint(target, { ...loadCheckpoint(tinyStories), generationConfig: null, sourceDir: tinyStories });
+    saveCheckpoint(target, {
+      ...loadCheckpoint(tinyStoriesModel),
+      generationConfig: null,
+      sourceDir: tinyStoriesModel,
+    });
     for (const file of [
       'tokenizer.json',
       'tokenizer_config.json',
       'special_tokens_map.json',
       'generation_config.json',
     ]) {
-      expect(readFileSync(join(target, file)).equals(readFileSync(join(tinyStories, file)))).toBe(true);
+      expect(readFileSync(join(target, file)).equals(readFileSync(join(tinyStoriesModel, file)))).toBe(true);
     }
     const headerLength = Number(readFileSync(join(target, 'model.safetensors')).readBigUInt64LE(0));
     const header = JSON.parse(

@@ -4,16 +4,14 @@
  * (scripts/reference/make_fixtures.py, transformers' modeling_rope_utils arithmetic).
  */
 import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { computeRopeInverseFrequencies, createSmallConfig, parseModelConfig } from './config.js';
 import { loadModelConfig } from './checkpoint.js';
 import { toHfConfig } from './config-hf.js';
+import { testFixture, tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const fixtures = join(here, '../../test/fixtures/models');
-const tinyStories = join(here, '../../../shared/fixtures/models/tinystories-656k');
+const fixtures = testFixture('models');
 const FIXTURE_NAMES = [
   'qwen2-bias-untied',
   'qwen3-qk-norm',
@@ -34,7 +32,7 @@ const minimal = {
 
 describe('parseModelConfig', () => {
   it('reads the TinyStories Llama config', () => {
-    const config = loadModelConfig(join(tinyStories, 'config.json'));
+    const config = loadModelConfig(join(tinyStoriesModel, 'config.json'));
     expect(config).toMatchObject({
       modelType: 'llama',
       vocabSize: 2048,

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { noGrad, sum, type Tensor } from '../tensor/index.js';
 import { createSmallConfig } from './config.js';
 import { Transformer } from './transformer.js';
+import { maxDifference } from '../../test/helpers/numeric.js';
 
 const model = Transformer.random(
   createSmallConfig({ vocabSize: 50, hiddenSize: 16, numLayers: 2, numHeads: 4, numKeyValueHeads: 2 }),
@@ -24,12 +25,6 @@ function chunked(capacity: number): Tensor[] {
     start += length;
     return logits;
   });
-}
-
-function maxDifference(actual: ArrayLike<number>, expected: ArrayLike<number>): number {
-  let worst = 0;
-  for (let i = 0; i < expected.length; i++) worst = Math.max(worst, Math.abs(actual[i] - expected[i]));
-  return worst;
 }
 
 describe('KV cache', () => {

@@ -17,9 +17,10 @@ import { loadAdapter, writeAdapterFiles } from './adapter-files.js';
 import { createSmallConfig } from './config.js';
 import { LoraAdapters, linearWithAdapter, resolveTargetModules } from './lora.js';
 import { Transformer } from './transformer.js';
+import { normalSampler } from '../../test/helpers/numeric.js';
 
 const random = new T.Random(11);
-const normal = (shape: number[], scale = 1) => T.randomNormal(shape, random, scale);
+const normal = normalSampler(random);
 const config = createSmallConfig({ vocabSize: 20, hiddenSize: 16, numLayers: 2, numHeads: 4, numKeyValueHeads: 2 });
 const settings = { rank: 4, alpha: 8, targetModules: resolveTargetModules('all-linear'), rsLora: false };
 const ids = Int32Array.from([1, 5, 7, 3, 9, 2, 4, 11]);

@@ -5,8 +5,7 @@
  */
 import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   type StoredTensor,
@@ -17,9 +16,9 @@ import {
   readSafetensorsHeader,
   writeSafetensors,
 } from './safetensors.js';
+import { testFixture } from '../../test/helpers/fixtures.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const dtypeFixtures = join(here, '../../test/fixtures/safetensors');
+const dtypeFixtures = testFixture('safetensors');
 const scratch = mkdtempSync(join(tmpdir(), 'safetensors-test-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 

@@ -5,16 +5,14 @@
  */
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CharTokenizer, DEFAULT_ALPHABET } from './char-tokenizer.js';
 import { expectedTensorShapes, loadCheckpoint, loadModelConfig, saveCheckpoint } from './checkpoint.js';
 import { createSmallConfig } from './config.js';
 import { checkTokenizerFitsModel, loadTokenizer } from './tokenizer.js';
+import { testFixture, tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const tinyStories = join(here, '../../../shared/fixtures/models/tinystories-656k');
 const scratch = mkdtempSync(join(tmpdir(), 'tokenizer-test-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -22,10 +20,10 @@ interface Reference {
   tokenizer: { encodings: { text: string; ids: number[] }[] };
   greedy: { output_ids: number[]; text: string };
 }
-const reference: Reference = JSON.parse(readFileSync(join(tinyStories, 'reference.json'), 'utf8'));
+const reference: Reference = JSON.parse(readFileSync(join(tinyStoriesModel, 'reference.json'), 'utf8'));
 
 describe('HfTokenizer on TinyStories-656K', () => {
-  const tokenizer = loadTokenizer(tinyStories);
+  const tokenizer = loadTokenizer(tinyStoriesModel);
 
   for (const { text, ids } of reference.tokenizer.encodings) {
     it(`encodes ${JSON.stringify(text)} exactly as the reference`, () => {
@@ -60,9 +58,9 @@ describe('HfTokenizer on TinyStories-656K', () => {
   });
 
   it('fits its own model and refuses a model with a smaller vocabulary', () => {
-    const config = loadModelConfig(join(tinyStories, 'config.json'));
+    const config = loadModelConfig(join(tinyStoriesModel, 'config.json'));
     expect(() => checkTokenizerFitsModel(tokenizer, config)).not.toThrow();
-    expect(() => checkTokenizerFitsModel(tokenizer, { ...config, vocabSize: 1000 }, tinyStories)).toThrow(
+    expect(() => checkTokenizerFitsModel(tokenizer, { ...config, vocabSize: 1000 }, tinyStoriesModel)).toThrow(
       /tinystories-656k: the tokenizer has 2048 tokens \(ids up to 2047\) but the model's config\.json vocab_size is 1000/,
     );
   });
@@ -70,14 +68,14 @@ describe('HfTokenizer on TinyStories-656K', () => {
 
 describe('loading tokenizer folders', () => {
   it('names a missing tokenizer.json', () => {
-    expect(() => loadTokenizer(join(here, '../../test/fixtures/models/qwen2-bias-untied'))).toThrow(
+    expect(() => loadTokenizer(testFixture('models/qwen2-bias-untied'))).toThrow(
       /qwen2-bias-untied\/tokenizer\.json: missing/,
     );
   });
 
   it('names a special token that is not in the vocabulary', () => {
     const folder = join(scratch, 'bad-special');
-    cpSync(tinyStories, folder, { recursive: true });
+    cpSync(tinyStoriesModel, folder, { recursive: true });
     const config = JSON.parse(readFileSync(join(folder, 'tokenizer_config.json'), 'utf8'));
     writeFileSync(join(folder, 'tokenizer_config.json'), JSON.stringify({ ...config, eos_token: '<|nope|>' }));
     expect(() => loadTokenizer(folder)).toThrow(
@@ -87,7 +85,7 @@ describe('loading tokenizer folders', () => {
 
   it('finds a chat template in tokenizer_config.json, a named list, or chat_template.jinja', () => {
     const folder = join(scratch, 'templates');
-    cpSync(tinyStories, folder, { recursive: true });
+    cpSync(tinyStoriesModel, folder, { recursive: true });
     const config = JSON.parse(readFileSync(join(folder, 'tokenizer_config.json'), 'utf8'));
     writeFileSync(join(folder, 'tokenizer_config.json'), JSON.stringify({ ...config, chat_template: 'inline' }));
     expect(loadTokenizer(folder).chatTemplate).toBe('inline');

@@ -13,12 +13,12 @@ import { crossEntropy, logSoftmax, noGrad } from '../tensor/index.js';
 import { useBackendInSuite, webgpuUnderTest } from '../tensor/test-backends.js';
 import { loadCheckpoint } from './checkpoint.js';
 import { Transformer } from './transformer.js';
+import { testFixture, tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
-const repositoryRoot = new URL('../../', import.meta.url).pathname;
 const fixtures = [
-  join(repositoryRoot, '../shared/fixtures/models/tinystories-656k'),
+  tinyStoriesModel,
   ...['qwen2-bias-untied', 'qwen3-qk-norm', 'llama-rope-llama3', 'llama-rope-linear-bias', 'mistral-sharded-f16'].map(
-    (name) => join(repositoryRoot, 'test/fixtures/models', name),
+    (name) => testFixture('models', name),
   ),
 ];
 

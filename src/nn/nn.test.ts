@@ -6,8 +6,9 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parameter, tensor } from '../tensor/index.js';
 import { AdamW, clipGradNorm, learningRateAt, Random } from './index.js';
+import { testFixture } from '../../test/helpers/fixtures.js';
 
-const reference = JSON.parse(readFileSync(new URL('../../test/fixtures/adamw.json', import.meta.url), 'utf8'));
+const reference = JSON.parse(readFileSync(testFixture('adamw.json'), 'utf8'));
 
 describe('AdamW', () => {
   it('matches torch.optim.AdamW step for step (decay on one group, none on the other)', () => {

@@ -14,8 +14,8 @@ import { gunzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { codeTests, extractCode, humanEvalRow, mbppRow, runSandboxed, runTests, sandboxCapabilities } from './code.js';
 import { makeRewardInput } from './types.js';
+import { sharedDataFile } from '../../test/helpers/fixtures.js';
 
-const data = (path: string) => new URL(`../../../shared/data/${path}`, import.meta.url);
 const capabilities = sandboxCapabilities();
 
 /** Pids of processes whose command line mentions one of this process's sandbox work dirs (none may outlive a run). */
@@ -47,7 +47,7 @@ describe('extractCode', () => {
 
 describe('codeTests on real datasets', () => {
   it('HumanEval canonical solutions pass; a wrong body fails', async () => {
-    const rows = gunzipSync(readFileSync(data('humaneval/HumanEval.jsonl.gz')))
+    const rows = gunzipSync(readFileSync(sharedDataFile('humaneval/HumanEval.jsonl.gz')))
       .toString('utf8')
       .trim()
       .split('\n')
@@ -62,7 +62,7 @@ describe('codeTests on real datasets', () => {
   });
 
   it('MBPP canonical solutions pass all asserts; a partly right one gets partial credit', async () => {
-    const rows = readFileSync(data('mbpp/mbpp.jsonl'), 'utf8')
+    const rows = readFileSync(sharedDataFile('mbpp/mbpp.jsonl'), 'utf8')
       .trim()
       .split('\n')
       .slice(0, 3)

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { answersMatch, extractBoxed, extractFinalAnswer, goldAnswer, mathAnswer, verifyMathAnswer } from './math.js';
 import { makeRewardInput } from './types.js';
+import { sharedDataFile } from '../../test/helpers/fixtures.js';
 
 describe('extractFinalAnswer', () => {
   const cases: Array<[string, string | null, string]> = [
@@ -110,13 +111,13 @@ describe('mathAnswer reward', () => {
   });
   it('gold answers verify against their own solutions on a slice of the real datasets', () => {
     const read = (path: string) =>
-      readFileSync(new URL(path, import.meta.url), 'utf8')
+      readFileSync(sharedDataFile(path), 'utf8')
         .trim()
         .split('\n')
         .slice(0, 100)
         .map((line) => JSON.parse(line));
-    const gsm8k = read('../../../shared/data/gsm8k/test.jsonl') as Array<{ answer: string }>;
-    const math500 = read('../../../shared/data/math500/test.jsonl') as Array<{ solution: string; answer: string }>;
+    const gsm8k = read('gsm8k/test.jsonl') as Array<{ answer: string }>;
+    const math500 = read('math500/test.jsonl') as Array<{ solution: string; answer: string }>;
     expect(gsm8k.filter((row) => verifyMathAnswer(row.answer, goldAnswer(row.answer))).length).toBe(100);
     expect(math500.filter((row) => verifyMathAnswer(row.solution, row.answer)).length).toBeGreaterThanOrEqual(95);
     // wrong answers built by bumping the first digit (or appending a letter) must not verify

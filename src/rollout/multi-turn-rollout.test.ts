@@ -7,8 +7,6 @@
  * splits the episode into rows that each extend exactly. The KV-cached decoding itself is checked
  * against full forwards in sampling/episode-decoder.test.ts and in the real-model case below.
  */
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { EnvironmentFactory, Tool } from '../agents/types.js';
@@ -21,9 +19,9 @@ import { environmentReward, multiTurnRollout, type AgentSettings, type TurnDecod
 import type { RolloutContext, RolloutPrompt, RolloutSample, RolloutSettings } from './rollout.js';
 import { completionLogprobs } from '../trainer/sequences.js';
 import { makeRewardInput } from '../rewards/types.js';
+import { tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
-const here = fileURLToPath(new URL('.', import.meta.url));
-const fixture = join(here, '../../../shared/fixtures/models/tinystories-656k');
+const fixture = tinyStoriesModel;
 /** The scripted cases need JSON characters, which TinyStories' vocabulary lacks: a character tokenizer. */
 const tokenizer = new CharTokenizer();
 const storiesTokenizer = loadTokenizer(fixture);

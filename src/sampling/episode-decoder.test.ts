@@ -5,17 +5,15 @@
  * observations) gives at that position (1e-4). Also: an episode's ids do not depend on which
  * other episodes share its batch, and decoding over an unfed stop id is refused.
  */
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadCheckpoint } from '../model/checkpoint.js';
 import { Transformer } from '../model/transformer.js';
 import { logSoftmaxRow } from './logits.js';
 import { noGrad, Random } from '../tensor/index.js';
 import { EpisodeDecoder, type EpisodeTurn } from './episode-decoder.js';
+import { tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
-const here = fileURLToPath(new URL('.', import.meta.url));
-const checkpoint = loadCheckpoint(join(here, '../../../shared/fixtures/models/tinystories-656k'));
+const checkpoint = loadCheckpoint(tinyStoriesModel);
 const model = Transformer.fromTensors(checkpoint.config, checkpoint.tensors);
 const settings = { temperature: 0.9, topK: 0, topP: 1, minP: 0 };
 const STOP = 13; // a frequent id in this model's vocabulary (ends turns early in some episodes)

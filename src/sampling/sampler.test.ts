@@ -13,8 +13,9 @@ import { Transformer } from '../model/transformer.js';
 import { createBackend, getBackend, logSoftmax, noGrad, Random, setBackend } from '../tensor/index.js';
 import { applyMinP, applyTopK, applyTopP, chooseToken, logSoftmaxRow } from './logits.js';
 import { generate, startGeneration } from './sampler.js';
+import { tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
-const folder = join(new URL('../../', import.meta.url).pathname, '../shared/fixtures/models/tinystories-656k');
+const folder = tinyStoriesModel;
 const checkpoint = loadCheckpoint(folder);
 const model = Transformer.fromTensors(checkpoint.config, checkpoint.tensors);
 const reference = JSON.parse(readFileSync(join(folder, 'reference.json'), 'utf8'));

@@ -19,18 +19,15 @@ import { Transformer } from '../model/transformer.js';
 import { checkMessageText, checkPromptText, checkPromptTokens, SERVE_LIMIT_DEFAULTS } from './serve-limits.js';
 import { checkFits, parseChatMessages, parseCompletionPrompts, parseSampling, RequestError } from './serve-protocol.js';
 import { startServe, type RunningServer } from './serve-server.js';
+import { tinyStoriesAdapter, tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
 /** One seed for every property, so a failure replays (GRPO_FUZZ_SEED and GRPO_FUZZ_SCALE search further locally). */
 const SEED = Number(process.env.GRPO_FUZZ_SEED ?? 36);
 const runs = (count: number) => Math.round(count * Number(process.env.GRPO_FUZZ_SCALE ?? 1));
 vi.setConfig({ testTimeout: runs(60_000) }); // a larger GRPO_FUZZ_SCALE gets proportionally longer
-
-const root = new URL('../../', import.meta.url).pathname;
-const tinyStories = join(root, '../shared/fixtures/models/tinystories-656k');
-const fixtureAdapter = join(root, 'test/fixtures/lora-tinystories');
-const checkpoint = loadCheckpoint(tinyStories);
+const checkpoint = loadCheckpoint(tinyStoriesModel);
 const vocabularySize = checkpoint.config.vocabSize;
-const tokenizer = Object.create(loadTokenizer(tinyStories), {
+const tokenizer = Object.create(loadTokenizer(tinyStoriesModel), {
   chatTemplate: { value: '{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}assistant:' },
 }) as TextTokenizer;
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-serve-fuzz-'));
@@ -134,7 +131,7 @@ const loadBody = mutated(
   fc.record({
     lora_name: loraName,
     lora_path: fc.oneof(
-      { weight: 3, arbitrary: fc.constant(fixtureAdapter) },
+      { weight: 3, arbitrary: fc.constant(tinyStoriesAdapter) },
       fc.constantFrom(junk, join(scratch, 'a-file'), join(scratch, 'missing'), scratch),
       fc.string({ maxLength: 12 }).map((name) => join(scratch, name)),
     ),
@@ -213,7 +210,7 @@ describe('grpo serve over HTTP', () => {
       modelName: 'tiny',
       tokenizer,
       stopTokenIds: resolveStopTokenIds(checkpoint.config, checkpoint.generationConfig),
-      adapters: { adapter: fixtureAdapter },
+      adapters: { adapter: tinyStoriesAdapter },
       port: 0,
       maxBatchTokens: 64,
       limits: { ...limits, maxBodyBytes: 64 * 1024 },

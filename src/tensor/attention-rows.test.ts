@@ -8,9 +8,10 @@ import { describe, expect, it } from 'vitest';
 import { gradCheck } from '../testing/gradcheck.js';
 import * as T from './index.js';
 import { backendsUnderTest, useBackendInSuite } from './test-backends.js';
+import { normalSampler } from '../../test/helpers/numeric.js';
 
 const random = new T.Random(23);
-const normal = (shape: number[]) => T.randomNormal(shape, random, 1);
+const normal = normalSampler(random);
 
 /** Output and the three gradients of causalAttention on fresh leaves, for one seed gradient. */
 function attend(q: T.Tensor, k: T.Tensor, v: T.Tensor, seed: Float32Array, options: T.AttentionOptions) {

@@ -26,14 +26,15 @@ import { createBackend, getBackend, setBackend } from './backends/select.js';
 import { rope, ropeTable } from './fused.js';
 import { permute } from './primitives.js';
 import { recomputeAll } from './recompute.js';
-import { Random, randomNormal } from './random.js';
+import { Random } from './random.js';
 import { parameter, Tensor } from './tensor.js';
+import { normalSampler } from '../../test/helpers/numeric.js';
 
 const js = createBackend('js');
 const initial = getBackend();
 afterEach(() => setBackend(initial));
 const random = new Random(31);
-const normal = (shape: number[]) => randomNormal(shape, random, 1);
+const normal = normalSampler(random);
 
 type Attend = (q: Tensor, k: Tensor, v: Tensor, options: AttentionOptions) => Tensor;
 const headsFirst: Attend = causalAttention;

@@ -10,9 +10,10 @@ import * as T from './index.js';
 import { ropeTable, swiglu } from './fused.js';
 import { prefixAttention } from './prefix-attention.js';
 import { backendsUnderTest, useBackendInSuite } from './test-backends.js';
+import { maxDifference, normalSampler } from '../../test/helpers/numeric.js';
 
 const random = new T.Random(11);
-const normal = (shape: number[]) => T.randomNormal(shape, random, 1);
+const normal = normalSampler(random);
 
 /** [B, H, S, D] → [B, H, room, D] with the extra positions filled with garbage that must not be read. */
 function withRoom(x: T.Tensor, room: number): T.Tensor {
@@ -23,10 +24,7 @@ function withRoom(x: T.Tensor, room: number): T.Tensor {
 }
 
 function expectClose(actual: Float32Array, expected: Float32Array, tolerance: number): void {
-  expect(actual.length).toBe(expected.length);
-  let worst = 0;
-  for (let i = 0; i < actual.length; i++) worst = Math.max(worst, Math.abs(actual[i] - expected[i]));
-  expect(worst).toBeLessThan(tolerance);
+  expect(maxDifference(actual, expected)).toBeLessThan(tolerance);
 }
 
 for (const { name, backend } of backendsUnderTest()) {

@@ -6,9 +6,10 @@ import { describe, expect, it } from 'vitest';
 import { gradCheck } from '../testing/gradcheck.js';
 import * as T from './index.js';
 import { backendsUnderTest, useBackendInSuite } from './test-backends.js';
+import { normalSampler } from '../../test/helpers/numeric.js';
 
 const random = new T.Random(7);
-const normal = (shape: number[], scale = 1) => T.randomNormal(shape, random, scale);
+const normal = normalSampler(random);
 /** Values in ±[0.3, 1.3]: away from kinks (0 for abs/relu) by much more than the FD step. */
 const awayFromZero = (shape: number[]) => {
   const x = normal(shape);

@@ -12,16 +12,10 @@ import * as T from './index.js';
 import { HalfMatrix } from './half-matrix.js';
 import { lowRankLinear, swigluLowRankLinear } from './low-rank-linear.js';
 import { backendsUnderTest, useBackendInSuite } from './test-backends.js';
+import { maxDifference, normalSampler } from '../../test/helpers/numeric.js';
 
 const random = new T.Random(5);
-const normal = (shape: number[], scale = 1) => T.randomNormal(shape, random, scale);
-
-function maxDifference(actual: Float32Array, expected: Float32Array): number {
-  expect(actual.length).toBe(expected.length);
-  let worst = 0;
-  for (let i = 0; i < actual.length; i++) worst = Math.max(worst, Math.abs(actual[i] - expected[i]));
-  return worst;
-}
+const normal = normalSampler(random);
 
 for (const { name, backend } of backendsUnderTest()) {
   describe(`lowRankLinear on ${name}`, () => {

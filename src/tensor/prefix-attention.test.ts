@@ -7,9 +7,10 @@ import { describe, expect, it } from 'vitest';
 import * as T from './index.js';
 import { prefixAttention, type SharedPrefix } from './prefix-attention.js';
 import { backendsUnderTest, useBackendInSuite } from './test-backends.js';
+import { normalSampler } from '../../test/helpers/numeric.js';
 
 const random = new T.Random(12);
-const normal = (shape: number[]) => T.randomNormal(shape, random, 1);
+const normal = normalSampler(random);
 
 for (const { name, backend } of backendsUnderTest()) {
   describe(`prefixAttention output on ${name}`, () => {

@@ -9,9 +9,10 @@ import { describe, expect, it } from 'vitest';
 import { gradCheck } from '../testing/gradcheck.js';
 import * as T from './index.js';
 import { recompute, recomputeAll, residualAdd } from './recompute.js';
+import { normalSampler } from '../../test/helpers/numeric.js';
 
 const random = new T.Random(3);
-const normal = (shape: number[]) => T.randomNormal(shape, random, 1);
+const normal = normalSampler(random);
 
 /** x + W₂·silu(W₁·rmsNorm(x)): a small residual block. */
 function block(x: T.Tensor, w1: T.Tensor, w2: T.Tensor, norm: T.Tensor): T.Tensor {

@@ -9,9 +9,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { batchedReward, type RewardBatch } from '../rewards/batched.js';
 import { GRPOTrainer, SFTTrainer } from './grpo-trainer.js';
+import { tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
-const root = new URL('../../', import.meta.url).pathname;
-const tinyStories = join(root, '../shared/fixtures/models/tinystories-656k');
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-trainer-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -35,7 +34,7 @@ describe('GRPOTrainer', () => {
     });
     const events: string[] = [];
     const trainer = new GRPOTrainer({
-      model: tinyStories,
+      model: tinyStoriesModel,
       rewardFunctions: [catReward],
       trainDataset: rows.slice(2),
       evalDataset: rows.slice(0, 2),
@@ -85,7 +84,7 @@ describe('GRPOTrainer', () => {
     for (const verdict of [false, 'stop'] as const) {
       const seen: number[] = [];
       const trainer = new GRPOTrainer({
-        model: tinyStories,
+        model: tinyStoriesModel,
         rewardFunctions: [(input) => input.completion.length / 10],
         trainDataset: rows,
         config: { ...small, grpo: { ...small.grpo, steps: 5 }, checkpoint: { every: 0 } },
@@ -105,7 +104,7 @@ describe('GRPOTrainer', () => {
 
   it('fails a run (however short) whose rewards all failed, with the reward named', async () => {
     const trainer = new GRPOTrainer({
-      model: tinyStories,
+      model: tinyStoriesModel,
       rewardFunctions: [
         batchedReward(function broken() {
           throw new Error('no judge');
@@ -135,7 +134,7 @@ describe('SFTTrainer', () => {
     writeFileSync(file, rows.map((row) => JSON.stringify({ ...row, completion: ` ${row.answer}` })).join('\n'));
     const phases: string[] = [];
     const trainer = new SFTTrainer({
-      model: tinyStories,
+      model: tinyStoriesModel,
       trainDataset: file,
       config: { sft: { steps: 2, batchSize: 2 }, evaluation: { examples: 2 }, sampling: { maxNewTokens: 4 } },
       runDirectory: join(scratch, 'sft'),
@@ -145,7 +144,7 @@ describe('SFTTrainer', () => {
     const summary = await trainer.train();
     expect(phases).toEqual(['sft', 'sft']);
     expect(summary.steps).toBe(2);
-    await expect(new SFTTrainer({ trainDataset: rows, model: tinyStories }).prepare()).rejects.toThrow(
+    await expect(new SFTTrainer({ trainDataset: rows, model: tinyStoriesModel }).prepare()).rejects.toThrow(
       /config\.sft\.steps is 0/,
     );
   });

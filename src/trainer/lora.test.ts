@@ -9,8 +9,7 @@
  */
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadCheckpoint } from '../model/checkpoint.js';
 import { Transformer } from '../model/transformer.js';
@@ -18,6 +17,7 @@ import { encodeSafetensors, readSafetensors } from '../model/safetensors.js';
 import { createRunContext, resolveConfig, singleTurnRollout, train, type RolloutFn } from './index.js';
 import { frozenLogprobs } from './optimize.js';
 import { attachLora } from './setup.js';
+import { tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-lora-run-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -100,7 +100,7 @@ describe('a LoRA run', () => {
   });
 
   it("keeps a BF16 checkpoint's frozen linears in bfloat16 under baseDtype 'auto', scoring as the float32 load", () => {
-    const fixture = join(dirname(fileURLToPath(import.meta.url)), '../../../shared/fixtures/models/tinystories-656k');
+    const fixture = tinyStoriesModel;
     const folder = join(scratch, 'bf16-checkpoint');
     mkdirSync(folder);
     copyFileSync(join(fixture, 'config.json'), join(folder, 'config.json'));

@@ -3,14 +3,14 @@
  * inside each document) give the same completion logprobs and the same gradients as one sequence per
  * padded row — on the real TinyStories checkpoint, with ragged prompt and completion lengths.
  */
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadCheckpoint } from '../model/checkpoint.js';
 import { Transformer } from '../model/transformer.js';
 import { mul, sum, tensor } from '../tensor/index.js';
 import { completionLogprobs, type TokenSequence } from './sequences.js';
+import { tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
-const folder = join(new URL('../../', import.meta.url).pathname, '../shared/fixtures/models/tinystories-656k');
+const folder = tinyStoriesModel;
 const checkpoint = loadCheckpoint(folder);
 
 const sequences: TokenSequence[] = [

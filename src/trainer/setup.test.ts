@@ -4,11 +4,11 @@
  * plus maxNewTokens that run past the model's max_position_embeddings (which used to generate on
  * silently). Not here: the run itself (trainer.test.ts) or the presets (presets.test.ts).
  */
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createRunContext, resolveConfig } from './setup.js';
+import { tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
-const checkpoint = join(new URL('../../', import.meta.url).pathname, '../shared/fixtures/models/tinystories-656k');
+const checkpoint = tinyStoriesModel;
 
 describe('resolveConfig bounds', () => {
   it.each([

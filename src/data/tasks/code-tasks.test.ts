@@ -5,26 +5,27 @@
  * fixed, seeded sample of each set (60 problems, 30 in R1 style; GRPO_CODE_TASK_SAMPLE=974 runs all),
  * four sandboxes at a time.
  */
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { makeRewardInput, type RewardFn } from '../../rewards/types.js';
 import { taskRegistry } from '../index.js';
 import type { Example, Task } from '../task.js';
+import { sharedData } from '../../../test/helpers/fixtures.js';
 
-const dataDirectory = fileURLToPath(new URL('../../../../shared/data', import.meta.url));
+const dataDirectory = sharedData;
 const SAMPLE = Number(process.env.GRPO_CODE_TASK_SAMPLE ?? 60);
 
-/** Runs `check` over the examples, `width` at a time, and counts the trues. */
+/** Runs `check` over the examples, `width` at a time (a new one starts as soon as one ends), and counts the trues. */
 async function countPassing(
   examples: readonly Example[],
   check: (example: Example) => Promise<boolean>,
   width = 4,
 ): Promise<number> {
   let passed = 0;
-  for (let start = 0; start < examples.length; start += width) {
-    const results = await Promise.all(examples.slice(start, start + width).map(check));
-    passed += results.filter(Boolean).length;
-  }
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < examples.length) if (await check(examples[next++]!)) passed++;
+  };
+  await Promise.all(Array.from({ length: width }, worker));
   return passed;
 }
 

@@ -5,13 +5,13 @@
  * score 1, and wrong equations 0.
  */
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { makeRewardInput, type RewardFn } from '../../rewards/types.js';
 import { taskRegistry } from '../index.js';
 import type { Example, Task } from '../task.js';
+import { sharedData } from '../../../test/helpers/fixtures.js';
 
-const dataDirectory = fileURLToPath(new URL('../../../../shared/data', import.meta.url));
+const dataDirectory = sharedData;
 
 /** Every expression over `numbers` (each once) as [value, text]; floating point, so the reward's exact check decides. */
 function expressions(numbers: number[]): Array<[number, string]> {

@@ -3,13 +3,13 @@
  * set's own reference solutions correct, the tasks' gold demonstrations (plain and R1 style) too,
  * and wrong answers 0; the split is disjoint and covers every row.
  */
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { makeRewardInput, type RewardFn } from '../../rewards/types.js';
 import { taskRegistry } from '../index.js';
 import type { Example, Task } from '../task.js';
+import { sharedData } from '../../../test/helpers/fixtures.js';
 
-const dataDirectory = fileURLToPath(new URL('../../../../shared/data', import.meta.url));
+const dataDirectory = sharedData;
 
 /** Every example of a task: the whole train pool and the whole held-out pool. */
 function allExamples(task: Task, rows: number): { train: Example[]; held: Example[] } {

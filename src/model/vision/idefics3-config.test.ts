@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isIdefics3Checkpoint, parseIdefics3Config, toHfIdefics3Config } from './idefics3-config.js';
 import { expectedVisionLanguageShapes } from './vision-language.js';
+import { tinyStoriesModel } from '../../../test/helpers/fixtures.js';
 
 const smolVlm256 = {
   architectures: ['Idefics3ForConditionalGeneration'],
@@ -111,7 +112,7 @@ describe('parseIdefics3Config', () => {
 describe('isIdefics3Checkpoint', () => {
   it('is false for a text-only checkpoint and for a folder without config.json', () => {
     const root = new URL('../../../', import.meta.url).pathname;
-    expect(isIdefics3Checkpoint(join(root, '../shared/fixtures/models/tinystories-656k'))).toBe(false);
+    expect(isIdefics3Checkpoint(tinyStoriesModel)).toBe(false);
     expect(isIdefics3Checkpoint(join(root, 'no-such-folder'))).toBe(false);
   });
 });

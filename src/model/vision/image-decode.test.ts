@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { loadImage } from './image-decode.js';
+import { testFixture } from '../../../test/helpers/fixtures.js';
 
-const fixtures = join(import.meta.dirname, '../../../test/fixtures/idefics3-processor');
+const fixtures = testFixture('idefics3-processor');
 const small = join(fixtures, 'small.png');
 
 describe('loadImage', () => {

@@ -21,8 +21,9 @@ import {
 } from './image-processor.js';
 import { readImageProcessorConfig } from './vision-language-checkpoint.js';
 import { resizePixels, type ResampleFilterId } from './image-resize.js';
+import { testFixture } from '../../../test/helpers/fixtures.js';
 
-const fixtures = join(import.meta.dirname, '../../../test/fixtures/idefics3-processor');
+const fixtures = testFixture('idefics3-processor');
 interface ReferenceCase {
   name: string;
   file: string;

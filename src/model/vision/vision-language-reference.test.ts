@@ -16,6 +16,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { logSoftmax, logSoftmaxGather, mean, neg, noGrad } from '../../tensor/index.js';
 import { encodeSafetensors, type StoredTensor } from '../safetensors.js';
 import { loadVisionLanguageModel } from './vision-language-checkpoint.js';
+import { testFixture } from '../../../test/helpers/fixtures.js';
 
 interface RecipeEntry {
   shape: number[];
@@ -37,9 +38,9 @@ interface ReferenceCase {
   gradients: Record<string, { l2: number; first8: number[] }>;
 }
 
-const reference = JSON.parse(
-  readFileSync(new URL('../../../test/fixtures/idefics3/reference.json', import.meta.url), 'utf8'),
-) as { cases: Record<string, ReferenceCase> };
+const reference = JSON.parse(readFileSync(testFixture('idefics3/reference.json'), 'utf8')) as {
+  cases: Record<string, ReferenceCase>;
+};
 
 /** The script's recipe: offset + scale·(2u − 1) with u a lowbias32 hash of seed·0x9E3779B1 + k, rounded to float32. */
 function recipe(entry: RecipeEntry): Float32Array {
