@@ -75,7 +75,7 @@ export function matmulShader({ tileM, tileN, tileK, threadM, threadN, vector = f
       columns
         .map(
           (j) =>
-            `  store(rowStart + local.y + ${i * groupY}u, columnStart + local.x + ${j * groupX}u, outBase, s${i}_${j});`,
+            `  storeOne(rowStart + local.y + ${i * groupY}u, columnStart + local.x + ${j * groupX}u, outBase, s${i}_${j});`,
         )
         .join('\n'),
     )
@@ -87,14 +87,7 @@ export function matmulShader({ tileM, tileN, tileK, threadM, threadN, vector = f
     groupX,
     groupY,
     tileElement: 'f32',
-    storeFunctions: /* wgsl */ `
-fn store(m: u32, n: u32, outBase: u32, sum: f32) {
-  if (m >= u.M || n >= u.N) { return; }
-  let at = outBase + m * u.N + n;
-  var value = sum;
-  if (u.accumulate != 0u) { value += out[at]; }
-  out[at] = value;
-}`,
+    storeFunctions: '',
     declare: declareSums,
     loads,
     loadRegisters,
@@ -192,14 +185,6 @@ function vectorMatmulShader({ tileM, tileN, tileK, threadM, threadN, transposeA,
     groupY,
     tileElement: 'vec4f',
     storeFunctions: /* wgsl */ `
-fn storeOne(m: u32, n: u32, outBase: u32, sum: f32) {
-  if (n >= u.N) { return; }
-  let at = outBase + m * u.N + n;
-  var value = sum;
-  if (u.accumulate != 0u) { value += out[at]; }
-  out[at] = value;
-}
-
 fn storeVector(m: u32, n: u32, outBase: u32, sums: vec4f) {
   if (m >= u.M) { return; }
   storeOne(m, n, outBase, sums.x);
@@ -243,6 +228,15 @@ struct Uniforms { M: u32, N: u32, K: u32, aBatchStride: u32, bBatchStride: u32, 
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 var<workgroup> tileA: array<${tileElement}, ${(tileK * tileM) / width}>;
 var<workgroup> tileB: array<${tileElement}, ${(tileK * tileN) / width}>;
+
+/** Writes (or adds, when accumulating) one output element; elements past the edges are not stored. */
+fn storeOne(m: u32, n: u32, outBase: u32, sum: f32) {
+  if (m >= u.M || n >= u.N) { return; }
+  let at = outBase + m * u.N + n;
+  var value = sum;
+  if (u.accumulate != 0u) { value += out[at]; }
+  out[at] = value;
+}
 ${storeFunctions}
 
 @compute @workgroup_size(${groupX}, ${groupY}, 1)
