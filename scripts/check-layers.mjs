@@ -29,8 +29,24 @@ const allowed = {
   // rollout/: turning prompts into sampled completions (single-turn, multi-turn episodes with tools,
   // an OpenAI-compatible engine) — below the trainer, which scores and learns from them.
   rollout: ['rollout', 'agents', 'data', 'rewards', 'sampling', 'model', 'nn', 'tensor', 'registry'],
+  // config/: the run's settings — the schema, presets, TRL-name hints, the bound algorithm parts and the
+  // prompt format — resolved and checked before any compute; below the loops, which only read them.
+  config: [
+    'config',
+    'rollout',
+    'agents',
+    'data',
+    'rewards',
+    'algorithms',
+    'sampling',
+    'model',
+    'nn',
+    'tensor',
+    'registry',
+  ],
   trainer: [
     'trainer',
+    'config',
     'run',
     'rollout',
     'agents',
@@ -52,6 +68,7 @@ const allowed = {
   browser: [
     'browser',
     'trainer',
+    'config',
     'run',
     'rollout',
     'data',
@@ -73,6 +90,7 @@ const allowed = {
     'serve',
     'flow',
     'trainer',
+    'config',
     'run',
     'rollout',
     'agents',

@@ -14,7 +14,7 @@ import { loadAdapterFlag, loadModelFlag } from './model-commands.js';
 import { checkTokenizerFitsModel, loadTokenizer } from '../model/tokenizer.js';
 import { Transformer } from '../model/transformer.js';
 import { buildRewards, evaluate, resolveConfig } from '../trainer/index.js';
-import { promptFormatFor } from '../trainer/prompt-format.js';
+import { promptFormatFor } from '../config/prompt-format.js';
 
 export interface EvalCommandOptions {
   model: string;

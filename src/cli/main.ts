@@ -20,7 +20,7 @@ const integer = (value: string): number => {
 };
 /**
  * An integer flag within [minimum, maximum]; commander's error names the flag. The upper bounds
- * match the config schema's (src/trainer/config.ts), so "1e8" is refused here, not inside an allocation.
+ * match the config schema's (src/config/config.ts), so "1e8" is refused here, not inside an allocation.
  */
 const integerFrom =
   (minimum: number, maximum: number) =>
@@ -424,7 +424,7 @@ verl: scripts/verl_compute_score.py (custom_reward_function.path / name=compute_
     .command('config')
     .description('print every config field with its type, default and description (docs/configuration.md)')
     .action(async () => {
-      const { configReferenceMarkdown } = await import('../trainer/config-docs.js');
+      const { configReferenceMarkdown } = await import('../config/config-docs.js');
       process.stdout.write(configReferenceMarkdown());
     });
 

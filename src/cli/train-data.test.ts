@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { makeChatCheckpoint } from '../testing/chat-checkpoint.js';
 import { loadTokenizer } from '../model/tokenizer.js';
-import { promptFormatFor, renderDemonstration, renderPrompt } from '../trainer/prompt-format.js';
+import { promptFormatFor, renderDemonstration, renderPrompt } from '../config/prompt-format.js';
 import { runEvalCommand } from './eval-command.js';
 import { runTrainCommand } from './train-command.js';
 import { testFixture, tinyStoriesModel } from '../../test/helpers/fixtures.js';

@@ -17,7 +17,7 @@ import { Transformer } from '../model/transformer.js';
 import { noGrad } from '../tensor/index.js';
 import { environmentReward, multiTurnRollout, type AgentSettings, type TurnDecoder } from './multi-turn-rollout.js';
 import type { RolloutContext, RolloutPrompt, RolloutSample, RolloutSettings } from './rollout.js';
-import { completionLogprobs } from '../trainer/sequences.js';
+import { completionLogprobs } from '../trainer/completion-logprobs.js';
 import { makeRewardInput } from '../rewards/types.js';
 import { tinyStoriesModel } from '../../test/helpers/fixtures.js';
 

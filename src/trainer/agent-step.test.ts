@@ -16,11 +16,11 @@ import type { NamedReward } from '../rewards/types.js';
 import { Random, Tensor } from '../tensor/index.js';
 import { createStepEnvironment, prepareGrpoStep, rolloutSettingsOf } from './grpo-step.js';
 import { accumulatePolicyGradients, lossOptionsFor, stepSettingsOf } from './optimize.js';
-import { mergeConfig } from './presets.js';
-import { completionLogprobs, padRows } from './sequences.js';
+import { mergeConfig } from '../config/presets.js';
+import { completionLogprobs, padRows } from './completion-logprobs.js';
 import { createRunContext, resolveConfig } from './setup.js';
 import { sampleRows } from './step-batch.js';
-import { gradients, zeroGradients } from './test-gradients.js';
+import { gradients, zeroGradients } from '../../test/helpers/gradients.js';
 
 // The addition task's characters only (digits, '+', '='): the template joins messages with '+'.
 const base = {

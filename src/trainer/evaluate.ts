@@ -10,7 +10,7 @@ import { weightedSum, weightsAt } from '../rewards/combine.js';
 import { scoreRewards, type RewardScorer } from '../rewards/run.js';
 import type { NamedReward, RewardEpisode } from '../rewards/types.js';
 import { generate } from '../sampling/index.js';
-import type { PromptFormat } from './prompt-format.js';
+import type { PromptFormat } from '../config/prompt-format.js';
 import type { RunContext } from './setup.js';
 import { promptImageFeatures, type RolloutContext, type RolloutFn } from '../rollout/rollout.js';
 import { renderRunPrompt, type RenderedPrompt, type VisionRun } from './vision-run.js';

@@ -2,8 +2,8 @@
  * Public API of the trainer: config (schema, validation, presets), run setup, the SFT + GRPO loop,
  * the replaceable rollout, evaluation and the run folder. Is not: the CLI.
  */
-export { trainerConfigSchema, validateConfig, type TrainerConfig, type TrainerConfigInput } from './config.js';
-export { applyPreset, mergeConfig, presetConfig, presetList, presetNames } from './presets.js';
+export { trainerConfigSchema, validateConfig, type TrainerConfig, type TrainerConfigInput } from '../config/config.js';
+export { applyPreset, mergeConfig, presetConfig, presetList, presetNames } from '../config/presets.js';
 export {
   buildRewards,
   createRunContext,
@@ -53,5 +53,5 @@ export {
   type StepSettings,
   type TrainingSample,
 } from './optimize.js';
-export { bindAlgorithm, type BoundAlgorithm } from './algorithm.js';
+export { bindAlgorithm, type BoundAlgorithm } from '../config/algorithm.js';
 export type { RolloutProvision } from '../rollout/rollout.js';

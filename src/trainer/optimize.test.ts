@@ -9,7 +9,7 @@ import { lossAggregations, policyLosses } from '../algorithms/index.js';
 import { createSmallConfig } from '../model/config.js';
 import { Transformer } from '../model/transformer.js';
 import { parameter, Random } from '../tensor/index.js';
-import { bindAlgorithm } from './algorithm.js';
+import { bindAlgorithm } from '../config/algorithm.js';
 import {
   accumulatePolicyGradients,
   lossTokenCount,

@@ -9,10 +9,10 @@ import { aggregateLoss, gtpoTokenWeights, topEntropyThreshold, type PolicyLossOp
 import type { Transformer } from '../model/transformer.js';
 import { AdamW, clipGradNorm } from '../nn/index.js';
 import { combineSeeds, mul, noGrad, sub, sum, tensor, type Tensor } from '../tensor/index.js';
-import type { BoundAlgorithm } from './algorithm.js';
-import type { TrainerConfig } from './config.js';
-import { releaseGarbage } from './garbage.js';
-import { completionLogprobs, padRows, type TokenSequence } from './sequences.js';
+import type { BoundAlgorithm } from '../config/algorithm.js';
+import type { TrainerConfig } from '../config/config.js';
+import { releaseGarbage } from '../tensor/garbage.js';
+import { completionLogprobs, padRows, type TokenSequence } from './completion-logprobs.js';
 
 export interface TrainingSample extends TokenSequence {
   /** log π_old of each completion token: the sampler's, or the trainer's recomputation under mismatch correction. */

@@ -14,7 +14,7 @@
  * Is not: the estimator (algorithms/advantages-structured.ts) or the forward pass that measures
  * log π_now (grpo-step.ts does, through `frozenLogprobs`).
  */
-import type { TrackerOptions } from './algorithm.js';
+import type { TrackerOptions } from '../config/algorithm.js';
 
 /** One prompt's tracker entry. */
 export interface TrackedValue {

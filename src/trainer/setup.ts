@@ -1,6 +1,8 @@
 /**
  * Builds what a run needs from a validated config: the task, the tokenizer, the model (from a
- * checkpoint or from scratch, with LoRA adapters attached when configured), the rewards, and the algorithm functions looked up by name.
+ * checkpoint or from scratch, with LoRA adapters attached when configured), the rewards, and the
+ * algorithm functions looked up by name; checks that every prompt fits the model's positions; and
+ * starts the run's reward workers when the config asks for them.
  *
  * Is not: the loop. Everything here runs before any compute, so bad input fails fast here.
  */
@@ -26,11 +28,10 @@ import { LoraAdapters, resolveTargetModules } from '../model/lora.js';
 import { rewardFactories, scoreRewards, type RewardScorer } from '../rewards/index.js';
 import type { NamedReward } from '../rewards/types.js';
 import type { RewardSource } from '../rewards/workers.js';
-import { validateConfig, type KnownNames, type TrainerConfig } from './config.js';
-import { checkPositionBudget } from './position-budget.js';
-import { applyPreset, mergeConfig, presetNames } from './presets.js';
-import { bindAlgorithm, type BoundAlgorithm } from './algorithm.js';
-import { promptFormatFor, type PromptFormat } from './prompt-format.js';
+import { validateConfig, type KnownNames, type TrainerConfig } from '../config/config.js';
+import { applyPreset, mergeConfig, presetNames } from '../config/presets.js';
+import { bindAlgorithm, type BoundAlgorithm } from '../config/algorithm.js';
+import { promptFormatFor, type PromptFormat } from '../config/prompt-format.js';
 import { openaiRollout } from '../rollout/openai-rollout.js';
 import { singleTurnRollout, type RolloutFn } from '../rollout/rollout.js';
 import type { EnvironmentFactory } from '../agents/types.js';
@@ -38,6 +39,9 @@ import { environmentReward, multiTurnRollout, resolveToolCallFormat } from '../r
 import { isIdefics3Checkpoint } from '../model/vision/idefics3-config.js';
 import { refuseWithImages, type VisionRun } from './vision-run.js';
 import { createVisionModel, loadVisionModel } from './vision-setup.js';
+import type { Example } from '../data/task.js';
+import { renderPrompt } from '../config/prompt-format.js';
+import { RewardWorkerPool } from '../rewards/workers.js';
 
 /** What a recipe file exports: a config (as written, before defaults) and optional reward functions. */
 export interface Recipe {
@@ -138,7 +142,7 @@ export interface RunContext {
   rewards: NamedReward[];
   /**
    * Scores groups with `rewards`: on this thread with `rewardWorkers.timeoutMs` per call; train()
-   * swaps in a worker pool's scorer when `rewardWorkers.threads` > 0 (reward-workers.ts).
+   * swaps in a worker pool's scorer when `rewardWorkers.threads` > 0 (withRewardWorkers, below).
    */
   scoreRewards: RewardScorer;
   /** Where reward workers rebuild `rewards` (a module's export and plain-data arguments; `grpo train` sets it), or null. */
@@ -384,4 +388,78 @@ export function attachLora(
   if (lora.baseDtype === 'bfloat16' || (lora.baseDtype === 'auto' && storedInBfloat16))
     model.keepFrozenLinearsInBfloat16();
   model.adapterDropout = lora.dropout;
+}
+
+// The position check: every prompt the run will sample from (the GRPO training prompts and the
+// held-out evaluation prompts) plus `sampling.maxNewTokens`, and `sft.packLength`, must fit in the
+// model's max_position_embeddings. Positions past it are extrapolation the model never saw; the
+// sampler refuses them too, but only when it is reached, which can be after the whole SFT phase.
+// SFT demonstrations are not checked: their length depends on the draw.
+
+/** The longest encoded prompt of `examples`, with its text for the error message. */
+function longestPrompt(context: RunContext, examples: readonly Example[]): { length: number; prompt: string } {
+  let longest = { length: 0, prompt: '' };
+  for (const example of examples) {
+    const { text, ids } = renderPrompt(context.promptFormat, example);
+    if (ids.length > longest.length) longest = { length: ids.length, prompt: text };
+  }
+  return longest;
+}
+
+/** Throws naming the field when a run would go past the model's max_position_embeddings. */
+export function checkPositionBudget(context: RunContext): void {
+  const { config, task, model } = context;
+  const positions = model.config.maxPositionEmbeddings;
+  const source = config.model.checkpoint
+    ? `the max_position_embeddings of ${config.model.checkpoint}/config.json`
+    : 'the max_position_embeddings of a from-scratch model';
+  const problems: string[] = [];
+  if (config.sft.steps > 0 && config.sft.packLength > positions) {
+    problems.push(`- sft.packLength: ${config.sft.packLength} is over ${source} (${positions})`);
+  }
+  // The same draws as trainer.ts: GRPO prompts with seed + 2, held-out prompts with seed + 1.
+  const sets: Array<[string, Example[]]> = [
+    ['held-out', task.evalExamples(config.evaluation.examples, config.seed + 1)],
+  ];
+  if (config.grpo.steps > 0) sets.unshift(['GRPO', task.trainExamples(config.grpo.examples, config.seed + 2)]);
+  for (const [name, examples] of sets) {
+    const { length, prompt } = longestPrompt(context, examples);
+    if (length + config.sampling.maxNewTokens > positions) {
+      problems.push(
+        `- sampling.maxNewTokens: ${config.sampling.maxNewTokens} plus the longest ${name} prompt (${length} tokens, ${JSON.stringify(prompt.slice(0, 40))}) is ${length + config.sampling.maxNewTokens} positions, over ${source} (${positions})`,
+      );
+    }
+  }
+  if (problems.length > 0) throw new Error(`invalid config:\n${problems.join('\n')}`);
+}
+
+// Reward workers (`rewardWorkers.threads` > 0): a pool of worker threads built from the run's reward
+// source, whose scorer replaces the run's in-process one until the run ends. A reward call past
+// `rewardWorkers.timeoutMs` has its worker stopped, even a synchronous loop, and is a failed reward
+// naming the reward (the sample leaves the loss, as for a reward that throws); the run goes on with
+// a replacement worker. Checked before the first step: the workers built the run's rewards, in order.
+
+/** The context scoring in workers when the config asks for them, and how to stop them. */
+export async function withRewardWorkers(
+  context: RunContext,
+): Promise<{ context: RunContext; close: () => Promise<void> }> {
+  const { threads, timeoutMs, memoryMb } = context.config.rewardWorkers;
+  if (threads === 0) return { context, close: async () => {} };
+  if (!context.rewardSource) throw new Error('rewardWorkers.threads: this run has no reward source for the workers');
+  // Training scores one batch at a time: every worker serves it (a server keeps one for other clients).
+  const pool = await RewardWorkerPool.start({
+    source: context.rewardSource,
+    threads,
+    timeoutMs,
+    memoryMb,
+    keepOneFree: false,
+  });
+  const expected = context.rewards.map(({ name }) => name);
+  if (pool.names.join('\n') !== expected.join('\n')) {
+    await pool.close();
+    throw new Error(
+      `rewardWorkers: the workers built the rewards ${pool.names.join(', ')}, but the run has ${expected.join(', ')}`,
+    );
+  }
+  return { context: { ...context, scoreRewards: (groups) => pool.score(groups) }, close: () => pool.close() };
 }

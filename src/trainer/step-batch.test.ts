@@ -4,7 +4,7 @@
  * estimator's keep, failed rewards, the filter's sample mask and truncation.
  */
 import { describe, expect, it } from 'vitest';
-import { bindAlgorithm } from './algorithm.js';
+import { bindAlgorithm } from '../config/algorithm.js';
 import type { RolloutSample } from '../rollout/rollout.js';
 import { resolveConfig } from './setup.js';
 import { concatenateGroups, groupIndexOf, sampleRows, type StepBatch } from './step-batch.js';

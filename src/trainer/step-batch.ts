@@ -4,7 +4,7 @@
  * index selections of each round's groups; `concatenateGroups` builds the step's batch from those
  * selections once. Everything after (advantages, masks, training rows) reads these columns.
  *
- * Is not: the choice of prompts (prompt-choice.ts), advantages (step-signal.ts) or the optimiser.
+ * Is not: the choice of prompts (grpo-step.ts choosePrompts), advantages (step-signal.ts) or the optimiser.
  */
 import type { RewardInput, NamedReward } from '../rewards/types.js';
 import { weightedSum, weightsAt } from '../rewards/combine.js';

@@ -28,13 +28,13 @@ import { Random, add, mul, noGrad, sub } from '../tensor/index.js';
 import type { NamedReward } from '../rewards/types.js';
 import { createStepEnvironment, prepareGrpoStep, recordStepState, rolloutSettingsOf } from './grpo-step.js';
 import { accumulatePolicyGradients } from './optimize.js';
-import { mergeConfig } from './presets.js';
+import { mergeConfig } from '../config/presets.js';
 import type { TrainerState } from '../run/run-folder.js';
 import type { RolloutFn } from '../rollout/rollout.js';
-import { completionLogprobs, padRows } from './sequences.js';
+import { completionLogprobs, padRows } from './completion-logprobs.js';
 import { createRunContext, resolveConfig } from './setup.js';
 import { groupStarts, type StepBatch } from './step-batch.js';
-import { gradients, zeroGradients } from './test-gradients.js';
+import { gradients, zeroGradients } from '../../test/helpers/gradients.js';
 
 const base = {
   model: { hiddenSize: 16, numLayers: 1, numHeads: 2 },

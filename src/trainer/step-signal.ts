@@ -10,7 +10,7 @@ import type { AdvantageInput } from '../algorithms/index.js';
 import { extractFinalAnswer } from '../rewards/math/extract.js';
 import { answersMatch } from '../rewards/math/verify.js';
 import type { RewardEpisode } from '../rewards/types.js';
-import type { BoundAlgorithm, StrataSource } from './algorithm.js';
+import type { BoundAlgorithm, StrataSource } from '../config/algorithm.js';
 import type { RolloutRow } from '../rollout/rollout.js';
 import { groupStarts, rewardColumns, scoredRewards, type StepBatch } from './step-batch.js';
 

@@ -279,7 +279,7 @@ describe('config validation', () => {
 
 describe('coming from TRL', () => {
   it('docs/coming-from-trl.md lists every TRL name the config refuses with a hint', async () => {
-    const { trlNames, trlExplained } = await import('./trl-names.js');
+    const { trlNames, trlExplained } = await import('../config/trl-names.js');
     const doc = readFileSync(new URL('../../docs/coming-from-trl.md', import.meta.url), 'utf8');
     for (const name of [...Object.keys(trlNames), ...Object.keys(trlExplained)])
       expect(doc, name).toContain(`\`${name}\``);

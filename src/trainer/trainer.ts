@@ -6,7 +6,10 @@
  * watch through three optional callbacks (each step, each evaluation, each checkpoint) and stop the
  * run from the step one; they observe, they never change what is trained.
  *
- * Is not: config parsing (config.ts, setup.ts) or maths (algorithms/, rewards/). Every random choice
+ * Also the guards that stop a run rather than let it train on nothing (non-finite steps in a row,
+ * rewards that all fail), at the end of this file.
+ *
+ * Is not: config parsing (config/, setup.ts) or maths (algorithms/, rewards/). Every random choice
  * is derived from (seed, step), so a resumed run replays exactly what an uninterrupted one does.
  */
 import { join } from 'node:path';
@@ -21,13 +24,11 @@ import { optimizedParameters, policyStep, sftStep, type SftUpdateSettings } from
 import { createProgressReporter, type ProgressReporter } from '../run/progress.js';
 import type { RolloutFn, RolloutSettings } from '../rollout/rollout.js';
 import { RunFolder, type TrainerState } from '../run/run-folder.js';
-import { agentMetrics } from './agent-metrics.js';
-import { completionMetrics, rewardLogMetrics, sampleRecords } from './step-metrics.js';
+import { agentMetrics, completionMetrics, rewardLogMetrics, sampleRecords } from './step-metrics.js';
 import { adapterBaseFor, referenceFor, resumeFrom, visionReferenceFor } from './restore.js';
-import { guardSkips, refuseAllInvalid, reportRewardFailures } from './run-guards.js';
 import { markFailed, markInterrupted, markRunning, RunInterrupted, stopIfAborted } from '../run/run-status.js';
-import { bindRunAlgorithm, type RunContext } from './setup.js';
-import { withRewardWorkers } from './reward-workers.js';
+import { bindRunAlgorithm, withRewardWorkers, type RunContext } from './setup.js';
+import type { StepBatch } from './step-batch.js';
 
 export interface TrainOptions {
   runDirectory: string;
@@ -441,5 +442,69 @@ async function runGrpo(
     progress.update('grpo', state.phaseStep, plan.grpo.steps, record);
     if (plan.checkpointEvery > 0 && state.step % plan.checkpointEvery === 0) await save();
     await loop.onStep({ step: state.step, phase: 'grpo', ...record });
+  }
+}
+
+// The checks that stop a run rather than let it train on nothing: non-finite steps in a row, and
+// reward failures (printed once per distinct message, warned when a step had no valid sample,
+// fatal after `limit` such steps in a row). They count in `TrainerState`, so they survive a resume.
+//
+// Is not: the reward runner (rewards/run.ts), which records the failures this reads.
+
+/**
+ * Reward failures are loud: each distinct message is printed once (and every failed cell is kept in
+ * samples.jsonl), a step whose samples all lack a valid reward warns, and `limit` such steps in a row
+ * stop the run — a broken reward must not train on nothing while the run reports success.
+ */
+export function reportRewardFailures(
+  batch: StepBatch,
+  state: TrainerState,
+  progress: ProgressReporter,
+  reported: Set<string>,
+  limit: number,
+): void {
+  for (const errors of batch.errors) {
+    for (const [reward, message] of Object.entries(errors ?? {})) {
+      const key = `${reward}\u0000${message}`;
+      if (reported.has(key)) continue;
+      reported.add(key);
+      progress.warn(
+        `grpo: reward "${reward}" failed at step ${state.step + 1}: ${message} (its samples leave the loss; counted in reward/${reward}/invalid)`,
+      );
+    }
+  }
+  const noneValid = batch.samples.length > 0 && batch.valid.every((valid) => !valid);
+  state.invalidSteps = noneValid ? (state.invalidSteps ?? 0) + 1 : 0;
+  if (!noneValid) return;
+  const firstError = Object.entries(batch.errors.find((errors) => errors !== null) ?? {})[0];
+  const cause = firstError ? `reward "${firstError[0]}": ${firstError[1]}` : 'no reward applied';
+  if (state.invalidSteps >= limit)
+    throw new Error(
+      `stopping: ${state.invalidSteps} consecutive steps had no sample with a valid reward (${cause}); fix the reward`,
+    );
+  progress.warn(
+    `grpo: warning: step ${state.step + 1} had no sample with a valid reward (${cause}); nothing was learned`,
+  );
+}
+
+/**
+ * At the end of GRPO: a run none of whose steps had a sample with a valid reward learned nothing,
+ * however few steps it had (too few to reach the consecutive-step limit), so it fails instead of
+ * finishing (summary.json `failed`, exit code 1 from the CLI).
+ */
+export function refuseAllInvalid(state: TrainerState): void {
+  if (state.phaseStep === 0 || (state.invalidSteps ?? 0) < state.phaseStep) return;
+  throw new Error(
+    `failed: none of the ${state.phaseStep} GRPO steps had a sample with a valid reward, so nothing was learned; fix the reward (its errors are printed above and kept in samples.jsonl)`,
+  );
+}
+
+/** Counts a skipped (non-finite) step; `limit` in a row stop the run. */
+export function guardSkips(state: TrainerState, applied: boolean, limit: number): void {
+  state.consecutiveSkips = applied ? 0 : state.consecutiveSkips + 1;
+  if (state.consecutiveSkips >= limit) {
+    throw new Error(
+      `stopping: ${state.consecutiveSkips} consecutive steps had a non-finite loss or gradient (step ${state.step}); lower the learning rate or check the rewards`,
+    );
   }
 }

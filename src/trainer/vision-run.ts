@@ -13,11 +13,11 @@ import { loadImage } from '../model/vision/image-decode.js';
 import { preprocessImage, type DecodedImage, type ImageProcessorConfig } from '../model/vision/image-processor.js';
 import { expandPromptImages } from '../model/vision/image-prompt.js';
 import type { VisionLanguageModel } from '../model/vision/vision-language.js';
-import type { BoundAlgorithm } from './algorithm.js';
-import type { TrainerConfig } from './config.js';
-import { renderDemonstration, renderPrompt, type PromptFormat } from './prompt-format.js';
+import type { BoundAlgorithm } from '../config/algorithm.js';
+import type { TrainerConfig } from '../config/config.js';
+import { renderDemonstration, renderPrompt, type PromptFormat } from '../config/prompt-format.js';
 import type { SequenceImages } from '../rollout/rollout.js';
-import type { TokenSequence } from './sequences.js';
+import type { TokenSequence } from './completion-logprobs.js';
 
 /** The vision side of a run: the model and how its images are processed. */
 export interface VisionRun {

@@ -19,7 +19,7 @@ import {
   writeVisionLanguageFiles,
 } from '../model/vision/vision-language-checkpoint.js';
 import { VisionLanguageModel } from '../model/vision/vision-language.js';
-import type { TrainerConfig } from './config.js';
+import type { TrainerConfig } from '../config/config.js';
 import type { VisionRun } from './vision-run.js';
 
 /** The tokens the processor's expansion writes when images are not split (a from-scratch model's specials). */

@@ -15,10 +15,10 @@ const repository = fileURLToPath(new URL('../../', import.meta.url));
 /** Node-only modules (repository paths) and the browser module with the same exports that stands for each. */
 const browserStandIns: Record<string, string> = {
   'src/tensor/backends/host-backends.ts': 'src/browser/host-backends.ts',
-  'src/trainer/garbage.ts': 'src/browser/garbage.ts',
+  'src/tensor/garbage.ts': 'src/browser/garbage.ts',
   'src/model/vision/image-decode.ts': 'src/browser/image-decode.ts',
   'src/data/image-files.ts': 'src/browser/image-files.ts',
-  'src/trainer/template-file.ts': 'src/browser/template-file.ts',
+  'src/config/template-file.ts': 'src/browser/template-file.ts',
 };
 
 /** The built page: file name → bytes, and the worker bundle's size. */

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { loadCheckpoint } from '../model/checkpoint.js';
 import { Transformer } from '../model/transformer.js';
 import { mul, sum, tensor } from '../tensor/index.js';
-import { completionLogprobs, type TokenSequence } from './sequences.js';
+import { completionLogprobs, type TokenSequence } from './completion-logprobs.js';
 import { tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
 const folder = tinyStoriesModel;

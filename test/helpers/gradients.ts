@@ -3,7 +3,7 @@
  * parameter's gradient (zeros where none arrived) and clearing them between the two passes.
  * Is not: part of the training runtime (only tests import it).
  */
-import type { Transformer } from '../model/transformer.js';
+import type { Transformer } from '../../src/model/transformer.js';
 
 /** Every parameter's gradient by name, copied; a parameter that received none reads as zeros. */
 export function gradients(model: Transformer): Map<string, Float32Array> {

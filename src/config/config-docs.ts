@@ -88,7 +88,7 @@ export function configReferenceMarkdown(): string {
   return [
     '# Configuration reference',
     '',
-    'Generated from the schema in `src/trainer/config.ts` (`npm run docs:config`; a test fails when this file is stale).',
+    'Generated from the schema in `src/config/config.ts` (`npm run docs:config`; a test fails when this file is stale).',
     "Defaults shown are the schema's; a task's recommended settings (e.g. the addition task's SFT and GRPO",
     'schedule) and a `preset` sit on top of them, and whatever a recipe or `--set` gives wins.',
     '',

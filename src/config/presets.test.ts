@@ -22,10 +22,10 @@ import {
   type PolicyLossOptions,
 } from '../algorithms/index.js';
 import { tensor } from '../tensor/index.js';
-import { lossOptionsFor } from './optimize.js';
+import { lossOptionsFor } from '../trainer/optimize.js';
 import { bindAlgorithm } from './algorithm.js';
 import { presetNames } from './presets.js';
-import { resolveConfig } from './setup.js';
+import { resolveConfig } from '../trainer/setup.js';
 
 const expected: Record<
   string,

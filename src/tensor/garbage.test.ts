@@ -41,7 +41,7 @@ describe('the policy step', () => {
       return { releaseGarbage: (threshold?: number) => (events.push('release'), actual.releaseGarbage(threshold)) };
     });
     vi.doMock('./sequences.js', async (importOriginal) => {
-      const actual = await importOriginal<typeof import('./sequences.js')>();
+      const actual = await importOriginal<typeof import('../trainer/completion-logprobs.js')>();
       return {
         ...actual,
         completionLogprobs: (...args: Parameters<typeof actual.completionLogprobs>) => {
@@ -50,9 +50,9 @@ describe('the policy step', () => {
         },
       };
     });
-    const { accumulatePolicyGradients } = await import('./optimize.js');
-    const { bindAlgorithm } = await import('./algorithm.js');
-    const { resolveConfig } = await import('./setup.js');
+    const { accumulatePolicyGradients } = await import('../trainer/optimize.js');
+    const { bindAlgorithm } = await import('../config/algorithm.js');
+    const { resolveConfig } = await import('../trainer/setup.js');
     const { createSmallConfig } = await import('../model/config.js');
     const { Transformer } = await import('../model/transformer.js');
     const shape = { vocabSize: 12, hiddenSize: 16, numLayers: 1, numHeads: 2, bosTokenId: 1, eosTokenIds: [2] };
