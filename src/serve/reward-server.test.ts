@@ -13,6 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { mathAnswer, rewardFactories, type NamedReward } from '../rewards/index.js';
 import { startRewardServer, type RunningRewardServer } from './reward-server.js';
 import { resolveServedRewards } from '../cli/serve-rewards-command.js';
+import { cliArguments } from '../../test/helpers/cli.js';
 
 const repositoryRoot = new URL('../..', import.meta.url).pathname;
 const directory = mkdtempSync(join(tmpdir(), 'grpo-reward-server-'));
@@ -260,7 +261,7 @@ describe('grpo serve-rewards', () => {
   it('the command prints its address, serves, and exits 0 on SIGTERM', async () => {
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/bin.ts', 'serve-rewards', '--reward', 'math-answer', '--port', '0'],
+      [...cliArguments(), 'serve-rewards', '--reward', 'math-answer', '--port', '0'],
       { cwd: repositoryRoot, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let stderr = '';

@@ -10,7 +10,7 @@ const arrayBufferBytes = () => process.memoryUsage().arrayBuffers;
 
 afterEach(() => {
   vi.doUnmock('./garbage.js');
-  vi.doUnmock('./sequences.js');
+  vi.doUnmock('../trainer/completion-logprobs.js');
   vi.resetModules();
 });
 
@@ -40,7 +40,7 @@ describe('the policy step', () => {
       const actual = await importOriginal<typeof import('./garbage.js')>();
       return { releaseGarbage: (threshold?: number) => (events.push('release'), actual.releaseGarbage(threshold)) };
     });
-    vi.doMock('./sequences.js', async (importOriginal) => {
+    vi.doMock('../trainer/completion-logprobs.js', async (importOriginal) => {
       const actual = await importOriginal<typeof import('../trainer/completion-logprobs.js')>();
       return {
         ...actual,

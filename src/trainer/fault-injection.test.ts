@@ -16,6 +16,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliArguments } from '../../test/helpers/cli.js';
 
 const repositoryRoot = new URL('../../', import.meta.url).pathname;
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-fault-'));
@@ -46,11 +47,9 @@ interface Exit {
 }
 
 function runTrain(extra: string[], environment: Record<string, string> = {}, quiet = true): Promise<Exit> {
-  // `node --import tsx` keeps the trainer in this one process, so its SIGKILL ends the trainer itself.
+  // One process (test/helpers/cli.ts), so its SIGKILL ends the trainer itself.
   const args = [
-    '--import',
-    'tsx',
-    'src/cli/bin.ts',
+    ...cliArguments(),
     'train',
     ...(quiet ? ['--quiet'] : []),
     ...overrides.flatMap((o) => ['--set', o]),

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { webgpuUnderTest } from '../tensor/test-backends.js';
+import { cliArguments } from '../../test/helpers/cli.js';
 
 const repositoryRoot = new URL('../../', import.meta.url).pathname;
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-resume-'));
@@ -36,17 +37,8 @@ const overrides = [
 ];
 
 function startTrain(extra: string[], env: Record<string, string> = {}) {
-  // `node --import tsx` keeps the trainer in this one process, so SIGKILL hits the trainer itself
-  // (the tsx wrapper binary would leave its child running).
-  const args = [
-    '--import',
-    'tsx',
-    'src/cli/bin.ts',
-    'train',
-    '--quiet',
-    ...overrides.flatMap((o) => ['--set', o]),
-    ...extra,
-  ];
+  // One process (test/helpers/cli.ts), so SIGKILL hits the trainer itself.
+  const args = [...cliArguments(), 'train', '--quiet', ...overrides.flatMap((o) => ['--set', o]), ...extra];
   return spawn(process.execPath, args, {
     cwd: repositoryRoot,
     env: { ...process.env, GRPO_QUIET: '1', ...env },
