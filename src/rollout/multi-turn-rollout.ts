@@ -78,10 +78,13 @@ export function resolveToolCallFormat(setting: AgentSettings['toolCallFormat'], 
   return setting === 'auto' ? detectToolCallFormat(chatTemplate) : setting;
 }
 
+/** The name the environments' own reward is configured by (`rewards: [{ name: 'environment' }]`). */
+export const ENVIRONMENT_REWARD = 'environment';
+
 /** The reward named 'environment': what the episode's environment `reward()` returned (null = none). */
 export function environmentReward(weight = 1): NamedReward {
   return {
-    name: 'environment',
+    name: ENVIRONMENT_REWARD,
     weight,
     reward: (input) => {
       const episode = input.episode;

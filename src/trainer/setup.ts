@@ -35,7 +35,12 @@ import { promptFormatFor, type PromptFormat } from '../config/prompt-format.js';
 import { openaiRollout } from '../rollout/openai-rollout.js';
 import { singleTurnRollout, type RolloutFn } from '../rollout/rollout.js';
 import type { EnvironmentFactory } from '../agents/types.js';
-import { environmentReward, multiTurnRollout, resolveToolCallFormat } from '../rollout/multi-turn-rollout.js';
+import {
+  ENVIRONMENT_REWARD,
+  environmentReward,
+  multiTurnRollout,
+  resolveToolCallFormat,
+} from '../rollout/multi-turn-rollout.js';
 import { isIdefics3Checkpoint } from '../model/vision/idefics3-config.js';
 import { refuseWithImages, type VisionRun } from './vision-run.js';
 import { createVisionModel, loadVisionModel } from './vision-setup.js';
@@ -326,8 +331,7 @@ function runRollout(config: TrainerConfig, recipe: Omit<Recipe, 'config'>): Roll
  */
 function checkedEnvironments(config: TrainerConfig, factory: EnvironmentFactory): EnvironmentFactory {
   const name = config.algorithm.turnCredit?.name;
-  const entry = turnCreditEstimators.list().find((candidate) => candidate.name === name);
-  if (!entry?.needs?.includes('stateKeys')) return factory;
+  if (name === undefined || !turnCreditEstimators.entry(name).needs?.includes('stateKeys')) return factory;
   return async (row, context) => {
     const environment = await factory(row, context);
     if (typeof environment.stateKey !== 'function')
@@ -340,7 +344,7 @@ function checkedEnvironments(config: TrainerConfig, factory: EnvironmentFactory)
 
 /** With environments, the reward named 'environment' (their `reward()`) joins the run's rewards unless one has that name. */
 function withEnvironmentReward(rewards: NamedReward[], environment: EnvironmentFactory | undefined): NamedReward[] {
-  if (!environment || rewards.some((reward) => reward.name === 'environment')) return rewards;
+  if (!environment || rewards.some((reward) => reward.name === ENVIRONMENT_REWARD)) return rewards;
   return [...rewards, environmentReward()];
 }
 
@@ -356,7 +360,7 @@ export function buildRewards(config: TrainerConfig, task: Task, hasEnvironments 
   return config.rewards.map(({ name, weight, options }) => {
     const fromTask = taskRewards.get(name);
     if (fromTask) return { ...fromTask, weight };
-    if (name === 'environment' && hasEnvironments) return environmentReward(weight);
+    if (name === ENVIRONMENT_REWARD && hasEnvironments) return environmentReward(weight);
     if (!rewardFactories.has(name)) {
       const known = [...taskRewards.keys(), ...rewardFactories.names()];
       throw new Error(`invalid config:\n- rewards: unknown reward "${name}"; known: ${known.join(', ')}`);

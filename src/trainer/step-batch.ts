@@ -56,39 +56,43 @@ export async function generateRound(
   step: number,
 ): Promise<{ batch: StepBatch; rolloutSeconds: number; rewardSeconds: number }> {
   const rolloutStart = Date.now();
-  const byPrompt: RolloutSample[][] = prompts.map(() => []);
+  // Each call's samples go straight to their group's rows: groups contiguous, in prompt order.
+  const starts = groupStarts(counts);
+  const samples: RolloutSample[] = new Array(
+    starts.length > 0 ? starts[starts.length - 1] + counts[counts.length - 1] : 0,
+  );
   for (const count of [...new Set(counts)].sort((a, b) => a - b)) {
     const members = prompts.flatMap((_, i) => (counts[i] === count ? [i] : []));
-    const samples = await rollout(
+    const returned = await rollout(
       context,
       members.map((i) => prompts[i]),
       { ...settings, groupSize: count },
     );
-    if (samples.length !== members.length * count)
+    if (returned.length !== members.length * count)
       throw new Error(
-        `the rollout returned ${samples.length} samples for ${members.length} prompts × ${count}; a RolloutFn must return groupSize samples per prompt`,
+        `the rollout returned ${returned.length} samples for ${members.length} prompts × ${count}; a RolloutFn must return groupSize samples per prompt`,
       );
-    members.forEach((promptIndex, k) =>
-      byPrompt[promptIndex].push(
-        ...samples.slice(k * count, (k + 1) * count).map((sample) => ({ ...sample, promptIndex })),
-      ),
-    );
+    members.forEach((promptIndex, k) => {
+      for (let j = 0; j < count; j++) samples[starts[promptIndex] + j] = { ...returned[k * count + j], promptIndex };
+    });
   }
   const rolloutSeconds = (Date.now() - rolloutStart) / 1000;
   const rewardStart = Date.now();
-  const groups: RewardInput[][] = prompts.map((prompt, g) =>
-    byPrompt[g].map((sample, indexInGroup) => ({
+  const groups: RewardInput[][] = prompts.map((prompt, g) => {
+    const members = samples.slice(starts[g], starts[g] + counts[g]);
+    const texts = members.map((member) => member.text);
+    return members.map((sample, indexInGroup) => ({
       prompt: prompt.example.prompt,
       completion: sample.text,
       completionIds: sample.completionIds,
       row: prompt.example,
-      group: byPrompt[g].map((member) => member.text),
+      group: texts,
       indexInGroup,
       step,
       truncated: sample.truncated,
       episode: sample.episode,
-    })),
-  );
+    }));
+  });
   const matrix = await scoreRewards(groups);
   const rewardWeights = weightsAt(rewards, step);
   const combined = weightedSum(matrix, rewardWeights);
@@ -101,7 +105,7 @@ export async function generateRound(
   const batch: StepBatch = {
     prompts: [...prompts],
     groupSizes: [...counts],
-    samples: byPrompt.flat(),
+    samples,
     rewardNames: matrix.names,
     scores: matrix.scores,
     rewardWeights,
@@ -151,12 +155,18 @@ export function groupStarts(groupSizes: readonly number[]): number[] {
   return starts;
 }
 
-/** The step's batch from the kept groups of each round (one copy, in round then group order). */
+/**
+ * The step's batch from the kept groups of each round (one copy, in round then group order; none
+ * when a single round keeps every group in order, the common case, as a round's batch already is one).
+ */
 export function concatenateGroups(
   selections: readonly { batch: StepBatch; groupIndices: readonly number[] }[],
 ): StepBatch {
   if (selections.length === 0) throw new Error('concatenateGroups needs at least one selection');
   const first = selections[0].batch;
+  const whole = (s: (typeof selections)[number]) =>
+    s.groupIndices.length === s.batch.prompts.length && s.groupIndices.every((g, k) => g === k);
+  if (selections.length === 1 && whole(selections[0])) return first;
   const K = first.rewardNames.length;
   const prompts: RolloutPrompt[] = [];
   const groupSizes: number[] = [];
