@@ -58,7 +58,10 @@ export type TrainerDataOptions = Pick<
 >;
 
 export interface TrainerOptions {
-  /** A Hugging Face checkpoint folder; left out, a small model is built from scratch with a character tokenizer. */
+  /**
+   * A Hugging Face checkpoint folder (the defaults are then TRL's, docs/coming-from-trl.md#defaults);
+   * left out, a small model is built from scratch with a character tokenizer.
+   */
   model?: string;
   /** Rows or a data file (.jsonl/.json/.csv/.tsv/.parquet, TRL's formats). */
   trainDataset: DatasetInput;
