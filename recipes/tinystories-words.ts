@@ -58,7 +58,9 @@ export default {
     model: { checkpoint: '../shared/fixtures/models/tinystories-656k' },
     sft: { steps: 0 },
     sampling: { groupSize: 8, maxNewTokens: 40, temperature: 1 },
-    grpo: { steps: 40, promptsPerStep: 8, microBatchSize: 32, learningRate: 5e-4 },
+    // Tuned with a constant rate and β2 0.99; a checkpoint's defaults would be TRL's linear decay and 0.999.
+    grpo: { steps: 40, promptsPerStep: 8, microBatchSize: 32, learningRate: 5e-4, schedule: 'constant' },
+    optimizer: { beta2: 0.99 },
     algorithm: { advantage: 'grpo', loss: 'ppo-clip', aggregation: 'token-mean' },
     evaluation: { examples: 24 },
     checkpoint: { every: 20 },

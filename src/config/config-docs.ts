@@ -3,6 +3,7 @@
  * so docs/configuration.md and `grpo config` can never drift from what validation accepts.
  * Is not: validation (config.ts).
  */
+import { checkpointDefaults } from './checkpoint-defaults.js';
 import { trainerConfigSchema } from './config.js';
 
 export interface ConfigField {
@@ -78,6 +79,17 @@ export function configFields(): ConfigField[] {
   return fields;
 }
 
+/** The rows of the checkpoint-defaults table: each field `checkpointDefaults` sets, its default there and without a checkpoint. */
+function checkpointDefaultRows(): string[] {
+  const schemaDefaults = new Map(configFields().map((field) => [field.path, field.defaultValue]));
+  return Object.entries(checkpointDefaults).flatMap(([section, fields]) =>
+    Object.entries(fields).map(([key, value]) => {
+      const path = `${section}.${key}`;
+      return `| \`${path}\` | \`${JSON.stringify(value)}\` | \`${schemaDefaults.get(path)}\` |`;
+    }),
+  );
+}
+
 /** The Markdown reference written to docs/configuration.md. */
 export function configReferenceMarkdown(): string {
   const rows = configFields().map((field) =>
@@ -90,11 +102,22 @@ export function configReferenceMarkdown(): string {
     '',
     'Generated from the schema in `src/config/config.ts` (`npm run docs:config`; a test fails when this file is stale).',
     "Defaults shown are the schema's; a task's recommended settings (e.g. the addition task's SFT and GRPO",
-    'schedule) and a `preset` sit on top of them, and whatever a recipe or `--set` gives wins.',
+    'schedule), then, with a `model.checkpoint`, the checkpoint defaults below, then a `preset` sit on top of',
+    'them, and whatever a recipe or `--set` gives wins.',
     '',
     '| field | type | default | description |',
     '|---|---|---|---|',
     ...rows,
+    '',
+    '## With a checkpoint',
+    '',
+    "A run on a pretrained checkpoint (`model.checkpoint`, `--model DIR`, `GRPOTrainer({ model })`) starts from TRL's",
+    '`GRPOConfig` defaults for these fields instead (`src/config/checkpoint-defaults.ts`; docs/coming-from-trl.md',
+    'compares them with TRL and the built-in task). A field you set, in a recipe, `--set` or a preset, wins.',
+    '',
+    '| field | with a checkpoint | without |',
+    '|---|---|---|',
+    ...checkpointDefaultRows(),
     '',
   ].join('\n');
 }

@@ -108,7 +108,9 @@ const grpoSchema = z
       .describe('μ: optimisation passes over each generated batch, using the stored old logprobs.'),
     microBatchSize: boundedInteger(1, 4096)
       .default(64)
-      .describe('Completions per forward/backward micro-batch (gradients accumulate across them).'),
+      .describe(
+        "Completions per forward/backward micro-batch (gradients accumulate across them). Left unset, the default (64; 8 with a checkpoint) is lowered to the largest divisor of the step's completions (promptsPerStep × groupSize); a value you set must divide them.",
+      ),
     learningRate: z.number().positive().default(1e-3).describe('Peak GRPO learning rate (AdamW).'),
     warmupSteps: nonNegativeInteger.default(0).describe('Linear warmup steps of the GRPO learning rate.'),
     schedule: z

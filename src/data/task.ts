@@ -51,7 +51,8 @@ export interface Task {
   isCorrect(example: Example, completion: string): boolean | Promise<boolean>;
   /**
    * Trainer settings that suit this task (a partial config, plain JSON). They sit under the user's
-   * config and any preset: whatever the user sets wins.
+   * config and any preset: whatever the user sets wins. With a `model.checkpoint`, TRL's defaults
+   * for the fields they cover sit over them too (src/config/checkpoint-defaults.ts).
    */
   recommendedConfig?: Record<string, unknown>;
 }

@@ -8,8 +8,9 @@
  * Reward functions are ours (per completion, a plain function), a group reward, a `NamedReward`
  * (to give a weight), or TRL-shaped batched functions marked with `batchedReward(fn)`.
  *
- * Is not: a second loop or config system. Defaults are the config schema's (docs/configuration.md),
- * not TRL's (docs/coming-from-trl.md lists both); everything here is what the CLI does for a run.
+ * Is not: a second loop or config system. Defaults are the CLI's: with `model`, TRL's for the settings
+ * we share (checkpoint-defaults.ts), else the config schema's (docs/coming-from-trl.md lists both);
+ * everything here is what the CLI does for a run.
  */
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -57,7 +58,10 @@ export type TrainerDataOptions = Pick<
 >;
 
 export interface TrainerOptions {
-  /** A Hugging Face checkpoint folder; left out, a small model is built from scratch with a character tokenizer. */
+  /**
+   * A Hugging Face checkpoint folder (the defaults are then TRL's, docs/coming-from-trl.md#defaults);
+   * left out, a small model is built from scratch with a character tokenizer.
+   */
   model?: string;
   /** Rows or a data file (.jsonl/.json/.csv/.tsv/.parquet, TRL's formats). */
   trainDataset: DatasetInput;

@@ -28,7 +28,8 @@ import { LoraAdapters, resolveTargetModules } from '../model/lora.js';
 import { rewardFactories, scoreRewards, type RewardScorer } from '../rewards/index.js';
 import type { NamedReward } from '../rewards/types.js';
 import type { RewardSource } from '../rewards/workers.js';
-import { validateConfig, type KnownNames, type TrainerConfig } from '../config/config.js';
+import { trainerConfigSchema, validateConfig, type KnownNames, type TrainerConfig } from '../config/config.js';
+import { checkpointDefaults, fittedMicroBatchSize, namesCheckpoint } from '../config/checkpoint-defaults.js';
 import { applyPreset, mergeConfig, presetNames } from '../config/presets.js';
 import { bindAlgorithm, type BoundAlgorithm } from '../config/algorithm.js';
 import { promptFormatFor, type PromptFormat } from '../config/prompt-format.js';
@@ -82,9 +83,11 @@ export function knownNames(): KnownNames {
 
 /**
  * Applies the preset named in the input (if any), then validates; `extraTasks` are tasks a recipe
- * defines. The task's recommended settings sit under everything the user or the preset chose: pass
- * the loaded `task` (a task over data files is loaded first, see `loadRunTask`); without it a
- * generated task's are used.
+ * defines. Layers, each winning over the ones before it: the schema's defaults, the task's
+ * recommended settings (pass the loaded `task`: a task over data files is loaded first, see
+ * `loadRunTask`; without it a generated task's are used), TRL's defaults when the input names a
+ * `model.checkpoint` (checkpoint-defaults.ts), the preset, and the input itself. A
+ * `grpo.microBatchSize` the input and preset leave out is fitted to the step's completions.
  */
 export function resolveConfig(input: unknown, extraTasks: string[] = [], task?: Task): TrainerConfig {
   const raw = (input ?? {}) as Record<string, unknown>;
@@ -101,9 +104,29 @@ export function resolveConfig(input: unknown, extraTasks: string[] = [], task?: 
     (taskRegistry.names().includes(taskName) && taskRegistry.isGenerated(taskName)
       ? taskRegistry.get(taskName)((raw.taskOptions ?? {}) as Record<string, unknown>).recommendedConfig
       : undefined);
-  const merged = recommended ? mergeConfig(recommended, withPreset) : withPreset;
+  const defaults = mergeConfig(recommended ?? {}, namesCheckpoint(raw) ? structuredClone(checkpointDefaults) : {});
+  const merged = withFittedMicroBatch(mergeConfig(defaults, withPreset), withPreset);
   const known = knownNames();
   return validateConfig(merged, { ...known, task: [...known.task, ...extraTasks] });
+}
+
+/**
+ * `merged` with its default micro-batch fitted to the step (`fittedMicroBatchSize`) unless `chosen`
+ * (the input with its preset) sets `grpo.microBatchSize`: an explicit value is kept, and refused by
+ * validateConfig when it does not fit. A config the schema refuses is returned as it is, for
+ * validateConfig to name its fields.
+ */
+function withFittedMicroBatch(
+  merged: Record<string, unknown>,
+  chosen: Record<string, unknown>,
+): Record<string, unknown> {
+  const chosenGrpo = chosen.grpo;
+  if (typeof chosenGrpo === 'object' && chosenGrpo !== null && 'microBatchSize' in chosenGrpo) return merged;
+  const parsed = trainerConfigSchema.safeParse(merged);
+  if (!parsed.success) return merged;
+  const { grpo, sampling } = parsed.data;
+  const microBatchSize = fittedMicroBatchSize(grpo.promptsPerStep * sampling.groupSize, grpo.microBatchSize);
+  return microBatchSize === grpo.microBatchSize ? merged : mergeConfig(merged, { grpo: { microBatchSize } });
 }
 
 /**
