@@ -194,9 +194,10 @@ export async function startServe(options: ServeOptions): Promise<RunningServer> 
     choiceOf: (piece: StreamPiece) => unknown,
   ): Promise<void> => {
     const events = openEventStream(response);
+    const streamCreated = Math.floor(Date.now() / 1000); // one time for every chunk, as vLLM sends
     const chunk = (fields: Record<string, unknown>) => ({
       ...envelope,
-      created: Math.floor(Date.now() / 1000),
+      created: streamCreated,
       ...fields,
       ...(sampling.includeUsage && fields.usage === undefined ? { usage: null } : {}),
     });
