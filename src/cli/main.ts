@@ -240,6 +240,10 @@ export function buildProgram(): Command {
       'a PEFT LoRA adapter folder, served under its folder name and used when a request names no model',
     )
     .option('--served-model-name <name>', "the base model's name in requests (default: the --model folder name)")
+    .option(
+      '--chat-template <file>',
+      "a Jinja chat template file for /v1/chat/completions, in place of the tokenizer's (needed when the model has none)",
+    )
     .option('--port <n>', 'port (0 = any free port)', integerFrom(0, 65535), 8000)
     .option('--host <address>', 'address to listen on (0.0.0.0 for every interface)', '127.0.0.1')
     .option(
@@ -305,6 +309,7 @@ regular files inside their folder (no links out of it).`,
         model: options.model,
         adapter: options.adapter,
         servedModelName: options.servedModelName,
+        chatTemplate: options.chatTemplate,
         port: options.port,
         host: options.host,
         maxSequences: options.maxSequences,

@@ -4,6 +4,8 @@
  *
  * Is not: the server itself; this file only loads the model and prints where it listens.
  */
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { renderChatTemplate } from '../model/chat-template.js';
 import { loadCheckpoint, resolveStopTokenIds } from '../model/checkpoint.js';
 import { checkTokenizerFitsModel, loadTokenizer } from '../model/tokenizer.js';
 import { Transformer } from '../model/transformer.js';
@@ -17,6 +19,8 @@ export interface ServeCommandOptions {
   adapter?: string;
   /** The name the base model is served under (default: its folder name). */
   servedModelName?: string;
+  /** A Jinja chat template file for /v1/chat/completions, in place of the tokenizer's (vLLM's --chat-template). */
+  chatTemplate?: string;
   port?: number;
   host?: string;
   /** Most sequences and generated tokens per decode batch (and so per request). */
@@ -28,10 +32,27 @@ export interface ServeCommandOptions {
   limits?: Partial<ServeLimits>;
 }
 
+/**
+ * The --chat-template file's text, checked before the model loads: the file exists and the template
+ * renders a one-message conversation (a template that cannot do that cannot serve chat requests).
+ */
+function readChatTemplate(path: string): string {
+  if (!existsSync(path) || !statSync(path).isFile())
+    throw new Error(`--chat-template: ${path} is not a file (a Jinja chat template, e.g. chat_template.jinja)`);
+  const template = readFileSync(path, 'utf8');
+  try {
+    renderChatTemplate(template, [{ role: 'user', content: 'Hello' }], { bosToken: null, eosToken: null });
+  } catch (error) {
+    throw new Error(`--chat-template ${path}: ${(error as Error).message}`);
+  }
+  return template;
+}
+
 export async function runServeCommand(
   options: ServeCommandOptions,
   write: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
 ): Promise<RunningServer> {
+  const chatTemplate = options.chatTemplate === undefined ? undefined : readChatTemplate(options.chatTemplate);
   const checkpoint = loadCheckpoint(options.model);
   const tokenizer = loadTokenizer(options.model);
   checkTokenizerFitsModel(tokenizer, checkpoint.config, options.model);
@@ -44,6 +65,7 @@ export async function runServeCommand(
     stopTokenIds: resolveStopTokenIds(checkpoint.config, checkpoint.generationConfig),
     adapters: adapterName !== undefined ? { [adapterName]: options.adapter! } : {},
     defaultModel: adapterName,
+    chatTemplate,
     host: options.host,
     port: options.port,
     maxSequences: options.maxSequences,

@@ -12,5 +12,6 @@ export {
   chooseToken,
   logSoftmaxRow,
   type SamplingSettings,
+  type TokenLogprob,
 } from './logits.js';
 export { EpisodeDecoder, type EpisodeTurn } from './episode-decoder.js';

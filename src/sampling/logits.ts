@@ -1,6 +1,7 @@
 /**
  * Logit transforms as small pure functions over one row of logits (temperature, top-k, top-p,
- * min-p), the log-softmax of a row, and drawing an id from a row with a seeded generator.
+ * min-p), the log-softmax of a row, drawing an id from a row with a seeded generator, and a row's
+ * most likely ids with their logprobs.
  *
  * chooseTokens does many rows at once, in one backend call when the backend has a draw kernel and no
  * filter is on. Is not: caching or the decode loop (sampler.ts). Removed tokens are set to -Infinity;
@@ -141,6 +142,34 @@ export function chooseToken(
   const { id, logNormalizer } = drawFromLogits(filtered, random);
   // Without filters `filtered` is `scaled` itself: the draw's normaliser is the logprob's too.
   return { id, logprob: scaled[id] - (filtered === scaled ? logNormalizer : logNormalizerOf(scaled)) };
+}
+
+/** One of a token's most likely alternatives: an id and its logprob. */
+export interface TokenLogprob {
+  id: number;
+  logprob: number;
+}
+
+/**
+ * The `count` most likely ids of a row, most likely first (ties: lower id first), with their logprobs
+ * under logits / temperature (raw logits when greedy): the distribution chooseToken reports the
+ * chosen id's logprob under, before any filter, so the chosen id's entry holds the same number. One
+ * pass over the row keeping a sorted list of `count`: cheap for the few alternatives a client asks for.
+ */
+export function topLogprobsOf(row: Float32Array, temperature: number, count: number): TokenLogprob[] {
+  const scaled = temperature === 0 || temperature === 1 ? row : applyTemperature(row, temperature);
+  const best: TokenLogprob[] = [];
+  for (let i = 0; i < scaled.length; i++) {
+    const value = scaled[i];
+    if (best.length === count && !(value > best[count - 1].logprob)) continue;
+    let at = best.length === count ? count - 1 : best.length;
+    if (best.length === count) best.pop();
+    while (at > 0 && value > best[at - 1].logprob) at--;
+    best.splice(at, 0, { id: i, logprob: value });
+  }
+  const logNormalizer = logNormalizerOf(scaled);
+  for (const entry of best) entry.logprob = scaled[entry.id] - logNormalizer;
+  return best;
 }
 
 /** Whether no filter changes the distribution (only temperature applies). */

@@ -186,6 +186,34 @@ describe('generate', () => {
     expect(() => startGeneration(model, { prompts: [[]], maxNewTokens: 1, seed: 0 })).toThrow(/prompt 0 is empty/);
   });
 
+  it('topLogprobs: the same draws bit for bit, and the most likely alternatives of a full forward under logits / temperature', () => {
+    for (const temperature of [0, 0.7]) {
+      const request = { prompts, numSamples: 2, maxNewTokens: 8, temperature, topK: 40, seed: 3 };
+      const plain = generate(model, request);
+      const withTop = generate(model, { ...request, topLogprobs: 5 });
+      expect(withTop.map((c) => [c.ids, c.logprobs])).toEqual(plain.map((c) => [c.ids, c.logprobs]));
+      expect(plain[0].topLogprobs).toBeUndefined();
+      const V = model.config.vocabSize;
+      for (const completion of withTop) {
+        const full = [...prompts[completion.promptIndex], ...completion.ids];
+        const logits = noGrad(() => model.forward(Int32Array.from(full.slice(0, -1)), 1));
+        const start = prompts[completion.promptIndex].length - 1;
+        expect(completion.topLogprobs).toHaveLength(completion.ids.length);
+        completion.topLogprobs!.forEach((alternatives, i) => {
+          const row = logits.data.subarray((start + i) * V, (start + i + 1) * V);
+          const expected = logSoftmaxRow(row.map((x) => x / (temperature || 1)));
+          const order = [...expected.keys()].sort((a, b) => expected[b] - expected[a]).slice(0, 5);
+          expect(alternatives.map(({ id }) => id)).toEqual(order);
+          alternatives.forEach(({ id, logprob }) => expect(Math.abs(logprob - expected[id])).toBeLessThan(1e-4));
+          // The drawn token's entry holds the very number its logprob holds.
+          const drawn = alternatives.find(({ id }) => id === completion.ids[i]);
+          if (drawn) expect(drawn.logprob).toBe(completion.logprobs[i]);
+        });
+        if (temperature === 0) expect(completion.topLogprobs!.map((top) => top[0].id)).toEqual(completion.ids);
+      }
+    }
+  });
+
   it('top-k = 1 equals greedy', () => {
     const greedy = generate(model, { prompts, maxNewTokens: 15, temperature: 0, seed: 1 });
     const topOne = generate(model, { prompts, maxNewTokens: 15, temperature: 0.8, topK: 1, seed: 2 });

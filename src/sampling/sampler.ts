@@ -3,7 +3,7 @@
  * shared by its G samples (never copied: attention reads it once per group), and all live
  * sequences decode together with per-sequence positions. Finished sequences leave the batch, so a step costs what the live
  * ones need; with maxBatchSize below the sample count, a finished sequence's slot goes to the next
- * waiting one instead (continuous batching: rows at different steps, each with its own key count). Returns ids and the per-token logprobs of the sampled ids (GRPO's old-policy logprobs).
+ * waiting one instead (continuous batching: rows at different steps, each with its own key count). Returns ids and the per-token logprobs of the sampled ids (GRPO's old-policy logprobs), and when asked each token's most likely alternatives.
  *
  * Legend: B = live sequences, Hkv, D as in the model; the batched cache holds generated keys only.
  * Vision-language prompts bring their image features (promptImageFeatures), used in their prefill only.
@@ -14,7 +14,7 @@
 import type { KvCache, Transformer } from '../model/transformer.js';
 import { DecodeBuffers } from '../model/decode-buffers.js';
 import { concat, linearInto, noGrad, Random, Tensor, withConstantWeights, withStepArena } from '../tensor/index.js';
-import { chooseTokens, type SamplingSettings } from './logits.js';
+import { chooseTokens, topLogprobsOf, type SamplingSettings, type TokenLogprob } from './logits.js';
 
 export interface GenerateRequest extends Partial<SamplingSettings> {
   /** Prompt token ids, one array per prompt (each non-empty). */
@@ -37,6 +37,11 @@ export interface GenerateRequest extends Partial<SamplingSettings> {
    * images. Generation then continues as usual (decode steps never see image tokens' features).
    */
   promptImageFeatures?: (Tensor | null)[];
+  /**
+   * How many most likely alternatives to report for each generated token (0, the default: none). They
+   * are read from the logits the token was drawn from, after the draw, so the draws are the same.
+   */
+  topLogprobs?: number;
 }
 
 export interface Completion {
@@ -45,6 +50,8 @@ export interface Completion {
   ids: number[];
   /** Logprob of each generated id under logits / temperature (raw logits when greedy). */
   logprobs: number[];
+  /** With `topLogprobs` asked: each generated token's most likely alternatives, most likely first. */
+  topLogprobs?: TokenLogprob[][];
   finishReason: 'stop' | 'length';
 }
 
@@ -57,6 +64,9 @@ function validate(request: GenerateRequest, model: Transformer): void {
     throw new Error(`generate: numSamples must be a positive integer, got ${numSamples}`);
   if (request.maxBatchSize !== undefined && !(Number.isInteger(request.maxBatchSize) && request.maxBatchSize >= 1))
     throw new Error(`generate: maxBatchSize must be a positive integer, got ${request.maxBatchSize}`);
+  const topLogprobs = request.topLogprobs ?? 0;
+  if (!Number.isInteger(topLogprobs) || topLogprobs < 0)
+    throw new Error(`generate: topLogprobs must be a non-negative integer, got ${topLogprobs}`);
   const temperature = request.temperature ?? 1;
   if (!(temperature >= 0)) throw new Error(`generate: temperature must be >= 0, got ${temperature}`);
   if (request.topP !== undefined && !(request.topP > 0 && request.topP <= 1))
@@ -236,6 +246,11 @@ export function startGeneration(model: Transformer, request: GenerateRequest): G
   const unfinished = (sequence: LiveSequence) =>
     sequence.completion.finishReason === 'length' && sequence.completion.ids.length < request.maxNewTokens;
   const generatedKeys = (s: LiveSequence) => s.position - request.prompts[s.completion.promptIndex].length;
+  const topCount = request.topLogprobs ?? 0;
+  /** Records the alternatives of the token just drawn from `row`, when they are asked for. */
+  const keepAlternatives = (sequence: LiveSequence, row: Float32Array): void => {
+    if (topCount > 0) (sequence.completion.topLogprobs ??= []).push(topLogprobsOf(row, settings.temperature, topCount));
+  };
 
   /** Samples every sequence's first token from its prompt's prefill and sets the decode loop up. */
   const begin = (prefilled: Prefill): DecodeState => {
@@ -247,12 +262,9 @@ export function startGeneration(model: Transformer, request: GenerateRequest): G
         const completion: Completion = { promptIndex, sampleIndex, ids: [], logprobs: [], finishReason: 'length' };
         completions.push(completion);
         live.push({ completion, random, nextId: -1, position: prompt.length });
-        accept(
-          live[live.length - 1],
-          chooseTokens(prefilled.lastLogits[promptIndex], 1, settings, [random])[0],
-          stop,
-          request.maxNewTokens,
-        );
+        const row = prefilled.lastLogits[promptIndex];
+        accept(live[live.length - 1], chooseTokens(row, 1, settings, [random])[0], stop, request.maxNewTokens);
+        keepAlternatives(live[live.length - 1], row);
       }
     });
     // Each prompt's keys stay in its own prefill cache, read once per group by the attention
@@ -289,8 +301,10 @@ export function startGeneration(model: Transformer, request: GenerateRequest): G
         },
       },
     ); // [B, 1, H]
+    const V = model.config.vocabSize;
+    const logits = headInto(model, hidden, outputBuffers.array('lm_head', B * V)); // [B, V]
     const chosen = chooseTokens(
-      headInto(model, hidden, outputBuffers.array('lm_head', B * model.config.vocabSize)),
+      logits,
       B,
       settings,
       active.map((sequence) => sequence.random),
@@ -298,6 +312,7 @@ export function startGeneration(model: Transformer, request: GenerateRequest): G
     active.forEach((sequence, b) => {
       sequence.position++;
       accept(sequence, chosen[b], stop, request.maxNewTokens);
+      keepAlternatives(sequence, logits.subarray(b * V, (b + 1) * V));
     });
     // A finished row's slot goes to the next waiting sequence (its keys overwrite the slot's from
     // column 0); with none waiting, finished rows leave the batch (order kept, so the rows of one

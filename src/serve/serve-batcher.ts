@@ -16,6 +16,9 @@
  * when its caches fit beside the running ones' (else it waits for one to finish), and a request
  * whose own caches are over the limit is refused.
  *
+ * Streaming requests watch their completions grow after every slice (JobWatch.onProgress); a client
+ * that goes away (JobWatch.signal) leaves the queue, and its batch stops once nobody waits on it.
+ *
  * Is not: HTTP or request parsing (serve-server.ts, serve-protocol.ts); `generate` itself is only
  * called through its public API.
  */
@@ -42,12 +45,23 @@ export interface GenerationJob {
   minP: number;
   stopTokenIds: number[];
   seed: number | null;
+  /** Most likely alternatives reported per generated token (0 or absent = none); part of the merge key. */
+  topLogprobs?: number;
 }
 
-interface Pending {
+/** What a streaming client watches: progress after each decode slice, and its going away. */
+export interface JobWatch {
+  /** The job's completions so far (prompt-major, ids growing), after every decode slice. */
+  onProgress?: (completions: Completion[]) => void;
+  /** Aborted when the client has gone: the job leaves the queue, or its batch stops once no one waits on it. */
+  signal?: AbortSignal;
+}
+
+interface Pending extends JobWatch {
   job: GenerationJob;
   resolve: (completions: Completion[]) => void;
   reject: (error: unknown) => void;
+  cancelled?: boolean;
 }
 
 /** A batch decoding: its run and the requests it answers. */
@@ -136,6 +150,7 @@ const settingsKey = (job: GenerationJob): string =>
     job.topP,
     job.minP,
     [...job.stopTokenIds].sort((a, b) => a - b),
+    job.topLogprobs ?? 0,
   ]);
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -175,7 +190,7 @@ export class DecodeBatcher {
    * Queues a job; resolves with its completions, prompt-major (prompt 0's n samples first). A job
    * over a batch limit is refused here (the server checks first and answers 400 naming the field).
    */
-  submit(job: GenerationJob): Promise<Completion[]> {
+  submit(job: GenerationJob, watch: JobWatch = {}): Promise<Completion[]> {
     const { sequences, tokens } = jobSize(job);
     const kvBytes = jobKvBytes(job);
     if (
@@ -189,9 +204,24 @@ export class DecodeBatcher {
         ),
       );
     return new Promise((resolve, reject) => {
-      this.queue.push({ job, resolve, reject });
+      const pending: Pending = { job, resolve, reject, ...watch };
+      this.queue.push(pending);
+      watch.signal?.addEventListener('abort', () => this.cancel(pending), { once: true });
       this.schedule();
     });
+  }
+
+  /**
+   * A client went away: its queued job is dropped; a decoding batch stops (freeing its slot and KV
+   * cache) once none of the requests it answers is still waiting. A batch others still wait on runs
+   * on: its sequences are decoded together, and the others' results must not depend on who left.
+   */
+  private cancel(pending: Pending): void {
+    pending.cancelled = true;
+    pending.reject(new Error('the client went away'));
+    if (this.queue.includes(pending)) this.queue.splice(this.queue.indexOf(pending), 1);
+    const batch = this.active.find(({ taken }) => taken.includes(pending));
+    if (batch && batch.taken.every(({ cancelled }) => cancelled)) this.finish(batch);
   }
 
   private schedule(): void {
@@ -278,6 +308,7 @@ export class DecodeBatcher {
         minP: leader.minP,
         stopTokenIds: leader.stopTokenIds,
         seed,
+        topLogprobs: leader.topLogprobs,
       });
     } catch (error) {
       for (const pending of taken) pending.reject(error);
@@ -297,6 +328,7 @@ export class DecodeBatcher {
     try {
       while (this.active.length > 0) {
         for (const batch of [...this.active]) {
+          if (!this.active.includes(batch)) continue; // its clients all went away
           let done: boolean;
           try {
             done = batch.run.advance(performance.now() + this.sliceMs);
@@ -308,7 +340,7 @@ export class DecodeBatcher {
           if (done) {
             this.finish(batch);
             this.answer(batch);
-          }
+          } else this.report(batch);
           await nextTurn();
         }
       }
@@ -324,14 +356,33 @@ export class DecodeBatcher {
 
   /** Hands each request its own completions, prompt indices counted from its first prompt. */
   private answer({ run, taken }: ActiveBatch): void {
-    const completions = run.completions;
-    let offset = 0;
-    for (const pending of taken) {
-      const count = pending.job.prompts.length * pending.job.numSamples;
-      const own = completions.slice(offset, offset + count);
-      const promptBase = own[0]?.promptIndex ?? 0;
-      pending.resolve(own.map((completion) => ({ ...completion, promptIndex: completion.promptIndex - promptBase })));
-      offset += count;
-    }
+    ownCompletions(run, taken, (pending, own) => pending.resolve(own));
+  }
+
+  /** Shows each watching request its completions so far (none before the prefill has ended). */
+  private report({ run, taken }: ActiveBatch): void {
+    if (run.completions.length === 0 || !taken.some((pending) => pending.onProgress && !pending.cancelled)) return;
+    ownCompletions(run, taken, (pending, own) => {
+      if (!pending.cancelled) pending.onProgress?.(own);
+    });
+  }
+}
+
+/** Each request's slice of the batch's completions, prompt indices counted from its first prompt. */
+function ownCompletions(
+  run: GenerationRun,
+  taken: Pending[],
+  use: (pending: Pending, own: Completion[]) => void,
+): void {
+  let offset = 0;
+  for (const pending of taken) {
+    const count = pending.job.prompts.length * pending.job.numSamples;
+    const own = run.completions.slice(offset, offset + count);
+    const promptBase = own[0]?.promptIndex ?? 0;
+    use(
+      pending,
+      own.map((completion) => ({ ...completion, promptIndex: completion.promptIndex - promptBase })),
+    );
+    offset += count;
   }
 }

@@ -5,7 +5,8 @@
  * RequestError naming its field (`param`, and the message says it); then a few hundred arbitrary
  * bodies and byte strings are sent over HTTP to every POST route (the LoRA load and unload routes
  * included) of a server on the 656k-parameter TinyStories checkpoint, and each gets a 4xx naming
- * its field or a valid answer (finite logprobs ≤ 0, token ids in the vocabulary), never a 500.
+ * its field or a valid answer (finite logprobs ≤ 0, token ids in the vocabulary; with `stream`,
+ * every event of the stream and `[DONE]` last), never a 500.
  * The hand-written hostile cases are cli/serve-bounds.test.ts.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -52,8 +53,8 @@ const edgeNumber = fc.oneof(
   fc.integer({ min: -2, max: 70_000 }),
 );
 const tokenId = fc.oneof(fc.nat(vocabularySize - 1), fc.integer({ min: -1, max: vocabularySize + 1 }));
-/** Junk for any field: any JSON value, an edge number, or a value some field refuses (stream: true, best_of: 2, a subnormal temperature). */
-const junkValue = fc.oneof(anyValue, edgeNumber, fc.constantFrom(true, 2, 0.5, '', -1, 5e-324, 1e-300));
+/** Junk for any field: any JSON value, an edge number, or a value some field refuses (best_of: 2, a subnormal temperature, 21 alternatives). */
+const junkValue = fc.oneof(anyValue, edgeNumber, fc.constantFrom(true, 2, 0.5, '', -1, 5e-324, 1e-300, 21));
 
 /**
  * Bodies that are mostly well formed: every field a typical value (or absent), then up to two
@@ -81,7 +82,8 @@ const samplingFields = {
   stop_token_ids: fc.array(tokenId, { maxLength: 3 }),
   logprobs: fc.boolean(),
   return_token_ids: fc.boolean(),
-  stream: fc.constant(false),
+  stream: fc.boolean(),
+  stream_options: fc.constantFrom(undefined, { include_usage: true }),
   echo: fc.constant(false),
   best_of: fc.constant(1),
   presence_penalty: fc.constant(0),
@@ -91,7 +93,7 @@ const completionBody = mutated(
   fc.record(
     {
       ...samplingFields,
-      logprobs: fc.constantFrom(0, null),
+      logprobs: fc.constantFrom(0, null, 3),
       prompt: fc.oneof(
         fc.string({ maxLength: 60 }),
         fc.string({ unit: 'binary', maxLength: 30 }),
@@ -113,7 +115,7 @@ const chatBody = mutated(
     {
       ...samplingFields,
       max_completion_tokens: fc.integer({ min: 1, max: 6 }),
-      top_logprobs: fc.constant(0),
+      top_logprobs: fc.constantFrom(0, 2),
       messages: fc.array(message, { minLength: 1, maxLength: 3 }),
     },
     { requiredKeys: ['messages'] },
@@ -252,14 +254,31 @@ describe('grpo serve over HTTP', () => {
     }
   }
 
+  /** A 200 stream: `data:` events, each a valid answer chunk (never an error), `[DONE]` last. */
+  function expectValidStream(path: string, text: string): void {
+    const events = text.split('\n\n').filter((event) => event !== '');
+    expect(events.every((event) => event.startsWith('data: '))).toBe(true);
+    expect(events.at(-1)).toBe('data: [DONE]');
+    for (const event of events.slice(0, -1)) {
+      const chunk = JSON.parse(event.slice('data: '.length));
+      expect(chunk.error).toBeUndefined();
+      expectValidAnswer(path, chunk);
+    }
+  }
+
   it('answers arbitrary bodies and bytes on every route with a 4xx naming the field or a valid answer', async () => {
     const answered: Record<string, number> = {};
+    let streams = 0;
     await fc.assert(
       fc.asyncProperty(request, async ([path, body]) => {
         const response = await fetch(`${server.url}${path}`, { method: 'POST', body });
         const text = await response.text();
         if (response.status === 200) {
           answered[path] = (answered[path] ?? 0) + 1;
+          if (response.headers.get('content-type') === 'text/event-stream') {
+            streams++;
+            return expectValidStream(path, text);
+          }
           return expectValidAnswer(path, path.includes('lora') ? {} : JSON.parse(text));
         }
         const { error } = JSON.parse(text) as { error: { message: string; param: string | null; code: number } };
@@ -275,6 +294,7 @@ describe('grpo serve over HTTP', () => {
     );
     // Every route answered some requests, not only refused them.
     for (const path of Object.keys(routes)) expect(answered[path], path).toBeGreaterThan(0);
+    expect(streams).toBeGreaterThan(0);
     // Still serving.
     const models = (await (await fetch(`${server.url}/v1/models`)).json()) as { data: { id: string }[] };
     expect(models.data.map(({ id }) => id)).toContain('tiny');

@@ -2,14 +2,18 @@
  * The OpenAI-compatible request and response shapes `grpo serve` speaks (vLLM's dialect): a
  * /v1/completions or /v1/chat/completions body checked field by field into a typed generation job,
  * and the generated completions written back as OpenAI choices, with vLLM's `return_token_ids`
- * fields (`prompt_token_ids`, `token_ids`) and the sampled tokens' logprobs.
+ * fields (`prompt_token_ids`, `token_ids`), the sampled tokens' logprobs and their top alternatives.
  *
- * Is not: the HTTP server (serve-server.ts) or the batching (serve-batcher.ts). A field we cannot
- * honour (streaming, echo, top alternatives, penalties) is refused by name, never ignored.
+ * Is not: the HTTP server (serve-server.ts), the event stream (serve-stream.ts) or the batching
+ * (serve-batcher.ts). A field we cannot honour (echo, penalties, more than MAX_TOP_LOGPROBS
+ * alternatives) is refused by name, never ignored.
  */
 import type { ChatMessage } from '../model/chat-template.js';
 import type { TextTokenizer } from '../model/tokenizer.js';
-import type { Completion } from '../sampling/index.js';
+import type { Completion, TokenLogprob } from '../sampling/index.js';
+
+/** Most alternatives per token a request may ask for (vLLM's default --max-logprobs, OpenAI's top_logprobs bound). */
+export const MAX_TOP_LOGPROBS = 20;
 
 /** An OpenAI-shaped client error: HTTP 400 with `{error: {message, type, param}}`. */
 export class RequestError extends Error {
@@ -37,7 +41,12 @@ export interface SamplingFields {
   stopStrings: string[];
   seed: number | null;
   logprobs: boolean;
+  /** Most likely alternatives per token (completions' `logprobs: N`, chat's `top_logprobs`); 0 = none. */
+  topLogprobs: number;
   returnTokenIds: boolean;
+  /** Server-sent events instead of one JSON answer; `includeUsage`: a last chunk with the usage. */
+  stream: boolean;
+  includeUsage: boolean;
 }
 
 type Body = Record<string, unknown>;
@@ -65,7 +74,18 @@ function tokenIdList(value: unknown, name: string, vocabularySize: number): numb
 
 /** The sampling fields of a request body; `chat` takes chat's forms (max_completion_tokens, boolean logprobs). */
 export function parseSampling(body: Body, vocabularySize: number, chat: boolean): SamplingFields {
-  if (body.stream === true) throw new RequestError('stream: streaming responses are not supported', 'stream');
+  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean')
+    throw new RequestError('stream must be true or false', 'stream');
+  const stream = body.stream === true;
+  const streamOptions = body.stream_options;
+  if (streamOptions !== undefined && streamOptions !== null) {
+    const includeUsage = (streamOptions as Body).include_usage;
+    if (!stream) throw new RequestError('stream_options needs stream: true', 'stream_options');
+    if (typeof streamOptions !== 'object' || Array.isArray(streamOptions))
+      throw new RequestError('stream_options must be an object like {"include_usage": true}', 'stream_options');
+    if (includeUsage !== undefined && includeUsage !== null && typeof includeUsage !== 'boolean')
+      throw new RequestError('stream_options.include_usage must be true or false', 'stream_options');
+  }
   if (body.echo === true) throw new RequestError('echo: echoing the prompt is not supported', 'echo');
   if (body.best_of !== undefined && body.best_of !== null && body.best_of !== body.n && body.best_of !== 1)
     throw new RequestError('best_of: only best_of equal to n is supported', 'best_of');
@@ -77,18 +97,21 @@ export function parseSampling(body: Body, vocabularySize: number, chat: boolean)
   const maxTokensName = chat && body.max_completion_tokens !== undefined ? 'max_completion_tokens' : 'max_tokens';
   const topK = numberField(body, 'top_k', 0, (v) => Number.isInteger(v) && v >= -1, 'an integer >= -1 (-1 or 0 = off)');
   let logprobs = false;
+  let topLogprobs = 0;
+  const topRule = (v: number) => Number.isInteger(v) && v >= 0 && v <= MAX_TOP_LOGPROBS;
   if (chat) {
     if (body.logprobs !== undefined && body.logprobs !== null && typeof body.logprobs !== 'boolean')
       throw new RequestError('logprobs must be true or false on chat completions', 'logprobs');
     logprobs = body.logprobs === true;
-    numberField(body, 'top_logprobs', 0, (v) => v === 0, '0 (top alternatives are not computed)');
+    topLogprobs = numberField(body, 'top_logprobs', 0, topRule, `an integer from 0 to ${MAX_TOP_LOGPROBS}`);
+    if (topLogprobs > 0 && !logprobs) throw new RequestError('top_logprobs needs logprobs: true', 'top_logprobs');
   } else if (body.logprobs !== undefined && body.logprobs !== null) {
-    numberField(
+    topLogprobs = numberField(
       body,
       'logprobs',
       0,
-      (v) => v === 0,
-      "0 (the sampled tokens' logprobs; top alternatives are not computed)",
+      topRule,
+      `an integer from 0 (the sampled tokens' logprobs) to ${MAX_TOP_LOGPROBS} (that many alternatives too)`,
     );
     logprobs = true;
   }
@@ -137,7 +160,10 @@ export function parseSampling(body: Body, vocabularySize: number, chat: boolean)
         ? null
         : numberField(body, 'seed', 0, (v) => Number.isSafeInteger(v), 'an integer'),
     logprobs,
+    topLogprobs,
     returnTokenIds: body.return_token_ids === true,
+    stream,
+    includeUsage: stream && (streamOptions as Body | undefined)?.include_usage === true,
   };
 }
 
@@ -198,9 +224,14 @@ export function checkFits(prompts: number[][], maxNewTokens: number, maxPosition
     );
 }
 
-export interface FinishedChoice {
+/** Generated tokens with their logprobs (and alternatives, when asked): a whole choice or a streamed piece. */
+export interface TokenRun {
   ids: number[];
   logprobs: number[];
+  topLogprobs?: TokenLogprob[][];
+}
+
+export interface FinishedChoice extends TokenRun {
   text: string;
   finishReason: 'stop' | 'length';
   /** The stop string or stop id that ended it, or null (vLLM's stop_reason). */
@@ -218,6 +249,7 @@ export function finishChoice(completion: Completion, stopStrings: string[], toke
   const plain: FinishedChoice = {
     ids: completion.ids,
     logprobs: completion.logprobs,
+    topLogprobs: completion.topLogprobs,
     text,
     finishReason: completion.finishReason,
     stopReason: completion.finishReason === 'stop' ? last : null,
@@ -230,28 +262,47 @@ export function finishChoice(completion: Completion, stopStrings: string[], toke
   return {
     ids: completion.ids.slice(0, end),
     logprobs: completion.logprobs.slice(0, end),
+    topLogprobs: completion.topLogprobs?.slice(0, end),
     text: text.slice(0, first.at),
     finishReason: 'stop',
     stopReason: first.stop,
   };
 }
 
-/** OpenAI's legacy completion logprobs object, for the sampled tokens only. */
-export function completionLogprobs(choice: FinishedChoice, tokenizer: TextTokenizer) {
-  const tokens = choice.ids.map((id) => tokenizer.decode([id]));
+/** A token's text as the logprobs objects show it: the token decoded alone. */
+const tokenText = (id: number, tokenizer: TextTokenizer): string => tokenizer.decode([id]);
+
+/**
+ * OpenAI's legacy completion logprobs object: the tokens, their logprobs, with `logprobs: N` a
+ * {token: logprob} object of the N most likely per token (plus the sampled token when it is not
+ * among them, as OpenAI and vLLM do; texts decoding alike keep the likelier), and each token's
+ * offset in the text, counted from `firstOffset` (a streamed piece continues its choice's offsets).
+ */
+export function completionLogprobs(run: TokenRun, tokenizer: TextTokenizer, firstOffset = 0) {
+  const tokens = run.ids.map((id) => tokenText(id, tokenizer));
   const offsets: number[] = [];
-  tokens.reduce((offset, token) => (offsets.push(offset), offset + token.length), 0);
-  return { tokens, token_logprobs: choice.logprobs, top_logprobs: null, text_offset: offsets };
+  tokens.reduce((offset, token) => (offsets.push(offset), offset + token.length), firstOffset);
+  const top = run.topLogprobs?.map((alternatives, t) => {
+    const entries: Record<string, number> = {};
+    for (const { id, logprob } of alternatives) entries[tokenText(id, tokenizer)] ??= logprob;
+    entries[tokens[t]] ??= run.logprobs[t];
+    return entries;
+  });
+  return { tokens, token_logprobs: run.logprobs, top_logprobs: top ?? null, text_offset: offsets };
 }
 
-/** OpenAI's chat logprobs object, for the sampled tokens only. */
-export function chatLogprobs(choice: FinishedChoice, tokenizer: TextTokenizer) {
+/** A token's text, logprob and UTF-8 bytes, as OpenAI's chat logprobs give each. */
+const chatToken = (id: number, logprob: number, tokenizer: TextTokenizer) => {
+  const token = tokenText(id, tokenizer);
+  return { token, logprob, bytes: [...Buffer.from(token, 'utf8')] };
+};
+
+/** OpenAI's chat logprobs object: each sampled token and, with `top_logprobs: N`, its N most likely alternatives. */
+export function chatLogprobs(run: TokenRun, tokenizer: TextTokenizer) {
   return {
-    content: choice.ids.map((id, t) => ({
-      token: tokenizer.decode([id]),
-      logprob: choice.logprobs[t],
-      bytes: null,
-      top_logprobs: [],
+    content: run.ids.map((id, t) => ({
+      ...chatToken(id, run.logprobs[t], tokenizer),
+      top_logprobs: (run.topLogprobs?.[t] ?? []).map((top) => chatToken(top.id, top.logprob, tokenizer)),
     })),
   };
 }

@@ -5,20 +5,21 @@
  * POST /v1/unload_lora_adapter. Generation goes through the decode batcher, so concurrent requests
  * share decode batches, and batches decode in slices, so the routes keep answering while one runs.
  * Every request is held to the bounds of serve-limits.ts before the work they bound. Errors are
- * OpenAI's `{error: {message, type, param}}`.
+ * OpenAI's `{error: {message, type, param}}`; a `model` that is not served is a 404 on every route.
+ * `stream: true` answers with server-sent events (serve-stream.ts) as the batch decodes; a client
+ * that goes away (streaming or not) gives its place in the batcher back.
  *
- * Is not: a production server (no auth, no streaming, no top-k alternatives in logprobs), or the
- * `grpo serve` command line (serve-command.ts).
+ * Is not: a production server (no auth), or the `grpo serve` command line (serve-command.ts).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { basename, resolve } from 'node:path';
 import { loadAdapter } from '../model/adapter-files.js';
-import { encodeChat } from '../model/chat-template.js';
+import { renderChatTemplate, type ChatMessage } from '../model/chat-template.js';
 import type { TextTokenizer } from '../model/tokenizer.js';
 import { Transformer } from '../model/transformer.js';
 import { BodyError, readJsonBody } from './json-body.js';
-import { DecodeBatcher, type BatcherOptions } from './serve-batcher.js';
+import { DecodeBatcher, type BatcherOptions, type GenerationJob } from './serve-batcher.js';
 import {
   checkGenerationSize,
   checkKvCache,
@@ -38,7 +39,10 @@ import {
   parseSampling,
   RequestError,
   type FinishedChoice,
+  type SamplingFields,
+  type TokenRun,
 } from './serve-protocol.js';
+import { ChoiceStreams, openEventStream, type StreamPiece } from './serve-stream.js';
 
 export interface ServeOptions extends BatcherOptions {
   /** The base model (no adapters attached) and the name it is served under. */
@@ -51,6 +55,8 @@ export interface ServeOptions extends BatcherOptions {
   adapters?: Record<string, string>;
   /** The model a request without `model` gets: the base, or an adapter's name. */
   defaultModel?: string;
+  /** A Jinja chat template for /v1/chat/completions in place of the tokenizer's (`--chat-template`). */
+  chatTemplate?: string;
   host?: string;
   port?: number;
   /** Bounds on requests and runtime-loaded adapters (SERVE_LIMIT_DEFAULTS for those left out). */
@@ -118,24 +124,26 @@ export async function startServe(options: ServeOptions): Promise<RunningServer> 
     return { name: name as string, model: entry.model };
   };
 
-  /** Runs the prompts through the batcher; returns each prompt's choices in OpenAI index order. */
-  const complete = async (body: Record<string, unknown>, prompts: number[][], chat: boolean) => {
-    const { name, model } = served(body);
-    const sampling = parseSampling(body, config.vocabSize, chat);
+  /** The generation job of a request, held to the fit, size and KV-cache bounds before it is queued. */
+  const jobOf = (
+    target: ReturnType<typeof served>,
+    sampling: SamplingFields,
+    prompts: number[][],
+    maxTokensField: string,
+  ): GenerationJob => {
     const longest = Math.max(...prompts.map((ids) => ids.length));
     // Chat without max_tokens: the rest of the context, at least 1 (so a full prompt is refused, not run).
     const maxNewTokens = sampling.maxNewTokens ?? Math.max(1, config.maxPositionEmbeddings - longest);
-    const maxTokensField = chat && body.max_completion_tokens !== undefined ? 'max_completion_tokens' : 'max_tokens';
     checkFits(prompts, maxNewTokens, config.maxPositionEmbeddings, maxTokensField);
     checkGenerationSize(prompts.length, sampling.numSamples, maxNewTokens, batcher.limits, maxTokensField);
     checkKvCache(
-      { model, prompts, numSamples: sampling.numSamples, maxNewTokens },
+      { model: target.model, prompts, numSamples: sampling.numSamples, maxNewTokens },
       batcher.limits.maxKvCacheBytes,
       maxTokensField,
     );
-    const completions = await batcher.submit({
-      modelName: name,
-      model,
+    return {
+      modelName: target.name,
+      model: target.model,
       prompts,
       numSamples: sampling.numSamples,
       maxNewTokens,
@@ -145,78 +153,182 @@ export async function startServe(options: ServeOptions): Promise<RunningServer> 
       minP: sampling.minP,
       stopTokenIds: [...new Set([...options.stopTokenIds, ...sampling.stopTokenIds])],
       seed: sampling.seed,
-    });
-    const choices: { promptIndex: number; choice: FinishedChoice }[] = [];
+      topLogprobs: sampling.topLogprobs,
+    };
+  };
+
+  const usageOf = (prompts: number[][], choices: FinishedChoice[]) => {
+    const completionTokens = choices.reduce((total, choice) => total + choice.ids.length, 0);
+    const promptTokens = prompts.reduce((total, ids) => total + ids.length, 0);
+    return {
+      prompt_tokens: promptTokens,
+      completion_tokens: completionTokens,
+      total_tokens: promptTokens + completionTokens,
+    };
+  };
+
+  /** Runs the job; returns its choices, finished (stop strings applied), in OpenAI index order. */
+  const finishedChoices = async (job: GenerationJob, sampling: SamplingFields, signal: AbortSignal) => {
+    const completions = await batcher.submit(job, { signal });
+    const choices: FinishedChoice[] = [];
     for (const completion of completions) {
-      choices.push({
-        promptIndex: completion.promptIndex,
-        choice: finishChoice(completion, sampling.stopStrings, tokenizer),
-      });
+      choices.push(finishChoice(completion, sampling.stopStrings, tokenizer));
       // Decoding 512 long completions takes a while: other routes get turns in between.
       if (choices.length % 32 === 0) await new Promise((resolve) => setImmediate(resolve));
     }
-    const completionTokens = choices.reduce((total, { choice }) => total + choice.ids.length, 0);
-    const promptTokens = prompts.reduce((total, ids) => total + ids.length, 0);
-    return {
-      name,
-      sampling,
-      choices,
-      usage: {
-        prompt_tokens: promptTokens,
-        completion_tokens: completionTokens,
-        total_tokens: promptTokens + completionTokens,
-      },
-    };
+    return choices;
   };
 
-  const handleCompletions = async (body: Record<string, unknown>) => {
+  /**
+   * Runs the job and streams it: the `opening` chunks (chat's role deltas), a chunk per piece of
+   * each choice as the batch decodes (`choiceOf` shapes its choice), the usage chunk when
+   * stream_options.include_usage asks for it, and `[DONE]`.
+   */
+  const streamChoices = async (
+    response: ServerResponse,
+    signal: AbortSignal,
+    job: GenerationJob,
+    sampling: SamplingFields,
+    envelope: { id: string; object: string; model: string },
+    opening: Record<string, unknown>[],
+    choiceOf: (piece: StreamPiece) => unknown,
+  ): Promise<void> => {
+    const events = openEventStream(response);
+    const streamCreated = Math.floor(Date.now() / 1000); // one time for every chunk, as vLLM sends
+    const chunk = (fields: Record<string, unknown>) => ({
+      ...envelope,
+      created: streamCreated,
+      ...fields,
+      ...(sampling.includeUsage && fields.usage === undefined ? { usage: null } : {}),
+    });
+    for (const fields of opening) events.send(chunk(fields));
+    const streams = new ChoiceStreams(
+      job.prompts.length * job.numSamples,
+      sampling.stopStrings,
+      tokenizer,
+      job.maxNewTokens,
+    );
+    const send = (pieces: StreamPiece[]) => {
+      for (const piece of pieces) events.send(chunk({ choices: [choiceOf(piece)] }));
+    };
+    const completions = await batcher.submit(job, { signal, onProgress: (growing) => send(streams.progress(growing)) });
+    send(streams.finish(completions));
+    if (sampling.includeUsage) events.send(chunk({ choices: [], usage: usageOf(job.prompts, streams.finished) }));
+    events.end();
+  };
+
+  /** A completions answer (or, with stream: true, its stream: then null, the response is written). */
+  const handleCompletions = async (body: Record<string, unknown>, response: ServerResponse, signal: AbortSignal) => {
+    const target = served(body);
     checkPromptText(body.prompt, limits);
     const prompts = await parseCompletionPrompts(body, tokenizer, config.vocabSize);
     checkPromptTokens(prompts, limits, 'prompt');
-    const { name, sampling, choices, usage } = await complete(body, prompts, false);
+    const sampling = parseSampling(body, config.vocabSize, false);
+    const job = jobOf(target, sampling, prompts, 'max_tokens');
+    const envelope = { id: `cmpl-${++counter}`, object: 'text_completion', model: target.name };
+    const choiceOf = (
+      index: number,
+      text: string,
+      run: TokenRun,
+      firstOffset: number,
+      finished: FinishedChoice | null,
+      first: boolean,
+    ) => ({
+      index,
+      text,
+      logprobs: sampling.logprobs ? completionLogprobs(run, tokenizer, firstOffset) : null,
+      finish_reason: finished?.finishReason ?? null,
+      stop_reason: finished?.stopReason ?? null,
+      ...(sampling.returnTokenIds
+        ? {
+            ...(first ? { prompt_token_ids: prompts[Math.floor(index / sampling.numSamples)] } : {}),
+            token_ids: run.ids,
+          }
+        : {}),
+    });
+    if (sampling.stream) {
+      await streamChoices(response, signal, job, sampling, envelope, [], (piece) =>
+        choiceOf(piece.index, piece.text, piece, piece.firstOffset, piece.finished, piece.first),
+      );
+      return null;
+    }
+    const choices = await finishedChoices(job, sampling, signal);
     return {
-      id: `cmpl-${++counter}`,
-      object: 'text_completion',
+      ...envelope,
       created: Math.floor(Date.now() / 1000),
-      model: name,
-      choices: choices.map(({ promptIndex, choice }, index) => ({
-        index,
-        text: choice.text,
-        logprobs: sampling.logprobs ? completionLogprobs(choice, tokenizer) : null,
-        finish_reason: choice.finishReason,
-        stop_reason: choice.stopReason,
-        ...(sampling.returnTokenIds ? { prompt_token_ids: prompts[promptIndex], token_ids: choice.ids } : {}),
-      })),
-      usage,
+      choices: choices.map((choice, index) => choiceOf(index, choice.text, choice, 0, choice, true)),
+      usage: usageOf(prompts, choices),
     };
   };
 
-  const handleChat = async (body: Record<string, unknown>) => {
-    checkMessageText(body.messages, limits);
-    const messages = parseChatMessages(body);
-    let promptIds: number[];
+  const chatTemplate = options.chatTemplate ?? tokenizer.chatTemplate;
+  /** The chat prompt's ids: the template rendered with the generation prompt, tokenized without adding special tokens again. */
+  const encodeMessages = (messages: ChatMessage[]): number[] => {
+    if (chatTemplate === null)
+      throw new RequestError(
+        'messages: this model has no chat template (no "chat_template" in tokenizer_config.json, no chat_template.jinja); start grpo serve with --chat-template FILE, or send plain prompts to /v1/completions',
+        'messages',
+      );
     try {
-      promptIds = encodeChat(tokenizer, messages, { addGenerationPrompt: true });
+      const text = renderChatTemplate(chatTemplate, messages, tokenizer, { addGenerationPrompt: true });
+      return tokenizer.encode(text, { addSpecialTokens: false });
     } catch (error) {
       throw new RequestError(`messages: ${(error as Error).message}`, 'messages');
     }
+  };
+
+  /** A chat answer (or, with stream: true, its stream of chat.completion.chunk objects: then null). */
+  const handleChat = async (body: Record<string, unknown>, response: ServerResponse, signal: AbortSignal) => {
+    const target = served(body);
+    checkMessageText(body.messages, limits);
+    const promptIds = encodeMessages(parseChatMessages(body));
     checkPromptTokens([promptIds], limits, 'messages');
-    const { name, sampling, choices, usage } = await complete(body, [promptIds], true);
+    const sampling = parseSampling(body, config.vocabSize, true);
+    const job = jobOf(
+      target,
+      sampling,
+      [promptIds],
+      body.max_completion_tokens !== undefined ? 'max_completion_tokens' : 'max_tokens',
+    );
+    const logprobsOf = (run: TokenRun) => (sampling.logprobs ? chatLogprobs(run, tokenizer) : null);
+    const ends = (finished: FinishedChoice | null) => ({
+      finish_reason: finished?.finishReason ?? null,
+      stop_reason: finished?.stopReason ?? null,
+    });
+    const tokenIds = (ids: number[]) => (sampling.returnTokenIds ? { token_ids: ids } : {});
+    const promptTokenIds = sampling.returnTokenIds ? { prompt_token_ids: promptIds } : {};
+    const id = `chatcmpl-${++counter}`;
+    if (sampling.stream) {
+      // vLLM's opening: each choice's role, with empty content, before any text.
+      const opening = Array.from({ length: sampling.numSamples }, (_, index) => ({
+        ...(index === 0 ? promptTokenIds : {}),
+        choices: [{ index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
+      }));
+      const envelope = { id, object: 'chat.completion.chunk', model: target.name };
+      await streamChoices(response, signal, job, sampling, envelope, opening, (piece) => ({
+        index: piece.index,
+        delta: { content: piece.text },
+        logprobs: logprobsOf(piece),
+        ...ends(piece.finished),
+        ...tokenIds(piece.ids),
+      }));
+      return null;
+    }
+    const choices = await finishedChoices(job, sampling, signal);
     return {
-      id: `chatcmpl-${++counter}`,
+      id,
       object: 'chat.completion',
       created: Math.floor(Date.now() / 1000),
-      model: name,
-      ...(sampling.returnTokenIds ? { prompt_token_ids: promptIds } : {}),
-      choices: choices.map(({ choice }: { choice: FinishedChoice }, index) => ({
+      model: target.name,
+      ...promptTokenIds,
+      choices: choices.map((choice, index) => ({
         index,
         message: { role: 'assistant', content: choice.text },
-        logprobs: sampling.logprobs ? chatLogprobs(choice, tokenizer) : null,
-        finish_reason: choice.finishReason,
-        stop_reason: choice.stopReason,
-        ...(sampling.returnTokenIds ? { token_ids: choice.ids } : {}),
+        logprobs: logprobsOf(choice),
+        ...ends(choice),
+        ...tokenIds(choice.ids),
       })),
-      usage,
+      usage: usageOf([promptIds], choices),
     };
   };
 
@@ -253,7 +365,7 @@ export async function startServe(options: ServeOptions): Promise<RunningServer> 
     return `Success: LoRA adapter '${name}' removed successfully.`;
   };
 
-  const route = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
+  const route = async (request: IncomingMessage, response: ServerResponse, signal: AbortSignal): Promise<void> => {
     const path = (request.url ?? '/').split('?')[0];
     if (request.method === 'GET' && path === '/v1/models') {
       sendJson(response, 200, {
@@ -270,7 +382,11 @@ export async function startServe(options: ServeOptions): Promise<RunningServer> 
       });
       return;
     }
-    const handlers: Record<string, (body: Record<string, unknown>) => unknown> = {
+    // A handler answers with JSON, plain text, or null when it wrote the response itself (a stream).
+    const handlers: Record<
+      string,
+      (body: Record<string, unknown>, response: ServerResponse, signal: AbortSignal) => unknown
+    > = {
       '/v1/completions': handleCompletions,
       '/v1/chat/completions': handleChat,
       '/v1/load_lora_adapter': handleLoad,
@@ -279,7 +395,8 @@ export async function startServe(options: ServeOptions): Promise<RunningServer> 
     const handler = handlers[path];
     if (!handler || request.method !== 'POST')
       throw new RequestError(`${request.method} ${path} is not a route of grpo serve`, null, 404, 'NotFoundError');
-    const result = await handler(await readBody(request, limits));
+    const result = await handler(await readBody(request, limits), response, signal);
+    if (result === null) return;
     if (typeof result === 'string') {
       response.writeHead(200, { 'content-type': 'text/plain' });
       response.end(result);
@@ -287,17 +404,26 @@ export async function startServe(options: ServeOptions): Promise<RunningServer> 
   };
 
   const server = createServer((request, response) => {
-    route(request, response).catch((error: unknown) => {
+    // A client that closes the connection before its answer is out gives its place in the batcher back.
+    const gone = new AbortController();
+    response.on('close', () => {
+      if (!response.writableFinished) gone.abort();
+    });
+    route(request, response, gone.signal).catch((error: unknown) => {
+      if (gone.signal.aborted || response.writableEnded) return; // nobody to answer
       const known = error instanceof RequestError;
       const status = known ? error.status : 500;
-      sendJson(response, status, {
+      const body = {
         error: {
           message: (error as Error).message,
           type: known ? error.type : 'InternalServerError',
           param: known ? error.param : null,
           code: status,
         },
-      });
+      };
+      // A stream already under way ends with an error event, as vLLM's do.
+      if (response.headersSent) response.end(`data: ${JSON.stringify(body)}\n\ndata: [DONE]\n\n`);
+      else sendJson(response, status, body);
     });
   });
   await new Promise<void>((resolveListen, reject) => {
