@@ -123,6 +123,9 @@ describe('flow recipes through grpo train', () => {
       [['--model', '/nonexistent'], /config.json is missing/],
       [sets({ 'flow.job': 'sample' }), /flow.job: /],
       [sets({ 'grpo.steps': 3 }), /not a setting of a flow recipe: grpo/],
+      [sets({ 'checkpoint.every': -1 }), /checkpoint.every: must be a whole number ≥ 0/],
+      [sets({ 'checkpoint.keepLast': 0 }), /checkpoint.keepLast: must be a positive integer/],
+      [sets({ 'checkpoint.evry': 1 }), /checkpoint: not a setting of a flow recipe: evry/],
       [['--preset', 'dapo'], /not a setting of a flow recipe: preset/],
       [['--lora-rank', '4'], /not a setting of a flow recipe: lora/],
     ]; // prettier-ignore
