@@ -82,6 +82,12 @@ function expectSameAs(run: string, reference: string, files: string[]): void {
   expect(status(run)).toBe('finished');
   expect(readdirSync(join(scratch, run, 'checkpoints')).filter((name) => name.startsWith('.'))).toEqual([]);
 }
+/** A copy of a finished run as a kill just after its last checkpoint leaves it: no model/, summary `running`. */
+function killedAfterLastCheckpoint(run: string, copy: string): void {
+  cpSync(join(scratch, run), join(scratch, copy), { recursive: true });
+  rmSync(join(scratch, copy, 'model'), { recursive: true });
+  writeFileSync(join(scratch, copy, 'summary.json'), JSON.stringify({ status: 'running', pid: 1 }));
+}
 const finalFiles = [
   'model/model.safetensors',
   'checkpoints/step-6/model.safetensors',
@@ -127,7 +133,7 @@ describe('flow runs resume like text runs', () => {
   });
 
   it('a damaged newest checkpoint is skipped: the run resumes from the one before and replays the same steps', async () => {
-    cpSync(join(scratch, 'uninterrupted'), join(scratch, 'damaged'), { recursive: true });
+    killedAfterLastCheckpoint('uninterrupted', 'damaged');
     const weights = join(scratch, 'damaged', 'checkpoints', 'step-6', 'model.safetensors');
     const bytes = readFileSync(weights);
     bytes[bytes.length - 1] ^= 1; // one flipped bit: same size, another SHA-256
@@ -155,9 +161,8 @@ describe('flow runs resume like text runs', () => {
       ],
     ].flatMap((value, index) => (index === 0 ? [value] : ['--set', value]));
     await grpo(...pretrain, '--run-name', 'pretrain');
-    cpSync(join(scratch, 'pretrain'), join(scratch, 'pretrain-damaged'), { recursive: true });
+    killedAfterLastCheckpoint('pretrain', 'pretrain-damaged');
     rmSync(join(scratch, 'pretrain-damaged', 'checkpoints', 'step-12', 'trainer-state.json'));
-    rmSync(join(scratch, 'pretrain-damaged', 'model'), { recursive: true });
     await grpo('--resume', join(scratch, 'pretrain-damaged'));
     expectSameAs('pretrain-damaged', 'pretrain', ['model/model.safetensors', 'checkpoints/step-12/model.safetensors']);
     const summary = (run: string) => JSON.parse(read(run, 'summary.json').toString()) as { finalLoss: number };

@@ -80,7 +80,7 @@ describe('flow recipes through grpo train', () => {
     expect(JSON.parse(readFileSync(join(nftRun, 'config.json'), 'utf8')).flow.rl.algorithm).toBe('nft');
     const nftMetrics = readFileSync(join(nftRun, 'metrics.jsonl'), 'utf8');
     expect(readLines(join(nftRun, 'metrics.jsonl')).filter((line) => 'loss/policy' in line).length).toBe(2);
-    // A finished run resumed: nothing is redone past its last checkpoint, and it stays finished.
+    // A finished run resumed: nothing to do, as for text runs; it stays finished with the same logs.
     await grpo('train', '--resume', nftRun);
     expect(readFileSync(join(nftRun, 'metrics.jsonl'), 'utf8')).toBe(nftMetrics);
     expect(JSON.parse(readFileSync(join(nftRun, 'summary.json'), 'utf8')).status).toBe('finished');

@@ -254,6 +254,13 @@ export async function runFlowRecipe(
   const log = options.log ?? (() => {});
   const started = Date.now();
   const runDirectory = folder.directory;
+  const steps = recipe.job === 'pretrain' ? recipe.pretrain.steps : recipe.rl.steps;
+  // As for text runs: a finished run is done unless resumed with more steps than it ran (`--set flow.rl.steps=N`).
+  const previous = options.resume ? folder.readSummary() : {};
+  if (previous.status === 'finished' && (previous.steps as number) >= steps) {
+    log(`${runDirectory} finished already (step ${String(previous.steps)}); nothing to resume`);
+    return { summary: `finished already: ${JSON.stringify(previous.evalAfter ?? { finalLoss: previous.finalLoss })}` };
+  }
   if (options.resume) for (const note of folder.recover()) log(`recovered: ${note}`);
   markRunning(folder, `flow-${recipe.job}`);
   const checkpointing: FlowCheckpointing = {
@@ -287,7 +294,7 @@ export async function runFlowRecipe(
       const model = join(runDirectory, 'model');
       const { loss } = await runFlowPretrain(model, recipe.pretrain, log, checkpointing);
       trainClassifierIfNeeded(recipe.pretrain.imageSize);
-      finish({ steps: recipe.pretrain.steps, finalLoss: loss });
+      finish({ steps, finalLoss: loss });
       return { summary: `final flow-matching loss ${loss.toFixed(4)}; model in ${model}` };
     }
     let model = recipe.model;
@@ -309,7 +316,7 @@ export async function runFlowRecipe(
     );
     const evalBefore = { 'eval/reward/mean': before };
     const evalAfter = { 'eval/reward/mean': after };
-    finish({ steps: recipe.rl.steps, evalBefore, evalAfter });
+    finish({ steps, evalBefore, evalAfter });
     return { summary: `eval reward ${before.toFixed(4)} → ${after.toFixed(4)}` };
   } catch (error) {
     if (error instanceof RunInterrupted) markInterrupted(folder, error);
