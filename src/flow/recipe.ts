@@ -7,10 +7,16 @@
  *   model pre-trained first into `<run>/pretrained/` when none is given (and a classifier trained into
  *   `<run>/classifier/` when the rewards need one and `flow.classifier` is absent).
  * Every field is checked (types by a strict schema, values by the jobs' own validators) before any
- * compute, and an error names the field (`flow.rl.steps: …`).
+ * compute, and an error names the field (`flow.rl.steps: …`). The run folder is a text run's
+ * (run/run-folder.ts): config.json is the resolved recipe in this schema (flowRunConfig), so
+ * `--set` and `--resume` work as for text runs; the job's loop checkpoints every `checkpoint.every`
+ * steps and resumes from the newest sound checkpoint; summary.json's status is running, then
+ * finished, failed or interrupted (run/run-status.ts).
  *
- * Is: the schema, the checks and the sequence of jobs with the run's summary.json. Is not: the jobs
- * themselves (pretrain-run.ts, flow-run.ts) or the CLI (cli/train-command.ts dispatches here).
+ * Is: the schema, the checks, config.json's form and the sequence of jobs with the run's status.
+ * Is not: the jobs themselves (pretrain-run.ts, flow-run.ts) or the CLI (cli/train-flow.ts, which
+ * cli/train-command.ts hands a flow config to). The text config (trainer/config.ts) is a separate
+ * schema: the two share `checkpoint` and `logging` only.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
