@@ -4,7 +4,7 @@
  * pre-trains its own start. Every field a flow recipe offers is refused before compute when it
  * cannot run, naming the field.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -134,6 +134,12 @@ describe('flow recipes through grpo train', () => {
       grpo('train', 'recipes/flow-pretrain.ts', ...runsDirectory, ...sets({ 'flow.rl.steps': 3 })),
     ).rejects.toThrow(/flow.rl: only a job "rl" takes it/);
     await expect(grpo('sft', 'recipes/flow-grpo.ts', ...runsDirectory)).rejects.toThrow(/no SFT phase/);
+    // A flow run folder of an older version (recipe.json, no checkpoints) is named as such, not misread as a text run.
+    const older = join(runs, 'older');
+    mkdirSync(older);
+    writeFileSync(join(older, 'recipe.json'), '{}');
+    writeFileSync(join(older, 'config.json'), '{"algorithm":"nft"}');
+    await expect(grpo('train', '--resume', older)).rejects.toThrow(/a flow run of an older version \(recipe.json\)/);
     expect(existsSync(join(runs, 'never'))).toBe(false);
   });
 
