@@ -1,15 +1,26 @@
 /**
  * `grpo flow pretrain|classifier|train|sample`: the image-generator jobs (docs/image-models.md).
  * Flags map 1:1 to the options of src/flow/ (pretrain-run.ts, flow-run.ts); every value is checked
- * there, naming the field, before any compute.
+ * there, naming the field, before any compute. These are one-shot jobs: `grpo flow train` writes
+ * config.json, metrics.jsonl, the sample grids and model/, but no checkpoints; a resumable run is
+ * `grpo train <flow recipe>` (cli/train-flow.ts).
  * Is not: any training logic.
  */
 import { type Command, InvalidArgumentError } from 'commander';
 import { flowSigmas } from '../algorithms/flow-steps.js';
-import { runFlowGrpo, defaultFlowRunOptions, type FlowRunOptions, loadImageFlowModel } from '../flow/flow-run.js';
+import { join } from 'node:path';
+import {
+  runFlowGrpo,
+  defaultFlowRunOptions,
+  type FlowRunOptions,
+  loadImageFlowModel,
+  validateFlowRunOptions,
+} from '../flow/flow-run.js';
+import { checkRewardWeights } from '../flow/image-rewards.js';
 import { writeImageGrid } from '../flow/png.js';
 import { defaultFlowPretrainOptions, runClassifierTraining, runFlowPretrain } from '../flow/pretrain-run.js';
 import { finalImages, sampleTrajectory, stepsAt } from '../flow/sample.js';
+import { RunFolder, writeJsonAtomically } from '../run/run-folder.js';
 import { Random } from '../tensor/random.js';
 
 const number = (value: string): number => {
@@ -40,8 +51,8 @@ export function addFlowCommands(program: Command): void {
     .option('--blocks <n>', 'adaLN blocks', number, p.numBlocks)
     .option('--image-size <n>', 'image side: 28, or 14 / 7 (average-pooled)', number, p.imageSize)
     .option('--seed <n>', 'seed', number, p.seed)
-    .action((options) => {
-      const result = runFlowPretrain(options.out, { ...options, numBlocks: options.blocks }, print);
+    .action(async (options) => {
+      const result = await runFlowPretrain(options.out, { ...options, numBlocks: options.blocks }, print);
       print(
         `final flow-matching loss ${result.loss.toFixed(4)} in ${result.minutes.toFixed(1)} min; wrote ${options.out}`,
       );
@@ -99,7 +110,7 @@ export function addFlowCommands(program: Command): void {
     .option('--window-shift-every <n>', 'MixGRPO: RL steps between window moves', number, 25)
     .option('--window-stride <n>', 'MixGRPO: steps the window moves each time', number, 1)
     .option('--window-roll-back', 'MixGRPO: restart the window at step 0 after the end')
-    .action((options) => {
+    .action(async (options) => {
       const {
         model,
         classifier,
@@ -124,7 +135,12 @@ export function addFlowCommands(program: Command): void {
             ? null
             : { size: window, shiftEvery: windowShiftEvery, stride: windowStride, rollBack: windowRollBack === true },
       };
-      const result = runFlowGrpo({ model, classifier: classifier ?? null, run: out }, runOptions, print);
+      const folders = { model, classifier: classifier ?? null };
+      validateFlowRunOptions(runOptions); // before the folder is made, as runFlowGrpo checks them again
+      checkRewardWeights(runOptions.rewards, folders.classifier !== null);
+      const folder = new RunFolder(out);
+      writeJsonAtomically(join(out, 'config.json'), { ...folders, run: out, ...runOptions });
+      const result = await runFlowGrpo(folders, folder, runOptions, print);
       print(
         `eval reward ${result.before.toFixed(4)} → ${result.after.toFixed(4)} in ${result.minutes.toFixed(1)} min; wrote ${out}`,
       );

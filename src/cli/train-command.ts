@@ -285,7 +285,10 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
   if (options.resume) {
     runDirectory = resolve(options.resume);
     if (!existsSync(runDirectory)) throw new Error(`--resume ${runDirectory}: no such folder`);
-    if (existsSync(join(runDirectory, 'recipe.json'))) return runFlowTrainCommand({}, options);
+    if (existsSync(join(runDirectory, 'recipe.json')))
+      throw new Error(
+        `--resume ${runDirectory}: a flow run of an older version (recipe.json), which cannot be resumed; start it again`,
+      );
     const saved = join(runDirectory, 'config.json');
     if (!existsSync(saved)) throw new Error(`--resume ${runDirectory}: no config.json there (is it a run folder?)`);
     recipe = { config: readConfigFile(saved) };

@@ -4,7 +4,7 @@
  * pre-trains its own start. Every field a flow recipe offers is refused before compute when it
  * cannot run, naming the field.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -50,7 +50,7 @@ describe('flow recipes through grpo train', () => {
   it('flow-pretrain → flow-grpo from its checkpoint; flow-nft pre-trains its own start', async () => {
     await grpo('train', 'recipes/flow-pretrain.ts', ...runsDirectory, '--run-name', 'pretrain', ...tinyPretrain);
     const pretrain = join(runs, 'pretrain');
-    for (const file of ['model/model.safetensors', 'model/samples.png', 'classifier/model.safetensors', 'recipe.json'])
+    for (const file of ['model/model.safetensors', 'model/samples.png', 'classifier/model.safetensors', 'config.json'])
       expect(existsSync(join(pretrain, file)), file).toBe(true);
     const losses = readLines(join(pretrain, 'metrics.jsonl'));
     expect(losses.map((line) => line.step)).toEqual([1, 11, 12]);
@@ -62,8 +62,8 @@ describe('flow recipes through grpo train', () => {
     const grpoRun = join(runs, 'grpo');
     expect(existsSync(join(grpoRun, 'pretrained')), 'no second pre-training').toBe(false);
     expect(existsSync(join(grpoRun, 'classifier')), 'the given classifier is used').toBe(false);
-    const recipe = JSON.parse(readFileSync(join(grpoRun, 'recipe.json'), 'utf8'));
-    expect(recipe.rl).toMatchObject({ algorithm: 'flow-grpo', sampler: 'sde', steps: 2, learningRate: 5e-4 });
+    const recipe = JSON.parse(readFileSync(join(grpoRun, 'config.json'), 'utf8'));
+    expect(recipe.flow.rl).toMatchObject({ algorithm: 'flow-grpo', sampler: 'sde', steps: 2, learningRate: 5e-4 });
     const lines = readLines(join(grpoRun, 'metrics.jsonl'));
     const stepLines = lines.filter((line) => 'reward/thickness/mean' in line);
     expect(stepLines.map((line) => line.step)).toEqual([1, 2]);
@@ -77,9 +77,13 @@ describe('flow recipes through grpo train', () => {
     const nftRun = join(runs, 'nft');
     for (const file of ['pretrained/model.safetensors', 'classifier/model.safetensors', 'model/model.safetensors'])
       expect(existsSync(join(nftRun, file)), file).toBe(true);
-    expect(JSON.parse(readFileSync(join(nftRun, 'config.json'), 'utf8')).algorithm).toBe('nft');
+    expect(JSON.parse(readFileSync(join(nftRun, 'config.json'), 'utf8')).flow.rl.algorithm).toBe('nft');
+    const nftMetrics = readFileSync(join(nftRun, 'metrics.jsonl'), 'utf8');
     expect(readLines(join(nftRun, 'metrics.jsonl')).filter((line) => 'loss/policy' in line).length).toBe(2);
-    await expect(grpo('train', '--resume', nftRun)).rejects.toThrow(/a flow recipe run cannot be resumed/);
+    // A finished run resumed: nothing to do, as for text runs; it stays finished with the same logs.
+    await grpo('train', '--resume', nftRun);
+    expect(readFileSync(join(nftRun, 'metrics.jsonl'), 'utf8')).toBe(nftMetrics);
+    expect(JSON.parse(readFileSync(join(nftRun, 'summary.json'), 'utf8')).status).toBe('finished');
   }, 120_000);
 
   it('refuses what cannot run before any compute, naming the field or flag', async () => {
@@ -119,6 +123,9 @@ describe('flow recipes through grpo train', () => {
       [['--model', '/nonexistent'], /config.json is missing/],
       [sets({ 'flow.job': 'sample' }), /flow.job: /],
       [sets({ 'grpo.steps': 3 }), /not a setting of a flow recipe: grpo/],
+      [sets({ 'checkpoint.every': -1 }), /checkpoint.every: must be a whole number ≥ 0/],
+      [sets({ 'checkpoint.keepLast': 0 }), /checkpoint.keepLast: must be a positive integer/],
+      [sets({ 'checkpoint.evry': 1 }), /checkpoint: not a setting of a flow recipe: evry/],
       [['--preset', 'dapo'], /not a setting of a flow recipe: preset/],
       [['--lora-rank', '4'], /not a setting of a flow recipe: lora/],
     ]; // prettier-ignore
@@ -127,6 +134,12 @@ describe('flow recipes through grpo train', () => {
       grpo('train', 'recipes/flow-pretrain.ts', ...runsDirectory, ...sets({ 'flow.rl.steps': 3 })),
     ).rejects.toThrow(/flow.rl: only a job "rl" takes it/);
     await expect(grpo('sft', 'recipes/flow-grpo.ts', ...runsDirectory)).rejects.toThrow(/no SFT phase/);
+    // A flow run folder of an older version (recipe.json, no checkpoints) is named as such, not misread as a text run.
+    const older = join(runs, 'older');
+    mkdirSync(older);
+    writeFileSync(join(older, 'recipe.json'), '{}');
+    writeFileSync(join(older, 'config.json'), '{"algorithm":"nft"}');
+    await expect(grpo('train', '--resume', older)).rejects.toThrow(/a flow run of an older version \(recipe.json\)/);
     expect(existsSync(join(runs, 'never'))).toBe(false);
   });
 

@@ -90,7 +90,7 @@ describe('DiffusionNFT learns on a 1-D toy', () => {
       model,
       { size: 1, images: data, labels: data.map(() => 0) },
       { steps: 150, batchSize: 64, learningRate: 3e-3 },
-      random,
+      11,
     );
     const sampler = { sigmas: flowSigmas(8), steps: 'ode', noiseLevel: 0 };
     const measure = () => {

@@ -156,7 +156,7 @@ describe('Flow-GRPO learns on a 1-D toy', () => {
       model,
       { size: 1, images: data, labels: data.map(() => 0) },
       { steps: 150, batchSize: 64, learningRate: 3e-3 },
-      random,
+      11,
     );
     const sampler = { sigmas: flowSigmas(8), steps: 'sde', noiseLevel: 0.7 };
     const rightShare = (images: Float32Array[]) => images.filter((image) => image[0] > 0).length / images.length;

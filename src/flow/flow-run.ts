@@ -1,22 +1,31 @@
 /**
  * A Flow-GRPO (or DiffusionNFT) run from a pre-trained flow model: validate every option (before any compute), load
  * the model, classifier and frozen reference, loop `flowGrpoStep` or `nftStep`, evaluate with the deterministic
- * Euler sampler on fixed noise, and write the run folder:
- *   config.json, metrics.jsonl (one line per step, and eval lines), samples-step-N.png (one row per
- *   class), model/ (the tuned checkpoint, same layout as the input).
+ * Euler sampler on fixed noise, and write the run folder (run/run-folder.ts):
+ *   metrics.jsonl (one line per step, and eval lines), samples-step-N.png (one row per class),
+ *   checkpoints/step-N/ (when run by `grpo train`: resumable, flow-checkpoint.ts), model/ (the tuned
+ *   model, same layout as the input).
  *
- * Is: orchestration and files. Is not: the loss (flow-grpo.ts) or the CLI parsing (cli/flow-command.ts).
+ * Is: the loop, orchestration and files. Is not: the loss (flow-grpo.ts), config.json and
+ * summary.json (recipe.ts, cli/flow-command.ts) or the CLI parsing (cli/flow-command.ts).
  */
-import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { flowSigmas, flowSteps } from '../algorithms/flow-steps.js';
 import { advantageEstimators } from '../algorithms/index.js';
-import { makeDirectory } from '../model/durable-files.js';
 import { type FlowModel, copyFlowModel, loadFlowModel, saveFlowModel } from '../model/flow-mlp.js';
 import { AdamW } from '../nn/optimizer.js';
+import type { RunFolder, TrainerState } from '../run/run-folder.js';
+import { stopIfAborted } from '../run/run-status.js';
 import { Random } from '../tensor/random.js';
 import { type DigitClassifier, loadClassifier } from './digit-classifier.js';
 import { nftStep } from './diffusion-nft.js';
+import {
+  type FlowCheckpointing,
+  restoreFlowCheckpoint,
+  saveFlowCheckpoint,
+  savesCheckpointAt,
+  writeFolderAtomically,
+} from './flow-checkpoint.js';
 import { type FlowGrpoOptions, flowGrpoStep } from './flow-grpo.js';
 import { checkRewardWeights, scoreImages } from './image-rewards.js';
 import { type SlidingWindow, checkSlidingWindow, slidingWindowAt } from './mix-grpo.js';
@@ -185,28 +194,31 @@ export function evaluateFlowModel(
   return { reward: average(scores.total), components, rows };
 }
 
-/** Runs Flow-GRPO; returns the evaluation reward before and after and the minutes taken. */
-export function runFlowGrpo(
-  folders: { model: string; classifier: string | null; run: string },
+/**
+ * Runs Flow-GRPO (or DiffusionNFT) into `folder`: metrics.jsonl, the sample grids and model/ (written
+ * whole, by rename). With `checkpointing` it saves checkpoints, resumes from the newest sound one and
+ * stops between steps on the signal. Step k draws its prompts and noise from a Random seeded by
+ * (seed, k) alone, so a resumed run replays exactly. Returns the evaluation reward before and after.
+ */
+export async function runFlowGrpo(
+  folders: { model: string; classifier: string | null },
+  folder: RunFolder,
   options: FlowRunOptions,
   log: (line: string) => void = () => {},
-): { before: number; after: number; minutes: number } {
+  checkpointing: FlowCheckpointing | null = null,
+): Promise<{ before: number; after: number; minutes: number }> {
   validateFlowRunOptions(options);
   checkRewardWeights(options.rewards, folders.classifier !== null);
   const started = Date.now();
   const model = loadImageFlowModel(folders.model);
   const classifier = folders.classifier ? loadClassifier(folders.classifier) : null;
+  // Copies of the starting weights, taken before a resume restores the checkpoint's.
   const reference = options.klCoefficient > 0 ? copyFlowModel(model) : null;
   const old = options.algorithm === 'nft' ? copyFlowModel(model) : null; // DiffusionNFT's sampling policy
-  makeDirectory(folders.run);
-  writeFileSync(join(folders.run, 'config.json'), JSON.stringify({ ...folders, ...options }, null, 2) + '\n');
-  const metricsFile = join(folders.run, 'metrics.jsonl');
-  writeFileSync(metricsFile, '');
-  const record = (line: Record<string, unknown>) => appendFileSync(metricsFile, JSON.stringify(line) + '\n');
   const evaluate = (step: number) => {
     const result = evaluateFlowModel(model, classifier, options);
-    writeImageGrid(join(folders.run, `samples-step-${step}.png`), result.rows, model.config.imageSize, 2);
-    record({
+    writeImageGrid(join(folder.directory, `samples-step-${step}.png`), result.rows, model.config.imageSize, 2);
+    folder.logMetrics({
       step,
       'eval/reward/mean': result.reward,
       ...Object.fromEntries(
@@ -228,11 +240,25 @@ export function runFlowGrpo(
     [...model.parameters].map(([name, tensor]) => ({ name, tensor, decay: false })),
     { learningRate: options.learningRate, weightDecay: 0 },
   );
+  const training = { model, optimizer, companions: old ? { 'old-policy': old } : undefined };
   const score = (images: Float32Array[], classes: number[]) =>
     scoreImages(images, classes, model.config.imageSize, options.rewards, classifier);
-  const before = evaluate(0);
-  let after = before;
-  for (let step = 1; step <= options.steps; step++) {
+  const restored = checkpointing?.resume
+    ? restoreFlowCheckpoint(checkpointing.folder, training, { warn: checkpointing.warn, message: log }, checkpointing)
+    : null;
+  let state: TrainerState;
+  let before: number;
+  let after: number;
+  if (restored) {
+    state = restored;
+    before = evaluationReward(restored.evalBefore?.['eval/reward/mean'], 'evalBefore', restored.step);
+    after = evaluationReward(restored.extra.evalAfter, 'extra.evalAfter', restored.step);
+  } else {
+    before = after = evaluate(0);
+    const evalBefore = { 'eval/reward/mean': before };
+    state = { step: 0, phase: 'rl', phaseStep: 0, consecutiveSkips: 0, evalBefore, extra: {} };
+  }
+  for (let step = state.step + 1; step <= options.steps; step++) {
     const random = new Random(options.seed * 100003 + 7 * step + 1);
     const prompts = random
       .shuffle(Array.from({ length: model.config.numClasses }, (_, label) => label))
@@ -253,10 +279,23 @@ export function runFlowGrpo(
           step,
         )
       : flowGrpoStep({ model, reference, optimizer, score }, prompts, stepOptions, random, trained);
-    record({ step, ...metrics });
+    folder.logMetrics({ step, ...metrics });
     log(`step ${step}: reward ${metrics['reward/mean'].toFixed(4)} loss ${metrics['loss/total'].toExponential(3)}`);
     if (step % options.evalEvery === 0 || step === options.steps) after = evaluate(step);
+    state = { ...state, step, phaseStep: step, extra: { evalAfter: after } };
+    if (!checkpointing) continue;
+    // After the step's evaluation, so the checkpoint's log lengths include it and a resume does not repeat it.
+    if (savesCheckpointAt(checkpointing, step, options.steps))
+      saveFlowCheckpoint(checkpointing.folder, training, state, checkpointing.keepLast);
+    await stopIfAborted(checkpointing.signal, step);
   }
-  saveFlowModel(model, join(folders.run, 'model'));
+  writeFolderAtomically(join(folder.directory, 'model'), (directory) => saveFlowModel(model, directory));
   return { before, after, minutes: (Date.now() - started) / 60000 };
+}
+
+/** An evaluation reward a checkpoint recorded; a missing one is an error naming the field. */
+function evaluationReward(value: unknown, field: string, step: number): number {
+  if (typeof value !== 'number')
+    throw new Error(`trainer-state.json of step-${step}: ${field} must be a number (the evaluation reward)`);
+  return value;
 }

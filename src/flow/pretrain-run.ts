@@ -1,19 +1,29 @@
 /**
  * The pre-training jobs as runnable units: a flow model by flow matching on the MNIST digits (with a
- * sample grid from the Euler sampler), and the digit classifier used as a reward (with its test
- * accuracy). Each writes a checkpoint folder (config.json + model.safetensors).
+ * sample grid from the Euler sampler), resumable from the run folder's checkpoints when run by
+ * `grpo train`, and the digit classifier used as a reward (with its test accuracy). Each writes its
+ * output folder (config.json + model.safetensors) whole, by rename.
  *
- * Is: orchestration and files. Is not: the losses (pretrain.ts, digit-classifier.ts) or CLI parsing.
+ * Is: the loop, orchestration and files. Is not: the losses (pretrain.ts, digit-classifier.ts), the
+ * checkpoint format (flow-checkpoint.ts) or CLI parsing.
  */
-import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { flowSigmas } from '../algorithms/flow-steps.js';
 import { defaultFlowModelConfig, initFlowModel, saveFlowModel } from '../model/flow-mlp.js';
+import type { TrainerState } from '../run/run-folder.js';
+import { stopIfAborted } from '../run/run-status.js';
 import { Random } from '../tensor/random.js';
 import { classifierAccuracy, saveClassifier, trainClassifier } from './digit-classifier.js';
 import { loadDigits } from './digits.js';
+import {
+  type FlowCheckpointing,
+  restoreFlowCheckpoint,
+  saveFlowCheckpoint,
+  savesCheckpointAt,
+  writeFolderAtomically,
+} from './flow-checkpoint.js';
 import { writeImageGrid } from './png.js';
-import { pretrainFlowModel } from './pretrain.js';
+import { checkDigitSize, flowMatchingStep, pretrainOptimizer, pretrainStepRandom } from './pretrain.js';
 import { finalImages, sampleTrajectory } from './sample.js';
 
 /** Options of `runFlowPretrain`. */
@@ -52,15 +62,17 @@ export function validateFlowPretrainOptions(options: FlowPretrainOptions): void 
 }
 
 /**
- * Pre-trains a flow model on the training digits; writes `out`/ and `out`/samples.png (8 Euler samples per
- * class), and with `metricsFile` one line {step, phase, loss/flowMatching} per 10 steps there.
+ * Pre-trains a flow model on the training digits; writes `out`/ (whole, by rename) with samples.png (8
+ * Euler samples per class). With `checkpointing` (a `grpo train` run): one metrics.jsonl line {step,
+ * phase, loss/flowMatching} per 10 steps, checkpoints, resume and a stop between steps on the signal.
+ * Step k draws from pretrainStepRandom(seed, k) alone, so a resumed run replays exactly.
  */
-export function runFlowPretrain(
+export async function runFlowPretrain(
   out: string,
   options: FlowPretrainOptions,
   log: (line: string) => void = () => {},
-  metricsFile?: string,
-): { loss: number; minutes: number } {
+  checkpointing: FlowCheckpointing | null = null,
+): Promise<{ loss: number; minutes: number }> {
   validateFlowPretrainOptions(options);
   const started = Date.now();
   const digits = loadDigits(options.imageSize, 'training');
@@ -73,12 +85,40 @@ export function runFlowPretrain(
     },
     options.seed,
   );
-  const loss = pretrainFlowModel(model, digits, { steps: options.steps, batchSize: options.batchSize, learningRate: options.learningRate, onStep: (step, value) => {
+  checkDigitSize(model, digits);
+  const optimizer = pretrainOptimizer(model, options.learningRate);
+  let state: TrainerState = {
+    step: 0,
+    phase: 'pretrain',
+    phaseStep: 0,
+    consecutiveSkips: 0,
+    evalBefore: null,
+    extra: {},
+  };
+  if (checkpointing?.resume)
+    state =
+      restoreFlowCheckpoint(
+        checkpointing.folder,
+        { model, optimizer },
+        { warn: checkpointing.warn, message: log },
+        checkpointing,
+      ) ?? state;
+  // The losses of the last 10% of steps, whose mean is the result: carried in the checkpoint.
+  const tail = state.extra.tail ?? [];
+  if (!Array.isArray(tail) || tail.some((value) => typeof value !== 'number'))
+    throw new Error(`trainer-state.json of step-${state.step}: extra.tail must be a list of numbers`);
+  for (let step = state.step; step < options.steps; step++) {
+    const value = flowMatchingStep(model, optimizer, digits, options.batchSize, pretrainStepRandom(options.seed, step));
+    if (step >= options.steps * 0.9) tail.push(value);
     if (step % 100 === 0) log(`step ${step}: flow-matching loss ${value.toFixed(4)}`);
-    if (metricsFile && (step % 10 === 0 || step === options.steps - 1))
-      appendFileSync(metricsFile, JSON.stringify({ step: step + 1, phase: 'pretrain', 'loss/flowMatching': value }) + '\n');
-  } }, new Random(options.seed)); // prettier-ignore
-  saveFlowModel(model, out);
+    state = { ...state, step: step + 1, phaseStep: step + 1, extra: { tail } };
+    if (!checkpointing) continue;
+    if (step % 10 === 0 || step === options.steps - 1)
+      checkpointing.folder.logMetrics({ step: step + 1, phase: 'pretrain', 'loss/flowMatching': value });
+    if (savesCheckpointAt(checkpointing, state.step, options.steps))
+      saveFlowCheckpoint(checkpointing.folder, { model, optimizer }, state, checkpointing.keepLast);
+    await stopIfAborted(checkpointing.signal, state.step);
+  }
   const classes = Array.from({ length: 10 }, (_, label) => Array<number>(8).fill(label)).flat();
   const images = finalImages(
     sampleTrajectory(
@@ -88,12 +128,16 @@ export function runFlowPretrain(
       new Random(options.seed + 1),
     ),
   );
-  writeImageGrid(
-    join(out, 'samples.png'),
-    Array.from({ length: 10 }, (_, label) => images.slice(label * 8, label * 8 + 8)),
-    options.imageSize,
-    2,
-  );
+  writeFolderAtomically(out, (folder) => {
+    saveFlowModel(model, folder);
+    writeImageGrid(
+      join(folder, 'samples.png'),
+      Array.from({ length: 10 }, (_, label) => images.slice(label * 8, label * 8 + 8)),
+      options.imageSize,
+      2,
+    );
+  });
+  const loss = tail.reduce((a: number, b: number) => a + b, 0) / Math.max(1, tail.length);
   return { loss, minutes: (Date.now() - started) / 60000 };
 }
 
@@ -109,6 +153,6 @@ export function runClassifierTraining(
     learningRate: 2e-3,
     seed: options.seed,
   });
-  saveClassifier(classifier, out);
+  writeFolderAtomically(out, (folder) => saveClassifier(classifier, folder));
   return { accuracy: classifierAccuracy(classifier, loadDigits(options.imageSize, 'test')) };
 }

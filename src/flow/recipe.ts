@@ -7,16 +7,24 @@
  *   model pre-trained first into `<run>/pretrained/` when none is given (and a classifier trained into
  *   `<run>/classifier/` when the rewards need one and `flow.classifier` is absent).
  * Every field is checked (types by a strict schema, values by the jobs' own validators) before any
- * compute, and an error names the field (`flow.rl.steps: …`).
+ * compute, and an error names the field (`flow.rl.steps: …`). The run folder is a text run's
+ * (run/run-folder.ts): config.json is the resolved recipe in this schema (flowRunConfig), so
+ * `--set` and `--resume` work as for text runs; the job's loop checkpoints every `checkpoint.every`
+ * steps and resumes from the newest sound checkpoint; summary.json's status is running, then
+ * finished, failed or interrupted (run/run-status.ts).
  *
- * Is: the schema, the checks and the sequence of jobs with the run's summary.json. Is not: the jobs
- * themselves (pretrain-run.ts, flow-run.ts) or the CLI (cli/train-command.ts dispatches here).
+ * Is: the schema, the checks, config.json's form and the sequence of jobs with the run's status.
+ * Is not: the jobs themselves (pretrain-run.ts, flow-run.ts) or the CLI (cli/train-flow.ts, which
+ * cli/train-command.ts hands a flow config to). The text config (trainer/config.ts) is a separate
+ * schema: the two share `checkpoint` and `logging` only.
  */
-import { hostname } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { writeFileDurably } from '../model/durable-files.js';
+import type { RunFolder } from '../run/run-folder.js';
+import { markFailed, markInterrupted, markRunning, RunInterrupted } from '../run/run-status.js';
 import { loadClassifier } from './digit-classifier.js';
+import type { FlowCheckpointing } from './flow-checkpoint.js';
 import {
   type FlowRunOptions,
   defaultFlowRunOptions,
@@ -95,6 +103,8 @@ const flowRecipeSchema = z
         rl: rlSchema.optional(),
       })
       .strict(),
+    /** The same section as a text run's config: save every N steps (0: only at the end), keep the newest keepLast. */
+    checkpoint: z.object({ every: number, keepLast: number }).partial().strict().optional(),
     logging: z.object({ runName: z.string().optional(), runsDirectory: z.string().optional() }).strict().optional(),
   })
   .strict();
@@ -112,7 +122,12 @@ export interface ResolvedFlowRecipe {
   rl: FlowRunOptions;
   /** Whether the run trains its own classifier (the rewards need one and none is given). */
   trainsClassifier: boolean;
+  /** Checkpoints of the job's loop (pretrain steps, or RL steps): every N steps (0: only at the end), keepLast. */
+  checkpoint: { every: number; keepLast: number };
 }
+
+/** A text run's defaults (trainer/config.ts `checkpoint`). */
+const defaultCheckpoint = { every: 50, keepLast: 2 };
 
 /** True when a recipe's config is a flow recipe (it has a `flow` field). */
 export const isFlowRecipe = (config: Record<string, unknown>): boolean => config.flow !== undefined;
@@ -163,6 +178,11 @@ export function resolveFlowRecipe(config: Record<string, unknown>): ResolvedFlow
       `flow.classifierTraining: unused, ${flow.classifier ? 'flow.classifier is given' : 'no reward needs a classifier'}`,
     );
   if (flow.job === 'pretrain' || !flow.model) withField('flow.pretrain', () => validateFlowPretrainOptions(pretrain));
+  const checkpoint = { ...defaultCheckpoint, ...parsed.data.checkpoint };
+  if (!Number.isInteger(checkpoint.every) || checkpoint.every < 0)
+    throw new Error(`checkpoint.every: must be a whole number ≥ 0, got ${checkpoint.every}`);
+  if (!Number.isInteger(checkpoint.keepLast) || checkpoint.keepLast < 1)
+    throw new Error(`checkpoint.keepLast: must be a positive integer, got ${checkpoint.keepLast}`);
   if (!Number.isInteger(classifierTraining.epochs) || classifierTraining.epochs < 1)
     throw new Error(`flow.classifierTraining.epochs: must be a positive integer, got ${classifierTraining.epochs}`);
   // Cheap checks of the given folders (config and tensor shapes), so a wrong path fails before any compute.
@@ -182,6 +202,30 @@ export function resolveFlowRecipe(config: Record<string, unknown>): ResolvedFlow
     classifierTraining,
     rl,
     trainsClassifier,
+    checkpoint,
+  };
+}
+
+/**
+ * The config.json of a flow run: the resolved recipe (every default filled in) in the recipe's own
+ * schema, with only the sections its job uses, so `grpo train --resume` reads it back through
+ * resolveFlowRecipe as it reads a text run's config.
+ */
+export function flowRunConfig(
+  recipe: ResolvedFlowRecipe,
+  logging: { runName?: string; runsDirectory?: string } = {},
+): FlowRecipeConfig {
+  const rl = recipe.job === 'rl';
+  return {
+    flow: {
+      job: recipe.job,
+      ...(rl ? { model: recipe.model, classifier: recipe.classifier } : {}),
+      ...(!rl || recipe.model === null ? { pretrain: recipe.pretrain } : {}),
+      ...(recipe.trainsClassifier ? { classifierTraining: recipe.classifierTraining } : {}),
+      ...(rl ? { rl: recipe.rl } : {}),
+    },
+    checkpoint: recipe.checkpoint,
+    logging,
   };
 }
 
@@ -191,25 +235,61 @@ export interface FlowRecipeResult {
   summary: string;
 }
 
-/** Runs a resolved flow recipe into `runDirectory` (which must exist), with summary.json as `grpo train` writes it. */
-export function runFlowRecipe(
+/** How runFlowRecipe runs: resume or not, the stop signal, and where lines go. */
+export interface FlowRecipeRunOptions {
+  resume?: boolean;
+  restartDamaged?: boolean;
+  /** Aborted (SIGINT/SIGTERM): the run stops at the next step boundary, summary.json says interrupted. */
+  signal?: AbortSignal;
+  log?: (line: string) => void;
+  /** Printed even in quiet runs (a damaged checkpoint skipped). */
+  warn?: (line: string) => void;
+}
+
+/**
+ * Runs a resolved flow recipe into `folder` (whose config.json the caller wrote), with summary.json's
+ * status as for text runs: running, then finished, failed or interrupted (RunInterrupted is rethrown).
+ * With `resume`: tidies what a kill left, keeps a finished pretrained/ or classifier/, and continues
+ * the job's loop from its newest sound checkpoint.
+ */
+export async function runFlowRecipe(
   recipe: ResolvedFlowRecipe,
-  runDirectory: string,
-  log: (line: string) => void = () => {},
-): FlowRecipeResult {
-  const started = new Date();
-  writeFileDurably(join(runDirectory, 'recipe.json'), JSON.stringify(recipe, null, 2) + '\n');
-  const writeSummary = (fields: Record<string, unknown>) =>
-    writeFileDurably(
-      join(runDirectory, 'summary.json'),
-      JSON.stringify({ task: `flow-${recipe.job}`, ...fields }, null, 2) + '\n',
-    );
-  writeSummary({ status: 'running', pid: process.pid, hostname: hostname(), startedAt: started.toISOString() });
-  const wallSeconds = () => (Date.now() - started.getTime()) / 1000;
+  folder: RunFolder,
+  options: FlowRecipeRunOptions = {},
+): Promise<FlowRecipeResult> {
+  const log = options.log ?? (() => {});
+  const started = Date.now();
+  const runDirectory = folder.directory;
+  const steps = recipe.job === 'pretrain' ? recipe.pretrain.steps : recipe.rl.steps;
+  // As for text runs: a finished run is done unless resumed with more steps than it ran (`--set flow.rl.steps=N`).
+  const previous = options.resume ? folder.readSummary() : {};
+  if (previous.status === 'finished' && (previous.steps as number) >= steps) {
+    log(`${runDirectory} finished already (step ${String(previous.steps)}); nothing to resume`);
+    return { summary: `finished already: ${JSON.stringify(previous.evalAfter ?? { finalLoss: previous.finalLoss })}` };
+  }
+  if (options.resume) for (const note of folder.recover()) log(`recovered: ${note}`);
+  markRunning(folder, `flow-${recipe.job}`);
+  const checkpointing: FlowCheckpointing = {
+    folder,
+    ...recipe.checkpoint,
+    resume: options.resume === true,
+    restartDamaged: options.restartDamaged,
+    signal: options.signal,
+    warn: options.warn ?? ((line) => process.stderr.write(`${line}\n`)),
+  };
+  const finish = (fields: Record<string, unknown>) =>
+    folder.writeSummary({
+      ...folder.readSummary(),
+      status: 'finished',
+      ...fields,
+      wallSeconds: (Date.now() - started) / 1000,
+      endedAt: new Date().toISOString(),
+    });
   try {
     const classifierFolder = recipe.trainsClassifier ? join(runDirectory, 'classifier') : recipe.classifier;
     const trainClassifierIfNeeded = (imageSize: number) => {
-      if (!recipe.trainsClassifier) return;
+      // A classifier/ under its name is complete (written whole): a resume keeps it.
+      if (!recipe.trainsClassifier || existsSync(join(runDirectory, 'classifier'))) return;
       const { accuracy } = runClassifierTraining(join(runDirectory, 'classifier'), {
         imageSize,
         ...recipe.classifierTraining,
@@ -217,27 +297,36 @@ export function runFlowRecipe(
       log(`classifier: held-out accuracy ${accuracy.toFixed(4)}`);
     };
     if (recipe.job === 'pretrain') {
-      const metricsFile = join(runDirectory, 'metrics.jsonl');
-      writeFileDurably(metricsFile, '');
-      const { loss } = runFlowPretrain(join(runDirectory, 'model'), recipe.pretrain, log, metricsFile);
+      const model = join(runDirectory, 'model');
+      const { loss } = await runFlowPretrain(model, recipe.pretrain, log, checkpointing);
       trainClassifierIfNeeded(recipe.pretrain.imageSize);
-      writeSummary({ status: 'finished', wallSeconds: wallSeconds(), finalLoss: loss });
-      return { summary: `final flow-matching loss ${loss.toFixed(4)}; model in ${join(runDirectory, 'model')}` };
+      finish({ steps, finalLoss: loss });
+      return { summary: `final flow-matching loss ${loss.toFixed(4)}; model in ${model}` };
     }
     let model = recipe.model;
     if (model === null) {
       model = join(runDirectory, 'pretrained');
-      log(`no flow.model given: pre-training one into ${model}`);
-      runFlowPretrain(model, recipe.pretrain, log);
+      // Pre-training before RL has no checkpoints of its own: a kill during it redoes it, step-seeded, identically.
+      if (!existsSync(model)) {
+        log(`no flow.model given: pre-training one into ${model}`);
+        await runFlowPretrain(model, recipe.pretrain, log);
+      }
     }
     trainClassifierIfNeeded(loadImageFlowModel(model).config.imageSize);
-    const { before, after } = runFlowGrpo({ model, classifier: classifierFolder, run: runDirectory }, recipe.rl, log);
+    const { before, after } = await runFlowGrpo(
+      { model, classifier: classifierFolder },
+      folder,
+      recipe.rl,
+      log,
+      checkpointing,
+    );
     const evalBefore = { 'eval/reward/mean': before };
     const evalAfter = { 'eval/reward/mean': after };
-    writeSummary({ status: 'finished', steps: recipe.rl.steps, evalBefore, evalAfter, wallSeconds: wallSeconds() });
+    finish({ steps, evalBefore, evalAfter });
     return { summary: `eval reward ${before.toFixed(4)} → ${after.toFixed(4)}` };
   } catch (error) {
-    writeSummary({ status: 'failed', reason: (error as Error).message, endedAt: new Date().toISOString() });
+    if (error instanceof RunInterrupted) markInterrupted(folder, error);
+    else markFailed(folder, error);
     throw error;
   }
 }

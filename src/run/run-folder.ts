@@ -1,6 +1,7 @@
 /**
- * The run folder (docs/run-folder.md): config.json, metrics.jsonl, samples.jsonl, summary.json and
- * checkpoints/step-N/ (HF layout, or a LoRA run's PEFT adapter files, + trainer-state.json, and
+ * The run folder (docs/run-folder.md) of text and flow runs: config.json, metrics.jsonl, samples.jsonl,
+ * summary.json and checkpoints/step-N/ (HF layout, a LoRA run's PEFT adapter files, or a flow
+ * model's config.json + model.safetensors; + trainer-state.json, and
  * training-state/optimizer.safetensors), written so a kill at
  * any moment loses nothing that was saved. JSON files are replaced by rename; a checkpoint is built
  * in a hidden folder, every file and folder fsynced, and published by rename (model/checkpoint.ts
@@ -50,7 +51,8 @@ import {
 export interface TrainerState {
   /** Global optimiser steps completed (SFT and GRPO together). */
   step: number;
-  phase: 'sft' | 'grpo' | 'done';
+  /** Text runs: 'sft', 'grpo', 'done'; flow runs: 'pretrain' (flow matching) or 'rl' (flow/). */
+  phase: 'sft' | 'grpo' | 'done' | 'pretrain' | 'rl';
   /** Steps completed within the phase. */
   phaseStep: number;
   consecutiveSkips: number;
@@ -181,8 +183,9 @@ export class RunFolder {
    * the `keepLast` newest. The logs are fsynced first, since the checkpoint records their lengths.
    */
   saveCheckpoint(input: {
-    config: ModelConfig;
-    tensors: Map<string, StoredTensor>;
+    /** A text model's config and weights (not needed with `writeModel` or `adapter`). */
+    config?: ModelConfig;
+    tensors?: Map<string, StoredTensor>;
     optimizer: AdamW;
     state: TrainerState;
     extraFiles?: Record<string, string>;
@@ -190,7 +193,10 @@ export class RunFolder {
     keepLast: number;
     /** A LoRA run's adapter: written in PEFT's format instead of the (frozen) model weights. */
     adapter?: { adapters: LoraAdapters; baseModel: string | null; dropout?: number };
-    /** Writes the model files itself (a vision-language model's Idefics3 layout) instead of config + tensors. */
+    /**
+     * Writes the model files itself (a vision-language model's Idefics3 layout, a flow model) instead of
+     * config + tensors; files it puts under training-state/ are listed and summed like the rest.
+     */
     writeModel?: (folder: string) => void;
   }): string {
     if (!existsSync(this.checkpointsDirectory)) makeDirectory(this.checkpointsDirectory);
@@ -203,6 +209,8 @@ export class RunFolder {
       if (input.adapter)
         writeAdapterFiles(partial, input.adapter.adapters, input.adapter.baseModel, input.adapter.dropout);
       else if (input.writeModel) input.writeModel(partial);
+      else if (!input.config || !input.tensors)
+        throw new Error('saveCheckpoint: give config and tensors, writeModel or adapter');
       else
         writeCheckpointFiles(
           partial,

@@ -27,7 +27,8 @@ export const savedTrainerStateSchema = z
   .looseObject({
     /** Global optimiser steps completed (SFT and GRPO together); equals the N of its step-N folder. */
     step: counter,
-    phase: z.enum(['sft', 'grpo', 'done']),
+    /** Text runs: sft, grpo, done; flow runs (flow/): pretrain, rl. */
+    phase: z.enum(['sft', 'grpo', 'done', 'pretrain', 'rl']),
     /** Steps completed within the phase. */
     phaseStep: counter,
     consecutiveSkips: counter,

@@ -3,10 +3,8 @@
  * the last sound checkpoint (with the logs cut back to what that checkpoint had seen), the frozen
  * KL reference model saved at GRPO start, and the base model a LoRA run's adapters name.
  *
- * A checkpoint is sound when trainer-state.json passes its schema and every file has the size and
- * SHA-256 recorded at save (trainer-state.ts). A damaged one is skipped with its reason printed
- * even in quiet runs; when every one is damaged the resume stops and changes nothing, unless
- * asked to start over (`restartDamaged`), since starting over empties the logs.
+ * Which checkpoint is sound, and what happens when none is, is run/sound-checkpoint.ts's (shared with
+ * flow runs).
  *
  * Is not: the writing of checkpoints (run-folder.ts) or the loop (trainer.ts).
  */
@@ -19,6 +17,7 @@ import { Transformer } from '../model/transformer.js';
 import type { AdamW } from '../nn/index.js';
 import type { ProgressReporter } from '../run/progress.js';
 import type { RunFolder, TrainerState } from '../run/run-folder.js';
+import { type ResumeOptions, soundCheckpoint } from '../run/sound-checkpoint.js';
 import type { RunContext } from './setup.js';
 import type { VisionRun } from './vision-run.js';
 import {
@@ -26,34 +25,6 @@ import {
   saveVisionLanguageCheckpoint,
 } from '../model/vision/vision-language-checkpoint.js';
 import { VisionLanguageModel } from '../model/vision/vision-language.js';
-
-/** Options of {@link resumeFrom}. */
-export interface ResumeOptions {
-  /** When every checkpoint is damaged, start over from step 0 (emptying the logs) instead of stopping. */
-  restartDamaged?: boolean;
-}
-
-/**
- * The newest sound checkpoint's step, with a warning for each newer one skipped; null when there is
- * none to resume from. Throws when checkpoints exist but all are damaged, unless `restartDamaged`.
- */
-function soundCheckpoint(folder: RunFolder, progress: ProgressReporter, options: ResumeOptions): number | null {
-  const steps = folder.stepFolders().reverse();
-  const damaged: string[] = [];
-  for (const step of steps) {
-    const problem = folder.checkpointProblem(step);
-    if (problem === null) return step;
-    damaged.push(`step-${step}: ${problem}`);
-    progress.warn(`skipping damaged checkpoint step-${step}: ${problem}`);
-  }
-  if (steps.length === 0) return null;
-  if (!options.restartDamaged)
-    throw new Error(
-      `${folder.checkpointsDirectory}: every checkpoint is damaged (${damaged.join('; ')}); nothing was changed. Restore a checkpoint, or resume with --restart-damaged to start the run over from step 0 (this empties metrics.jsonl and samples.jsonl)`,
-    );
-  progress.warn(`every checkpoint is damaged; starting ${folder.directory} over from step 0 (--restart-damaged)`);
-  return null;
-}
 
 /** Restores the newest sound checkpoint into `model` and `optimizer`; null when there is none (the logs are then emptied). */
 export function resumeFrom(
