@@ -28,6 +28,7 @@ import { bleu, charF1, rougeL } from './similarity.js';
 import { sqlExecution } from './sql.js';
 import { sqlNgram, sqlSchemaLinking, sqlSyntax } from './sql-partial.js';
 import { rankingNdcg, rankingRecall, scoreDistribution } from './ranking.js';
+import { verilogFormat, verilogTestbench } from './verilog.js';
 import { isGroupReward, type Reward, type RewardFn } from './types.js';
 import { boxIou, countAnswer } from './visual.js';
 import { createRewardFactoryRegistry, define, type RewardFactory } from './factory-registry.js';
@@ -329,6 +330,26 @@ const builtIns: RewardFactory[] = [
       .object({ goldColumn: column.optional(), tag: tagName.optional(), n: z.number().int().min(1).max(8).optional() })
       .strict(),
     sqlNgram,
+  ),
+  define(
+    'verilog-testbench',
+    "passed / all checks of the row's testbench, simulated with iverilog + vvp in the sandbox; 0 when refused, not compiling or stopped",
+    'VeriReason (#1) and VERIRL (#121) testbench-simulation reward (docs/paper-recipes.md)',
+    z
+      .object({
+        testbenchColumn: column.optional(),
+        timeoutMs: z.number().positive().optional(),
+        memoryMb: z.number().positive().optional(),
+      })
+      .strict(),
+    verilogTestbench,
+  ),
+  define(
+    'verilog-format',
+    "exactly one module NAME(ports) ... endmodule with the row's module name and ports in order: 1/0",
+    'VeriReason (#1) format/structure reward (form as reimplemented, docs/paper-recipes.md)',
+    z.object({ moduleColumn: column.optional(), portsColumn: column.optional() }).strict(),
+    verilogFormat,
   ),
   define(
     'ranking-ndcg',
