@@ -48,6 +48,7 @@ const recipes: Array<[string, string, string[]]> = [
   ['reasoning-sql', 'text-to-sql', ['sql-execution', 'sql-syntax', 'sql-schema-linking', 'sql-ngram', 'tag-format']],
   ['grouprank', 'reranking', ['ranking-ndcg', 'ranking-recall', 'score-distribution', 'tag-format']],
   ['prorank', 'reranking', ['exact-match', 'tag-format']],
+  ['verireason', 'verilog', ['verilog-testbench', 'verilog-format']],
 ];
 
 const readLines = (file: string) =>

@@ -62,7 +62,14 @@ export function verilogModules(text: string): Array<{ name: string; ports: strin
   for (const match of code.matchAll(/\bmodule\s+([A-Za-z_]\w*)\s*(?:#\s*\([\s\S]*?\)\s*)?\(([\s\S]*?)\)\s*;/g)) {
     const ports = match[2]!
       .split(',')
-      .map((part) => part.replace(/\[[^\]]*\]/g, ' ').trim().split(/\s+/).at(-1) ?? '')
+      .map(
+        (part) =>
+          part
+            .replace(/\[[^\]]*\]/g, ' ')
+            .trim()
+            .split(/\s+/)
+            .at(-1) ?? '',
+      )
       .filter((port) => port !== '');
     modules.push({ name: match[1]!, ports });
   }
@@ -156,7 +163,15 @@ export async function runVerilogTestbench(
     else if (line === `${nonce} done`) finished = true;
   }
   const log = (sandbox.stdout + sandbox.stderr).slice(0, 2000);
-  return { passed, failed, finished: finished && !sandbox.timedOut && !sandbox.outputTruncated, compiled, refused, log, sandbox };
+  return {
+    passed,
+    failed,
+    finished: finished && !sandbox.timedOut && !sandbox.outputTruncated,
+    compiled,
+    refused,
+    log,
+    sandbox,
+  };
 }
 
 /** Options of {@link verilogTestbench}. */

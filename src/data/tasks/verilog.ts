@@ -81,7 +81,16 @@ function spec(kind: number, pick: (n: number) => number): Spec {
       ports: ['a', 'b', 'y'],
       reference: `${head}assign y=a+b;endmodule`,
       wrong: `${head}assign y=a^b;endmodule`,
-      testbench: combinationalBench(name, [['a', w], ['b', w]], ['y', w + 1], vectors(8, [w, w]), ([a, b]) => a! + b!),
+      testbench: combinationalBench(
+        name,
+        [
+          ['a', w],
+          ['b', w],
+        ],
+        ['y', w + 1],
+        vectors(8, [w, w]),
+        ([a, b]) => a! + b!,
+      ),
     };
   }
   if (kind === 1) {
@@ -96,7 +105,11 @@ function spec(kind: number, pick: (n: number) => number): Spec {
       wrong: `${head}assign y=s?a:b;endmodule`,
       testbench: combinationalBench(
         name,
-        [['a', w], ['b', w], ['s', 1]],
+        [
+          ['a', w],
+          ['b', w],
+          ['s', 1],
+        ],
         ['y', w],
         vectors(8, [w, w, 1]),
         ([a, b, s]) => (s ? b! : a!),
@@ -107,7 +120,11 @@ function spec(kind: number, pick: (n: number) => number): Spec {
     const w = 3 + pick(4);
     const name = `par${w}`;
     const head = `module ${name}(input ${bus(w)}d,output p);`;
-    const parity = (d: number) => d.toString(2).split('').filter((bit) => bit === '1').length % 2;
+    const parity = (d: number) =>
+      d
+        .toString(2)
+        .split('')
+        .filter((bit) => bit === '1').length % 2;
     return {
       name,
       prompt: `${name}: p=xor of d, d ${w} bits\n`,
@@ -130,7 +147,16 @@ function spec(kind: number, pick: (n: number) => number): Spec {
       ports: ['a', 'b', 'y'],
       reference: `${head}assign y=a>b;endmodule`,
       wrong: `${head}assign y=a>=b;endmodule`,
-      testbench: combinationalBench(name, [['a', w], ['b', w]], ['y', 1], cases, ([a, b]) => (a! > b! ? 1 : 0)),
+      testbench: combinationalBench(
+        name,
+        [
+          ['a', w],
+          ['b', w],
+        ],
+        ['y', 1],
+        cases,
+        ([a, b]) => (a! > b! ? 1 : 0),
+      ),
     };
   }
   const w = 2 + pick(2);
@@ -145,10 +171,7 @@ function spec(kind: number, pick: (n: number) => number): Spec {
     `${name} dut(.clk(clk),.rst(rst),.q(q));`,
     'initial begin',
     `#1 clk=1;#1 clk=0;rst=0;#1 \`GRPO_CHECK(q===${lit(w, 0)})`,
-    ...Array.from(
-      { length: cycles },
-      (_, k) => `#1 clk=1;#1 clk=0;#1 \`GRPO_CHECK(q===${lit(w, (k + 1) % 2 ** w)})`,
-    ),
+    ...Array.from({ length: cycles }, (_, k) => `#1 clk=1;#1 clk=0;#1 \`GRPO_CHECK(q===${lit(w, (k + 1) % 2 ** w)})`),
     '`GRPO_DONE',
     'end',
     'endmodule',
@@ -195,7 +218,8 @@ export function verilogTask(options: Record<string, unknown> = {}): Task {
   const testbench = verilogTestbench();
   return {
     name: 'verilog',
-    description: 'small generated RTL specs → a Verilog module, testbench-simulation reward (VeriReason #1, VERIRL #121)',
+    description:
+      'small generated RTL specs → a Verilog module, testbench-simulation reward (VeriReason #1, VERIRL #121)',
     alphabet: [...new Set("abcdefghijklmnopqrstuvwxyz0123456789 ()[]:;,.=+-?^~<>@!|&'_\n")].join(''),
     trainExamples: (count, seed) => sample(count, seed, false),
     evalExamples: (count, seed) => sample(count, seed, true),
