@@ -85,7 +85,9 @@ const allowed = {
     'tensor',
   ],
 };
-const maxSourceLines = 40_000;
+// A sprawl alarm, not a target: raised by hand, with a reason in the commit, when planned work needs
+// the room (45,000: the paper methods still to land, each one small file with its entry).
+const maxSourceLines = 45_000;
 
 const problems = [];
 let sourceLines = 0;

@@ -117,6 +117,11 @@ form.addEventListener('submit', (submitted) => {
     grpoSteps: number('grpoSteps'),
     evalExamples: number('evalExamples'),
     evaluateEvery: number('evaluateEvery'),
+    hiddenSize: number('hiddenSize'),
+    sftBatchSize: number('sftBatchSize'),
+    sftLearningRate: number('sftLearningRate'),
+    grpoLearningRate: number('grpoLearningRate'),
+    promptsPerStep: number('promptsPerStep'),
   };
   worker = new Worker('worker.js', { type: 'module' });
   worker.onmessage = ({ data }) => onEvent(data);
@@ -133,5 +138,41 @@ pauseButton.addEventListener('click', () => {
   pauseButton.textContent = state.paused ? 'Resume' : 'Pause';
 });
 
+/**
+ * `?preset=quick`: a smaller run where GRPO itself lifts the held-out accuracy within about a minute
+ * on the js backend (seed 0: 14.5% after SFT → 24.5% after GRPO on 200 held-out sums; docs/browser.md).
+ * `npm start`'s settings are the fields' defaults.
+ */
+const presets = {
+  quick: {
+    seed: 0,
+    sftSteps: 600,
+    grpoSteps: 15,
+    evalExamples: 200,
+    evaluateEvery: 5,
+    hiddenSize: 32,
+    sftBatchSize: 32,
+    sftLearningRate: 0.003,
+    grpoLearningRate: 0.001,
+    promptsPerStep: 16,
+  },
+};
+
+/** Fills the form from the address: `preset=<name>` first, then any `<field>=<value>`. */
+function applyQuery() {
+  const query = new URLSearchParams(location.search);
+  const preset = query.get('preset');
+  const values = { ...(preset === null ? {} : presets[preset]) };
+  if (preset !== null && !presets[preset])
+    errorLine.textContent = `unknown preset "${preset}" (known: ${Object.keys(presets).join(', ')})`;
+  for (const [name, value] of query) if (name !== 'preset') values[name] = value;
+  for (const [name, value] of Object.entries(values)) {
+    const field = form.elements.namedItem(name);
+    if (field) field.value = String(value);
+    else errorLine.textContent = `unknown setting "${name}" in the address`;
+  }
+}
+
+applyQuery();
 drawChart(document.querySelector('#reward-chart'), [], 1.2);
 drawChart(document.querySelector('#accuracy-chart'), [], 1);

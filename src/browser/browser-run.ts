@@ -46,6 +46,16 @@ export interface BrowserRunSettings {
   evalExamples: number;
   /** Evaluate every this many GRPO steps (0: before and after GRPO only). */
   evaluateEvery: number;
+  /** Hidden width of the from-scratch model (`model.hiddenSize`; `npm start`: 64). */
+  hiddenSize: number;
+  /** Demonstrations per SFT step (`sft.batchSize`; `npm start`: 64). */
+  sftBatchSize: number;
+  /** Peak SFT learning rate (`sft.learningRate`; `npm start`: 3e-3). */
+  sftLearningRate: number;
+  /** GRPO learning rate (`grpo.learningRate`; `npm start`: 1e-4). */
+  grpoLearningRate: number;
+  /** Prompts per GRPO step, each with 8 completions (`grpo.promptsPerStep`; `npm start`: 16). */
+  promptsPerStep: number;
 }
 
 /** One message of a run's progress, as the worker posts it to the page. */
@@ -70,8 +80,13 @@ export function browserRunConfig(settings: BrowserRunSettings): TrainerConfig {
   const task = additionTask({});
   const input = mergeConfig(task.recommendedConfig ?? {}, {
     seed: settings.seed,
-    sft: { steps: settings.sftSteps },
-    grpo: { steps: settings.grpoSteps },
+    model: { hiddenSize: settings.hiddenSize },
+    sft: { steps: settings.sftSteps, batchSize: settings.sftBatchSize, learningRate: settings.sftLearningRate },
+    grpo: {
+      steps: settings.grpoSteps,
+      learningRate: settings.grpoLearningRate,
+      promptsPerStep: settings.promptsPerStep,
+    },
     evaluation: { examples: settings.evalExamples, every: settings.evaluateEvery },
     rewardWorkers: { threads: 0 },
   });

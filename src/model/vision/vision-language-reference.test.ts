@@ -7,7 +7,8 @@
  * script's names with the script's config.json, loads the folder with our loader, and matches the
  * image features and the per-token logprobs of an image+text batch (3 images over 2 rows) to 1e-4,
  * and the gradients of −mean(logprobs) w.r.t. the connector and language-model weights (relative
- * 1e-4), the frozen tower getting none.
+ * 1e-4), the frozen tower getting none. On the default backend, and again on webgpu when an adapter
+ * opens (always in CI).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,6 +18,7 @@ import { logSoftmax, logSoftmaxGather, mean, neg, noGrad } from '../../tensor/in
 import { encodeSafetensors, type StoredTensor } from '../safetensors.js';
 import { loadVisionLanguageModel } from './vision-language-checkpoint.js';
 import { testFixture } from '../../../test/helpers/fixtures.js';
+import { useBackendInSuite, webgpuUnderTest } from '../../tensor/test-backends.js';
 
 interface RecipeEntry {
   shape: number[];
@@ -62,7 +64,7 @@ const sumOf = (data: Float32Array): number => data.reduce((total, value) => tota
 const folders: string[] = [];
 afterAll(() => folders.forEach((folder) => rmSync(folder, { recursive: true, force: true })));
 
-describe.each(Object.entries(reference.cases))('Idefics3 parity with PyTorch: %s', (_name, example) => {
+function parity([, example]: [string, (typeof reference.cases)[string]]): void {
   it('builds the same weights as the script, loads them with our loader, matches the logprobs to 1e-4 and the gradients', () => {
     const tensors = new Map<string, StoredTensor>();
     for (const entry of example.tensors) {
@@ -115,4 +117,19 @@ describe.each(Object.entries(reference.cases))('Idefics3 parity with PyTorch: %s
     for (const [name, weight] of model.parameters)
       if (name.startsWith('model.vision_model.')) expect(weight.grad).toBeNull();
   });
-});
+}
+
+describe.each(Object.entries(reference.cases))('Idefics3 parity with PyTorch: %s', (name, example) =>
+  parity([name, example]),
+);
+
+// The same references with every product on the GPU (lavapipe in CI).
+const webgpu = webgpuUnderTest();
+if (webgpu) {
+  describe('on webgpu', () => {
+    useBackendInSuite(webgpu.backend);
+    describe.each(Object.entries(reference.cases))('Idefics3 parity with PyTorch: %s', (name, example) =>
+      parity([name, example]),
+    );
+  });
+}

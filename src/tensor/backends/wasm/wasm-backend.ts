@@ -11,6 +11,7 @@
 import { readFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import type { Backend, MatmulShape } from '../../backend.js';
+import { checkMatmulShape, operandLength } from '../matmul-shape.js';
 
 /** Options of createWasmBackend. */
 export interface WasmBackendOptions {
@@ -53,33 +54,6 @@ function kernelModule(): WebAssembly.Module {
 }
 
 const align = (value: number, to: number): number => Math.ceil(value / to) * to;
-
-/** Elements an operand must hold: the last batch block's offset plus one block. */
-function operandLength(batch: number, stride: number, block: number): number {
-  return stride === 0 ? block : (batch - 1) * stride + block;
-}
-
-function checkShape(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void {
-  const { batch, M, K, N, aBatchStride, bBatchStride } = shape;
-  for (const [field, value] of Object.entries({ batch, M, K, N, aBatchStride, bBatchStride })) {
-    if (!Number.isInteger(value) || value < 0) {
-      throw new Error(`wasm matmul: shape.${field} must be a non-negative integer, got ${value}`);
-    }
-  }
-  const need = [
-    ['a', a, operandLength(batch, aBatchStride, M * K)],
-    ['b', b, operandLength(batch, bBatchStride, K * N)],
-    ['out', out, batch * M * N],
-  ] as const;
-  for (const [name, array, length] of need) {
-    if (array.length < length) {
-      throw new Error(
-        `wasm matmul: ${name} has ${array.length} elements but batch=${batch} M=${M} K=${K} N=${N} ` +
-          `(aBatchStride=${aBatchStride}, bBatchStride=${bBatchStride}) needs ${length}`,
-      );
-    }
-  }
-}
 
 /** Creates a wasm backend; throws if WebAssembly SIMD or shared memory is unavailable. */
 export function createWasmBackend(options: WasmBackendOptions = {}): Backend {
@@ -145,7 +119,7 @@ class WasmBackend implements Backend {
 
   matmul(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void {
     if (this.disposed) throw new Error('wasm matmul: backend was disposed');
-    checkShape(a, b, out, shape);
+    checkMatmulShape('wasm', a, b, out, shape);
     const { batch, M, K, N, aBatchStride, bBatchStride, accumulate } = shape;
     const outLength = batch * M * N;
     if (outLength === 0) return;

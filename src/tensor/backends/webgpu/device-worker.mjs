@@ -31,6 +31,8 @@ let adapterSummary;
 const pipelines = new Map();
 /** Operands kept on the device between requests (a model's weights during a generation), by id. */
 const resident = new Map();
+/** Why the device stopped working (lost, or an uncaptured error), reported as the next request's error. */
+let lostReason = null;
 
 function reply(message, transfer = []) {
   port.postMessage(message, transfer);
@@ -58,14 +60,12 @@ async function open({ modulePath, powerPreference, dawnFlags }) {
       maxComputeInvocationsPerWorkgroup: limits.maxComputeInvocationsPerWorkgroup,
     },
   });
-  let lostReason = null;
   device.lost.then((lost) => {
     lostReason = lost.message || lost.reason || 'device lost';
   });
   device.onuncapturederror = (event) => {
     lostReason ??= `uncaptured WebGPU error: ${event.error?.message ?? event.error}`;
   };
-  open.lostReason = () => lostReason;
   adapterSummary = {
     vendor: info.vendor ?? '',
     architecture: info.architecture ?? '',
@@ -203,8 +203,7 @@ async function matmul({ a, b, out, shape }) {
 }
 
 function checkDevice() {
-  const reason = open.lostReason?.();
-  if (reason) throw new Error(`the WebGPU device failed: ${reason}`);
+  if (lostReason) throw new Error(`the WebGPU device failed: ${lostReason}`);
 }
 
 /** Times `repeats` dispatches of work recorded by `record`, after one warm-up, as one submission. */

@@ -75,50 +75,25 @@ export function matmulShader({ tileM, tileN, tileK, threadM, threadN, vector = f
       columns
         .map(
           (j) =>
-            `  store(rowStart + local.y + ${i * groupY}u, columnStart + local.x + ${j * groupX}u, outBase, s${i}_${j});`,
+            `  storeOne(rowStart + local.y + ${i * groupY}u, columnStart + local.x + ${j * groupX}u, outBase, s${i}_${j});`,
         )
         .join('\n'),
     )
     .join('\n');
-  return /* wgsl */ `
-struct Uniforms { M: u32, N: u32, K: u32, aBatchStride: u32, bBatchStride: u32, accumulate: u32, batchStart: u32, aOffset: u32 }
-@group(0) @binding(0) var<uniform> u: Uniforms;
-@group(0) @binding(1) var<storage, read> a: array<f32>;
-@group(0) @binding(2) var<storage, read> b: array<f32>;
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
-var<workgroup> tileA: array<f32, ${tileK * tileM}>;
-var<workgroup> tileB: array<f32, ${tileK * tileN}>;
-
-fn store(m: u32, n: u32, outBase: u32, sum: f32) {
-  if (m >= u.M || n >= u.N) { return; }
-  let at = outBase + m * u.N + n;
-  var value = sum;
-  if (u.accumulate != 0u) { value += out[at]; }
-  out[at] = value;
-}
-
-@compute @workgroup_size(${groupX}, ${groupY}, 1)
-fn main(@builtin(workgroup_id) group: vec3u, @builtin(local_invocation_id) local: vec3u,
-        @builtin(local_invocation_index) index: u32) {
-  let batch = u.batchStart + group.z;
-  let aBase = u.aOffset + batch * u.aBatchStride;
-  let bBase = batch * u.bBatchStride;
-  let rowStart = group.y * ${tileM}u;
-  let columnStart = group.x * ${tileN}u;
-${declareSums}
-  for (var kStart = 0u; kStart < u.K; kStart += ${tileK}u) {
-${loads}
-    workgroupBarrier();
-    for (var kk = 0u; kk < ${tileK}u; kk++) {
-${loadRegisters}
-${multiply}
-    }
-    workgroupBarrier();
-  }
-  let outBase = batch * u.M * u.N;
-${store}
-}
-`;
+  return productShader({
+    tileM,
+    tileN,
+    tileK,
+    groupX,
+    groupY,
+    tileElement: 'f32',
+    storeFunctions: '',
+    declare: declareSums,
+    loads,
+    loadRegisters,
+    multiply,
+    store,
+  });
 }
 
 /** The global-to-workgroup loads shared by both shader forms: coordinates in memory order, 0 outside. */
@@ -202,30 +177,67 @@ function vectorMatmulShader({ tileM, tileN, tileK, threadM, threadN, transposeA,
         .join('\n'),
     )
     .join('\n');
-  return /* wgsl */ `
-struct Uniforms { M: u32, N: u32, K: u32, aBatchStride: u32, bBatchStride: u32, accumulate: u32, batchStart: u32, aOffset: u32 }
-@group(0) @binding(0) var<uniform> u: Uniforms;
-@group(0) @binding(1) var<storage, read> a: array<f32>;
-@group(0) @binding(2) var<storage, read> b: array<f32>;
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
-var<workgroup> tileA: array<vec4f, ${(tileK * tileM) / 4}>;
-var<workgroup> tileB: array<vec4f, ${(tileK * tileN) / 4}>;
-
-fn storeOne(m: u32, n: u32, outBase: u32, sum: f32) {
-  if (n >= u.N) { return; }
-  let at = outBase + m * u.N + n;
-  var value = sum;
-  if (u.accumulate != 0u) { value += out[at]; }
-  out[at] = value;
-}
-
+  return productShader({
+    tileM,
+    tileN,
+    tileK,
+    groupX,
+    groupY,
+    tileElement: 'vec4f',
+    storeFunctions: /* wgsl */ `
 fn storeVector(m: u32, n: u32, outBase: u32, sums: vec4f) {
   if (m >= u.M) { return; }
   storeOne(m, n, outBase, sums.x);
   storeOne(m, n + 1u, outBase, sums.y);
   storeOne(m, n + 2u, outBase, sums.z);
   storeOne(m, n + 3u, outBase, sums.w);
+}`,
+    declare,
+    loads,
+    loadRegisters,
+    multiply,
+    store,
+  });
 }
+
+/**
+ * The skeleton both product forms share: the uniforms and bindings, the workgroup tiles (of f32 or
+ * vec4f), and the main loop over K (load a tile pair, barrier, multiply from the tiles, barrier), around
+ * the form's own snippets.
+ */
+function productShader({
+  tileM,
+  tileN,
+  tileK,
+  groupX,
+  groupY,
+  tileElement,
+  storeFunctions,
+  declare,
+  loads,
+  loadRegisters,
+  multiply,
+  store,
+}) {
+  const width = tileElement === 'vec4f' ? 4 : 1;
+  return /* wgsl */ `
+struct Uniforms { M: u32, N: u32, K: u32, aBatchStride: u32, bBatchStride: u32, accumulate: u32, batchStart: u32, aOffset: u32 }
+@group(0) @binding(0) var<uniform> u: Uniforms;
+@group(0) @binding(1) var<storage, read> a: array<f32>;
+@group(0) @binding(2) var<storage, read> b: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+var<workgroup> tileA: array<${tileElement}, ${(tileK * tileM) / width}>;
+var<workgroup> tileB: array<${tileElement}, ${(tileK * tileN) / width}>;
+
+/** Writes (or adds, when accumulating) one output element; elements past the edges are not stored. */
+fn storeOne(m: u32, n: u32, outBase: u32, sum: f32) {
+  if (m >= u.M || n >= u.N) { return; }
+  let at = outBase + m * u.N + n;
+  var value = sum;
+  if (u.accumulate != 0u) { value += out[at]; }
+  out[at] = value;
+}
+${storeFunctions}
 
 @compute @workgroup_size(${groupX}, ${groupY}, 1)
 fn main(@builtin(workgroup_id) group: vec3u, @builtin(local_invocation_id) local: vec3u,

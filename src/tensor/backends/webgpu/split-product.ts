@@ -12,12 +12,9 @@
  * a binding is refused).
  */
 import type { MatmulShape } from '../../backend.js';
+import { operandLength } from '../matmul-shape.js';
 
 export type ProductRunner = (a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape) => void;
-
-function operandLength(batch: number, stride: number, block: number): number {
-  return stride === 0 ? block : (batch - 1) * stride + block;
-}
 
 /** Columns [start, start + count) of a row-major [rows, columns] matrix, as a [rows, count] copy. */
 function gatherColumns(

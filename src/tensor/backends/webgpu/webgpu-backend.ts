@@ -17,6 +17,7 @@ import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
 import type { Backend, MatmulShape } from '../../backend.js';
+import { checkMatmulShape, operandLength } from '../matmul-shape.js';
 import { runInFittingProducts } from './split-product.js';
 
 /** What the device thread reports about the adapter it opened. */
@@ -57,33 +58,6 @@ export class WebGpuUnavailableError extends Error {}
 const OPEN_TIMEOUT_MS = 120_000;
 // A product's first call compiles its pipeline: 6–14 s on lavapipe. A GPU request that outlasts this is hung.
 const REQUEST_TIMEOUT_MS = 600_000;
-
-/** Elements an operand must hold: the last batch block's offset plus one block. */
-function operandLength(batch: number, stride: number, block: number): number {
-  return stride === 0 ? block : (batch - 1) * stride + block;
-}
-
-function checkShape(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void {
-  const { batch, M, K, N, aBatchStride, bBatchStride } = shape;
-  for (const [field, value] of Object.entries({ batch, M, K, N, aBatchStride, bBatchStride })) {
-    if (!Number.isInteger(value) || value < 0) {
-      throw new Error(`webgpu matmul: shape.${field} must be a non-negative integer, got ${value}`);
-    }
-  }
-  const need = [
-    ['a', a, operandLength(batch, aBatchStride, M * K)],
-    ['b', b, operandLength(batch, bBatchStride, K * N)],
-    ['out', out, batch * M * N],
-  ] as const;
-  for (const [name, array, length] of need) {
-    if (array.length < length) {
-      throw new Error(
-        `webgpu matmul: ${name} has ${array.length} elements but batch=${batch} M=${M} K=${K} N=${N} ` +
-          `(aBatchStride=${aBatchStride}, bBatchStride=${bBatchStride}) needs ${length}`,
-      );
-    }
-  }
-}
 
 /**
  * Dawn's instance flags from GRPO_WEBGPU_DAWN_FLAGS (separated by ";", e.g.
@@ -227,7 +201,7 @@ export function createWebGpuBackend(options: WebGpuBackendOptions = {}): WebGpuB
     shape: MatmulShape,
     tile: WebGpuMatmulTile | undefined,
   ): void {
-    checkShape(a, b, out, shape);
+    checkMatmulShape('webgpu', a, b, out, shape);
     const { batch, M, K, N, accumulate } = shape;
     if (batch * M * N === 0) return;
     if (K === 0) {
