@@ -17,6 +17,7 @@ export * from './equation.js';
 export * from './sql.js';
 export * from './sql-partial.js';
 export * from './verilog.js';
+export { stripVerilogComments, verilogStatements, verilogStructureScore } from './verilog-structure.js';
 export * from './ranking.js';
 export * from './judge.js';
 export * from './visual.js';

@@ -215,7 +215,9 @@ function sample(count: number, seed: number, heldOut: boolean): Example[] {
 /** The Verilog task; throws naming `taskOptions.<key>` for an unknown or ill-typed option, or when iverilog is absent. */
 export function verilogTask(options: Record<string, unknown> = {}): Task {
   const errorRate = parseTaskOptions('verilog', verilogOptionsSchema, options).teacherErrorRate ?? 0.5;
-  const testbench = verilogTestbench();
+  // The task's own rewards are the dense ones (passed / all checks, the module header); the
+  // paper's tiered scoring is the recipe's choice (recipes/papers/verireason.ts).
+  const testbench = verilogTestbench({ scoring: 'pass-fraction' });
   return {
     name: 'verilog',
     description:
@@ -226,7 +228,7 @@ export function verilogTask(options: Record<string, unknown> = {}): Task {
     demonstration: (example, draw) => String(draw() < errorRate ? example.wrong : example.answer),
     rewards: () => [
       { name: 'testbench', reward: testbench, weight: 1 },
-      { name: 'format', reward: verilogFormat(), weight: 0.2 },
+      { name: 'format', reward: verilogFormat({ style: 'module' }), weight: 0.2 },
     ],
     isCorrect: async (example, completion) => (await testbench(makeRewardInput({ completion, row: example }))) === 1,
   };
