@@ -2,8 +2,9 @@
  * The application-paper recipes (recipes/papers/*.ts, docs/paper-recipes.md) end to end through
  * `grpo train` at a tiny size: SFT, two GRPO steps, every configured reward scored and logged. The
  * rewards `grpo serve-rewards --recipe` would serve are checked on the task's own rows: the
- * teacher's correct demonstrations earn every reward in full, its wrong ones do not. Bad task
- * options and bad reward options are refused before any compute, naming the field.
+ * teacher's correct demonstrations earn every reward in full (1, or the paper's top score where it
+ * has its own, as VeriReason's 2.1), its wrong ones do not. Bad task options and bad reward
+ * options are refused before any compute, naming the field.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -44,10 +45,12 @@ const tiny = sets({
   'logging.runsDirectory': runs,
 });
 
-const recipes: Array<[string, string, string[]]> = [
+// name, task, rewards, and each reward's full score where it is not 1
+const recipes: Array<[string, string, string[], number[]?]> = [
   ['reasoning-sql', 'text-to-sql', ['sql-execution', 'sql-syntax', 'sql-schema-linking', 'sql-ngram', 'tag-format']],
   ['grouprank', 'reranking', ['ranking-ndcg', 'ranking-recall', 'score-distribution', 'tag-format']],
   ['prorank', 'reranking', ['exact-match', 'tag-format']],
+  ['verireason', 'verilog', ['verilog-testbench', 'verilog-format'], [2.1, 1]],
 ];
 
 const readLines = (file: string) =>
@@ -56,7 +59,7 @@ const readLines = (file: string) =>
     .split('\n')
     .map((line) => JSON.parse(line) as Record<string, unknown>);
 
-describe.each(recipes)('recipes/papers/%s.ts', (name, taskName, rewardNames) => {
+describe.each(recipes)('recipes/papers/%s.ts', (name, taskName, rewardNames, full = rewardNames.map(() => 1)) => {
   const recipe = join(root, 'recipes/papers', `${name}.ts`);
 
   it('runs SFT and two GRPO steps through grpo train, logging every reward', async () => {
@@ -94,10 +97,10 @@ describe.each(recipes)('recipes/papers/%s.ts', (name, taskName, rewardNames) => 
       });
     };
     const right = await score(0.999); // draw ≥ teacherErrorRate: the correct demonstration
-    expect(right.map((mean) => Number(mean.toFixed(9)))).toEqual(rewardNames.map(() => 1));
+    expect(right.map((mean) => Number(mean.toFixed(9)))).toEqual(full);
     const wrong = await score(0); // draw < teacherErrorRate: the teacher's mistake
-    expect(wrong[0]).toBeLessThan(1); // the main reward sees the mistake
-    expect(wrong.at(-1)).toBe(1); // the format is still right
+    expect(wrong[0]).toBeLessThan(full[0]!); // the main reward sees the mistake
+    expect(wrong.at(-1)).toBe(full.at(-1)); // the format is still right
     // A right answer fits in the recipe's sampling budget (one character token each, plus the stop token).
     const longest = Math.max(...task.trainExamples(200, 1).map((row) => task.demonstration(row, () => 0.999).length));
     expect(longest + 1).toBeLessThanOrEqual(raw.default.config.sampling.maxNewTokens);
@@ -149,5 +152,22 @@ describe('paper recipes refuse bad input before compute', () => {
       /reward "sql-ngram": bad options: .*gram/,
     );
     noRun('bad-reward-2');
+  });
+
+  it('the Verilog recipe refuses a reward option of the wrong type, naming the reward and the field', async () => {
+    const rewards = (options: Record<string, unknown>) =>
+      sets({ rewards: [{ name: 'verilog-testbench', weight: 1, options }] });
+    await expect(
+      grpo('train', recipe('verireason'), '--run-name', 'bad-timeout', ...tiny, ...rewards({ timeoutMs: 'ten' })),
+    ).rejects.toThrow(/reward "verilog-testbench": bad options: timeoutMs:/);
+    noRun('bad-timeout');
+    await expect(
+      grpo('train', recipe('verireason'), '--run-name', 'bad-scoring', ...tiny, ...rewards({ scoring: 'all' })),
+    ).rejects.toThrow(/reward "verilog-testbench": bad options: scoring:/);
+    noRun('bad-scoring');
+    await expect(
+      grpo('train', recipe('verireason'), '--run-name', 'bad-threshold', ...tiny, ...rewards({ passThreshold: 99 })),
+    ).rejects.toThrow(/reward "verilog-testbench": bad options: passThreshold:/);
+    noRun('bad-threshold');
   });
 });

@@ -14,6 +14,7 @@ import { mbppTask } from './tasks/mbpp.js';
 import { shapeCountingTask, type ShapeCountingOptions } from './tasks/shape-counting.js';
 import { rerankingTask } from './tasks/reranking.js';
 import { textToSqlTask } from './tasks/text-to-sql.js';
+import { verilogTask } from './tasks/verilog.js';
 import type { Task } from './task.js';
 import type { NamedReward } from '../rewards/types.js';
 import { createNamedRegistry } from '../registry/registry.js';
@@ -48,6 +49,7 @@ export { math500OptionsSchema, math500Task } from './tasks/math500.js';
 export { mbppOptionsSchema, mbppTask } from './tasks/mbpp.js';
 export { rerankingOptionsSchema, rerankingTask } from './tasks/reranking.js';
 export { textToSqlExample, textToSqlOptionsSchema, textToSqlTask } from './tasks/text-to-sql.js';
+export { verilogExample, verilogOptionsSchema, verilogTask } from './tasks/verilog.js';
 export { solveArithmetic } from './tasks/arithmetic-solver.js';
 export {
   drawShapes,
@@ -85,6 +87,12 @@ const builtInTasks: TaskEntry[] = [
     create: textToSqlTask,
     description:
       'questions over small generated SQLite databases → SQL, execution + partial rewards (Reasoning-SQL #33; recipes/papers/reasoning-sql.ts)',
+  },
+  {
+    name: 'verilog',
+    create: verilogTask,
+    description:
+      'small generated RTL specs → a Verilog module, testbench simulation with iverilog in the sandbox (VeriReason #1, VERIRL #121; recipes/papers/verireason.ts)',
   },
   {
     name: 'reranking',

@@ -28,6 +28,7 @@ import { bleu, charF1, rougeL } from './similarity.js';
 import { sqlExecution } from './sql.js';
 import { sqlNgram, sqlSchemaLinking, sqlSyntax } from './sql-partial.js';
 import { rankingNdcg, rankingRecall, scoreDistribution } from './ranking.js';
+import { verilogFormat, verilogStructure, verilogTestbench } from './verilog.js';
 import { isGroupReward, type Reward, type RewardFn } from './types.js';
 import { boxIou, countAnswer } from './visual.js';
 import { createRewardFactoryRegistry, define, type RewardFactory } from './factory-registry.js';
@@ -329,6 +330,45 @@ const builtIns: RewardFactory[] = [
       .object({ goldColumn: column.optional(), tag: tagName.optional(), n: z.number().int().min(1).max(8).optional() })
       .strict(),
     sqlNgram,
+  ),
+  define(
+    'verilog-testbench',
+    "VeriReason's tiered testbench reward (iverilog + vvp in the sandbox): 0 not compiling, 2.1 passing ≥ 99% of checks, else 0.1 + structure similarity to the gold module; scoring pass-fraction: passed / all checks",
+    'VeriReason (#1) verilog_reward, github.com/NellyW8/VeriReason GRPO/verilog_rewards_tb.py; VERIRL (#121) per-case testbenches (docs/paper-recipes.md)',
+    z
+      .object({
+        scoring: z.enum(['verireason', 'pass-fraction']).optional(),
+        passThreshold: z.number().min(0).max(1).optional(),
+        passReward: z.number().finite().optional(),
+        compileReward: z.number().finite().optional(),
+        structureWeight: z.number().min(0).finite().optional(),
+        goldColumn: column.optional(),
+        testbenchColumn: column.optional(),
+        timeoutMs: z.number().positive().optional(),
+        memoryMb: z.number().positive().optional(),
+      })
+      .strict(),
+    verilogTestbench,
+  ),
+  define(
+    'verilog-structure',
+    "VeriReason's structure score against the gold module: clamp(0.7·sequence ratio + 0.3·coverage − 0.2·redundancy of structural statements), in [0, 1]",
+    'VeriReason (#1) run_ast_comparison, github.com/NellyW8/VeriReason GRPO/verilog_rewards_tb.py (docs/paper-recipes.md)',
+    z.object({ goldColumn: column.optional() }).strict(),
+    verilogStructure,
+  ),
+  define(
+    'verilog-format',
+    "style think-answer (default): <think>…</think><answer>```verilog …```</answer>: 1/0; style module: exactly one module NAME(ports) ... endmodule with the row's name and ports in order: 1/0",
+    'VeriReason (#1) verilog_format_reward, github.com/NellyW8/VeriReason GRPO/verilog_rewards_tb.py; style module is ours (docs/paper-recipes.md)',
+    z
+      .object({
+        style: z.enum(['think-answer', 'module']).optional(),
+        moduleColumn: column.optional(),
+        portsColumn: column.optional(),
+      })
+      .strict(),
+    verilogFormat,
   ),
   define(
     'ranking-ndcg',

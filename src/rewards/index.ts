@@ -16,6 +16,8 @@ export * from './code.js';
 export * from './equation.js';
 export * from './sql.js';
 export * from './sql-partial.js';
+export * from './verilog.js';
+export { stripVerilogComments, verilogStatements, verilogStructureScore } from './verilog-structure.js';
 export * from './ranking.js';
 export * from './judge.js';
 export * from './visual.js';
