@@ -164,9 +164,10 @@ export class TensorBoardEvents {
 
   /** Appends one metrics record (as metrics.jsonl has it) to this session's file. */
   append(record: Record<string, unknown>): void {
-    const encoded = metricsRecord(record, nowInSeconds());
+    const wallTime = nowInSeconds();
+    const encoded = metricsRecord(record, wallTime);
     if (encoded === null) return;
-    this.file ??= this.newFile(versionRecord(nowInSeconds()));
+    this.file ??= this.newFile(versionRecord(wallTime));
     appendFileSync(this.file, encoded);
   }
 

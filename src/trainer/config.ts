@@ -271,7 +271,7 @@ const loggingSchema = z
 const reportTargets = ['tensorboard'];
 const refusedReportTargets: Record<string, string> = {
   wandb:
-    "wandb's JavaScript SDK (@wandb/sdk) needs its server even with WANDB_MODE=offline and keeps no offline run to sync; report to 'tensorboard' and upload runs/<run>/tensorboard with `wandb sync runs/<run>/tensorboard`",
+    "wandb's JavaScript SDK (@wandb/sdk) needs its server even with WANDB_MODE=offline and keeps no offline run to sync; report to 'tensorboard' instead and upload with `wandb sync runs/<run>/tensorboard`",
 };
 
 /** One problem line per `logging.reportTo` entry that is not a known target. */
