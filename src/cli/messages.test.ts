@@ -97,7 +97,7 @@ describe('config keys', () => {
 
   it.each([
     // [TRL name, what the line says]
-    ['report_to', 'there is no report_to: every run writes metrics.jsonl'],
+    ['report_to', "here it is logging.reportTo (['tensorboard'] writes TensorBoard event files"],
     ['push_to_hub', 'checkpoints are Hugging Face folders, upload one with `huggingface-cli upload'],
     ['use_vllm', "set rollout.engine 'openai' and rollout.baseUrl"],
     ['vllm_mode', "TRL's 'colocate' is the default local sampler"],

@@ -81,7 +81,7 @@ const builtInBefore = {
   rewards: [],
   rewardWorkers: { threads: 0, timeoutMs: 30000, memoryMb: 1024 },
   evaluation: { examples: 300, every: 50, passAtK: 0 },
-  logging: { runsDirectory: 'runs', samplesEvery: 1, samplesPerStep: 2, printEvery: 10 },
+  logging: { runsDirectory: 'runs', samplesEvery: 1, samplesPerStep: 2, printEvery: 10, reportTo: [] },
   checkpoint: { every: 250, keepLast: 2 },
   rollout: { engine: 'local', model: 'grpo-policy', concurrency: 1, timeoutMs: 600000, retries: 3, retryDelayMs: 1000 },
   lora: null,

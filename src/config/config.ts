@@ -260,8 +260,31 @@ const loggingSchema = z
     samplesEvery: nonNegativeInteger.default(1).describe('Write samples.jsonl every N GRPO steps (0 = never).'),
     samplesPerStep: positiveInteger.default(2).describe('Prompt groups written per sample step.'),
     printEvery: positiveInteger.default(10).describe('Print a line (or redraw the bar) every N steps.'),
+    reportTo: z
+      .array(z.string())
+      .default([])
+      .describe(
+        "Where metrics go besides metrics.jsonl (TRL's report_to): 'tensorboard' writes every record's numbers as TensorBoard scalars to tensorboard/ in the run folder (`tensorboard --logdir runs`). wandb is refused: its JavaScript SDK cannot log offline; upload the TensorBoard files with `wandb sync`.",
+      ),
   })
   .strict();
+
+/** The `logging.reportTo` targets, and why a known-but-refused one is refused. */
+const reportTargets = ['tensorboard'];
+const refusedReportTargets: Record<string, string> = {
+  wandb:
+    "wandb's JavaScript SDK (@wandb/sdk) needs its server even with WANDB_MODE=offline and keeps no offline run to sync; report to 'tensorboard' instead and upload with `wandb sync runs/<run>/tensorboard`",
+};
+
+/** One problem line per `logging.reportTo` entry that is not a known target. */
+function reportToProblems(reportTo: readonly string[]): string[] {
+  return reportTo
+    .filter((target) => !reportTargets.includes(target))
+    .map(
+      (target) =>
+        `- logging.reportTo: ${refusedReportTargets[target] ?? `unknown target ${JSON.stringify(target)}`}; known: ${reportTargets.join(', ')}`,
+    );
+}
 
 const checkpointSchema = z
   .object({
@@ -438,7 +461,11 @@ export function validateConfig(input: unknown, known: KnownNames): TrainerConfig
       `- sampling.groupSize: ${config.algorithm.advantage} compares completions within a group, so it needs at least 2 (got ${config.sampling.groupSize})`,
     );
   }
-  problems.push(...rolloutEngineProblems(config), ...visionProblems(config.model.vision, config.model.checkpoint));
+  problems.push(
+    ...rolloutEngineProblems(config),
+    ...visionProblems(config.model.vision, config.model.checkpoint),
+    ...reportToProblems(config.logging.reportTo),
+  );
   if (problems.length > 0) throw new Error(`invalid config:\n${problems.join('\n')}`);
   return config;
 }

@@ -46,6 +46,8 @@ export const trlNames: Record<string, string> = {
   save_steps: 'checkpoint.every',
   save_total_limit: 'checkpoint.keepLast',
   output_dir: 'logging.runsDirectory (and logging.runName)',
+  report_to:
+    "logging.reportTo (['tensorboard'] writes TensorBoard event files to runs/<run>/tensorboard/; every run writes metrics.jsonl anyway, which `grpo dashboard` reads; wandb is refused, upload the TensorBoard files with `wandb sync` instead)",
   logging_steps: 'logging.printEvery',
   log_completions: 'logging.samplesEvery',
   eval_steps: 'evaluation.every',
@@ -62,8 +64,6 @@ export const trlNames: Record<string, string> = {
  * Each is also in docs/coming-from-trl.md.
  */
 export const trlExplained: Record<string, string> = {
-  report_to:
-    'there is no report_to: every run writes metrics.jsonl and samples.jsonl in its run folder, which `grpo dashboard` reads (docs/run-folder.md)',
   push_to_hub:
     'there is no push_to_hub (runs need no network): checkpoints are Hugging Face folders, upload one with `huggingface-cli upload USER/NAME runs/<run>/checkpoints/step-N`',
   use_vllm:

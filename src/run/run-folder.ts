@@ -7,7 +7,8 @@
  * in a hidden folder, every file and folder fsynced, and published by rename (model/checkpoint.ts
  * `publishFolder`); trainer-state.json lists the files, sizes and SHA-256 sums that make it
  * complete and the length of each log at that moment, so a resume cuts the logs back to exactly
- * that point.
+ * that point. With TensorBoard reporting on, tensorboard/ mirrors metrics.jsonl (tensorboard-events.ts)
+ * and is cut back with it.
  *
  * Is not: the training loop, the summary's status (run-status.ts), or the schema and checks of
  * trainer-state.json (trainer-state.ts). It only reads and writes files.
@@ -46,6 +47,7 @@ import {
   sha256OfFile,
   type SavedTrainerState,
 } from './trainer-state.js';
+import { TensorBoardEvents } from './tensorboard-events.js';
 
 /** Counters a resumed run needs besides weights and optimiser moments. */
 export interface TrainerState {
@@ -63,10 +65,18 @@ export interface TrainerState {
   extra: Record<string, unknown>;
 }
 
-/** How far metrics.jsonl and samples.jsonl reached at a checkpoint. */
+/** How far metrics.jsonl, samples.jsonl and the TensorBoard events files reached at a checkpoint. */
 export interface LogBytes {
   metrics: number;
   samples: number;
+  /** Each events file's length (trainer-state.json's `tensorboardBytes`); absent when reporting was off. */
+  tensorboard?: Record<string, number>;
+}
+
+/** What a run folder writes besides its own files. */
+export interface RunFolderOptions {
+  /** Also write every metrics record to TensorBoard event files in tensorboard/ (`logging.reportTo`). */
+  tensorboard?: boolean;
 }
 
 /** The optimiser moments' subfolder and file inside a checkpoint folder. */
@@ -85,12 +95,20 @@ export class RunFolder {
   readonly metricsFile: string;
   readonly samplesFile: string;
   readonly checkpointsDirectory: string;
+  /** tensorboard/: written only when reporting to TensorBoard, but cut back on resume whenever it exists. */
+  private readonly tensorboard: TensorBoardEvents;
+  private readonly reportsToTensorBoard: boolean;
 
-  constructor(readonly directory: string) {
+  constructor(
+    readonly directory: string,
+    options: RunFolderOptions = {},
+  ) {
     mkdirSync(directory, { recursive: true });
     this.metricsFile = join(directory, 'metrics.jsonl');
     this.samplesFile = join(directory, 'samples.jsonl');
     this.checkpointsDirectory = join(directory, 'checkpoints');
+    this.tensorboard = new TensorBoardEvents(join(directory, 'tensorboard'));
+    this.reportsToTensorBoard = options.tensorboard ?? false;
   }
 
   logMetrics(record: Record<string, unknown>): void {
@@ -98,6 +116,7 @@ export class RunFolder {
       this.metricsFile,
       `${JSON.stringify(record, (_key, value) => (typeof value === 'number' && !Number.isFinite(value) ? null : value))}\n`,
     );
+    if (this.reportsToTensorBoard) this.tensorboard.append(record);
   }
 
   logSamples(record: Record<string, unknown>): void {
@@ -161,6 +180,7 @@ export class RunFolder {
       removeTree(join(this.directory, name));
       notes.push(`removed ${name}`);
     }
+    notes.push(...this.tensorboard.tidy());
     if (!existsSync(this.checkpointsDirectory)) return notes;
     for (const name of readdirSync(this.checkpointsDirectory).filter((entry) => entry.startsWith('.'))) {
       const path = join(this.checkpointsDirectory, name);
@@ -233,10 +253,13 @@ export class RunFolder {
       // Sizes find a file cut short; SHA-256 sums find one damaged in place (a flipped bit).
       const files = Object.fromEntries(names.map((file) => [file, statSync(join(partial, file)).size]));
       const sha256 = Object.fromEntries(names.map((file) => [file, sha256OfFile(join(partial, file))]));
+      const { tensorboard, ...logBytes } = this.syncLogs();
       const saved: SavedTrainerState = {
         ...input.state,
         optimizerStep: input.optimizer.stepCount,
-        logBytes: this.syncLogs(),
+        logBytes,
+        // Beside logBytes, not in it: older versions refuse unknown keys there but keep them here.
+        ...(tensorboard && { tensorboardBytes: tensorboard }),
         files,
         sha256,
       };
@@ -259,7 +282,14 @@ export class RunFolder {
     logBytes: LogBytes | null;
   } {
     const directory = join(this.checkpointsDirectory, `step-${step}`);
-    const { optimizerStep, logBytes, files: _files, sha256: _sha256, ...saved } = readTrainerState(directory, step);
+    const {
+      optimizerStep,
+      logBytes,
+      tensorboardBytes,
+      files: _files,
+      sha256: _sha256,
+      ...saved
+    } = readTrainerState(directory, step);
     // A NaN metric was written as null and comes back as null, as it always did.
     const state = { ...saved, evalBefore: saved.evalBefore as TrainerState['evalBefore'] };
     // Checkpoints written before the optimiser moved into its subfolder keep it at the top level.
@@ -274,12 +304,18 @@ export class RunFolder {
       moments[match[2]] ??= { first: new Float32Array(0), second: new Float32Array(0) };
       moments[match[2]][match[1] as 'first' | 'second'] = stored.data;
     }
-    return { state, optimizer: { step: optimizerStep, moments }, directory, logBytes: logBytes ?? null };
+    return {
+      state,
+      optimizer: { step: optimizerStep, moments },
+      directory,
+      logBytes: logBytes ? { ...logBytes, ...(tensorboardBytes && { tensorboard: tensorboardBytes }) } : null,
+    };
   }
 
   /**
    * Cuts metrics.jsonl and samples.jsonl back to the lengths a checkpoint recorded, which drops
-   * everything logged after it, including lines logged at its own step (an evaluation, say).
+   * everything logged after it, including lines logged at its own step (an evaluation, say); and the
+   * TensorBoard events the same way (rebuilt from metrics.jsonl where the checkpoint recorded none).
    */
   truncateLogsTo(logBytes: LogBytes): void {
     for (const [file, bytes] of [
@@ -293,6 +329,7 @@ export class RunFolder {
         );
       if (size > bytes) truncateSync(file, bytes);
     }
+    this.tensorboard.cutBack(logBytes.tensorboard, () => this.metricsRecords(), this.reportsToTensorBoard);
   }
 
   /** Drops log lines whose step is after `step`: the fallback for checkpoints that recorded no log lengths. */
@@ -311,9 +348,19 @@ export class RunFolder {
         });
       writeFileSync(file, kept.length ? `${kept.join('\n')}\n` : '');
     }
+    this.tensorboard.cutBack(undefined, () => this.metricsRecords(), this.reportsToTensorBoard);
   }
 
-  /** Fsyncs both logs (and the folder holding them) and returns their lengths. */
+  /** metrics.jsonl's records, for rebuilding the TensorBoard events. */
+  private metricsRecords(): Record<string, unknown>[] {
+    if (!existsSync(this.metricsFile)) return [];
+    return readFileSync(this.metricsFile, 'utf8')
+      .split('\n')
+      .filter((line) => line.trim())
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+  }
+
+  /** Fsyncs the logs (and the folders holding them) and returns their lengths. */
   private syncLogs(): LogBytes {
     const length = (file: string): number => {
       if (!existsSync(file)) return 0;
@@ -322,7 +369,7 @@ export class RunFolder {
     };
     const logBytes = { metrics: length(this.metricsFile), samples: length(this.samplesFile) };
     syncDirectory(this.directory);
-    return logBytes;
+    return this.reportsToTensorBoard ? { ...logBytes, tensorboard: this.tensorboard.sync() } : logBytes;
   }
 
   /** Renames a checkpoint to a hidden name first, so a kill mid-removal never leaves a half folder under its step name. */

@@ -15,6 +15,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { isAbsolute, join, normalize } from 'node:path';
 import { z } from 'zod';
+import { EVENTS_FILE_NAME } from './tensorboard-events.js';
 
 /** A counter: a whole number from 0 up to 2^53 − 1 (zod's int() refuses unsafe integers). */
 const counter = z.number().int().nonnegative();
@@ -42,6 +43,8 @@ export const savedTrainerStateSchema = z
     optimizerStep: counter,
     /** Byte lengths of metrics.jsonl and samples.jsonl when the checkpoint was taken. */
     logBytes: z.strictObject({ metrics: counter, samples: counter }).optional(),
+    /** Byte length of each TensorBoard events file in tensorboard/ then; absent when reporting was off. */
+    tensorboardBytes: z.record(z.string(), counter).optional(),
     /** Every other file of the checkpoint with its size in bytes; absent in checkpoints of older versions. */
     files: z.record(z.string(), counter).optional(),
     /** SHA-256 (hex) of every file in `files`; absent in checkpoints of older versions. */
@@ -52,6 +55,14 @@ export const savedTrainerStateSchema = z
       for (const path of Object.keys(state[field] ?? {}))
         if (!isInside(path))
           context.addIssue({ code: 'custom', path: [field, path], message: 'must be a path inside the checkpoint' });
+    // A resume truncates and removes files by these names: only events files inside tensorboard/.
+    for (const name of Object.keys(state.tensorboardBytes ?? {}))
+      if (!EVENTS_FILE_NAME.test(name))
+        context.addIssue({
+          code: 'custom',
+          path: ['tensorboardBytes', name],
+          message: 'must be an events file name (events.out.tfevents.<seconds>.<host>)',
+        });
   });
 
 /** trainer-state.json as written and read. */

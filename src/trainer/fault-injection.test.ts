@@ -3,7 +3,9 @@
  * file-system step (GRPO_FAULT_INJECT_AT, model/durable-files.ts): every mkdir, write, fsync,
  * rename, unlink and rmdir of its checkpoints, its KL reference and its summary. `--resume` must
  * then finish it, and its metrics (timing aside), samples and final weights must equal those of the
- * same run left alone, with no temporary left behind.
+ * same run left alone, with no temporary left behind. TensorBoard reporting is on, so its events
+ * files' writes, fsyncs and renames are killed too, and after each resume the events must hold
+ * exactly metrics.jsonl's numbers (test/helpers/tensorboard-events.ts reads them).
  *
  * The tiny run saves step 2 twice (periodic, then end of SFT) and step 4 twice (periodic, then end
  * of GRPO) with keepLast 1, so replacement of a step and pruning are both on the path. By default a
@@ -17,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliArguments } from '../../test/helpers/cli.js';
+import { metricsScalars, scalarsOf } from '../../test/helpers/tensorboard-events.js';
 
 const repositoryRoot = new URL('../../', import.meta.url).pathname;
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-fault-'));
@@ -37,6 +40,7 @@ const overrides = [
   'checkpoint.every=2',
   'checkpoint.keepLast=1',
   'algorithm.klCoefficient=0.04',
+  'logging.reportTo=["tensorboard"]',
   `logging.runsDirectory=${JSON.stringify(scratch)}`,
 ];
 
@@ -131,6 +135,8 @@ function expectSameAsUninterrupted(run: string): void {
   expect(JSON.parse(read(run, 'summary.json').toString()).status).toBe('finished');
   expect(readdirSync(join(scratch, run, 'checkpoints')).sort()).toEqual(['reference', 'step-4']);
   expect(readdirSync(join(scratch, run)).filter((name) => name.includes('.tmp-'))).toEqual([]);
+  expect(scalarsOf(join(scratch, run))).toEqual(metricsScalars(join(scratch, run)));
+  expect(readdirSync(join(scratch, run, 'tensorboard')).filter((name) => name.includes('.tmp-'))).toEqual([]);
 }
 
 /** Runs `task` over `items`, two at a time (the test machine has few cores). */

@@ -150,7 +150,9 @@ export async function train(runContext: RunContext, options: TrainOptions): Prom
           algorithm: bindRunAlgorithm(runContext.config, runContext.task, options.rollout),
         }
       : runContext;
-  const folder = new RunFolder(options.runDirectory);
+  const folder = new RunFolder(options.runDirectory, {
+    tensorboard: context.config.logging.reportTo.includes('tensorboard'),
+  });
   // Reward workers, when the config asks for them, start before the first step and stop with the run.
   const workers = await withRewardWorkers(context);
   try {
