@@ -15,7 +15,7 @@
  *
  * Is: the schema, the checks, config.json's form and the sequence of jobs with the run's status.
  * Is not: the jobs themselves (pretrain-run.ts, flow-run.ts) or the CLI (cli/train-flow.ts, which
- * cli/train-command.ts hands a flow config to). The text config (trainer/config.ts) is a separate
+ * cli/train-command.ts hands a flow config to). The text config (config/config.ts) is a separate
  * schema: the two share `checkpoint` and `logging` only.
  */
 import { existsSync } from 'node:fs';
@@ -126,7 +126,7 @@ export interface ResolvedFlowRecipe {
   checkpoint: { every: number; keepLast: number };
 }
 
-/** A text run's defaults (trainer/config.ts `checkpoint`). */
+/** A text run's defaults (config/config.ts `checkpoint`). */
 const defaultCheckpoint = { every: 50, keepLast: 2 };
 
 /** True when a recipe's config is a flow recipe (it has a `flow` field). */
