@@ -32,7 +32,14 @@ function linkOwnBin() {
 }
 
 function buildNative() {
-  const bin = createRequire(import.meta.url).resolve('node-gyp-build/bin.js');
+  let bin;
+  try {
+    bin = createRequire(import.meta.url).resolve('node-gyp-build/bin.js');
+  } catch {
+    // npm runs this script even for `npm install --package-lock-only`, before anything is installed
+    console.warn('grpo: node-gyp-build is not installed; the native backend is not built');
+    return;
+  }
   const result = spawnSync(process.execPath, [bin], {
     cwd: root,
     stdio: 'inherit',
