@@ -37,5 +37,5 @@ if (!existsSync(built)) {
   const folder = join(prebuilds, `${platform()}-${arch()}`);
   mkdirSync(folder, { recursive: true });
   copyFileSync(built, join(folder, 'grpo.napi.node'));
-  console.log(`grpo prepack: ${join(folder, 'grpo.napi.node')}`);
+  console.error(`grpo prepack: ${join(folder, 'grpo.napi.node')}`);
 }

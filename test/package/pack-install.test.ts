@@ -53,7 +53,9 @@ console.log('SUMMARY ' + JSON.stringify(summary));
 describe('the packed package in a project of its own', () => {
   it('installs from the tarball without compiling, and trains from a TypeScript program that imports it', () => {
     const native = nativeAddonStatus().available;
-    const packed = JSON.parse(npm(['pack', '--json', '--pack-destination', scratch], repositoryRoot)) as Array<{
+    // Lifecycle scripts (prepack, prepare) print to the same stdout before npm's JSON.
+    const packOutput = npm(['pack', '--json', '--pack-destination', scratch], repositoryRoot);
+    const packed = JSON.parse(packOutput.slice(packOutput.search(/^\[/m))) as Array<{
       filename: string;
       files: Array<{ path: string }>;
     }>;
