@@ -216,6 +216,29 @@ INLINE void attention_item_scalar(const attention_dims *d, const float *query, c
 }
 
 /*
+ * The vector cases: the common head dims as a constant number of chunks, each whole (full) or with a tail, each
+ * its own function. Inlined into one function (as they were), the 24 cases took the compiler's register passes
+ * minutes per instruction set at install; apart they take seconds, do the same arithmetic in the same order, and
+ * cost one call per (row, head) item.
+ */
+#define ATTENTION_CASES                                                                                         \
+  ATTENTION_CASE(1) ATTENTION_CASE(2) ATTENTION_CASE(3) ATTENTION_CASE(4) ATTENTION_CASE(5) ATTENTION_CASE(6) \
+  ATTENTION_CASE(7) ATTENTION_CASE(8) ATTENTION_CASE(10) ATTENTION_CASE(12) ATTENTION_CASE(16) ATTENTION_CASE(32)
+#define ATTENTION_ITEM_FUNCTION(name, n, full)                                                                    \
+  static DA_TARGET __attribute__((noinline)) void name(const attention_dims *d, const float *query,               \
+                                                       const float *prompt_k, const float *prompt_v,             \
+                                                       const float *own_k, const float *own_v, float *scores,    \
+                                                       float *o) {                                               \
+    attention_item(n, full, d, query, prompt_k, prompt_v, own_k, own_v, scores, o);                               \
+  }
+#define ATTENTION_CASE(n)                                  \
+  ATTENTION_ITEM_FUNCTION(DA(attention_item_full_##n), n, 1) \
+  ATTENTION_ITEM_FUNCTION(DA(attention_item_part_##n), n, 0)
+ATTENTION_CASES
+#undef ATTENTION_CASE
+#undef ATTENTION_ITEM_FUNCTION
+
+/*
  * Decode attention of rows that share one prompt (tensor/prefix-attention.ts is the spec): each work item is
  * one (row b, query head h) with key-value head g = h / (Hq/Hkv), numbered u = (g·rows + b)·(Hq/Hkv) + h mod
  * (Hq/Hkv) so that a thread's consecutive items share head g's prompt keys and values (read from memory once,
@@ -245,26 +268,12 @@ DA_TARGET void decode_attention(const attention_dims *d, const float *q, const f
     const float *pv = prompt_values + value_at + g * d->prompt_capacity * D;
     const float *ok = own_keys + (b * d->Hkv + g) * d->own_capacity * D;
     const float *ov = own_values + (b * d->Hkv + g) * d->own_capacity * D;
-#define ATTENTION_CASE(n)                                                           \
-  case n:                                                                           \
-    if (full)                                                                       \
-      attention_item(n, 1, d, query, pk, pv, ok, ov, scores, o);                    \
-    else                                                                            \
-      attention_item(n, 0, d, query, pk, pv, ok, ov, scores, o);                    \
+#define ATTENTION_CASE(n)                                                                        \
+  case n:                                                                                        \
+    (full ? DA(attention_item_full_##n) : DA(attention_item_part_##n))(d, query, pk, pv, ok, ov, scores, o); \
     break;
     switch (chunks) {
-      ATTENTION_CASE(1)
-      ATTENTION_CASE(2)
-      ATTENTION_CASE(3)
-      ATTENTION_CASE(4)
-      ATTENTION_CASE(5)
-      ATTENTION_CASE(6)
-      ATTENTION_CASE(7)
-      ATTENTION_CASE(8)
-      ATTENTION_CASE(10)
-      ATTENTION_CASE(12)
-      ATTENTION_CASE(16)
-      ATTENTION_CASE(32)
+      ATTENTION_CASES
       default: attention_item_scalar(d, query, pk, pv, ok, ov, scores, o);
     }
 #undef ATTENTION_CASE
@@ -272,6 +281,7 @@ DA_TARGET void decode_attention(const attention_dims *d, const float *q, const f
   if (scores != stack_scores) free(scores);
 }
 
+#undef ATTENTION_CASES
 #undef KEY_BLOCK
 #undef VALUE_BLOCK
 #undef LANES

@@ -1,6 +1,6 @@
 /**
  * Finding and loading the native N-API addon (build/Release/grpo_native.node, built by node-gyp at
- * install) once per process: its call signatures, where it is looked for, and why it is unavailable
+ * install, or a prebuilt one under prebuilds/ that a packed tarball carries) once per process: its call signatures, where it is looked for, and why it is unavailable
  * when it is (`nativeAddonStatus`).
  *
  * Is not: the Backend wrapper with its argument checks and packed-operand cache (native-backend.ts).
@@ -259,17 +259,36 @@ export const ISAS: readonly NativeIsa[] = ['auto', 'avx512', 'avx2', 'generic'];
 
 let loaded: { addon: Addon | null; status: NativeAddonStatus } | undefined;
 
-/** Candidate addon paths: $GRPO_NATIVE_ADDON, then build/Release under each ancestor of this file. */
+/**
+ * The prebuilt addon node-gyp-build picks for this platform from the package's prebuilds/ (scripts/prebuild.mjs
+ * puts it there when the package is packed), or null: none fits, or node-gyp-build is not installed.
+ */
+function prebuiltPath(packageRoot: string): string | null {
+  try {
+    const nodeGypBuild = createRequire(import.meta.url)('node-gyp-build') as { path(directory: string): string };
+    return nodeGypBuild.path(packageRoot);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Candidate addon paths: $GRPO_NATIVE_ADDON, then build/Release under each ancestor of this file (a clone's
+ * own build first), then the package's prebuild for this platform.
+ */
 function candidatePaths(): string[] {
   const fromEnvironment = process.env.GRPO_NATIVE_ADDON;
   if (fromEnvironment) return [resolve(fromEnvironment)];
   const paths: string[] = [];
   // src/tensor/backends/native and dist/tensor/backends/native both sit four levels below the package root.
-  let directory = dirname(fileURLToPath(import.meta.url));
+  const here = dirname(fileURLToPath(import.meta.url));
+  let directory = here;
   for (let level = 0; level < 6; level++) {
     paths.push(join(directory, ADDON_FILE));
     directory = dirname(directory);
   }
+  const prebuilt = prebuiltPath(resolve(here, '..', '..', '..', '..'));
+  if (prebuilt) paths.push(prebuilt);
   return paths;
 }
 
@@ -280,7 +299,8 @@ export function loadAddon(): { addon: Addon | null; status: NativeAddonStatus } 
   if (!path) {
     const reason =
       `addon not built: no ${ADDON_FILE} found (looked in ${paths.join(', ')}); ` +
-      'it is built by node-gyp at `npm install` (needs a C compiler); rebuild with `npm run build:native`';
+      'and no prebuild for this platform; it is built by node-gyp at `npm install` (needs a C compiler); ' +
+      'rebuild with `npm run build:native`';
     loaded = { addon: null, status: { available: false, path: null, reason, isas: [] } };
     return loaded;
   }
