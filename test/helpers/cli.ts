@@ -9,7 +9,7 @@
  * Is not: a build step. A stale or missing dist/ is never rebuilt here, only passed over, so a test
  * never runs code older than the sources it checks.
  */
-import { readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { repositoryRoot } from './fixtures.js';
 
@@ -30,12 +30,13 @@ function newestSource(directory: string): number {
 export function cliArguments(): string[] {
   if (cached) return [...cached];
   const compiled = join(repositoryRoot, 'dist', 'cli', 'bin.js');
-  let fresh = false;
-  try {
-    fresh = statSync(compiled).mtimeMs >= newestSource(join(repositoryRoot, 'src'));
-  } catch {
-    fresh = false; // no dist/: not built here
-  }
+  // The build is incremental (tsconfig.build.json): it rewrites only what changed, and its build-info
+  // file whenever anything did, so the later of the two is when dist/ last caught up with src/.
+  const built = (path: string) => (existsSync(path) ? statSync(path).mtimeMs : 0);
+  const fresh =
+    existsSync(compiled) &&
+    Math.max(built(compiled), built(join(repositoryRoot, 'dist', '.tsbuildinfo'))) >=
+      newestSource(join(repositoryRoot, 'src'));
   cached = fresh ? [compiled] : ['--import', 'tsx', join(repositoryRoot, 'src', 'cli', 'bin.ts')];
   return [...cached];
 }
