@@ -219,7 +219,12 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
   markRunning(folder, task.name);
   // Between steps only: a stop never lands inside save(), so the last checkpoint stays whole.
   const checkStop = () => stopIfAborted(options.signal, state.step);
-  const evaluateNow = () => evaluateRun(context);
+  const evaluateNow = () =>
+    evaluateRun(context, (message) =>
+      progress.warn(
+        `evaluation: the correctness check failed: ${message} (that answer counts as not correct; counted in eval/checkErrors)`,
+      ),
+    );
   const runEval = async () => {
     const result = await evaluateNow();
     await options.onEvaluate?.({ step: state.step, ...result });
