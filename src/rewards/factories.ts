@@ -223,7 +223,7 @@ const builtIns: RewardFactory[] = [
   ),
   define(
     'majority-vote',
-    'group, label-free: 1 when the final answer matches the group\'s most common one (the pseudo-label), else 0; no answer 0',
+    "group, label-free: 1 when the final answer matches the group's most common one (the pseudo-label), else 0; no answer 0",
     'TTRL, Zuo et al. 2025, arXiv 2504.16084 (PRIME-RL/TTRL ttrl_utils.py); papers.tsv 136',
     voteOptions,
     majorityVote,

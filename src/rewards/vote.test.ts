@@ -10,9 +10,7 @@ import { makeRewardInput, type GroupReward } from './types.js';
 import { answerClasses, majorityVote, voteFrequency } from './vote.js';
 
 const group = (completions: string[], row: Record<string, unknown> = {}) =>
-  completions.map((completion, indexInGroup) =>
-    makeRewardInput({ completion, row, group: completions, indexInGroup }),
-  );
+  completions.map((completion, indexInGroup) => makeRewardInput({ completion, row, group: completions, indexInGroup }));
 const score = async (reward: GroupReward, completions: string[], row?: Record<string, unknown>) =>
   Array.from(await reward.scoreGroup(group(completions, row)));
 
