@@ -63,6 +63,19 @@ describe('ALGORITHMS.md §1 test vectors', () => {
     expectClose(mcGrpoAdvantage({ rewards, groupSizes: 5 }).advantages, [1000, 0, 0, 0, 0], 1e-2);
     expectClose(mcGrpoAdvantage({ rewards, groupSizes: 5 }, { madFloor: 0.5 }).advantages, [1 / 0.501, 0, 0, 0, 0]);
   });
+  it("§1.5 MC-GRPO MAD 0 with a non-zero deviation: −0.2/1e-3 = −200, as the authors' code divides", () => {
+    // lotusroot-kim/MC-GRPO grpo_trainer_{math,gsm}.py: mad_rewards + 1e-3, no zero-spread case.
+    const result = mcGrpoAdvantage({ rewards: [1, 1, 0.8], groupSizes: 3 });
+    expectClose(result.advantages, [0, 0, -200], 1e-6);
+    expect(Array.from(result.keep)).toEqual([0, 1, 1]); // the first 1 is the pivot
+    // A group with no spread at all is exactly 0 (r − m = 0), not ε noise.
+    expect(Array.from(mcGrpoAdvantage({ rewards: [0.8, 0.8, 0.8], groupSizes: 3 }).advantages)).toEqual([0, 0, 0]);
+    expectClose(mcGrpoAdvantage({ rewards: [1, 1, 0.8], groupSizes: 3 }, { madFloor: 0.2 }).advantages, [
+      0,
+      0,
+      -0.2 / 0.201,
+    ]);
+  });
   it('§1.5 MC-GRPO GSM variant rescales non-zero advantages by (G+1)/#non-zero', () => {
     const plain = mcGrpoAdvantage({ rewards: [0.2, 0.9, 0.5, 0.4, 1.0], groupSizes: 5 });
     const scaled = mcGrpoAdvantage({ rewards: [0.2, 0.9, 0.5, 0.4, 1.0], groupSizes: 5 }, { rescaleNonzero: true });

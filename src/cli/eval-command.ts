@@ -118,6 +118,10 @@ export async function runEvalCommand(options: EvalCommandOptions): Promise<numbe
       temperature: 1,
       seed: options.seed,
       onCompletion: (record) => appendFileSync(output, `${JSON.stringify(record)}\n`),
+      onCheckError: (message) =>
+        process.stderr.write(
+          `grpo eval: the correctness check failed: ${message} (that answer counts as not correct; counted in eval/checkErrors)\n`,
+        ),
     },
   );
   process.stderr.write(`grpo eval: ${examples.length} completions written to ${output}\n`);

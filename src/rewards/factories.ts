@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { codeTests } from './code.js';
 import { equationAnswer } from './equation.js';
 import { lengthAmongCorrect } from './group.js';
+import { majorityVote, voteFrequency } from './vote.js';
 import { toolEfficiency } from './tool-efficiency.js';
 import {
   exactMatch,
@@ -51,6 +52,20 @@ const judgeEndpoint = {
 
 /** The built-in reward factories, by kebab-case name. */
 export const rewardFactories = createRewardFactoryRegistry();
+
+/** The vote rewards' options: the `math-answer` extraction and comparison knobs, no answer column. */
+const voteOptions = z
+  .object({
+    targets: z
+      .array(z.enum(['boxed', 'marker', 'latex', 'number']))
+      .min(1)
+      .optional(),
+    requireBoxed: z.boolean().optional(),
+    precision: z.number().int().min(1).max(15).optional(),
+    percentAsFraction: z.boolean().optional(),
+    allowSetRelationComparison: z.boolean().optional(),
+  })
+  .strict();
 
 const builtIns: RewardFactory[] = [
   define(
@@ -205,6 +220,20 @@ const builtIns: RewardFactory[] = [
       })
       .strict(),
     ({ answerColumn, ...rest }) => lengthAmongCorrect({ correctness: mathAnswer({ answerColumn }), ...rest }),
+  ),
+  define(
+    'majority-vote',
+    "group, label-free: 1 when the final answer matches the group's most common one (the pseudo-label), else 0; no answer 0",
+    'TTRL, Zuo et al. 2025, arXiv 2504.16084 (PRIME-RL/TTRL ttrl_utils.py); papers.tsv 136',
+    voteOptions,
+    majorityVote,
+  ),
+  define(
+    'vote-frequency',
+    'group, label-free: the share of the group whose final answer matches this one; no answer 0',
+    'TTRV frequency reward, papers.tsv 64',
+    voteOptions,
+    voteFrequency,
   ),
   define(
     'tool-efficiency',

@@ -1,9 +1,14 @@
 /**
  * Evaluation of a multi-turn run goes through the run's rollout: greedy (temperature 0, one episode
  * per example), the task's check on the episode's final text, rewards seeing the episode; pass@k
- * samples k episodes at the sampling temperature.
+ * samples k episodes at the sampling temperature. A correctness check that throws (a failing
+ * `llm-judge`) counts the answer as not correct, counts the failure and reports it; it never aborts.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { loadDatasetTask } from '../data/dataset-task.js';
 import type { Task } from '../data/task.js';
 import { CharTokenizer } from '../model/char-tokenizer.js';
 import type { Transformer } from '../model/transformer.js';
@@ -59,5 +64,50 @@ describe('evaluate with episodes', () => {
       [1, 0],
       [3, 0.7],
     ]);
+  });
+});
+
+describe('a correctness check that fails', () => {
+  it('an unreachable llm-judge counts as not correct, is counted and reported, and does not abort', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'grpo-eval-judge-'));
+    try {
+      const file = join(folder, 'rows.jsonl');
+      writeFileSync(file, examples.map((row) => JSON.stringify(row)).join('\n') + '\n');
+      const judged = await loadDatasetTask({
+        trainFile: file,
+        evalFile: file,
+        rewards: [{ name: 'exact-match' }],
+        // Port 9 (discard) refuses the connection at once; one attempt, so no back-off.
+        correctness: { name: 'llm-judge', options: { baseUrl: 'http://127.0.0.1:9/v1', model: 'm', maxAttempts: 1 } },
+      });
+      const rollout: RolloutFn = async (_context, prompts, settings) =>
+        prompts.flatMap((prompt, promptIndex) =>
+          Array.from({ length: settings.groupSize }, () => ({
+            promptIndex,
+            completionIds: [5],
+            oldLogprobs: [0],
+            lossMask: [1],
+            text: String(prompt.example.answer),
+            truncated: false,
+          })),
+        );
+      const reported: string[] = [];
+      const result = await evaluate({} as Transformer, { tokenizer, chatTemplate: null }, judged, examples, [], {
+        maxNewTokens: 8,
+        stopTokenIds: [2],
+        passAtK: 2,
+        temperature: 0.7,
+        seed: 1,
+        episodes: { rollout, context: { model: {} as Transformer, tokenizer } },
+        onCheckError: (message) => reported.push(message),
+      });
+      expect(result['eval/accuracy']).toBe(0);
+      expect(result['eval/passAtK']).toBe(0);
+      expect(result['eval/checkErrors']).toBe(2 + 2 * 2); // greedy answers and pass@k samples
+      expect(reported).toHaveLength(1); // one distinct message, reported once
+      expect(reported[0]).toMatch(/llmJudge|fetch failed|ECONNREFUSED/);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 });

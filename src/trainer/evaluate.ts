@@ -27,6 +27,11 @@ export interface EvaluationSettings {
   episodes?: { rollout: RolloutFn; context: RolloutContext };
   /** Scores the completions with `rewards` (default: on this thread); a run passes its own (reward workers). */
   scoreRewards?: RewardScorer;
+  /**
+   * Told each distinct message of a correctness check that threw (a failing `llm-judge`, a crashed
+   * sandbox); the answer counts as not correct and `eval/checkErrors` counts it, the run goes on.
+   */
+  onCheckError?: (message: string) => void;
   /** Called once per greedy completion, in order (e.g. `grpo eval` saves them). */
   onCompletion?: (record: {
     prompt: string;
@@ -41,6 +46,8 @@ export interface EvaluationResult {
   'eval/accuracy': number;
   'eval/meanReward': number;
   'eval/passAtK'?: number;
+  /** Answers whose correctness check threw (counted as not correct); present when any did. */
+  'eval/checkErrors'?: number;
 }
 
 /** Scores `examples` with prompts formatted as in training (`format`: the chat template or plain text). */
@@ -74,8 +81,9 @@ export async function evaluate(
   // One check at a time: a code task's check starts a sandbox process, and evaluation sets are hundreds long.
   let correct = 0;
   const verdicts: boolean[] = [];
+  const check = checker(task, settings.onCheckError);
   for (let i = 0; i < texts.length; i++) {
-    verdicts.push(await task.isCorrect(examples[i], texts[i]));
+    verdicts.push(await check.isCorrect(examples[i], texts[i]));
     if (verdicts[i]) correct++;
   }
   const groups = texts.map((text, i) => [
@@ -112,17 +120,44 @@ export async function evaluate(
   if (settings.passAtK > 0) {
     const solved = new Set<number>();
     for (const answer of sampled)
-      if (await task.isCorrect(examples[answer.promptIndex], answer.text)) solved.add(answer.promptIndex);
+      if (await check.isCorrect(examples[answer.promptIndex], answer.text)) solved.add(answer.promptIndex);
     result['eval/passAtK'] = solved.size / examples.length;
   }
+  if (check.errors() > 0) result['eval/checkErrors'] = check.errors();
   return result;
+}
+
+/**
+ * The task's check under the reward failure policy (rewards/run.ts): a check that throws is a failed
+ * check, never a crashed evaluation; the answer is not correct, the failure is counted, and each
+ * distinct message is reported once.
+ */
+function checker(task: Task, onError: ((message: string) => void) | undefined) {
+  let errors = 0;
+  const reported = new Set<string>();
+  return {
+    errors: () => errors,
+    async isCorrect(example: Example, text: string): Promise<boolean> {
+      try {
+        return await task.isCorrect(example, text);
+      } catch (error) {
+        errors++;
+        const message = error instanceof Error ? error.message : String(error);
+        if (!reported.has(message)) {
+          reported.add(message);
+          onError?.(message);
+        }
+        return false;
+      }
+    },
+  };
 }
 
 /**
  * A run's evaluation as the trainer makes it (before and after GRPO, every `evaluation.every` steps):
  * the config's held-out examples, sampling settings and seed, episodes for agent runs.
  */
-export function evaluateRun(context: RunContext): Promise<EvaluationResult> {
+export function evaluateRun(context: RunContext, onCheckError?: (message: string) => void): Promise<EvaluationResult> {
   const { config, model, task } = context;
   const examples = task.evalExamples(config.evaluation.examples, config.seed + 1);
   return evaluate(model, context.promptFormat, task, examples, context.rewards, {
@@ -133,6 +168,7 @@ export function evaluateRun(context: RunContext): Promise<EvaluationResult> {
     temperature: config.sampling.temperature,
     seed: config.seed,
     vision: context.vision,
+    onCheckError,
     // Agent runs are judged on whole episodes (tools and all), the way they are trained.
     episodes: config.agent
       ? {

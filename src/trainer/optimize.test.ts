@@ -1,7 +1,7 @@
 /**
  * The optimiser step's contract: micro-batched accumulation with global token, sequence and group
  * counts equals the whole batch in one pass (loss and gradients to 1e-6 relative) for every
- * aggregation and the group-level REAL loss; a lossMask-0 token gets exactly zero gradient; a
+ * aggregation and the group-level REAL loss, and the logged entropy bonus is the whole batch's; a lossMask-0 token gets exactly zero gradient; a
  * completion token with id 0 is a token, not padding; micro-batches keep groups whole on request.
  */
 import { describe, expect, it } from 'vitest';
@@ -46,10 +46,10 @@ function run(algorithm: Record<string, unknown>, batch: TrainingSample[], microB
   );
   const settings: StepSettings = { microBatchSize, temperature: 1, maxNewTokens: 5, maxGradNorm: 0 };
   for (const p of model.parameters.values()) p.grad = null;
-  const { lossTotal } = accumulatePolicyGradients(bound, settings, model, batch);
+  const { lossTotal, metrics } = accumulatePolicyGradients(bound, settings, model, batch);
   const gradients = [...model.parameters].map(([name, p]) => [name, p.grad!.data.slice()] as const);
   for (const p of model.parameters.values()) p.grad = null;
-  return { lossTotal, gradients };
+  return { lossTotal, gradients, metrics };
 }
 
 function expectClose(micro: ReturnType<typeof run>, whole: ReturnType<typeof run>): void {
@@ -76,6 +76,14 @@ describe('micro-batched accumulation equals the whole batch in one pass', () => 
   it('the entropy bonus and top-entropy selection', () => {
     const algorithm = { entropyCoefficient: 0.1, lossOptions: { topEntropyQuantile: 0.4 } };
     expectClose(run(algorithm, batch, 3), run(algorithm, batch, 64));
+  });
+  it("the logged entropy bonus is the whole batch's, however many micro-batches", () => {
+    // Each micro-batch's bonus is already its share of the global aggregate: the log sums them.
+    const algorithm = { entropyCoefficient: 0.1 };
+    const whole = run(algorithm, batch, 64).metrics['loss/entropyBonus'];
+    const micro = run(algorithm, batch, 3).metrics['loss/entropyBonus'];
+    expect(whole).toBeLessThan(0);
+    expect(Math.abs(micro - whole)).toBeLessThanOrEqual(1e-6 * Math.abs(whole));
   });
 });
 

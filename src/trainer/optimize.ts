@@ -324,7 +324,7 @@ export function policyStep(
 }
 
 // Loss metric names → the stable names of docs/run-folder.md, and how micro-batches combine them:
-// the policy loss is already a share of the global mean (sum), extremes take min/max, the rest
+// the policy loss and the entropy bonus are already shares of the global mean (sum), extremes take min/max, the rest
 // are token-weighted means.
 const METRIC_NAMES: Record<string, [string, 'sum' | 'min' | 'max' | 'mean']> = {
   policyLoss: ['loss/policy', 'sum'],
@@ -337,6 +337,7 @@ const METRIC_NAMES: Record<string, [string, 'sum' | 'min' | 'max' | 'mean']> = {
   ratioMax: ['ratio/max', 'max'],
   approxKl: ['kl/approx', 'mean'],
   entropy: ['entropy', 'mean'],
+  entropyBonus: ['loss/entropyBonus', 'sum'], // like the policy loss, each micro-batch's is its share
 };
 
 class MetricAccumulator {

@@ -7,9 +7,15 @@
  * v̂ = S/W with S ← ρ·S + Σ r and W ← ρ·W + n at each visit, where the discount
  * ρ = clip(2^(−D/D_half), ρ_min, ρ_max) and D estimates the KL between the policy now and the one
  * that last acted on the prompt: the mean of log π_then − log π_now over the last visit's stored
- * completion (sampled from π_then, so an unbiased estimate of KL(π_then ‖ π_now)). The paper seeds
- * v̂ from offline samples of the initial policy; here a prompt's first visit is seeded by that
- * visit's own samples (so a first visit with G = 1 has advantage 0 before batch normalisation).
+ * completion (sampled from π_then, so an unbiased estimate of KL(π_then ‖ π_now)).
+ *
+ * A first visit: the authors' code (verl-recipe spo/spo_ray_trainer.py) starts every prompt at
+ * α = N_init·(s + ½)/(N + 1), β = N_init·(N − s + ½)/(N + 1) from N offline samples with s
+ * successes, and at α = β = ½ (v̂ = ½, the Jeffreys prior) with none. Here the first visit's own
+ * n scored samples stand in for the offline ones: v̂ = (Σr + ½)/(n + 1), and the entry keeps the
+ * prior's half-counts (S = Σr + ½, W = n + 1). So a first visit with G = 1 is not advantage 0:
+ * r = 1 gets ¼ and r = 0 gets −¼ before batch normalisation. The ½ assumes success rewards in [0, 1],
+ * as the paper's Bernoulli tracker does.
  *
  * Is not: the estimator (algorithms/advantages-structured.ts) or the forward pass that measures
  * log π_now (grpo-step.ts does, through `frozenLogprobs`).
@@ -44,18 +50,25 @@ export function policyDrift(logprobsThen: readonly number[], logprobsNow: ArrayL
   return total / logprobsThen.length;
 }
 
+/** The pseudo-counts every prompt starts from (the authors' α = β = ½ without offline samples). */
+const PRIOR_SUM = 0.5;
+const PRIOR_WEIGHT = 1;
+
 /**
  * The baseline of a visit: the tracked v̂ = S/W after discounting by ρ (the discount changes
- * nothing in v̂ itself, only how much the new rewards move it), or the mean of this visit's own
- * scored rewards on a first visit.
+ * nothing in v̂ itself, only how much the new rewards move it), or on a first visit
+ * (Σr + ½)/(n + 1) over this visit's own scored rewards (½ with none).
  */
 export function trackedBaseline(entry: TrackedValue | undefined, visitRewards: readonly number[]): number {
   if (entry && entry.weight > 0) return entry.sum / entry.weight;
   const scored = visitRewards.filter(Number.isFinite);
-  return scored.length > 0 ? scored.reduce((a, b) => a + b, 0) / scored.length : 0;
+  return (PRIOR_SUM + scored.reduce((a, b) => a + b, 0)) / (PRIOR_WEIGHT + scored.length);
 }
 
-/** S ← ρ·S + Σ r, W ← ρ·W + n over the visit's scored rewards; remembers the visit's first scored completion. */
+/**
+ * S ← ρ·S + Σ r, W ← ρ·W + n over the visit's scored rewards (a first visit adds them to the prior's
+ * undiscounted half-counts); remembers the visit's first scored completion.
+ */
 export function updateTrackedValue(
   entry: TrackedValue | undefined,
   discount: number,
@@ -63,10 +76,11 @@ export function updateTrackedValue(
   completion: { promptIds: number[]; completionIds: number[]; logprobs: number[] } | null,
 ): TrackedValue {
   const scored = visitRewards.filter(Number.isFinite);
-  const previous = entry ?? { sum: 0, weight: 0, promptIds: [], completionIds: [], logprobs: [] };
+  const previous = entry ?? { sum: PRIOR_SUM, weight: PRIOR_WEIGHT, promptIds: [], completionIds: [], logprobs: [] };
+  const keep = entry ? discount : 1;
   return {
-    sum: discount * previous.sum + scored.reduce((a, b) => a + b, 0),
-    weight: discount * previous.weight + scored.length,
+    sum: keep * previous.sum + scored.reduce((a, b) => a + b, 0),
+    weight: keep * previous.weight + scored.length,
     ...(completion ?? {
       promptIds: previous.promptIds,
       completionIds: previous.completionIds,

@@ -130,7 +130,7 @@ function directComposition(
       const scored = rewards
         .slice(starts[s.promptIndex], starts[s.promptIndex] + batch.groupSizes[s.promptIndex])
         .filter((r): r is number => r !== null);
-      return scored.reduce((a, b) => a + b, 0) / scored.length;
+      return (0.5 + scored.reduce((a, b) => a + b, 0)) / (1 + scored.length); // the authors' ½ prior
     });
   }
   const advantage = advantageEstimators.get(algorithm.advantage)(input, options);

@@ -21,6 +21,7 @@ import { writeVisionModelFiles } from './vision-setup.js';
 import { createStepEnvironment, prepareGrpoStep, recordStepState, rolloutSettingsOf } from './grpo-step.js';
 import { publishAdapter } from '../rollout/openai-rollout.js';
 import { optimizedParameters, policyStep, sftStep, type SftUpdateSettings } from './optimize.js';
+import type { BoundAlgorithm } from '../config/algorithm.js';
 import { createProgressReporter, type ProgressReporter } from '../run/progress.js';
 import type { RolloutFn, RolloutSettings } from '../rollout/rollout.js';
 import { RunFolder, type TrainerState } from '../run/run-folder.js';
@@ -220,7 +221,12 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
   markRunning(folder, task.name);
   // Between steps only: a stop never lands inside save(), so the last checkpoint stays whole.
   const checkStop = () => stopIfAborted(options.signal, state.step);
-  const evaluateNow = () => evaluateRun(context);
+  const evaluateNow = () =>
+    evaluateRun(context, (message) =>
+      progress.warn(
+        `evaluation: the correctness check failed: ${message} (that answer counts as not correct; counted in eval/checkErrors)`,
+      ),
+    );
   const runEval = async () => {
     const result = await evaluateNow();
     await options.onEvaluate?.({ step: state.step, ...result });
@@ -413,6 +419,7 @@ async function runGrpo(
     }
     guardSkips(state, applied, plan.maxSkippedSteps);
     reportRewardFailures(prepared.firstRound, state, progress, reportedFailures, plan.maxSkippedSteps);
+    warnEntropyFilteredAll(bound, stepMetrics, state.step + 1, progress, reportedFailures);
     recordStepState(bound, state, prepared);
     const trainSeconds = (Date.now() - trainStart) / 1000;
     state.step++;
@@ -486,6 +493,29 @@ export function reportRewardFailures(
     );
   progress.warn(
     `grpo: warning: step ${state.step + 1} had no sample with a valid reward (${cause}); nothing was learned`,
+  );
+}
+
+/**
+ * GTPO's entropy filter is absolute, as in the authors' code (`ENT_THRESHOLD = 0.7` in
+ * winstonsmith1897/GTPO gtpo_training.py; they have no relative form): on a model whose completions
+ * all have a higher mean token entropy it zeroes every advantage and the step learns nothing. Warned
+ * once per run, with the model's entropy, so the user raises `algorithm.lossOptions.entropyThreshold`.
+ */
+export function warnEntropyFilteredAll(
+  bound: BoundAlgorithm,
+  metrics: Record<string, number>,
+  step: number,
+  progress: ProgressReporter,
+  reported: Set<string>,
+): void {
+  if (metrics['loss/entropyFilteredFraction'] !== 1 || reported.has('gtpo-entropy-filter')) return;
+  reported.add('gtpo-entropy-filter');
+  const threshold = bound.loss.options.entropyThreshold ?? 0.7;
+  const entropy =
+    metrics.entropy === undefined ? '' : ` (the model's mean token entropy is ${metrics.entropy.toFixed(3)})`;
+  progress.warn(
+    `grpo: warning: at step ${step} gtpo's entropy filter zeroed every completion's advantage: each one's mean token entropy is above algorithm.lossOptions.entropyThreshold ${threshold}${entropy}, so nothing was learned; raise entropyThreshold above the model's entropy`,
   );
 }
 
