@@ -1,12 +1,23 @@
 // The page of `grpo web`: starts the training worker (worker.js), draws its events as SVG curves and
-// a table of the latest group's completions, and pauses or resumes it. Plain browser JavaScript.
+// a table of the latest group's completions, pauses or resumes it, and downloads the checkpoint it
+// zips on request. Plain browser JavaScript.
 const form = document.querySelector('#settings');
 const pauseButton = document.querySelector('#pause');
+const saveButton = document.querySelector('#save');
 const statusLine = document.querySelector('#status');
 const errorLine = document.querySelector('#error');
 const rewards = []; // [step, reward/mean]
 const accuracies = []; // [step, accuracy]
-const state = { backend: '', sftSeconds: 0, sftSteps: 0, grpoSeconds: 0, grpoSteps: 0, last: null, paused: false };
+const state = {
+  backend: '',
+  sftSeconds: 0,
+  sftSteps: 0,
+  grpoSeconds: 0,
+  grpoSteps: 0,
+  last: null,
+  paused: false,
+  saved: '',
+};
 let worker = null;
 
 const setState = (name) => (document.body.dataset.state = name);
@@ -69,14 +80,19 @@ function showStatus() {
   if (state.grpoSteps > 0) lines.push(`GRPO: ${(state.grpoSteps / state.grpoSeconds).toFixed(2)} steps/s`);
   const accuracy = accuracies.map(([step, value]) => `${(value * 100).toFixed(1)}% @${step}`).join(', ');
   if (accuracy) lines.push(`held-out accuracy: ${accuracy}`);
+  if (state.saved) lines.push(state.saved);
   statusLine.textContent = lines.join('\n');
 }
 
 function onEvent(event) {
-  if (event.kind === 'backend') state.backend = `${event.name} (${event.threads} thread${event.threads === 1 ? '' : 's'})`;
+  if (event.kind === 'backend') {
+    state.backend = `${event.name} (${event.threads} thread${event.threads === 1 ? '' : 's'})`;
+    if (event.note) state.backend += `: ${event.note}`;
+  }
   if (event.kind === 'step') {
     state.last = event;
-    if (event.phase === 'sft') [state.sftSteps, state.sftSeconds] = [state.sftSteps + 1, state.sftSeconds + event.seconds];
+    if (event.phase === 'sft')
+      [state.sftSteps, state.sftSeconds] = [state.sftSteps + 1, state.sftSeconds + event.seconds];
     else {
       [state.grpoSteps, state.grpoSeconds] = [state.grpoSteps + 1, state.grpoSeconds + event.seconds];
       rewards.push([event.step, event.metrics['reward/mean']]);
@@ -98,6 +114,7 @@ function onEvent(event) {
     setState('done');
     pauseButton.disabled = true;
   }
+  if (event.kind === 'checkpoint') download(event);
   if (event.kind === 'error') {
     errorLine.textContent = event.message;
     setState('error');
@@ -129,6 +146,7 @@ form.addEventListener('submit', (submitted) => {
   worker.postMessage({ type: 'start', settings, backend: values.get('backend') });
   form.querySelector('#start').disabled = true;
   pauseButton.disabled = false;
+  saveButton.disabled = false;
   setState('running');
 });
 
@@ -137,6 +155,17 @@ pauseButton.addEventListener('click', () => {
   worker.postMessage({ type: state.paused ? 'pause' : 'resume' });
   pauseButton.textContent = state.paused ? 'Resume' : 'Pause';
 });
+
+/** Hands the worker's zip of the model folder to the browser as a download. */
+function download({ name, step, bytes }) {
+  const url = URL.createObjectURL(new Blob([bytes], { type: 'application/zip' }));
+  const link = Object.assign(document.createElement('a'), { href: url, download: name });
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+  state.saved = `saved ${name} (the model after step ${step}, ${(bytes.length / 1024).toFixed(0)} KiB)`;
+}
+
+saveButton.addEventListener('click', () => worker?.postMessage({ type: 'save' }));
 
 /**
  * `?preset=quick`: a smaller run where GRPO itself lifts the held-out accuracy within about a minute

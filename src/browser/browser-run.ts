@@ -4,9 +4,9 @@
  * with the same step seeds, step functions and evaluation as `grpo train` (trainer.ts), so the page
  * shows what `npm start` does.
  *
- * Is not: the trainer's loop. There is no run folder here (no metrics files, checkpoints or resume),
- * no reward workers and no checkpoint loading; a step's numbers go to the caller instead, which
- * posts them to the page. Imports only modules that run without Node (docs/browser.md; the page
+ * Is not: the trainer's loop. There is no run folder here (no metrics files, periodic checkpoints or
+ * resume), no reward workers and no checkpoint loading; a step's numbers go to the caller instead,
+ * which posts them to the page, and the caller may take the model's checkpoint files between steps. Imports only modules that run without Node (docs/browser.md; the page
  * bundle is refused at build time if a Node module slips in).
  */
 import { additionTask } from '../data/tasks/addition.js';
@@ -20,6 +20,7 @@ import {
   turnCreditEstimators,
 } from '../algorithms/index.js';
 import { CharTokenizer } from '../model/char-tokenizer.js';
+import { checkpointFiles } from '../model/checkpoint-files.js';
 import { createSmallConfig } from '../model/config.js';
 import { Transformer } from '../model/transformer.js';
 import { AdamW, learningRateAt, Random } from '../nn/index.js';
@@ -127,7 +128,7 @@ function browserRunContext(config: TrainerConfig): RunContext {
     config,
     task,
     tokenizer,
-    tokenizerFiles: {},
+    tokenizerFiles: tokenizer.toHfFiles(),
     model,
     stopTokenIds: [tokenizer.eosTokenId],
     rewards,
@@ -142,12 +143,20 @@ function browserRunContext(config: TrainerConfig): RunContext {
 
 /**
  * A run that advances one step per `next()` call (an evaluation counts as its own call), so the
- * caller can pause between any two. Yields `done` once, then nothing.
+ * caller can pause between any two. Yields `done` once, then nothing. `onModel` receives, before the
+ * first event, a function that returns the model's checkpoint folder as it stands (checkpoint-files.ts:
+ * the files a run folder's checkpoint holds, without the optimiser state); call it between steps.
  */
-export async function* browserRun(settings: BrowserRunSettings): AsyncGenerator<BrowserRunEvent> {
+export async function* browserRun(
+  settings: BrowserRunSettings,
+  onModel?: (checkpoint: () => Map<string, Uint8Array>) => void,
+): AsyncGenerator<BrowserRunEvent> {
   const config = browserRunConfig(settings);
   const context = browserRunContext(config);
   const { model, task } = context;
+  onModel?.(() =>
+    checkpointFiles({ config: model.config, tensors: model.toStoredTensors(), extraFiles: context.tokenizerFiles }),
+  );
   const optimizer = new AdamW(optimizedParameters(model), {
     learningRate: config.sft.learningRate,
     beta1: config.optimizer.beta1,

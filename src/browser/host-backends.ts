@@ -1,7 +1,8 @@
 /**
- * The page bundle's stand-in for src/tensor/backends/host-backends.ts: in a browser tab the page
- * trains on the js backend. wasm's threads are Node worker_threads and its kernels are read with
- * node:fs, native is an N-API addon, and webgpu is Dawn for Node: each is refused with one sentence.
+ * The page bundle's stand-in for src/tensor/backends/host-backends.ts: by name, a browser tab gets
+ * the js backend. wasm is built asynchronously (its kernels are fetched and its threads must start
+ * before the first product), so the page's worker makes it itself (wasm-backend.ts) and hands it to
+ * setBackend; native is an N-API addon and webgpu is Dawn for Node: each is refused with one sentence.
  */
 import type { Backend } from '../tensor/backend.js';
 import { createJsBackend } from '../tensor/backends/js.js';
@@ -10,7 +11,7 @@ import type * as NodeBackends from '../tensor/backends/host-backends.js';
 export type { BackendOptions } from '../tensor/backends/host-backends.js';
 
 const refusals: Record<string, string> = {
-  wasm: 'backend "wasm" is not available in a browser tab: its threads are Node worker_threads; the page trains on js',
+  wasm: 'backend "wasm" is created asynchronously in a browser tab: use createPageWasmBackend (src/browser/wasm-backend.ts)',
   native: 'backend "native" is not available in a browser tab: it is an N-API addon for Node; the page trains on js',
   webgpu: 'backend "webgpu" is not available in a browser tab yet: it runs on Dawn for Node; the page trains on js',
 };

@@ -1,16 +1,21 @@
 /**
  * The page's Web Worker: trains the addition run (browser-run.ts) off the page's thread and posts
- * each event to the page. Messages in: `start` with the settings, `pause`, `resume`. Out: the run's
- * events, `paused`, and `error` with the sentence that stopped the run.
+ * each event to the page. Messages in: `start` with the settings, `pause`, `resume`, `save`. Out: the run's
+ * events, `backend` (the backend it trains on, and why not wasm when wasm did not load), `paused`,
+ * `checkpoint` (a zip of the model's folder, for `save`), and `error` with the sentence that stopped the run.
  *
  * Is not: the page (web/page.js draws the curves) nor a server; it runs only in a browser.
  */
+import type { Backend } from '../tensor/backend.js';
 import { setBackend } from '../tensor/backends/select.js';
+import { createJsBackend } from '../tensor/backends/js.js';
 import { browserRun, type BrowserRunSettings } from './browser-run.js';
+import { createPageWasmBackend, pageWasmThreads } from './wasm-backend.js';
+import { storeZip } from './zip.js';
 
 /** What this file uses of a dedicated worker's global scope (the lib has no WebWorker types here). */
 interface WorkerScope {
-  postMessage(message: unknown): void;
+  postMessage(message: unknown, transfer?: ArrayBuffer[]): void;
   onmessage: ((event: { data: { type: string; settings?: BrowserRunSettings; backend?: string } }) => void) | null;
 }
 const scope = globalThis as unknown as WorkerScope;
@@ -18,6 +23,8 @@ const scope = globalThis as unknown as WorkerScope;
 let paused = false;
 let wake: (() => void) | null = null;
 let running = false;
+let checkpoint: (() => Map<string, Uint8Array>) | null = null;
+let lastStep = 0;
 
 scope.onmessage = ({ data }) => {
   if (data.type === 'pause') paused = true;
@@ -26,6 +33,9 @@ scope.onmessage = ({ data }) => {
     wake?.();
     wake = null;
   }
+  // Messages are handled between steps (train() yields to the event loop after each), so the
+  // weights are those after the last finished step.
+  if (data.type === 'save') save();
   if (data.type === 'start' && !running && data.settings) {
     running = true;
     train(data.settings, data.backend ?? 'js').catch((error: unknown) =>
@@ -34,10 +44,25 @@ scope.onmessage = ({ data }) => {
   }
 };
 
+/**
+ * The backend named in the page: wasm when it loads (its threads must be running before the first
+ * product, and they start only while this worker's event loop turns), else js with the reason.
+ */
+async function chooseBackend(name: string): Promise<{ backend: Backend; note?: string }> {
+  if (name !== 'wasm') return { backend: setBackend(name, { threads: 1 }) };
+  try {
+    return { backend: setBackend(await createPageWasmBackend(pageWasmThreads())) };
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    return { backend: setBackend(createJsBackend()), note: `wasm did not load (${reason}); training on js` };
+  }
+}
+
 async function train(settings: BrowserRunSettings, backend: string): Promise<void> {
-  const chosen = setBackend(backend, { threads: 1 });
-  scope.postMessage({ kind: 'backend', name: chosen.name, threads: chosen.threads });
-  for await (const event of browserRun(settings)) {
+  const { backend: chosen, note } = await chooseBackend(backend);
+  scope.postMessage({ kind: 'backend', name: chosen.name, threads: chosen.threads, note });
+  for await (const event of browserRun(settings, (files) => (checkpoint = files))) {
+    if (event.kind === 'step') lastStep = event.step;
     scope.postMessage(event);
     // A macrotask between steps, so a pause posted during a step is received before the next one.
     await new Promise((resolve) => setTimeout(resolve, 0));
@@ -47,4 +72,15 @@ async function train(settings: BrowserRunSettings, backend: string): Promise<voi
       scope.postMessage({ kind: 'resumed' });
     }
   }
+}
+
+/** Posts the model after the last finished step as a zip of its Hugging Face folder. */
+function save(): void {
+  if (!checkpoint) return scope.postMessage({ kind: 'error', message: 'nothing to save: start a run first' });
+  const folder = `grpo-addition-step-${lastStep}`;
+  const files = new Map([...checkpoint()].map(([name, bytes]) => [`${folder}/${name}`, bytes]));
+  const zip = storeZip(files, new Date());
+  scope.postMessage({ kind: 'checkpoint', name: `${folder}.zip`, step: lastStep, bytes: zip }, [
+    zip.buffer as ArrayBuffer,
+  ]);
 }

@@ -10,13 +10,18 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { expectedTensorShapes, parseModelConfig, type ModelConfig } from './config.js';
-import { toHfConfig } from './config-hf.js';
 import { makeDirectory, removeTree, renamePath, syncDirectory, writeFileDurably } from './durable-files.js';
 import { readJsonObject } from './json-file.js';
-import { type StoredTensor, encodeSafetensors, readSafetensorsFolder } from './safetensors.js';
+import {
+  checkTensors,
+  defaultGenerationConfigText,
+  encodeCheckpointTensors,
+  hfConfigText,
+} from './checkpoint-files.js';
+import { type StoredTensor, readSafetensorsFolder } from './safetensors.js';
 
 /** Re-exported where it was first defined; it lives in config.ts so the model needs no file code. */
-export { expectedTensorShapes };
+export { expectedTensorShapes, checkTensors };
 
 /** A checkpoint in memory: config, named float32 tensors, generation defaults and the files it came from. */
 export interface Checkpoint {
@@ -40,53 +45,6 @@ export const TOKENIZER_FILES = [
   'chat_template.jinja',
   'chat_template.json',
 ];
-
-// Buffers some older exports carry that are recomputed from the config, never learned.
-const IGNORED_TENSOR_PATTERN = /\.rotary_emb\.inv_freq$/;
-
-/**
- * Checks tensors against the config and returns them in the expected order; `fileOf` names where each
- * tensor came from for the error message. For tied configs the shared matrix is returned as
- * model.embed_tokens.weight whichever name stored it, and a duplicate lm_head.weight is dropped.
- */
-export function checkTensors(
-  config: ModelConfig,
-  tensors: Map<string, StoredTensor>,
-  fileOf: (name: string) => string,
-): Map<string, StoredTensor> {
-  const expected = expectedTensorShapes(config);
-  const ordered = new Map<string, StoredTensor>();
-  for (const [name, shape] of expected) {
-    // A tied matrix may be stored under either name (transformers 4.41 kept lm_head.weight for TinyStories).
-    const tiedAlias =
-      config.tieWordEmbeddings && name === 'model.embed_tokens.weight' ? tensors.get('lm_head.weight') : undefined;
-    const tensor = tensors.get(name) ?? tiedAlias;
-    if (!tensor) throw new Error(`${fileOf(name)}: missing tensor "${name}" (expected shape [${shape.join(', ')}])`);
-    const same = tensor.shape.length === shape.length && tensor.shape.every((d, i) => d === shape[i]);
-    if (!same) {
-      throw new Error(
-        `${fileOf(name)}: tensor "${name}" has shape [${tensor.shape.join(', ')}], expected [${shape.join(', ')}] from the config`,
-      );
-    }
-    ordered.set(name, tensor);
-  }
-  const unexpected = [...tensors.keys()].filter(
-    (name) =>
-      !expected.has(name) &&
-      !IGNORED_TENSOR_PATTERN.test(name) &&
-      !(config.tieWordEmbeddings && name === 'lm_head.weight'),
-  );
-  if (unexpected.length > 0) {
-    const list = unexpected
-      .slice(0, 5)
-      .map((name) => `"${name}"`)
-      .join(', ');
-    throw new Error(
-      `${fileOf(unexpected[0])}: ${unexpected.length} tensor(s) not used by a ${config.modelType} model with this config: ${list}${unexpected.length > 5 ? ', ...' : ''} (does config.json match the weights?)`,
-    );
-  }
-  return ordered;
-}
 
 /** Reads and parses a config.json file. */
 export function loadModelConfig(file: string): ModelConfig {
@@ -165,11 +123,6 @@ export interface SaveCheckpointInput {
   extraFiles?: Record<string, string>;
 }
 
-function defaultGenerationConfig(config: ModelConfig): Record<string, unknown> {
-  const eos = config.eosTokenIds.length === 1 ? config.eosTokenIds[0] : config.eosTokenIds;
-  return { bos_token_id: config.bosTokenId, eos_token_id: config.eosTokenIds.length === 0 ? null : eos };
-}
-
 /**
  * Writes a checkpoint folder that transformers loads as it is. The folder is built beside the target
  * (`.<name>.tmp-<pid>-<time>`), every file and the folder fsynced, then published by
@@ -198,22 +151,16 @@ export function saveCheckpoint(directory: string, input: SaveCheckpointInput): v
  */
 export function writeCheckpointFiles(folder: string, input: SaveCheckpointInput, target = folder): void {
   const ordered = checkTensors(input.config, input.tensors, () => `saveCheckpoint(${target})`);
-  writeFileDurably(join(folder, 'config.json'), `${JSON.stringify(toHfConfig(input.config), null, 2)}\n`);
+  writeFileDurably(join(folder, 'config.json'), hfConfigText(input.config));
   // transformers refuses safetensors files whose metadata lacks format "pt".
-  writeFileDurably(
-    join(folder, 'model.safetensors'),
-    encodeSafetensors(ordered, { dtype: 'F32', metadata: { format: 'pt' } }),
-  );
+  writeFileDurably(join(folder, 'model.safetensors'), encodeCheckpointTensors(ordered));
   const sourceGeneration = input.sourceDir ? join(input.sourceDir, 'generation_config.json') : null;
   if (input.generationConfig) {
     writeFileDurably(join(folder, 'generation_config.json'), `${JSON.stringify(input.generationConfig, null, 2)}\n`);
   } else if (sourceGeneration && existsSync(sourceGeneration)) {
     writeFileDurably(join(folder, 'generation_config.json'), readFileSync(sourceGeneration));
   } else {
-    writeFileDurably(
-      join(folder, 'generation_config.json'),
-      `${JSON.stringify(defaultGenerationConfig(input.config), null, 2)}\n`,
-    );
+    writeFileDurably(join(folder, 'generation_config.json'), defaultGenerationConfigText(input.config));
   }
   if (input.sourceDir) {
     for (const name of TOKENIZER_FILES) {

@@ -39,7 +39,7 @@ function faultPoint(kind: FileStepKind, path: string): void {
 }
 
 /** Creates (or truncates) `file`, writes all of `data` and fsyncs it before closing. */
-export function writeFileDurably(file: string, data: Buffer | string): void {
+export function writeFileDurably(file: string, data: Uint8Array | string): void {
   const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
   const descriptor = openSync(file, 'w');
   try {

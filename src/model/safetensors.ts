@@ -16,6 +16,9 @@
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { writeFileDurably } from './durable-files.js';
+import { BYTES_PER_ELEMENT, encodeSafetensorsBytes, type WriteSafetensorsOptions } from './safetensors-encode.js';
+
+export { numberToFloat16Bits, type WriteSafetensorsOptions } from './safetensors-encode.js';
 
 /** A dense float32 tensor as stored in a checkpoint: row-major data with its shape. */
 export interface StoredTensor {
@@ -43,7 +46,6 @@ export interface SafetensorsHeader {
 }
 
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
-const BYTES_PER_ELEMENT: Record<SafetensorsDtype, number> = { F32: 4, F16: 2, BF16: 2 };
 // Sizes of the format's other dtypes: they are refused when loaded, but their byte ranges are
 // still checked so that the layout check covers the whole file.
 const STORED_BYTES_PER_ELEMENT: Record<string, number> = {
@@ -258,83 +260,10 @@ export function readTensorsFromDescriptor(
   return tensors;
 }
 
-/** Rounds float32 values to bfloat16 bits with round-to-nearest-even, the way torch does (NaN stays NaN). */
-function encodeBfloat16(data: Float32Array, out: DataView, offset: number): void {
-  const bits = new Uint32Array(data.buffer, data.byteOffset, data.length);
-  for (let i = 0; i < data.length; i++) {
-    const x = bits[i];
-    const isNaN = (x & 0x7fffffff) > 0x7f800000;
-    const rounded = isNaN ? (x >>> 16) | 0x40 : (x + 0x7fff + ((x >>> 16) & 1)) >>> 16;
-    out.setUint16(offset + i * 2, rounded & 0xffff, true);
-  }
-}
-
-/** Rounds one number to IEEE half-precision bits, round-to-nearest-even, overflow to ±inf. */
-export function numberToFloat16Bits(value: number): number {
-  if (Number.isNaN(value)) return 0x7e00;
-  const sign = value < 0 || Object.is(value, -0) ? 0x8000 : 0;
-  const magnitude = Math.abs(value);
-  if (magnitude >= 65520) return sign | 0x7c00; // rounds past the largest half (65504)
-  if (magnitude < 2 ** -14) return sign | roundHalfEven(magnitude * 2 ** 24); // subnormal range; may round up to the smallest normal
-  const exponent = Math.floor(Math.log2(magnitude));
-  const normalised = exponent + (magnitude >= 2 ** (exponent + 1) ? 1 : magnitude < 2 ** exponent ? -1 : 0);
-  const mantissa = roundHalfEven((magnitude / 2 ** normalised - 1) * 1024);
-  // A mantissa that rounds to 1024 carries into the exponent; the bit arithmetic does that for us.
-  return sign | (((normalised + 15) << 10) + mantissa);
-}
-
-function roundHalfEven(x: number): number {
-  const floor = Math.floor(x);
-  const rest = x - floor;
-  if (rest > 0.5) return floor + 1;
-  if (rest < 0.5) return floor;
-  return floor % 2 === 0 ? floor : floor + 1;
-}
-
-/** Options for writing: the stored dtype (F32 keeps values bit-exact) and free-form string metadata. */
-export interface WriteSafetensorsOptions {
-  dtype?: SafetensorsDtype;
-  metadata?: Record<string, string>;
-}
-
-/** Builds a complete safetensors file in memory; tensors are laid out in the given order. */
+/** Builds a complete safetensors file in memory (safetensors-encode.ts) as a Buffer; tensors are laid out in the given order. */
 export function encodeSafetensors(tensors: Map<string, StoredTensor>, options: WriteSafetensorsOptions = {}): Buffer {
-  const dtype = options.dtype ?? 'F32';
-  const header: Record<string, unknown> = {};
-  if (options.metadata) header.__metadata__ = options.metadata;
-  let offset = 0;
-  for (const [name, tensor] of tensors) {
-    const count = tensor.shape.reduce((a, b) => a * b, 1);
-    if (count !== tensor.data.length) {
-      throw new Error(
-        `tensor "${name}": shape ${JSON.stringify(tensor.shape)} needs ${count} values, data has ${tensor.data.length}`,
-      );
-    }
-    const size = count * BYTES_PER_ELEMENT[dtype];
-    header[name] = { dtype, shape: tensor.shape, data_offsets: [offset, offset + size] };
-    offset += size;
-  }
-  let headerText = JSON.stringify(header);
-  // The format asks for the data section to start 8-byte aligned; pad the JSON with spaces.
-  headerText += ' '.repeat((8 - (Buffer.byteLength(headerText) % 8)) % 8);
-  const headerBytes = Buffer.from(headerText, 'utf8');
-  const out = Buffer.alloc(8 + headerBytes.length + offset);
-  out.writeBigUInt64LE(BigInt(headerBytes.length), 0);
-  headerBytes.copy(out, 8);
-  const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
-  let position = 8 + headerBytes.length;
-  for (const tensor of tensors.values()) {
-    if (dtype === 'F32') {
-      Buffer.from(tensor.data.buffer, tensor.data.byteOffset, tensor.data.byteLength).copy(out, position);
-    } else if (dtype === 'BF16') {
-      encodeBfloat16(tensor.data, view, position);
-    } else {
-      for (let i = 0; i < tensor.data.length; i++)
-        view.setUint16(position + i * 2, numberToFloat16Bits(tensor.data[i]), true);
-    }
-    position += tensor.data.length * BYTES_PER_ELEMENT[dtype];
-  }
-  return out;
+  const bytes = encodeSafetensorsBytes(tensors, options);
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 /** Writes tensors to one safetensors file (F32 by default, which round-trips bit-exactly), fsynced. */

@@ -1,14 +1,15 @@
 /**
- * Builds the page of `grpo web` with esbuild: web/index.html and web/page.js as they are, and
+ * Builds the page of `grpo web` with esbuild: web/index.html and web/page.js as they are,
  * src/browser/worker.ts bundled for a browser with the Node-only leaves replaced by their browser
- * stand-ins (the table below). A Node module reached any other way stops the build, naming the
+ * stand-ins (the table below), the wasm backend's kernel thread (src/browser/wasm-thread.mjs) and its
+ * kernels (kernels.wasm, copied as it is, fetched by the worker). A Node module reached any other way stops the build, naming the
  * importer, so none can slip into the page.
  *
  * Is not: the server (server.ts). esbuild is a devDependency: this runs from a checkout.
  */
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { join, relative, resolve } from 'node:path';
+import { basename, join, relative, resolve } from 'node:path';
 
 const repository = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -20,6 +21,9 @@ const browserStandIns: Record<string, string> = {
   'src/data/image-files.ts': 'src/browser/image-files.ts',
   'src/config/template-file.ts': 'src/browser/template-file.ts',
 };
+
+/** The page's files, in the order a folder listing shows them. */
+export const PAGE_FILES = ['index.html', 'kernels.wasm', 'page.js', 'wasm-thread.js', 'worker.js'];
 
 /** The built page: file name → bytes, and the worker bundle's size. */
 export interface BuiltPage {
@@ -37,14 +41,17 @@ export async function buildPage({ minify = true } = {}): Promise<BuiltPage> {
   }
   const result = await esbuild
     .build({
-      entryPoints: [join(repository, 'src/browser/worker.ts')],
+      entryPoints: {
+        worker: join(repository, 'src/browser/worker.ts'),
+        'wasm-thread': join(repository, 'src/browser/wasm-thread.mjs'),
+      },
       bundle: true,
       format: 'esm',
       platform: 'browser',
       target: 'es2022',
       minify,
       write: false,
-      outfile: 'worker.js',
+      outdir: '/',
       logLevel: 'silent',
       plugins: [
         {
@@ -74,8 +81,9 @@ export async function buildPage({ minify = true } = {}): Promise<BuiltPage> {
         `grpo web: the page bundle failed: ${(error.errors ?? []).map((e) => e.text).join('; ') || String(error)}`,
       );
     });
-  const worker = result.outputFiles[0].contents;
-  const files = new Map<string, Uint8Array>([['worker.js', worker]]);
+  const files = new Map<string, Uint8Array>();
+  for (const output of result.outputFiles) files.set(basename(output.path), output.contents);
   for (const name of ['index.html', 'page.js']) files.set(name, await readFile(join(repository, 'web', name)));
-  return { files, workerBytes: worker.length };
+  files.set('kernels.wasm', await readFile(join(repository, 'src/tensor/backends/wasm/kernels.wasm')));
+  return { files, workerBytes: files.get('worker.js')!.length };
 }

@@ -1,15 +1,15 @@
 /**
  * `grpo web`: serves the built page (build-page.ts) on 127.0.0.1 with the headers that make it
  * cross-origin isolated (COOP/COEP, so SharedArrayBuffer is available to a threaded backend), or
- * writes it to a folder for any static host. GET and HEAD of the page's three files only; every
- * other path is a 404, so nothing on disk is reachable through it.
+ * writes it to a folder for any static host. GET and HEAD of the page's files only (PAGE_FILES);
+ * every other path is a 404, so nothing on disk is reachable through it.
  *
  * Is not: the page or the training (src/browser/, web/); it imports neither.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { buildPage, type BuiltPage } from './build-page.js';
+import { buildPage, PAGE_FILES, type BuiltPage } from './build-page.js';
 
 /** A running page server. */
 export interface WebHandle {
@@ -22,6 +22,8 @@ const types: Record<string, string> = {
   'index.html': 'text/html; charset=utf-8',
   'page.js': 'text/javascript; charset=utf-8',
   'worker.js': 'text/javascript; charset=utf-8',
+  'wasm-thread.js': 'text/javascript; charset=utf-8',
+  'kernels.wasm': 'application/wasm',
 };
 
 const headers = {
@@ -30,7 +32,8 @@ const headers = {
   'cross-origin-resource-policy': 'same-origin',
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
-  'content-security-policy': "default-src 'self'; style-src 'self' 'unsafe-inline'; worker-src 'self'",
+  'content-security-policy':
+    "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; worker-src 'self'",
   'cache-control': 'no-store',
 };
 
@@ -52,8 +55,7 @@ function handle(request: IncomingMessage, response: ServerResponse, page: BuiltP
   const path = (request.url ?? '/').split('?')[0];
   const name = path === '/' ? 'index.html' : path.slice(1);
   const body = Object.hasOwn(types, name) ? page.files.get(name) : undefined;
-  if (!body)
-    return send(404, 'text/plain; charset=utf-8', 'no such file: the page has index.html, page.js and worker.js');
+  if (!body) return send(404, 'text/plain; charset=utf-8', `no such file: the page has ${PAGE_FILES.join(', ')}`);
   return send(200, types[name], body);
 }
 

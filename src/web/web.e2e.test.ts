@@ -6,16 +6,21 @@
  * after SFT and every 5 GRPO steps). It asserts that the form shows exactly those settings, that GRPO
  * itself lifts the held-out accuracy by at least 5 points over the accuracy after SFT, that
  * the page is cross-origin isolated (COOP/COEP), that a completion table with rewards and advantages is
- * drawn, that pause holds the run and resume continues it, and that choosing the wasm backend is
- * refused with one sentence. It asserts no times. Without Chromium or playwright-core it skips with a
+ * drawn, and that pause holds the run and resume continues it. A second run trains 2 SFT steps on the
+ * wasm backend (the page's default; its kernels fetched, its threads Web Workers), saves the
+ * checkpoint through the page's button, and loads the downloaded zip's folder with `grpo score`.
+ * It asserts no times. Without Chromium or playwright-core it skips with a
  * message, except under CI=true, where it fails.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
+import { runScoreCommand } from '../cli/model-commands.js';
+import { PAGE_FILES } from './build-page.js';
 import { runWebCommand, writePage, type WebHandle } from './server.js';
 
 const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -124,14 +129,43 @@ describe.skipIf(browserProblem !== null)('grpo web in headless Chromium', () => 
     await page.close();
   }, 900_000);
 
-  it('refuses the wasm backend with one sentence', async () => {
-    const page = await openPage({ sftSteps: '1', grpoSteps: '0' }, 'wasm');
-    await page.waitForFunction(() => document.body.dataset.state === 'error', null, { timeout: 60_000 });
-    expect(await page.textContent('#error')).toMatch(
-      /^backend "wasm" is not available in a browser tab: [^.]+; the page trains on js$/,
+  it('trains on the wasm backend by default and saves a checkpoint that grpo score loads', async () => {
+    const page = await browser.newPage({ acceptDownloads: true });
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    await page.goto(`${web.url}?preset=quick&sftSteps=2&grpoSteps=0&evalExamples=10`);
+    expect(await page.inputValue('select[name=backend]')).toBe('wasm');
+    await page.click('#start');
+    await page.waitForFunction(() => document.body.dataset.state === 'done', null, { timeout: 120_000 });
+    // wasm loaded (no fallback note), with its kernel threads when the machine has more than one CPU.
+    expect(await page.textContent('#status')).toMatch(/^backend wasm \(\d+ threads?\); cross-origin isolated: yes$/m);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#save')]);
+    expect(download.suggestedFilename()).toBe('grpo-addition-step-2.zip');
+    const folder = await mkdtemp(join(tmpdir(), 'grpo-web-save-'));
+    try {
+      await download.saveAs(join(folder, 'model.zip'));
+      execFileSync('unzip', ['-q', join(folder, 'model.zip'), '-d', folder]);
+      const model = join(folder, 'grpo-addition-step-2');
+      expect((await readdir(model)).sort()).toEqual([
+        'config.json',
+        'generation_config.json',
+        'model.safetensors',
+        'tokenizer.json',
+        'tokenizer_config.json',
+      ]);
+      const scored: string[] = [];
+      runScoreCommand({ model, text: '12+34=46', json: true }, (line) => scored.push(line));
+      const result = JSON.parse(scored[0]) as { tokens: unknown[]; meanNll: number };
+      expect(result.tokens.length).toBeGreaterThan(0);
+      expect(Number.isFinite(result.meanNll)).toBe(true);
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
+    expect(await page.textContent('#status')).toMatch(
+      /saved grpo-addition-step-2\.zip \(the model after step 2, \d+ KiB\)/,
     );
+    expect(pageErrors).toEqual([]);
     await page.close();
-  });
+  }, 180_000);
 
   it('serves only the page, with COOP/COEP headers', async () => {
     const page = await fetch(web.url);
@@ -146,7 +180,7 @@ describe.skipIf(browserProblem !== null)('grpo web in headless Chromium', () => 
     const folder = await mkdtemp(join(tmpdir(), 'grpo-web-'));
     try {
       await writePage(join(folder, 'site'));
-      expect((await readdir(join(folder, 'site'))).sort()).toEqual(['index.html', 'page.js', 'worker.js']);
+      expect((await readdir(join(folder, 'site'))).sort()).toEqual(PAGE_FILES);
       await writeFile(join(folder, 'notes.txt'), 'mine');
       await expect(writePage(folder)).rejects.toThrow(/holds other files \(/);
     } finally {

@@ -1,49 +1,14 @@
 /**
- * The `wasm` backend: the SIMD128 GEMM of kernels.c, run over one shared WebAssembly memory by the
- * calling thread plus worker_threads (worker.mjs), behind the synchronous Backend interface.
+ * The `wasm` backend in Node: kernels.wasm read from disk beside this file and compiled once per
+ * process, and its kernel threads as worker_threads running worker.mjs. The engine itself (memory
+ * layout, dispatch) is wasm-gemm.ts, which a browser tab drives with fetch and Web Workers instead.
  *
- * Is: the memory layout (params, per-thread scratch, operand copies), the copy-in/copy-out, and the
- * dispatch: the calling thread wakes the workers with Atomics.notify, does its own share, then
- * Atomics.waits for the rest. Is not: the arithmetic (kernels.c) nor backend selection (select.ts).
- *
- * Memory is wasm32: operands of one call (A + B + out) must fit in 4 GiB minus the scratch.
+ * Is not: the arithmetic (kernels.c) nor backend selection (host-backends.ts, select.ts).
  */
 import { readFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import type { Backend, MatmulShape } from '../../backend.js';
-import { checkMatmulShape, operandLength } from '../matmul-shape.js';
-
-/** Options of createWasmBackend. */
-export interface WasmBackendOptions {
-  /** Threads that share each large product, the calling thread included (default 2). */
-  threads?: number;
-  /** Products with fewer multiply-adds than this run on the calling thread only (default 2^21:
-   * below about 128^3, waking a worker costs more than it saves on this 2-core machine). */
-  parallelThreshold?: number;
-}
-
-// Control words shared with worker.mjs (Int32 indices); the worker receives them in workerData, so
-// this is the only place the layout is written down.
-const CONTROL_GENERATION = 0;
-const CONTROL_PENDING = 1;
-const CONTROL_PARAMS = 2;
-const CONTROL_COUNT = 3;
-const CONTROL_STOP = 4;
-const CONTROL_READY = 5;
-const CONTROL_FAILED = 6;
-const CONTROL_WORDS = 8;
-
-const PAGE_BYTES = 65536;
-const MAX_PAGES = 65536; // 4 GiB, as declared by the module (--max-memory)
-const INITIAL_PAGES = 32; // >= the module's declared minimum (data + 16 KiB stack)
-const PARAMS_WORDS = 15; // sizeof(Params) / 4 in kernels.c
-const WORKER_START_TIMEOUT_MS = 10_000;
-
-interface KernelExports {
-  sgemm_thread(params: number, index: number, count: number): void;
-  sgemm_scratch_bytes(): number;
-  __heap_base: WebAssembly.Global;
-}
+import type { Backend } from '../../backend.js';
+import { createWasmEngine, type WasmBackendOptions } from './wasm-gemm.js';
 
 let compiled: WebAssembly.Module | undefined;
 
@@ -53,165 +18,16 @@ function kernelModule(): WebAssembly.Module {
   return compiled;
 }
 
-const align = (value: number, to: number): number => Math.ceil(value / to) * to;
-
 /** Creates a wasm backend; throws if WebAssembly SIMD or shared memory is unavailable. */
 export function createWasmBackend(options: WasmBackendOptions = {}): Backend {
-  const threads = options.threads ?? 2;
-  if (!Number.isInteger(threads) || threads < 1 || threads > 64) {
-    throw new Error(`wasm backend: threads must be an integer in 1..64, got ${threads}`);
-  }
-  return new WasmBackend(threads, options.parallelThreshold ?? 1 << 21);
-}
-
-class WasmBackend implements Backend {
-  readonly name = 'wasm';
-  private readonly memory = new WebAssembly.Memory({ initial: INITIAL_PAGES, maximum: MAX_PAGES, shared: true });
-  private readonly kernels: KernelExports;
-  private readonly control = new Int32Array(new SharedArrayBuffer(CONTROL_WORDS * 4));
-  private readonly workers: Worker[] = [];
-  // Layout: [module data | params | scratch per thread | A | B | out], grown per call as needed.
-  private readonly paramsAddress: number;
-  private readonly scratchAddress: number;
-  private readonly scratchBytes: number;
-  private readonly dataAddress: number;
-  private workersReady: boolean;
-  private disposed = false;
-
-  constructor(
-    readonly threads: number,
-    private readonly parallelThreshold: number,
-  ) {
-    const module = kernelModule();
-    this.kernels = new WebAssembly.Instance(module, { env: { memory: this.memory } })
-      .exports as unknown as KernelExports;
-    this.paramsAddress = align(this.kernels.__heap_base.value as number, 64);
-    this.scratchBytes = align(this.kernels.sgemm_scratch_bytes(), 64);
-    this.scratchAddress = this.paramsAddress + 64;
-    this.dataAddress = this.scratchAddress + threads * this.scratchBytes;
-    this.ensureBytes(this.dataAddress);
-    for (let index = 1; index < threads; index++) {
-      const worker = new Worker(new URL('./worker.mjs', import.meta.url), {
-        workerData: {
-          module,
-          memory: this.memory,
-          control: this.control.buffer,
-          index,
-          layout: {
-            GENERATION: CONTROL_GENERATION,
-            PENDING: CONTROL_PENDING,
-            PARAMS: CONTROL_PARAMS,
-            COUNT: CONTROL_COUNT,
-            STOP: CONTROL_STOP,
-            READY: CONTROL_READY,
-            FAILED: CONTROL_FAILED,
-          },
-        },
-        // worker.mjs is plain JS: it needs no loader (tsx) and must not inherit flags such as
-        // --input-type or --eval, which make a worker fail before it can signal the calling thread.
-        execArgv: [],
-      });
-      worker.unref(); // an idle backend must not keep the process alive
-      this.workers.push(worker);
-    }
-    this.workersReady = threads === 1;
-  }
-
-  matmul(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void {
-    if (this.disposed) throw new Error('wasm matmul: backend was disposed');
-    checkMatmulShape('wasm', a, b, out, shape);
-    const { batch, M, K, N, aBatchStride, bBatchStride, accumulate } = shape;
-    const outLength = batch * M * N;
-    if (outLength === 0) return;
-    if (K === 0) {
-      if (!accumulate) out.fill(0, 0, outLength);
-      return;
-    }
-    const aLength = operandLength(batch, aBatchStride, M * K);
-    const bLength = operandLength(batch, bBatchStride, K * N);
-    const aAddress = this.dataAddress;
-    const bAddress = align(aAddress + aLength * 4, 64);
-    const outAddress = align(bAddress + bLength * 4, 64);
-    this.ensureBytes(outAddress + outLength * 4);
-
-    const heap = new Float32Array(this.memory.buffer);
-    heap.set(a.subarray(0, aLength), aAddress / 4);
-    heap.set(b.subarray(0, bLength), bAddress / 4);
-    if (accumulate) heap.set(out.subarray(0, outLength), outAddress / 4);
-    new Int32Array(this.memory.buffer, this.paramsAddress, PARAMS_WORDS).set([
-      aAddress,
-      bAddress,
-      outAddress,
-      batch,
-      M,
-      K,
-      N,
-      shape.transposeA ? 1 : 0,
-      shape.transposeB ? 1 : 0,
-      aBatchStride,
-      bBatchStride,
-      accumulate ? 1 : 0,
-      this.scratchAddress,
-      this.scratchBytes,
-      0,
-    ]);
-    if (this.workers.length > 0 && batch * M * N * K >= this.parallelThreshold) this.runParallel();
-    else this.kernels.sgemm_thread(this.paramsAddress, 0, 1);
-    out.set(heap.subarray(outAddress / 4, outAddress / 4 + outLength));
-  }
-
-  dispose(): void {
-    if (this.disposed) return;
-    this.disposed = true;
-    Atomics.store(this.control, CONTROL_STOP, 1);
-    Atomics.add(this.control, CONTROL_GENERATION, 1);
-    Atomics.notify(this.control, CONTROL_GENERATION);
-    for (const worker of this.workers) void worker.terminate();
-  }
-
-  private ensureBytes(bytes: number): void {
-    const pages = Math.ceil(bytes / PAGE_BYTES);
-    if (pages > MAX_PAGES) {
-      throw new Error(`wasm matmul: operands need ${bytes} bytes, over the 4 GiB of wasm32 memory`);
-    }
-    const current = this.memory.buffer.byteLength / PAGE_BYTES;
-    if (pages > current) this.memory.grow(pages - current);
-  }
-
-  /** Blocks until every worker has instantiated the module (only before the first parallel call). */
-  private awaitWorkers(): void {
-    const deadline = Date.now() + WORKER_START_TIMEOUT_MS;
-    for (;;) {
-      const ready = Atomics.load(this.control, CONTROL_READY);
-      if (ready === this.workers.length) break;
-      if (Date.now() > deadline) {
-        throw new Error(
-          `wasm backend: only ${ready} of ${this.workers.length} worker threads started within ` +
-            `${WORKER_START_TIMEOUT_MS / 1000} s (could worker.mjs or kernels.wasm not load?)`,
-        );
-      }
-      Atomics.wait(this.control, CONTROL_READY, ready, 100);
-    }
-    this.workersReady = true;
-  }
-
-  /** Wakes the workers, runs the calling thread's share, then waits for theirs (Backend is synchronous). */
-  private runParallel(): void {
-    if (!this.workersReady) this.awaitWorkers();
-    const control = this.control;
-    Atomics.store(control, CONTROL_PARAMS, this.paramsAddress);
-    Atomics.store(control, CONTROL_COUNT, this.threads);
-    Atomics.store(control, CONTROL_PENDING, this.workers.length);
-    Atomics.add(control, CONTROL_GENERATION, 1);
-    Atomics.notify(control, CONTROL_GENERATION);
-    this.kernels.sgemm_thread(this.paramsAddress, 0, this.threads);
-    for (;;) {
-      const pending = Atomics.load(control, CONTROL_PENDING);
-      if (pending === 0) break;
-      Atomics.wait(control, CONTROL_PENDING, pending);
-    }
-    if (Atomics.exchange(control, CONTROL_FAILED, 0) !== 0) {
-      throw new Error('wasm matmul: a worker thread failed (see its message above)');
-    }
-  }
+  return createWasmEngine(kernelModule(), options, (workerData) => {
+    const worker = new Worker(new URL('./worker.mjs', import.meta.url), {
+      workerData,
+      // worker.mjs is plain JS: it needs no loader (tsx) and must not inherit flags such as
+      // --input-type or --eval, which make a worker fail before it can signal the calling thread.
+      execArgv: [],
+    });
+    worker.unref(); // an idle backend must not keep the process alive
+    return { terminate: () => void worker.terminate() };
+  });
 }

@@ -1,33 +1,10 @@
 /**
- * A wasm backend worker thread: instantiates the GEMM module over the shared memory it is given and
- * runs its share of each product when the calling thread bumps the generation counter.
+ * A wasm backend worker thread in Node: runs thread-loop.mjs over the workerData that
+ * wasm-backend.ts gives it (the module, the shared memory and the control words).
  *
- * Is: plain JavaScript (not TypeScript) so that the same file runs under tsx/vitest and from dist/
- * without a build step. Is not: a general thread pool; it only knows `sgemm_thread`.
- * The control-word layout comes from wasm-backend.ts (CONTROL_*) through workerData.
+ * Is: plain JavaScript so that it runs under tsx/vitest and from dist/ without a build step.
  */
 import { workerData } from 'node:worker_threads';
+import { runKernelThread } from './thread-loop.mjs';
 
-const { module, memory, control, index, layout } = workerData;
-const { GENERATION, PENDING, PARAMS, COUNT, STOP, READY, FAILED } = layout;
-const words = new Int32Array(control);
-const instance = new WebAssembly.Instance(module, { env: { memory } });
-const run = instance.exports.sgemm_thread;
-
-Atomics.add(words, READY, 1);
-Atomics.notify(words, READY);
-
-let seen = 0;
-for (;;) {
-  Atomics.wait(words, GENERATION, seen);
-  seen = Atomics.load(words, GENERATION);
-  if (Atomics.load(words, STOP) !== 0) break;
-  try {
-    run(Atomics.load(words, PARAMS), index, Atomics.load(words, COUNT));
-  } catch (error) {
-    // The calling thread cannot see this exception; flag it so it can throw instead of hanging.
-    Atomics.store(words, FAILED, 1);
-    console.error(`grpo wasm worker ${index}:`, error);
-  }
-  if (Atomics.sub(words, PENDING, 1) === 1) Atomics.notify(words, PENDING);
-}
+runKernelThread(workerData);
