@@ -5,8 +5,9 @@
  * Is not: the loop (src/trainer) — it only turns files and flags into a config.
  */
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { basename, extname, join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { tmpdir } from 'node:os';
+import { basename, dirname, extname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import YAML from 'yaml';
 import {
   createRunContext,
@@ -57,6 +58,45 @@ export function readConfigFile(path: string): Record<string, unknown> {
   return value;
 }
 
+/** TSX_TSCONFIG_PATH as the user started this process with it. */
+const userTsconfigPath = process.env.TSX_TSCONFIG_PATH;
+
+/** Whether `name` (a file or folder name) exists in `directory` or any folder above it. */
+function foundAbove(directory: string, name: string): boolean {
+  for (let folder = directory; ; folder = dirname(folder)) {
+    if (existsSync(join(folder, name))) return true;
+    if (dirname(folder) === folder) return false;
+  }
+}
+
+/**
+ * For a recipe outside any project that installs grpo (no node_modules/grpo and no tsconfig.json in
+ * its folder or above): a tsconfig whose `paths` send `grpo`, `grpo/tensor` and `grpo/testing` to
+ * this running package, so the recipe can import values from 'grpo' as a project's file does. tsx
+ * reads it from TSX_TSCONFIG_PATH (its CommonJS loader, which a recipe outside an ESM package gets,
+ * reads nothing else), set for this process and the reward workers it starts. A recipe inside a
+ * project keeps that project's own resolution and tsconfig.
+ */
+function selfReferenceTsconfig(recipePath: string): string | undefined {
+  const directory = dirname(recipePath);
+  if (foundAbove(directory, join('node_modules', 'grpo')) || foundAbove(directory, 'tsconfig.json')) {
+    // An earlier recipe of this process may have set it: this one keeps the user's own setting.
+    if (userTsconfigPath === undefined) delete process.env.TSX_TSCONFIG_PATH;
+    else process.env.TSX_TSCONFIG_PATH = userTsconfigPath;
+    return undefined;
+  }
+  // This file is src/cli/train-command.ts (sources through tsx) or dist/cli/train-command.js (the package).
+  const here = fileURLToPath(import.meta.url);
+  const root = dirname(dirname(here));
+  const extension = extname(here);
+  const entry = (folder: string) => join(root, folder, `index${extension}`);
+  const paths = { grpo: [entry('.')], 'grpo/tensor': [entry('tensor')], 'grpo/testing': [entry('testing')] };
+  const file = join(tmpdir(), `grpo-recipe-tsconfig-${process.pid}.json`);
+  writeJsonAtomically(file, { compilerOptions: { paths } });
+  process.env.TSX_TSCONFIG_PATH = file;
+  return file;
+}
+
 /** A recipe file: .ts/.js default-exports `{ config, rewards? }` (or a bare config); .json/.yaml hold a config. */
 export async function loadRecipe(file: string): Promise<Recipe> {
   const path = resolve(file);
@@ -65,9 +105,11 @@ export async function loadRecipe(file: string): Promise<Recipe> {
   if (['.json', '.yaml', '.yml'].includes(extension)) return { config: readConfigFile(path) };
   if (!['.ts', '.mts', '.js', '.mjs'].includes(extension))
     throw new Error(`recipe ${path}: use a .ts, .js, .json or .yaml file`);
-  const loaded = extension.endsWith('ts')
-    ? await (await import('tsx/esm/api')).tsImport(pathToFileURL(path).href, import.meta.url)
-    : await import(pathToFileURL(path).href);
+  const tsconfig = selfReferenceTsconfig(path);
+  const loaded =
+    extension.endsWith('ts') || tsconfig
+      ? await (await import('tsx/esm/api')).tsImport(pathToFileURL(path).href, { parentURL: import.meta.url, tsconfig })
+      : await import(pathToFileURL(path).href);
   // tsx loads a .ts file outside an ESM package as CommonJS: its exports then sit one level down,
   // under `default`, marked __esModule (without this, `export default { config }` read as a config
   // with a field named "default").
