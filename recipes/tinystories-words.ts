@@ -55,7 +55,7 @@ const task: Task = {
 export default {
   config: {
     task: 'story-words',
-    model: { checkpoint: '../shared/fixtures/models/tinystories-656k' },
+    model: { checkpoint: '../../shared/fixtures/models/tinystories-656k' }, // relative to this file
     sft: { steps: 0 },
     sampling: { groupSize: 8, maxNewTokens: 40, temperature: 1 },
     // Tuned with a constant rate and β2 0.99; a checkpoint's defaults would be TRL's linear decay and 0.999.

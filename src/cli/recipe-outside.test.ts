@@ -3,7 +3,8 @@
  * scratch file is) imports values from 'grpo' — here `extractFinalAnswer` and `answersMatch` for its
  * own reward — and trains with it through `grpo train`. The same recipe with 'grpo' misspelt fails
  * with Node's module-not-found error, so the mapping is what makes it load; a recipe inside a folder
- * with its own tsconfig.json is left to that project's resolution.
+ * with its own tsconfig.json is left to that project's resolution. Relative input paths in a recipe
+ * are read from the recipe's folder.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -71,5 +72,58 @@ describe('a recipe outside any project', () => {
     mkdirSync(project, { recursive: true });
     writeFileSync(join(project, 'tsconfig.json'), '{}');
     await expect(loadRecipe(writeRecipe(join(project, 'src'), 'grpo'))).rejects.toThrow(/Cannot find module 'grpo'/);
+  });
+});
+
+describe("a recipe's paths", () => {
+  it('are read from its folder, wherever grpo runs; flags and absolute paths are left as they are', async () => {
+    const folder = join(scratch, 'relative');
+    mkdirSync(join(folder, 'data'), { recursive: true });
+    writeFileSync(
+      join(folder, 'data', 'train.jsonl'),
+      Array.from({ length: 24 }, (_, i) => JSON.stringify({ prompt: `${i}+1=`, answer: String(i + 1) })).join('\n'),
+    );
+    const config = {
+      task: 'dataset',
+      taskOptions: {
+        trainFile: 'data/train.jsonl',
+        evalFile: '/absolute/eval.jsonl',
+        rewards: [{ name: 'math-answer' }],
+      },
+      model: { chatTemplate: 'none' },
+      logging: { runsDirectory: 'runs' },
+    };
+    writeFileSync(join(folder, 'recipe.json'), JSON.stringify(config));
+    const loaded = (await loadRecipe(join(folder, 'recipe.json'))).config as typeof config;
+    expect(loaded.taskOptions.trainFile).toBe(join(folder, 'data', 'train.jsonl'));
+    expect(loaded.taskOptions.evalFile).toBe('/absolute/eval.jsonl');
+    expect(loaded.model.chatTemplate).toBe('none');
+    expect(loaded.logging.runsDirectory).toBe('runs');
+    // The working directory of this test is the repository: the file is found only from the recipe's folder.
+    writeFileSync(
+      join(folder, 'train.json'),
+      JSON.stringify({ ...config, taskOptions: { trainFile: 'data/train.jsonl', rewards: [{ name: 'math-answer' }] } }),
+    );
+    const code = await runTrainCommand({
+      recipe: join(folder, 'train.json'),
+      set: [
+        'sft.steps=0',
+        'grpo.steps=1',
+        'grpo.promptsPerStep=2',
+        'sampling.groupSize=2',
+        'sampling.maxNewTokens=4',
+        'model.hiddenSize=16',
+        'model.numLayers=1',
+        'model.numHeads=2',
+        'evaluation.examples=2',
+        'checkpoint.every=0',
+        `logging.runsDirectory=${JSON.stringify(scratch)}`,
+      ],
+      runName: 'relative',
+      quiet: true,
+    });
+    expect(code).toBe(0);
+    const written = JSON.parse(readFileSync(join(scratch, 'relative', 'config.json'), 'utf8'));
+    expect(written.taskOptions.trainFile).toBe(join(folder, 'data', 'train.jsonl'));
   });
 });

@@ -6,7 +6,7 @@
  */
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, dirname, extname, join, resolve } from 'node:path';
+import { basename, dirname, extname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import YAML from 'yaml';
 import {
@@ -97,8 +97,41 @@ function selfReferenceTsconfig(recipePath: string): string | undefined {
   return file;
 }
 
+/**
+ * The input paths a recipe's config may name, as [section, field, which values are paths]. A relative
+ * one is read from the recipe's folder, wherever `grpo` is started (a flag or `--set` stays relative
+ * to the working directory). Output folders (`logging.runsDirectory`) stay where the command runs.
+ */
+const RECIPE_PATHS: [string, string, (value: string) => boolean][] = [
+  ['model', 'checkpoint', () => true],
+  ['model', 'chatTemplate', (value) => /\.(jinja|j2|txt)$/.test(value)], // else 'auto', 'none' or the template text
+  ['taskOptions', 'trainFile', () => true],
+  ['taskOptions', 'evalFile', () => true],
+  ['taskOptions', 'dataDirectory', () => true],
+  ['flow', 'model', () => true],
+  ['flow', 'classifier', () => true],
+];
+
+/** `config` with its relative input paths resolved against `directory` (the recipe file's folder). */
+function recipeRelativePaths(config: Record<string, unknown>, directory: string): Record<string, unknown> {
+  let result = config;
+  for (const [section, field, isPath] of RECIPE_PATHS) {
+    const holder = result[section];
+    if (!isPlainObject(holder)) continue;
+    const value = holder[field];
+    if (typeof value !== 'string' || value === '' || isAbsolute(value) || !isPath(value)) continue;
+    result = { ...result, [section]: { ...holder, [field]: resolve(directory, value) } };
+  }
+  return result;
+}
+
 /** A recipe file: .ts/.js default-exports `{ config, rewards? }` (or a bare config); .json/.yaml hold a config. */
 export async function loadRecipe(file: string): Promise<Recipe> {
+  const recipe = await readRecipe(file);
+  return { ...recipe, config: recipeRelativePaths(recipe.config as Record<string, unknown>, dirname(resolve(file))) };
+}
+
+async function readRecipe(file: string): Promise<Recipe> {
   const path = resolve(file);
   if (!existsSync(path)) throw new Error(`recipe ${path} does not exist`);
   const extension = extname(path);
