@@ -1,7 +1,8 @@
 /**
  * GRPO on a real pretrained checkpoint with a reward written right here: TinyStories-656K learns to
- * put a dog and a ball in its stories. Run: `npx grpo train recipes/tinystories-words.ts`
- * (about 15 s on 2 quiet cores with the native backend: 14 s measured on an AVX-512 AMD EPYC); watch `reward/words/mean` rise in the log or the dashboard.
+ * put a dog and a ball in its stories. Run: `npx grpo train recipes/tinystories-words.ts` (about 15 s
+ * on 2 quiet cores with the native backend: 14 s measured on an AVX-512 AMD EPYC); watch
+ * `reward/words/mean` rise in the log or the dashboard.
  *
  * The task is defined in the recipe too: prompts are story openings, each row names the words the
  * story should use (the same two for every prompt: a 656K-parameter story model cannot read
