@@ -104,8 +104,14 @@ class DeviceBridge {
     if (this.closed) throw new Error('webgpu backend: used after dispose()');
     Atomics.store(this.control, 0, 0);
     this.port.postMessage(message, transfer);
-    const outcome = Atomics.wait(this.control, 0, 0, timeoutMs);
-    if (outcome === 'timed-out') {
+    // The device thread posts its reply, stores 1, then notifies. Its notify for the previous reply can
+    // land late, once this request waits (the earlier wait saw the 1 and returned before that notify):
+    // such a wake finds 0 and waits on. Only the 1 says this request's reply is on the port.
+    const deadline = Date.now() + timeoutMs;
+    let outcome: 'ok' | 'not-equal' | 'timed-out' = 'ok';
+    while (Atomics.load(this.control, 0) === 0 && outcome !== 'timed-out')
+      outcome = Atomics.wait(this.control, 0, 0, Math.max(0, deadline - Date.now()));
+    if (outcome === 'timed-out' && Atomics.load(this.control, 0) === 0) {
       this.close();
       throw new Error(
         `webgpu backend: the device thread did not answer "${String(message.op)}" within ${timeoutMs / 1000} s`,
