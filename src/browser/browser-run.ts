@@ -26,12 +26,13 @@ import { Transformer } from '../model/transformer.js';
 import { AdamW, learningRateAt, Random } from '../nn/index.js';
 import { scoreRewards } from '../rewards/run.js';
 import { singleTurnRollout } from '../rollout/rollout.js';
-import { combineSeeds } from '../tensor/index.js';
+import { combineSeeds, stepSeed } from '../tensor/index.js';
 import { bindAlgorithm } from '../config/algorithm.js';
 import { validateConfig, type TrainerConfig } from '../config/config.js';
 import { evaluateRun } from '../trainer/evaluate.js';
 import { createStepEnvironment, prepareGrpoStep, recordStepState, rolloutSettingsOf } from '../trainer/grpo-step.js';
-import { optimizedParameters, policyStep, sftStep } from '../trainer/optimize.js';
+import { optimizedParameters, policyStep } from '../trainer/optimize.js';
+import { sftStep } from '../trainer/sft.js';
 import { mergeConfig } from '../config/presets.js';
 import { promptFormatFor, renderDemonstration } from '../config/prompt-format.js';
 import type { RunContext } from '../trainer/setup.js';
@@ -73,8 +74,6 @@ export type BrowserRunEvent =
       samples?: Record<string, unknown>[];
     }
   | { kind: 'done'; step: number };
-
-const stepSeed = (seed: number, step: number): number => seed * 100_003 + step * 7 + 1;
 
 /** The addition run's validated config with the page's settings on top of the task's recommended ones. */
 export function browserRunConfig(settings: BrowserRunSettings): TrainerConfig {

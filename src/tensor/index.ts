@@ -85,5 +85,5 @@ export {
   sumOfSquares,
   withConstantWeights,
 } from './backends/select.js';
-export { Random, randomNormal, randomUniform, type RandomState } from './random.js';
+export { Random, randomNormal, randomUniform, stepSeed, type RandomState } from './random.js';
 export { withStepArena } from './uninitialized.js';

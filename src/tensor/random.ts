@@ -25,6 +25,13 @@ function splitMix32(seed: number): () => number {
   };
 }
 
+/**
+ * The seed of step `step` of a run seeded `seed`: every random choice of a step (its prompts, its
+ * sampling, its dropout masks) derives from it, never from RNG state carried across steps, so a
+ * resumed run replays exactly what an uninterrupted one does.
+ */
+export const stepSeed = (seed: number, step: number): number => seed * 100_003 + step * 7 + 1;
+
 export class Random {
   private words: Uint32Array;
   private spareNormal: number | null = null;

@@ -31,15 +31,6 @@ import {
   type TrainingSample,
 } from './optimize.js';
 import type { RunContext } from './setup.js';
-import {
-  policyDrift,
-  posteriorOf,
-  trackedBaseline,
-  trackerDiscount,
-  updateTrackedValue,
-  type PosteriorState,
-  type ValueTrackerState,
-} from './prompt-state.js';
 import type { RolloutContext, RolloutFn, RolloutPrompt, RolloutRow, RolloutSettings } from '../rollout/rollout.js';
 import type { TrainerState } from '../run/run-folder.js';
 import {
@@ -50,7 +41,18 @@ import {
   sampleRows,
   type StepBatch,
 } from './step-batch.js';
-import { computeSignal, turnTokenAdvantages, type StepSignal } from './step-signal.js';
+import {
+  policyDrift,
+  posteriorOf,
+  trackedBaseline,
+  trackerDiscount,
+  updateTrackedValue,
+  type PosteriorState,
+  type ValueTrackerState,
+  computeSignal,
+  turnTokenAdvantages,
+  type StepSignal,
+} from './step-signal.js';
 import type { NamedReward } from '../rewards/types.js';
 import type { RewardScorer } from '../rewards/run.js';
 import { padRows, type TokenSequence } from './completion-logprobs.js';

@@ -48,10 +48,10 @@ export {
   accumulatePolicyGradients,
   lossOptionsFor,
   policyStep,
-  sftStep,
   stepSettingsOf,
   type StepSettings,
   type TrainingSample,
 } from './optimize.js';
+export { sftStep } from './sft.js';
 export { bindAlgorithm, type BoundAlgorithm } from '../config/algorithm.js';
 export type { RolloutProvision } from '../rollout/rollout.js';

@@ -1,17 +1,18 @@
 /**
  * One optimiser step over a batch of completions: micro-batches with gradient accumulation and the
  * correct global token/sequence counts, the configured policy loss + aggregation + KL composed by
- * name, gradient clipping, the non-finite guard, and AdamW. Also the SFT cross-entropy step.
+ * name, gradient clipping, the non-finite guard, and AdamW.
  *
- * Is not: scoring or logging. Returns metrics averaged over micro-batches (weighted by tokens).
+ * Is not: scoring or logging, or the SFT step (sft.ts, which shares `applyUpdate`). Returns metrics averaged over micro-batches (weighted by tokens).
  */
 import { aggregateLoss, gtpoTokenWeights, topEntropyThreshold, type PolicyLossOptions } from '../algorithms/index.js';
 import type { Transformer } from '../model/transformer.js';
 import { AdamW, clipGradNorm } from '../nn/index.js';
-import { combineSeeds, mul, noGrad, sub, sum, tensor, type Tensor } from '../tensor/index.js';
+import { combineSeeds, mul, noGrad, sub, type Tensor } from '../tensor/index.js';
 import type { BoundAlgorithm } from '../config/algorithm.js';
 import type { TrainerConfig } from '../config/config.js';
 import { releaseGarbage } from '../tensor/garbage.js';
+import type { TrainerState } from '../run/run-folder.js';
 import { completionLogprobs, padRows, type TokenSequence } from './completion-logprobs.js';
 
 export interface TrainingSample extends TokenSequence {
@@ -172,7 +173,11 @@ export function optimizedParameters(model: Transformer, vision?: ReadonlyMap<str
 }
 
 /** Clips the gradient of every parameter the optimiser updates, then steps unless something was not finite. */
-function applyUpdate(optimizer: AdamW, maxGradNorm: number, lossValue: number): { gradNorm: number; applied: boolean } {
+export function applyUpdate(
+  optimizer: AdamW,
+  maxGradNorm: number,
+  lossValue: number,
+): { gradNorm: number; applied: boolean } {
   const parameters = optimizer.parameters.map(({ tensor }) => tensor);
   const gradNorm = maxGradNorm > 0 ? clipGradNorm(parameters, maxGradNorm) : clipGradNorm(parameters, Infinity);
   const applied = Number.isFinite(gradNorm) && Number.isFinite(lossValue);
@@ -368,30 +373,16 @@ class MetricAccumulator {
   }
 }
 
-/** What an SFT update reads: the packing of its sequences and the gradient clip. */
-export interface SftUpdateSettings {
-  /** Pack demonstrations into rows of this many tokens (document-masked; 0: one per row, padded). */
-  packLength: number;
-  maxGradNorm: number;
-}
-
-/** Mean next-token cross-entropy over completion tokens only, one optimiser step. */
-export function sftStep(
-  settings: SftUpdateSettings,
-  model: Transformer,
-  optimizer: AdamW,
-  sequences: readonly TokenSequence[],
-  dropoutSeed?: number,
-): StepOutcome {
-  optimizer.zeroGrad();
-  const { logprobs, mask } = completionLogprobs(model, sequences, 1, {
-    packLength: settings.packLength,
-    dropoutSeed,
-  });
-  const count = mask.reduce((a, b) => a + b, 0);
-  const lossTensor: Tensor = mul(sum(mul(logprobs, tensor(mask, logprobs.shape))), -1 / Math.max(1, count));
-  lossTensor.backward();
-  const lossValue = lossTensor.item();
-  const { gradNorm, applied } = applyUpdate(optimizer, settings.maxGradNorm, lossValue);
-  return { metrics: { 'loss/sft': lossValue, gradNorm }, applied };
+/**
+ * Counts a skipped step (a loss or gradient that was not finite, so the update was not applied):
+ * `limit` in a row stop the run, which has stopped learning. The count is in `TrainerState`, so it
+ * survives a resume. Both loops (SFT and GRPO) call it after their update.
+ */
+export function countSkippedStep(state: TrainerState, applied: boolean, limit: number): void {
+  state.consecutiveSkips = applied ? 0 : state.consecutiveSkips + 1;
+  if (state.consecutiveSkips >= limit) {
+    throw new Error(
+      `stopping: ${state.consecutiveSkips} consecutive steps had a non-finite loss or gradient (step ${state.step}); lower the learning rate or check the rewards`,
+    );
+  }
 }

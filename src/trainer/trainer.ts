@@ -1,26 +1,27 @@
 /**
- * The SFT and GRPO loops, top to bottom. GRPO: sample prompts → generate G completions each →
+ * A run, and its GRPO loop, top to bottom. GRPO: sample prompts → generate G completions each →
  * score → combine → advantages → filters (refilling dropped groups) → μ optimisation passes with
- * micro-batches → clip → AdamW → log → checkpoint. SFT: demonstrations → completion-only
- * cross-entropy → AdamW. Both resume from the run folder's last complete checkpoint. The caller may
+ * micro-batches → clip → AdamW → log → checkpoint. SFT (sft.ts) runs first when configured.
+ * Both resume from the run folder's last complete checkpoint. The caller may
  * watch through three optional callbacks (each step, each evaluation, each checkpoint) and stop the
  * run from the step one; they observe, they never change what is trained.
  *
- * Also the guards that stop a run rather than let it train on nothing (non-finite steps in a row,
- * rewards that all fail), at the end of this file.
+ * Also the guards that stop a run rather than let it train on nothing (rewards that all fail), at
+ * the end of this file; non-finite steps in a row are counted in optimize.ts.
  *
  * Is not: config parsing (config/, setup.ts) or maths (algorithms/, rewards/). Every random choice
  * is derived from (seed, step), so a resumed run replays exactly what an uninterrupted one does.
  */
 import { join } from 'node:path';
 import { AdamW, learningRateAt, Random, type ScheduleConfig } from '../nn/index.js';
-import { combineSeeds } from '../tensor/index.js';
+import { combineSeeds, stepSeed } from '../tensor/index.js';
 import { evaluateRun, type EvaluationResult } from './evaluate.js';
-import { checkRunImages, renderRunDemonstration, withConnector } from './vision-run.js';
+import { checkRunImages, withConnector } from './vision-run.js';
 import { writeVisionModelFiles } from './vision-setup.js';
 import { createStepEnvironment, prepareGrpoStep, recordStepState, rolloutSettingsOf } from './grpo-step.js';
 import { publishAdapter } from '../rollout/openai-rollout.js';
-import { optimizedParameters, policyStep, sftStep, type SftUpdateSettings } from './optimize.js';
+import { countSkippedStep, optimizedParameters, policyStep } from './optimize.js';
+import { runSft, type LoopHooks, type SftPlan, type StepRecord } from './sft.js';
 import type { BoundAlgorithm } from '../config/algorithm.js';
 import { createProgressReporter, type ProgressReporter } from '../run/progress.js';
 import type { RolloutFn, RolloutSettings } from '../rollout/rollout.js';
@@ -30,6 +31,8 @@ import { adapterBaseFor, referenceFor, resumeFrom, visionReferenceFor } from './
 import { markFailed, markInterrupted, markRunning, RunInterrupted, stopIfAborted } from '../run/run-status.js';
 import { bindRunAlgorithm, withRewardWorkers, type RunContext } from './setup.js';
 import type { StepBatch } from './step-batch.js';
+
+export type { StepRecord };
 
 export interface TrainOptions {
   runDirectory: string;
@@ -55,9 +58,6 @@ export interface TrainOptions {
   onCheckpoint?: (path: string) => void | Promise<void>;
 }
 
-/** One step's metrics as metrics.jsonl records them: the step, the phase, and the named values. */
-export type StepRecord = { step: number; phase: 'sft' | 'grpo' } & Record<string, number | string>;
-
 /** What `onStep` may return: `false` or `'stop'` stops after this step; anything else goes on. */
 export type StepVerdict = boolean | 'stop' | void;
 
@@ -70,21 +70,13 @@ export interface TrainResult {
   steps: number;
 }
 
-const stepSeed = (seed: number, step: number): number => seed * 100_003 + step * 7 + 1;
-
 /**
  * What the two loops read, resolved once from the config before either starts: the loops never
  * read the raw config (a setting they need is a field here, named for what the loop does with it).
  */
 interface LoopPlan {
   seed: number;
-  sft: {
-    steps: number;
-    examples: number;
-    batchSize: number;
-    schedule: ScheduleConfig;
-    update: SftUpdateSettings;
-  };
+  sft: SftPlan;
   /** `rollout`: the sampling settings of every step, whose seed each step replaces with its own. */
   grpo: { steps: number; iterations: number; schedule: ScheduleConfig; rollout: RolloutSettings };
   /** Consecutive skipped (non-finite) updates before the run stops. */
@@ -105,6 +97,7 @@ function planLoops(context: RunContext): LoopPlan {
   return {
     seed: config.seed,
     sft: {
+      seed: config.seed,
       steps: config.sft.steps,
       examples: config.sft.examples,
       batchSize: config.sft.batchSize,
@@ -116,6 +109,8 @@ function planLoops(context: RunContext): LoopPlan {
         minRatio: 0.1,
       },
       update: { packLength: config.sft.packLength, maxGradNorm: config.optimizer.maxGradNorm },
+      maxSkippedSteps: config.optimizer.maxSkippedSteps,
+      checkpointEvery: config.checkpoint.every,
     },
     grpo: {
       steps: config.grpo.steps,
@@ -263,7 +258,7 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
   };
   const loop = { save, checkStop, onStep, stop };
   if (state.phase === 'sft') {
-    await runSft(context, folder, optimizer, state, progress, loop, plan);
+    await runSft(context, folder, optimizer, state, progress, loop, plan.sft);
     // A stop asked for during SFT skips GRPO: the run ends as 'done' after SFT.
     state.phase = stop.requested ? 'done' : 'grpo';
     state.phaseStep = 0;
@@ -309,59 +304,6 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
     evalAfter,
     steps: state.step,
   };
-}
-
-/** What both loops share: saving, the abort check, the step callback and its stop flag. */
-interface LoopHooks {
-  save: () => Promise<void>;
-  checkStop: () => Promise<void>;
-  onStep: (record: StepRecord) => Promise<void>;
-  stop: { requested: boolean };
-}
-
-async function runSft(
-  context: RunContext,
-  folder: RunFolder,
-  optimizer: AdamW,
-  state: TrainerState,
-  progress: ProgressReporter,
-  loop: LoopHooks,
-  plan: LoopPlan,
-): Promise<void> {
-  const { model, task } = context;
-  const { save, checkStop } = loop;
-  const examples = task.trainExamples(plan.sft.examples, plan.seed);
-  const eos = context.stopTokenIds[0];
-  while (state.phaseStep < plan.sft.steps && !loop.stop.requested) {
-    await checkStop();
-    const stepStart = Date.now();
-    const random = new Random(stepSeed(plan.seed, state.step));
-    const batch = Array.from({ length: plan.sft.batchSize }, () => examples[random.integer(examples.length)]);
-    const sequences = [];
-    for (const example of batch) {
-      const demonstration = task.demonstration(example, () => random.uniform());
-      const where = `SFT row ${examples.indexOf(example)}`;
-      sequences.push(
-        await renderRunDemonstration(context.promptFormat, context.vision, example, demonstration, eos, where),
-      );
-    }
-    optimizer.learningRate = learningRateAt(plan.sft.schedule, state.phaseStep);
-    // LoRA dropout masks from the run seed and step (not RNG state), so a resumed run draws the same ones.
-    const { metrics, applied } = sftStep(plan.sft.update, model, optimizer, sequences, stepSeed(plan.seed, state.step));
-    guardSkips(state, applied, plan.maxSkippedSteps);
-    state.step++;
-    state.phaseStep++;
-    const record = {
-      ...metrics,
-      lr: optimizer.learningRate,
-      skippedSteps: applied ? 0 : 1,
-      'time/step': (Date.now() - stepStart) / 1000,
-    };
-    folder.logMetrics({ step: state.step, phase: 'sft', ...record });
-    progress.update('sft', state.phaseStep, plan.sft.steps, record);
-    if (plan.checkpointEvery > 0 && state.step % plan.checkpointEvery === 0) await save();
-    await loop.onStep({ step: state.step, phase: 'sft', ...record });
-  }
 }
 
 async function runGrpo(
@@ -417,7 +359,7 @@ async function runGrpo(
       stepMetrics = outcome.metrics;
       applied &&= outcome.applied;
     }
-    guardSkips(state, applied, plan.maxSkippedSteps);
+    countSkippedStep(state, applied, plan.maxSkippedSteps);
     reportRewardFailures(prepared.firstRound, state, progress, reportedFailures, plan.maxSkippedSteps);
     warnEntropyFilteredAll(bound, stepMetrics, state.step + 1, progress, reportedFailures);
     recordStepState(bound, state, prepared);
@@ -529,14 +471,4 @@ export function refuseAllInvalid(state: TrainerState): void {
   throw new Error(
     `failed: none of the ${state.phaseStep} GRPO steps had a sample with a valid reward, so nothing was learned; fix the reward (its errors are printed above and kept in samples.jsonl)`,
   );
-}
-
-/** Counts a skipped (non-finite) step; `limit` in a row stop the run. */
-export function guardSkips(state: TrainerState, applied: boolean, limit: number): void {
-  state.consecutiveSkips = applied ? 0 : state.consecutiveSkips + 1;
-  if (state.consecutiveSkips >= limit) {
-    throw new Error(
-      `stopping: ${state.consecutiveSkips} consecutive steps had a non-finite loss or gradient (step ${state.step}); lower the learning rate or check the rewards`,
-    );
-  }
 }

@@ -4,7 +4,7 @@
  * Is not: the estimator's batch normalisation (algorithms/advantages-structured.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { trackedBaseline, trackerDiscount, updateTrackedValue } from './prompt-state.js';
+import { trackedBaseline, trackerDiscount, updateTrackedValue } from './step-signal.js';
 
 const completion = { promptIds: [1], completionIds: [2], logprobs: [-0.5] };
 
