@@ -287,6 +287,7 @@ describe('every registered part, through a trainer step, equals the direct compo
     'seed-grpo': { alpha: 0.5 },
     'mc-grpo': { madFloor: 0.1 },
     opmd: { baseline: 'logavgexp', tau: 0.5 }, // the default 'mean' is dr-grpo's path
+    riskpo: { bundleSize: 2, creditAssignment: 'std' }, // two bundles of the step's four groups
   };
   const serialRollout: RolloutFn = Object.assign(
     (async (context, prompts, settings) => {
