@@ -7,13 +7,22 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { advantageEstimators } from './index.js';
-import { type RiskpoAdvantageOptions, riskpoAdvantage } from './advantages-riskpo.js';
+import type { QuantileTracker } from './advantages-groups.js';
+import { type RiskpoAdvantageOptions, riskpoAdvantage, updateQuantileTracker } from './advantages-riskpo.js';
 
 const fixture = JSON.parse(readFileSync(new URL('../../test/fixtures/riskpo.json', import.meta.url), 'utf8')) as {
   rewards: number[];
   groupSizes: number[];
   cases: { options: RiskpoAdvantageOptions; advantages: number[] }[];
+  tracking: { mode: 'track' | 'mix'; steps: { advantages: number[]; tracker: number[] }[] }[];
 };
+
+function expectClose(actual: ArrayLike<number>, expected: readonly number[], what: string): void {
+  expect(actual.length, what).toBe(expected.length);
+  expected.forEach((value, i) =>
+    expect(Math.abs(actual[i] - value), `${what} ${i}`).toBeLessThanOrEqual(1e-5 * (1 + Math.abs(value))),
+  );
+}
 
 describe('riskpo against the torch port of the authors’ code', () => {
   it.each(fixture.cases)('options %o', ({ options, advantages }) => {
@@ -28,6 +37,33 @@ describe('riskpo against the torch port of the authors’ code', () => {
       ),
     );
     expect(Array.from(result.keep)).toEqual(fixture.rewards.map(() => 1));
+  });
+});
+
+describe('riskpo quantile tracking against the torch port of the authors’ trainer', () => {
+  it.each(fixture.tracking)('three steps, quantileMode $mode', ({ mode, steps }) => {
+    let tracker: QuantileTracker | undefined;
+    steps.forEach((step, k) => {
+      const rewards = fixture.rewards.map((r) => r + 0.1 * k);
+      const result = riskpoAdvantage(
+        { rewards, groupSizes: fixture.groupSizes, quantileTracker: tracker },
+        { quantileMode: mode },
+      );
+      expectClose(result.advantages, step.advantages, `step ${k + 1} advantage`);
+      tracker = updateQuantileTracker(tracker, result.quantileSamples!);
+      expectClose(tracker!.values, step.tracker, `step ${k + 1} tracker`);
+    });
+  });
+  it("quantileMode 'batch' ignores the tracker; no samples leave the tracker as it was", () => {
+    const input = { rewards: fixture.rewards, groupSizes: fixture.groupSizes };
+    const tracker = { levels: [0.2, 0.8], values: [5, 6] };
+    expect(
+      Array.from(riskpoAdvantage({ ...input, quantileTracker: tracker }, { quantileMode: 'batch' }).advantages),
+    ).toEqual(Array.from(riskpoAdvantage(input).advantages));
+    expect(Array.from(riskpoAdvantage({ ...input, quantileTracker: tracker }).advantages)).not.toEqual(
+      Array.from(riskpoAdvantage(input).advantages),
+    );
+    expect(updateQuantileTracker(tracker, [])).toBe(tracker);
   });
 });
 

@@ -7,16 +7,18 @@
  * to the paper's completions.
  *
  * Is: the estimator and its entry, exact to the authors' code (RTkenny/RiskPO
- * `verl/trainer/ppo/core_algos.py`, `compute_grpo_bundle_rvar_outcome_advantage_quantile_tracking`)
- * with the quantiles of the bundle's own papers (their `use_q_track_mode='batch'`), and the defaults
- * of their `scripts/run_qwen2.5_1.5b_MVaR_dapomath.sh` (α = 0.2, β = 0.8, bundles of 5 questions,
- * w_mix = 1.5, credit 'sum-mean', no natural baseline, divided by the papers' std).
- * Is not: their quantile tracking across steps (`use_q_track_mode='track'`: an SGD tracker of the
- * papers' quantiles, lr_q = 0.1, carried from step to step in the trainer), which needs state this
- * stateless estimator does not keep; nor their risk-seeking upper-tail variant.
+ * `verl/trainer/ppo/core_algos.py`, `compute_grpo_bundle_rvar_outcome_advantage_quantile_tracking`),
+ * with the defaults of their `scripts/run_qwen2.5_1.5b_MVaR_dapomath.sh` (α = 0.2, β = 0.8, bundles
+ * of 5 questions, w_mix = 1.5, credit 'sum-mean', no natural baseline, divided by the papers' std,
+ * quantiles tracked across steps); and `updateQuantileTracker`, their tracker (`ray_trainer.py`: the
+ * first step sets the 19 levels 0.05…0.95 to the papers' quantiles, each later step takes one SGD
+ * step of the quantile loss, lr_q = 0.1), which the trainer runs after the step on the papers'
+ * scores this estimator returns (`trackedQuantiles` need; kept in trainer state and checkpoints).
+ * Is not: their risk-seeking upper-tail variant or their mean-baseline option (both off in their scripts).
  */
 import { z } from 'zod';
 import {
+  type QuantileTracker,
   type AdvantageInput,
   type AdvantageOptions,
   type AdvantageResult,
@@ -46,7 +48,20 @@ export interface RiskpoAdvantageOptions {
   creditAssignment?: 'uniform' | 'score' | 'std' | 'sum-mean';
   /** ε added to every denominator [epsilon] (default 1e-6). */
   epsilon?: number;
+  /**
+   * Where q_α, q_β come from [use_q_track_mode] (default 'track'): 'track' the tracker's levels
+   * nearest α and β (a bundle's own quantiles until the tracker has run once), 'batch' each bundle's
+   * own papers, 'mix' the mean of the two.
+   */
+  quantileMode?: 'track' | 'batch' | 'mix';
+  /** The tracker's SGD step size [lr_q] (default 0.1). */
+  quantileLearningRate?: number;
 }
+
+/** The levels the authors' tracker follows (`ray_trainer.py` alpha_list). */
+export const trackedQuantileLevels = [
+  0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95,
+];
 
 /** torch.quantile's default ('linear'): interpolate between the order statistics at q·(n − 1). */
 function quantile(sorted: readonly number[], level: number): number {
@@ -60,6 +75,40 @@ function quantile(sorted: readonly number[], level: number): number {
 function sampleStd(values: readonly number[]): number {
   const mean = values.reduce((a, b) => a + b, 0) / values.length;
   return Math.sqrt(values.reduce((total, v) => total + (v - mean) ** 2, 0) / (values.length - 1));
+}
+
+/** The tracked value at the level nearest `level` (torch argmin: the first of two equally near). */
+function trackedAt(tracker: QuantileTracker, level: number): number {
+  let best = 0;
+  tracker.levels.forEach((candidate, k) => {
+    if (Math.abs(candidate - level) < Math.abs(tracker.levels[best] - level)) best = k;
+  });
+  return tracker.values[best];
+}
+
+/**
+ * The authors' quantile tracker after one step's samples (their papers' scores, all bundles
+ * together): with no tracker yet, every level's torch.quantile of the samples; then one SGD step of
+ * the quantile (pinball) loss per level, q ← q + lr·(level − mean[S < q]), lr = `quantileLearningRate`.
+ * No samples leave the tracker as it was.
+ */
+export function updateQuantileTracker(
+  previous: QuantileTracker | undefined,
+  samples: ArrayLike<number>,
+  options: Pick<RiskpoAdvantageOptions, 'quantileLearningRate'> = {},
+): QuantileTracker | undefined {
+  if (samples.length === 0) return previous;
+  if (!previous) {
+    const sorted = Array.from(samples).sort((a, b) => a - b);
+    return { levels: [...trackedQuantileLevels], values: trackedQuantileLevels.map((l) => quantile(sorted, l)) };
+  }
+  const learningRate = options.quantileLearningRate ?? 0.1;
+  const values = previous.values.map((q, k) => {
+    let below = 0;
+    for (let i = 0; i < samples.length; i++) if (samples[i] < q) below++;
+    return q + learningRate * (previous.levels[k] - below / samples.length);
+  });
+  return { levels: [...previous.levels], values };
 }
 
 function checkLevel(value: number, field: string): number {
@@ -77,7 +126,10 @@ function checkLevel(value: number, field: string): number {
  * Credit to completion i of question q: 'uniform' A; 'score' 0.5·A if r_i > 0 else 1.5·A; 'std'
  * A/(σ_q + ε) with σ_q the std of q's scored rewards (1 when ≤ 1e-3); 'sum-mean' A·d_i/Σ_paper d,
  * d_i = r_i − mean_q r (A/n when |Σ d| ≤ 1e-6). Unscored completions take no place in a paper and
- * get A = 0, keep = 0. #249 (arXiv 2510.00911); RTkenny/RiskPO core_algos.py (q mode 'batch').
+ * get A = 0, keep = 0. With a tracker (`input.quantileTracker`) and quantileMode 'track', q_α and
+ * q_β are its levels nearest α and β for every bundle ('mix': their mean with the bundle's own).
+ * Returns the papers' scores as `quantileSamples` for the tracker. #249 (arXiv 2510.00911);
+ * RTkenny/RiskPO core_algos.py compute_grpo_bundle_rvar_outcome_advantage_quantile_tracking.
  */
 export function riskpoAdvantage(
   input: AdvantageInput,
@@ -94,6 +146,11 @@ export function riskpoAdvantage(
     throw new RangeError(`options.mixWeight must be ≥ 0, got ${mixWeight}.`);
   const epsilon = options.epsilon ?? 1e-6;
   const credit = options.creditAssignment ?? 'sum-mean';
+  const mode = options.quantileMode ?? 'track';
+  const tracker = mode === 'batch' ? undefined : input.quantileTracker;
+  if (tracker && !(tracker.levels.length > 0 && tracker.levels.length === tracker.values.length))
+    throw new RangeError('input.quantileTracker must hold one value per level.');
+  const allScores: number[] = [];
   const rewards = toRewardArray(input.rewards);
   const layout = resolveGroups(rewards.length, input.groupSizes);
   const stats = segmentStats(rewards, layout.groupOf, layout.groupCount);
@@ -115,8 +172,12 @@ export function riskpoAdvantage(
     const scores = papers.map((rows) => rows.reduce((total, i) => total + rewards[i], 0));
     const sorted = [...scores].sort((a, b) => a - b);
     const single = paperCount === 1;
-    const qDown = single ? scores[0] : quantile(sorted, down);
-    const qUp = single ? scores[0] : quantile(sorted, up);
+    allScores.push(...scores);
+    const bundleDown = single ? scores[0] : quantile(sorted, down);
+    const bundleUp = single ? scores[0] : quantile(sorted, up);
+    const share = mode === 'mix' ? 0.5 : 1; // the tracked quantiles' share in q
+    const qDown = tracker ? share * trackedAt(tracker, down) + (1 - share) * bundleDown : bundleDown;
+    const qUp = tracker ? share * trackedAt(tracker, up) + (1 - share) * bundleUp : bundleUp;
     const std = single ? 1 : sampleStd(scores);
     papers.forEach((rows, k) => {
       const score = scores[k];
@@ -145,7 +206,12 @@ export function riskpoAdvantage(
               : advantage / (questionStd[layout.groupOf[i]] + epsilon);
     });
   }
-  return { advantages, keep: scoredMask(rewards), stdIsZero: zeroStdFlags(stats) };
+  return {
+    advantages,
+    keep: scoredMask(rewards),
+    stdIsZero: zeroStdFlags(stats),
+    quantileSamples: Float64Array.from(allScores),
+  };
 }
 
 /** `algorithm.advantage: riskpo`: the entry `grpo list` prints and configs name. */
@@ -153,9 +219,10 @@ export const riskpoAdvantagePart = defineAdvantageEstimator({
   name: 'riskpo',
   fn: riskpoAdvantage,
   description:
-    'Mixed VaR on bundles of 5 questions: paper k = k-th answer of each; A = (w·CVaR_α + RVaR_α,β weight)/(w+1)/std, α .2, β .8, w 1.5; shared by sum-mean credit',
+    'Mixed VaR on bundles of 5 questions: paper k = k-th answer of each; A = (w·CVaR_α + RVaR_α,β weight)/(w+1)/std, α .2, β .8, w 1.5, quantiles tracked across steps; sum-mean credit',
   citation:
     'RiskPO (#249, arXiv 2510.00911); RTkenny/RiskPO core_algos.py compute_grpo_bundle_rvar_outcome_advantage_quantile_tracking',
+  needs: ['trackedQuantiles'],
   options: z
     .object({
       quantileDown: z.number().gt(0).lt(1).describe('α, the lower quantile level (default 0.2)'),
@@ -168,6 +235,10 @@ export const riskpoAdvantagePart = defineAdvantageEstimator({
         .enum(['uniform', 'score', 'std', 'sum-mean'])
         .describe("how a paper's advantage reaches its answers (default 'sum-mean')"),
       epsilon: z.number().nonnegative().describe('added to every denominator (default 1e-6)'),
+      quantileMode: z
+        .enum(['track', 'batch', 'mix'])
+        .describe("q from the tracker across steps, each bundle's papers, or their mean (default 'track')"),
+      quantileLearningRate: z.number().positive().describe("the tracker's SGD step size lr_q (default 0.1)"),
     })
     .partial()
     .strict(),
