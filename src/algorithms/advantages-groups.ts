@@ -30,6 +30,14 @@ export interface AdvantageInput {
   baselines?: ArrayLike<number>;
   /** Tree advantages: [N] completion token ids; shared prefixes inside a group form the tree. */
   completionIds?: readonly ArrayLike<number>[];
+  /** RiskPO: the quantiles tracked over earlier steps (absent on the first step); `trackedQuantiles` need. */
+  quantileTracker?: QuantileTracker;
+}
+
+/** Quantiles of a statistic tracked across steps (RiskPO): `values[k]` estimates the `levels[k]` quantile. */
+export interface QuantileTracker {
+  levels: number[];
+  values: number[];
 }
 
 /** Every tunable an estimator may read; each estimator documents the fields it uses and defaults. */
@@ -64,6 +72,8 @@ export interface AdvantageResult {
   keep: Uint8Array;
   /** [groups] 1 when a group's scored rewards are all equal (TRL `is_std_zero`). */
   stdIsZero: Uint8Array;
+  /** The values a `trackedQuantiles` estimator's tracker learns from after the step (RiskPO: paper scores). */
+  quantileSamples?: Float64Array;
 }
 
 /** The one signature shared by every registered advantage estimator. */

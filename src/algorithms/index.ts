@@ -27,6 +27,7 @@ import {
 import { treeAdvantagePart } from './advantages-tree.js';
 import { opmdAdvantagePart } from './advantages-opmd.js';
 import { asymreAdvantagePart } from './advantages-asymre.js';
+import { riskpoAdvantagePart } from './advantages-riskpo.js';
 import {
   type AggregationFn,
   seqMeanTokenMeanWeightsPart,
@@ -78,6 +79,7 @@ export * from './advantages-structured.js';
 export * from './advantages-tree.js';
 export * from './advantages-opmd.js';
 export * from './advantages-asymre.js';
+export * from './advantages-riskpo.js';
 export * from './aggregate.js';
 export * from './kl.js';
 export * from './filters.js';
@@ -121,6 +123,7 @@ export const advantageEstimators = filled<AdvantageFn>('advantage estimator', [
   singleStreamAdvantagePart,
   opmdAdvantagePart,
   asymreAdvantagePart,
+  riskpoAdvantagePart,
 ]);
 
 /** Policy losses by name (ALGORITHMS.md §2). */

@@ -58,6 +58,7 @@ describe('built-in registries', () => {
       'single-stream',
       'opmd',
       'asymre',
+      'riskpo',
     ]);
     expect(policyLosses.names()).toEqual([
       'ppo-clip',
@@ -90,7 +91,7 @@ describe('built-in registries', () => {
         expect(text).toContain(`  ${entry.name} `);
       }
     }
-    expect(text).toMatch(/^Advantage estimators \(14\)/);
+    expect(text).toMatch(/^Advantage estimators \(15\)/);
     expect(text).toContain('Policy losses (13)');
     expect(text).toContain('KL estimators (3)');
   });

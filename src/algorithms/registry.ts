@@ -94,7 +94,9 @@ export function definePart<Fn, Extra extends object = object>(
  * - `completionIds`: an advantage estimator needs each sample's sampled token ids (tree advantages);
  * - `rewardComponents`: an advantage estimator needs each reward function's scores before weighting
  *   (GDPO). Every text rollout supplies these two; a flow (image) run supplies no need at all, so its
- *   `flow.rl.advantageEstimator` takes only estimators that need nothing.
+ *   `flow.rl.advantageEstimator` takes only estimators that need nothing;
+ * - `trackedQuantiles`: an advantage estimator reads quantiles tracked across steps (RiskPO), kept in
+ *   trainer state and checkpoints and moved after each step by the samples it returns.
  */
 export type AlgorithmNeed =
   | 'strata'
@@ -107,7 +109,8 @@ export type AlgorithmNeed =
   | 'informationGains'
   | 'entropyWithGradient'
   | 'completionIds'
-  | 'rewardComponents';
+  | 'rewardComponents'
+  | 'trackedQuantiles';
 
 /** One registered function with its name and metadata. */
 export interface RegistryEntry<Fn> extends RegistryEntryInfo {

@@ -15,7 +15,9 @@ import {
   klPenalizedRewards,
   refillKeptGroups,
   updateBetaPosterior,
+  updateQuantileTracker,
   type GroupFilterFn,
+  type QuantileTracker,
 } from '../algorithms/index.js';
 import type { Example } from '../data/task.js';
 import type { Transformer } from '../model/transformer.js';
@@ -299,6 +301,9 @@ export async function prepareGrpoStep(
     klPenalties: penalties,
     baselines: tracked?.baselines,
     informationGains: gains,
+    quantileTracker: bound.needs.has('trackedQuantiles')
+      ? (state.extra.quantileTracker as QuantileTracker | undefined)
+      : undefined,
   });
   for (const [key, value] of Object.entries(signal.turnCreditMetrics ?? {})) metrics[`turnCredit/${key}`] = value;
   const samples = trainingRows(environment, batch, signal, metrics);
@@ -355,9 +360,20 @@ function trainingRows(
   return rows;
 }
 
-/** Moves per-prompt state forward after the step: the value tracker and the selectors' posteriors. */
+/**
+ * Moves state forward after the step: the value tracker, the selectors' posteriors and RiskPO's
+ * quantile tracker (on the samples its estimator returned, as the authors' trainer after each step).
+ */
 export function recordStepState(bound: BoundAlgorithm, state: TrainerState, prepared: PreparedStep): void {
   const { batch } = prepared;
+  if (bound.needs.has('trackedQuantiles') && prepared.signal.quantileSamples) {
+    const next = updateQuantileTracker(
+      state.extra.quantileTracker as QuantileTracker | undefined,
+      prepared.signal.quantileSamples,
+      bound.advantage.options as { quantileLearningRate?: number },
+    );
+    if (next) state.extra.quantileTracker = next;
+  }
   const starts = groupStarts(batch.groupSizes);
   if (bound.tracker && prepared.discounts) {
     const tracker = { ...((state.extra.valueTracker ?? {}) as ValueTrackerState) };

@@ -19,8 +19,11 @@ import {
   lossAggregations,
   policyLosses,
   registerParts,
+  updateQuantileTracker,
   vadeSelection,
   type AdvantageInput,
+  type QuantileTracker,
+  type RiskpoAdvantageOptions,
 } from '../algorithms/index.js';
 import { answersMatch, extractFinalAnswer } from '../rewards/index.js';
 import { Transformer } from '../model/transformer.js';
@@ -122,6 +125,7 @@ function directComposition(
       String(batch.prompts[s.promptIndex].example[(options.strataFrom as string).slice(4)]),
     );
   if (algorithm.advantage === 'seed-grpo') input.clusters = directClusters(batch);
+  if (algorithm.advantage === 'riskpo') input.quantileTracker = state.extra.quantileTracker as QuantileTracker;
   if (algorithm.advantage === 'single-stream') {
     const tracker = (state.extra.valueTracker ?? {}) as Record<string, { sum: number; weight: number }>;
     input.baselines = batch.samples.map((s) => {
@@ -287,6 +291,7 @@ describe('every registered part, through a trainer step, equals the direct compo
     'seed-grpo': { alpha: 0.5 },
     'mc-grpo': { madFloor: 0.1 },
     opmd: { baseline: 'logavgexp', tau: 0.5 }, // the default 'mean' is dr-grpo's path
+    riskpo: { bundleSize: 2, creditAssignment: 'std' }, // two bundles of the step's four groups
   };
   const serialRollout: RolloutFn = Object.assign(
     (async (context, prompts, settings) => {
@@ -382,6 +387,28 @@ const entropyTargetLossPart = definePolicyLoss({
   description: 'REINFORCE + 0.5·(H − 1)² (test only)',
   citation: 'step-composition.test.ts',
   needs: ['entropyWithGradient'],
+});
+
+describe('riskpo reads the quantile tracker from trainer state and moves it after the step', () => {
+  it('a tracked step equals the composition with that tracker, and the tracker takes one SGD step on the papers', async () => {
+    const levels = [
+      0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95,
+    ];
+    const tracker = { levels, values: levels.map((level) => 0.2 + level) }; // q_0.2 = 0.4, q_0.8 = 1
+    const options: RiskpoAdvantageOptions = { bundleSize: 2 };
+    const { batch, state } = await compare({
+      config: { algorithm: { advantage: 'riskpo', advantageOptions: options } },
+      state: { extra: { quantileTracker: tracker } },
+    });
+    const rewards = Array.from(batch.rewards, (r) => (Number.isFinite(r) ? r : null));
+    const tracked = advantageEstimators.get('riskpo')(
+      { rewards, groupSizes: batch.groupSizes, quantileTracker: tracker },
+      options,
+    );
+    const untracked = advantageEstimators.get('riskpo')({ rewards, groupSizes: batch.groupSizes }, options);
+    expect(Array.from(tracked.advantages)).not.toEqual(Array.from(untracked.advantages)); // the tracker mattered
+    expect(state.extra.quantileTracker).toEqual(updateQuantileTracker(tracker, tracked.quantileSamples!));
+  });
 });
 
 describe('prompt selectors choose from posteriors in trainer state', () => {

@@ -1,5 +1,5 @@
 /**
- * SPO's per-prompt value tracker (prompt-state.ts) against hand-computed vectors: a first visit
+ * SPO's per-prompt value tracker (step-signal.ts) against hand-computed vectors: a first visit
  * starts from the authors' ½ prior (so G = 1 gives a non-zero advantage), later visits discount by ρ.
  * Is not: the estimator's batch normalisation (algorithms/advantages-structured.test.ts).
  */

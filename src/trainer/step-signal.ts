@@ -8,7 +8,7 @@
  * Is not: generation (step-batch.ts), the reference or tracker forward passes (grpo-step.ts), or
  * the loss. The estimator functions themselves live in algorithms/.
  */
-import type { AdvantageInput } from '../algorithms/index.js';
+import type { AdvantageInput, QuantileTracker } from '../algorithms/index.js';
 import { extractFinalAnswer } from '../rewards/math/extract.js';
 import { answersMatch } from '../rewards/math/verify.js';
 import type { RewardEpisode } from '../rewards/types.js';
@@ -25,6 +25,8 @@ export interface SignalInputs {
   baselines?: Float64Array;
   /** [N][turns] each turn's information gain under the policy (IGPO; grpo-step computes them). */
   informationGains?: number[][];
+  /** The quantiles tracked over earlier steps (RiskPO's `trackedQuantiles`; absent on the first step). */
+  quantileTracker?: QuantileTracker;
 }
 
 export interface StepSignal {
@@ -39,6 +41,8 @@ export interface StepSignal {
   zeroStdGroups: number;
   /** The turn-credit estimator's own metrics (logged under turnCredit/). */
   turnCreditMetrics?: Record<string, number>;
+  /** What the quantile tracker learns from after the step (a `trackedQuantiles` estimator's samples). */
+  quantileSamples?: Float64Array;
 }
 
 /** Stratum key of every sample. */
@@ -94,6 +98,8 @@ export function computeSignal(bound: BoundAlgorithm, batch: StepBatch, inputs: S
       throw new Error('the single-stream estimator needs tracked baselines (grpo-step computes them)');
     estimatorInput.baselines = inputs.baselines;
   }
+  if (bound.needs.has('trackedQuantiles') && inputs.quantileTracker)
+    estimatorInput.quantileTracker = inputs.quantileTracker;
   const result = bound.advantage.fn(estimatorInput, bound.advantage.options);
   const keep = Uint8Array.from(result.keep);
   if (bound.groupFilter) {
@@ -123,6 +129,7 @@ export function computeSignal(bound: BoundAlgorithm, batch: StepBatch, inputs: S
     turnCreditMetrics: credit?.metrics,
     keep,
     zeroStdGroups: result.stdIsZero.reduce((a, b) => a + b, 0),
+    quantileSamples: result.quantileSamples,
   };
 }
 
