@@ -55,6 +55,7 @@ import { recLossPart } from './policy-losses-rec.js';
 import { discoLossPart } from './policy-losses-disco.js';
 import { drpoLossPart } from './policy-losses-drpo.js';
 import { nftLossPart } from './policy-losses-nft.js';
+import { lldsLossPart } from './policy-losses-llds.js';
 import {
   type Part,
   type PartKind,
@@ -91,6 +92,7 @@ export * from './policy-losses-rec.js';
 export * from './policy-losses-disco.js';
 export * from './policy-losses-drpo.js';
 export * from './policy-losses-nft.js';
+export * from './policy-losses-llds.js';
 export * from './option-schemas.js';
 export * from './flow-steps.js';
 export * from './turn-credit.js';
@@ -138,6 +140,7 @@ export const policyLosses = filled<PolicyLossFn>('policy loss', [
   discoLossPart,
   drpoLossPart,
   nftLossPart,
+  lldsLossPart,
 ]);
 
 /** Loss aggregation modes by name (ALGORITHMS.md §3). */

@@ -324,8 +324,25 @@ describe('every registered part, through a trainer step, equals the direct compo
     opmd: { tau: 0.5 },
     rec: { clipMode: 'ring', weight: 'importance-sampling', regularizer: 'k2', regularizerCoefficient: 0.1 },
   };
+  // LLDS gates on logπ_old − logπ_θ, which on-policy is rounding noise (sampling vs training forward)
+  // that differs between batchings: a stale π_old (+0.3 / −0.2 on alternate tokens) makes every gate clear.
+  const staleRollout: RolloutFn = async (context, prompts, settings) => {
+    const { singleTurnRollout } = await import('../rollout/rollout.js');
+    const samples = await singleTurnRollout(context, prompts, settings);
+    return samples.map((s) => ({ ...s, oldLogprobs: s.oldLogprobs.map((l, t) => l + (t % 2 ? -0.2 : 0.3)) }));
+  };
+  const lossRollouts: Record<string, RolloutFn> = { llds: staleRollout };
   it.each(policyLosses.names())('loss %s', async (loss) => {
-    await compare({ config: { algorithm: { loss, lossOptions: lossOptions[loss] ?? {} } } });
+    await compare({
+      config: { algorithm: { loss, lossOptions: lossOptions[loss] ?? {} } },
+      rollout: lossRollouts[loss],
+    });
+  });
+  it('llds with the response-level gate (stale π_old, as above)', async () => {
+    await compare({
+      config: { algorithm: { loss: 'llds', lossOptions: { gate: 'response' } } },
+      rollout: staleRollout,
+    });
   });
   it.each(lossAggregations.names())('aggregation %s', async (aggregation) => {
     await compare({ config: { algorithm: { aggregation } } });
