@@ -27,6 +27,7 @@ import {
 import { treeAdvantagePart } from './advantages-tree.js';
 import { opmdAdvantagePart } from './advantages-opmd.js';
 import { asymreAdvantagePart } from './advantages-asymre.js';
+import { dcpoAdvantagePart } from './advantages-dcpo.js';
 import {
   type AggregationFn,
   seqMeanTokenMeanWeightsPart,
@@ -79,6 +80,7 @@ export * from './advantages-structured.js';
 export * from './advantages-tree.js';
 export * from './advantages-opmd.js';
 export * from './advantages-asymre.js';
+export * from './advantages-dcpo.js';
 export * from './aggregate.js';
 export * from './kl.js';
 export * from './filters.js';
@@ -123,6 +125,7 @@ export const advantageEstimators = filled<AdvantageFn>('advantage estimator', [
   singleStreamAdvantagePart,
   opmdAdvantagePart,
   asymreAdvantagePart,
+  dcpoAdvantagePart,
 ]);
 
 /** Policy losses by name (ALGORITHMS.md §2). */

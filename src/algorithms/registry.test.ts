@@ -58,6 +58,7 @@ describe('built-in registries', () => {
       'single-stream',
       'opmd',
       'asymre',
+      'dcpo',
     ]);
     expect(policyLosses.names()).toEqual([
       'ppo-clip',
@@ -73,6 +74,7 @@ describe('built-in registries', () => {
       'disco',
       'drpo',
       'nft',
+      'llds',
     ]);
     expect(lossAggregations.names()).toEqual([
       'token-mean',
@@ -90,8 +92,8 @@ describe('built-in registries', () => {
         expect(text).toContain(`  ${entry.name} `);
       }
     }
-    expect(text).toMatch(/^Advantage estimators \(14\)/);
-    expect(text).toContain('Policy losses (13)');
+    expect(text).toMatch(/^Advantage estimators \(15\)/);
+    expect(text).toContain('Policy losses (14)');
     expect(text).toContain('KL estimators (3)');
   });
   it('an advantage estimator that declares no needs runs on rewards and group sizes alone (all a flow run has)', () => {

@@ -30,6 +30,12 @@ export interface RegistryEntryInfo {
    * parsed options; checked with every other part's before any model is loaded. Absent = none.
    */
   refuses?: (options: Record<string, unknown>, settings: RunSettings) => string[];
+  /**
+   * An advantage estimator with the need `temperatureLogprobs`: the temperature at which the trainer
+   * computes π_old's log-probs of the batch's completions, given its parsed options and the previous
+   * update's entropy estimate (NaN before the first update).
+   */
+  logprobTemperature?: (options: Record<string, unknown>, previousEntropy: number) => number;
 }
 
 /**
@@ -94,7 +100,11 @@ export function definePart<Fn, Extra extends object = object>(
  * - `completionIds`: an advantage estimator needs each sample's sampled token ids (tree advantages);
  * - `rewardComponents`: an advantage estimator needs each reward function's scores before weighting
  *   (GDPO). Every text rollout supplies these two; a flow (image) run supplies no need at all, so its
- *   `flow.rl.advantageEstimator` takes only estimators that need nothing.
+ *   `flow.rl.advantageEstimator` takes only estimators that need nothing;
+ * - `temperatureLogprobs`: an advantage estimator needs π_old's log-probs of every completion token
+ *   at the temperature its entry's `logprobTemperature` names, and the rollout's (DCPO);
+ * - `previousEntropy`: an advantage estimator needs the previous update's −mean logπ over its loss
+ *   tokens, kept in trainer state and checkpoints (DCPO).
  */
 export type AlgorithmNeed =
   | 'strata'
@@ -107,7 +117,9 @@ export type AlgorithmNeed =
   | 'informationGains'
   | 'entropyWithGradient'
   | 'completionIds'
-  | 'rewardComponents';
+  | 'rewardComponents'
+  | 'temperatureLogprobs'
+  | 'previousEntropy';
 
 /** One registered function with its name and metadata. */
 export interface RegistryEntry<Fn> extends RegistryEntryInfo {

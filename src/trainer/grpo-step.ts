@@ -23,6 +23,7 @@ import type { Random } from '../nn/index.js';
 import type { BoundAlgorithm } from '../config/algorithm.js';
 import { renderRunPrompt, type RenderedPrompt } from './vision-run.js';
 import {
+  UPDATE_ENTROPY_METRIC,
   frozenLogprobs,
   stepSettingsOf,
   withGroupTokenWeights,
@@ -181,6 +182,30 @@ function klPenalties(environment: StepEnvironment, batch: StepBatch): Float64Arr
   return penalties;
 }
 
+/**
+ * π_old's log-probs of every sample's completion at the temperature the estimator's entry names for
+ * this step (DCPO's target policy), from the policy before this step's update, in training micro-batches.
+ */
+function logprobsAtTemperature(
+  environment: StepEnvironment,
+  batch: StepBatch,
+  previousEntropy: number,
+  metrics: Record<string, number>,
+): Float32Array[] {
+  const { advantage } = environment.bound;
+  const temperature = advantage.entry.logprobTemperature!(
+    advantage.options as Record<string, unknown>,
+    previousEntropy,
+  );
+  metrics['advantage/logprobTemperature'] = temperature;
+  const groupOf = groupIndexOf(batch.groupSizes);
+  const rows = batch.samples.map((_, i) => ({ ...sampleRows(batch, i)[0], images: batch.prompts[groupOf[i]].images }));
+  return frozenLogprobs(environment.rolloutContext.model, rows, {
+    microBatchSize: environment.settings.microBatchSize,
+    temperature,
+  });
+}
+
 /** Single-stream baselines of every sample and this visit's discount per group. */
 function trackerInputs(
   environment: StepEnvironment,
@@ -293,10 +318,17 @@ export async function prepareGrpoStep(
           environment.settings,
         )
       : undefined;
+  const previousEntropy = typeof state.extra.previousEntropy === 'number' ? state.extra.previousEntropy : Number.NaN;
+  const temperatureLogprobs =
+    bound.needs.has('temperatureLogprobs') && batch.samples.length > 0
+      ? logprobsAtTemperature(environment, batch, previousEntropy, metrics)
+      : undefined;
   const signal = computeSignal(bound, batch, {
     klPenalties: penalties,
     baselines: tracked?.baselines,
     informationGains: gains,
+    temperatureLogprobs,
+    previousEntropy,
   });
   for (const [key, value] of Object.entries(signal.turnCreditMetrics ?? {})) metrics[`turnCredit/${key}`] = value;
   const samples = trainingRows(environment, batch, signal, metrics);
@@ -353,9 +385,21 @@ function trainingRows(
   return rows;
 }
 
-/** Moves per-prompt state forward after the step: the value tracker and the selectors' posteriors. */
-export function recordStepState(bound: BoundAlgorithm, state: TrainerState, prepared: PreparedStep): void {
+/**
+ * Moves state forward after the step: the value tracker, the selectors' posteriors, and (need
+ * `previousEntropy`) the update's −mean logπ over its loss tokens, averaged over the μ passes
+ * (`passes`: each pass's metrics, as `policyStep` returns them).
+ */
+export function recordStepState(
+  bound: BoundAlgorithm,
+  state: TrainerState,
+  prepared: PreparedStep,
+  passes: readonly Record<string, number>[] = [],
+): void {
   const { batch } = prepared;
+  const entropies = passes.map((metrics) => metrics[UPDATE_ENTROPY_METRIC]).filter(Number.isFinite);
+  if (bound.needs.has('previousEntropy') && entropies.length > 0)
+    state.extra.previousEntropy = entropies.reduce((a, b) => a + b, 0) / entropies.length;
   const starts = groupStarts(batch.groupSizes);
   if (bound.tracker && prepared.discounts) {
     const tracker = { ...((state.extra.valueTracker ?? {}) as ValueTrackerState) };

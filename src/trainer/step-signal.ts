@@ -22,6 +22,10 @@ export interface SignalInputs {
   baselines?: Float64Array;
   /** [N][turns] each turn's information gain under the policy (IGPO; grpo-step computes them). */
   informationGains?: number[][];
+  /** [N] per completion token, π_old's log-probs at the estimator's `logprobTemperature` (DCPO). */
+  temperatureLogprobs?: Float32Array[];
+  /** The previous update's −mean logπ over its loss tokens, NaN before the first (DCPO). */
+  previousEntropy?: number;
 }
 
 export interface StepSignal {
@@ -91,6 +95,13 @@ export function computeSignal(bound: BoundAlgorithm, batch: StepBatch, inputs: S
       throw new Error('the single-stream estimator needs tracked baselines (grpo-step computes them)');
     estimatorInput.baselines = inputs.baselines;
   }
+  if (bound.needs.has('temperatureLogprobs')) {
+    if (!inputs.temperatureLogprobs)
+      throw new Error(`${bound.advantage.name} needs π_old's log-probs at its temperature (grpo-step computes them)`);
+    estimatorInput.oldLogprobs = batch.samples.map((sample) => sample.oldLogprobs);
+    estimatorInput.temperatureLogprobs = inputs.temperatureLogprobs;
+  }
+  if (bound.needs.has('previousEntropy')) estimatorInput.previousEntropy = inputs.previousEntropy ?? Number.NaN;
   const result = bound.advantage.fn(estimatorInput, bound.advantage.options);
   const keep = Uint8Array.from(result.keep);
   if (bound.groupFilter) {
