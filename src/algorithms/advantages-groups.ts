@@ -30,6 +30,12 @@ export interface AdvantageInput {
   baselines?: ArrayLike<number>;
   /** Tree advantages: [N] completion token ids; shared prefixes inside a group form the tree. */
   completionIds?: readonly ArrayLike<number>[];
+  /** DCPO: [N] per completion token, log π_old as the rollout sampled it. */
+  oldLogprobs?: readonly ArrayLike<number>[];
+  /** DCPO: [N] per completion token, log π_old at the estimator's `logprobTemperature` (need `temperatureLogprobs`). */
+  temperatureLogprobs?: readonly ArrayLike<number>[];
+  /** DCPO: the previous update's −mean logπ over its loss tokens; NaN before the first (need `previousEntropy`). */
+  previousEntropy?: number;
   /** RiskPO: the quantiles tracked over earlier steps (absent on the first step); `trackedQuantiles` need. */
   quantileTracker?: QuantileTracker;
 }

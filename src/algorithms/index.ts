@@ -28,6 +28,7 @@ import { treeAdvantagePart } from './advantages-tree.js';
 import { opmdAdvantagePart } from './advantages-opmd.js';
 import { asymreAdvantagePart } from './advantages-asymre.js';
 import { riskpoAdvantagePart } from './advantages-riskpo.js';
+import { dcpoAdvantagePart } from './advantages-dcpo.js';
 import {
   type AggregationFn,
   seqMeanTokenMeanWeightsPart,
@@ -56,6 +57,7 @@ import { recLossPart } from './policy-losses-rec.js';
 import { discoLossPart } from './policy-losses-disco.js';
 import { drpoLossPart } from './policy-losses-drpo.js';
 import { nftLossPart } from './policy-losses-nft.js';
+import { lldsLossPart } from './policy-losses-llds.js';
 import {
   type Part,
   type PartKind,
@@ -80,6 +82,7 @@ export * from './advantages-tree.js';
 export * from './advantages-opmd.js';
 export * from './advantages-asymre.js';
 export * from './advantages-riskpo.js';
+export * from './advantages-dcpo.js';
 export * from './aggregate.js';
 export * from './kl.js';
 export * from './filters.js';
@@ -93,6 +96,7 @@ export * from './policy-losses-rec.js';
 export * from './policy-losses-disco.js';
 export * from './policy-losses-drpo.js';
 export * from './policy-losses-nft.js';
+export * from './policy-losses-llds.js';
 export * from './option-schemas.js';
 export * from './flow-steps.js';
 export * from './turn-credit.js';
@@ -124,6 +128,7 @@ export const advantageEstimators = filled<AdvantageFn>('advantage estimator', [
   opmdAdvantagePart,
   asymreAdvantagePart,
   riskpoAdvantagePart,
+  dcpoAdvantagePart,
 ]);
 
 /** Policy losses by name (ALGORITHMS.md §2). */
@@ -141,6 +146,7 @@ export const policyLosses = filled<PolicyLossFn>('policy loss', [
   discoLossPart,
   drpoLossPart,
   nftLossPart,
+  lldsLossPart,
 ]);
 
 /** Loss aggregation modes by name (ALGORITHMS.md §3). */

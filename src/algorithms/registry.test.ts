@@ -59,6 +59,7 @@ describe('built-in registries', () => {
       'opmd',
       'asymre',
       'riskpo',
+      'dcpo',
     ]);
     expect(policyLosses.names()).toEqual([
       'ppo-clip',
@@ -74,6 +75,7 @@ describe('built-in registries', () => {
       'disco',
       'drpo',
       'nft',
+      'llds',
     ]);
     expect(lossAggregations.names()).toEqual([
       'token-mean',
@@ -91,8 +93,8 @@ describe('built-in registries', () => {
         expect(text).toContain(`  ${entry.name} `);
       }
     }
-    expect(text).toMatch(/^Advantage estimators \(15\)/);
-    expect(text).toContain('Policy losses (13)');
+    expect(text).toMatch(/^Advantage estimators \(16\)/);
+    expect(text).toContain('Policy losses (14)');
     expect(text).toContain('KL estimators (3)');
   });
   it('an advantage estimator that declares no needs runs on rewards and group sizes alone (all a flow run has)', () => {

@@ -30,6 +30,12 @@ export interface RegistryEntryInfo {
    * parsed options; checked with every other part's before any model is loaded. Absent = none.
    */
   refuses?: (options: Record<string, unknown>, settings: RunSettings) => string[];
+  /**
+   * An advantage estimator with the need `temperatureLogprobs`: the temperature at which the trainer
+   * computes π_old's log-probs of the batch's completions, given its parsed options and the previous
+   * update's entropy estimate (NaN before the first update).
+   */
+  logprobTemperature?: (options: Record<string, unknown>, previousEntropy: number) => number;
 }
 
 /**
@@ -96,7 +102,11 @@ export function definePart<Fn, Extra extends object = object>(
  *   (GDPO). Every text rollout supplies these two; a flow (image) run supplies no need at all, so its
  *   `flow.rl.advantageEstimator` takes only estimators that need nothing;
  * - `trackedQuantiles`: an advantage estimator reads quantiles tracked across steps (RiskPO), kept in
- *   trainer state and checkpoints and moved after each step by the samples it returns.
+ *   trainer state and checkpoints and moved after each step by the samples it returns;
+ * - `temperatureLogprobs`: an advantage estimator needs π_old's log-probs of every completion token
+ *   at the temperature its entry's `logprobTemperature` names, and the rollout's (DCPO);
+ * - `previousEntropy`: an advantage estimator needs the previous update's −mean logπ over its loss
+ *   tokens, kept in trainer state and checkpoints (DCPO).
  */
 export type AlgorithmNeed =
   | 'strata'
@@ -110,7 +120,9 @@ export type AlgorithmNeed =
   | 'entropyWithGradient'
   | 'completionIds'
   | 'rewardComponents'
-  | 'trackedQuantiles';
+  | 'trackedQuantiles'
+  | 'temperatureLogprobs'
+  | 'previousEntropy';
 
 /** One registered function with its name and metadata. */
 export interface RegistryEntry<Fn> extends RegistryEntryInfo {

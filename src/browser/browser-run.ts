@@ -241,7 +241,8 @@ async function* grpoSteps(
     optimizer.learningRate = learningRateAt(schedule, state.phaseStep);
     const trainStarted = performance.now();
     let stepMetrics: Record<string, number> = {};
-    for (let iteration = 0; iteration < config.grpo.iterations && prepared.samples.length > 0; iteration++)
+    const passes: Record<string, number>[] = [];
+    for (let iteration = 0; iteration < config.grpo.iterations && prepared.samples.length > 0; iteration++) {
       stepMetrics = policyStep(
         bound,
         environment.settings,
@@ -250,7 +251,9 @@ async function* grpoSteps(
         prepared.samples,
         combineSeeds(seed, iteration),
       ).metrics;
-    recordStepState(bound, state, prepared);
+      passes.push(stepMetrics);
+    }
+    recordStepState(bound, state, prepared, passes);
     const trainSeconds = (performance.now() - trainStarted) / 1000;
     state.step++;
     state.phaseStep++;

@@ -310,6 +310,10 @@ function checkNeeds(config: TrainerConfig, chosen: Chosen, context: BindingConte
       `grpo.microBatchSize: the ${loss.name} loss needs whole groups in each micro-batch, so it must be at least the largest group (${largestGroup}), got ${config.grpo.microBatchSize}`,
     );
   }
+  if (needs.has('temperatureLogprobs') && !advantage.entry.logprobTemperature)
+    problems.push(
+      `algorithm.advantage: ${advantage.name} needs π_old's log-probs at a temperature its entry does not name (logprobTemperature)`,
+    );
   problems.push(...refusals(loss, settings), ...refusals(advantage, settings));
   if (needs.has('baselines') && config.algorithm.groupFilter !== null) {
     problems.push(

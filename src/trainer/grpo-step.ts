@@ -25,6 +25,7 @@ import type { Random } from '../nn/index.js';
 import type { BoundAlgorithm } from '../config/algorithm.js';
 import { renderRunPrompt, type RenderedPrompt } from './vision-run.js';
 import {
+  UPDATE_ENTROPY_METRIC,
   frozenLogprobs,
   stepSettingsOf,
   withGroupTokenWeights,
@@ -185,6 +186,30 @@ function klPenalties(environment: StepEnvironment, batch: StepBatch): Float64Arr
   return penalties;
 }
 
+/**
+ * π_old's log-probs of every sample's completion at the temperature the estimator's entry names for
+ * this step (DCPO's target policy), from the policy before this step's update, in training micro-batches.
+ */
+function logprobsAtTemperature(
+  environment: StepEnvironment,
+  batch: StepBatch,
+  previousEntropy: number,
+  metrics: Record<string, number>,
+): Float32Array[] {
+  const { advantage } = environment.bound;
+  const temperature = advantage.entry.logprobTemperature!(
+    advantage.options as Record<string, unknown>,
+    previousEntropy,
+  );
+  metrics['advantage/logprobTemperature'] = temperature;
+  const groupOf = groupIndexOf(batch.groupSizes);
+  const rows = batch.samples.map((_, i) => ({ ...sampleRows(batch, i)[0], images: batch.prompts[groupOf[i]].images }));
+  return frozenLogprobs(environment.rolloutContext.model, rows, {
+    microBatchSize: environment.settings.microBatchSize,
+    temperature,
+  });
+}
+
 /** Single-stream baselines of every sample and this visit's discount per group. */
 function trackerInputs(
   environment: StepEnvironment,
@@ -297,6 +322,11 @@ export async function prepareGrpoStep(
           environment.settings,
         )
       : undefined;
+  const previousEntropy = typeof state.extra.previousEntropy === 'number' ? state.extra.previousEntropy : Number.NaN;
+  const temperatureLogprobs =
+    bound.needs.has('temperatureLogprobs') && batch.samples.length > 0
+      ? logprobsAtTemperature(environment, batch, previousEntropy, metrics)
+      : undefined;
   const signal = computeSignal(bound, batch, {
     klPenalties: penalties,
     baselines: tracked?.baselines,
@@ -304,6 +334,8 @@ export async function prepareGrpoStep(
     quantileTracker: bound.needs.has('trackedQuantiles')
       ? (state.extra.quantileTracker as QuantileTracker | undefined)
       : undefined,
+    temperatureLogprobs,
+    previousEntropy,
   });
   for (const [key, value] of Object.entries(signal.turnCreditMetrics ?? {})) metrics[`turnCredit/${key}`] = value;
   const samples = trainingRows(environment, batch, signal, metrics);
@@ -361,10 +393,17 @@ function trainingRows(
 }
 
 /**
- * Moves state forward after the step: the value tracker, the selectors' posteriors and RiskPO's
- * quantile tracker (on the samples its estimator returned, as the authors' trainer after each step).
+ * Moves state forward after the step: the value tracker, the selectors' posteriors, RiskPO's
+ * quantile tracker (on the samples its estimator returned, as the authors' trainer after each step)
+ * and (need `previousEntropy`) the update's −mean logπ over its loss tokens, averaged over the μ
+ * passes (`passes`: each pass's metrics, as `policyStep` returns them).
  */
-export function recordStepState(bound: BoundAlgorithm, state: TrainerState, prepared: PreparedStep): void {
+export function recordStepState(
+  bound: BoundAlgorithm,
+  state: TrainerState,
+  prepared: PreparedStep,
+  passes: readonly Record<string, number>[] = [],
+): void {
   const { batch } = prepared;
   if (bound.needs.has('trackedQuantiles') && prepared.signal.quantileSamples) {
     const next = updateQuantileTracker(
@@ -374,6 +413,9 @@ export function recordStepState(bound: BoundAlgorithm, state: TrainerState, prep
     );
     if (next) state.extra.quantileTracker = next;
   }
+  const entropies = passes.map((metrics) => metrics[UPDATE_ENTROPY_METRIC]).filter(Number.isFinite);
+  if (bound.needs.has('previousEntropy') && entropies.length > 0)
+    state.extra.previousEntropy = entropies.reduce((a, b) => a + b, 0) / entropies.length;
   const starts = groupStarts(batch.groupSizes);
   if (bound.tracker && prepared.discounts) {
     const tracker = { ...((state.extra.valueTracker ?? {}) as ValueTrackerState) };

@@ -295,6 +295,18 @@ function microBatchGradients(
     result.metrics.entropyBonus = -bound.entropyCoefficient * bonus.item();
     loss = sub(loss, mul(bonus, bound.entropyCoefficient));
   }
+  if (bound.needs.has('previousEntropy')) {
+    // DCPO's entropy estimate, as the authors' entropy_loss: −mean logπ_θ of this micro-batch's loss tokens.
+    let total = 0;
+    let count = 0;
+    mask.forEach((m, i) => {
+      if (m) {
+        total -= logprobs.data[i];
+        count++;
+      }
+    });
+    result.metrics[UPDATE_ENTROPY_METRIC.slice('loss/'.length)] = count > 0 ? total / count : 0;
+  }
   loss.backward();
   return {
     loss: loss.item(),
@@ -302,6 +314,12 @@ function microBatchGradients(
     tokens: mask.reduce((a, b) => a + b, 0),
   };
 }
+
+/**
+ * The metric an update logs when a part needs `previousEntropy`: −mean logπ_θ over the update's loss
+ * tokens (micro-batches weighted by their tokens); recordStepState keeps it for the next step.
+ */
+export const UPDATE_ENTROPY_METRIC = 'loss/sampledNegativeLogprob';
 
 /** Lengths of runs of equal values: [0,0,1,1,1] → [2,3]. */
 function runLengths(values: readonly number[]): number[] {

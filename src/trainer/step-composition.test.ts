@@ -137,6 +137,18 @@ function directComposition(
       return (0.5 + scored.reduce((a, b) => a + b, 0)) / (1 + scored.length); // the authors' ½ prior
     });
   }
+  const estimator = advantageEstimators.entry(algorithm.advantage);
+  if (estimator.needs?.includes('temperatureLogprobs')) {
+    // DCPO: π_old at the entry's temperature for the state's previous entropy, in one pass here.
+    input.previousEntropy = typeof state.extra.previousEntropy === 'number' ? state.extra.previousEntropy : NaN;
+    const atTemperature = noGrad(() =>
+      completionLogprobs(model, sequences, estimator.logprobTemperature!(options, input.previousEntropy!)),
+    );
+    input.oldLogprobs = batch.samples.map((s) => s.oldLogprobs);
+    input.temperatureLogprobs = batch.samples.map((s, i) =>
+      atTemperature.logprobs.data.slice(i * atTemperature.Tc, i * atTemperature.Tc + s.completionIds.length),
+    );
+  }
   const advantage = advantageEstimators.get(algorithm.advantage)(input, options);
   const keep = Array.from(advantage.keep, Boolean);
   if (algorithm.groupFilter)
@@ -329,8 +341,28 @@ describe('every registered part, through a trainer step, equals the direct compo
     opmd: { tau: 0.5 },
     rec: { clipMode: 'ring', weight: 'importance-sampling', regularizer: 'k2', regularizerCoefficient: 0.1 },
   };
+  // LLDS gates on logπ_old − logπ_θ, which on-policy is rounding noise (sampling vs training forward)
+  // that differs between batchings: a stale π_old (+0.3 / −0.2 on alternate tokens) makes every gate clear.
+  const staleRollout: RolloutFn = async (context, prompts, settings) => {
+    const { singleTurnRollout } = await import('../rollout/rollout.js');
+    const samples = await singleTurnRollout(context, prompts, settings);
+    return samples.map((s) => ({ ...s, oldLogprobs: s.oldLogprobs.map((l, t) => l + (t % 2 ? -0.2 : 0.3)) }));
+  };
+  const lossRollouts: Record<string, RolloutFn> = { llds: staleRollout };
   it.each(policyLosses.names())('loss %s', async (loss) => {
-    await compare({ config: { algorithm: { loss, lossOptions: lossOptions[loss] ?? {} } } });
+    await compare({
+      config: { algorithm: { loss, lossOptions: lossOptions[loss] ?? {} } },
+      rollout: lossRollouts[loss],
+    });
+  });
+  it('dcpo after an update whose entropy was above H (π_old at T = 0.8 from the state)', async () => {
+    await compare({ config: { algorithm: { advantage: 'dcpo' } }, state: { extra: { previousEntropy: 0.9 } } });
+  });
+  it('llds with the response-level gate (stale π_old, as above)', async () => {
+    await compare({
+      config: { algorithm: { loss: 'llds', lossOptions: { gate: 'response' } } },
+      rollout: staleRollout,
+    });
   });
   it.each(lossAggregations.names())('aggregation %s', async (aggregation) => {
     await compare({ config: { algorithm: { aggregation } } });

@@ -27,6 +27,10 @@ export interface SignalInputs {
   informationGains?: number[][];
   /** The quantiles tracked over earlier steps (RiskPO's `trackedQuantiles`; absent on the first step). */
   quantileTracker?: QuantileTracker;
+  /** [N] per completion token, π_old's log-probs at the estimator's `logprobTemperature` (DCPO). */
+  temperatureLogprobs?: Float32Array[];
+  /** The previous update's −mean logπ over its loss tokens, NaN before the first (DCPO). */
+  previousEntropy?: number;
 }
 
 export interface StepSignal {
@@ -100,6 +104,13 @@ export function computeSignal(bound: BoundAlgorithm, batch: StepBatch, inputs: S
   }
   if (bound.needs.has('trackedQuantiles') && inputs.quantileTracker)
     estimatorInput.quantileTracker = inputs.quantileTracker;
+  if (bound.needs.has('temperatureLogprobs')) {
+    if (!inputs.temperatureLogprobs)
+      throw new Error(`${bound.advantage.name} needs π_old's log-probs at its temperature (grpo-step computes them)`);
+    estimatorInput.oldLogprobs = batch.samples.map((sample) => sample.oldLogprobs);
+    estimatorInput.temperatureLogprobs = inputs.temperatureLogprobs;
+  }
+  if (bound.needs.has('previousEntropy')) estimatorInput.previousEntropy = inputs.previousEntropy ?? Number.NaN;
   const result = bound.advantage.fn(estimatorInput, bound.advantage.options);
   const keep = Uint8Array.from(result.keep);
   if (bound.groupFilter) {

@@ -353,16 +353,18 @@ async function runGrpo(
     const trainStart = Date.now();
     let stepMetrics: Record<string, number> = {};
     let applied = true;
+    const passes: Record<string, number>[] = [];
     for (let iteration = 0; iteration < plan.grpo.iterations && prepared.samples.length > 0; iteration++) {
       // LoRA dropout masks from the step's seed and the pass, so each of the μ passes drops anew.
       const outcome = policyStep(bound, settings, model, optimizer, prepared.samples, combineSeeds(seed, iteration));
       stepMetrics = outcome.metrics;
+      passes.push(outcome.metrics);
       applied &&= outcome.applied;
     }
     countSkippedStep(state, applied, plan.maxSkippedSteps);
     reportRewardFailures(prepared.firstRound, state, progress, reportedFailures, plan.maxSkippedSteps);
     warnEntropyFilteredAll(bound, stepMetrics, state.step + 1, progress, reportedFailures);
-    recordStepState(bound, state, prepared);
+    recordStepState(bound, state, prepared, passes);
     const trainSeconds = (Date.now() - trainStart) / 1000;
     state.step++;
     state.phaseStep++;
