@@ -19,6 +19,8 @@ export * from './sql-partial.js';
 export * from './verilog.js';
 export { stripVerilogComments, verilogStatements, verilogStructureScore } from './verilog-structure.js';
 export * from './ranking.js';
+export * from './domain-router.js';
+export { boxedContents, wirelessMath, type WirelessMathOptions } from './wireless-math.js';
 export * from './judge.js';
 export * from './visual.js';
 export * from './factories.js';
