@@ -54,6 +54,7 @@ const readLines = (file: string) =>
 const recipes: Array<[string, string, string[]]> = [
   ['guru', 'multi-domain', ['domain-router']],
   ['wireless-math', 'wireless-math', ['wireless-math']],
+  ['rlprompt', 'prompt-classification', ['rlprompt-classification']],
 ];
 
 describe.each(recipes)('recipes/papers/%s.ts', (name, taskName, rewardNames) => {
@@ -87,6 +88,7 @@ describe.each(recipes)('recipes/papers/%s.ts', (name, taskName, rewardNames) => 
   });
 
   it("serves the recipe's rewards; the teacher's right answers earn the main one in full, its wrong ones do not", async () => {
+    if (name === 'rlprompt') return; // a z-scored group reward: see the next test
     const rewards = await resolveServedRewards({ recipe });
     expect(rewards.map((reward) => reward.name)).toEqual(rewardNames);
     const raw = await import(recipe);
@@ -106,5 +108,25 @@ describe.each(recipes)('recipes/papers/%s.ts', (name, taskName, rewardNames) => 
     else for (const score of wrong) expect(score).toBeLessThan(1);
     const longest = Math.max(...task.trainExamples(200, 1).map((row) => task.demonstration(row, () => 0.999).length));
     expect(longest + 1).toBeLessThanOrEqual(raw.default.config.sampling.maxNewTokens);
+  });
+});
+
+describe('recipes/papers/rlprompt.ts rewards', () => {
+  it('scores a group of prompts for one row z-scored: a prompt that cancels the lean ranks above one that adds to it', async () => {
+    const recipe = join(root, 'recipes/papers/rlprompt.ts');
+    const rewards = await resolveServedRewards({ recipe });
+    const task = await taskRegistry.load('prompt-classification', {});
+    const [row] = task.trainExamples(1, 3);
+    const prompts = ['honestly honestly', 'really so', 'it'];
+    const group = prompts.map((completion, indexInGroup) =>
+      makeRewardInput({ prompt: row!.prompt, completion, row: row!, group: prompts, indexInGroup }),
+    );
+    const matrix = await scoreRewards(rewards, [group], { timeoutMs: 60_000, concurrency: 1 });
+    expect(matrix.failures).toEqual([]);
+    const [balanced, leaning, neutral] = Array.from(matrix.scores);
+    expect(balanced).toBeGreaterThan(neutral!);
+    expect(neutral).toBeGreaterThanOrEqual(leaning!);
+    expect(Array.from(matrix.scores).reduce((a, b) => a + b, 0)).toBeCloseTo(0, 6); // z-scored: mean 0
+    expect(await task.isCorrect(row!, 'honestly honestly')).toBe(true);
   });
 });

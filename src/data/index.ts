@@ -17,6 +17,7 @@ import { textToSqlTask } from './tasks/text-to-sql.js';
 import { verilogTask } from './tasks/verilog.js';
 import { multiDomainTask } from './tasks/multi-domain.js';
 import { wirelessMathTask } from './tasks/wireless-math.js';
+import { promptClassificationTask } from './tasks/prompt-classification.js';
 import type { Task } from './task.js';
 import type { NamedReward } from '../rewards/types.js';
 import { createNamedRegistry } from '../registry/registry.js';
@@ -54,6 +55,7 @@ export { textToSqlExample, textToSqlOptionsSchema, textToSqlTask } from './tasks
 export { verilogExample, verilogOptionsSchema, verilogTask } from './tasks/verilog.js';
 export { multiDomainOptionsSchema, multiDomainTask } from './tasks/multi-domain.js';
 export { wirelessMathOptionsSchema, wirelessMathTask } from './tasks/wireless-math.js';
+export { promptClassificationOptionsSchema, promptClassificationTask } from './tasks/prompt-classification.js';
 export { solveArithmetic } from './tasks/arithmetic-solver.js';
 export {
   drawShapes,
@@ -109,6 +111,12 @@ const builtInTasks: TaskEntry[] = [
     create: wirelessMathTask,
     description:
       'wireless formulas as multiple choice, [MASK] fill-in-the-blank and full equation completion, binary verification (WirelessMathLM #221; recipes/papers/wireless-math.ts)',
+  },
+  {
+    name: 'prompt-classification',
+    create: promptClassificationTask,
+    description:
+      'write a prompt that a frozen bag-of-words model reads well for sentiment, gap reward z-scored per input (RLPrompt #105; recipes/papers/rlprompt.ts)',
   },
   {
     name: 'multi-domain',

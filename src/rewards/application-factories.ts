@@ -9,6 +9,7 @@
 import { z } from 'zod';
 import { domainRouter } from './domain-router.js';
 import { wirelessMath } from './wireless-math.js';
+import { rlpromptClassification } from './rlprompt.js';
 import { define, type RewardFactory } from './factory-registry.js';
 import type { Reward } from './types.js';
 
@@ -51,6 +52,21 @@ export function applicationRewardFactories(create: (name: string, options: unkno
       'WirelessMathLM (#221) binary verification reward; WirelessMATHBench-XL format (docs/paper-recipes.md)',
       z.object({ answerColumn: column.optional(), typeColumn: column.optional() }).strict(),
       wirelessMath,
+    ),
+    define(
+      'rlprompt-classification',
+      "RLPrompt's reward of a written prompt: a frozen model's mean piecewise gap p(label) − max other p, ×200 when positive, ×180 when not, z-scored among the prompts of one input (group reward)",
+      'RLPrompt (#105); github.com/mingkaid/rl-prompt examples/few-shot-classification/fsc_reward.py (docs/paper-recipes.md)',
+      z
+        .object({
+          examplesColumn: column.optional(),
+          modelColumn: column.optional(),
+          correctCoefficient: z.number().positive().optional(),
+          incorrectCoefficient: z.number().positive().optional(),
+          zscore: z.boolean().optional(),
+        })
+        .strict(),
+      rlpromptClassification,
     ),
   ];
 }

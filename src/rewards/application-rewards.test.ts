@@ -1,10 +1,13 @@
 /**
  * The application-paper rewards of issue 33, by their registered names with options: right answers
  * score in full, and near misses score 0 or partial for the reason each case states. Guru's
- * `domain-router` (#108), WirelessMathLM's `wireless-math` (#221).
+ * `domain-router` (#108), WirelessMathLM's `wireless-math` (#221), RLPrompt's
+ * `rlprompt-classification` (#105, on the `prompt-classification` task's frozen model).
  */
 import { describe, expect, it } from 'vitest';
 import { createReward } from './factories.js';
+import { classProbabilities, labelGap } from './rlprompt.js';
+import { bagOfWordsTaskModel } from '../data/tasks/prompt-classification.js';
 import { isGroupReward, makeRewardInput, type Reward, type RewardFn } from './types.js';
 
 const score = async (reward: Reward, completion: string, row: Record<string, unknown>) => {
@@ -86,5 +89,54 @@ describe('domain-router', () => {
       /reward "sql-ngram": bad options: n/,
     );
     expect(() => createReward('domain-router', { routes: { a: { name: 'domain-router' } } })).toThrow(/itself/);
+  });
+});
+
+describe('rlprompt-classification', () => {
+  const taskModel = bagOfWordsTaskModel;
+  const negative = { examples: [{ text: 'the film was bad', label: 1 }], taskModel };
+  const score = async (options: Record<string, unknown>, completions: string[], row = negative) => {
+    const reward = createReward('rlprompt-classification', options);
+    if (!isGroupReward(reward)) throw new Error('a group reward');
+    return reward.scoreGroup(completions.map((completion) => makeRewardInput({ completion, row })));
+  };
+  // No prompt: mean vector (−1/4, 2.7/4); logits great 0.425, terrible 0.25; p_terrible − p_great = −tanh(0.0875).
+  const unprompted = -180 * Math.tanh(0.0875);
+  // "honestly" (0, −1): mean (−1/5, 1.7/5); logits great 0.14, terrible 0.2; gap +tanh(0.03).
+  const honest = 200 * Math.tanh(0.03);
+
+  it("the authors' piecewise gap: ×180 when the frozen model is wrong, ×200 when right", async () => {
+    const [wrong, right] = await score({ zscore: false }, ['', 'honestly']);
+    expect(wrong).toBeCloseTo(unprompted, 10); // near miss: the lean wins, a negative reward
+    expect(right).toBeCloseTo(honest, 10);
+    // "really" adds to the lean: further from right than no prompt at all.
+    expect((await score({ zscore: false }, ['really']))[0]).toBeLessThan(unprompted);
+    expect(
+      (await score({ zscore: false, correctCoefficient: 1, incorrectCoefficient: 1 }, ['honestly']))[0],
+    ).toBeCloseTo(Math.tanh(0.03), 10);
+  });
+
+  it('z-scores the prompts of one input: (R − mean) / (population std + 1e-4)', async () => {
+    const half = (honest - unprompted) / 2;
+    const [wrong, right] = await score({}, ['', 'honestly']);
+    expect(wrong).toBeCloseTo(-half / (half + 1e-4), 10);
+    expect(right).toBeCloseTo(half / (half + 1e-4), 10);
+    expect(await score({}, ['honestly', 'honestly'])).toEqual([0, 0]); // equal prompts: no signal
+  });
+
+  it("ties: the authors mask every class whose probability equals the label's, so a tie gives p + 1", () => {
+    expect(labelGap([0.5, 0.5], 0)).toBe(1.5);
+    expect(labelGap([0.7, 0.2, 0.1], 0)).toBeCloseTo(0.5, 12);
+    expect(classProbabilities(taskModel, 'unknown words only')).toEqual([0.5, 0.5]);
+  });
+
+  it('refuses a row without the frozen model or with a bad label, naming the column', async () => {
+    await expect(score({}, ['x'], { examples: negative.examples } as never)).rejects.toThrow(/"taskModel" column/);
+    await expect(score({}, ['x'], { examples: [{ text: 'a', label: 2 }], taskModel } as never)).rejects.toThrow(
+      /"examples"\[0\] needs a text and a label from 0 to 1/,
+    );
+    expect(() => createReward('rlprompt-classification', { zscore: 'yes' })).toThrow(
+      /reward "rlprompt-classification": bad options: zscore/,
+    );
   });
 });

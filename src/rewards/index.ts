@@ -21,6 +21,7 @@ export { stripVerilogComments, verilogStatements, verilogStructureScore } from '
 export * from './ranking.js';
 export * from './domain-router.js';
 export { boxedContents, wirelessMath, type WirelessMathOptions } from './wireless-math.js';
+export * from './rlprompt.js';
 export * from './judge.js';
 export * from './visual.js';
 export * from './factories.js';
