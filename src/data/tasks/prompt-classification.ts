@@ -13,7 +13,7 @@
  * classifies every sentence; RL has to find one, as RLPrompt searches for prompts a frozen model reads well.
  *
  * Rows: a constant instruction for the policy (RLPrompt's few-shot policy has no input either) and a
- * batch of `sentences` labelled sentences, `examples`, with the frozen model in `taskModel`. A row's
+ * balanced batch of `sentences` labelled sentences (classes alternate), `examples`, with the frozen model in `taskModel`. A row's
  * prompts are a GRPO group, so the reward's z-score is RLPrompt's per-input one. Correct (held-out
  * accuracy) = the prompt classifies every sentence of the row. The SFT teacher writes three random
  * prompt words. Held out: sentence batches whose text hashes into one bucket of eight.
@@ -70,8 +70,7 @@ function hash(text: string): number {
 
 type Pick = (n: number) => number;
 
-function sentence(pick: Pick): { text: string; label: number } {
-  const label = pick(2);
+function sentence(pick: Pick, label: number): { text: string; label: number } {
   const words = [FILLER[pick(2)]!, FILLER[2 + pick(2)]!, FILLER[4 + pick(2)]!];
   const sentiment = (label === 0 ? POSITIVE : NEGATIVE)[pick(4)]!;
   return { text: [...words, sentiment].join(' '), label };
@@ -85,7 +84,8 @@ function sample(sentences: number, count: number, seed: number, heldOut: boolean
   };
   const rows: Example[] = [];
   while (rows.length < count) {
-    const examples = Array.from({ length: sentences }, () => sentence(pick));
+    // Classes alternate, so a row is balanced as RLPrompt's few-shot batches are (16 per class).
+    const examples = Array.from({ length: sentences }, (_, i) => sentence(pick, i % 2));
     if ((hash(examples.map((example) => example.text).join('|')) % 8 === 0) !== heldOut) continue;
     rows.push({ prompt: 'prompt: ', examples, taskModel: bagOfWordsTaskModel });
   }
