@@ -100,10 +100,10 @@ describe('rlprompt-classification', () => {
     if (!isGroupReward(reward)) throw new Error('a group reward');
     return reward.scoreGroup(completions.map((completion) => makeRewardInput({ completion, row })));
   };
-  // No prompt: mean vector (−1/4, 2.7/4); logits great 0.425, terrible 0.25; p_terrible − p_great = −tanh(0.0875).
-  const unprompted = -180 * Math.tanh(0.0875);
-  // "honestly" (0, −1): mean (−1/5, 1.7/5); logits great 0.14, terrible 0.2; gap +tanh(0.03).
-  const honest = 200 * Math.tanh(0.03);
+  // No prompt: mean vector (−1/4, 2.7/4); logits great 4.25, terrible 2.5; p_terrible − p_great = −tanh(0.875).
+  const unprompted = -180 * Math.tanh(0.875);
+  // "honestly" (0, −1): mean (−1/5, 1.7/5); logits great 1.4, terrible 2; gap +tanh(0.3).
+  const honest = 200 * Math.tanh(0.3);
 
   it("the authors' piecewise gap: ×180 when the frozen model is wrong, ×200 when right", async () => {
     const [wrong, right] = await score({ zscore: false }, ['', 'honestly']);
@@ -113,7 +113,7 @@ describe('rlprompt-classification', () => {
     expect((await score({ zscore: false }, ['really']))[0]).toBeLessThan(unprompted);
     expect(
       (await score({ zscore: false, correctCoefficient: 1, incorrectCoefficient: 1 }, ['honestly']))[0],
-    ).toBeCloseTo(Math.tanh(0.03), 10);
+    ).toBeCloseTo(Math.tanh(0.3), 10);
   });
 
   it('z-scores the prompts of one input: (R − mean) / (population std + 1e-4)', async () => {

@@ -5,8 +5,8 @@
  * model's piecewise label-probability gap over the row's sentences (`rlprompt-classification`).
  *
  * The frozen model is a tiny bag-of-words language model made here (RLPrompt's RoBERTa/GPT-2 cannot
- * be had): word vectors (sentiment, lean), verbalizer `great` = (1, 1), `terrible` = (−1, 0), so the
- * logit gap is 2·sentiment + lean of the mean word vector. Sentences are one sentiment word among
+ * be had): word vectors (sentiment, lean), verbalizer `great` = (10, 10), `terrible` = (−10, 0), so
+ * the logit gap is 10·(2·sentiment + lean) of the mean word vector. Sentences are one sentiment word among
  * filler words that lean (0.9) towards `great`, so without a prompt every sentence reads as `great` (half
  * right). Prompt words shift the mean: `honestly` and `frankly` cancel the lean, `really` and `so`
  * add to it, `sadly` and `awesome` carry sentiment of their own. A prompt that cancels the lean
@@ -56,8 +56,10 @@ export const bagOfWordsTaskModel: BagOfWordsModel = {
     ...Object.fromEntries(NEGATIVE.map((word) => [word, [-1, 0]])),
     ...Object.fromEntries(FILLER.map((word) => [word, [0, 0.9]])),
     ...PROMPT_WORDS,
-    great: [1, 1],
-    terrible: [-1, 0],
+    // Sharp, as a trained LM's verbalizer logits are: a gap near ±1 once the evidence is clear, so
+    // the gap reward tracks accuracy rather than margins on an always-favoured class.
+    great: [10, 10],
+    terrible: [-10, 0],
   },
   verbalizers: ['great', 'terrible'],
 };
