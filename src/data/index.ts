@@ -15,6 +15,9 @@ import { shapeCountingTask, type ShapeCountingOptions } from './tasks/shape-coun
 import { rerankingTask } from './tasks/reranking.js';
 import { textToSqlTask } from './tasks/text-to-sql.js';
 import { verilogTask } from './tasks/verilog.js';
+import { multiDomainTask } from './tasks/multi-domain.js';
+import { wirelessMathTask } from './tasks/wireless-math.js';
+import { promptClassificationTask } from './tasks/prompt-classification.js';
 import type { Task } from './task.js';
 import type { NamedReward } from '../rewards/types.js';
 import { createNamedRegistry } from '../registry/registry.js';
@@ -50,6 +53,9 @@ export { mbppOptionsSchema, mbppTask } from './tasks/mbpp.js';
 export { rerankingOptionsSchema, rerankingTask } from './tasks/reranking.js';
 export { textToSqlExample, textToSqlOptionsSchema, textToSqlTask } from './tasks/text-to-sql.js';
 export { verilogExample, verilogOptionsSchema, verilogTask } from './tasks/verilog.js';
+export { multiDomainOptionsSchema, multiDomainTask } from './tasks/multi-domain.js';
+export { wirelessMathOptionsSchema, wirelessMathTask } from './tasks/wireless-math.js';
+export { promptClassificationOptionsSchema, promptClassificationTask } from './tasks/prompt-classification.js';
 export { solveArithmetic } from './tasks/arithmetic-solver.js';
 export {
   drawShapes,
@@ -99,6 +105,24 @@ const builtInTasks: TaskEntry[] = [
     create: rerankingTask,
     description:
       'rerank generated word documents: pointwise relevance (ProRank #17) or a score per document of a group (GroupRank #51); recipes/papers/',
+  },
+  {
+    name: 'wireless-math',
+    create: wirelessMathTask,
+    description:
+      'wireless formulas as multiple choice, [MASK] fill-in-the-blank and full equation completion, binary verification (WirelessMathLM #221; recipes/papers/wireless-math.ts)',
+  },
+  {
+    name: 'prompt-classification',
+    create: promptClassificationTask,
+    description:
+      'write a prompt that a frozen bag-of-words model reads well for sentiment, gap reward z-scored per input (RLPrompt #105; recipes/papers/rlprompt.ts)',
+  },
+  {
+    name: 'multi-domain',
+    create: (options) => multiDomainTask(options, (name, inner) => taskRegistry.get(name)(inner)),
+    description:
+      'generated tasks mixed in one run, rows tagged by domain, per-domain rewards and metrics (Guru #108; recipes/papers/guru.ts)',
   },
   {
     name: 'dataset',

@@ -11,6 +11,7 @@ const required: Record<string, unknown> = {
   'length-budget': { budget: 10 },
   'score-distribution': { maxScore: 2 },
   'llm-judge': { baseUrl: 'http://127.0.0.1:9/v1', model: 'm' },
+  'domain-router': { routes: { math: { name: 'math-answer' } } },
 };
 
 describe('rewardFactories', () => {

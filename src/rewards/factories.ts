@@ -33,6 +33,7 @@ import { verilogFormat, verilogStructure, verilogTestbench } from './verilog.js'
 import { isGroupReward, type Reward, type RewardFn } from './types.js';
 import { boxIou, countAnswer } from './visual.js';
 import { createRewardFactoryRegistry, define, type RewardFactory } from './factory-registry.js';
+import { applicationRewardFactories } from './application-factories.js';
 
 const column = z.string().min(1);
 const tagName = z.string().regex(/^[\w-]+$/, 'a tag name: letters, digits, _ or -');
@@ -453,7 +454,7 @@ const builtIns: RewardFactory[] = [
     llmJudge,
   ),
 ];
-for (const factory of builtIns) rewardFactories.register(factory);
+for (const factory of [...builtIns, ...applicationRewardFactories(createReward)]) rewardFactories.register(factory);
 
 /**
  * tool-efficiency's r_φ by name: default `exact-match` on the `<answer>` content (the whole completion

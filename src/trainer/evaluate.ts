@@ -48,6 +48,21 @@ export interface EvaluationResult {
   'eval/passAtK'?: number;
   /** Answers whose correctness check threw (counted as not correct); present when any did. */
   'eval/checkErrors'?: number;
+  /** Rows with a string `domain` column (multi-domain task): accuracy and mean reward per domain. */
+  [perDomain: `eval/domain/${string}/${'accuracy' | 'meanReward'}`]: number;
+}
+
+/** `eval/domain/<name>/accuracy` and `/meanReward` over the rows of each domain; none without a `domain` column. */
+function perDomain(examples: readonly Example[], verdicts: readonly boolean[], rewards: Float64Array) {
+  const result: Record<`eval/domain/${string}/${'accuracy' | 'meanReward'}`, number> = {};
+  const domains = new Set(examples.flatMap((row) => (typeof row.domain === 'string' ? [row.domain] : [])));
+  for (const domain of domains) {
+    const rows = examples.flatMap((row, i) => (row.domain === domain ? [i] : []));
+    const finite = rows.map((i) => rewards[i]!).filter(Number.isFinite);
+    result[`eval/domain/${domain}/accuracy`] = rows.filter((i) => verdicts[i]).length / rows.length;
+    result[`eval/domain/${domain}/meanReward`] = finite.reduce((a, b) => a + b, 0) / Math.max(1, finite.length);
+  }
+  return result;
 }
 
 /** Scores `examples` with prompts formatted as in training (`format`: the chat template or plain text). */
@@ -116,6 +131,7 @@ export async function evaluate(
   const result: EvaluationResult = {
     'eval/accuracy': correct / examples.length,
     'eval/meanReward': finite.reduce((a, b) => a + b, 0) / Math.max(1, finite.length),
+    ...perDomain(examples, verdicts, combined.rewards),
   };
   if (settings.passAtK > 0) {
     const solved = new Set<number>();

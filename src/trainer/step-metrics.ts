@@ -45,6 +45,27 @@ export function rewardLogMetrics(batch: StepBatch): Record<string, number> {
   return metrics;
 }
 
+/**
+ * Per-domain numbers of a step whose rows carry a string `domain` column (the multi-domain task,
+ * Guru #108): `domain/<name>/reward/mean` (combined reward of that domain's samples) and
+ * `domain/<name>/samples`. Empty when no row names a domain.
+ */
+export function domainMetrics(batch: StepBatch): Record<string, number> {
+  const byDomain = new Map<string, number[]>();
+  groupStarts(batch.groupSizes).forEach((start, g) => {
+    const domain = batch.prompts[g]!.example.domain;
+    if (typeof domain !== 'string') return;
+    const rewards = Array.from(batch.rewards.subarray(start, start + batch.groupSizes[g]!)).filter(Number.isFinite);
+    byDomain.set(domain, [...(byDomain.get(domain) ?? []), ...rewards]);
+  });
+  const metrics: Record<string, number> = {};
+  for (const [domain, rewards] of byDomain) {
+    metrics[`domain/${domain}/reward/mean`] = meanAndStd(rewards).mean;
+    metrics[`domain/${domain}/samples`] = rewards.length;
+  }
+  return metrics;
+}
+
 /** completions/{meanLength,minLength,maxLength,clippedRatio}. */
 export function completionMetrics(batch: StepBatch): Record<string, number> {
   const lengths = batch.samples.map((s) => s.completionIds.length);

@@ -26,7 +26,7 @@ import type { BoundAlgorithm } from '../config/algorithm.js';
 import { createProgressReporter, type ProgressReporter } from '../run/progress.js';
 import type { RolloutFn, RolloutSettings } from '../rollout/rollout.js';
 import { RunFolder, type TrainerState } from '../run/run-folder.js';
-import { agentMetrics, completionMetrics, rewardLogMetrics, sampleRecords } from './step-metrics.js';
+import { agentMetrics, completionMetrics, domainMetrics, rewardLogMetrics, sampleRecords } from './step-metrics.js';
 import { adapterBaseFor, referenceFor, resumeFrom, visionReferenceFor } from './restore.js';
 import { markFailed, markInterrupted, markRunning, RunInterrupted, stopIfAborted } from '../run/run-status.js';
 import { bindRunAlgorithm, withRewardWorkers, type RunContext } from './setup.js';
@@ -373,6 +373,7 @@ async function runGrpo(
     const first = prepared.firstRound;
     const record: Record<string, number> = {
       ...rewardLogMetrics(first),
+      ...domainMetrics(first),
       ...completionMetrics(first),
       ...agentMetrics(first),
       ...prepared.metrics,
