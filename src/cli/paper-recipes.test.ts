@@ -51,6 +51,7 @@ const recipes: Array<[string, string, string[], number[]?]> = [
   ['grouprank', 'reranking', ['ranking-ndcg', 'ranking-recall', 'score-distribution', 'tag-format']],
   ['prorank', 'reranking', ['exact-match', 'tag-format']],
   ['verireason', 'verilog', ['verilog-testbench', 'verilog-format'], [2.1, 1]],
+  ['graph-r1', 'graph-problems', ['graph-solution', 'regex'], [2, 1]],
 ];
 
 const readLines = (file: string) =>

@@ -13,6 +13,7 @@ import { math500Task } from './tasks/math500.js';
 import { mbppTask } from './tasks/mbpp.js';
 import { shapeCountingTask, type ShapeCountingOptions } from './tasks/shape-counting.js';
 import { rerankingTask } from './tasks/reranking.js';
+import { graphProblemsTask } from './tasks/graph-problems.js';
 import { textToSqlTask } from './tasks/text-to-sql.js';
 import { verilogTask } from './tasks/verilog.js';
 import type { Task } from './task.js';
@@ -48,6 +49,7 @@ export { humanevalOptionsSchema, humanevalTask } from './tasks/humaneval.js';
 export { math500OptionsSchema, math500Task } from './tasks/math500.js';
 export { mbppOptionsSchema, mbppTask } from './tasks/mbpp.js';
 export { rerankingOptionsSchema, rerankingTask } from './tasks/reranking.js';
+export { graphProblemsOptionsSchema, graphProblemsTask } from './tasks/graph-problems.js';
 export { textToSqlExample, textToSqlOptionsSchema, textToSqlTask } from './tasks/text-to-sql.js';
 export { verilogExample, verilogOptionsSchema, verilogTask } from './tasks/verilog.js';
 export { solveArithmetic } from './tasks/arithmetic-solver.js';
@@ -99,6 +101,12 @@ const builtInTasks: TaskEntry[] = [
     create: rerankingTask,
     description:
       'rerank generated word documents: pointwise relevance (ProRank #17) or a score per document of a group (GroupRank #51); recipes/papers/',
+  },
+  {
+    name: 'graph-problems',
+    create: graphProblemsTask,
+    description:
+      'NP-hard graph problems on small generated graphs (shortest path, TSP, vertex cover, colouring), exact optima (Graph-R1 #178; recipes/papers/graph-r1.ts)',
   },
   {
     name: 'dataset',

@@ -29,6 +29,7 @@ import { bleu, charF1, rougeL } from './similarity.js';
 import { sqlExecution } from './sql.js';
 import { sqlNgram, sqlSchemaLinking, sqlSyntax } from './sql-partial.js';
 import { rankingNdcg, rankingRecall, scoreDistribution } from './ranking.js';
+import { graphSolution } from './graph-problems.js';
 import { verilogFormat, verilogStructure, verilogTestbench } from './verilog.js';
 import { isGroupReward, type Reward, type RewardFn } from './types.js';
 import { boxIou, countAnswer } from './visual.js';
@@ -431,6 +432,22 @@ const builtIns: RewardFactory[] = [
     'GroupRank (#51) distribution reward (substitute form, docs/paper-recipes.md)',
     z.object({ ...rankingInput, maxScore: z.number().positive() }).strict(),
     scoreDistribution,
+  ),
+  define(
+    'graph-solution',
+    "graph problem answer [A, C, D] checked exactly: optimum → 2, feasible → 0.5·opt/value (TSP: 0.5·(opt/value)²), missing or infeasible → −1; row columns problem, graph, optimum (source, target)",
+    'Graph-R1 (#178) graph_reward, github.com/Graph-Reasoner/Graph-R1 verl/utils/reward_score/grapharena_norepeat.py (docs/paper-recipes.md)',
+    z
+      .object({
+        exactScore: z.number().optional(),
+        partialScale: z.number().nonnegative().optional(),
+        tspExponent: z.number().positive().optional(),
+        invalidScore: z.number().optional(),
+        problemColumn: column.optional(),
+        optimumColumn: column.optional(),
+      })
+      .strict(),
+    graphSolution,
   ),
   define(
     'llm-judge',

@@ -19,6 +19,7 @@ export * from './sql-partial.js';
 export * from './verilog.js';
 export { stripVerilogComments, verilogStatements, verilogStructureScore } from './verilog-structure.js';
 export * from './ranking.js';
+export * from './graph-problems.js';
 export * from './judge.js';
 export * from './visual.js';
 export * from './factories.js';
