@@ -14,6 +14,7 @@ import { mbppTask } from './tasks/mbpp.js';
 import { shapeCountingTask, type ShapeCountingOptions } from './tasks/shape-counting.js';
 import { rerankingTask } from './tasks/reranking.js';
 import { graphProblemsTask } from './tasks/graph-problems.js';
+import { nlToStlTask } from './tasks/nl-to-stl.js';
 import { textToSqlTask } from './tasks/text-to-sql.js';
 import { verilogTask } from './tasks/verilog.js';
 import type { Task } from './task.js';
@@ -50,6 +51,7 @@ export { math500OptionsSchema, math500Task } from './tasks/math500.js';
 export { mbppOptionsSchema, mbppTask } from './tasks/mbpp.js';
 export { rerankingOptionsSchema, rerankingTask } from './tasks/reranking.js';
 export { graphProblemsOptionsSchema, graphProblemsTask } from './tasks/graph-problems.js';
+export { nlToStlOptionsSchema, nlToStlTask } from './tasks/nl-to-stl.js';
 export { textToSqlExample, textToSqlOptionsSchema, textToSqlTask } from './tasks/text-to-sql.js';
 export { verilogExample, verilogOptionsSchema, verilogTask } from './tasks/verilog.js';
 export { solveArithmetic } from './tasks/arithmetic-solver.js';
@@ -107,6 +109,12 @@ const builtInTasks: TaskEntry[] = [
     create: graphProblemsTask,
     description:
       'NP-hard graph problems on small generated graphs (shortest path, TSP, vertex cover, colouring), exact optima (Graph-R1 #178; recipes/papers/graph-r1.ts)',
+  },
+  {
+    name: 'nl-to-stl',
+    create: nlToStlTask,
+    description:
+      'templated English requirements over signals → an STL formula, multi-aspect rewards (RESTL #145; recipes/papers/restl.ts)',
   },
   {
     name: 'dataset',
