@@ -17,6 +17,9 @@
  * group size 8, temperature 1, KL loss with β = 0.001 and the low-variance (k3) estimator, no
  * entropy bonus. Not here: their long-CoT SFT data (Graph-R1-SFT-30K), the curriculum over levels,
  * GraphArena's real-world graphs, the learning rate of a 7B model (1e-6; this small model uses 1e-4).
+ * Measured (seed 0, native backend, 2 shared cores, 22 min): held-out mean reward (format +
+ * answer, at most 3) 0.681 after SFT → 0.897 after 100 GRPO steps (+0.216); held-out accuracy
+ * (optimal answers) 1.7% → 1.7%: the gain is partial credit, not optima (one run, not a trend).
  */
 import type { Recipe } from '../../src/index.js';
 
