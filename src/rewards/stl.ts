@@ -5,7 +5,8 @@
  * that compare a predicted formula with the gold one from RESTL's four perspectives plus a semantic
  * check on generated traces.
  *
- * Syntax (whitespace ignored): atoms `x>3`, `y<2.5` (a signal name, `>` or `<`, a number);
+ * Syntax (whitespace ignored): atoms `x>3`, `y<2.5` (a signal name other than G, F and U, `>` or
+ * `<`, a non-negative number);
  * `!φ`; `φ & ψ`; `φ | ψ`; `φ -> ψ` (right-associative, weakest); `G[a,b] φ`, `F[a,b] φ` (always,
  * eventually on [t+a, t+b]); `φ U[a,b] ψ` (until); parentheses. Binding, strongest first: `!`, `G`,
  * `F`, then `U`, `&`, `|`, `->`.
