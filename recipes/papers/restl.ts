@@ -19,6 +19,9 @@
  * RL with a KL penalty to the SFT model (β = 0.04 here). Not here: PPO with a critic (GRPO instead:
  * `--set algorithm.advantage=...` picks others), the reward models' curriculum training, the
  * DeepSTL / STL-DivEn data.
+ * Measured (seed 0, native backend, 2 cores, 8.5 min): held-out mean reward (at most 5) 3.806 after
+ * SFT and 3.806 after 100 GRPO steps; held-out accuracy 11.7% → 8.3%; training reward 3.07–3.42.
+ * No learning shown at this size and length.
  */
 import type { Recipe } from '../../src/index.js';
 
