@@ -13,6 +13,8 @@ import { math500Task } from './tasks/math500.js';
 import { mbppTask } from './tasks/mbpp.js';
 import { shapeCountingTask, type ShapeCountingOptions } from './tasks/shape-counting.js';
 import { rerankingTask } from './tasks/reranking.js';
+import { graphProblemsTask } from './tasks/graph-problems.js';
+import { nlToStlTask } from './tasks/nl-to-stl.js';
 import { textToSqlTask } from './tasks/text-to-sql.js';
 import { verilogTask } from './tasks/verilog.js';
 import { multiDomainTask } from './tasks/multi-domain.js';
@@ -51,6 +53,8 @@ export { humanevalOptionsSchema, humanevalTask } from './tasks/humaneval.js';
 export { math500OptionsSchema, math500Task } from './tasks/math500.js';
 export { mbppOptionsSchema, mbppTask } from './tasks/mbpp.js';
 export { rerankingOptionsSchema, rerankingTask } from './tasks/reranking.js';
+export { graphProblemsOptionsSchema, graphProblemsTask } from './tasks/graph-problems.js';
+export { nlToStlOptionsSchema, nlToStlTask } from './tasks/nl-to-stl.js';
 export { textToSqlExample, textToSqlOptionsSchema, textToSqlTask } from './tasks/text-to-sql.js';
 export { verilogExample, verilogOptionsSchema, verilogTask } from './tasks/verilog.js';
 export { multiDomainOptionsSchema, multiDomainTask } from './tasks/multi-domain.js';
@@ -123,6 +127,18 @@ const builtInTasks: TaskEntry[] = [
     create: (options) => multiDomainTask(options, (name, inner) => taskRegistry.get(name)(inner)),
     description:
       'generated tasks mixed in one run, rows tagged by domain, per-domain rewards and metrics (Guru #108; recipes/papers/guru.ts)',
+  },
+  {
+    name: 'graph-problems',
+    create: graphProblemsTask,
+    description:
+      'NP-hard graph problems on small generated graphs (shortest path, TSP, vertex cover, colouring), exact optima (Graph-R1 #178; recipes/papers/graph-r1.ts)',
+  },
+  {
+    name: 'nl-to-stl',
+    create: nlToStlTask,
+    description:
+      'templated English requirements over signals → an STL formula, multi-aspect rewards (RESTL #145; recipes/papers/restl.ts)',
   },
   {
     name: 'dataset',

@@ -29,6 +29,8 @@ import { bleu, charF1, rougeL } from './similarity.js';
 import { sqlExecution } from './sql.js';
 import { sqlNgram, sqlSchemaLinking, sqlSyntax } from './sql-partial.js';
 import { rankingNdcg, rankingRecall, scoreDistribution } from './ranking.js';
+import { graphSolution } from './graph-problems.js';
+import { stlPropositions, stlSuccinctness, stlSymbols, stlTemplatedNl, stlTraceAgreement } from './stl.js';
 import { verilogFormat, verilogStructure, verilogTestbench } from './verilog.js';
 import { isGroupReward, type Reward, type RewardFn } from './types.js';
 import { boxIou, countAnswer } from './visual.js';
@@ -38,6 +40,9 @@ import { applicationRewardFactories } from './application-factories.js';
 const column = z.string().min(1);
 const tagName = z.string().regex(/^[\w-]+$/, 'a tag name: letters, digits, _ or -');
 const rankingInput = { relevanceColumn: column.optional(), tag: z.union([tagName, z.literal('')]).optional() };
+const stlInput = { goldColumn: column.optional(), tag: z.union([tagName, z.literal('')]).optional() };
+const restl = (aspect: string) =>
+  `RESTL (#145) ${aspect} reward, rule-based stand-in for its trained reward model (arXiv 2511.08555; docs/paper-recipes.md)`;
 const unit = z.enum(['tokens', 'characters']);
 const language = z.enum(['python', 'javascript']);
 const judgeEndpoint = {
@@ -432,6 +437,63 @@ const builtIns: RewardFactory[] = [
     'GroupRank (#51) distribution reward (substitute form, docs/paper-recipes.md)',
     z.object({ ...rankingInput, maxScore: z.number().positive() }).strict(),
     scoreDistribution,
+  ),
+  define(
+    'graph-solution',
+    'graph problem answer [A, C, D] checked exactly: optimum → 2, feasible → 0.5·opt/value (TSP: 0.5·(opt/value)²), missing or infeasible → −1; row columns problem, graph, optimum (source, target)',
+    'Graph-R1 (#178) graph_reward, github.com/Graph-Reasoner/Graph-R1 verl/utils/reward_score/grapharena_norepeat.py (docs/paper-recipes.md)',
+    z
+      .object({
+        exactScore: z.number().optional(),
+        partialScale: z.number().nonnegative().optional(),
+        tspExponent: z.number().positive().optional(),
+        invalidScore: z.number().optional(),
+        problemColumn: column.optional(),
+        optimumColumn: column.optional(),
+      })
+      .strict(),
+    graphSolution,
+  ),
+  define(
+    'stl-propositions',
+    'F1 between the atomic propositions (x>3) of the predicted and gold STL formulas; 0 when it does not parse',
+    restl('atomic proposition consistency'),
+    z.object(stlInput).strict(),
+    stlPropositions,
+  ),
+  define(
+    'stl-templated-nl',
+    "the predicted STL formula rendered to templated English, ROUGE-L F1 against the row's sentence (column nl)",
+    restl('templated NL similarity'),
+    z.object({ ...stlInput, textColumn: column.optional() }).strict(),
+    stlTemplatedNl,
+  ),
+  define(
+    'stl-succinctness',
+    'min(1, size of gold / size of predicted STL formula) in operators and atoms',
+    restl('formula succinctness'),
+    z.object(stlInput).strict(),
+    stlSuccinctness,
+  ),
+  define(
+    'stl-symbols',
+    'F1 over the tokens of the predicted and gold STL formulas, canonically printed',
+    restl('STL-level symbol matching'),
+    z.object(stlInput).strict(),
+    stlSymbols,
+  ),
+  define(
+    'stl-traces',
+    'fraction of generated traces on which the predicted and gold STL formulas agree on satisfaction (robustness > 0)',
+    'RESTL (#145) companion: a semantic check by STL robustness (Donzé & Maler 2010) on random traces, ours (docs/paper-recipes.md)',
+    z
+      .object({
+        ...stlInput,
+        traces: z.number().int().positive().max(10_000).optional(),
+        seed: z.number().int().optional(),
+      })
+      .strict(),
+    stlTraceAgreement,
   ),
   define(
     'llm-judge',
