@@ -23,7 +23,7 @@ import { bindAlgorithm } from '../config/algorithm.js';
 import { validateConfig, type TrainerConfig } from '../config/config.js';
 import { promptFormatFor, renderPrompt } from '../config/prompt-format.js';
 import type { Example, Task } from '../data/task.js';
-import { checkpointFiles } from '../model/checkpoint-files.js';
+import { checkpointFiles, checkTensors } from '../model/checkpoint-files.js';
 import { parseModelConfig } from '../model/config.js';
 import { checkTokenizerFitsModel, HfTokenizer } from '../model/hf-tokenizer.js';
 import { readSafetensorsBytes } from '../model/safetensors-decode.js';
@@ -89,7 +89,8 @@ export function modelRunConfig(settings: ModelRunSettings): TrainerConfig {
       grpo: {
         steps: settings.grpoSteps,
         promptsPerStep: settings.promptsPerStep,
-        microBatchSize: 32,
+        // The recipe's 32, or the whole step when it has fewer completions.
+        microBatchSize: Math.min(32, settings.promptsPerStep * 8),
         learningRate: settings.learningRate,
         schedule: 'constant',
       },
@@ -141,7 +142,12 @@ export async function* modelRun(
   checkFiles(files);
   const config = modelRunConfig(settings);
   const modelConfig = parseModelConfig(jsonFile(files, 'config.json'), 'config.json');
-  const tensors = readSafetensorsBytes(files.get('model.safetensors')!, 'model.safetensors');
+  // Checked by name and shape as a folder on disk is (a tied matrix may be stored as lm_head.weight).
+  const tensors = checkTensors(
+    modelConfig,
+    readSafetensorsBytes(files.get('model.safetensors')!, 'model.safetensors'),
+    () => 'model.safetensors',
+  );
   const tokenizerConfig = files.has('tokenizer_config.json') ? jsonFile(files, 'tokenizer_config.json') : {};
   const chatTemplate = files.has('chat_template.jinja') ? decoder.decode(files.get('chat_template.jinja')) : null;
   const tokenizer = new HfTokenizer(

@@ -38,9 +38,13 @@ const FIXTURE_FILES = [
   'tokenizer.json',
   'tokenizer_config.json',
 ];
-// recipes/tinystories-words.ts's reward, as a user types it.
-const WORDS_REWARD =
-  "({ completion }) => ['dog', 'ball'].filter((w) => new RegExp(`\\b${w}s?\\b`, 'i').test(completion)).length / 2";
+// recipes/tinystories-words.ts's two rewards (the words, and 0.1 for ending a sentence) as one
+// function, as a user types it.
+const WORDS_REWARD = [
+  '({ completion }) =>',
+  "  ['dog', 'ball'].filter((w) => new RegExp(`\\\\b${w}s?\\\\b`, 'i').test(completion)).length / 2 +",
+  '  (/[.!?]["\']?\\s*$/.test(completion) ? 0.1 : 0)',
+].join('\n');
 const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 // The page's `?preset=quick` (web/page.js), which the form must show and the run must use.
 const QUICK = {
@@ -216,11 +220,12 @@ describe.skipIf(browserProblem !== null)('grpo web in headless Chromium', () => 
     console.log(`grpo web, TinyStories: ${status}`);
     expect(status).toMatch(/^backend wasm \(\d+ threads?\); cross-origin isolated: yes$/m);
     expect(status).toMatch(/GRPO: [\d.]+ steps\/s/);
-    // Two GRPO steps, each scored by the typed reward (words: 0, 0.5 or 1 per completion).
+    // Two GRPO steps, each scored by the typed reward (0, 0.5 or 1 for the words, plus 0.1).
     expect(await page.locator('#reward-chart circle').count()).toBe(2);
     const rewards = await page.locator('#completions tbody tr td:nth-child(2)').allTextContents();
+    console.log(`grpo web, TinyStories: the last group's rewards ${rewards.join(' ')}`);
     expect(rewards).toHaveLength(8);
-    for (const reward of rewards) expect(['0.00', '0.50', '1.00']).toContain(reward);
+    for (const reward of rewards) expect(['0.00', '0.10', '0.50', '0.60', '1.00', '1.10']).toContain(reward);
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('#save')]);
     expect(download.suggestedFilename()).toBe('grpo-model-step-2.zip');
     const folder = await mkdtemp(join(tmpdir(), 'grpo-web-model-'));
