@@ -280,6 +280,16 @@ describe.skipIf(browserProblem !== null)('grpo web in headless Chromium', () => 
     for (const path of ['/../package.json', '/%2e%2e/package.json', '/src/browser/worker.ts', '/web/page.js'])
       expect((await fetch(new URL(path, web.url))).status).toBe(404);
     expect((await fetch(web.url, { method: 'POST' })).status).toBe(405);
+    // Only the typed reward's worker may compile code.
+    expect(page.headers.get('content-security-policy')).not.toMatch(/'unsafe-eval'/);
+    const rewardWorker = await fetch(new URL('reward-worker.js', web.url));
+    expect(rewardWorker.headers.get('content-security-policy')).toBe(
+      "default-src 'none'; script-src 'self' 'unsafe-eval'",
+    );
+    // What cannot run in a tab is not in the bundle: the code sandbox (bubblewrap) and the servers.
+    const worker = new TextDecoder().decode(web.page.files.get('worker.js'));
+    for (const marker of ['bwrap', 'createServer', 'child_process', 'worker_threads'])
+      expect(worker).not.toContain(marker);
   });
 
   it('writes the page to a folder for a static host, and refuses a folder with other files', async () => {
