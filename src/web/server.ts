@@ -139,6 +139,8 @@ export async function runWebCommand(
     return null;
   }
   const handle = await startWebServer(options);
-  log(`grpo web: ${handle.url} (GRPO in this browser tab: the addition task, or a model folder you pick with a reward you type; Ctrl+C stops the server)`);
+  log(
+    `grpo web: ${handle.url} (GRPO in this browser tab: the addition task, or a model folder you pick with a reward you type; Ctrl+C stops the server)`,
+  );
   return handle;
 }
