@@ -176,7 +176,10 @@ export async function* modelRun(
     rewards: [{ name: 'reward', reward: () => null, weight: 1 }],
     scoreRewards,
     rewardSource: null,
-    algorithm: bindAlgorithm(config, { sampleRows: task.trainExamples(16, 0), rolloutProvides: [] }),
+    algorithm: bindAlgorithm(config, {
+      sampleRows: task.trainExamples(16, 0),
+      rolloutProvides: singleTurnRollout.provides ?? [],
+    }),
     promptFormat: promptFormatFor('auto', tokenizer),
     rollout: singleTurnRollout,
     vision: null,
