@@ -1,7 +1,9 @@
-// The page of `grpo web`: starts the training worker (worker.js), draws its events as SVG curves and
-// a table of the latest group's completions, pauses or resumes it, and downloads the checkpoint it
-// zips on request. Plain browser JavaScript.
+// The page of `grpo web`: starts the training worker (worker.js) on the addition task or on model
+// files picked from disk with a typed reward, draws its events as SVG curves and a table of the
+// latest group's completions, pauses or resumes it, and downloads the checkpoint it zips on request.
+// Plain browser JavaScript.
 const form = document.querySelector('#settings');
+const modelForm = document.querySelector('#model-form');
 const pauseButton = document.querySelector('#pause');
 const saveButton = document.querySelector('#save');
 const statusLine = document.querySelector('#status');
@@ -52,7 +54,8 @@ function drawChart(svg, points, yMax) {
 }
 
 function showGroup(record) {
-  document.querySelector('#prompt').textContent = `prompt ${JSON.stringify(record.prompt)} → answer ${record.answer}`;
+  const answer = record.answer ? ` → answer ${record.answer}` : '';
+  document.querySelector('#prompt').textContent = `prompt ${JSON.stringify(record.prompt)}${answer}`;
   const rows = record.completions.map((completion) => {
     const row = document.createElement('tr');
     for (const value of [
@@ -140,14 +143,56 @@ form.addEventListener('submit', (submitted) => {
     grpoLearningRate: number('grpoLearningRate'),
     promptsPerStep: number('promptsPerStep'),
   };
+  startWorker({ type: 'start', settings, backend: values.get('backend') });
+});
+
+/** Starts the training worker with its first message (whose ArrayBuffers in `transfer` move to it). */
+function startWorker(message, transfer = []) {
   worker = new Worker('worker.js', { type: 'module' });
   worker.onmessage = ({ data }) => onEvent(data);
   worker.onerror = (error) => onEvent({ kind: 'error', message: error.message || 'the worker failed to load' });
-  worker.postMessage({ type: 'start', settings, backend: values.get('backend') });
+  worker.postMessage(message, transfer);
   form.querySelector('#start').disabled = true;
+  modelForm.querySelector('#start-model').disabled = true;
   pauseButton.disabled = false;
   saveButton.disabled = false;
   setState('running');
+}
+
+/**
+ * GRPO on the picked model files with the typed reward: the files are read here and handed to the
+ * worker by name (a folder's files, without the folder), which checks them and compiles the reward
+ * before any step.
+ */
+modelForm.addEventListener('submit', async (submitted) => {
+  submitted.preventDefault();
+  if (worker) return;
+  const values = new FormData(modelForm);
+  const picked = [...modelForm.querySelector('#model-files').files];
+  if (picked.length === 0) {
+    errorLine.textContent =
+      "pick the model's files first: config.json, model.safetensors, tokenizer.json and tokenizer_config.json";
+    return;
+  }
+  errorLine.textContent = '';
+  const files = Object.fromEntries(
+    await Promise.all(picked.map(async (file) => [file.name, await file.arrayBuffer()])),
+  );
+  const number = (name) => Number(values.get(name));
+  const modelSettings = {
+    seed: number('seed'),
+    grpoSteps: number('grpoSteps'),
+    promptsPerStep: number('promptsPerStep'),
+    learningRate: number('learningRate'),
+    maxNewTokens: number('maxNewTokens'),
+    prompts: String(values.get('prompts'))
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line !== ''),
+  };
+  const reward = { source: String(values.get('reward')), timeoutMs: number('rewardTimeoutMs') };
+  const backend = form.elements.namedItem('backend').value;
+  startWorker({ type: 'start-model', modelSettings, files, reward, backend }, Object.values(files));
 });
 
 pauseButton.addEventListener('click', () => {
@@ -197,8 +242,10 @@ function applyQuery() {
   for (const [name, value] of query) if (name !== 'preset') values[name] = value;
   for (const [name, value] of Object.entries(values)) {
     const field = form.elements.namedItem(name);
-    if (field) field.value = String(value);
-    else errorLine.textContent = `unknown setting "${name}" in the address`;
+    if (!field) errorLine.textContent = `unknown setting "${name}" in the address`;
+    else if (field.tagName === 'SELECT' && ![...field.options].some((option) => option.value === value))
+      errorLine.textContent = `${name} "${value}" is not available in a browser tab (the native backend is a Node addon); choose ${[...field.options].map((option) => option.value).join(' or ')}`;
+    else field.value = String(value);
   }
 }
 

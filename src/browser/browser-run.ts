@@ -4,7 +4,8 @@
  * with the same step seeds, step functions and evaluation as `grpo train` (trainer.ts), so the page
  * shows what `npm start` does.
  *
- * Is not: the trainer's loop. There is no run folder here (no metrics files, periodic checkpoints or
+ * Is not: the trainer's loop, nor a run on a model picked from disk (model-run.ts, which takes its
+ * GRPO steps from here). There is no run folder here (no metrics files, periodic checkpoints or
  * resume), no reward workers and no checkpoint loading; a step's numbers go to the caller instead,
  * which posts them to the page, and the caller may take the model's checkpoint files between steps. Imports only modules that run without Node (docs/browser.md; the page
  * bundle is refused at build time if a Node module slips in).
@@ -209,11 +210,16 @@ export async function* browserRun(
   yield* grpoSteps(context, optimizer, step, evaluation);
 }
 
-async function* grpoSteps(
+/**
+ * GRPO steps on a run's context, one per `next()` call, as the trainer takes them; `evaluation`
+ * (null: none) runs every `evaluation.every` steps and after the last. model-run.ts calls this for a
+ * model picked from disk.
+ */
+export async function* grpoSteps(
   context: RunContext,
   optimizer: AdamW,
   firstStep: number,
-  evaluation: (step: number, phase: 'grpo') => Promise<BrowserRunEvent>,
+  evaluation: ((step: number, phase: 'grpo') => Promise<BrowserRunEvent>) | null,
 ): AsyncGenerator<BrowserRunEvent> {
   const { config, model, algorithm: bound } = context;
   // β = 0 in the addition run's config, as in `npm start`: no reference model.
@@ -269,7 +275,7 @@ async function* grpoSteps(
       samples: sampleRecords(state.step, prepared, 1, context.tokenizer),
     };
     const last = state.phaseStep === config.grpo.steps;
-    if (last || (config.evaluation.every > 0 && state.phaseStep % config.evaluation.every === 0))
+    if (evaluation && (last || (config.evaluation.every > 0 && state.phaseStep % config.evaluation.every === 0)))
       yield await evaluation(state.step, 'grpo');
   }
   yield { kind: 'done', step: state.step };

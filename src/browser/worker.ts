@@ -1,6 +1,8 @@
 /**
- * The page's Web Worker: trains the addition run (browser-run.ts) off the page's thread and posts
- * each event to the page. Messages in: `start` with the settings, `pause`, `resume`, `save`. Out: the run's
+ * The page's Web Worker: trains the addition run (browser-run.ts) or a model picked from disk with a
+ * typed reward (model-run.ts, the reward in its own worker: typed-reward.ts) off the page's thread and
+ * posts each event to the page. Messages in: `start` with the settings, `start-model` with the
+ * settings, the picked files' bytes and the reward's text and time limit, `pause`, `resume`, `save`. Out: the run's
  * events, `backend` (the backend it trains on, and why not wasm when wasm did not load), `paused`,
  * `checkpoint` (a zip of the model's folder, for `save`), and `error` with the sentence that stopped the run.
  *
@@ -9,14 +11,26 @@
 import type { Backend } from '../tensor/backend.js';
 import { setBackend } from '../tensor/backends/select.js';
 import { createJsBackend } from '../tensor/backends/js.js';
-import { browserRun, type BrowserRunSettings } from './browser-run.js';
+import { browserRun, type BrowserRunEvent, type BrowserRunSettings } from './browser-run.js';
+import { modelRun, type ModelRunSettings } from './model-run.js';
+import { startTypedReward, type RewardThread } from './typed-reward.js';
 import { createPageWasmBackend, pageWasmThreads } from './wasm-backend.js';
 import { storeZip } from './zip.js';
 
 /** What this file uses of a dedicated worker's global scope (the lib has no WebWorker types here). */
 interface WorkerScope {
   postMessage(message: unknown, transfer?: ArrayBuffer[]): void;
-  onmessage: ((event: { data: { type: string; settings?: BrowserRunSettings; backend?: string } }) => void) | null;
+  onmessage: ((event: { data: WorkerRequest }) => void) | null;
+}
+
+interface WorkerRequest {
+  type: string;
+  settings?: BrowserRunSettings;
+  backend?: string;
+  modelSettings?: ModelRunSettings;
+  /** The picked files: name → bytes. */
+  files?: Record<string, ArrayBuffer>;
+  reward?: { source: string; timeoutMs: number };
 }
 const scope = globalThis as unknown as WorkerScope;
 
@@ -25,6 +39,7 @@ let wake: (() => void) | null = null;
 let running = false;
 let checkpoint: (() => Map<string, Uint8Array>) | null = null;
 let lastStep = 0;
+let runName = 'grpo-addition';
 
 scope.onmessage = ({ data }) => {
   if (data.type === 'pause') paused = true;
@@ -36,13 +51,37 @@ scope.onmessage = ({ data }) => {
   // Messages are handled between steps (train() yields to the event loop after each), so the
   // weights are those after the last finished step.
   if (data.type === 'save') save();
+  const fail = (error: unknown) =>
+    scope.postMessage({ kind: 'error', message: error instanceof Error ? error.message : String(error) });
   if (data.type === 'start' && !running && data.settings) {
     running = true;
-    train(data.settings, data.backend ?? 'js').catch((error: unknown) =>
-      scope.postMessage({ kind: 'error', message: error instanceof Error ? error.message : String(error) }),
-    );
+    const settings = data.settings;
+    train(data.backend ?? 'js', () => browserRun(settings, (files) => (checkpoint = files))).catch(fail);
+  }
+  if (data.type === 'start-model' && !running && data.modelSettings && data.files && data.reward) {
+    running = true;
+    runName = 'grpo-model';
+    trainPickedModel(data.modelSettings, data.files, data.reward, data.backend ?? 'js').catch(fail);
   }
 };
+
+/** Compiles the typed reward first (its errors come before any loading), then trains the picked model with it. */
+async function trainPickedModel(
+  settings: ModelRunSettings,
+  files: Record<string, ArrayBuffer>,
+  reward: { source: string; timeoutMs: number },
+  backend: string,
+): Promise<void> {
+  const spawn = () =>
+    new Worker(new URL('reward-worker.js', globalThis.location.href), { type: 'module' }) as unknown as RewardThread;
+  const typed = await startTypedReward(reward.source, reward.timeoutMs, spawn);
+  const bytes = new Map(Object.entries(files).map(([name, buffer]) => [name, new Uint8Array(buffer)]));
+  try {
+    await train(backend, () => modelRun(settings, bytes, typed.score, (files) => (checkpoint = files)));
+  } finally {
+    typed.close();
+  }
+}
 
 /**
  * The backend named in the page: wasm when it loads (its threads must be running before the first
@@ -58,10 +97,10 @@ async function chooseBackend(name: string): Promise<{ backend: Backend; note?: s
   }
 }
 
-async function train(settings: BrowserRunSettings, backend: string): Promise<void> {
+async function train(backend: string, run: () => AsyncGenerator<BrowserRunEvent>): Promise<void> {
   const { backend: chosen, note } = await chooseBackend(backend);
   scope.postMessage({ kind: 'backend', name: chosen.name, threads: chosen.threads, note });
-  for await (const event of browserRun(settings, (files) => (checkpoint = files))) {
+  for await (const event of run()) {
     if (event.kind === 'step') lastStep = event.step;
     scope.postMessage(event);
     // A macrotask between steps, so a pause posted during a step is received before the next one.
@@ -77,7 +116,7 @@ async function train(settings: BrowserRunSettings, backend: string): Promise<voi
 /** Posts the model after the last finished step as a zip of its Hugging Face folder. */
 function save(): void {
   if (!checkpoint) return scope.postMessage({ kind: 'error', message: 'nothing to save: start a run first' });
-  const folder = `grpo-addition-step-${lastStep}`;
+  const folder = `${runName}-step-${lastStep}`;
   const files = new Map([...checkpoint()].map(([name, bytes]) => [`${folder}/${name}`, bytes]));
   const zip = storeZip(files, new Date());
   scope.postMessage({ kind: 'checkpoint', name: `${folder}.zip`, step: lastStep, bytes: zip }, [

@@ -437,7 +437,9 @@ verl: scripts/verl_compute_score.py (custom_reward_function.path / name=compute_
 
   program
     .command('web')
-    .description('serve a page that trains GRPO on the addition task in a browser tab (docs/browser.md)')
+    .description(
+      'serve a page that trains GRPO in a browser tab: the addition task, or a model folder picked from disk with a typed reward (docs/browser.md)',
+    )
     .option('--port <n>', 'port (0 = any free port)', integerFrom(0, 65535), 6070)
     .option('--host <address>', 'address to listen on', '127.0.0.1')
     .option('--out <directory>', 'write the built page to this folder (for any static host) instead of serving it')

@@ -23,6 +23,7 @@ const types: Record<string, string> = {
   'page.js': 'text/javascript; charset=utf-8',
   'worker.js': 'text/javascript; charset=utf-8',
   'wasm-thread.js': 'text/javascript; charset=utf-8',
+  'reward-worker.js': 'text/javascript; charset=utf-8',
   'kernels.wasm': 'application/wasm',
 };
 
@@ -37,12 +38,29 @@ const headers = {
   'cache-control': 'no-store',
 };
 
+/**
+ * The typed reward's worker compiles the user's text (new Function), which needs 'unsafe-eval'; it
+ * gets that in a policy of its own (a worker takes its policy from its own response), which also
+ * cuts it off from the network. The page and the training worker keep the strict one.
+ */
+const rewardWorkerPolicy = "default-src 'none'; script-src 'self' 'unsafe-eval'";
+
 const loopbackHosts = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
 
 function handle(request: IncomingMessage, response: ServerResponse, page: BuiltPage, loopbackOnly: boolean): void {
-  const send = (status: number, type: string, body: Uint8Array | string) => {
+  const send = (
+    status: number,
+    type: string,
+    body: Uint8Array | string,
+    policy = headers['content-security-policy'],
+  ) => {
     const bytes = typeof body === 'string' ? Buffer.from(body) : body;
-    response.writeHead(status, { ...headers, 'content-type': type, 'content-length': bytes.length });
+    response.writeHead(status, {
+      ...headers,
+      'content-security-policy': policy,
+      'content-type': type,
+      'content-length': bytes.length,
+    });
     response.end(request.method === 'HEAD' ? undefined : bytes);
   };
   if (request.method !== 'GET' && request.method !== 'HEAD') {
@@ -56,7 +74,7 @@ function handle(request: IncomingMessage, response: ServerResponse, page: BuiltP
   const name = path === '/' ? 'index.html' : path.slice(1);
   const body = Object.hasOwn(types, name) ? page.files.get(name) : undefined;
   if (!body) return send(404, 'text/plain; charset=utf-8', `no such file: the page has ${PAGE_FILES.join(', ')}`);
-  return send(200, types[name], body);
+  return send(200, types[name], body, name === 'reward-worker.js' ? rewardWorkerPolicy : undefined);
 }
 
 /** Builds the page and serves it; resolves once listening. */
@@ -121,6 +139,8 @@ export async function runWebCommand(
     return null;
   }
   const handle = await startWebServer(options);
-  log(`grpo web: ${handle.url} (GRPO on the addition task in this browser tab; Ctrl+C stops the server)`);
+  log(
+    `grpo web: ${handle.url} (GRPO in this browser tab: the addition task, or a model folder you pick with a reward you type; Ctrl+C stops the server)`,
+  );
   return handle;
 }

@@ -9,6 +9,11 @@
  * drawn, and that pause holds the run and resume continues it. A second run trains 2 SFT steps on the
  * wasm backend (the page's default; its kernels fetched, its threads Web Workers), saves the
  * checkpoint through the page's button, and loads the downloaded zip's folder with `grpo score`.
+ * A third loads the TinyStories fixture (../shared/fixtures/models/tinystories-656k) through the
+ * page's file input, types a reward into its text box, runs 2 GRPO steps on it, saves the checkpoint
+ * and loads it with `grpo score` (its scores differ from the fixture's: the steps changed the
+ * weights); a fourth checks that a reward that throws, or runs past its time limit, stops the run
+ * with one sentence, and that the native backend named in the address is refused with one.
  * It asserts no times. Without Chromium or playwright-core it skips with a
  * message, except under CI=true, where it fails.
  */
@@ -17,12 +22,29 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { runScoreCommand } from '../cli/model-commands.js';
 import { PAGE_FILES } from './build-page.js';
 import { runWebCommand, writePage, type WebHandle } from './server.js';
 
+const fixture = fileURLToPath(new URL('../../../shared/fixtures/models/tinystories-656k', import.meta.url));
+const FIXTURE_FILES = [
+  'config.json',
+  'generation_config.json',
+  'model.safetensors',
+  'special_tokens_map.json',
+  'tokenizer.json',
+  'tokenizer_config.json',
+];
+// recipes/tinystories-words.ts's two rewards (the words, and 0.1 for ending a sentence) as one
+// function, as a user types it.
+const WORDS_REWARD = [
+  '({ completion }) =>',
+  "  ['dog', 'ball'].filter((w) => new RegExp(`\\\\b${w}s?\\\\b`, 'i').test(completion)).length / 2 +",
+  '  (/[.!?]["\']?\\s*$/.test(completion) ? 0.1 : 0)',
+].join('\n');
 const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 // The page's `?preset=quick` (web/page.js), which the form must show and the run must use.
 const QUICK = {
@@ -167,6 +189,90 @@ describe.skipIf(browserProblem !== null)('grpo web in headless Chromium', () => 
     await page.close();
   }, 180_000);
 
+  /** Opens the page, picks the fixture's files and fills the model form (a field per entry). */
+  async function openModelRun(fields: Record<string, string>, query = ''): Promise<Page> {
+    const page = await browser.newPage({ acceptDownloads: true });
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    await page.goto(web.url + query);
+    await page.setInputFiles(
+      '#model-files',
+      FIXTURE_FILES.map((name) => join(fixture, name)),
+    );
+    for (const [name, value] of Object.entries(fields)) await page.fill(`#model-form [name=${name}]`, value);
+    return page;
+  }
+
+  const scoreText = 'Once upon a time, there was a little dog who liked to play with a ball.';
+  const meanNll = (model: string) => {
+    const scored: string[] = [];
+    runScoreCommand({ model, text: scoreText, json: true }, (line) => scored.push(line));
+    return (JSON.parse(scored[0]) as { meanNll: number }).meanNll;
+  };
+
+  it('loads the TinyStories fixture through the file input, runs 2 GRPO steps with a typed reward, and saves a checkpoint that grpo score loads', async () => {
+    const page = await openModelRun({ grpoSteps: '2', promptsPerStep: '4', reward: WORDS_REWARD });
+    await page.click('#start-model');
+    await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state ?? ''), null, {
+      timeout: 300_000,
+    });
+    expect(await page.textContent('#error')).toBe('');
+    const status = await page.textContent('#status');
+    console.log(`grpo web, TinyStories: ${status}`);
+    expect(status).toMatch(/^backend wasm \(\d+ threads?\); cross-origin isolated: yes$/m);
+    expect(status).toMatch(/GRPO: [\d.]+ steps\/s/);
+    // Two GRPO steps, each scored by the typed reward (0, 0.5 or 1 for the words, plus 0.1).
+    expect(await page.locator('#reward-chart circle').count()).toBe(2);
+    const rewards = await page.locator('#completions tbody tr td:nth-child(2)').allTextContents();
+    console.log(`grpo web, TinyStories: the last group's rewards ${rewards.join(' ')}`);
+    expect(rewards).toHaveLength(8);
+    for (const reward of rewards) expect(['0.00', '0.10', '0.50', '0.60', '1.00', '1.10']).toContain(reward);
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#save')]);
+    expect(download.suggestedFilename()).toBe('grpo-model-step-2.zip');
+    const folder = await mkdtemp(join(tmpdir(), 'grpo-web-model-'));
+    try {
+      await download.saveAs(join(folder, 'model.zip'));
+      execFileSync('unzip', ['-q', join(folder, 'model.zip'), '-d', folder]);
+      const model = join(folder, 'grpo-model-step-2');
+      expect((await readdir(model)).sort()).toEqual(FIXTURE_FILES);
+      const trained = meanNll(model);
+      expect(Number.isFinite(trained)).toBe(true);
+      // The saved weights are the trained ones, not the fixture's.
+      expect(trained).not.toBe(meanNll(fixture));
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
+    expect(pageErrors).toEqual([]);
+    await page.close();
+  }, 420_000);
+
+  it('stops a typed reward that throws or runs past its time limit with one sentence, and refuses the native backend', async () => {
+    const small = { grpoSteps: '1', promptsPerStep: '1', maxNewTokens: '8' };
+    const errorOf = async (fields: Record<string, string>) => {
+      const page = await openModelRun({ ...small, ...fields });
+      await page.click('#start-model');
+      await page.waitForFunction(() => document.body.dataset.state === 'error', null, { timeout: 120_000 });
+      const message = await page.textContent('#error');
+      await page.close();
+      return message;
+    };
+    expect(await errorOf({ reward: '() => { throw new Error("no dog") }' })).toMatch(
+      /^the reward threw on completion 1 of 8 \(".*"\): no dog$/,
+    );
+    expect(await errorOf({ reward: '() => { while (true) {} }', rewardTimeoutMs: '300' })).toBe(
+      "the reward did not return within 300 ms for the step's 8 completions (an endless loop?), so the run stopped",
+    );
+    expect(await errorOf({ reward: '({ completion }) => completion' })).toMatch(
+      /^the reward returned a string for completion 1 of 8 .*; it must return a finite number \(or null to leave the completion out\)$/,
+    );
+    const page = await browser.newPage();
+    await page.goto(`${web.url}?backend=native`);
+    expect(await page.textContent('#error')).toBe(
+      'backend "native" is not available in a browser tab (the native backend is a Node addon); choose wasm or js',
+    );
+    await page.close();
+    expect(pageErrors).toEqual([]);
+  }, 420_000);
+
   it('serves only the page, with COOP/COEP headers', async () => {
     const page = await fetch(web.url);
     expect(page.headers.get('cross-origin-opener-policy')).toBe('same-origin');
@@ -174,6 +280,16 @@ describe.skipIf(browserProblem !== null)('grpo web in headless Chromium', () => 
     for (const path of ['/../package.json', '/%2e%2e/package.json', '/src/browser/worker.ts', '/web/page.js'])
       expect((await fetch(new URL(path, web.url))).status).toBe(404);
     expect((await fetch(web.url, { method: 'POST' })).status).toBe(405);
+    // Only the typed reward's worker may compile code.
+    expect(page.headers.get('content-security-policy')).not.toMatch(/'unsafe-eval'/);
+    const rewardWorker = await fetch(new URL('reward-worker.js', web.url));
+    expect(rewardWorker.headers.get('content-security-policy')).toBe(
+      "default-src 'none'; script-src 'self' 'unsafe-eval'",
+    );
+    // What cannot run in a tab is not in the bundle: the code sandbox (bubblewrap) and the servers.
+    const worker = new TextDecoder().decode(web.page.files.get('worker.js'));
+    for (const marker of ['bwrap', 'createServer', 'child_process', 'worker_threads'])
+      expect(worker).not.toContain(marker);
   });
 
   it('writes the page to a folder for a static host, and refuses a folder with other files', async () => {
