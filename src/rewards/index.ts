@@ -21,6 +21,11 @@ export { stripVerilogComments, verilogStatements, verilogStructureScore } from '
 export * from './ranking.js';
 export * from './judge.js';
 export * from './visual.js';
+export * from './numeric-answer.js';
+export * from './point-in-box.js';
+export * from './mask-iou.js';
+export * from './transformation-credit.js';
+export * from './think-answer-consistency.js';
 export * from './factories.js';
 export {
   createRewardFactoryRegistry,
