@@ -15,6 +15,7 @@
 import { join } from 'node:path';
 import { AdamW, learningRateAt, Random, type ScheduleConfig } from '../nn/index.js';
 import { combineSeeds } from '../tensor/index.js';
+import { dropThought } from '../data/thought-dropout.js';
 import { evaluateRun, type EvaluationResult } from './evaluate.js';
 import { checkRunImages, renderRunDemonstration, withConnector } from './vision-run.js';
 import { writeVisionModelFiles } from './vision-setup.js';
@@ -84,6 +85,8 @@ interface LoopPlan {
     batchSize: number;
     schedule: ScheduleConfig;
     update: SftUpdateSettings;
+    /** TON's thought dropout probability (data/thought-dropout.ts). */
+    thoughtDropout: number;
   };
   /** `rollout`: the sampling settings of every step, whose seed each step replaces with its own. */
   grpo: { steps: number; iterations: number; schedule: ScheduleConfig; rollout: RolloutSettings };
@@ -116,6 +119,7 @@ function planLoops(context: RunContext): LoopPlan {
         minRatio: 0.1,
       },
       update: { packLength: config.sft.packLength, maxGradNorm: config.optimizer.maxGradNorm },
+      thoughtDropout: config.sft.thoughtDropout,
     },
     grpo: {
       steps: config.grpo.steps,
@@ -339,7 +343,8 @@ async function runSft(
     const batch = Array.from({ length: plan.sft.batchSize }, () => examples[random.integer(examples.length)]);
     const sequences = [];
     for (const example of batch) {
-      const demonstration = task.demonstration(example, () => random.uniform());
+      const draw = () => random.uniform();
+      const demonstration = dropThought(task.demonstration(example, draw), plan.sft.thoughtDropout, draw);
       const where = `SFT row ${examples.indexOf(example)}`;
       sequences.push(
         await renderRunDemonstration(context.promptFormat, context.vision, example, demonstration, eos, where),
