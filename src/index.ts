@@ -62,3 +62,4 @@ export { applyChatTemplate, encodeChat } from './model/chat-template.js';
 export { AdamW, learningRateAt, clipGradNorm, globalGradNorm, type ScheduleConfig } from './nn/index.js';
 export { getBackend, setBackend, createBackend, noGrad, Tensor, tensor, Random } from './tensor/index.js';
 export type { FlowRecipeConfig } from './flow/recipe.js';
+export { defineImageReward, type ImageBatch, type ImageReward } from './flow/image-reward.js';

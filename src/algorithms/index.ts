@@ -235,15 +235,22 @@ const registriesByKind: Record<PartKind, Registry<unknown, RegistryEntry<unknown
  * Adds parts defined outside this library (a recipe's `parts`) to the registries of their kinds, so
  * configs can name them like built-ins. Registering the same part again is a no-op; a name taken by
  * a different function, a kind that does not exist or a prompt selector without `plan` throws, naming the part.
+ * `otherKinds` registers kinds that live above this layer (the flow image rewards, via the CLI).
  */
-export function registerParts(parts: readonly Part<unknown>[], source = 'parts'): void {
+export function registerParts(
+  parts: readonly Part<unknown>[],
+  source = 'parts',
+  otherKinds: Record<string, (part: never, where: string) => void> = {},
+): void {
   parts.forEach((part, index) => {
     const where = `${source}[${index}]${typeof part?.name === 'string' ? ` ("${part.name}")` : ''}`;
     if (typeof part !== 'object' || part === null) throw new Error(`${where}: must be a part object (definePart)`);
+    const other = Object.hasOwn(otherKinds, part.kind) ? otherKinds[part.kind] : undefined;
+    if (other) return other(part as never, where);
     const registry = registriesByKind[part.kind];
     if (!registry)
       throw new Error(
-        `${where}: unknown kind ${JSON.stringify(part.kind)}; known: ${Object.keys(registriesByKind).join(', ')}`,
+        `${where}: unknown kind ${JSON.stringify(part.kind)}; known: ${[...Object.keys(registriesByKind), ...Object.keys(otherKinds)].join(', ')}`,
       );
     if (typeof part.description !== 'string' || typeof part.citation !== 'string')
       throw new Error(`${where}: a part needs a description and a citation (both strings), printed by grpo list`);

@@ -16,7 +16,7 @@ import {
   loadImageFlowModel,
   validateFlowRunOptions,
 } from '../flow/flow-run.js';
-import { checkRewardWeights } from '../flow/image-rewards.js';
+import { checkRewardWeights, imageRewards } from '../flow/image-rewards.js';
 import { writeImageGrid } from '../flow/png.js';
 import { defaultFlowPretrainOptions, runClassifierTraining, runFlowPretrain } from '../flow/pretrain-run.js';
 import { finalImages, sampleTrajectory, stepsAt } from '../flow/sample.js';
@@ -98,7 +98,7 @@ export function addFlowCommands(program: Command): void {
     .option('--learning-rate <x>', 'AdamW learning rate', number, d.learningRate)
     .option(
       '--reward <name[:weight]>',
-      'confidence, thickness, centredness, symmetry, compressibility (repeatable; default confidence)',
+      `${imageRewards.names().join(', ')} (repeatable; default confidence)`,
       rewardWeight,
     )
     .option('--seed <n>', 'seed', number, d.seed)

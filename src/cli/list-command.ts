@@ -62,7 +62,7 @@ export function runListCommand(): string {
   sections.push(
     section(
       'Image rewards, flow.rl.rewards',
-      imageRewardCatalog.map((entry) => ({ ...entry, optionNames: entry.options })),
+      imageRewardCatalog().map((entry) => ({ ...entry, optionNames: entry.options })),
     ),
   );
   return `${sections.join('\n\n')}\n`;

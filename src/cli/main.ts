@@ -420,7 +420,9 @@ verl: scripts/verl_compute_score.py (custom_reward_function.path / name=compute_
     .description(
       'every registered advantage estimator, policy loss, aggregation, KL estimator, filter, reward, task and preset',
     )
-    .action(async () => {
+    .option('--recipe <file>', "also list the recipe's own parts (its `parts`: losses, estimators, image rewards, …)")
+    .action(async (options: { recipe?: string }) => {
+      if (options.recipe) await (await import('./train-command.js')).loadRecipe(options.recipe); // registers its parts
       const { runCatalogCommand } = await import('./catalog-command.js');
       process.stdout.write(`${runListCommand()}\n${runCatalogCommand()}`);
     });

@@ -22,6 +22,7 @@ import {
 } from '../trainer/index.js';
 import { writeJsonAtomically } from '../run/run-folder.js';
 import { registerParts, type Part } from '../algorithms/index.js';
+import { registerImageReward } from '../flow/image-rewards.js';
 import { isFlowRecipe } from '../flow/recipe.js';
 import { runFlowTrainCommand } from './train-flow.js';
 import { rewardFactories, type NamedReward } from '../rewards/index.js';
@@ -168,10 +169,10 @@ async function readRecipe(file: string): Promise<Recipe> {
   if (exported.parts !== undefined) {
     if (!Array.isArray(exported.parts))
       throw new Error(
-        `recipe ${path}: its parts must be an array of algorithm parts (definePolicyLoss, defineAdvantageEstimator, …), not ${describeValue(exported.parts)}`,
+        `recipe ${path}: its parts must be an array of algorithm parts (definePolicyLoss, defineAdvantageEstimator, …) or image rewards (defineImageReward), not ${describeValue(exported.parts)}`,
       );
     // Before the config is validated, so it can name them (and on resume, before it is read again).
-    registerParts(exported.parts as Part<unknown>[], `recipe ${path}: parts`);
+    registerParts(exported.parts as Part<unknown>[], `recipe ${path}: parts`, { 'image reward': registerImageReward });
   }
   return exported as unknown as Recipe;
 }

@@ -46,6 +46,7 @@ const builtInBefore = {
     schedule: 'cosine',
     examples: 4096,
     packLength: 0,
+    thoughtDropout: 0, // added with sft.thoughtDropout (off by default: the run is as before)
   },
   sampling: { groupSize: 8, maxNewTokens: 6, temperature: 1, topK: 0, topP: 1, minP: 0 },
   grpo: {

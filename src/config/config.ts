@@ -75,6 +75,14 @@ const sftSchema = z
       .describe(
         'Pack demonstrations into rows of this many tokens (document-masked attention, positions restart); 0 = one per row, padded.',
       ),
+    thoughtDropout: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0)
+      .describe(
+        "TON's thought dropout: the probability that a demonstration's `<think>…</think>` becomes the empty thought `<think>\\n\\n</think>` (0 = off).",
+      ),
   })
   .strict();
 

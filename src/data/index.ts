@@ -12,6 +12,7 @@ import { humanevalTask } from './tasks/humaneval.js';
 import { math500Task } from './tasks/math500.js';
 import { mbppTask } from './tasks/mbpp.js';
 import { shapeCountingTask, type ShapeCountingOptions } from './tasks/shape-counting.js';
+import { shapeLocatingTask } from './tasks/shape-locating.js';
 import { rerankingTask } from './tasks/reranking.js';
 import { graphProblemsTask } from './tasks/graph-problems.js';
 import { nlToStlTask } from './tasks/nl-to-stl.js';
@@ -91,6 +92,11 @@ const builtInTasks: TaskEntry[] = [
     create: (options) => shapeCountingTask(options as ShapeCountingOptions),
     description:
       'count coloured shapes in generated images (needs a vision-language model), SFT from a shape-blind teacher, GRPO',
+  },
+  {
+    name: 'shape-locating',
+    create: shapeLocatingTask,
+    description: 'point at / box / outline a coloured shape in a generated image: point-in-box, box-iou, mask-iou',
   },
   {
     name: 'text-to-sql',

@@ -12,11 +12,11 @@ import { flowRlFields } from './recipe.js';
 
 describe('flow catalog', () => {
   it('names only fields a flow recipe takes, and every step and image reward', () => {
-    const options = [...flowTrainers, ...imageRewardCatalog].flatMap((entry) => entry.options);
+    const options = [...flowTrainers, ...imageRewardCatalog()].flatMap((entry) => entry.options);
     for (const option of [...options, ...Object.values(flowStepOptions).flat()])
       expect(option === 'flow.classifier' || flowRlFields.includes(option.split('.')[0]), option).toBe(true);
     expect(Object.keys(flowStepOptions).sort()).toEqual(flowSteps.names().sort());
-    expect(imageRewardCatalog.map((entry) => entry.name)).toEqual(imageRewards.names());
+    expect(imageRewardCatalog().map((entry) => entry.name)).toEqual(imageRewards.names());
   });
 
   it('grpo list prints the steps, trainers and image rewards with their options', () => {

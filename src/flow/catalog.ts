@@ -67,7 +67,12 @@ export const flowStepOptions: Record<string, readonly string[]> = {
   ode: [],
 };
 
-/** The image rewards a flow recipe may weight (`flow.rl.rewards: { name: weight }`): the registry's entries. */
-export const imageRewardCatalog: readonly FlowCatalogEntry[] = imageRewards
-  .list()
-  .map(({ name, description, citation, options }) => ({ name, description, citation, options }));
+/**
+ * The image rewards a flow recipe may weight (`flow.rl.rewards: { name: weight }`): the registry's entries
+ * now, so a recipe's own (its `parts`, registered by `grpo list --recipe`) are listed too.
+ */
+export function imageRewardCatalog(): FlowCatalogEntry[] {
+  return imageRewards
+    .list()
+    .map(({ name, description, citation, options }) => ({ name, description, citation, options }));
+}

@@ -1,102 +1,50 @@
 /**
- * The image rewards a Flow-GRPO run can name: the digit classifier's probability of the asked-for
- * class (`confidence`) and the pixel rewards of src/rewards/image.ts, combined as a weighted sum
- * (weight 0 = logged only, as for text rewards).
+ * The image rewards a flow recipe can weight (`flow.rl.rewards: { name: weight }`): a registry on the
+ * shared named registry (src/registry/) holding the built-ins of src/flow/image-rewards/ (one file each)
+ * and any a recipe adds through its `parts`; scoring a batch as their weighted sum (weight 0 = logged
+ * only, as for text rewards).
  *
- * Is: the registry of image rewards (each an entry with its scoring function, on the shared named
- * registry) and scoring a batch of generated images.
- * Is not: the rewards' maths (rewards/image.ts, digit-classifier.ts).
+ * Is: the registry, its checks and the weighted sum. Is not: an entry's type (image-reward.ts) nor any
+ * reward's maths (src/rewards/image.ts, digit-classifier.ts).
  */
-import {
-  centredness,
-  compressibility,
-  type ImageRewardFn,
-  leftRightSymmetry,
-  strokeThickness,
-} from '../rewards/image.js';
-import { type DigitClassifier, classProbabilities } from './digit-classifier.js';
-import { toInk } from './digits.js';
 import { createNamedRegistry } from '../registry/registry.js';
+import type { DigitClassifier } from './digit-classifier.js';
+import type { ImageReward } from './image-reward.js';
+import { centrednessReward } from './image-rewards/centredness.js';
+import { compressibilityReward } from './image-rewards/compressibility.js';
+import { confidenceReward } from './image-rewards/confidence.js';
+import { symmetryReward } from './image-rewards/symmetry.js';
+import { thicknessReward } from './image-rewards/thickness.js';
 
-/** What an image reward scores: a batch of generated images [size × size] with the class each was asked for. */
-export interface ImageBatch {
-  images: readonly Float32Array[];
-  labels: readonly number[];
-  size: number;
-  /** The run's digit classifier, or null when the recipe has none. */
-  classifier: DigitClassifier | null;
-}
-
-/** One image reward: its entry (what `grpo list` prints) and its scoring function. */
-export interface ImageReward {
-  name: string;
-  description: string;
-  citation: string;
-  /** The recipe fields it reads besides its weight. */
-  options: readonly string[];
-  /** True when it scores with the digit classifier (`flow.classifier` must be set). */
-  needsClassifier: boolean;
-  /** [images] one score per image. */
-  score: (batch: ImageBatch) => Float32Array;
-}
-
-/** A reward computed from each image's ink alone (src/rewards/image.ts). */
-function pixelReward(
-  entry: Omit<ImageReward, 'score' | 'needsClassifier' | 'options'>,
-  fn: ImageRewardFn,
-): ImageReward {
-  return {
-    ...entry,
-    options: [],
-    needsClassifier: false,
-    score: ({ images, labels, size }) =>
-      Float32Array.from(images, (image, i) => fn({ ink: toInk(image), size, label: labels[i] })),
-  };
-}
-
-/** The image rewards a flow recipe may weight (`flow.rl.rewards: { name: weight }`), in `grpo list` order. */
-export const imageRewards = createNamedRegistry<ImageReward>('image reward');
-for (const reward of [
-  {
-    name: 'confidence',
-    description: "the digit classifier's probability of the class asked for (needs a classifier)",
-    citation: 'src/flow/digit-classifier.ts',
-    options: ['flow.classifier'],
-    needsClassifier: true,
-    score: ({ images, labels, classifier }: ImageBatch) =>
-      Float32Array.from(classProbabilities(classifier!, images), (row, i) => row[labels[i]]),
-  },
-  pixelReward(
-    {
-      name: 'thickness',
-      description: 'mean ink: thicker (bolder) strokes score higher',
-      citation: 'src/rewards/image.ts',
-    },
-    strokeThickness,
-  ),
-  pixelReward(
-    {
-      name: 'centredness',
-      description: 'how close the ink centre is to the image centre',
-      citation: 'src/rewards/image.ts',
-    },
-    centredness,
-  ),
-  pixelReward(
-    { name: 'symmetry', description: 'left-right mirror similarity of the ink', citation: 'src/rewards/image.ts' },
-    leftRightSymmetry,
-  ),
-  pixelReward(
-    {
-      name: 'compressibility',
-      description: '1 − deflated bytes / pixels (PNG scanlines, zlib level 9): simpler images score higher',
-      citation: 'DDPO / Flow-GRPO jpeg_compressibility, lossless here',
-    },
-    compressibility,
-  ),
-])
-  // prettier-ignore
+/** The image rewards by name, in `grpo list` order (re-adding the same scoring function is a no-op). */
+export const imageRewards = createNamedRegistry<ImageReward>('image reward', {
+  sameEntry: (existing, added) => existing.score === added.score,
+  what: 'scoring function',
+});
+for (const reward of [confidenceReward, thicknessReward, centrednessReward, symmetryReward, compressibilityReward])
   imageRewards.add(reward);
+
+/**
+ * Adds one image reward defined outside this library (a recipe's `parts` entry, `defineImageReward`),
+ * so `flow.rl.rewards` can weight it like a built-in; throws naming `where` for a malformed entry.
+ */
+export function registerImageReward(reward: ImageReward, where = 'image reward'): void {
+  if (typeof reward.score !== 'function')
+    throw new Error(`${where}: an image reward needs score(batch) returning one number per image (defineImageReward)`);
+  if (typeof reward.description !== 'string' || typeof reward.citation !== 'string')
+    throw new Error(
+      `${where}: an image reward needs a description and a citation (both strings), printed by grpo list`,
+    );
+  if (typeof reward.needsClassifier !== 'boolean' || !Array.isArray(reward.options))
+    throw new Error(
+      `${where}: needsClassifier (boolean) and options (array) are missing; build it with defineImageReward`,
+    );
+  try {
+    imageRewards.add(reward);
+  } catch (error) {
+    throw new Error(`${where}: ${(error as Error).message}`);
+  }
+}
 
 /** Throws naming the field when a weight names no reward or a needed classifier is absent. */
 export function checkRewardWeights(weights: Record<string, number>, hasClassifier: boolean): void {
@@ -112,7 +60,12 @@ export function checkRewardWeights(weights: Record<string, number>, hasClassifie
       throw new Error(`rewards.${name}: needs a digit classifier (--classifier)`);
 }
 
-/** Per-image total (weighted sum) and each named reward's scores. */
+/** Whether any weighted reward scores with the digit classifier (so a run must have or train one). */
+export function rewardsNeedClassifier(weights: Record<string, number>): boolean {
+  return Object.keys(weights).some((name) => imageRewards.has(name) && imageRewards.entry(name).needsClassifier);
+}
+
+/** Per-image total (weighted sum) and each named reward's scores; a reward's non-finite or missing score throws. */
 export function scoreImages(
   images: readonly Float32Array[],
   labels: readonly number[],
@@ -122,8 +75,15 @@ export function scoreImages(
 ): { total: Float32Array; components: Record<string, Float32Array> } {
   checkRewardWeights(weights, classifier !== null);
   const components: Record<string, Float32Array> = {};
-  for (const name of Object.keys(weights))
-    components[name] = imageRewards.entry(name).score({ images, labels, size, classifier });
+  for (const name of Object.keys(weights)) {
+    const scores = imageRewards.entry(name).score({ images, labels, size, classifier });
+    // A recipe's own reward is code we did not write: a wrong length or a NaN would corrupt every advantage.
+    if (scores.length !== images.length)
+      throw new Error(`image reward "${name}": returned ${scores.length} scores for ${images.length} images`);
+    const bad = scores.findIndex((value) => !Number.isFinite(value));
+    if (bad >= 0) throw new Error(`image reward "${name}": score ${scores[bad]} for image ${bad} is not finite`);
+    components[name] = scores;
+  }
   const total = new Float32Array(images.length);
   for (const [name, scores] of Object.entries(components))
     for (let i = 0; i < total.length; i++) total[i] += weights[name] * scores[i];

@@ -32,7 +32,7 @@ import {
   runFlowGrpo,
   validateFlowRunOptions,
 } from './flow-run.js';
-import { checkRewardWeights } from './image-rewards.js';
+import { checkRewardWeights, rewardsNeedClassifier } from './image-rewards.js';
 import {
   type FlowPretrainOptions,
   defaultFlowPretrainOptions,
@@ -171,7 +171,7 @@ export function resolveFlowRecipe(config: Record<string, unknown>): ResolvedFlow
     withField('flow.rl', () => validateFlowRunOptions(rl));
     withField('flow.rl', () => checkRewardWeights(rl.rewards, true));
   }
-  const needsClassifier = flow.job === 'pretrain' || 'confidence' in rl.rewards;
+  const needsClassifier = flow.job === 'pretrain' || rewardsNeedClassifier(rl.rewards);
   const trainsClassifier = needsClassifier && !flow.classifier;
   if (flow.classifierTraining && !trainsClassifier)
     throw new Error(

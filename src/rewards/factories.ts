@@ -36,6 +36,11 @@ import { isGroupReward, type Reward, type RewardFn } from './types.js';
 import { boxIou, countAnswer } from './visual.js';
 import { createRewardFactoryRegistry, define, type RewardFactory } from './factory-registry.js';
 import { applicationRewardFactories } from './application-factories.js';
+import { maskIouFactory } from './mask-iou.js';
+import { numericAnswerFactory } from './numeric-answer.js';
+import { pointInBoxFactory } from './point-in-box.js';
+import { thinkAnswerConsistencyFactory } from './think-answer-consistency.js';
+import { transformationCreditFactory } from './transformation-credit.js';
 
 const column = z.string().min(1);
 const tagName = z.string().regex(/^[\w-]+$/, 'a tag name: letters, digits, _ or -');
@@ -517,6 +522,10 @@ const builtIns: RewardFactory[] = [
   ),
 ];
 for (const factory of [...builtIns, ...applicationRewardFactories(createReward)]) rewardFactories.register(factory);
+// Vision answer rewards, each with its entry in its own file (docs/vision.md).
+const visionAnswers = [numericAnswerFactory, pointInBoxFactory, maskIouFactory, transformationCreditFactory];
+for (const factory of [...visionAnswers, thinkAnswerConsistencyFactory(createReward)])
+  rewardFactories.register(factory);
 
 /**
  * tool-efficiency's r_φ by name: default `exact-match` on the `<answer>` content (the whole completion

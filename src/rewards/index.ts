@@ -26,6 +26,11 @@ export * from './graph-problems.js';
 export * from './stl.js';
 export * from './judge.js';
 export * from './visual.js';
+export * from './numeric-answer.js';
+export * from './point-in-box.js';
+export * from './mask-iou.js';
+export * from './transformation-credit.js';
+export * from './think-answer-consistency.js';
 export * from './factories.js';
 export {
   createRewardFactoryRegistry,

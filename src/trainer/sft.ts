@@ -9,6 +9,7 @@
  * forward (completion-logprobs.ts) or the clip-and-step shared with GRPO (optimize.ts `applyUpdate`).
  */
 import { AdamW, learningRateAt, Random, type ScheduleConfig } from '../nn/index.js';
+import { dropThought } from '../data/thought-dropout.js';
 import type { Transformer } from '../model/transformer.js';
 import { mul, stepSeed, sum, tensor, type Tensor } from '../tensor/index.js';
 import type { ProgressReporter } from '../run/progress.js';
@@ -42,6 +43,8 @@ export interface SftPlan {
   maxSkippedSteps: number;
   /** Save a checkpoint every this many steps (0: only at the end of the phase). */
   checkpointEvery: number;
+  /** TON's thought dropout probability (data/thought-dropout.ts). */
+  thoughtDropout: number;
 }
 
 /** What an SFT update reads: the packing of its sequences and the gradient clip. */
@@ -74,7 +77,8 @@ export async function runSft(
     const batch = Array.from({ length: plan.batchSize }, () => examples[random.integer(examples.length)]);
     const sequences = [];
     for (const example of batch) {
-      const demonstration = task.demonstration(example, () => random.uniform());
+      const draw = () => random.uniform();
+      const demonstration = dropThought(task.demonstration(example, draw), plan.thoughtDropout, draw);
       const where = `SFT row ${examples.indexOf(example)}`;
       sequences.push(
         await renderRunDemonstration(context.promptFormat, context.vision, example, demonstration, eos, where),

@@ -111,6 +111,7 @@ function planLoops(context: RunContext): LoopPlan {
       update: { packLength: config.sft.packLength, maxGradNorm: config.optimizer.maxGradNorm },
       maxSkippedSteps: config.optimizer.maxSkippedSteps,
       checkpointEvery: config.checkpoint.every,
+      thoughtDropout: config.sft.thoughtDropout,
     },
     grpo: {
       steps: config.grpo.steps,
