@@ -20,6 +20,7 @@ export * from './verilog.js';
 export { stripVerilogComments, verilogStatements, verilogStructureScore } from './verilog-structure.js';
 export * from './ranking.js';
 export * from './judge.js';
+export * from './policy.js';
 export * from './visual.js';
 export * from './factories.js';
 export {
