@@ -238,7 +238,7 @@ const builtIns: RewardFactory[] = [
   ),
   define(
     'unlikeliness',
-    'group, needs the policy logprobs (grpo train only): R·(1 − β·rank/G), R a correctness reward by name (default math-answer), rank of the mean token logprob in the group, 0 = least likely',
+    'group, needs the policy logprobs (not served by grpo serve-rewards): R·(1 − β·rank/G), R a correctness reward by name (default math-answer), rank of the mean token logprob in the group, 0 = least likely',
     'Rewarding the Unlikely, He et al. 2025, arXiv 2506.02355 (AndreHe02/rewarding-unlikely-release); papers.tsv 251',
     z
       .object({
@@ -255,7 +255,7 @@ const builtIns: RewardFactory[] = [
   ),
   define(
     'negative-surprisal',
-    'label-free, needs the policy logprobs (grpo train only): the mean log π of the completion tokens, ≤ 0 (low output entropy)',
+    'label-free, needs the policy logprobs (not served by grpo serve-rewards): the mean log π of the completion tokens, ≤ 0 (low output entropy)',
     'issue 31 low-output-entropy reward; one-sample estimate of minus the token entropy',
     z.object({}).strict(),
     negativeSurprisal,

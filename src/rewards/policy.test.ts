@@ -34,15 +34,7 @@ describe('unlikeliness (He et al. 2025, the authors’ rank_penalty rule)', () =
 
   it('ranks by the mean token logprob, not the sum (authors’ torch, β 0.5: [0.875, 0.625, 1, 0])', async () => {
     // sums −2, −0.6, −2, −1 would tie; means −1, −0.2, −2, −0.5 rank 1, 3, 0, 2
-    const inputs = group(
-      ['1', '1', '1', '0'],
-      [
-        [-0.5, -1.5],
-        [-0.1, -0.1, -0.4],
-        [-2],
-        [-0.25, -0.75],
-      ],
-    );
+    const inputs = group(['1', '1', '1', '0'], [[-0.5, -1.5], [-0.1, -0.1, -0.4], [-2], [-0.25, -0.75]]);
     const scores = await unlikeliness({ correctness: isOne, rankPenalty: 0.5 }).scoreGroup(inputs);
     expect(scores).toEqual([0.875, 0.625, 1, 0]);
   });
@@ -79,7 +71,7 @@ describe('unlikeliness (He et al. 2025, the authors’ rank_penalty rule)', () =
     );
     expect(matrix.status).toEqual(['error']);
     expect(matrix.failures[0]!.message).toBe(
-      'reward "unlikeliness" needs the completion\'s logprobs under the policy (RewardInput.policyLogprobs), which only grpo train provides',
+      'reward "unlikeliness" needs the completion\'s logprobs under the policy (RewardInput.policyLogprobs: set by grpo train, read by grpo reward from a policy_logprobs column), and this input has none',
     );
   });
 });

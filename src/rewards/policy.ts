@@ -18,12 +18,12 @@ import { groupReward, type GroupReward, type RewardFn, type RewardInput, type Re
 
 /**
  * The completion's per-token policy logprobs; throws one sentence naming the reward when the caller
- * did not provide them (`grpo reward`, `grpo serve-rewards`, code that builds inputs by hand).
+ * did not provide them (`grpo serve-rewards`, `grpo reward` without the column, inputs built by hand).
  */
 export function policyLogprobsOf(input: RewardInput, rewardName: string): readonly number[] {
   if (input.policyLogprobs === undefined)
     throw new Error(
-      `reward "${rewardName}" needs the completion's logprobs under the policy (RewardInput.policyLogprobs), which only grpo train provides`,
+      `reward "${rewardName}" needs the completion's logprobs under the policy (RewardInput.policyLogprobs: set by grpo train, read by grpo reward from a policy_logprobs column), and this input has none`,
     );
   if (input.policyLogprobs.length !== input.completionIds.length && input.completionIds.length > 0)
     throw new Error(

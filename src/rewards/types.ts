@@ -70,8 +70,9 @@ export interface RewardInput {
   /**
    * Per completion token (aligned with `completionIds`): its log-probability under the policy that
    * sampled it, as the sampler saw it (logits / temperature), NaN for tokens the policy did not
-   * produce (tool output). Set by `grpo train`; absent from `grpo reward` and `grpo serve-rewards`,
-   * where a reward that needs it fails with `policyLogprobsOf`'s error.
+   * produce (tool output). Set by `grpo train` (and its evaluation) and by `grpo reward` from a
+   * `policy_logprobs` column; absent from `grpo serve-rewards`, where a reward that needs it fails
+   * with `policyLogprobsOf`'s error.
    */
   policyLogprobs?: readonly number[];
 }
