@@ -57,6 +57,26 @@ describe('grpo reward', () => {
     expect(rows[1].score).toBeCloseTo(Math.exp(-0.5) * 0.25, 12);
   });
 
+  it('reads the policy logprobs from a policy_logprobs column (unlikeliness), and refuses a bad one', async () => {
+    const input = file('unlikely.jsonl', [
+      '{"completion": "\\\\boxed{4}", "answer": "4", "group": 1, "completion_ids": [1, 2], "policy_logprobs": [-0.1, -0.3]}',
+      '{"completion": "\\\\boxed{4}", "answer": "4", "group": 1, "completion_ids": [1, 2], "policy_logprobs": [-2, null]}',
+      '{"completion": "\\\\boxed{5}", "answer": "4", "group": 1, "completion_ids": [1], "policy_logprobs": [-0.5]}',
+      '{"completion": "4", "completion_ids": [1], "policy_logprobs": [-1, -2]}',
+    ]);
+    const { rows } = await run({ name: 'unlikeliness', input });
+    // mean logprobs −0.2, −2 (null left out), −0.5: ranks 2, 0, 1 of G = 3, β 0.25; the third is wrong
+    expect(rows.slice(0, 3)).toEqual([
+      { line: 1, score: 1 - 0.25 * (2 / 3) },
+      { line: 2, score: 1 },
+      { line: 3, score: 0 },
+    ]);
+    expect(rows[3]).toEqual({
+      line: 4,
+      error: expect.stringMatching(/"policy_logprobs" must be .* one per completion id/),
+    });
+  });
+
   it('exit 2 with the known names for an unknown reward, and for bad options', async () => {
     const input = file('one.jsonl', ['{"completion": "x"}']);
     const unknown = await run({ name: 'nope', input });

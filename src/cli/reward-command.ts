@@ -60,6 +60,18 @@ function parseLine(text: string, line: number): ParsedLine {
   const ids = fields.completion_ids ?? [];
   if (!Array.isArray(ids) || !ids.every((id) => Number.isInteger(id)))
     return { line, error: 'field "completion_ids" must be an array of integers' };
+  const logprobs = fields.policy_logprobs;
+  if (
+    logprobs !== undefined &&
+    (!Array.isArray(logprobs) ||
+      !logprobs.every((value) => value === null || Number.isFinite(value)) ||
+      logprobs.length !== (ids as unknown[]).length)
+  )
+    return {
+      line,
+      error:
+        'field "policy_logprobs" must be an array of numbers (null: a token the policy did not produce), one per completion id',
+    };
   const prompt = fields.prompt ?? '';
   if (typeof prompt !== 'string' && !Array.isArray(prompt))
     return { line, error: 'field "prompt" must be a string or a list of chat messages' };
@@ -71,6 +83,7 @@ function parseLine(text: string, line: number): ParsedLine {
     group: [],
     indexInGroup: 0,
     step: 0,
+    policyLogprobs: logprobs?.map((value: number | null) => value ?? Number.NaN),
   };
   return { line, input, group: fields.group };
 }

@@ -11,6 +11,7 @@ import { codeTests } from './code.js';
 import { equationAnswer } from './equation.js';
 import { lengthAmongCorrect } from './group.js';
 import { majorityVote, voteFrequency } from './vote.js';
+import { negativeSurprisal, unlikeliness } from './policy.js';
 import { toolEfficiency } from './tool-efficiency.js';
 import {
   exactMatch,
@@ -245,6 +246,30 @@ const builtIns: RewardFactory[] = [
     'TTRV frequency reward, papers.tsv 64',
     voteOptions,
     voteFrequency,
+  ),
+  define(
+    'unlikeliness',
+    'group, needs the policy logprobs (not served by grpo serve-rewards): R·(1 − β·rank/G), R a correctness reward by name (default math-answer), rank of the mean token logprob in the group, 0 = least likely',
+    'Rewarding the Unlikely, He et al. 2025, arXiv 2506.02355 (AndreHe02/rewarding-unlikely-release); papers.tsv 251',
+    z
+      .object({
+        answerColumn: column.optional(),
+        correctness: z
+          .object({ name: z.string(), options: z.record(z.string(), z.unknown()).optional() })
+          .strict()
+          .optional(),
+        rankPenalty: z.number().min(0).optional(),
+      })
+      .strict(),
+    ({ answerColumn, correctness, rankPenalty }) =>
+      unlikeliness({ correctness: perCompletionCheck('unlikeliness', correctness, answerColumn), rankPenalty }),
+  ),
+  define(
+    'negative-surprisal',
+    'label-free, needs the policy logprobs (not served by grpo serve-rewards): the mean log π of the completion tokens, ≤ 0 (low output entropy)',
+    'issue 31 low-output-entropy reward; one-sample estimate of minus the token entropy',
+    z.object({}).strict(),
+    negativeSurprisal,
   ),
   define(
     'tool-efficiency',
@@ -542,6 +567,19 @@ function toolCorrectness(
     throw new Error(
       `reward "tool-efficiency": correctness "${name}" is a group reward; the check must score one episode`,
     );
+  return reward;
+}
+
+/** A per-completion correctness check by name (default `math-answer`); `answerColumn`, when given, joins its options. */
+function perCompletionCheck(
+  rewardName: string,
+  choice: { name: string; options?: Record<string, unknown> } | undefined,
+  answerColumn: string | undefined,
+): RewardFn {
+  const { name, options } = choice ?? { name: 'math-answer', options: {} };
+  const reward = createReward(name, answerColumn === undefined ? options : { answerColumn, ...options });
+  if (isGroupReward(reward))
+    throw new Error(`reward "${rewardName}": correctness "${name}" is a group reward; it must score one completion`);
   return reward;
 }
 

@@ -25,6 +25,7 @@ export * from './rlprompt.js';
 export * from './graph-problems.js';
 export * from './stl.js';
 export * from './judge.js';
+export * from './policy.js';
 export * from './visual.js';
 export * from './numeric-answer.js';
 export * from './point-in-box.js';

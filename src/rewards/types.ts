@@ -67,6 +67,14 @@ export interface RewardInput {
   signal?: AbortSignal;
   /** The whole episode, for completions of multi-turn rollouts (`completion` is then the last assistant turn). */
   episode?: RewardEpisode;
+  /**
+   * Per completion token (aligned with `completionIds`): its log-probability under the policy that
+   * sampled it, as the sampler saw it (logits / temperature), NaN for tokens the policy did not
+   * produce (tool output). Set by `grpo train` (and its evaluation) and by `grpo reward` from a
+   * `policy_logprobs` column; absent from `grpo serve-rewards`, where a reward that needs it fails
+   * with `policyLogprobsOf`'s error.
+   */
+  policyLogprobs?: readonly number[];
 }
 
 /** A reward score: a finite number, or `null` when the reward does not apply to this sample. */
@@ -151,6 +159,7 @@ export function makeRewardInput(partial: Partial<RewardInput> & { completion: st
     truncated: partial.truncated,
     signal: partial.signal,
     episode: partial.episode,
+    policyLogprobs: partial.policyLogprobs,
   };
 }
 

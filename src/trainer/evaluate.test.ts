@@ -1,8 +1,8 @@
 /**
  * Evaluation of a multi-turn run goes through the run's rollout: greedy (temperature 0, one episode
- * per example), the task's check on the episode's final text, rewards seeing the episode; pass@k
- * samples k episodes at the sampling temperature. A correctness check that throws (a failing
- * `llm-judge`) counts the answer as not correct, counts the failure and reports it; it never aborts.
+ * per example), the task's check on the episode's final text, rewards seeing the episode and the
+ * policy's logprobs; pass@k samples k episodes at the sampling temperature. A correctness check that
+ * throws (a failing `llm-judge`) counts the answer as not correct, counts the failure and reports it; it never aborts.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -34,7 +34,7 @@ describe('evaluate with episodes', () => {
         Array.from({ length: settings.groupSize }, () => ({
           promptIndex,
           completionIds: [5, 6],
-          oldLogprobs: [0, 0],
+          oldLogprobs: [-0.5, 0],
           lossMask: [1, 0],
           // The first episode answers right only when sampled (pass@k), the second always.
           text: promptIndex === 1 || settings.temperature > 0 ? String(prompt.example.answer) : 'wrong',
@@ -43,7 +43,9 @@ describe('evaluate with episodes', () => {
         })),
       );
     };
-    const sawEpisode: RewardFn = ({ episode }) => (episode?.turns === 2 ? 1 : 0);
+    // and the policy's logprobs, NaN on the token the policy did not produce (lossMask 0)
+    const sawEpisode: RewardFn = ({ episode, policyLogprobs }) =>
+      episode?.turns === 2 && policyLogprobs?.[0] === -0.5 && Number.isNaN(policyLogprobs[1]) ? 1 : 0;
     const result = await evaluate(
       {} as Transformer,
       { tokenizer, chatTemplate: null },

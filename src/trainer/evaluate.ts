@@ -112,6 +112,7 @@ export async function evaluate(
       step: 0,
       truncated: greedy[i].truncated,
       episode: greedy[i].episode,
+      policyLogprobs: greedy[i].logprobs,
     },
   ]);
   const matrix = await (settings.scoreRewards ?? ((all) => scoreRewards(rewards, all)))(groups);
@@ -202,6 +203,8 @@ interface Answer {
   text: string;
   truncated: boolean;
   episode?: RewardEpisode;
+  /** Per token, log π of the policy that answered; NaN for tokens it did not produce (tool output). */
+  logprobs: number[];
 }
 
 /** `count` answers per prompt: single completions from the sampler, or whole episodes of the agent rollout. */
@@ -236,6 +239,7 @@ async function answers(
       text: sample.text,
       truncated: sample.truncated,
       episode: sample.episode,
+      logprobs: sample.oldLogprobs.map((logprob, t) => (sample.lossMask[t] ? logprob : Number.NaN)),
     }));
   }
   const completions = generate(model, {
@@ -252,5 +256,6 @@ async function answers(
     ids: completion.ids,
     text: format.tokenizer.decode(completion.ids, { skipSpecialTokens: true }),
     truncated: completion.finishReason === 'length',
+    logprobs: completion.logprobs,
   }));
 }

@@ -91,6 +91,8 @@ export async function generateRound(
       step,
       truncated: sample.truncated,
       episode: sample.episode,
+      // what the sampler saw; tokens the policy did not produce (tool output, lossMask 0) have none
+      policyLogprobs: sample.oldLogprobs.map((logprob, t) => (sample.lossMask[t] ? logprob : Number.NaN)),
     }));
   });
   const matrix = await scoreRewards(groups);

@@ -25,7 +25,7 @@ import {
   type QuantileTracker,
   type RiskpoAdvantageOptions,
 } from '../algorithms/index.js';
-import { answersMatch, extractFinalAnswer } from '../rewards/index.js';
+import { answersMatch, extractFinalAnswer, makeRewardInput, unlikeliness, type RewardFn } from '../rewards/index.js';
 import { Transformer } from '../model/transformer.js';
 import { Random, add, mul, noGrad, sub } from '../tensor/index.js';
 import type { NamedReward } from '../rewards/types.js';
@@ -393,6 +393,25 @@ describe('every registered part, through a trainer step, equals the direct compo
   });
   it('top-entropy token selection (the quantile is taken over the whole batch, not per micro-batch)', async () => {
     await compare({ config: { algorithm: { lossOptions: { topEntropyQuantile: 0.5 } } } });
+  });
+  it('a reward that reads the policy logprobs (unlikeliness) gets the rollout’s own, and its scores reach the loss', async () => {
+    const share = digitShare.reward as RewardFn;
+    const { batch } = await compare({
+      config: {},
+      rewards: [{ name: 'unlikely', weight: 1, reward: unlikeliness({ correctness: share, rankPenalty: 0.5 }) }],
+    });
+    // recomputed here from the samples' old logprobs: R·(1 − β·rank/G), rank ascending in the mean logprob
+    groupStarts(batch.groupSizes).forEach((start, g) => {
+      const size = batch.groupSizes[g];
+      const members = batch.samples.slice(start, start + size);
+      const means = members.map((s) => s.oldLogprobs.reduce((a, b) => a + b, 0) / Math.max(1, s.oldLogprobs.length));
+      members.forEach((s, k) => {
+        const rank = means.filter((m, j) => m < means[k] || (m === means[k] && j < k)).length;
+        const correct = share(makeRewardInput({ completion: s.text })) as number;
+        expect(batch.scores[start + k]).toBeCloseTo(correct * (1 - (0.5 * rank) / size), 12);
+      });
+    });
+    expect(new Set(batch.scores).size, 'the rewards differ, so the loss moves').toBeGreaterThan(1);
   });
   it('a loss that needs the entropy with gradient gets it (a recipe part: REINFORCE + a squared entropy target)', async () => {
     registerParts([entropyTargetLossPart], 'step-composition.test');

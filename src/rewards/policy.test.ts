@@ -1,0 +1,87 @@
+/**
+ * Tests of the rewards that read the policy: the unlikeliness reward against the authors' rule
+ * (values computed with their lines of `ray_lean_trainer.py` in float64 torch), the negative
+ * surprisal, and the refusal when the policy logprobs are absent.
+ */
+import { describe, expect, it } from 'vitest';
+import { createReward } from './factories.js';
+import { ascendingRanks, meanPolicyLogprob, negativeSurprisal, unlikeliness } from './policy.js';
+import { scoreRewards } from './run.js';
+import { isGroupReward, makeRewardInput, type RewardFn, type RewardInput } from './types.js';
+
+/** A group whose completions are their own correctness ('1' or '0') with the given per-token logprobs. */
+function group(completions: readonly string[], logprobs: readonly (readonly number[])[]): RewardInput[] {
+  return completions.map((completion, indexInGroup) =>
+    makeRewardInput({
+      completion,
+      completionIds: logprobs[indexInGroup]!.map((_, t) => t + 1),
+      policyLogprobs: logprobs[indexInGroup],
+      group: completions,
+      indexInGroup,
+      row: { answer: '1' },
+    }),
+  );
+}
+const isOne: RewardFn = (input) => (input.completion === '1' ? 1 : 0);
+
+describe('unlikeliness (He et al. 2025, the authors’ rank_penalty rule)', () => {
+  it('scales correct samples by 1 − β·rank/G, rank 0 the least likely (authors’ torch: [0.9375, 0.8125, 0, 1])', async () => {
+    // mean logprobs −1, −0.2, −0.5, −3: ranks 1, 3, 2, 0; the third is wrong and stays 0
+    const inputs = group(['1', '1', '0', '1'], [[-1], [-0.2], [-0.5], [-3]]);
+    const scores = await unlikeliness({ correctness: isOne }).scoreGroup(inputs);
+    expect(scores).toEqual([0.9375, 0.8125, 0, 1]);
+  });
+
+  it('ranks by the mean token logprob, not the sum (authors’ torch, β 0.5: [0.875, 0.625, 1, 0])', async () => {
+    // sums −2, −0.6, −2, −1 would tie; means −1, −0.2, −2, −0.5 rank 1, 3, 0, 2
+    const inputs = group(['1', '1', '1', '0'], [[-0.5, -1.5], [-0.1, -0.1, -0.4], [-2], [-0.25, -0.75]]);
+    const scores = await unlikeliness({ correctness: isOne, rankPenalty: 0.5 }).scoreGroup(inputs);
+    expect(scores).toEqual([0.875, 0.625, 1, 0]);
+  });
+
+  it('breaks exact ties in sampling order and keeps a null correctness null', async () => {
+    expect(ascendingRanks([-1, -1, -2])).toEqual([1, 2, 0]);
+    const scores = await unlikeliness({ correctness: (input) => (input.completion === '?' ? null : 1) }).scoreGroup(
+      group(['?', '1'], [[-1], [-1]]),
+    );
+    expect(scores).toEqual([null, 1 - 0.25 / 2]);
+  });
+
+  it('leaves tokens the policy did not produce (NaN) out of the mean', () => {
+    const input = makeRewardInput({ completion: 'x', completionIds: [1, 2, 3], policyLogprobs: [-1, Number.NaN, -3] });
+    expect(meanPolicyLogprob(input, 'test')).toBe(-2);
+  });
+
+  it('is built by name with a correctness reward by name, and refuses a bad rankPenalty', async () => {
+    const reward = createReward('unlikeliness', { rankPenalty: 0.5 });
+    expect(isGroupReward(reward)).toBe(true);
+    const inputs = group(['so \\boxed{1}', 'so \\boxed{1}', 'so \\boxed{2}'], [[-0.1], [-2], [-1]]);
+    const matrix = await scoreRewards([{ name: 'unlikeliness', reward, weight: 1 }], [inputs]);
+    // ranks 2, 0, 1 of G = 3: 1 − 0.5·2/3, 1, and the wrong one 0
+    expect(Array.from(matrix.scores)).toEqual([1 - (0.5 * 2) / 3, 1, 0]);
+    expect(() => createReward('unlikeliness', { rankPenalty: -1 })).toThrow(/rankPenalty/);
+    expect(() => createReward('unlikeliness', { correctness: { name: 'majority-vote' } })).toThrow(/group reward/);
+  });
+
+  it('fails with one sentence naming the reward when the policy logprobs are absent (grpo serve-rewards)', async () => {
+    const inputs = [makeRewardInput({ completion: '1', completionIds: [1] })];
+    const matrix = await scoreRewards(
+      [{ name: 'unlikeliness', reward: unlikeliness({ correctness: isOne }), weight: 1 }],
+      [inputs],
+    );
+    expect(matrix.status).toEqual(['error']);
+    expect(matrix.failures[0]!.message).toBe(
+      'reward "unlikeliness" needs the completion\'s logprobs under the policy (RewardInput.policyLogprobs: set by grpo train, read by grpo reward from a policy_logprobs column), and this input has none',
+    );
+  });
+});
+
+describe('negative-surprisal', () => {
+  it('is the mean log π of the completion tokens', async () => {
+    const reward = negativeSurprisal();
+    expect(await reward(group(['a'], [[-0.5, -1.5]])[0]!)).toBe(-1);
+    expect(await reward(group(['a'], [[]])[0]!)).toBe(0);
+    expect(createReward('negative-surprisal')).toBeTypeOf('function');
+    expect(() => reward(makeRewardInput({ completion: 'a' }))).toThrow(/negative-surprisal" needs/);
+  });
+});

@@ -1,0 +1,101 @@
+/**
+ * Rewards that read the policy: they score a completion by its log-probabilities under the policy
+ * that sampled it (`RewardInput.policyLogprobs`, which `grpo train` fills from the rollout).
+ *
+ * - `unlikeliness` (He, Fried & Welleck 2025, "Rewarding the Unlikely: Lifting GRPO Beyond
+ *   Distribution Sharpening", arXiv 2506.02355; papers.tsv 251): a correctness score scaled down
+ *   for the completions the policy finds likely, so GRPO stops reinforcing only the already
+ *   probable correct solutions (its "rank bias"). Follows the authors' code
+ *   (AndreHe02/rewarding-unlikely-release, `verl/trainer/ppo/ray_lean_trainer.py`
+ *   `_compute_advantages`, option `lean.rank_penalty`, 0.25 in `examples/lean/grpo.sh`).
+ * - `negativeSurprisal`: the mean log-probability of the completion's own tokens, a label-free
+ *   "low output entropy" reward (its expectation over samples is minus the mean token entropy).
+ *
+ * Is not: scoring other text under the policy (that needs a forward pass the reward layer cannot
+ * make), nor logprobs under the reference model (computed after rewards, in the trainer).
+ */
+import { groupReward, type GroupReward, type RewardFn, type RewardInput, type RewardValue } from './types.js';
+
+/**
+ * The completion's per-token policy logprobs; throws one sentence naming the reward when the caller
+ * did not provide them (`grpo serve-rewards`, `grpo reward` without the column, inputs built by hand).
+ */
+export function policyLogprobsOf(input: RewardInput, rewardName: string): readonly number[] {
+  if (input.policyLogprobs === undefined)
+    throw new Error(
+      `reward "${rewardName}" needs the completion's logprobs under the policy (RewardInput.policyLogprobs: set by grpo train, read by grpo reward from a policy_logprobs column), and this input has none`,
+    );
+  if (input.policyLogprobs.length !== input.completionIds.length && input.completionIds.length > 0)
+    throw new Error(
+      `reward "${rewardName}": ${input.policyLogprobs.length} policy logprobs for ${input.completionIds.length} completion tokens`,
+    );
+  return input.policyLogprobs;
+}
+
+/**
+ * Mean policy logprob of the tokens the policy produced (NaN entries, e.g. tool output, left out);
+ * 0 for a completion without such tokens, as the authors' `masked_mean` gives.
+ */
+export function meanPolicyLogprob(input: RewardInput, rewardName: string): number {
+  let sum = 0;
+  let count = 0;
+  for (const logprob of policyLogprobsOf(input, rewardName)) {
+    if (Number.isNaN(logprob)) continue;
+    sum += logprob;
+    count++;
+  }
+  return count === 0 ? 0 : sum / count;
+}
+
+/**
+ * Each value's rank in ascending order (0 = smallest), ties in input order. The authors use
+ * `torch.argsort(torch.argsort(x))`, whose order among exact ties is unspecified.
+ */
+export function ascendingRanks(values: readonly number[]): number[] {
+  const order = values.map((_, index) => index).sort((a, b) => values[a]! - values[b]! || a - b);
+  const ranks = new Array<number>(values.length);
+  order.forEach((index, rank) => (ranks[index] = rank));
+  return ranks;
+}
+
+/** Options of {@link unlikeliness}. */
+export interface UnlikelinessOptions {
+  /** The correctness reward R(x, y) that is scaled (binary in the paper). */
+  correctness: RewardFn;
+  /** β_rank: how much the most likely completion loses (default 0.25, the authors' script). */
+  rankPenalty?: number;
+}
+
+/**
+ * Unlikeliness reward: r_i = R_i·(1 − β·rank_i/G), where rank_i ∈ {0..G−1} orders the whole group by
+ * sequence likelihood, the mean token logprob under the sampling policy, ascending (0 = the least
+ * likely completion, which keeps R_i; the most likely keeps 1 − β·(G−1)/G). A wrong completion
+ * (R = 0) stays 0; a `null` correctness stays `null`. The paper writes the factor as
+ * 1 − β·(G − rank)/G with rank 0 the most likely, which is this minus β/G on correct samples; this
+ * follows the authors' code.
+ * @example unlikeliness({ correctness: mathAnswer(), rankPenalty: 0.25 })
+ */
+export function unlikeliness({ correctness, rankPenalty = 0.25 }: UnlikelinessOptions): GroupReward {
+  if (!Number.isFinite(rankPenalty) || rankPenalty < 0)
+    throw new Error(`reward "unlikeliness": rankPenalty must be a finite number ≥ 0 (got ${rankPenalty})`);
+  return groupReward(async (inputs, signal) => {
+    const likelihoods = inputs.map((input) => meanPolicyLogprob(input, 'unlikeliness'));
+    const scores: RewardValue[] = await Promise.all(inputs.map((input) => correctness({ ...input, signal })));
+    const ranks = ascendingRanks(likelihoods);
+    const size = inputs.length;
+    return scores.map((score, index) =>
+      score === null || Number.isNaN(score) ? null : score * (1 - (rankPenalty * ranks[index]!) / size),
+    );
+  });
+}
+
+/**
+ * Negative mean surprisal: (1/T)·Σ_t log π(y_t | x, y_<t) over the tokens the policy produced, ≤ 0,
+ * higher for completions the policy is surer of. A label-free reward: its mean over samples estimates
+ * minus the policy's mean token entropy, so maximising it lowers output entropy (RENT's reward is the
+ * exact entropy over the vocabulary, which needs the full distributions this input does not carry).
+ * @example negativeSurprisal()(makeRewardInput({ completion: 'ab', completionIds: [1, 2], policyLogprobs: [-0.5, -1.5] })); // -1
+ */
+export function negativeSurprisal(): RewardFn {
+  return (input) => meanPolicyLogprob(input, 'negative-surprisal');
+}
