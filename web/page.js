@@ -25,14 +25,19 @@ let worker = null;
 const setState = (name) => (document.body.dataset.state = name);
 const svgNamespace = 'http://www.w3.org/2000/svg';
 
-/** Draws `points` ([x, y] pairs) as a line with dots in `svg`, y from 0 to `yMax`, with a few labels. */
-function drawChart(svg, points, yMax) {
+/**
+ * Draws `points` ([x, y] pairs) as a line with dots in `svg`, y from 0 to `yMax`, with a few labels.
+ * x starts at step 0, or with `fromFirst` at the first point: the reward chart has GRPO steps only,
+ * which would otherwise crowd at the right edge after hundreds of SFT steps.
+ */
+function drawChart(svg, points, yMax, { fromFirst = false } = {}) {
   const width = Number(svg.getAttribute('width'));
   const height = Number(svg.getAttribute('height'));
   const pad = 32;
   svg.replaceChildren();
   const xs = points.map(([x]) => x);
-  const [xMin, xMax] = [Math.min(...xs, 0), Math.max(...xs, 1)];
+  const xMin = fromFirst && xs.length > 0 ? Math.min(...xs) : Math.min(...xs, 0);
+  const xMax = Math.max(...xs, xMin + 1);
   const sx = (x) => pad + ((x - xMin) / Math.max(1e-9, xMax - xMin)) * (width - 2 * pad);
   const sy = (y) => height - pad - (Math.max(0, Math.min(yMax, y)) / yMax) * (height - 2 * pad);
   const add = (name, attributes, text) => {
@@ -47,6 +52,7 @@ function drawChart(svg, points, yMax) {
   add('text', { x: 2, y: sy(yMax) + 4, 'font-size': 10 }, yMax.toFixed(1));
   add('text', { x: 2, y: sy(0) + 4, 'font-size': 10 }, '0');
   add('text', { x: width - pad - 30, y: height - 8, 'font-size': 10 }, `step ${xMax}`);
+  if (xMin !== 0) add('text', { x: pad, y: height - 8, 'font-size': 10 }, `step ${xMin}`);
   if (points.length === 0) return;
   const d = points.map(([x, y], i) => `${i === 0 ? 'M' : 'L'}${sx(x).toFixed(1)},${sy(y).toFixed(1)}`).join(' ');
   add('path', { d, fill: 'none', stroke: '#1565c0', 'stroke-width': 1.5, class: 'series' });
@@ -99,7 +105,8 @@ function onEvent(event) {
     else {
       [state.grpoSteps, state.grpoSeconds] = [state.grpoSteps + 1, state.grpoSeconds + event.seconds];
       rewards.push([event.step, event.metrics['reward/mean']]);
-      drawChart(document.querySelector('#reward-chart'), rewards, Math.max(1.2, ...rewards.map(([, y]) => y)));
+      const rewardMax = Math.max(1.2, ...rewards.map(([, y]) => y));
+      drawChart(document.querySelector('#reward-chart'), rewards, rewardMax, { fromFirst: true });
       if (event.samples?.[0]) showGroup(event.samples[0]);
     }
   }
