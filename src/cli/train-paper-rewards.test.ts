@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runTrainCommand } from './train-command.js';
+import { loadTokenizer } from '../model/tokenizer.js';
 import { ternaryTruthfulness } from '../rewards/length.js';
 import { tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
@@ -107,14 +108,20 @@ describe('paper rewards trained through grpo train --reward', () => {
       });
   });
 
-  it('TensorBLEU: bleu against a reference column, on the TinyStories model and a --data file', async () => {
+  it('TensorBLEU: token-id bleu against a reference column, on the TinyStories model and a --data file', async () => {
     const rows = join(scratch, 'bleu-rows.jsonl');
-    const stories = ['Once upon a time there was a little girl', 'The dog ran to the park and played'];
+    // TensorBLEU's token-id BLEU: the reference is a continuation in the model's own token ids.
+    const tokenizer = loadTokenizer(tinyStoriesModel);
+    const stories = [
+      ['Once upon a time there was', ' an old man named Tim. He was a girl. She was very happy.'],
+      ['The dog ran to the park', ' and played with a big red ball. He was very happy.'],
+    ];
     writeFileSync(
       rows,
-      Array.from({ length: 8 }, (_, i) =>
-        JSON.stringify({ prompt: stories[i % 2], answer: '', reference: `${stories[i % 2]} with her friend.` }),
-      ).join('\n'),
+      Array.from({ length: 8 }, (_, i) => {
+        const [prompt, continuation] = stories[i % 2]!;
+        return JSON.stringify({ prompt, answer: '', reference: tokenizer.encode(continuation!) });
+      }).join('\n'),
     );
     const set = [
       'sft.steps=0',
@@ -127,10 +134,11 @@ describe('paper rewards trained through grpo train --reward', () => {
       'checkpoint.every=0',
       `logging.runsDirectory=${JSON.stringify(scratch)}`,
     ];
-    const { groups, scoresOf } = await train('tensorbleu', 'bleu:{"maxOrder":2,"smoothing":"floor"}', 0, 1, set, {
+    const { groups } = await train('tensorbleu', 'bleu:{"unit":"ids","smoothing":"floor"}', 0, 1, set, {
       model: tinyStoriesModel,
       data: rows,
     });
-    for (const group of groups) for (const score of scoresOf(group)) expect(score).toBeGreaterThan(0);
+    // Every completion is 8 tokens, so the scores differ by their n-grams, not by brevity.
+    for (const group of groups) for (const completion of group.completions) expect(completion.length).toBe(8);
   });
 });
