@@ -134,7 +134,7 @@ describe('paper rewards trained through grpo train --reward', () => {
       'checkpoint.every=0',
       `logging.runsDirectory=${JSON.stringify(scratch)}`,
     ];
-    const { groups } = await train('tensorbleu', 'bleu:{"unit":"ids","smoothing":"floor"}', 0, 1, set, {
+    const { groups } = await train('tensorbleu', 'bleu:{"unit":"ids","maxOrder":2}', 0, 1, set, {
       model: tinyStoriesModel,
       data: rows,
     });
