@@ -46,6 +46,7 @@ interface Completion {
   length: number;
 }
 interface Group {
+  step: number;
   answer: string;
   completions: Completion[];
 }
@@ -57,9 +58,15 @@ const readLines = <T>(file: string): T[] =>
     .map((line) => JSON.parse(line) as T);
 
 /** Trains, then checks the reward was logged within [low, high] and returns the logged groups. */
-async function train(runName: string, reward: string, low: number, high: number, set: string[], data = {}) {
+async function train(
+  runName: string,
+  reward: string,
+  [low, high]: [number, number],
+  set: string[],
+  { recipe, ...data }: { recipe?: string; model?: string; data?: string } = {},
+) {
   const name = reward.split(':')[0]!;
-  expect(await runTrainCommand({ set, runName, quiet: true, data: { rewards: [reward], ...data } })).toBe(0);
+  expect(await runTrainCommand({ recipe, set, runName, quiet: true, data: { rewards: [reward], ...data } })).toBe(0);
   const steps = readLines<Record<string, number>>(join(scratch, runName, 'metrics.jsonl')).filter(
     (line) => 'reward/mean' in line,
   );
@@ -81,7 +88,7 @@ async function train(runName: string, reward: string, low: number, high: number,
 
 describe('paper rewards trained through grpo train --reward', () => {
   it('TruthRL: ternary-truthfulness scores +1 right, −1 wrong (0 for an abstention) on the addition task', async () => {
-    const { groups, scoresOf } = await train('truthrl', 'ternary-truthfulness', -1, 1, additionRun);
+    const { groups, scoresOf } = await train('truthrl', 'ternary-truthfulness', [-1, 1], additionRun);
     const reward = ternaryTruthfulness();
     for (const group of groups) {
       scoresOf(group).forEach((score, index) => {
@@ -92,18 +99,24 @@ describe('paper rewards trained through grpo train --reward', () => {
     expect(groups.some((group) => scoresOf(group).includes(-1) && scoresOf(group).includes(1))).toBe(true);
   });
 
-  it('Train-Long-Think-Short: length-budget is 1 within the budget, 0 beyond it', async () => {
-    const { groups, scoresOf } = await train('length-budget', 'length-budget:{"budget":3}', 0, 1, additionRun);
-    for (const group of groups)
-      scoresOf(group).forEach((score, index) => expect(score).toBe(group.completions[index]!.length <= 3 ? 1 : 0));
+  it("Train-Long-Think-Short: length-budget is 1 within the step's shrinking budget, 0 beyond it", async () => {
+    const reward = 'length-budget:{"budget":3,"decayFactor":0.5,"decayEvery":1}'; // B(t) = 3, then 1.5
+    const { groups, scoresOf } = await train('length-budget', reward, [0, 1], additionRun);
+    const firstStep = Math.min(...groups.map((group) => group.step));
+    expect(new Set(groups.map((group) => group.step)).size).toBe(2); // both steps logged
+    for (const group of groups) {
+      const budget = 3 * 0.5 ** (group.step - firstStep);
+      scoresOf(group).forEach((score, index) => expect(score).toBe(group.completions[index]!.length <= budget ? 1 : 0));
+    }
   });
 
   it('GRPO-λ: length-among-correct gives 0 to wrong answers and at most 1 to right ones', async () => {
-    const { groups, scoresOf } = await train('grpo-lambda', 'length-among-correct', 0, 1, additionRun);
+    const { groups, scoresOf } = await train('grpo-lambda', 'length-among-correct', [0, 1], additionRun);
     for (const group of groups)
       scoresOf(group).forEach((score, index) => {
         const right = group.completions[index]!.text.trim() === group.answer;
-        if (right) expect(score).toBeGreaterThanOrEqual(0.8); // 1 − α·ℓ with α = 0.2
+        if (right)
+          expect(score).toBeGreaterThanOrEqual(0.8); // 1 − α·ℓ with α = 0.2
         else expect(score).toBe(0);
       });
   });
@@ -134,7 +147,7 @@ describe('paper rewards trained through grpo train --reward', () => {
       'checkpoint.every=0',
       `logging.runsDirectory=${JSON.stringify(scratch)}`,
     ];
-    const { groups } = await train('tensorbleu', 'bleu:{"unit":"ids","maxOrder":2}', 0, 1, set, {
+    const { groups } = await train('tensorbleu', 'bleu:{"unit":"ids","maxOrder":2}', [0, 1], set, {
       model: tinyStoriesModel,
       data: rows,
     });

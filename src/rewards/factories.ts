@@ -23,7 +23,13 @@ import {
   thinkFormat,
 } from './format.js';
 import { llmJudge } from './judge.js';
-import { lengthBudget, repetitionPenalty, softOverlongPunishment, ternaryTruthfulness } from './length.js';
+import {
+  lengthBudget,
+  repetitionPenalty,
+  shrinkingBudget,
+  softOverlongPunishment,
+  ternaryTruthfulness,
+} from './length.js';
 import { mathAnswer } from './math.js';
 import { bleu, charF1, rougeL } from './similarity.js';
 import { sqlExecution } from './sql.js';
@@ -188,10 +194,25 @@ const builtIns: RewardFactory[] = [
   ),
   define(
     'length-budget',
-    'length within a fixed budget: 1/0',
-    'Train-Long-Think-Short (#243); ALGORITHMS.md §5.5',
-    z.object({ budget: z.number().positive(), unit: unit.optional() }).strict(),
-    lengthBudget,
+    'length within the budget B(t) = max(1, budget·decayFactor^⌊t/decayEvery⌋) at GRPO step t (fixed without decay): 1/0',
+    'Train-Long-Think-Short, Hammoud et al. 2025, arXiv 2508.08940 (#243); ALGORITHMS.md §5.5',
+    z
+      .object({
+        budget: z.number().positive(),
+        decayFactor: z.number().gt(0).max(1).optional(),
+        decayEvery: z.number().int().positive().optional(),
+        unit: unit.optional(),
+      })
+      .strict()
+      .refine((options) => (options.decayFactor === undefined) === (options.decayEvery === undefined), {
+        message: 'decayFactor and decayEvery go together (the budget shrinks by decayFactor every decayEvery steps)',
+        path: ['decayFactor'],
+      }),
+    ({ budget, decayFactor, decayEvery, unit }) =>
+      lengthBudget({
+        budget: decayFactor === undefined ? budget : shrinkingBudget(budget, decayFactor, decayEvery!),
+        unit,
+      }),
   ),
   define(
     'repetition-penalty',
