@@ -230,7 +230,7 @@ const builtIns: RewardFactory[] = [
   define(
     'ternary-truthfulness',
     '+1 correct, 0 abstain ("I don\'t know"), −1 wrong',
-    'TruthRL (#61); ALGORITHMS.md §5.3',
+    'TruthRL, Wei et al. 2025, arXiv 2509.25760 (#61); ALGORITHMS.md §5.3',
     z.object({ answerColumn: column.optional() }).strict(),
     ternaryTruthfulness,
   ),
@@ -284,7 +284,7 @@ const builtIns: RewardFactory[] = [
   define(
     'bleu',
     'group-vectorised per-sentence BLEU against a reference column (words or token ids)',
-    'TensorBLEU (#80); Papineni et al. 2002; ALGORITHMS.md §5.9',
+    'TensorBLEU, Filipek 2025, arXiv 2510.05485 (#80; RxAI-dev/rxlm tensor_sentence_bleu); Papineni et al. 2002; ALGORITHMS.md §5.9',
     z
       .object({
         referenceColumn: column.optional(),
