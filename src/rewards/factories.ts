@@ -24,7 +24,13 @@ import {
   thinkFormat,
 } from './format.js';
 import { llmJudge } from './judge.js';
-import { lengthBudget, repetitionPenalty, softOverlongPunishment, ternaryTruthfulness } from './length.js';
+import {
+  lengthBudget,
+  repetitionPenalty,
+  shrinkingBudget,
+  softOverlongPunishment,
+  ternaryTruthfulness,
+} from './length.js';
 import { mathAnswer } from './math.js';
 import { bleu, charF1, rougeL } from './similarity.js';
 import { sqlExecution } from './sql.js';
@@ -194,10 +200,25 @@ const builtIns: RewardFactory[] = [
   ),
   define(
     'length-budget',
-    'length within a fixed budget: 1/0',
-    'Train-Long-Think-Short (#243); ALGORITHMS.md §5.5',
-    z.object({ budget: z.number().positive(), unit: unit.optional() }).strict(),
-    lengthBudget,
+    'length within the budget B(t) = max(1, budget·decayFactor^⌊t/decayEvery⌋) at GRPO step t (fixed without decay): 1/0',
+    'Train-Long-Think-Short, Hammoud et al. 2025, arXiv 2508.08940 (#243); ALGORITHMS.md §5.5',
+    z
+      .object({
+        budget: z.number().positive(),
+        decayFactor: z.number().gt(0).max(1).optional(),
+        decayEvery: z.number().int().positive().optional(),
+        unit: unit.optional(),
+      })
+      .strict()
+      .refine((options) => (options.decayFactor === undefined) === (options.decayEvery === undefined), {
+        message: 'decayFactor and decayEvery go together (the budget shrinks by decayFactor every decayEvery steps)',
+        path: ['decayFactor'],
+      }),
+    ({ budget, decayFactor, decayEvery, unit }) =>
+      lengthBudget({
+        budget: decayFactor === undefined ? budget : shrinkingBudget(budget, decayFactor, decayEvery!),
+        unit,
+      }),
   ),
   define(
     'repetition-penalty',
@@ -215,7 +236,7 @@ const builtIns: RewardFactory[] = [
   define(
     'ternary-truthfulness',
     '+1 correct, 0 abstain ("I don\'t know"), −1 wrong',
-    'TruthRL (#61); ALGORITHMS.md §5.3',
+    'TruthRL, Wei et al. 2025, arXiv 2509.25760 (#61); ALGORITHMS.md §5.3',
     z.object({ answerColumn: column.optional() }).strict(),
     ternaryTruthfulness,
   ),
@@ -293,7 +314,7 @@ const builtIns: RewardFactory[] = [
   define(
     'bleu',
     'group-vectorised per-sentence BLEU against a reference column (words or token ids)',
-    'TensorBLEU (#80); Papineni et al. 2002; ALGORITHMS.md §5.9',
+    'TensorBLEU, Filipek 2025, arXiv 2510.05485 (#80; RxAI-dev/rxlm tensor_sentence_bleu); Papineni et al. 2002; ALGORITHMS.md §5.9',
     z
       .object({
         referenceColumn: column.optional(),

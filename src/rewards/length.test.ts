@@ -5,12 +5,14 @@ import {
   lengthBudget,
   overlongPenalty,
   repetitionPenalty,
+  shrinkingBudget,
   softOverlongPunishment,
   ternaryTruthfulness,
 } from './length.js';
+import { createReward } from './factories.js';
 import { mathAnswer } from './math.js';
 import { annealedWeight } from './combine.js';
-import { makeRewardInput, type RewardInput } from './types.js';
+import { makeRewardInput, type RewardFn, type RewardInput } from './types.js';
 
 describe('softOverlongPunishment (§5.4)', () => {
   it('L_max=10, L_cache=4: lengths [6,7,8,10,11] → [0, −0.25, −0.5, −1, −1]', () => {
@@ -33,6 +35,19 @@ describe('lengthBudget', () => {
     const decaying = lengthBudget({ budget: annealedWeight({ from: 10, to: 4, steps: 6 }), unit: 'characters' });
     expect(decaying(makeRewardInput({ completion: '1234567', step: 0 }))).toBe(1); // budget 10 at step 0
     expect(decaying(makeRewardInput({ completion: '1234567', step: 6 }))).toBe(0); // budget 4 at step 6
+  });
+
+  it("Train-Long-Think-Short's shrinking budget max(1, B₀·γ^⌊t/T⌋), by name too", () => {
+    const budget = shrinkingBudget(256, 0.5, 10);
+    expect([0, 9, 10, 25, 79, 80, 200].map(budget)).toEqual([256, 256, 128, 64, 2, 1, 1]); // floor at 1 token
+    const reward = createReward('length-budget', { budget: 8, decayFactor: 0.5, decayEvery: 2, unit: 'characters' });
+    const sixChars = (step: number) => (reward as RewardFn)(makeRewardInput({ completion: '123456', step }));
+    expect([0, 1, 2, 3, 4].map(sixChars)).toEqual([1, 1, 0, 0, 0]); // budgets 8, 8, 4, 4, 2
+    expect(() => createReward('length-budget', { budget: 8, decayFactor: 0.5 })).toThrow(
+      /decayFactor and decayEvery go together/,
+    );
+    expect(() => createReward('length-budget', { budget: 8, decayFactor: 1.5, decayEvery: 2 })).toThrow(/decayFactor/);
+    expect(() => shrinkingBudget(8, 0.5, 0)).toThrow(/decay interval/);
   });
 });
 

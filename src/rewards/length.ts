@@ -66,6 +66,20 @@ export function lengthBudget({
   };
 }
 
+/**
+ * Train-Long-Think-Short's shrinking budget (Hammoud et al. 2025, arXiv 2508.08940, §3):
+ * B(t) = max(1, B₀·γ^⌊t/T⌋) at GRPO step t (0-based), so the budget starts generous and tightens.
+ * @example shrinkingBudget(256, 0.5, 10)(25) // 64
+ */
+export function shrinkingBudget(initial: number, factor: number, every: number): (step: number) => number {
+  if (!(initial > 0)) throw new RangeError(`shrinkingBudget: the initial budget must be > 0, got ${initial}`);
+  if (!(factor > 0 && factor <= 1))
+    throw new RangeError(`shrinkingBudget: the decay factor must be in (0, 1], got ${factor}`);
+  if (!(Number.isInteger(every) && every >= 1))
+    throw new RangeError(`shrinkingBudget: the decay interval must be a positive integer, got ${every}`);
+  return (step) => Math.max(1, initial * factor ** Math.floor(step / every));
+}
+
 /** The repetition penalty of a sequence: maxPenalty·(1 − distinct/total n-grams); 0 when it has no n-gram. */
 export function repetitionScore(items: readonly (string | number)[], ngramSize: number, maxPenalty: number): number {
   const total = items.length - ngramSize + 1;
