@@ -21,6 +21,7 @@ import { verilogTask } from './tasks/verilog.js';
 import { multiDomainTask } from './tasks/multi-domain.js';
 import { wirelessMathTask } from './tasks/wireless-math.js';
 import { promptClassificationTask } from './tasks/prompt-classification.js';
+import { paraphraseEvasionTask } from './tasks/paraphrase-evasion.js';
 import type { Task } from './task.js';
 import type { NamedReward } from '../rewards/types.js';
 import { createNamedRegistry } from '../registry/registry.js';
@@ -61,6 +62,7 @@ export { verilogExample, verilogOptionsSchema, verilogTask } from './tasks/veril
 export { multiDomainOptionsSchema, multiDomainTask } from './tasks/multi-domain.js';
 export { wirelessMathOptionsSchema, wirelessMathTask } from './tasks/wireless-math.js';
 export { promptClassificationOptionsSchema, promptClassificationTask } from './tasks/prompt-classification.js';
+export { paraphraseEvasionOptionsSchema, paraphraseEvasionTask } from './tasks/paraphrase-evasion.js';
 export { solveArithmetic } from './tasks/arithmetic-solver.js';
 export {
   drawShapes,
@@ -127,6 +129,12 @@ const builtInTasks: TaskEntry[] = [
     create: promptClassificationTask,
     description:
       'write a prompt that a frozen bag-of-words model reads well for sentiment, gap reward z-scored per input (RLPrompt #105; recipes/papers/rlprompt.ts)',
+  },
+  {
+    name: 'paraphrase-evasion',
+    create: paraphraseEvasionTask,
+    description:
+      'rewrite a machine-register sentence so a detector ensemble made here misses it while the meaning stays, α·z(1 − p_ens) + β·ROUGE-L (StealthRL #34; recipes/papers/stealthrl.ts)',
   },
   {
     name: 'multi-domain',

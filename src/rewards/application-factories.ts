@@ -1,6 +1,6 @@
 /**
  * Registry entries of the application-paper rewards of issue 33 (Guru #108, WirelessMathLM #221,
- * Shop-R1 #173, PageLLM #170, RLPrompt #105): each a name, a one-line description, its paper and a
+ * Shop-R1 #173, PageLLM #170, RLPrompt #105, StealthRL #34): each a name, a one-line description, its paper and a
  * zod schema for its options, as `factories.ts` registers the other built-ins. Kept apart so that
  * file stays short.
  *
@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { domainRouter } from './domain-router.js';
 import { wirelessMath } from './wireless-math.js';
 import { rlpromptClassification } from './rlprompt.js';
+import { stealthrl } from './stealthrl.js';
 import { define, type RewardFactory } from './factory-registry.js';
 import type { Reward } from './types.js';
 
@@ -67,6 +68,29 @@ export function applicationRewardFactories(create: (name: string, options: unkno
         })
         .strict(),
       rlpromptClassification,
+    ),
+    define(
+      'stealthrl',
+      "StealthRL's paraphrase-attack reward: α·z(1 − p_ens) + β·ROUGE-L(source, paraphrase), p_ens a word- and a character-n-gram logistic detector made here (0.6/0.4), z a running z-score clipped to ±3; −0.5 under 10 words or over 3× the source's",
+      'StealthRL (#34, arXiv 2602.08934) eq. 1–3; github.com/suraj-ranganath/StealthRL stealthrl/tinker/reward.py, configs/tinker_mage_10k.yaml (docs/paper-recipes.md)',
+      z
+        .object({
+          sourceColumn: column.optional(),
+          detectorWeight: z.number().finite().optional(),
+          semanticWeight: z.number().finite().optional(),
+          ensembleWeights: z
+            .object({ word: z.number().min(0), char: z.number().min(0) })
+            .strict()
+            .optional(),
+          detectorZscore: z.boolean().optional(),
+          semanticNormalizeMin: z.number().min(0).lt(1).optional(),
+          minWords: z.number().int().min(0).optional(),
+          maxLengthRatio: z.number().positive().optional(),
+          invalidScore: z.number().finite().optional(),
+          detectorSeed: z.number().int().min(0).optional(),
+        })
+        .strict(),
+      stealthrl,
     ),
   ];
 }

@@ -22,6 +22,7 @@ export * from './ranking.js';
 export * from './domain-router.js';
 export { boxedContents, wirelessMath, type WirelessMathOptions } from './wireless-math.js';
 export * from './rlprompt.js';
+export * from './stealthrl.js';
 export * from './graph-problems.js';
 export * from './stl.js';
 export * from './judge.js';
