@@ -1,6 +1,6 @@
 /**
  * The application-paper recipes of issue 33 (Guru #108, WirelessMathLM #221, Shop-R1 #173, PageLLM
- * #170, RLPrompt #105) end to end through `grpo train` at a tiny size: SFT, two GRPO steps, every
+ * #170, RLPrompt #105, StealthRL #34) end to end through `grpo train` at a tiny size: SFT, two GRPO steps, every
  * configured reward scored and logged. The rewards `grpo serve-rewards --recipe` would serve are
  * checked on the task's own rows: the teacher's right demonstrations earn the main reward in full,
  * its wrong ones do not. The multi-domain run logs its per-domain metrics.
@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { taskRegistry } from '../data/index.js';
-import { scoreRewards } from '../rewards/index.js';
-import { makeRewardInput } from '../rewards/types.js';
+import { createReward, scoreRewards } from '../rewards/index.js';
+import { makeRewardInput, type RewardFn } from '../rewards/types.js';
 import { buildProgram } from './main.js';
 import { resolveServedRewards } from './serve-rewards-command.js';
 
@@ -55,6 +55,7 @@ const recipes: Array<[string, string, string[]]> = [
   ['guru', 'multi-domain', ['domain-router']],
   ['wireless-math', 'wireless-math', ['wireless-math']],
   ['rlprompt', 'prompt-classification', ['rlprompt-classification']],
+  ['stealthrl', 'paraphrase-evasion', ['stealthrl']],
 ];
 
 describe.each(recipes)('recipes/papers/%s.ts', (name, taskName, rewardNames) => {
@@ -88,7 +89,7 @@ describe.each(recipes)('recipes/papers/%s.ts', (name, taskName, rewardNames) => 
   });
 
   it("serves the recipe's rewards; the teacher's right answers earn the main one in full, its wrong ones do not", async () => {
-    if (name === 'rlprompt') return; // a z-scored group reward: see the next test
+    if (name === 'rlprompt' || name === 'stealthrl') return; // z-scored rewards: see the tests below
     const rewards = await resolveServedRewards({ recipe });
     expect(rewards.map((reward) => reward.name)).toEqual(rewardNames);
     const raw = await import(recipe);
@@ -128,5 +129,41 @@ describe('recipes/papers/rlprompt.ts rewards', () => {
     expect(neutral).toBeGreaterThanOrEqual(leaning!);
     expect(Array.from(matrix.scores).reduce((a, b) => a + b, 0)).toBeCloseTo(0, 6); // z-scored: mean 0
     expect(await task.isCorrect(row!, 'honestly honestly')).toBe(true);
+  });
+});
+
+describe('recipes/papers/stealthrl.ts rewards', () => {
+  it("the teacher's plain rewrite evades and keeps the meaning; its slips (a copy, another subject) do not", async () => {
+    const recipe = join(root, 'recipes/papers/stealthrl.ts');
+    const raw = await import(recipe);
+    const rewards = await resolveServedRewards({ recipe });
+    expect(rewards.map((reward) => reward.name)).toEqual(['stealthrl']);
+    const task = await taskRegistry.load('paraphrase-evasion', raw.default.config.taskOptions);
+    const rows = task.trainExamples(12, 5);
+    const draws =
+      (...values: number[]) =>
+      () =>
+        values.shift() ?? 0.999;
+    for (const row of rows) {
+      const right = task.demonstration(row, draws(0.999));
+      const copy = task.demonstration(row, draws(0, 0)); // slip, then the copy branch
+      const changed = task.demonstration(row, draws(0, 0.999)); // slip, then another subject
+      expect(copy).toBe(row.source);
+      expect(await task.isCorrect(row, right)).toBe(true);
+      expect(await task.isCorrect(row, copy)).toBe(false); // still flagged
+      expect(await task.isCorrect(row, changed)).toBe(false); // evades, meaning lost
+      // Scored by the served reward (its running z-score spans every call): the copy stays far below.
+      const group = [copy, right].map((completion) => makeRewardInput({ prompt: row.prompt, completion, row }));
+      const matrix = await scoreRewards(rewards, [group], { timeoutMs: 60_000, concurrency: 1 });
+      expect(matrix.failures).toEqual([]);
+      const [copyScore, rightScore] = Array.from(matrix.scores);
+      expect(rightScore! - copyScore!).toBeGreaterThan(0.5);
+      // The changed subject evades as well as the right rewrite; only β·sim tells them apart.
+      const similarity = createReward('stealthrl', { detectorWeight: 0, detectorZscore: false }) as RewardFn;
+      const semantic = (completion: string) => similarity(makeRewardInput({ completion, row })) as number;
+      expect(semantic(right)).toBeGreaterThan(semantic(changed));
+    }
+    const longest = Math.max(...task.trainExamples(200, 1).map((row) => task.demonstration(row, () => 0.999).length));
+    expect(longest + 1).toBeLessThanOrEqual(raw.default.config.sampling.maxNewTokens);
   });
 });
