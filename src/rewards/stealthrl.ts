@@ -166,7 +166,7 @@ export interface StealthDetectors {
 
 const trained = new Map<number, StealthDetectors>();
 
-/** Trains (once per seed, then cached) the word and character detectors on 300 machine and 300 human sentences. */
+/** Trains (once per seed, then cached) the word and character detectors on 300 meanings, each in both registers. */
 export function stealthDetectors(seed = 0): StealthDetectors {
   const cached = trained.get(seed);
   if (cached) return cached;
@@ -174,7 +174,10 @@ export function stealthDetectors(seed = 0): StealthDetectors {
   const texts: string[] = [];
   const labels: number[] = [];
   for (let i = 0; i < 300; i++) {
-    texts.push(machineSentence(stealthMeaning(pick), pick), humanSentence(stealthMeaning(pick), pick));
+    // One meaning in both registers, so content words carry no signal and only the register does;
+    // with separate meanings, chance correlations let a policy evade by changing the subject.
+    const meaning = stealthMeaning(pick);
+    texts.push(machineSentence(meaning, pick), humanSentence(meaning, pick));
     labels.push(1, 0);
   }
   const detectors = {
