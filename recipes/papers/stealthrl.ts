@@ -15,7 +15,9 @@
  * the KL coefficient 0.05 against the frozen reference. Not here: Qwen3-4B with LoRA (a small
  * from-scratch character model with a short SFT phase on the task's teacher instead), batch 16 ×
  * 3 epochs over 10,000 MAGE texts, the learning rate 2.8e-4 (a LoRA rate).
- * Measured: not yet; see docs/paper-recipes.md ("StealthRL").
+ * Measured (seed 0, 2 CPU cores, 14 minutes): held-out accuracy 25.0% after SFT, 0.0% after 60 GRPO
+ * steps; the reward rose (held-out mean 0.148 → 0.343) by reward hacking: the policy converged on one
+ * fixed sentence the detectors score least AI-like, whatever the source says (docs/paper-recipes.md).
  */
 import type { Recipe } from '../../src/index.js';
 
