@@ -1,7 +1,8 @@
 /**
  * The papers whose method is a reward, trained through `grpo train --reward NAME` (docs/papers.md):
  * TruthRL's `ternary-truthfulness` (#61), TensorBLEU's `bleu` (#80), Train-Long-Think-Short's
- * `length-budget` (#243) and GRPO-λ's `length-among-correct` (#30). Each run's metrics.jsonl must
+ * `length-budget` (#243), GRPO-λ's `length-among-correct` (#30) and OTC-PO's `tool-efficiency` (#62,
+ * on the search-agent recipe). Each run's metrics.jsonl must
  * log `reward/<name>/mean` within the reward's range with no failed call, and its samples.jsonl must
  * show the reward reached the advantage: every logged score is what the reward gives that
  * completion, and within some group the scores differ, so the advantages do too.
@@ -16,6 +17,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runTrainCommand } from './train-command.js';
 import { loadTokenizer } from '../model/tokenizer.js';
 import { ternaryTruthfulness } from '../rewards/length.js';
+import { toolCallReward } from '../rewards/tool-efficiency.js';
+import searchAgent from '../../recipes/search-agent.js';
 import { tinyStoriesModel } from '../../test/helpers/fixtures.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-paper-rewards-'));
@@ -44,6 +47,7 @@ interface Completion {
   rewards: Record<string, number | null>;
   advantage: number;
   length: number;
+  episode?: { toolCalls: unknown[] };
 }
 interface Group {
   step: number;
@@ -153,5 +157,45 @@ describe('paper rewards trained through grpo train --reward', () => {
     });
     // Every completion is 8 tokens, so the scores differ by their n-grams, not by brevity.
     for (const group of groups) for (const completion of group.completions) expect(completion.length).toBe(8);
+  });
+
+  it("OTC-PO: tool-efficiency scores the search agent by its tool calls and the recipe's answer check", async () => {
+    // The recipe's model made small so its SFT takes seconds; it then answers some training questions
+    // right, a few of them after a search. OTC-PPO's n = 0 makes every call cost, so those score
+    // r_tool(1, 0) = 0.5 where a right answer without a call scores 1 (OTC-GRPO's group n is unit-tested).
+    const set = [
+      'seed=1',
+      'model.hiddenSize=32',
+      'model.numLayers=1',
+      'sft.steps=200',
+      'sft.learningRate=1e-2',
+      'grpo.steps=2',
+      'grpo.promptsPerStep=8',
+      'grpo.microBatchSize=64',
+      'sampling.groupSize=8',
+      'evaluation.examples=2',
+      'checkpoint.every=0',
+      'logging.samplesPerStep=8', // every group of the step
+      `logging.runsDirectory=${JSON.stringify(scratch)}`,
+    ];
+    const reward = 'tool-efficiency:{"mode":"ppo"}';
+    const { groups, scoresOf } = await train('otc-po', reward, [0, 1], set, { recipe: 'recipes/search-agent.ts' });
+    const scored = { rightWithoutCalls: 0, rightAfterCalls: 0 };
+    for (const group of groups) {
+      // m = the episode's tool calls; right = the recipe's own check (its answer, not an <answer> tag).
+      const example = { prompt: '', answer: group.answer };
+      const right = await Promise.all(
+        group.completions.map(async (completion) => await searchAgent.task.isCorrect(example, completion.text)),
+      );
+      scoresOf(group).forEach((score, index) => {
+        const calls = group.completions[index]!.episode!.toolCalls.length;
+        expect(score).toBeCloseTo(right[index] ? toolCallReward(calls, 0) : 0, 6);
+        if (right[index] && calls === 0) scored.rightWithoutCalls++;
+        if (right[index] && calls > 0) scored.rightAfterCalls++;
+      });
+    }
+    // Both kinds of right answer occurred, so the count changed some scores.
+    expect(scored.rightWithoutCalls).toBeGreaterThan(0);
+    expect(scored.rightAfterCalls).toBeGreaterThan(0);
   });
 });

@@ -294,7 +294,7 @@ const builtIns: RewardFactory[] = [
   ),
   define(
     'tool-efficiency',
-    'group: α·r_tool(m, n)·correctness (a reward by name, default exact-match on <answer>), r_tool peaking at the optimal tool-call count n',
+    "group: α·r_tool(m, n)·correctness (a reward by name; default the run's task check, else exact-match on <answer>), r_tool peaking at the optimal tool-call count n",
     'OTC-PO, Wang et al. 2025, arXiv 2504.14870; docs/turn-credit.md §5',
     z
       .object({
@@ -308,8 +308,8 @@ const builtIns: RewardFactory[] = [
         alpha: z.number().optional(),
       })
       .strict(),
-    ({ answerColumn, correctness, ...rest }) =>
-      toolEfficiency({ correctness: toolCorrectness(correctness, answerColumn), ...rest }),
+    ({ answerColumn, correctness, ...rest }, { taskCorrectness }) =>
+      toolEfficiency({ correctness: toolCorrectness(correctness, answerColumn, taskCorrectness), ...rest }),
   ),
   define(
     'bleu',
@@ -574,14 +574,18 @@ for (const factory of [...visionAnswers, thinkAnswerConsistencyFactory(createRew
   rewardFactories.register(factory);
 
 /**
- * tool-efficiency's r_φ by name: default `exact-match` on the `<answer>` content (the whole completion
- * without one), normalised as SQuAD / Search-R1's `em_check` (lower case, no punctuation, no articles),
- * so text answers ("Oslo") score; `answerColumn`, when given, joins the check's options.
+ * tool-efficiency's r_φ: the check named by `choice`; unnamed, the run's task check when training
+ * (`taskCorrectness`: a recipe's answer format, e.g. search-agent's text after the last "A:", is its
+ * own), else `exact-match` on the `<answer>` content (the whole completion without one), normalised
+ * as SQuAD / Search-R1's `em_check` (lower case, no punctuation, no articles), so text answers
+ * ("Oslo") score; `answerColumn`, when given, joins the check's options (and picks the named check).
  */
 function toolCorrectness(
   choice: { name: string; options?: Record<string, unknown> } | undefined,
   answerColumn: string | undefined,
+  taskCorrectness: RewardFn | undefined,
 ): RewardFn {
+  if (choice === undefined && answerColumn === undefined && taskCorrectness) return taskCorrectness;
   const { name, options } = choice ?? { name: 'exact-match', options: { tag: 'answer' } };
   const reward = createReward(name, answerColumn === undefined ? options : { answerColumn, ...options });
   if (isGroupReward(reward))

@@ -7,7 +7,15 @@
  */
 import type { z } from 'zod';
 import { UnknownRegistryNameError, createNamedRegistry } from '../registry/registry.js';
-import type { Reward } from './types.js';
+import type { Reward, RewardFn } from './types.js';
+
+/**
+ * What a training run knows beyond a reward's options. `taskCorrectness`: the run's task's own check
+ * (`task.isCorrect` as 1/0), for rewards whose correctness defaults to the task's (tool-efficiency).
+ */
+export interface RewardContext {
+  taskCorrectness?: RewardFn;
+}
 
 /** One named reward factory. */
 export interface RewardFactory {
@@ -16,8 +24,8 @@ export interface RewardFactory {
   description: string;
   /** Paper or reference implementation. */
   citation: string;
-  /** Builds the reward from JSON options (validated; unknown keys rejected). */
-  create(options?: unknown): Reward;
+  /** Builds the reward from JSON options (validated; unknown keys rejected) and the run's context. */
+  create(options?: unknown, context?: RewardContext): Reward;
 }
 
 /** Thrown for an unknown reward name; lists the known ones (the shared registry's error, kind "reward"). */
@@ -44,13 +52,13 @@ export function define<Schema extends z.ZodType>(
   description: string,
   citation: string,
   schema: Schema,
-  build: (options: z.infer<Schema>) => Reward,
+  build: (options: z.infer<Schema>, context: RewardContext) => Reward,
 ): RewardFactory {
   return {
     name,
     description,
     citation,
-    create(options = {}) {
+    create(options = {}, context = {}) {
       const parsed = schema.safeParse(options);
       if (!parsed.success) {
         const problems = parsed.error.issues.map(
@@ -58,7 +66,7 @@ export function define<Schema extends z.ZodType>(
         );
         throw new Error(`reward "${name}": bad options: ${problems.join('; ')}`);
       }
-      return build(parsed.data);
+      return build(parsed.data, context);
     },
   };
 }

@@ -4,6 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createReward } from './factories.js';
+import searchAgent from '../../recipes/search-agent.js';
+import { resolveConfig, runRewards } from '../trainer/setup.js';
 import { toolCallReward, toolEfficiency } from './tool-efficiency.js';
 import { isGroupReward, makeRewardInput, type RewardEpisode, type RewardInput } from './types.js';
 
@@ -125,5 +127,24 @@ describe('toolEfficiency (OTC-PO)', () => {
       makeRewardInput({ completion: '\\boxed{5}', row: { answer: '4' }, episode: episode(1) }),
     ];
     expect(await reward.scoreGroup(inputs)).toEqual([1, 0]);
+  });
+  it("in a run, the default correctness is the task's own check (search-agent's answer after the last A:)", async () => {
+    // Normalised exact match on the whole completion and the recipe's check disagree on these: the
+    // recipe reads the text after the last "A:" exactly; exact match reads everything, normalised.
+    const config = resolveConfig(
+      { ...searchAgent.config, rewards: [{ name: 'tool-efficiency' }] },
+      ['search-agent'],
+      searchAgent.task,
+    );
+    const [{ reward }] = runRewards(config, { task: searchAgent.task, environment: searchAgent.environment });
+    if (!isGroupReward(reward)) throw new Error('tool-efficiency is a group reward');
+    const row = { prompt: 'Where does Mira live?', answer: 'Oslo' };
+    const inputs = [
+      makeRewardInput({ completion: 'Lima\nA:Oslo', row, episode: episode(1) }), // right by the recipe: its last answer
+      makeRewardInput({ completion: 'A:Oslo', row, episode: episode(2) }), // right by both
+      makeRewardInput({ completion: 'oslo.', row, episode: episode(0) }), // wrong by the recipe, right by exact match
+    ]; // prettier-ignore
+    // n = 1 (fewest calls among the right ones): r_tool(1, 1) = 1, r_tool(2, 1) = sin(2π/3).
+    expect((await reward.scoreGroup(inputs)).map((value) => Number(value!.toFixed(6)))).toEqual([1, 0.866025, 0]);
   });
 });

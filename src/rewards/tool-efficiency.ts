@@ -48,8 +48,10 @@ function callCount(input: RewardInput): number {
  * OTC-PO: R = α · r_tool(m, n) · r_φ, m = the episode's tool calls. With mode 'grpo' n is the fewest
  * calls among the group's correct episodes (a group with none correct falls back to n = 0, the
  * OTC-PPO form — its product is 0 for binary correctness anyway).
- * By name (`tool-efficiency` in a config) the correctness is a reward by name, `exact-match` on the
- * `<answer>` content by default (docs/turn-credit.md §5).
+ * By name (`tool-efficiency` in a config) the correctness is a reward by name; unnamed, the run's
+ * task check in a run (`grpo train`), else `exact-match` on the `<answer>` content (docs/turn-credit.md §5).
+ * Formula checked against the paper and a public re-implementation (`compute_tool_reward` of an
+ * `otc_reward.py`); the authors' own code was not found.
  * @example toolEfficiency({ correctness: mathAnswer(), mode: 'grpo', smoothing: 1 })
  */
 export function toolEfficiency({

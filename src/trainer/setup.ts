@@ -26,7 +26,7 @@ import { checkTokenizerFitsModel, loadTokenizer, type TextTokenizer } from '../m
 import { Transformer } from '../model/transformer.js';
 import { LoraAdapters, resolveTargetModules } from '../model/lora.js';
 import { rewardFactories, scoreRewards, type RewardScorer } from '../rewards/index.js';
-import type { NamedReward } from '../rewards/types.js';
+import type { NamedReward, RewardInput } from '../rewards/types.js';
 import type { RewardSource } from '../rewards/workers.js';
 import { trainerConfigSchema, validateConfig, type KnownNames, type TrainerConfig } from '../config/config.js';
 import { checkpointDefaults, fittedMicroBatchSize, namesCheckpoint } from '../config/checkpoint-defaults.js';
@@ -380,6 +380,9 @@ function withEnvironmentReward(rewards: NamedReward[], environment: EnvironmentF
 export function buildRewards(config: TrainerConfig, task: Task, hasEnvironments = false): NamedReward[] {
   if (config.rewards.length === 0) return task.rewards();
   const taskRewards = new Map(task.rewards().map((reward) => [reward.name, reward]));
+  // The task's own check, for rewards whose correctness defaults to it (tool-efficiency).
+  const taskCorrectness = async ({ row, completion }: RewardInput) =>
+    (await task.isCorrect(row as Example, completion)) ? 1 : 0;
   return config.rewards.map(({ name, weight, options }) => {
     const fromTask = taskRewards.get(name);
     if (fromTask) return { ...fromTask, weight };
@@ -388,7 +391,7 @@ export function buildRewards(config: TrainerConfig, task: Task, hasEnvironments 
       const known = [...taskRewards.keys(), ...rewardFactories.names()];
       throw new Error(`invalid config:\n- rewards: unknown reward "${name}"; known: ${known.join(', ')}`);
     }
-    return { name, reward: rewardFactories.get(name).create(options), weight };
+    return { name, reward: rewardFactories.get(name).create(options, { taskCorrectness }), weight };
   });
 }
 
