@@ -9,8 +9,15 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { bindAlgorithm } from '../config/algorithm.js';
+import { trainerConfigSchema } from '../config/config.js';
+import { loadCheckpoint } from '../model/checkpoint.js';
+import { Transformer } from '../model/transformer.js';
+import type { Backend } from '../tensor/backend.js';
 import { createBackend, getBackend, setBackend } from '../tensor/backends/select.js';
+import type { WebGpuBackend } from '../tensor/backends/webgpu/webgpu-backend.js';
 import { webgpuUnderTest } from '../tensor/test-backends.js';
+import { accumulatePolicyGradients, stepSettingsOf, type TrainingSample } from '../trainer/optimize.js';
 import { buildProgram } from './main.js';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -62,6 +69,40 @@ const settings = (values: string[]) => [
 ];
 
 describe.runIf(webgpu)('grpo train on webgpu', () => {
+  it("a step's forward and backward read the weights from the device: the same gradients, far fewer floats sent", () => {
+    const gpu = webgpu!.backend as WebGpuBackend;
+    const checkpoint = loadCheckpoint(tinyStories);
+    const config = trainerConfigSchema.parse({ grpo: { microBatchSize: 2 }, algorithm: { loss: 'ppo-clip' } });
+    const bound = bindAlgorithm(config, { sampleRows: [], rolloutProvides: [] });
+    const samples: TrainingSample[] = [0, 1, 2, 3].map((i) => ({
+      promptIds: [1, 2 + i, 3],
+      completionIds: [4 + i, 5, 6],
+      oldLogprobs: [-1, -2, -1.5],
+      advantage: i % 2 === 0 ? 1 : -1,
+      group: Math.floor(i / 2),
+    }));
+    /** The gradients of one accumulation on `backend`, and the floats it sent to the device. */
+    const run = (backend: Backend) => {
+      const model = Transformer.fromTensors(checkpoint.config, checkpoint.tensors);
+      const previous = getBackend();
+      setBackend(backend);
+      const before = gpu.traffic().uploadedFloats;
+      try {
+        accumulatePolicyGradients(bound, stepSettingsOf(config), model, samples);
+      } finally {
+        setBackend(previous);
+      }
+      const gradients = [...model.parameters.values()].map((parameter) => parameter.grad?.data ?? null);
+      return { gradients, uploaded: gpu.traffic().uploadedFloats - before };
+    };
+    // The same backend with the weights crossing per product, as before (the flag off).
+    const resident = run(gpu);
+    const perProduct = run({ ...gpu, deviceMemory: false });
+    expect(resident.gradients).toEqual(perProduct.gradients); // the same products, bit for bit
+    const weightFloats = [...checkpoint.tensors.values()].reduce((total, weight) => total + weight.data.length, 0);
+    expect(resident.uploaded).toBeLessThan(perProduct.uploaded - 2 * weightFloats);
+  }, 300_000);
+
   it('the built-in run (shortened): the first GRPO step equals the CPU run within 1e-3', async () => {
     const argv = settings(['sft.steps=3', 'grpo.steps=2', 'evaluation.examples=8', 'checkpoint.every=0']);
     await train('cpu', 'builtin-cpu', argv);

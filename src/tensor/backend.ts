@@ -36,6 +36,13 @@ export interface Backend {
   readonly detail?: string;
   /** Worker threads the backend uses for large kernels (1 = the calling thread only). */
   readonly threads: number;
+  /**
+   * True when products read their operands from a device's own memory (webgpu): there, keeping a model's
+   * weights on the device through a whole training forward and backward (select.ts withTrainingWeights)
+   * saves copying each weight once per product. CPU backends leave it unset: their products read host
+   * memory, and their constant-operand packing is for decode-sized products only.
+   */
+  readonly deviceMemory?: boolean;
   /** Batched single-precision matrix product; see MatmulShape. `a`, `b`, `out` never alias. */
   matmul(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape): void;
   /**

@@ -84,6 +84,7 @@ export {
   scaleArray,
   sumOfSquares,
   withConstantWeights,
+  withTrainingWeights,
 } from './backends/select.js';
 export { Random, randomNormal, randomUniform, stepSeed, type RandomState } from './random.js';
 export { withStepArena } from './uninitialized.js';

@@ -8,7 +8,7 @@
 import { aggregateLoss, gtpoTokenWeights, topEntropyThreshold, type PolicyLossOptions } from '../algorithms/index.js';
 import type { Transformer } from '../model/transformer.js';
 import { AdamW, clipGradNorm } from '../nn/index.js';
-import { combineSeeds, mul, noGrad, sub, type Tensor } from '../tensor/index.js';
+import { combineSeeds, mul, noGrad, sub, type Tensor, withTrainingWeights } from '../tensor/index.js';
 import type { BoundAlgorithm } from '../config/algorithm.js';
 import type { TrainerConfig } from '../config/config.js';
 import { releaseGarbage } from '../tensor/garbage.js';
@@ -95,12 +95,14 @@ export function frozenLogprobs(
   settings: Pick<StepSettings, 'microBatchSize' | 'temperature'>,
 ): Float32Array[] {
   const result: Float32Array[] = [];
-  for (let start = 0; start < samples.length; start += settings.microBatchSize) {
-    const micro = samples.slice(start, start + settings.microBatchSize);
-    const { logprobs, Tc } = noGrad(() => completionLogprobs(model, micro, settings.temperature));
-    micro.forEach((sample, b) => result.push(logprobs.data.slice(b * Tc, b * Tc + sample.completionIds.length)));
-    releaseGarbage(); // this forward's intermediates, before the next one allocates its own
-  }
+  withTrainingWeights(model.parameters.values(), () => {
+    for (let start = 0; start < samples.length; start += settings.microBatchSize) {
+      const micro = samples.slice(start, start + settings.microBatchSize);
+      const { logprobs, Tc } = noGrad(() => completionLogprobs(model, micro, settings.temperature));
+      micro.forEach((sample, b) => result.push(logprobs.data.slice(b * Tc, b * Tc + sample.completionIds.length)));
+      releaseGarbage(); // this forward's intermediates, before the next one allocates its own
+    }
+  });
   return result;
 }
 
@@ -202,6 +204,20 @@ export function accumulatePolicyGradients(
   model: Transformer,
   samples: readonly TrainingSample[],
   dropoutSeed?: number,
+): { lossTotal: number; metrics: Record<string, number> } {
+  // The weights change only in the optimiser step after this returns: a device backend keeps them there
+  // for every micro-batch's forward and backward (a no-op on the CPU backends).
+  return withTrainingWeights(model.parameters.values(), () =>
+    accumulateWithFixedWeights(bound, settings, model, samples, dropoutSeed),
+  );
+}
+
+function accumulateWithFixedWeights(
+  bound: BoundAlgorithm,
+  settings: StepSettings,
+  model: Transformer,
+  samples: readonly TrainingSample[],
+  dropoutSeed: number | undefined,
 ): { lossTotal: number; metrics: Record<string, number> } {
   const globals = {
     globalTokenCount: samples.reduce((total, s) => total + lossTokenCount(s), 0),

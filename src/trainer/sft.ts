@@ -11,7 +11,7 @@
 import { AdamW, learningRateAt, Random, type ScheduleConfig } from '../nn/index.js';
 import { dropThought } from '../data/thought-dropout.js';
 import type { Transformer } from '../model/transformer.js';
-import { mul, stepSeed, sum, tensor, type Tensor } from '../tensor/index.js';
+import { mul, stepSeed, sum, tensor, type Tensor, withTrainingWeights } from '../tensor/index.js';
 import type { ProgressReporter } from '../run/progress.js';
 import type { RunFolder, TrainerState } from '../run/run-folder.js';
 import { completionLogprobs, type TokenSequence } from './completion-logprobs.js';
@@ -112,14 +112,17 @@ export function sftStep(
   dropoutSeed?: number,
 ): StepOutcome {
   optimizer.zeroGrad();
-  const { logprobs, mask } = completionLogprobs(model, sequences, 1, {
-    packLength: settings.packLength,
-    dropoutSeed,
+  // Forward and backward with the weights on the device when the backend's products read device memory.
+  const lossValue = withTrainingWeights(model.parameters.values(), () => {
+    const { logprobs, mask } = completionLogprobs(model, sequences, 1, {
+      packLength: settings.packLength,
+      dropoutSeed,
+    });
+    const count = mask.reduce((a, b) => a + b, 0);
+    const lossTensor: Tensor = mul(sum(mul(logprobs, tensor(mask, logprobs.shape))), -1 / Math.max(1, count));
+    lossTensor.backward();
+    return lossTensor.item();
   });
-  const count = mask.reduce((a, b) => a + b, 0);
-  const lossTensor: Tensor = mul(sum(mul(logprobs, tensor(mask, logprobs.shape))), -1 / Math.max(1, count));
-  lossTensor.backward();
-  const lossValue = lossTensor.item();
   const { gradNorm, applied } = applyUpdate(optimizer, settings.maxGradNorm, lossValue);
   return { metrics: { 'loss/sft': lossValue, gradNorm }, applied };
 }

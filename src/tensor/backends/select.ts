@@ -37,6 +37,16 @@ export function withConstantWeights<T>(tensors: Iterable<{ readonly data: Float3
 }
 
 /**
+ * Runs `fn` (a training forward and backward, or a frozen model's forward) with the weights kept on the
+ * device when the current backend's products read device memory (Backend.deviceMemory), else just runs
+ * it: the CPU backends' products and floats stay as they are. The same promise as withConstantWeights:
+ * the weights do not change until `fn` returns (the optimiser steps after it).
+ */
+export function withTrainingWeights<T>(tensors: Iterable<{ readonly data: Float32Array }>, fn: () => T): T {
+  return getBackend().deviceMemory ? withConstantWeights(tensors, fn) : fn();
+}
+
+/**
  * out[i] = a[i] + b[i] on the current backend's sum when it has one (threaded in native), else one loop:
  * the same floats either way (each is one correctly rounded float32 addition). `out` may be `a`.
  */

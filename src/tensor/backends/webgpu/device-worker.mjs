@@ -112,7 +112,18 @@ function operandBuffer(operand, temporary) {
   if (operand.id !== undefined) {
     const found = resident.get(operand.id);
     if (!found) throw new Error(`operand ${operand.id} is not resident on the device`);
-    return found;
+    if (operand.offset === undefined) return found;
+    // A range of a resident array (a block of a weight's rows): copied on the device into its own buffer,
+    // so the shaders bind it from 0 as they bind any operand.
+    const bytes = operand.length * 4;
+    const range = device.createBuffer({ size: Math.max(16, bytes), usage: STORAGE() });
+    temporary.push(range);
+    if (bytes > 0) {
+      const encoder = device.createCommandEncoder();
+      encoder.copyBufferToBuffer(found, operand.offset * 4, range, 0, bytes);
+      device.queue.submit([encoder.finish()]);
+    }
+    return range;
   }
   const buffer = upload(operand.data);
   temporary.push(buffer);

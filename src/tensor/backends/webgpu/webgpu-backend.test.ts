@@ -128,6 +128,27 @@ describe.runIf(webgpu)('webgpu backend', () => {
     expect(relativeError(changed, changedExpected)).toBeLessThan(1e-5);
   });
 
+  it('reads a view into a constant operand (a block of weight rows) from its device copy: same product, no upload of B', () => {
+    const geometry = shape(1, 5, 24, 40, { transposeB: true }); // B [40, 24]: rows 10..49 of a [64, 24] weight
+    const weight = Float32Array.from({ length: 64 * 24 }, (_, i) => Math.cos(i * 0.23));
+    const { a } = operands(geometry, 6);
+    const block = weight.subarray(10 * 24, 50 * 24);
+    const expected = new Float32Array(200);
+    matmulJs(a, block, expected, geometry);
+    const out = new Float32Array(200);
+    const gpu = backend as WebGpuBackend;
+    backend.withConstantOperands!([weight], () => {
+      const before = gpu.traffic().uploadedFloats;
+      backend.matmul(a, block, out, geometry);
+      expect(gpu.traffic().uploadedFloats - before).toBe(a.length);
+    });
+    expect(relativeError(out, expected)).toBeLessThan(1e-5);
+    // Outside the scope the same view crosses from the host again.
+    const before = gpu.traffic().uploadedFloats;
+    backend.matmul(a, block, out, geometry);
+    expect(gpu.traffic().uploadedFloats - before).toBe(a.length + block.length);
+  });
+
   it('splits products whose operands exceed a binding (here capped at 300 floats) and still equals the js spec', () => {
     const capped = createWebGpuBackend({ maxBindingFloats: 300 });
     try {

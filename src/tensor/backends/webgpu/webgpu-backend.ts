@@ -42,6 +42,8 @@ export interface WebGpuBackend extends Backend {
   readonly adapter: WebGpuAdapterSummary;
   /** matmul on a pinned tile geometry instead of the one the backend would choose (tests, benches). */
   matmulOnTile(a: Float32Array, b: Float32Array, out: Float32Array, shape: MatmulShape, tile: WebGpuMatmulTile): void;
+  /** Floats sent to and read back from the device since the backend opened (what residency saves). */
+  traffic(): { uploadedFloats: number; downloadedFloats: number };
   /** Device-side float32 FMA throughput in GFLOP/s (the bench's peak): `groups` workgroups of 256. */
   measureFmaPeak(groups: number, iterations: number, repeats: number): { seconds: number; gflops: number };
   /** Device-side throughput of `repeats` products of this shape on operands already on the device. */
@@ -184,19 +186,28 @@ export function createWebGpuBackend(options: WebGpuBackendOptions = {}): WebGpuB
     options.maxBindingFloats ?? Math.floor(Math.min(adapter.maxStorageBufferBindingSize, adapter.maxBufferSize) / 4);
   // Operands promised constant, by identity, with their device ids (see withConstantOperands).
   const resident = new Map<Float32Array, number>();
+  // The same arrays by their memory, to find a view into one (the vocabulary backward's blocks of rows of
+  // the embedding): such a view is a range of the device copy, copied on the device, not from the host.
+  const residentByBuffer = new Map<ArrayBufferLike, Float32Array[]>();
   let nextId = 1;
   let constantDepth = 0;
+  const traffic = { uploadedFloats: 0, downloadedFloats: 0 };
 
   function operand(
     array: Float32Array,
     length: number,
     transfer: ArrayBuffer[],
-  ): { id: number } | { data: Float32Array } {
+  ): { id: number; offset?: number; length?: number } | { data: Float32Array } {
     const id = resident.get(array);
     if (id !== undefined) return { id };
+    for (const parent of residentByBuffer.get(array.buffer) ?? []) {
+      const offset = (array.byteOffset - parent.byteOffset) / 4;
+      if (offset >= 0 && offset + length <= parent.length) return { id: resident.get(parent)!, offset, length };
+    }
     // A copy of exactly the elements used, moved (not cloned) to the device thread.
     const data = array.slice(0, length);
     transfer.push(data.buffer);
+    traffic.uploadedFloats += length;
     return { data };
   }
 
@@ -249,7 +260,9 @@ export function createWebGpuBackend(options: WebGpuBackendOptions = {}): WebGpuB
       },
     };
     if (request.out) transfer.push(request.out.buffer);
+    if (accumulate) traffic.uploadedFloats += outLength;
     const reply = bridge.request<{ out: Float32Array }>(request, transfer);
+    traffic.downloadedFloats += outLength;
     out.set(reply.out.subarray(0, outLength));
   }
 
@@ -264,6 +277,7 @@ export function createWebGpuBackend(options: WebGpuBackendOptions = {}): WebGpuB
     ...hostKernels,
     name: 'webgpu',
     threads: host?.threads ?? 1,
+    deviceMemory: true,
     detail: `${label || 'unnamed adapter'}${adapter.isFallbackAdapter ? ', a software fallback adapter' : ''}${hostNote}`,
     adapter,
     matmul(a, b, out, shape) {
@@ -279,7 +293,11 @@ export function createWebGpuBackend(options: WebGpuBackendOptions = {}): WebGpuB
         const id = nextId++;
         const data = array.slice();
         bridge.request({ op: 'keep', id, data }, [data.buffer]);
+        traffic.uploadedFloats += array.length;
         resident.set(array, id);
+        const sharing = residentByBuffer.get(array.buffer) ?? [];
+        sharing.push(array);
+        residentByBuffer.set(array.buffer, sharing);
       }
       constantDepth++;
       try {
@@ -289,9 +307,13 @@ export function createWebGpuBackend(options: WebGpuBackendOptions = {}): WebGpuB
         if (constantDepth === 0 && resident.size > 0) {
           const ids = [...resident.values()];
           resident.clear();
+          residentByBuffer.clear();
           bridge.request({ op: 'drop', ids });
         }
       }
+    },
+    traffic() {
+      return { ...traffic };
     },
     measureFmaPeak(groups, iterations, repeats) {
       return bridge.request({ op: 'benchFma', groups, iterations, repeats });
