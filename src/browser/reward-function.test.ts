@@ -21,12 +21,27 @@ describe('compileReward', () => {
     expect(await scoreCompletions(compileReward('function reward(x) { return x.step + 1 }'), [input('')])).toEqual([1]);
   });
 
+  it('compiles TypeScript: annotations, an interface, `as` and generics are stripped, not checked', async () => {
+    const typed = [
+      'interface Input { completion: string; step: number }',
+      '(({ completion, step }: Input): number => (completion as string).length + step) satisfies (x: Input) => number',
+    ].join('\n');
+    expect(await scoreCompletions(compileReward(typed), [input('dog')])).toEqual([3]);
+    const generic =
+      'function reward<T extends { completion: string }>(x: T): number { return x.completion === "a" ? 1 : 0 }';
+    expect(await scoreCompletions(compileReward(generic), [input('a'), input('b')])).toEqual([1, 0]);
+    // A type error is not this box's business (nothing checks types), a syntax error is, with its place.
+    expect(() => compileReward('({ completion }: Input) => completion.length +')).toThrow(
+      /^the reward does not compile as JavaScript \(.+\) nor as TypeScript \(.*\(1:\d+\)\)$/,
+    );
+  });
+
   it('refuses an empty box, a syntax error and a value that is not a function, each in one sentence', () => {
     expect(() => compileReward('  ')).toThrow(/^the reward box is empty: write a function such as /);
-    expect(() => compileReward('({ completion }) => completion.length +')).toThrow(/^the reward does not compile: /);
+    expect(() => compileReward('({ completion }) => completion.length +')).toThrow(/^the reward does not compile as /);
     expect(() => compileReward('42')).toThrow(/^the reward box must hold a function such as .*, not a number$/);
     // Two statements are not one expression: refused by the parser, not run.
-    expect(() => compileReward('globalThis.ran = 1; () => 0')).toThrow(/^the reward does not compile: /);
+    expect(() => compileReward('globalThis.ran = 1; () => 0')).toThrow(/^the reward does not compile/);
     expect((globalThis as { ran?: number }).ran).toBeUndefined();
   });
 });

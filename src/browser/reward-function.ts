@@ -6,8 +6,10 @@
  *
  * Is not: the time limit (a call that never returns cannot be stopped from its own thread:
  * typed-reward.ts, in the training worker, ends the reward's worker instead) nor the worker itself
- * (reward-worker.ts). Type annotations are not stripped: the box takes JavaScript.
+ * (reward-worker.ts), nor a type checker: TypeScript's annotations are stripped (sucrase, as `tsx`
+ * and Jest's transforms do) without checking them, so the box takes TypeScript or JavaScript.
  */
+import { transform } from 'sucrase';
 
 /** What a typed reward receives per completion: the fields of a RewardInput that cross a worker boundary. */
 export interface TypedRewardInput {
@@ -29,15 +31,35 @@ export function compileReward(source: string): TypedRewardFunction {
   if (source.trim() === '') throw new Error(`the reward box is empty: write a function such as ${EXAMPLE}`);
   let value: unknown;
   try {
-    // The text is an expression in parentheses, so `function f() {}` and arrows both compile, and
-    // a statement list is refused by the parser rather than run.
-    value = new Function(`"use strict";\nreturn (\n${source}\n);`)();
-  } catch (error) {
-    throw new Error(`the reward does not compile: ${(error as Error).message}`);
+    value = expressionValue(source);
+  } catch (asJavaScript) {
+    // Not JavaScript: TypeScript's types stripped, then the same. Each parser's own message, since
+    // which language the text meant to be is not known (sucrase's places are coarse; V8's has none).
+    let javascript: string;
+    try {
+      javascript = transform(source, { transforms: ['typescript'], disableESTransforms: true }).code;
+    } catch (asTypeScript) {
+      throw new Error(
+        `the reward does not compile as JavaScript (${(asJavaScript as Error).message}) nor as TypeScript (${(asTypeScript as Error).message})`,
+      );
+    }
+    try {
+      value = expressionValue(javascript.trim().replace(/;$/, ''));
+    } catch (error) {
+      throw new Error(`the reward does not compile: ${(error as Error).message}`);
+    }
   }
   if (typeof value !== 'function')
     throw new Error(`the reward box must hold a function such as ${EXAMPLE}, not a ${typeof value}`);
   return value as TypedRewardFunction;
+}
+
+/**
+ * The value of `text` as one expression: it is put in parentheses, so `function f() {}` and arrows both
+ * compile, and a statement list is refused by the parser rather than run.
+ */
+function expressionValue(text: string): unknown {
+  return new Function(`"use strict";\nreturn (\n${text}\n);`)();
 }
 
 const shown = (text: string) => JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}…` : text);

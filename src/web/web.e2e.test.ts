@@ -39,9 +39,9 @@ const FIXTURE_FILES = [
   'tokenizer_config.json',
 ];
 // recipes/tinystories-words.ts's two rewards (the words, and 0.1 for ending a sentence) as one
-// function, as a user types it.
+// function, as a user types it: in TypeScript, which the page strips to JavaScript.
 const WORDS_REWARD = [
-  '({ completion }) =>',
+  '({ completion }: { completion: string }): number =>',
   "  ['dog', 'ball'].filter((w) => new RegExp(`\\\\b${w}s?\\\\b`, 'i').test(completion)).length / 2 +",
   '  (/[.!?]["\']?\\s*$/.test(completion) ? 0.1 : 0)',
 ].join('\n');
