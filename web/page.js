@@ -6,6 +6,7 @@ const form = document.querySelector('#settings');
 const modelForm = document.querySelector('#model-form');
 const pauseButton = document.querySelector('#pause');
 const saveButton = document.querySelector('#save');
+const saveFolderButton = document.querySelector('#save-folder');
 const statusLine = document.querySelector('#status');
 const errorLine = document.querySelector('#error');
 const rewards = []; // [step, reward/mean]
@@ -125,6 +126,8 @@ function onEvent(event) {
     pauseButton.disabled = true;
   }
   if (event.kind === 'checkpoint') download(event);
+  if (event.kind === 'checkpoint-files')
+    writeFolder(event).catch((error) => onEvent({ kind: 'error', message: error.message }));
   if (event.kind === 'error') {
     errorLine.textContent = event.message;
     setState('error');
@@ -163,6 +166,7 @@ function startWorker(message, transfer = []) {
   modelForm.querySelector('#start-model').disabled = true;
   pauseButton.disabled = false;
   saveButton.disabled = false;
+  saveFolderButton.disabled = false;
   setState('running');
 }
 
@@ -218,6 +222,35 @@ function download({ name, step, bytes }) {
 }
 
 saveButton.addEventListener('click', () => worker?.postMessage({ type: 'save' }));
+
+/** The folder the user picked for "Save to a folder", until the worker's files arrive. */
+let pickedFolder = null;
+
+// The File System Access API (Chromium-based browsers): the picker must open in the click itself,
+// so the folder is picked first and the worker asked for the files after.
+if (typeof window.showDirectoryPicker === 'function') saveFolderButton.hidden = false;
+saveFolderButton.addEventListener('click', async () => {
+  try {
+    pickedFolder = await window.showDirectoryPicker({ id: 'grpo-checkpoints', mode: 'readwrite' });
+  } catch (error) {
+    if (error.name === 'AbortError') return; // the user closed the picker
+    throw error;
+  }
+  worker?.postMessage({ type: 'save', as: 'files' });
+});
+
+/** Writes the worker's checkpoint files into a new folder inside the picked one (the run folder's layout). */
+async function writeFolder({ folder, step, files }) {
+  const target = await pickedFolder.getDirectoryHandle(folder, { create: true });
+  for (const [name, bytes] of files) {
+    const writable = await (await target.getFileHandle(name, { create: true })).createWritable();
+    await writable.write(bytes);
+    await writable.close();
+  }
+  const total = files.reduce((sum, [, bytes]) => sum + bytes.length, 0);
+  state.saved = `saved ${pickedFolder.name}/${folder}/ (the model after step ${step}, ${files.length} files, ${(total / 1024).toFixed(0)} KiB)`;
+  showStatus();
+}
 
 /**
  * `?preset=quick`: a smaller run where GRPO itself lifts the held-out accuracy within about a minute

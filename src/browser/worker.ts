@@ -2,9 +2,10 @@
  * The page's Web Worker: trains the addition run (browser-run.ts) or a model picked from disk with a
  * typed reward (model-run.ts, the reward in its own worker: typed-reward.ts) off the page's thread and
  * posts each event to the page. Messages in: `start` with the settings, `start-model` with the
- * settings, the picked files' bytes and the reward's text and time limit, `pause`, `resume`, `save`. Out: the run's
- * events, `backend` (the backend it trains on, and why not wasm when wasm did not load), `paused`,
- * `checkpoint` (a zip of the model's folder, for `save`), and `error` with the sentence that stopped the run.
+ * settings, the picked files' bytes and the reward's text and time limit, `pause`, `resume`, `save` (with `as`:
+ * `zip`, the default, or `files`). Out: the run's events, `backend` (the backend it trains on, and why not wasm
+ * when wasm did not load), `paused`, `checkpoint` (a zip of the model's folder) or `checkpoint-files` (its
+ * files, for the page to write into a folder the user picked), and `error` with the sentence that stopped the run.
  *
  * Is not: the page (web/page.js draws the curves) nor a server; it runs only in a browser.
  */
@@ -25,6 +26,8 @@ interface WorkerScope {
 
 interface WorkerRequest {
   type: string;
+  /** How `save` hands the model over: one zip (a download), or its files (a picked folder). */
+  as?: 'zip' | 'files';
   settings?: BrowserRunSettings;
   backend?: string;
   modelSettings?: ModelRunSettings;
@@ -50,7 +53,7 @@ scope.onmessage = ({ data }) => {
   }
   // Messages are handled between steps (train() yields to the event loop after each), so the
   // weights are those after the last finished step.
-  if (data.type === 'save') save();
+  if (data.type === 'save') save(data.as ?? 'zip');
   const fail = (error: unknown) =>
     scope.postMessage({ kind: 'error', message: error instanceof Error ? error.message : String(error) });
   if (data.type === 'start' && !running && data.settings) {
@@ -113,10 +116,17 @@ async function train(backend: string, run: () => AsyncGenerator<BrowserRunEvent>
   }
 }
 
-/** Posts the model after the last finished step as a zip of its Hugging Face folder. */
-function save(): void {
+/** Posts the model after the last finished step: a zip of its Hugging Face folder, or the folder's files. */
+function save(as: 'zip' | 'files'): void {
   if (!checkpoint) return scope.postMessage({ kind: 'error', message: 'nothing to save: start a run first' });
   const folder = `${runName}-step-${lastStep}`;
+  if (as === 'files') {
+    const files = [...checkpoint()];
+    return scope.postMessage(
+      { kind: 'checkpoint-files', folder, step: lastStep, files },
+      files.map(([, bytes]) => bytes.buffer as ArrayBuffer),
+    );
+  }
   const files = new Map([...checkpoint()].map(([name, bytes]) => [`${folder}/${name}`, bytes]));
   const zip = storeZip(files, new Date());
   scope.postMessage({ kind: 'checkpoint', name: `${folder}.zip`, step: lastStep, bytes: zip }, [

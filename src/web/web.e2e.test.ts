@@ -18,8 +18,9 @@
  * message, except under CI=true, where it fails.
  */
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -193,6 +194,12 @@ describe.skipIf(browserProblem !== null)('grpo web in headless Chromium', () => 
   async function openModelRun(fields: Record<string, string>, query = ''): Promise<Page> {
     const page = await browser.newPage({ acceptDownloads: true });
     page.on('pageerror', (error) => pageErrors.push(error.message));
+    // The folder picker is a dialog a test cannot click through: it answers with the origin's private
+    // file system, a real FileSystemDirectoryHandle that the page writes into as it would a picked folder.
+    await page.addInitScript(() => {
+      (window as unknown as { showDirectoryPicker: () => Promise<unknown> }).showDirectoryPicker = () =>
+        navigator.storage.getDirectory();
+    });
     await page.goto(web.url + query);
     await page.setInputFiles(
       '#model-files',
@@ -238,6 +245,34 @@ describe.skipIf(browserProblem !== null)('grpo web in headless Chromium', () => 
       expect(Number.isFinite(trained)).toBe(true);
       // The saved weights are the trained ones, not the fixture's.
       expect(trained).not.toBe(meanNll(fixture));
+      // "Save to a folder": the same files written into the picked folder, read back out of the browser.
+      await page.click('#save-folder');
+      await page.waitForFunction(() =>
+        /saved .*grpo-model-step-2\/ /.test(document.querySelector('#status')?.textContent ?? ''),
+      );
+      // Compared by SHA-256 (the weights are megabytes; their hex digests cross the page boundary cheaply).
+      const written = await page.evaluate(async () => {
+        const root = await navigator.storage.getDirectory();
+        const saved = await root.getDirectoryHandle('grpo-model-step-2');
+        const digests: Record<string, string> = {};
+        for await (const name of (saved as unknown as { keys(): AsyncIterable<string> }).keys()) {
+          const bytes = await (await (await saved.getFileHandle(name)).getFile()).arrayBuffer();
+          const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
+          digests[name] = [...digest].map((byte) => byte.toString(16).padStart(2, '0')).join('');
+        }
+        return digests;
+      });
+      const zipped = Object.fromEntries(
+        await Promise.all(
+          FIXTURE_FILES.map(async (name) => [
+            name,
+            createHash('sha256')
+              .update(await readFile(join(model, name)))
+              .digest('hex'),
+          ]),
+        ),
+      );
+      expect(written).toEqual(zipped);
     } finally {
       await rm(folder, { recursive: true, force: true });
     }
