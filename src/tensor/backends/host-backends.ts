@@ -12,7 +12,8 @@ import type { Backend } from '../backend.js';
 import { createJsBackend } from './js.js';
 import { loadNativeBackend, nativeAddonStatus } from './native/native-backend.js';
 import { createWasmBackend } from './wasm/wasm-backend.js';
-import { createWebGpuBackend, WebGpuUnavailableError } from './webgpu/webgpu-backend.js';
+import { createWebGpuBackend } from './webgpu/node-bridge.js';
+import { WebGpuUnavailableError } from './webgpu/webgpu-backend.js';
 
 /** Options every backend factory accepts. */
 export interface BackendOptions {

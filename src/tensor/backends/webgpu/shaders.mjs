@@ -3,7 +3,7 @@
  *
  * Is: the batched matrix product (tiled, f32, any transposes, batch strides, accumulate) in two tile
  * sizes, and the FMA-throughput shader the bench measures the adapter's peak with.
- * Is not: dispatch, buffers or synchronisation (device-worker.mjs), or the Backend interface
+ * Is not: dispatch, buffers or synchronisation (device-requests.mjs), or the Backend interface
  * (webgpu-backend.ts). Plain JavaScript because the device worker, which runs without a TypeScript
  * loader, imports it.
  */

@@ -10,7 +10,8 @@ import { describe, expect, it } from 'vitest';
 import type { MatmulShape } from '../../backend.js';
 import { webgpuUnderTest } from '../../test-backends.js';
 import { matmulJs } from '../js.js';
-import { createWebGpuBackend, type WebGpuBackend, webgpuMatmulTiles } from './webgpu-backend.js';
+import { createWebGpuBackend } from './node-bridge.js';
+import { type WebGpuBackend, webgpuMatmulTiles } from './webgpu-backend.js';
 
 const webgpu = webgpuUnderTest();
 const repositoryRoot = new URL('../../../../', import.meta.url).pathname;

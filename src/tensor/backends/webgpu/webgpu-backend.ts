@@ -1,21 +1,20 @@
 /**
- * The `webgpu` backend: the batched matrix product on a GPU through WebGPU (Dawn for Node, the optional
- * `webgpu` package), behind the synchronous Backend interface.
+ * The `webgpu` backend: the batched matrix product on a GPU through WebGPU, behind the synchronous
+ * Backend interface, over a channel to the thread that owns the device.
  *
- * Is: the calling thread's half of a bridge to device-worker.mjs, which owns the device. A request is
- * posted, the calling thread blocks in Atomics.wait until the worker has run it, and the reply is read
- * with receiveMessageOnPort, so the tensor layer above stays synchronous (docs/architecture.md, "The
- * webgpu backend"). Operands promised constant (withConstantOperands: a model's weights while it
- * generates) are uploaded once and stay on the device; everything else crosses per call.
+ * Is: the calling thread's half of the bridge, whatever carries it: in Node, node-bridge.ts (a
+ * worker_threads Worker running Dawn for Node, the optional `webgpu` package); in a browser tab,
+ * src/browser/webgpu-bridge.ts (a Web Worker on the browser's navigator.gpu). Each request blocks the
+ * calling thread until the device thread has answered, so the tensor layer above stays synchronous
+ * (docs/architecture.md, "The webgpu backend"). Operands promised constant (withConstantOperands: a
+ * model's weights while it generates, or through a training step's forward and backward) are uploaded
+ * once and stay on the device; everything else crosses per call.
  * Is not: yet the device-resident tensor engine the GPU issue asks for. Activations, gradients and the
  * optimiser state still live in host memory and the row kernels (norms, softmax, attention, AdamW,
- * sampling) run on the host, borrowed from the fastest CPU backend (options.host); only products run
- * on the GPU. Selected only when asked for
- * (GRPO_BACKEND=webgpu): never picked as the fastest available.
+ * sampling) run on the host, borrowed from a CPU backend (options.host); only products run on the GPU.
+ * Selected only when asked for (GRPO_BACKEND=webgpu, or the page's backend field): never picked as the
+ * fastest available.
  */
-import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
-import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
 import type { Backend, MatmulShape } from '../../backend.js';
 import { checkMatmulShape, operandLength } from '../matmul-shape.js';
 import { runInFittingProducts } from './split-product.js';
@@ -57,83 +56,15 @@ export interface WebGpuBackend extends Backend {
 /** Thrown when the package or an adapter is missing, as opposed to a request that went wrong. */
 export class WebGpuUnavailableError extends Error {}
 
-const OPEN_TIMEOUT_MS = 120_000;
-// A product's first call compiles its pipeline: 6–14 s on lavapipe. A GPU request that outlasts this is hung.
-const REQUEST_TIMEOUT_MS = 600_000;
-
 /**
- * Dawn's instance flags from GRPO_WEBGPU_DAWN_FLAGS (separated by ";", e.g.
- * `enable-dawn-features=allow_unsafe_apis,disable_robustness`): for measuring Dawn's options on a GPU
- * without a code change; empty by default.
+ * The calling thread's end of the channel to the device thread: `request` posts one request and blocks
+ * until its answer, which it returns (an answer with `error` is thrown as "webgpu <op>: <error>").
  */
-function dawnFlags(): string[] {
-  const value = process.env.GRPO_WEBGPU_DAWN_FLAGS ?? '';
-  return value === '' ? [] : value.split(';').map((flag) => flag.trim());
+export interface DeviceChannel {
+  request<T>(message: Record<string, unknown>, transfer?: ArrayBuffer[], timeoutMs?: number): T;
+  close(): void;
 }
 
-/** The file URL of the `webgpu` package's entry, or why it cannot be found. */
-function webgpuModule(): string {
-  try {
-    return pathToFileURL(createRequire(import.meta.url).resolve('webgpu')).href;
-  } catch {
-    throw new WebGpuUnavailableError(
-      'the optional package "webgpu" (Dawn for Node) is not installed: run `npm install webgpu`',
-    );
-  }
-}
-
-class DeviceBridge {
-  private readonly control = new Int32Array(new SharedArrayBuffer(4));
-  private readonly port: MessagePort;
-  private readonly worker: Worker;
-  private closed = false;
-
-  constructor() {
-    const { port1, port2 } = new MessageChannel();
-    this.port = port1;
-    this.worker = new Worker(new URL('./device-worker.mjs', import.meta.url), {
-      workerData: { control: this.control, port: port2 },
-      transferList: [port2],
-      // Plain JS: it needs no loader and must not inherit flags such as --eval (see wasm-backend.ts).
-      execArgv: [],
-    });
-    this.worker.unref();
-    port1.unref();
-  }
-
-  /** Posts one request and blocks until the device thread answers it. */
-  request<T>(message: Record<string, unknown>, transfer: ArrayBuffer[] = [], timeoutMs = REQUEST_TIMEOUT_MS): T {
-    if (this.closed) throw new Error('webgpu backend: used after dispose()');
-    Atomics.store(this.control, 0, 0);
-    this.port.postMessage(message, transfer);
-    // The device thread posts its reply, stores 1, then notifies. Its notify for the previous reply can
-    // land late, once this request waits (the earlier wait saw the 1 and returned before that notify):
-    // such a wake finds 0 and waits on. Only the 1 says this request's reply is on the port.
-    const deadline = Date.now() + timeoutMs;
-    let outcome: 'ok' | 'not-equal' | 'timed-out' = 'ok';
-    while (Atomics.load(this.control, 0) === 0 && outcome !== 'timed-out')
-      outcome = Atomics.wait(this.control, 0, 0, Math.max(0, deadline - Date.now()));
-    if (outcome === 'timed-out' && Atomics.load(this.control, 0) === 0) {
-      this.close();
-      throw new Error(
-        `webgpu backend: the device thread did not answer "${String(message.op)}" within ${timeoutMs / 1000} s`,
-      );
-    }
-    const received = receiveMessageOnPort(this.port);
-    if (!received) throw new Error(`webgpu backend: woken without a reply to "${String(message.op)}"`);
-    const answer = received.message as { error?: string };
-    if (answer.error !== undefined) throw new Error(`webgpu ${String(message.op)}: ${answer.error}`);
-    return answer as T;
-  }
-
-  close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    void this.worker.terminate();
-  }
-}
-
-/** Opens the adapter (high-performance preference) on a device thread; throws WebGpuUnavailableError without one. */
 /**
  * The optional kernels the webgpu backend borrows from a CPU backend while its operands live in host
  * memory: every row kernel except the product's own (matmul, matmulBfloat16B, withConstantOperands).
@@ -168,20 +99,12 @@ export interface WebGpuBackendOptions {
   maxBindingFloats?: number;
 }
 
-export function createWebGpuBackend(options: WebGpuBackendOptions = {}): WebGpuBackend {
-  const modulePath = webgpuModule();
-  const bridge = new DeviceBridge();
-  let adapter: WebGpuAdapterSummary;
-  try {
-    adapter = bridge.request<{ adapter: WebGpuAdapterSummary }>(
-      { op: 'open', modulePath, powerPreference: 'high-performance', dawnFlags: dawnFlags() },
-      [],
-      OPEN_TIMEOUT_MS,
-    ).adapter;
-  } catch (error) {
-    bridge.close();
-    throw new WebGpuUnavailableError((error as Error).message.replace(/^webgpu open: /, ''));
-  }
+/** The backend over an opened channel, whose device thread reported `adapter` (node-bridge.ts, webgpu-bridge.ts). */
+export function webgpuBackendOn(
+  bridge: DeviceChannel,
+  adapter: WebGpuAdapterSummary,
+  options: WebGpuBackendOptions = {},
+): WebGpuBackend {
   const maxBindingFloats =
     options.maxBindingFloats ?? Math.floor(Math.min(adapter.maxStorageBufferBindingSize, adapter.maxBufferSize) / 4);
   // Operands promised constant, by identity, with their device ids (see withConstantOperands).

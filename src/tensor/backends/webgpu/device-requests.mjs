@@ -1,19 +1,18 @@
 /**
- * The webgpu backend's device thread: owns the Dawn instance, the adapter, the device, the compiled
- * pipelines and every GPU buffer, and answers one request at a time from webgpu-backend.ts.
+ * The webgpu backend's device side: owns the adapter, the device, the compiled pipelines and every GPU
+ * buffer, and answers one request at a time (open, matmul, keep, drop, the benches, close).
  *
- * Is: the asynchronous half of a synchronous bridge. WebGPU's results arrive through promises
- * (mapAsync, onSubmittedWorkDone) that only settle while an event loop runs, and the tensor layer is
- * synchronous, so the calling thread posts a request here and blocks in Atomics.wait; this thread runs
- * it, posts the reply on the same port and wakes the caller, which reads it with receiveMessageOnPort.
- * Is not: the shaders (shaders.mjs) or shape checking (webgpu-backend.ts). Plain JavaScript: it runs
- * without a TypeScript loader.
+ * Is: the asynchronous half of a synchronous bridge, shared by the two threads that run it: Node's
+ * (device-thread.mjs, Dawn for Node) and a browser tab's (src/browser/webgpu-thread.mjs, the browser's
+ * own navigator.gpu). WebGPU's results arrive through promises (mapAsync, onSubmittedWorkDone) that only
+ * settle while an event loop runs, and the tensor layer is synchronous, so the calling thread posts a
+ * request to such a thread and blocks until it has answered (webgpu-backend.ts).
+ * Is not: the shaders (shaders.mjs), the transport (those two threads) or shape checking
+ * (webgpu-backend.ts). Plain JavaScript: it runs without a TypeScript loader.
  *
- * Dawn pitfalls kept here: the object `create()` returns stays referenced for the life of the thread
- * (Dawn touches freed memory otherwise); nothing is written to the GPU from a SharedArrayBuffer view
- * (that crashes Dawn): requests arrive as structured clones, which are ordinary ArrayBuffers.
+ * Dawn pitfall kept here: nothing is written to the GPU from a SharedArrayBuffer view (that crashes
+ * Dawn for Node): requests arrive as structured clones, which are ordinary ArrayBuffers.
  */
-import { workerData } from 'node:worker_threads';
 import {
   FMA_FLOPS_PER_ROUND,
   FMA_WORKGROUP,
@@ -24,8 +23,6 @@ import {
   matmulTiles,
 } from './shaders.mjs';
 
-const { control, port } = workerData;
-let gpu; // the create() object: must outlive the device (see above)
 let device;
 let adapterSummary;
 const pipelines = new Map();
@@ -34,17 +31,14 @@ const resident = new Map();
 /** Why the device stopped working (lost, or an uncaptured error), reported as the next request's error. */
 let lostReason = null;
 
-function reply(message, transfer = []) {
-  port.postMessage(message, transfer);
-  Atomics.store(control, 0, 1);
-  Atomics.notify(control, 0);
-}
+/** The thread's way to its GPU object (an object with requestAdapter), given the open request. */
+let openGpu;
 
-async function open({ modulePath, powerPreference, dawnFlags }) {
-  const { create, globals } = await import(modulePath);
-  Object.assign(globalThis, globals);
-  gpu = create(dawnFlags);
-  const adapter = await gpu.requestAdapter({ powerPreference });
+async function open(request) {
+  const gpu = await openGpu(request);
+  if (!gpu)
+    throw new Error('no WebGPU here: navigator.gpu is missing (a browser without WebGPU, or WebGPU turned off)');
+  const adapter = await gpu.requestAdapter({ powerPreference: request.powerPreference });
   if (!adapter) {
     throw new Error(
       'no WebGPU adapter: requestAdapter() returned null (no GPU driver, and no Vulkan software driver such as Mesa ≥ 25 lavapipe)',
@@ -311,14 +305,22 @@ const handlers = {
   },
 };
 
-port.on('message', async (request) => {
-  try {
-    const handler = handlers[request.op];
-    if (!handler) throw new Error(`unknown request ${request.op}`);
-    const result = await handler(request);
-    if (result && 'message' in result) reply(result.message, result.transfer);
-    else reply(result);
-  } catch (error) {
-    reply({ error: error instanceof Error ? error.message : String(error) });
-  }
-});
+/**
+ * Starts serving with `gpuOpener(openRequest)` giving the GPU object; returns the handler of one request,
+ * which resolves to the reply (`message`, and what to transfer with it), an error included as `{ error }`.
+ */
+export function serveDeviceRequests(gpuOpener) {
+  openGpu = gpuOpener;
+  return async (request) => {
+    try {
+      const handler = handlers[request.op];
+      if (!handler) throw new Error(`unknown request ${request.op}`);
+      const result = await handler(request);
+      return result && 'message' in result
+        ? { message: result.message, transfer: result.transfer ?? [] }
+        : { message: result, transfer: [] };
+    } catch (error) {
+      return { message: { error: error instanceof Error ? error.message : String(error) }, transfer: [] };
+    }
+  };
+}
