@@ -96,7 +96,8 @@ function showStatus() {
 
 function onEvent(event) {
   if (event.kind === 'backend') {
-    state.backend = `${event.name} (${event.threads} thread${event.threads === 1 ? '' : 's'})`;
+    const detail = event.detail ? `, ${event.detail}` : ''; // a GPU backend's adapter
+    state.backend = `${event.name} (${event.threads} thread${event.threads === 1 ? '' : 's'}${detail})`;
     if (event.note) state.backend += `: ${event.note}`;
   }
   if (event.kind === 'step') {

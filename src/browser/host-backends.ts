@@ -2,7 +2,7 @@
  * The page bundle's stand-in for src/tensor/backends/host-backends.ts: by name, a browser tab gets
  * the js backend. wasm is built asynchronously (its kernels are fetched and its threads must start
  * before the first product), so the page's worker makes it itself (wasm-backend.ts) and hands it to
- * setBackend; native is an N-API addon and webgpu is Dawn for Node: each is refused with one sentence.
+ * setBackend, and so is webgpu (webgpu-bridge.ts); native is an N-API addon: each is refused by name here with one sentence.
  */
 import type { Backend } from '../tensor/backend.js';
 import { createJsBackend } from '../tensor/backends/js.js';
@@ -13,7 +13,8 @@ export type { BackendOptions } from '../tensor/backends/host-backends.js';
 const refusals: Record<string, string> = {
   wasm: 'backend "wasm" is created asynchronously in a browser tab: use createPageWasmBackend (src/browser/wasm-backend.ts)',
   native: 'backend "native" is not available in a browser tab: it is an N-API addon for Node; the page trains on js',
-  webgpu: 'backend "webgpu" is not available in a browser tab yet: it runs on Dawn for Node; the page trains on js',
+  webgpu:
+    'backend "webgpu" is created asynchronously in a browser tab: use createPageWebGpuBackend (src/browser/webgpu-bridge.ts)',
 };
 
 export const backendNames: typeof NodeBackends.backendNames = ['js', ...Object.keys(refusals)];

@@ -16,6 +16,7 @@ import { browserRun, type BrowserRunEvent, type BrowserRunSettings } from './bro
 import { modelRun, type ModelRunSettings } from './model-run.js';
 import { startTypedReward, type RewardThread } from './typed-reward.js';
 import { createPageWasmBackend, pageWasmThreads } from './wasm-backend.js';
+import { createPageWebGpuBackend } from './webgpu-bridge.js';
 import { storeZip } from './zip.js';
 
 /** What this file uses of a dedicated worker's global scope (the lib has no WebWorker types here). */
@@ -88,21 +89,31 @@ async function trainPickedModel(
 
 /**
  * The backend named in the page: wasm when it loads (its threads must be running before the first
- * product, and they start only while this worker's event loop turns), else js with the reason.
+ * product, and they start only while this worker's event loop turns), else js with the reason; webgpu
+ * when the browser opens an adapter, with wasm's (else js's) row kernels for the work in host memory,
+ * else that CPU backend with the reason.
  */
 async function chooseBackend(name: string): Promise<{ backend: Backend; note?: string }> {
-  if (name !== 'wasm') return { backend: setBackend(name, { threads: 1 }) };
+  if (name !== 'wasm' && name !== 'webgpu') return { backend: setBackend(name, { threads: 1 }) };
+  const reasonOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+  let cpu: { backend: Backend; note?: string };
   try {
-    return { backend: setBackend(await createPageWasmBackend(pageWasmThreads())) };
+    cpu = { backend: await createPageWasmBackend(pageWasmThreads()) };
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    return { backend: setBackend(createJsBackend()), note: `wasm did not load (${reason}); training on js` };
+    cpu = { backend: createJsBackend(), note: `wasm did not load (${reasonOf(error)}); training on js` };
+  }
+  if (name === 'wasm') return { backend: setBackend(cpu.backend), note: cpu.note };
+  try {
+    return { backend: setBackend(await createPageWebGpuBackend(cpu.backend)) };
+  } catch (error) {
+    const note = `webgpu did not open (${reasonOf(error)}); training on ${cpu.backend.name}`;
+    return { backend: setBackend(cpu.backend), note };
   }
 }
 
 async function train(backend: string, run: () => AsyncGenerator<BrowserRunEvent>): Promise<void> {
   const { backend: chosen, note } = await chooseBackend(backend);
-  scope.postMessage({ kind: 'backend', name: chosen.name, threads: chosen.threads, note });
+  scope.postMessage({ kind: 'backend', name: chosen.name, threads: chosen.threads, detail: chosen.detail, note });
   for await (const event of run()) {
     if (event.kind === 'step') lastStep = event.step;
     scope.postMessage(event);

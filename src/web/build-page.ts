@@ -1,7 +1,8 @@
 /**
  * Builds the page of `grpo web` with esbuild: web/index.html and web/page.js as they are,
  * src/browser/worker.ts bundled for a browser with the Node-only leaves replaced by their browser
- * stand-ins (the table below), the typed reward's worker (src/browser/reward-worker.ts), the wasm
+ * stand-ins (the table below), the typed reward's worker (src/browser/reward-worker.ts), the webgpu
+ * backend's device thread (src/browser/webgpu-thread.mjs), the wasm
  * backend's kernel thread (src/browser/wasm-thread.mjs) and its
  * kernels (kernels.wasm, copied as it is, fetched by the worker). A Node module reached any other way stops the build, naming the
  * importer, so none can slip into the page.
@@ -24,7 +25,15 @@ const browserStandIns: Record<string, string> = {
 };
 
 /** The page's files, in the order a folder listing shows them. */
-export const PAGE_FILES = ['index.html', 'kernels.wasm', 'page.js', 'reward-worker.js', 'wasm-thread.js', 'worker.js'];
+export const PAGE_FILES = [
+  'index.html',
+  'kernels.wasm',
+  'page.js',
+  'reward-worker.js',
+  'wasm-thread.js',
+  'webgpu-thread.js',
+  'worker.js',
+];
 
 /** The built page: file name → bytes, and the worker bundle's size. */
 export interface BuiltPage {
@@ -46,6 +55,7 @@ export async function buildPage({ minify = true } = {}): Promise<BuiltPage> {
         worker: join(repository, 'src/browser/worker.ts'),
         'wasm-thread': join(repository, 'src/browser/wasm-thread.mjs'),
         'reward-worker': join(repository, 'src/browser/reward-worker.ts'),
+        'webgpu-thread': join(repository, 'src/browser/webgpu-thread.mjs'),
       },
       bundle: true,
       format: 'esm',

@@ -23,6 +23,7 @@ const types: Record<string, string> = {
   'page.js': 'text/javascript; charset=utf-8',
   'worker.js': 'text/javascript; charset=utf-8',
   'wasm-thread.js': 'text/javascript; charset=utf-8',
+  'webgpu-thread.js': 'text/javascript; charset=utf-8',
   'reward-worker.js': 'text/javascript; charset=utf-8',
   'kernels.wasm': 'application/wasm',
 };

@@ -166,6 +166,8 @@ export function webgpuBackendOn(
     const transfer: ArrayBuffer[] = [];
     const request = {
       op: 'matmul',
+      // The answer's size, for a transport that must make room for it in advance (a browser tab's).
+      replyFloats: outLength,
       a: operand(a, operandLength(batch, aBatchStride, M * K), transfer),
       b: operand(b, operandLength(batch, bBatchStride, K * N), transfer),
       out: accumulate ? out.slice(0, outLength) : null,
