@@ -102,6 +102,56 @@ function upload(array) {
 
 const align4 = (bytes) => Math.ceil(bytes / 4) * 4;
 
+/**
+ * Buffers a request needs only until it answers (uploaded operands, outputs, uniforms, staging), kept
+ * between requests by usage and size class and handed out again: a decode step makes a few hundred
+ * products, and creating and destroying four buffers for each cost more than the product itself. Sizes
+ * round up to a power of two up to 64 MiB (the shaders read only what the uniforms' dims say, so a
+ * larger buffer is harmless); at most POOL_LIMIT_BYTES wait in the pool, the rest is destroyed.
+ */
+const pool = new Map();
+const POOL_LIMIT_BYTES = 1 << 30;
+let pooledBytes = 0;
+const sizeClass = (bytes) => {
+  const size = Math.max(16, align4(bytes));
+  return size <= 1 << 26 ? 2 ** Math.ceil(Math.log2(size)) : size;
+};
+const poolKey = (size, usage) => `${usage} ${size}`;
+/** Where each pooled buffer goes back to (its key and size), so recycling needs no GPUBuffer attributes. */
+const pooledShape = new WeakMap();
+
+function temporaryBuffer(bytes, usage, temporary) {
+  const size = sizeClass(bytes);
+  const key = poolKey(size, usage);
+  const buffer = pool.get(key)?.pop() ?? device.createBuffer({ size, usage });
+  if (pooledShape.has(buffer)) pooledBytes -= size;
+  pooledShape.set(buffer, { key, size });
+  temporary.push(buffer);
+  return buffer;
+}
+
+/** Gives a finished request's temporary buffers back to the pool (its GPU work has completed). */
+function recycle(temporary) {
+  for (const buffer of temporary) {
+    const shape = pooledShape.get(buffer);
+    if (!shape || pooledBytes + shape.size > POOL_LIMIT_BYTES) {
+      pooledShape.delete(buffer);
+      buffer.destroy();
+      continue;
+    }
+    pooledBytes += shape.size;
+    if (!pool.has(shape.key)) pool.set(shape.key, []);
+    pool.get(shape.key).push(buffer);
+  }
+}
+
+/** A pooled storage buffer holding `array`, given back with the request's other temporaries. */
+function uploadTemporary(array, temporary) {
+  const buffer = temporaryBuffer(array.byteLength, STORAGE(), temporary);
+  if (array.byteLength > 0) device.queue.writeBuffer(buffer, 0, array.buffer, array.byteOffset, array.byteLength);
+  return buffer;
+}
+
 function operandBuffer(operand, temporary) {
   if (operand.id !== undefined) {
     const found = resident.get(operand.id);
@@ -110,8 +160,7 @@ function operandBuffer(operand, temporary) {
     // A range of a resident array (a block of a weight's rows): copied on the device into its own buffer,
     // so the shaders bind it from 0 as they bind any operand.
     const bytes = operand.length * 4;
-    const range = device.createBuffer({ size: Math.max(16, bytes), usage: STORAGE() });
-    temporary.push(range);
+    const range = temporaryBuffer(bytes, STORAGE(), temporary);
     if (bytes > 0) {
       const encoder = device.createCommandEncoder();
       encoder.copyBufferToBuffer(found, operand.offset * 4, range, 0, bytes);
@@ -119,9 +168,7 @@ function operandBuffer(operand, temporary) {
     }
     return range;
   }
-  const buffer = upload(operand.data);
-  temporary.push(buffer);
-  return buffer;
+  return uploadTemporary(operand.data, temporary);
 }
 
 /**
@@ -147,13 +194,12 @@ function encodeMatmul(encoder, buffers, shape, temporary) {
   pass.setPipeline(compiled);
   for (let batchStart = 0; batchStart < batch; batchStart += zLimit) {
     const values = { M, N, K, aBatchStride, bBatchStride, accumulate: accumulate ? 1 : 0, batchStart, aOffset: 0 };
-    const uniform = device.createBuffer({ size: 32, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+    const uniform = temporaryBuffer(32, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST, temporary);
     device.queue.writeBuffer(
       uniform,
       0,
       Uint32Array.from(MATMUL_UNIFORM_WORDS, (word) => values[word]),
     );
-    temporary.push(uniform);
     pass.setBindGroup(
       0,
       device.createBindGroup({
@@ -171,18 +217,18 @@ function encodeMatmul(encoder, buffers, shape, temporary) {
   pass.end();
 }
 
-async function readBack(source, bytes) {
-  const staging = device.createBuffer({
-    size: Math.max(16, align4(bytes)),
-    usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
-  });
-  const encoder = device.createCommandEncoder();
-  encoder.copyBufferToBuffer(source, 0, staging, 0, Math.max(16, align4(bytes)));
+/**
+ * Records a copy of `bytes` of `source` into a staging buffer at the end of `encoder`, submits it and
+ * returns the floats once the GPU has done everything submitted before.
+ */
+async function submitAndReadBack(encoder, source, bytes, temporary) {
+  const size = Math.max(16, align4(bytes));
+  const staging = temporaryBuffer(size, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST, temporary);
+  encoder.copyBufferToBuffer(source, 0, staging, 0, size);
   device.queue.submit([encoder.finish()]);
   await staging.mapAsync(GPUMapMode.READ);
-  const result = new Float32Array(staging.getMappedRange(0, Math.max(16, align4(bytes))).slice(0, bytes));
+  const result = new Float32Array(staging.getMappedRange(0, size).slice(0, bytes));
   staging.unmap();
-  staging.destroy();
   return result;
 }
 
@@ -193,17 +239,17 @@ async function matmul({ a, b, out, shape }) {
     const buffers = {
       a: operandBuffer(a, temporary),
       b: operandBuffer(b, temporary),
-      out: out ? upload(out) : device.createBuffer({ size: Math.max(16, outBytes), usage: STORAGE() }),
+      out: out ? uploadTemporary(out, temporary) : temporaryBuffer(outBytes, STORAGE(), temporary),
     };
-    temporary.push(buffers.out);
+    // The product and the copy out in one submission, one wait.
     const encoder = device.createCommandEncoder();
     encodeMatmul(encoder, buffers, shape, temporary);
-    device.queue.submit([encoder.finish()]);
-    const result = await readBack(buffers.out, outBytes);
+    const result = await submitAndReadBack(encoder, buffers.out, outBytes, temporary);
     checkDevice();
     return { message: { out: result }, transfer: [result.buffer] };
   } finally {
-    for (const buffer of temporary) buffer.destroy();
+    // Every submission above has completed (the read-back waited for it), or none was made.
+    recycle(temporary);
   }
 }
 
@@ -297,7 +343,9 @@ const handlers = {
     return { ok: true };
   },
   close() {
-    for (const buffer of [...resident.values(), ...benchOperands.values()]) buffer.destroy();
+    for (const buffer of [...resident.values(), ...benchOperands.values(), ...[...pool.values()].flat()])
+      buffer.destroy();
+    pool.clear();
     resident.clear();
     benchOperands.clear();
     device?.destroy();
