@@ -10,8 +10,8 @@
  *   gradient's L2 within a relative 1e-3, the greedy continuation exactly) with products on the GPU;
  * - matmul: `bench matmul --backends webgpu` (device-side GFLOP/s against the FMA peak measured in the
  *   same run) at 4096³ and the Qwen2.5-0.5B step's product shapes;
- * - step: bench/grpo-step.ts's GRPO step on webgpu and on wasm (all CPU threads) at shapes that fit the
- *   call's time.
+ * - step: bench/grpo-step.ts's GRPO step on webgpu (row kernels on native) and on native alone (all CPU
+ *   threads) at shapes that fit the call's time.
  * CHECK_SHAPES and CHECK_STEP_MODELS (fixture, smollm2-135m-shape, qwen2.5-0.5b-shape) narrow the last
  * two for a rehearsal on lavapipe.
  * Is not: a vitest suite (vitest is not there); the same checks run in CI on lavapipe as tests.
@@ -161,8 +161,9 @@ function step(): void {
     ['qwen2.5-0.5b-shape', 1, 4, 32, 16],
   ] as const) {
     if (!models.includes(model)) continue;
-    for (const backend of ['webgpu', 'wasm']) {
-      process.env.GRPO_THREADS = String(backend === 'wasm' ? threads : 1);
+    // webgpu with native's row kernels on every CPU thread, against native alone on the same machine.
+    for (const backend of ['webgpu', 'native']) {
+      process.env.GRPO_THREADS = String(threads);
       const started = performance.now();
       runCase({
         model,

@@ -6,6 +6,7 @@
 #     with the plain-JS worker files and the wasm kernels beside it at the relative URLs they are loaded by;
 #   - node_modules/webgpu: the `webgpu` package's entry and its linux-x64 dawn.node only (gzipped; the
 #     package is 132 MB with every platform's build);
+#   - grpo_native.node: the native addon built here (the host-side kernels there, and the CPU baseline);
 #   - libvulkan1's .deb (the Vulkan loader; the machine has the NVIDIA ICD but maybe no loader);
 #   - fixture/: the TinyStories fixture with its PyTorch reference.
 # Together ≤ 64 MiB, the device tool's limit. Usage: bash bench/gpu/prepare.sh (from any directory).
@@ -18,6 +19,8 @@ npx esbuild bench/gpu/check.ts --bundle --platform=node --format=esm --target=no
   --outfile="$out/check.mjs" --external:webgpu \
   --banner:js="import { createRequire as createRequireForBundle } from 'node:module'; const require = createRequireForBundle(import.meta.url);"
 cp src/tensor/backends/webgpu/device-thread.mjs src/tensor/backends/webgpu/device-requests.mjs src/tensor/backends/webgpu/shaders.mjs "$out/"
+# The native addon (runtime ISA dispatch, glibc ≥ 2.34): the GPU machine's host-side row kernels and CPU baseline.
+cp build/Release/grpo_native.node "$out/"
 cp src/tensor/backends/wasm/worker.mjs src/tensor/backends/wasm/thread-loop.mjs src/tensor/backends/wasm/kernels.wasm "$out/"
 cp node_modules/webgpu/index.js node_modules/webgpu/package.json node_modules/webgpu/LICENSE.md "$out/node_modules/webgpu/"
 gzip -c node_modules/webgpu/dist/linux-x64/dawn.node >"$out/node_modules/webgpu/dist/linux-x64/dawn.node.gz"

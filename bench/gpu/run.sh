@@ -25,6 +25,8 @@ done
 echo "# vulkan driver: ${VK_DRIVER_FILES:-default search}"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 node=/tmp/gpu-run/node
+# The native addon built where prepare.sh ran (loaded by path: there is no build/ here).
+export GRPO_NATIVE_ADDON=$PWD/$g/grpo_native.node
 timeout "${CHECK_SECONDS:-200}" "$node" "$g/check.mjs" "$g/fixture" "${PARTS:-conformance,parity,matmul}" 2>&1 | grep -v '^Warning: maxDynamic' | tee "$out/check.log"
 # The same products with Dawn's bounds-checking transform off (a lead for the product's speed).
 if [ "${UNSAFE:-1}" = 1 ]; then
