@@ -86,6 +86,21 @@ describe('trpa by hand', () => {
     const reversed = run([0, 1]); // the second row wins: h = 0.25·(−0.6 − 0.4)
     expect(reversed.value).toBeCloseTo(-Math.log(sigmoid(-0.25)), 6);
   });
+  it('the trust region is clamped at 10 per token, as verl low_var_kl, with no gradient past the clamp', () => {
+    // One row, two tokens: logπ_θ − logπ_old = [−13, 0.5]; a single level, so the fallback carries the preference.
+    const logprobs = tensor([-14, -0.5], [1, 2], { requiresGrad: true });
+    const { loss, metrics } = trpaLoss(
+      { logprobs, oldLogprobs: [-1, -1], refLogprobs: [-14, -0.5], advantages: [1], mask: [1, 1], groupSizes: 1 },
+      { trustRegionCoefficient: 1 },
+    );
+    loss.backward();
+    const second = Math.exp(-0.5) + 0.5 - 1; // e^{old − θ} − (old − θ) − 1 at old − θ = −0.5
+    expect(metrics.trustRegionKl).toBeCloseTo((10 + second) / 2, 5);
+    // −log σ(s) with s = 0 (θ = ref): its gradient −½ per token; the clamped token adds nothing more.
+    const gradient = [...(logprobs.grad as Tensor).data];
+    expect(gradient[0]).toBeCloseTo(-0.25, 6);
+    expect(gradient[1]).toBeCloseTo(-0.25 + (1 - Math.exp(-0.5)) / 2, 6);
+  });
   it('the raw-reward advantage keeps unscored samples out', () => {
     const result = trpaAdvantage({ rewards: [3, null, -0.5, -0.5], groupSizes: 2 });
     expect([...result.advantages]).toEqual([3, 0, -0.5, -0.5]);
