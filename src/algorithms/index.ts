@@ -58,6 +58,8 @@ import { discoLossPart } from './policy-losses-disco.js';
 import { drpoLossPart } from './policy-losses-drpo.js';
 import { nftLossPart } from './policy-losses-nft.js';
 import { lldsLossPart } from './policy-losses-llds.js';
+import { rediLossPart } from './policy-losses-redi.js';
+import { trpaAdvantagePart, trpaLossPart } from './policy-losses-trpa.js';
 import {
   type Part,
   type PartKind,
@@ -97,6 +99,8 @@ export * from './policy-losses-disco.js';
 export * from './policy-losses-drpo.js';
 export * from './policy-losses-nft.js';
 export * from './policy-losses-llds.js';
+export * from './policy-losses-redi.js';
+export * from './policy-losses-trpa.js';
 export * from './option-schemas.js';
 export * from './flow-steps.js';
 export * from './turn-credit.js';
@@ -129,6 +133,7 @@ export const advantageEstimators = filled<AdvantageFn>('advantage estimator', [
   asymreAdvantagePart,
   riskpoAdvantagePart,
   dcpoAdvantagePart,
+  trpaAdvantagePart,
 ]);
 
 /** Policy losses by name (ALGORITHMS.md §2). */
@@ -147,6 +152,8 @@ export const policyLosses = filled<PolicyLossFn>('policy loss', [
   drpoLossPart,
   nftLossPart,
   lldsLossPart,
+  rediLossPart,
+  trpaLossPart,
 ]);
 
 /** Loss aggregation modes by name (ALGORITHMS.md §3). */

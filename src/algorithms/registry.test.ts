@@ -60,6 +60,7 @@ describe('built-in registries', () => {
       'asymre',
       'riskpo',
       'dcpo',
+      'trpa',
     ]);
     expect(policyLosses.names()).toEqual([
       'ppo-clip',
@@ -76,6 +77,8 @@ describe('built-in registries', () => {
       'drpo',
       'nft',
       'llds',
+      'redi',
+      'trpa',
     ]);
     expect(lossAggregations.names()).toEqual([
       'token-mean',
@@ -93,8 +96,8 @@ describe('built-in registries', () => {
         expect(text).toContain(`  ${entry.name} `);
       }
     }
-    expect(text).toMatch(/^Advantage estimators \(16\)/);
-    expect(text).toContain('Policy losses (14)');
+    expect(text).toMatch(/^Advantage estimators \(17\)/);
+    expect(text).toContain('Policy losses (16)');
     expect(text).toContain('KL estimators (3)');
   });
   it('an advantage estimator that declares no needs runs on rewards and group sizes alone (all a flow run has)', () => {

@@ -106,7 +106,9 @@ export function definePart<Fn, Extra extends object = object>(
  * - `temperatureLogprobs`: an advantage estimator needs π_old's log-probs of every completion token
  *   at the temperature its entry's `logprobTemperature` names, and the rollout's (DCPO);
  * - `previousEntropy`: an advantage estimator needs the previous update's −mean logπ over its loss
- *   tokens, kept in trainer state and checkpoints (DCPO).
+ *   tokens, kept in trainer state and checkpoints (DCPO);
+ * - `referenceLogprobs`: a loss needs the reference model's log-probs of every completion token
+ *   (`input.refLogprobs`) without a KL term in the loss (TRPA's preference log-ratios).
  */
 export type AlgorithmNeed =
   | 'strata'
@@ -122,7 +124,8 @@ export type AlgorithmNeed =
   | 'rewardComponents'
   | 'trackedQuantiles'
   | 'temperatureLogprobs'
-  | 'previousEntropy';
+  | 'previousEntropy'
+  | 'referenceLogprobs';
 
 /** One registered function with its name and metadata. */
 export interface RegistryEntry<Fn> extends RegistryEntryInfo {

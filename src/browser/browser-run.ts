@@ -224,6 +224,8 @@ export async function* grpoSteps(
   const { config, model, algorithm: bound } = context;
   // β = 0 in the addition run's config, as in `npm start`: no reference model.
   if (bound.klCoefficient > 0) throw new Error('the browser run trains without a KL reference (algorithm.beta = 0)');
+  if (bound.needs.has('referenceLogprobs'))
+    throw new Error(`the browser run has no reference model, which the ${bound.loss.name} loss reads`);
   const environment = createStepEnvironment(context, null);
   const state: TrainerState = {
     step: firstStep,

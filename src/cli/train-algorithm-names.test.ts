@@ -39,6 +39,8 @@ const refused: Record<string, RegExp> = {
   'advantage=s-grpo':
     /^- algorithm\.advantage: s-grpo scores a group of serial early exits .* provides: \['serialExits'\]/m,
   'loss=dispo': /^- algorithm\.lossOptions\.(positiveBounds|negativeBounds): .*dispo/m,
+  'loss=trpa':
+    /^- algorithm\.advantage: the trpa loss reads each completion's raw reward .* use algorithm\.advantage "trpa"/m,
 };
 
 const cases: [string, string][] = [
@@ -94,6 +96,8 @@ describe('grpo train --set algorithm.<field>=NAME for every listed name', () => 
         'dispo-ok',
         ['algorithm.loss=dispo', 'algorithm.lossOptions={"positiveBounds":[0.2,0.3],"negativeBounds":[0.2,0.3]}'],
       ],
+      // TRPA's loss reads the reference's log-probs at β = 0: the run builds the reference for it.
+      ['trpa-ok', ['algorithm.advantage=trpa', 'algorithm.loss=trpa', 'algorithm.klCoefficient=0']],
     ] as [string, string[]][]) {
       expect(await runTrainCommand({ set: [...tiny, ...extra], runName, quiet: true })).toBe(0);
     }

@@ -387,7 +387,9 @@ function trainingRows(
     metrics['rollout/logprob_diff'] = difference / Math.max(1, tokens);
   }
   if (bound.needs.has('groupTokenWeights')) rows = withGroupTokenWeights(bound, rows);
-  if (environment.referenceModel && bound.klPlacement === 'loss' && bound.klCoefficient > 0)
+  const lossReadsReference =
+    (bound.klPlacement === 'loss' && bound.klCoefficient > 0) || bound.needs.has('referenceLogprobs');
+  if (environment.referenceModel && lossReadsReference)
     rows = withReferenceLogprobs(settings, environment.referenceModel, rows, environment.referenceRows(rows));
   return rows;
 }

@@ -104,6 +104,8 @@ describe('masks and padding', () => {
       {
         logprobs,
         oldLogprobs: Float32Array.from({ length: B * T }, (_, i) => -1.05 - 0.1 * i),
+        // the reference (TRPA reads it), garbage at the masked tokens
+        refLogprobs: Float32Array.from({ length: B * T }, (_, i) => (mask[i] ? -0.9 - 0.1 * i : NaN)),
         advantages: Float32Array.from([1, -1, 0.5, -0.5]),
         mask,
         entropies: new Float32Array(B * T).fill(0.1),

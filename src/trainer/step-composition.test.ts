@@ -193,7 +193,8 @@ function directComposition(
       entropies: forward.entropies,
       entropyTensor: lossNeedsEntropy ? forward.entropyTensor : undefined,
       refLogprobs:
-        reference && algorithm.klPlacement === 'loss'
+        reference &&
+        (algorithm.klPlacement === 'loss' || policyLosses.entry(algorithm.loss).needs?.includes('referenceLogprobs'))
           ? padRows(
               kept.map((i) =>
                 Array.from(
@@ -266,7 +267,10 @@ async function compare(testCase: Case): Promise<{ batch: StepBatch; state: Train
     rewards: testCase.rewards ?? [digitShare, startsWithDigit],
     rollout: testCase.rollout,
   });
-  const reference = config.algorithm.klCoefficient > 0 ? Transformer.random(context.model.config, 99, 0.05) : null;
+  const needsReference =
+    config.algorithm.klCoefficient > 0 ||
+    policyLosses.entry(config.algorithm.loss).needs?.includes('referenceLogprobs');
+  const reference = needsReference ? Transformer.random(context.model.config, 99, 0.05) : null;
   const environment = createStepEnvironment(context, reference);
   const state = freshState(testCase.state?.extra);
   const prepared = await prepareGrpoStep(environment, state, new Random(7), rolloutSettingsOf(context, 7), 0);
@@ -349,9 +353,13 @@ describe('every registered part, through a trainer step, equals the direct compo
     return samples.map((s) => ({ ...s, oldLogprobs: s.oldLogprobs.map((l, t) => l + (t % 2 ? -0.2 : 0.3)) }));
   };
   const lossRollouts: Record<string, RolloutFn> = { llds: staleRollout };
+  // TRPA pairs raw rewards (its own advantage), its pair mean over one call: the whole batch in one micro-batch.
+  const lossConfigs: Record<string, Record<string, unknown>> = {
+    trpa: { algorithm: { advantage: 'trpa' }, grpo: { microBatchSize: 16 } },
+  };
   it.each(policyLosses.names())('loss %s', async (loss) => {
     await compare({
-      config: { algorithm: { loss, lossOptions: lossOptions[loss] ?? {} } },
+      config: mergeConfig(lossConfigs[loss] ?? {}, { algorithm: { loss, lossOptions: lossOptions[loss] ?? {} } }),
       rollout: lossRollouts[loss],
     });
   });

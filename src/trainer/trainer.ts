@@ -326,8 +326,10 @@ async function runGrpo(
   // is the base model, i.e. the policy with its adapters off: the same weights, no second copy.
   const reference = () => (model.adapters ? model.withoutAdapters() : referenceFor(context, folder, state));
   // A vision-language reference is the whole model (its connector too), its language model the reference.
-  const visionReference = bound.klCoefficient > 0 && context.vision ? visionReferenceFor(context, folder, state) : null;
-  const referenceModel = bound.klCoefficient > 0 ? (visionReference?.language ?? reference()) : null;
+  // A loss that reads the reference's log-probs itself (need `referenceLogprobs`, TRPA) needs one at β = 0 too.
+  const needsReference = bound.klCoefficient > 0 || bound.needs.has('referenceLogprobs');
+  const visionReference = needsReference && context.vision ? visionReferenceFor(context, folder, state) : null;
+  const referenceModel = needsReference ? (visionReference?.language ?? reference()) : null;
   const environment = createStepEnvironment({ ...context, rollout }, referenceModel);
   if (visionReference) environment.referenceRows = (rows) => withConnector(rows, visionReference);
   const settings = environment.settings;
