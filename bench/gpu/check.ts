@@ -155,12 +155,17 @@ function step(): void {
   const threads = availableParallelism();
   process.env.GRPO_BENCH_FIXTURE = fixture;
   const models = (process.env.CHECK_STEP_MODELS ?? 'smollm2-135m-shape,qwen2.5-0.5b-shape').split(',');
-  for (const [model, prompts, groupSize, promptLength, newTokens] of [
-    ['fixture', 4, 4, 32, 16],
-    ['smollm2-135m-shape', 2, 4, 64, 32],
-    ['qwen2.5-0.5b-shape', 1, 4, 32, 16],
-  ] as const) {
-    if (!models.includes(model)) continue;
+  // CHECK_STEP_CASES narrows to the cases whose index is listed (e.g. "2,3").
+  const chosen = process.env.CHECK_STEP_CASES?.split(',').map(Number);
+  for (const [index, [model, prompts, groupSize, promptLength, newTokens]] of (
+    [
+      ['fixture', 4, 4, 32, 16],
+      ['smollm2-135m-shape', 2, 4, 64, 32],
+      ['qwen2.5-0.5b-shape', 1, 4, 32, 16],
+      ['qwen2.5-0.5b-shape', 2, 4, 128, 128],
+    ] as const
+  ).entries()) {
+    if (!models.includes(model) || (chosen && !chosen.includes(index))) continue;
     // webgpu with native's row kernels on every CPU thread, against native alone on the same machine.
     for (const backend of ['webgpu', 'native']) {
       process.env.GRPO_THREADS = String(threads);

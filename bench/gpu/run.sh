@@ -4,7 +4,8 @@
 # the same GRPO step and 4096³ product in PyTorch (bench/gpu/torch_grpo_step.py), each part under its
 # own time limit so that one hang leaves the others' numbers. Output: JSON lines, also in $OUT/*.log.
 # Locally (lavapipe, no CUDA) `OUT=/tmp/gpu bash bench/gpu/run.sh` runs the Node half as a rehearsal.
-# PARTS (check.ts's parts for the first call), UNSAFE=0, TORCH=0, TORCH_FULL=0 (only the same-shape PyTorch step)
+# PARTS (check.ts's parts for the first call), UNSAFE=0, TORCH=0, TORCH_FULL=0 (only the same-shape PyTorch steps),
+# TORCH_BF16=1,
 # and STEP=0 narrow a run to fit the time left.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -37,11 +38,16 @@ fi
 if [ "${TORCH:-1}" = 1 ] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   export PYTHONUNBUFFERED=1
   timeout 60 python3 bench/gpu/torch_grpo_step.py --matmul 2>&1 | tee "$out/torch.log"
-  # The step check.ts times on webgpu (qwen2.5-0.5b-shape: 1 prompt × 4 completions, 32 + 16 tokens), same shape.
+  # The steps check.ts times on webgpu at qwen2.5-0.5b-shape, same shapes: 1 prompt × 4 completions of
+  # 32 + 16 tokens, and 2 × 4 of 128 + 128.
   timeout 90 python3 bench/gpu/torch_grpo_step.py --dtype float32 --prompts 1 --group-size 4 --prompt-length 32 \
     --new-tokens 16 --micro-batch 4 2>&1 | grep -v Warning | tee -a "$out/torch.log"
+  timeout 90 python3 bench/gpu/torch_grpo_step.py --dtype float32 --prompts 2 --group-size 4 --prompt-length 128 \
+    --new-tokens 128 --micro-batch 8 2>&1 | grep -v Warning | tee -a "$out/torch.log"
   if [ "${TORCH_FULL:-1}" = 1 ]; then
     timeout 120 python3 bench/gpu/torch_grpo_step.py --dtype float32 2>&1 | grep -v Warning | tee -a "$out/torch.log"
+  fi
+  if [ "${TORCH_BF16:-0}" = 1 ]; then
     timeout 90 python3 bench/gpu/torch_grpo_step.py --dtype bfloat16 2>&1 | grep -v Warning | tee -a "$out/torch.log"
   fi
 else
