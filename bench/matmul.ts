@@ -9,9 +9,11 @@
  * with threads 1 only. With --json, one JSON line per (backend, threads, shape); else a table.
  * `--transpose-b` (webgpu only) times B stored [N, K], as a model's weights are.
  * `--backends webgpu` prints, per shape, the device-side throughput (operands already on the device,
- * the faster of the two tiles, repeated in one submission until it runs ≥ 0.1 s) against the adapter's
+ * the fastest of the tiles, repeated in one submission until it runs ≥ 0.1 s) against the adapter's
  * FMA peak measured in the same run by an FMA-throughput shader, then the end-to-end call (host arrays
- * in and out, as the tensor layer calls it today) on the next line; the adapter's name is printed first.
+ * in and out, as the tensor layer calls it today) on the next line; the adapter's name is printed first,
+ * and every tile's throughput and fraction of the peak on a stderr line of its own (a tile that fails
+ * says why there, and the others are still measured).
  * Is not: a test; numbers on a shared machine vary, so compare lines from the same run only.
  */
 import { performance } from 'node:perf_hooks';
@@ -167,9 +169,15 @@ function benchWebGpu(settings: ReturnType<typeof parseArguments>): void {
       let device = 0;
       let bestTile = '';
       for (const tile of webgpuMatmulTiles) {
-        const { gflops } = untilLong((repeats) => backend.measureMatmul(shape, repeats, tile));
-        console.error(`# webgpu ${size.M}x${size.K}x${size.N} tile ${tile}: ${gflops.toFixed(1)} GFLOP/s`);
-        if (gflops > device) [device, bestTile] = [gflops, tile];
+        const label = `# webgpu ${size.M}x${size.K}x${size.N} tile ${tile}`;
+        try {
+          const { gflops } = untilLong((repeats) => backend.measureMatmul(shape, repeats, tile));
+          console.error(`${label}: ${gflops.toFixed(1)} GFLOP/s, ${((gflops / peak) * 100).toFixed(1)}% of peak`);
+          if (gflops > device) [device, bestTile] = [gflops, tile];
+        } catch (error) {
+          // One tile the adapter refuses (too much workgroup memory, say) leaves the others' numbers.
+          console.error(`${label}: failed: ${(error as Error).message}`);
+        }
       }
       const deviceSeconds = (2 * size.M * size.K * size.N) / device / 1e9;
       report(

@@ -17,7 +17,7 @@ mkdir -p "$out/node_modules/webgpu/dist/linux-x64" "$out/fixture"
 npx esbuild bench/gpu/check.ts --bundle --platform=node --format=esm --target=node20 --log-level=warning \
   --outfile="$out/check.mjs" --external:webgpu \
   --banner:js="import { createRequire as createRequireForBundle } from 'node:module'; const require = createRequireForBundle(import.meta.url);"
-cp src/tensor/backends/webgpu/device-worker.mjs src/tensor/backends/webgpu/shaders.mjs "$out/"
+cp src/tensor/backends/webgpu/*.mjs "$out/"
 cp src/tensor/backends/wasm/worker.mjs src/tensor/backends/wasm/kernels.wasm "$out/"
 cp node_modules/webgpu/index.js node_modules/webgpu/package.json node_modules/webgpu/LICENSE.md "$out/node_modules/webgpu/"
 gzip -c node_modules/webgpu/dist/linux-x64/dawn.node >"$out/node_modules/webgpu/dist/linux-x64/dawn.node.gz"
