@@ -186,9 +186,9 @@ fn storeVector(m: u32, n: u32, outBase: u32, sums: vec4f) {
 function operandLoads({ name, tileOuter, tileK, invocations, kMajor, aligned, outerStart, outerSize }) {
   const width = aligned ? 4 : 1;
   const count = (tileOuter * tileK) / width;
-  const perInvocation = Math.ceil(count / invocations);
-  // Fewer elements than invocations: the excess invocations fetch nothing (the guard below).
-  const guarded = count % invocations !== 0;
+  const perInvocation = count / invocations;
+  if (!Number.isInteger(perInvocation))
+    throw new Error(`pipelinedMatmulShader: ${name}'s ${count} loads do not divide over ${invocations} invocations`);
   const rowVectors = tileOuter / 4;
   const base = `${name}Base`;
   const indices = [...Array(perInvocation).keys()];
@@ -215,7 +215,7 @@ function operandLoads({ name, tileOuter, tileK, invocations, kMajor, aligned, ou
       );
     } else {
       lines.push(
-        `  let ${inside(i)} = ${outerStart} + ${outerIndex(i)} < ${outerSize}${guarded ? ` && ${l} < ${count}u` : ''};`,
+        `  let ${inside(i)} = ${outerStart} + ${outerIndex(i)} < ${outerSize};`,
         kMajor
           ? `  let ${address(i)} = ${base} + ${kIndex(i)} * ${outerSize} + ${outerStart} + ${outerIndex(i)};`
           : `  let ${address(i)} = ${base} + (${outerStart} + ${outerIndex(i)}) * u.K + ${kIndex(i)};`,
@@ -234,7 +234,7 @@ function operandLoads({ name, tileOuter, tileK, invocations, kMajor, aligned, ou
     indices
       .map((i) => {
         const load = `${register(i)} = ${name}[${address(i)} + (${slice}) * ${step}];`;
-        if (aligned) return guarded ? `    if (${`index + ${i * invocations}u`} < ${count}u) { ${load} }` : `    ${load}`;
+        if (aligned) return `    ${load}`;
         const k = `(${slice}) * ${tileK}u + ${kIndex(i)}`;
         return `    ${register(i)} = 0.0;\n    if (${inside(i)} && ${k} < u.K) { ${load} }`;
       })
@@ -242,13 +242,12 @@ function operandLoads({ name, tileOuter, tileK, invocations, kMajor, aligned, ou
   const deposit = (tile) =>
     indices
       .map((i) => {
-        let lines;
-        if (!aligned) lines = [`${tile}[${slot(i)}][${lane(i)}] = ${register(i)};`];
-        else if (kMajor) lines = [`${tile}[${slot(i)}] = ${register(i)};`];
+        if (!aligned) return `    ${tile}[${slot(i)}][${lane(i)}] = ${register(i)};`;
+        if (kMajor) return `    ${tile}[${slot(i)}] = ${register(i)};`;
         // Four consecutive k of one outer coordinate: one lane in each of four k rows.
-        else lines = ['x', 'y', 'z', 'w'].map((w, j) => `${tile}[${slot(i)} + ${j * rowVectors}u][${lane(i)}] = ${register(i)}.${w};`);
-        const body = lines.map((line) => `    ${line}`).join('\n');
-        return guarded ? `    if (index + ${i * invocations}u < ${count}u) {\n${body}\n    }` : body;
+        return ['x', 'y', 'z', 'w']
+          .map((w, j) => `    ${tile}[${slot(i)} + ${j * rowVectors}u][${lane(i)}] = ${register(i)}.${w};`)
+          .join('\n');
       })
       .join('\n');
   return { setup: setup.join('\n'), fetch, deposit };
