@@ -14,7 +14,8 @@
  * - step: bench/grpo-step.ts's GRPO step on webgpu and on wasm (all CPU threads) at shapes that fit the
  *   call's time.
  * CHECK_SHAPES and CHECK_STEP_MODELS (fixture, smollm2-135m-shape, qwen2.5-0.5b-shape) narrow the last
- * two for a rehearsal on lavapipe.
+ * two for a rehearsal on lavapipe (CHECK_SQUARE the square product's size too); CHECK_TILES (a comma
+ * list, or `all`) picks the tiles timed at the model's shapes, every tile being timed at the square.
  * Is not: a vitest suite (vitest is not there); the same checks run in CI on lavapipe as tests.
  */
 import { readFileSync } from 'node:fs';
@@ -173,9 +174,22 @@ async function matmul(): Promise<void> {
     process.env.CHECK_SHAPES ??
     '4096x4096x4096,1024x1024x1024,32768x896x896,32768x896x4864,32768x4864x896,1024x896x151936';
   const square = process.env.CHECK_SQUARE ?? '4096x4096x4096';
+  // Every tile at the square; the model's shapes on fewer (CHECK_TILES, `all` for every one) to fit the call.
+  const tiles = process.env.CHECK_TILES ?? 'vector128,pipelined128,pipelined128k16';
+  const modelTiles = tiles === 'all' ? [] : ['--tiles', tiles];
   await matmulBench(['--backends', 'webgpu', '--shapes', square, '--repeats', '2', '--json']);
   // The model's products: B is a weight stored [N, K].
-  await matmulBench(['--backends', 'webgpu', '--shapes', shapes, '--repeats', '2', '--json', '--transpose-b']);
+  await matmulBench([
+    '--backends',
+    'webgpu',
+    '--shapes',
+    shapes,
+    '--repeats',
+    '2',
+    '--json',
+    '--transpose-b',
+    ...modelTiles,
+  ]);
 }
 
 function step(): void {
