@@ -57,24 +57,23 @@ export function pipelinedMatmulShader({ tileM, tileN, tileK, threadM, threadN, t
   const columns = [...Array(columnVectors).keys()];
   const declareSums = rows.map((i) => columns.map((c) => `  var s${i}_${c} = vec4f(0.0);`).join('')).join('\n');
   const lanes = ['x', 'y', 'z', 'w'];
-  // One k step from buffer `buffer`: invocation (x, y) reads rows y·4 + r·groupY·4 (r < threadM / 4)
-  // and columns x·4 + c·groupX·4, each four wide.
-  const multiply = (buffer) =>
-    [...Array(tileK).keys()]
-      .map((kk) =>
-        [
-          '    {',
-          ...[...Array(rowVectors).keys()].map(
-            (r) => `      let a${r} = tileA${buffer}[${(kk * tileM) / 4 + r * groupY}u + local.y];`,
-          ),
-          ...columns.map((c) => `      let b${c} = tileB${buffer}[${(kk * tileN) / 4 + c * groupX}u + local.x];`),
-          ...rows.flatMap((i) =>
-            columns.map((c) => `      s${i}_${c} = fma(vec4f(a${i >> 2}.${lanes[i & 3]}), b${c}, s${i}_${c});`),
-          ),
-          '    }',
-        ].join('\n'),
-      )
-      .join('\n');
+  // The k steps of one slice from the buffer at aRead / bRead: invocation (x, y) reads rows
+  // y·4 + r·groupY·4 (r < threadM / 4) and columns x·4 + c·groupX·4, each four wide.
+  const multiply = [...Array(tileK).keys()]
+    .map((kk) =>
+      [
+        '    {',
+        ...[...Array(rowVectors).keys()].map(
+          (r) => `      let a${r} = tileA[aRead + ${(kk * tileM) / 4 + r * groupY}u];`,
+        ),
+        ...columns.map((c) => `      let b${c} = tileB[bRead + ${(kk * tileN) / 4 + c * groupX}u];`),
+        ...rows.flatMap((i) =>
+          columns.map((c) => `      s${i}_${c} = fma(vec4f(a${i >> 2}.${lanes[i & 3]}), b${c}, s${i}_${c});`),
+        ),
+        '    }',
+      ].join('\n'),
+    )
+    .join('\n');
   const store = rows
     .flatMap((i) =>
       columns.map((c) => {
@@ -95,10 +94,9 @@ struct Uniforms { M: u32, N: u32, K: u32, aBatchStride: u32, bBatchStride: u32, 
 @group(0) @binding(1) var<storage, read> a: array<${element}>;
 @group(0) @binding(2) var<storage, read> b: array<${element}>;
 @group(0) @binding(3) var<storage, read_write> out: array<${element}>;
-var<workgroup> tileA0: array<vec4f, ${(tileK * tileM) / 4}>;
-var<workgroup> tileA1: array<vec4f, ${(tileK * tileM) / 4}>;
-var<workgroup> tileB0: array<vec4f, ${(tileK * tileN) / 4}>;
-var<workgroup> tileB1: array<vec4f, ${(tileK * tileN) / 4}>;
+// Two buffers each: slice s is multiplied from buffer s % 2 while slice s + 1 is stored into the other.
+var<workgroup> tileA: array<vec4f, ${(2 * tileK * tileM) / 4}>;
+var<workgroup> tileB: array<vec4f, ${(2 * tileK * tileN) / 4}>;
 ${aligned ? STORE_ALIGNED : STORE_GENERAL}
 
 @compute @workgroup_size(${groupX}, ${groupY}, 1)
@@ -115,32 +113,22 @@ ${declareSums}
   let slices = (u.K + ${tileK - 1}u) / ${tileK}u;
 ${a.fetch('0u')}
 ${b.fetch('0u')}
-${a.deposit('tileA0')}
-${b.deposit('tileB0')}
+${a.deposit('0u')}
+${b.deposit('0u')}
   workgroupBarrier();
-  // Two slices per trip so that each buffer's name, and so every workgroup index, is a constant.
-  for (var slice = 0u; slice < slices; slice += 2u) {
+  for (var slice = 0u; slice < slices; slice++) {
+    let buffer = slice % 2u;
+    let aRead = buffer * ${(tileK * tileM) / 4}u + local.y;
+    let bRead = buffer * ${(tileK * tileN) / 4}u + local.x;
     let hasNext = slice + 1u < slices;
     if (hasNext) {
 ${a.fetch('slice + 1u')}
 ${b.fetch('slice + 1u')}
     }
-${multiply(0)}
+${multiply}
     if (hasNext) {
-${a.deposit('tileA1')}
-${b.deposit('tileB1')}
-    }
-    workgroupBarrier();
-    if (!hasNext) { break; }
-    let hasAfter = slice + 2u < slices;
-    if (hasAfter) {
-${a.fetch('slice + 2u')}
-${b.fetch('slice + 2u')}
-    }
-${multiply(1)}
-    if (hasAfter) {
-${a.deposit('tileA0')}
-${b.deposit('tileB0')}
+${a.deposit(`(1u - buffer) * ${(tileK * tileM) / 4}u`)}
+${b.deposit(`(1u - buffer) * ${(tileK * tileN) / 4}u`)}
     }
     workgroupBarrier();
   }
@@ -178,7 +166,7 @@ fn storeVector(m: u32, n: u32, outBase: u32, sums: vec4f) {
  * The WGSL snippets that move one operand's tileOuter × tileK slice from global memory into a k-major
  * workgroup tile (tile[kk][outer], in vec4s of four consecutive outer coordinates): `setup` (each
  * invocation's addresses, once), `fetch(slice)` (global memory → registers) and `deposit(tile)`
- * (registers → workgroup memory). `kMajor` says how the operand is stored: k-major (A transposed, B
+ * (registers → the workgroup tile's buffer starting at `offset`, in vec4s). `kMajor` says how the operand is stored: k-major (A transposed, B
  * plain: consecutive addresses run along the outer coordinate) or outer-major (consecutive addresses
  * run along k, so a fetched group of four is scattered over four k rows of the tile).
  * Consecutive invocations fetch consecutive addresses in either layout.
@@ -239,14 +227,15 @@ function operandLoads({ name, tileOuter, tileK, invocations, kMajor, aligned, ou
         return `    ${register(i)} = 0.0;\n    if (${inside(i)} && ${k} < u.K) { ${load} }`;
       })
       .join('\n');
-  const deposit = (tile) =>
+  const tile = name === 'a' ? 'tileA' : 'tileB';
+  const deposit = (offset) =>
     indices
       .map((i) => {
-        if (!aligned) return `    ${tile}[${slot(i)}][${lane(i)}] = ${register(i)};`;
-        if (kMajor) return `    ${tile}[${slot(i)}] = ${register(i)};`;
+        if (!aligned) return `    ${tile}[${offset} + ${slot(i)}][${lane(i)}] = ${register(i)};`;
+        if (kMajor) return `    ${tile}[${offset} + ${slot(i)}] = ${register(i)};`;
         // Four consecutive k of one outer coordinate: one lane in each of four k rows.
         return ['x', 'y', 'z', 'w']
-          .map((w, j) => `    ${tile}[${slot(i)} + ${j * rowVectors}u][${lane(i)}] = ${register(i)}.${w};`)
+          .map((w, j) => `    ${tile}[${offset} + ${slot(i)} + ${j * rowVectors}u][${lane(i)}] = ${register(i)}.${w};`)
           .join('\n');
       })
       .join('\n');

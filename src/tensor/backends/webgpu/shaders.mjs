@@ -27,12 +27,11 @@ export const matmulTiles = {
   // pipelined-matmul.mjs's form: register blocks of 4 × 4 sub-blocks strided across the tile, A stored
   // transposed, double-buffered workgroup memory with one barrier per K slice, an unrolled k loop, and an
   // aligned specialisation (vec4 global reads, no bounds) for products that are whole tiles.
-  // Workgroup memory: 2 buffers × tileK × (tileM + tileN) floats (16, 32, 24, 24 and 32 KiB).
+  // Workgroup memory: 2 buffers × tileK × (tileM + tileN) floats (16, 32, 24 and 24 KiB).
   pipelined128: { tileM: 128, tileN: 128, tileK: 8, threadM: 8, threadN: 8, pipelined: true },
   pipelined128k16: { tileM: 128, tileN: 128, tileK: 16, threadM: 8, threadN: 8, pipelined: true },
   pipelined128x64: { tileM: 128, tileN: 64, tileK: 16, threadM: 8, threadN: 4, pipelined: true },
   pipelined64x128: { tileM: 64, tileN: 128, tileK: 16, threadM: 4, threadN: 8, pipelined: true },
-  pipelined64: { tileM: 64, tileN: 64, tileK: 32, threadM: 4, threadN: 4, pipelined: true },
 };
 
 /**

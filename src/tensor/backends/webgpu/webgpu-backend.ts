@@ -45,7 +45,6 @@ export const webgpuMatmulTiles = [
   'pipelined128k16',
   'pipelined128x64',
   'pipelined64x128',
-  'pipelined64',
 ] as const;
 export type WebGpuMatmulTile = (typeof webgpuMatmulTiles)[number];
 
