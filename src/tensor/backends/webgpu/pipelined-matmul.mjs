@@ -4,12 +4,12 @@
  *
  * Is: one shader generator. A workgroup of (tileM / threadM) × (tileN / threadN) invocations computes
  * a tileM × tileN block of out; each invocation keeps a threadM × threadN block of sums in registers,
- * made of 4 × 4 sub-blocks strided half (or a quarter of) the tile apart so that a warp's vec4 reads of
+ * made of 4 × 4 sub-blocks (two along a side of 8 are half the tile apart) so that a warp's vec4 reads of
  * workgroup memory touch consecutive addresses (no bank conflicts). Both operands sit in workgroup memory
  * k-major (A transposed to As[k][m], B as Bs[k][n]), so one k step reads threadM / 4 + threadN / 4 vec4s
  * for threadM · threadN FMAs. Workgroup memory is double-buffered: the next K slice is read from global
  * memory into registers while the current one is multiplied, then stored into the other buffer, with
- * one barrier per slice. The k loop is unrolled with every index a compile-time constant. `aligned`
+ * one barrier per slice. The k loop is unrolled: every index is the buffer's base plus a constant. `aligned`
  * specialises for M, N, K multiples of the tile (and batch strides of whole vec4s): operands are read
  * from global memory as vec4s and nothing is bounds-checked; the general form reads scalars with bounds
  * (0 outside) and stores only inside the edges.
@@ -165,10 +165,11 @@ fn storeVector(m: u32, n: u32, outBase: u32, sums: vec4f) {
 /**
  * The WGSL snippets that move one operand's tileOuter × tileK slice from global memory into a k-major
  * workgroup tile (tile[kk][outer], in vec4s of four consecutive outer coordinates): `setup` (each
- * invocation's addresses, once), `fetch(slice)` (global memory → registers) and `deposit(tile)`
- * (registers → the workgroup tile's buffer starting at `offset`, in vec4s). `kMajor` says how the operand is stored: k-major (A transposed, B
- * plain: consecutive addresses run along the outer coordinate) or outer-major (consecutive addresses
- * run along k, so a fetched group of four is scattered over four k rows of the tile).
+ * invocation's addresses, once), `fetch(slice)` (global memory → registers) and `deposit(offset)`
+ * (registers → the workgroup tile's buffer starting at `offset`, in vec4s). `kMajor` says how the
+ * operand is stored: k-major (A transposed, B plain: consecutive addresses run along the outer
+ * coordinate) or outer-major (consecutive addresses run along k, so a fetched group of four is
+ * scattered over four k rows of the tile).
  * Consecutive invocations fetch consecutive addresses in either layout.
  */
 function operandLoads({ name, tileOuter, tileK, invocations, kMajor, aligned, outerStart, outerSize }) {

@@ -2,7 +2,8 @@
  * The WGSL compute shaders of the webgpu backend, as source strings built from a few parameters.
  *
  * Is: the batched matrix product (tiled, f32, any transposes, batch strides, accumulate) in three forms
- * (strided, vector and pipelined tiles) and several tile sizes, and the FMA-throughput shader the bench measures the adapter's peak with.
+ * (strided, vector and pipelined tiles) and several tile sizes, and the FMA-throughput shader the bench
+ * measures the adapter's peak with.
  * Is not: dispatch, buffers or synchronisation (device-worker.mjs), or the Backend interface
  * (webgpu-backend.ts). Plain JavaScript because the device worker, which runs without a TypeScript
  * loader, imports it. The pipelined tiles' shader is its own file (pipelined-matmul.mjs).
