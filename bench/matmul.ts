@@ -7,17 +7,24 @@
  * gflops / the FMA peak with that many threads, measured in this run by bench/peak (an FMA loop)
  * unless --peak-per-core fixes it. js is single-threaded and slow: it is timed once per shape,
  * with threads 1 only. With --json, one JSON line per (backend, threads, shape); else a table.
- * `--transpose-b` (webgpu only) times B stored [N, K], as a model's weights are.
+ * `--transpose-b` (webgpu only) times B stored [N, K], as a model's weights are; `--tiles a,b` (webgpu
+ * only) times only those of webgpuMatmulTiles.
  * `--backends webgpu` prints, per shape, the device-side throughput (operands already on the device,
- * the faster of the two tiles, repeated in one submission until it runs ≥ 0.1 s) against the adapter's
+ * the fastest of the tiles, repeated in one submission until it runs ≥ 0.1 s) against the adapter's
  * FMA peak measured in the same run by an FMA-throughput shader, then the end-to-end call (host arrays
- * in and out, as the tensor layer calls it today) on the next line; the adapter's name is printed first.
+ * in and out, as the tensor layer calls it today) on the next line; the adapter's name is printed first,
+ * and every tile's throughput and fraction of the peak on a stderr line of its own (a tile that fails
+ * says why there, and the others are still measured).
  * Is not: a test; numbers on a shared machine vary, so compare lines from the same run only.
  */
 import { performance } from 'node:perf_hooks';
 import type { Backend, MatmulShape } from '../src/tensor/backend.js';
 import { createBackend } from '../src/tensor/backends/select.js';
-import { type WebGpuBackend, webgpuMatmulTiles } from '../src/tensor/backends/webgpu/webgpu-backend.js';
+import {
+  type WebGpuBackend,
+  type WebGpuMatmulTile,
+  webgpuMatmulTiles,
+} from '../src/tensor/backends/webgpu/webgpu-backend.js';
 import { measurePeak } from './peak/peak.js';
 import { DEFAULT_MATMUL_SHAPES, readFlags } from './_flags.js';
 
@@ -30,6 +37,8 @@ interface Settings {
   peakPerCore: number;
   /** webgpu only: time B stored [N, K] (a weight). */
   transposeB: boolean;
+  /** webgpu only: the tiles to time (all of webgpuMatmulTiles unless --tiles narrows them). */
+  tiles: WebGpuMatmulTile[];
 }
 
 /** One measured line. */
@@ -53,6 +62,10 @@ function parseArguments(argv: string[]): Settings {
   const backends = value('--backends', 'js,wasm').split(',');
   if (!Number.isInteger(repeats) || repeats < 1) throw new Error('--repeats: a positive integer');
   if (!(peakPerCore >= 0)) throw new Error('--peak-per-core: a number of GFLOP/s (0: measure it)');
+  const tiles = value('--tiles', webgpuMatmulTiles.join(',')).split(',');
+  const unknown = tiles.filter((tile) => !(webgpuMatmulTiles as readonly string[]).includes(tile));
+  if (unknown.length > 0)
+    throw new Error(`--tiles: unknown tile(s) ${unknown.join(', ')}; known are ${webgpuMatmulTiles.join(', ')}`);
   return {
     json: argv.includes('--json'),
     repeats,
@@ -61,6 +74,7 @@ function parseArguments(argv: string[]): Settings {
     sizes,
     peakPerCore,
     transposeB: argv.includes('--transpose-b'),
+    tiles: tiles as WebGpuMatmulTile[],
   };
 }
 
@@ -158,18 +172,30 @@ function benchWebGpu(settings: ReturnType<typeof parseArguments>): void {
   try {
     console.error(`# webgpu adapter: ${backend.detail ?? ''}`);
     console.error(`# webgpu subgroup matrix configs: ${JSON.stringify(backend.adapter.subgroupMatrixConfigs)}`);
-    // Enough workgroups to fill any GPU (2^20 invocations), rounds doubled until the run lasts ≥ 0.1 s.
-    const peak = untilLong((repeats) => backend.measureFmaPeak(4096, 64 * repeats, 1)).gflops;
+    // Enough workgroups to fill any GPU (2^20 invocations), 256 rounds each (one shader: the rounds are
+    // compiled in), dispatches doubled until the run lasts ≥ 0.1 s.
+    const peak = untilLong((repeats) => backend.measureFmaPeak(4096, 256, repeats)).gflops;
     console.error(`# webgpu FMA peak, measured now: ${peak.toFixed(1)} GFLOP/s`);
     for (const size of settings.sizes) {
       const shape = { batch: 1, ...size, transposeA: false, transposeB: settings.transposeB };
       // Every tile geometry, each on a line of its own, then the best as the shape's figure.
       let device = 0;
       let bestTile = '';
-      for (const tile of webgpuMatmulTiles) {
-        const { gflops } = untilLong((repeats) => backend.measureMatmul(shape, repeats, tile));
-        console.error(`# webgpu ${size.M}x${size.K}x${size.N} tile ${tile}: ${gflops.toFixed(1)} GFLOP/s`);
-        if (gflops > device) [device, bestTile] = [gflops, tile];
+      for (const tile of settings.tiles) {
+        const label = `# webgpu ${size.M}x${size.K}x${size.N} tile ${tile}`;
+        const started = performance.now();
+        try {
+          const { gflops } = untilLong((repeats) => backend.measureMatmul(shape, repeats, tile));
+          // The wall time of the line (compile, warm-ups, doublings) says what the bench itself costs.
+          const wall = (performance.now() - started) / 1000;
+          console.error(
+            `${label}: ${gflops.toFixed(1)} GFLOP/s, ${((gflops / peak) * 100).toFixed(1)}% of peak (${wall.toFixed(1)} s)`,
+          );
+          if (gflops > device) [device, bestTile] = [gflops, tile];
+        } catch (error) {
+          // One tile the adapter refuses (too much workgroup memory, say) leaves the others' numbers.
+          console.error(`${label}: failed: ${(error as Error).message}`);
+        }
       }
       const deviceSeconds = (2 * size.M * size.K * size.N) / device / 1e9;
       report(

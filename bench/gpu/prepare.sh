@@ -18,7 +18,7 @@ mkdir -p "$out/node_modules/webgpu/dist/linux-x64" "$out/fixture"
 npx esbuild bench/gpu/check.ts --bundle --platform=node --format=esm --target=node20 --log-level=warning \
   --outfile="$out/check.mjs" --external:webgpu \
   --banner:js="import { createRequire as createRequireForBundle } from 'node:module'; const require = createRequireForBundle(import.meta.url);"
-cp src/tensor/backends/webgpu/device-thread.mjs src/tensor/backends/webgpu/device-requests.mjs src/tensor/backends/webgpu/shaders.mjs "$out/"
+cp src/tensor/backends/webgpu/*.mjs "$out/"
 # The native addon (runtime ISA dispatch, glibc ≥ 2.34): the GPU machine's host-side row kernels and CPU baseline.
 cp build/Release/grpo_native.node "$out/"
 cp src/tensor/backends/wasm/worker.mjs src/tensor/backends/wasm/thread-loop.mjs src/tensor/backends/wasm/kernels.wasm "$out/"

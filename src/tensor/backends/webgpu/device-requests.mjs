@@ -18,6 +18,7 @@ import {
   FMA_WORKGROUP,
   MATMUL_UNIFORM_WORDS,
   fmaPeakShader,
+  matmulAligned,
   matmulGrid,
   matmulShader,
   matmulTiles,
@@ -86,9 +87,22 @@ function pipeline(key, code) {
   return found;
 }
 
-function matmulPipeline(tileName, transposeA, transposeB) {
+function matmulPipeline(tileName, transposeA, transposeB, aligned) {
   const tile = matmulTiles[tileName];
-  return pipeline(`matmul ${tileName} ${transposeA} ${transposeB}`, matmulShader({ ...tile, transposeA, transposeB }));
+  // Checked here because Dawn reports an oversized pipeline as an uncaptured error, which ends the device.
+  const bytes = workgroupBytes(tile);
+  const limit = device.limits.maxComputeWorkgroupStorageSize;
+  if (bytes > limit)
+    throw new Error(`matmul tile ${tileName} needs ${bytes} bytes of workgroup memory, over the adapter's ${limit}`);
+  return pipeline(
+    `matmul ${tileName} ${transposeA} ${transposeB} ${aligned}`,
+    matmulShader({ ...tile, transposeA, transposeB, aligned }),
+  );
+}
+
+/** The workgroup memory a tile's shader declares: its A and B tiles, twice when double-buffered. */
+function workgroupBytes({ tileM, tileN, tileK, pipelined }) {
+  return (pipelined ? 2 : 1) * tileK * (tileM + tileN) * 4;
 }
 
 const STORAGE = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
@@ -184,7 +198,8 @@ function encodeMatmul(encoder, buffers, shape, temporary) {
   const { batch, M, N, K, transposeA, transposeB, aBatchStride, bBatchStride, accumulate } = shape;
   const tileName = shape.tile ?? chooseTile(M, N);
   const tile = matmulTiles[tileName];
-  const compiled = matmulPipeline(tileName, transposeA, transposeB);
+  if (!tile) throw new Error(`unknown matmul tile ${tileName}: known are ${Object.keys(matmulTiles).join(', ')}`);
+  const compiled = matmulPipeline(tileName, transposeA, transposeB, matmulAligned(tile, shape));
   const [groupsX, groupsY] = matmulGrid(tile, M, N);
   const zLimit = adapterSummary.maxComputeWorkgroupsPerDimension;
   if (groupsX > zLimit || groupsY > zLimit) {

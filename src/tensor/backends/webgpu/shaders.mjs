@@ -1,12 +1,14 @@
 /**
  * The WGSL compute shaders of the webgpu backend, as source strings built from a few parameters.
  *
- * Is: the batched matrix product (tiled, f32, any transposes, batch strides, accumulate) in two tile
- * sizes, and the FMA-throughput shader the bench measures the adapter's peak with.
+ * Is: the batched matrix product (tiled, f32, any transposes, batch strides, accumulate) in three forms
+ * (strided, vector and pipelined tiles) and several tile sizes, and the FMA-throughput shader the bench
+ * measures the adapter's peak with.
  * Is not: dispatch, buffers or synchronisation (device-requests.mjs), or the Backend interface
  * (webgpu-backend.ts). Plain JavaScript because the device worker, which runs without a TypeScript
- * loader, imports it.
+ * loader, imports it. The pipelined tiles' shader is its own file (pipelined-matmul.mjs).
  */
+import { pipelinedMatmulShader } from './pipelined-matmul.mjs';
 
 /**
  * Tile geometries of the matmul shader: a workgroup computes a tileM × tileN block of one product with
@@ -23,7 +25,31 @@ export const matmulTiles = {
   vector128: { tileM: 128, tileN: 128, tileK: 8, threadM: 8, threadN: 8, vector: true },
   vector128k16: { tileM: 128, tileN: 128, tileK: 16, threadM: 8, threadN: 8, vector: true },
   vector64: { tileM: 64, tileN: 64, tileK: 16, threadM: 4, threadN: 4, vector: true },
+  // pipelined-matmul.mjs's form: register blocks of 4 × 4 sub-blocks strided across the tile, A stored
+  // transposed, double-buffered workgroup memory with one barrier per K slice, an unrolled k loop, and an
+  // aligned specialisation (vec4 global reads, no bounds) for products that are whole tiles.
+  // Workgroup memory: 2 buffers × tileK × (tileM + tileN) floats (16, 32, 24 and 24 KiB).
+  pipelined128: { tileM: 128, tileN: 128, tileK: 8, threadM: 8, threadN: 8, pipelined: true },
+  pipelined128k16: { tileM: 128, tileN: 128, tileK: 16, threadM: 8, threadN: 8, pipelined: true },
+  pipelined128x64: { tileM: 128, tileN: 64, tileK: 16, threadM: 8, threadN: 4, pipelined: true },
+  pipelined64x128: { tileM: 64, tileN: 128, tileK: 16, threadM: 4, threadN: 8, pipelined: true },
 };
+
+/**
+ * Whether a pipelined tile may run `shape` in its aligned form: M, N and K whole tiles (K > 0), and
+ * every operand's start a whole vec4 (batch strides multiples of 4), so no read or write needs a bound.
+ */
+export function matmulAligned(tile, { M, N, K, aBatchStride, bBatchStride }) {
+  return (
+    Boolean(tile.pipelined) &&
+    K > 0 &&
+    M % tile.tileM === 0 &&
+    N % tile.tileN === 0 &&
+    K % tile.tileK === 0 &&
+    aBatchStride % 4 === 0 &&
+    bBatchStride % 4 === 0
+  );
+}
 
 /** The uniform block every matmul dispatch reads (u32 words, in this order). */
 export const MATMUL_UNIFORM_WORDS = [
@@ -42,8 +68,22 @@ export const MATMUL_UNIFORM_WORDS = [
  * when transposeA; B is [K, N], or [N, K] when transposeB (the layouts of backend.ts's MatmulShape).
  * Loads are arranged so that consecutive invocations read consecutive addresses in either layout;
  * out-of-range elements load as 0 and are never stored. Sums are float32 FMAs in k order per tile.
+ * `aligned` (pipelined tiles only, where matmulAligned allows) compiles the form without bounds.
  */
-export function matmulShader({ tileM, tileN, tileK, threadM, threadN, vector = false, transposeA, transposeB }) {
+export function matmulShader({
+  tileM,
+  tileN,
+  tileK,
+  threadM,
+  threadN,
+  vector = false,
+  pipelined = false,
+  aligned = false,
+  transposeA,
+  transposeB,
+}) {
+  if (pipelined)
+    return pipelinedMatmulShader({ tileM, tileN, tileK, threadM, threadN, transposeA, transposeB, aligned });
   if (vector) return vectorMatmulShader({ tileM, tileN, tileK, threadM, threadN, transposeA, transposeB });
   const groupX = tileN / threadN;
   const groupY = tileM / threadM;

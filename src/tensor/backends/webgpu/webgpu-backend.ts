@@ -34,7 +34,17 @@ export interface WebGpuAdapterSummary {
 }
 
 /** The matmul shader's tile geometries (shaders.mjs's matmulTiles), for benches and tests that pin one. */
-export const webgpuMatmulTiles = ['large', 'small', 'vector128', 'vector128k16', 'vector64'] as const;
+export const webgpuMatmulTiles = [
+  'large',
+  'small',
+  'vector128',
+  'vector128k16',
+  'vector64',
+  'pipelined128',
+  'pipelined128k16',
+  'pipelined128x64',
+  'pipelined64x128',
+] as const;
 export type WebGpuMatmulTile = (typeof webgpuMatmulTiles)[number];
 
 export interface WebGpuBackend extends Backend {
