@@ -51,8 +51,10 @@ export async function resolveServedRewards(options: ServeRewardsOptions): Promis
   // A recipe's own rewards stand in for a dataset task's named ones, as in `grpo train`.
   const task = await loadRunTask(raw, recipe.task, recipe.rewards);
   const config = resolveConfig(raw, recipe.task ? [recipe.task.name] : [], task);
-  // resolveConfig refuses an unknown task, so a task is loaded here.
-  return recipe.rewards ?? buildRewards(config, task!);
+  // resolveConfig refuses an unknown task, so a task is loaded here. Only a task named by the recipe or
+  // --task says what the served rows' answers look like (an unnamed correctness then uses its check).
+  const taskNamed = raw.task !== undefined || recipe.task !== undefined;
+  return recipe.rewards ?? buildRewards(config, task!, false, taskNamed);
 }
 
 /** Runs `grpo serve-rewards` until SIGINT/SIGTERM; returns the exit code. */

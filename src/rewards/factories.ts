@@ -242,7 +242,7 @@ const builtIns: RewardFactory[] = [
   ),
   define(
     'length-among-correct',
-    'group: 1[correct]·(1 − α·length among correct peers) once τ of the group is correct',
+    "group: 1[correct]·(1 − α·length among correct peers) once τ of the group is correct; correct: the run's task check, else math-answer",
     'GRPO-λ (#30); ALGORITHMS.md §5.5',
     z
       .object({
@@ -252,7 +252,11 @@ const builtIns: RewardFactory[] = [
         unit: unit.optional(),
       })
       .strict(),
-    ({ answerColumn, ...rest }) => lengthAmongCorrect({ correctness: mathAnswer({ answerColumn }), ...rest }),
+    ({ answerColumn, ...rest }, { taskCorrectness }) =>
+      lengthAmongCorrect({
+        correctness: answerColumn === undefined && taskCorrectness ? taskCorrectness : mathAnswer({ answerColumn }),
+        ...rest,
+      }),
   ),
   define(
     'majority-vote',
@@ -270,7 +274,7 @@ const builtIns: RewardFactory[] = [
   ),
   define(
     'unlikeliness',
-    'group, needs the policy logprobs (not served by grpo serve-rewards): R·(1 − β·rank/G), R a correctness reward by name (default math-answer), rank of the mean token logprob in the group, 0 = least likely',
+    "group, needs the policy logprobs (not served by grpo serve-rewards): R·(1 − β·rank/G), R a correctness reward by name (default the run's task check, else math-answer), rank of the mean token logprob in the group, 0 = least likely",
     'Rewarding the Unlikely, He et al. 2025, arXiv 2506.02355 (AndreHe02/rewarding-unlikely-release); papers.tsv 251',
     z
       .object({
@@ -282,8 +286,11 @@ const builtIns: RewardFactory[] = [
         rankPenalty: z.number().min(0).optional(),
       })
       .strict(),
-    ({ answerColumn, correctness, rankPenalty }) =>
-      unlikeliness({ correctness: perCompletionCheck('unlikeliness', correctness, answerColumn), rankPenalty }),
+    ({ answerColumn, correctness, rankPenalty }, { taskCorrectness }) =>
+      unlikeliness({
+        correctness: perCompletionCheck('unlikeliness', correctness, answerColumn, taskCorrectness),
+        rankPenalty,
+      }),
   ),
   define(
     'negative-surprisal',
@@ -595,12 +602,18 @@ function toolCorrectness(
   return reward;
 }
 
-/** A per-completion correctness check by name (default `math-answer`); `answerColumn`, when given, joins its options. */
+/**
+ * A per-completion correctness check by name; unnamed, the run's task check when training (a task's
+ * answer need not be a number: math-answer would score every text answer 0), else `math-answer`;
+ * `answerColumn`, when given, joins the check's options (and picks the named check).
+ */
 function perCompletionCheck(
   rewardName: string,
   choice: { name: string; options?: Record<string, unknown> } | undefined,
   answerColumn: string | undefined,
+  taskCorrectness: RewardFn | undefined,
 ): RewardFn {
+  if (choice === undefined && answerColumn === undefined && taskCorrectness) return taskCorrectness;
   const { name, options } = choice ?? { name: 'math-answer', options: {} };
   const reward = createReward(name, answerColumn === undefined ? options : { answerColumn, ...options });
   if (isGroupReward(reward))

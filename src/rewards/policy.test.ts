@@ -4,7 +4,7 @@
  * surprisal, and the refusal when the policy logprobs are absent.
  */
 import { describe, expect, it } from 'vitest';
-import { createReward } from './factories.js';
+import { createReward, rewardFactories } from './factories.js';
 import { ascendingRanks, meanPolicyLogprob, negativeSurprisal, unlikeliness } from './policy.js';
 import { scoreRewards } from './run.js';
 import { isGroupReward, makeRewardInput, type RewardFn, type RewardInput } from './types.js';
@@ -61,6 +61,22 @@ describe('unlikeliness (He et al. 2025, the authors’ rank_penalty rule)', () =
     expect(Array.from(matrix.scores)).toEqual([1 - (0.5 * 2) / 3, 1, 0]);
     expect(() => createReward('unlikeliness', { rankPenalty: -1 })).toThrow(/rankPenalty/);
     expect(() => createReward('unlikeliness', { correctness: { name: 'majority-vote' } })).toThrow(/group reward/);
+  });
+
+  it("in a run, unnamed correctness is the task's own check (a text answer math-answer would score 0); a named one still wins", async () => {
+    const taskCorrectness: RewardFn = (input) => (input.completion === 'Oslo' ? 1 : 0);
+    const inputs = group(['Oslo', 'Bergen', 'Oslo'], [[-0.1], [-2], [-1]]);
+    const score = async (options: Record<string, unknown>) => {
+      const reward = rewardFactories.get('unlikeliness').create(options, { taskCorrectness });
+      return Array.from((await scoreRewards([{ name: 'unlikeliness', reward, weight: 1 }], [inputs])).scores);
+    };
+    // ranks 2, 0, 1 of G = 3 at β 0.5: the task's right answers 1 − 0.5·2/3 and 1 − 0.5/3, the wrong one 0
+    expect(await score({ rankPenalty: 0.5 })).toEqual([1 - (0.5 * 2) / 3, 0, 1 - 0.5 / 3]);
+    expect(await score({ rankPenalty: 0.5, correctness: { name: 'math-answer' } })).toEqual([0, 0, 0]);
+    // length-among-correct too: both right answers are equally long, so both score 1
+    const lengths = rewardFactories.get('length-among-correct').create({}, { taskCorrectness });
+    const matrix = await scoreRewards([{ name: 'length-among-correct', reward: lengths, weight: 1 }], [inputs]);
+    expect(Array.from(matrix.scores)).toEqual([1, 0, 1]);
   });
 
   it('fails with one sentence naming the reward when the policy logprobs are absent (grpo serve-rewards)', async () => {

@@ -377,12 +377,24 @@ function withEnvironmentReward(rewards: NamedReward[], environment: EnvironmentF
  * with environments, 'environment' (their `reward()`) takes the configured weight. Shared by the
  * trainer and `grpo serve-rewards`, so both score with the same functions.
  */
-export function buildRewards(config: TrainerConfig, task: Task, hasEnvironments = false): NamedReward[] {
+export function buildRewards(
+  config: TrainerConfig,
+  task: Task,
+  hasEnvironments = false,
+  /**
+   * Whether the rows scored are the task's, so its check may stand for an unnamed correctness (false in
+   * `grpo serve-rewards` when no task was named: the rows come from elsewhere and the default task's
+   * answer format says nothing of them).
+   */
+  rowsAreTheTasks = true,
+): NamedReward[] {
   if (config.rewards.length === 0) return task.rewards();
   const taskRewards = new Map(task.rewards().map((reward) => [reward.name, reward]));
-  // The task's own check, for rewards whose correctness defaults to it (tool-efficiency).
-  const taskCorrectness = async ({ row, completion }: RewardInput) =>
-    (await task.isCorrect(row as Example, completion)) ? 1 : 0;
+  // The task's own check, for rewards whose correctness defaults to it (tool-efficiency, unlikeliness,
+  // length-among-correct).
+  const taskCorrectness = rowsAreTheTasks
+    ? async ({ row, completion }: RewardInput) => ((await task.isCorrect(row as Example, completion)) ? 1 : 0)
+    : undefined;
   return config.rewards.map(({ name, weight, options }) => {
     const fromTask = taskRewards.get(name);
     if (fromTask) return { ...fromTask, weight };
