@@ -31,7 +31,7 @@ export default {
     model: { hiddenSize: 64, numLayers: 2, numHeads: 4 },
     sft: { steps: 500, batchSize: 16, learningRate: 3e-3, warmupSteps: 20, schedule: 'cosine' },
     sampling: { groupSize: 2, maxNewTokens: 100, temperature: 1 },
-    grpo: { steps: 100, promptsPerStep: 16, microBatchSize: 64, learningRate: 1e-4 },
+    grpo: { steps: 100, promptsPerStep: 16, microBatchSize: 32, learningRate: 1e-4 },
     algorithm: { aggregation: 'seq-mean-token-mean', klCoefficient: 0.04 },
     rewards: [
       { name: 'plan-speed', weight: 1, options: {} },
