@@ -14,6 +14,7 @@ import { taskRegistry } from '../data/index.js';
 import { scoreRewards } from '../rewards/index.js';
 import { PATH_ACTION_WEIGHTS, SPEED_ACTION_WEIGHTS } from '../rewards/driving-plan.js';
 import { makeRewardInput } from '../rewards/types.js';
+import { buildRewards, resolveConfig } from '../trainer/setup.js';
 import { buildProgram } from './main.js';
 import { resolveServedRewards } from './serve-rewards-command.js';
 
@@ -103,6 +104,22 @@ describe('recipes/papers/alphadrive.ts', () => {
     expect(slipsSeen).toBeGreaterThan(12);
     const longest = Math.max(...task.trainExamples(300, 1).map((row) => task.demonstration(row, () => 0.999).length));
     expect(longest + 1).toBeLessThanOrEqual(raw.default.config.sampling.maxNewTokens);
+  });
+
+  it("gives a configured reward's options to the built-in (the task's own defaults are named apart)", async () => {
+    const task = await taskRegistry.load('driving-planning', {});
+    expect(task.rewards().map((reward) => reward.name)).toEqual(['speed', 'path', 'format']);
+    const config = resolveConfig({
+      task: 'driving-planning',
+      rewards: [{ name: 'plan-speed', weight: 1, options: { diversityWeight: 0 } }],
+    });
+    const [row] = task.trainExamples(1, 3);
+    const completion = task.demonstration(row!, () => 0.999);
+    const matrix = await scoreRewards(buildRewards(config, task), [[makeRewardInput({ completion, row: row! })]], {
+      timeoutMs: 60_000,
+      concurrency: 1,
+    });
+    expect(matrix.scores[0]).toBeCloseTo(SPEED_ACTION_WEIGHTS[String(row!.answer).split(', ')[0]!]!, 4); // no +0.4
   });
 
   it('refuses a bad task option before any compute, naming it', async () => {

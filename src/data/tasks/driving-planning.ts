@@ -192,10 +192,11 @@ export function drivingPlanningTask(raw: Record<string, unknown> = {}): Task {
       const plan = goldPlan(row.scene as DrivingScene);
       return completion(draw() < teacherErrorRate ? slip(plan, draw) : plan);
     },
+    // Named apart from the built-ins, so a config naming `plan-speed` with options gets the built-in with them.
     rewards: (): NamedReward[] => [
-      { name: 'plan-speed', reward: planSpeed(), weight: 1 },
-      { name: 'plan-path', reward: planPath(), weight: 1 },
-      { name: 'plan-format', reward: planFormat(), weight: 1 },
+      { name: 'speed', reward: planSpeed(), weight: 1 },
+      { name: 'path', reward: planPath(), weight: 1 },
+      { name: 'format', reward: planFormat(), weight: 1 },
     ],
     isCorrect: (row, text) => {
       const gold = String(row.solution);
