@@ -41,6 +41,16 @@ describe('ui-s1 turn credit', () => {
     expect(withUnscored.filter((_, episode) => episode !== fixture.groups[0]!.length)).toEqual(turnAdvantages);
   });
 
+  it('reproduces the hand vector of docs/turn-credit.md (γ 0.5, mean)', () => {
+    const { turnAdvantages } = turnCreditEstimators.get('ui-s1')(
+      { rewards: Float64Array.from([1, 1]), groupSizes: [2], turnRewards: [[1, 0.55, 1], [1, 1]] },
+      { gamma: 0.5, normalization: 'mean' },
+    );
+    [[-0.16, -0.585, 0.09], [0.34, 0.315]].forEach((turns, episode) =>
+      turns.forEach((value, turn) => expect(turnAdvantages[episode]![turn]).toBeCloseTo(value, 12)),
+    );
+  });
+
   it('cuts the discounted return at an unmatched turn: earlier turns see nothing past it', () => {
     expect(brokenDiscountedReturns([1, 1, 0.55, 1], [true, true, false, true], 0.5)).toEqual([1.5, 1, 0.55, 1]);
     expect(brokenDiscountedReturns([1, 1, 1], [true, true, true], 0.5)).toEqual([1.75, 1.5, 1]);
