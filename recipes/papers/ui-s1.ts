@@ -88,7 +88,12 @@ function makeRow(pick: Pick): Example {
   }
   if (word !== null) steps.push({ screen: 'screen: field to write', action: `type(${word})` });
   const instruction = `${path.join('>')}${word === null ? '' : `>"${word}"`}`;
-  return { prompt: `task: ${instruction}\n${steps[0]!.screen}`, steps, instruction, answer: steps.map((step) => step.action).join(' ') };
+  return {
+    prompt: `task: ${instruction}\n${steps[0]!.screen}`,
+    steps,
+    instruction,
+    answer: steps.map((step) => step.action).join(' '),
+  };
 }
 
 function hash(text: string): number {

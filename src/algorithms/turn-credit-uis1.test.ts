@@ -13,7 +13,13 @@ const fixture = JSON.parse(
   readFileSync(new URL('../../test/fixtures/uis1-advantage.json', import.meta.url), 'utf8'),
 ) as {
   groups: number[][][];
-  cases: Array<{ gamma: number; stepWeight: number; episodeWeight: number; normalization: string; turnAdvantages: number[][] }>;
+  cases: Array<{
+    gamma: number;
+    stepWeight: number;
+    episodeWeight: number;
+    normalization: string;
+    turnAdvantages: number[][];
+  }>;
 };
 
 const inputOf = (groups: number[][][], extraUnscored = false) => {
@@ -24,7 +30,11 @@ const inputOf = (groups: number[][][], extraUnscored = false) => {
   if (!extraUnscored) return { rewards, groupSizes, turnRewards };
   // An unscored episode added to the first group: it must change nothing.
   turnRewards.splice(groupSizes[0]!, 0, [1, 1]);
-  const withUnscored = Float64Array.from([...rewards.slice(0, groupSizes[0]), Number.NaN, ...rewards.slice(groupSizes[0])]);
+  const withUnscored = Float64Array.from([
+    ...rewards.slice(0, groupSizes[0]),
+    Number.NaN,
+    ...rewards.slice(groupSizes[0]),
+  ]);
   return { rewards: withUnscored, groupSizes: [groupSizes[0]! + 1, ...groupSizes.slice(1)], turnRewards };
 };
 
@@ -43,10 +53,20 @@ describe('ui-s1 turn credit', () => {
 
   it('reproduces the hand vector of docs/turn-credit.md (γ 0.5, mean)', () => {
     const { turnAdvantages } = turnCreditEstimators.get('ui-s1')(
-      { rewards: Float64Array.from([1, 1]), groupSizes: [2], turnRewards: [[1, 0.55, 1], [1, 1]] },
+      {
+        rewards: Float64Array.from([1, 1]),
+        groupSizes: [2],
+        turnRewards: [
+          [1, 0.55, 1],
+          [1, 1],
+        ],
+      },
       { gamma: 0.5, normalization: 'mean' },
     );
-    [[-0.16, -0.585, 0.09], [0.34, 0.315]].forEach((turns, episode) =>
+    [
+      [-0.16, -0.585, 0.09],
+      [0.34, 0.315],
+    ].forEach((turns, episode) =>
       turns.forEach((value, turn) => expect(turnAdvantages[episode]![turn]).toBeCloseTo(value, 12)),
     );
   });
@@ -58,13 +78,22 @@ describe('ui-s1 turn credit', () => {
 
   it('reads a null turn reward as 0, not matched; refuses bad options naming the field', () => {
     const { turnAdvantages } = turnCreditEstimators.get('ui-s1')(
-      { rewards: Float64Array.from([1, 1]), groupSizes: [2], turnRewards: [[null, 1], [1, 1]] },
+      {
+        rewards: Float64Array.from([1, 1]),
+        groupSizes: [2],
+        turnRewards: [
+          [null, 1],
+          [1, 1],
+        ],
+      },
       { normalization: 'mean' },
     );
     // pooled mean 0.75; step 0: returns {0, 1.5} mean 0.75; step 1: {1, 1}
     expect(turnAdvantages[0]).toEqual([-0.75 - 0.75, 0.25]);
     const options = turnCreditEstimators.list().find((entry) => entry.name === 'ui-s1')!.options!;
-    expect(options.safeParse({ gamma: 0.5, stepWeight: 1, normalization: 'mean-std', matchThreshold: 0.9 }).success).toBe(true);
+    expect(
+      options.safeParse({ gamma: 0.5, stepWeight: 1, normalization: 'mean-std', matchThreshold: 0.9 }).success,
+    ).toBe(true);
     expect(options.safeParse({ stepWeight: -1 }).error?.issues[0]?.path).toEqual(['stepWeight']);
     expect(options.safeParse({ gama: 0.5 }).success).toBe(false);
   });

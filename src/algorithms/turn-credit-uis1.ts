@@ -38,7 +38,11 @@ function stats(values: readonly number[], lone: 'zero-mean' | 'own-mean'): { mea
 }
 
 /** The authors' discounted returns: accumulate backwards while matched; an unmatched turn keeps its own reward and resets. */
-export function brokenDiscountedReturns(rewards: readonly number[], matched: readonly boolean[], gamma: number): number[] {
+export function brokenDiscountedReturns(
+  rewards: readonly number[],
+  matched: readonly boolean[],
+  gamma: number,
+): number[] {
   const returns = new Array<number>(rewards.length);
   let running = 0;
   for (let turn = rewards.length - 1; turn >= 0; turn--) {

@@ -84,7 +84,8 @@ describe('recipes/papers/ui-s1.ts', () => {
           expect(rewards.every((reward: number) => Math.abs(reward - 0.55) < 1e-12)).toBe(true); // right type, wrong id or word
           expect(environment.reward()).toBe(0);
           expect(task.isCorrect(row, text)).toBe(false);
-          if (rewards.length > 1) expect(feedback[0].observation).toBe(`patched: ${row.steps[0].action}\n${row.steps[1].screen}`);
+          if (rewards.length > 1)
+            expect(feedback[0].observation).toBe(`patched: ${row.steps[0].action}\n${row.steps[1].screen}`);
         }
       }
     }

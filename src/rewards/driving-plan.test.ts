@@ -59,10 +59,15 @@ describe('plan rewards', () => {
   it('takes its options and refuses bad ones, naming the field; a row without the column is an error', async () => {
     const reward = createReward('plan-path', { diversityWeight: 0, solutionColumn: 'plan' }) as RewardFn;
     const score = await reward(
-      makeRewardInput({ completion: '<answer> KEEP, STRAIGHT </answer>', row: { plan: '<answer> KEEP, STRAIGHT </answer>' } }),
+      makeRewardInput({
+        completion: '<answer> KEEP, STRAIGHT </answer>',
+        row: { plan: '<answer> KEEP, STRAIGHT </answer>' },
+      }),
     );
     expect(score).toBeCloseTo(0.8, 5);
-    expect(() => createReward('plan-speed', { diversityWeight: 'big' })).toThrow(/reward "plan-speed": bad options: diversityWeight/);
+    expect(() => createReward('plan-speed', { diversityWeight: 'big' })).toThrow(
+      /reward "plan-speed": bad options: diversityWeight/,
+    );
     expect(() => createReward('plan-speed', { actionWeights: { KEEP: -1 } })).toThrow(/actionWeights\.KEEP/);
     expect(() => reward(makeRewardInput({ completion: 'x', row: {} }))).toThrow(/column "plan"/);
   });

@@ -5,7 +5,7 @@
  * Σ step_reward = matched steps / steps. Bad rows and options are refused naming the column.
  */
 import { describe, expect, it } from 'vitest';
-import { guiStepScore, semiOnlineEnvironment, type ExpertStep } from './semi-online.js';
+import { guiStepScore, semiOnlineEnvironment, type ExpertStep, type SemiOnlineEpisode } from './semi-online.js';
 
 const steps: ExpertStep[] = [
   { screen: 'screen: 1 mail 2 settings', action: 'click(2)' },
@@ -28,38 +28,43 @@ describe('guiStepScore', () => {
 });
 
 describe('semiOnlineEnvironment', () => {
-  const make = (patchThreshold: number) => semiOnlineEnvironment({ patchThreshold })({ steps }, { seed: 0, episodeIndex: 0 });
+  const make = (patchThreshold: number) =>
+    semiOnlineEnvironment({ patchThreshold })({ steps }, { seed: 0, episodeIndex: 0 }) as SemiOnlineEpisode;
 
   it('follows the expert: a miss is patched, the next screen is the expert’s, the reward counts exact steps', async () => {
-    const episode = await make(2);
-    expect(episode.respond!(turn('click(1)'))).toEqual({
+    const episode = make(2);
+    expect(episode.respond(turn('click(1)'))).toEqual({
       observation: 'patched: click(2)\nscreen: 1 wifi 2 sound',
       reward: 0.55,
       done: false,
     });
-    expect(episode.respond!(turn('click(1)'))).toEqual({ observation: 'screen: field to write', reward: 1, done: false });
-    expect(episode.done!()).toBe(false);
-    expect(episode.respond!(turn('type(hi)'))).toEqual({ reward: 1, done: true });
-    expect(episode.done!()).toBe(true);
-    expect(episode.reward!({} as never)).toBeCloseTo(2 / 3, 12);
+    expect(episode.respond(turn('click(1)'))).toEqual({
+      observation: 'screen: field to write',
+      reward: 1,
+      done: false,
+    });
+    expect(episode.done()).toBe(false);
+    expect(episode.respond(turn('type(hi)'))).toEqual({ reward: 1, done: true });
+    expect(episode.done()).toBe(true);
+    expect(episode.reward()).toBeCloseTo(2 / 3, 12);
   });
 
   it('ends the episode at the first miss past the patch threshold; −1 patches every miss', async () => {
-    const strict = await make(0);
-    expect(strict.respond!(turn('click(1)'))).toEqual({ reward: 0.55, done: true });
-    expect(strict.reward!({} as never)).toBe(0);
-    const once = await make(1);
-    expect(once.respond!(turn('click(1)')).done).toBe(false);
-    expect(once.respond!(turn('click(2)')).done).toBe(true); // second miss, one patch allowed
-    const always = await make(-1);
-    for (const _ of steps) always.respond!(turn('type(no)'));
-    expect(always.done!()).toBe(true);
+    const strict = make(0);
+    expect(strict.respond(turn('click(1)'))).toEqual({ reward: 0.55, done: true });
+    expect(strict.reward()).toBe(0);
+    const once = make(1);
+    expect(once.respond(turn('click(1)')).done).toBe(false);
+    expect(once.respond(turn('click(2)')).done).toBe(true); // second miss, one patch allowed
+    const always = make(-1);
+    for (const _ of steps) always.respond(turn('type(no)'));
+    expect(always.done()).toBe(true);
   });
 
   it('refuses a malformed trajectory or option, naming it', () => {
-    expect(() => semiOnlineEnvironment()({ steps: [{ screen: 's', action: 'click' }] }, { seed: 0, episodeIndex: 0 })).toThrow(
-      /row column "steps"/,
-    );
+    expect(() =>
+      semiOnlineEnvironment()({ steps: [{ screen: 's', action: 'click' }] }, { seed: 0, episodeIndex: 0 }),
+    ).toThrow(/row column "steps"/);
     expect(() => semiOnlineEnvironment({ stepsColumn: 'trajectory' })({}, { seed: 0, episodeIndex: 0 })).toThrow(
       /row column "trajectory"/,
     );

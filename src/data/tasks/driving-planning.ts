@@ -93,7 +93,11 @@ export function goldPlan(scene: DrivingScene): Plan {
     };
   if (passing) {
     const side = scene.leftLaneFree ? 'left' : 'right';
-    return { speed, path: side === 'left' ? 'LEFT_CHANGE' : 'RIGHT_CHANGE', reasons: [speedReason, `pass on the ${side}`] };
+    return {
+      speed,
+      path: side === 'left' ? 'LEFT_CHANGE' : 'RIGHT_CHANGE',
+      reasons: [speedReason, `pass on the ${side}`],
+    };
   }
   return { speed, path: 'STRAIGHT', reasons: [speedReason] };
 }
@@ -173,7 +177,8 @@ const sameSet = (a: ReadonlySet<string>, b: ReadonlySet<string>) => a.size === b
 export function drivingPlanningTask(raw: Record<string, unknown> = {}): Task {
   const parsed = parseTaskOptions('driving-planning', drivingPlanningOptionsSchema, raw);
   const teacherErrorRate = parsed.teacherErrorRate ?? 0.4;
-  const reasons = 'red light near stopped car ahead slower too fast to turn road clear keep pace left right pass on the';
+  const reasons =
+    'red light near stopped car ahead slower too fast to turn road clear keep pace left right pass on the';
   const actions = [...Object.keys(SPEED_ACTION_WEIGHTS), ...Object.keys(PATH_ACTION_WEIGHTS)].join('');
   const alphabet = [
     ...new Set(
