@@ -20,8 +20,9 @@
  * Task (defined here): a small phone whose screens list items by id. An instruction names a path
  * (`settings>sound>mute`) or a message (`mail>new>"hi"`); the expert clicks each item's id and types
  * the word. The SFT teacher picks a wrong id or word on `TEACHER_ERROR_RATE` of its steps (the
- * environment patches it), so GRPO has work. Held-out accuracy: a whole greedy episode with every
- * action the expert's. Not here: screenshots, AndroidControl, and the paper's patch of the history
+ * environment patches it), so GRPO has work. Held-out accuracy reads what evaluation gives a
+ * check, the episode's last turn: its action is the expert's last one (the task's final step done,
+ * earlier misses patched or not); `eval/meanReward` is the fraction of steps matched exactly. Not here: screenshots, AndroidControl, and the paper's patch of the history
  * (here the wrong turn stays in the conversation and the next observation names the expert's action).
  */
 import {
@@ -156,9 +157,11 @@ export const task: Task = {
     return turns.join('');
   },
   rewards: () => [],
+  // Evaluation sees the episode's last assistant turn: correct when its action is the expert's last one.
   isCorrect: (row, completion) => {
-    const actions = [...completion.matchAll(/<action>(.*?)<\/action>/g)].map((match) => match[1]!.trim());
-    return actions.join(' ') === row.answer;
+    const action = parseAction(completion);
+    const steps = row.steps as ExpertStep[];
+    return action !== null && `${action.name}(${action.argument})` === steps[steps.length - 1]!.action;
   },
 };
 
