@@ -75,6 +75,7 @@ import {
   matchtirCreditPart,
   turnRewardsCreditPart,
 } from './turn-credit.js';
+import { uis1CreditPart } from './turn-credit-uis1.js';
 
 export * from './registry.js';
 export * from './advantages-groups.js';
@@ -104,6 +105,7 @@ export * from './policy-losses-trpa.js';
 export * from './option-schemas.js';
 export * from './flow-steps.js';
 export * from './turn-credit.js';
+export * from './turn-credit-uis1.js';
 
 /** A registry holding `parts`, in the order given (the order `grpo list` prints). */
 function filled<Fn, Entry extends RegistryEntry<Fn> = RegistryEntry<Fn>>(
@@ -186,6 +188,7 @@ export const turnCreditEstimators = filled<TurnCreditFn>('turn-credit estimator'
   igpoCreditPart,
   gigpoCreditPart,
   matchtirCreditPart,
+  uis1CreditPart,
 ]);
 
 /** Options of the step rather than registry members, by the config field that selects them, for `grpo list`. */

@@ -149,9 +149,15 @@ describe('matchtir (docs/turn-credit.md §4)', () => {
 
 describe('registry', () => {
   it('registers the estimators with their needs and strict options', () => {
-    expect(turnCreditEstimators.names()).toEqual(['turn-rewards', 'igpo', 'gigpo', 'matchtir']);
+    expect(turnCreditEstimators.names()).toEqual(['turn-rewards', 'igpo', 'gigpo', 'matchtir', 'ui-s1']);
     const needs = Object.fromEntries(turnCreditEstimators.list().map((entry) => [entry.name, entry.needs]));
-    expect(needs).toEqual({ 'turn-rewards': [], igpo: ['informationGains'], gigpo: ['stateKeys'], matchtir: [] });
+    expect(needs).toEqual({
+      'turn-rewards': [],
+      igpo: ['informationGains'],
+      gigpo: ['stateKeys'],
+      matchtir: [],
+      'ui-s1': [],
+    });
     const gigpoOptions = turnCreditEstimators.list().find((entry) => entry.name === 'gigpo')!.options!;
     expect(gigpoOptions.safeParse({ omega: 0.5 }).success).toBe(true);
     expect(gigpoOptions.safeParse({ pooling: 'joint' }).success).toBe(false);

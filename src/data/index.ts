@@ -22,6 +22,7 @@ import { multiDomainTask } from './tasks/multi-domain.js';
 import { wirelessMathTask } from './tasks/wireless-math.js';
 import { promptClassificationTask } from './tasks/prompt-classification.js';
 import { paraphraseEvasionTask } from './tasks/paraphrase-evasion.js';
+import { drivingPlanningTask } from './tasks/driving-planning.js';
 import type { Task } from './task.js';
 import type { NamedReward } from '../rewards/types.js';
 import { createNamedRegistry } from '../registry/registry.js';
@@ -63,6 +64,7 @@ export { multiDomainOptionsSchema, multiDomainTask } from './tasks/multi-domain.
 export { wirelessMathOptionsSchema, wirelessMathTask } from './tasks/wireless-math.js';
 export { promptClassificationOptionsSchema, promptClassificationTask } from './tasks/prompt-classification.js';
 export { paraphraseEvasionOptionsSchema, paraphraseEvasionTask } from './tasks/paraphrase-evasion.js';
+export { drivingPlanningOptionsSchema, drivingPlanningTask } from './tasks/driving-planning.js';
 export { solveArithmetic } from './tasks/arithmetic-solver.js';
 export {
   drawShapes,
@@ -135,6 +137,12 @@ const builtInTasks: TaskEntry[] = [
     create: paraphraseEvasionTask,
     description:
       'rewrite a machine-register sentence so a detector ensemble made here misses it while the meaning stays, α·z(1 − p_ens) + β·ROUGE-L (StealthRL #34; recipes/papers/stealthrl.ts)',
+  },
+  {
+    name: 'driving-planning',
+    create: drivingPlanningTask,
+    description:
+      'plan SPEED and PATH meta-actions for a driving scene told in text; F1 × action weight ± group diversity, format (AlphaDrive #69; recipes/papers/alphadrive.ts)',
   },
   {
     name: 'multi-domain',

@@ -1,6 +1,6 @@
 /**
  * Registry entries of the application-paper rewards of issue 33 (Guru #108, WirelessMathLM #221,
- * Shop-R1 #173, PageLLM #170, RLPrompt #105, StealthRL #34): each a name, a one-line description, its paper and a
+ * Shop-R1 #173, PageLLM #170, RLPrompt #105, StealthRL #34, AlphaDrive #69): each a name, a one-line description, its paper and a
  * zod schema for its options, as `factories.ts` registers the other built-ins. Kept apart so that
  * file stays short.
  *
@@ -11,6 +11,7 @@ import { domainRouter } from './domain-router.js';
 import { wirelessMath } from './wireless-math.js';
 import { rlpromptClassification } from './rlprompt.js';
 import { stealthrl } from './stealthrl.js';
+import { planFormat, planPath, planSpeed } from './driving-plan.js';
 import { define, type RewardFactory } from './factory-registry.js';
 import type { Reward } from './types.js';
 
@@ -91,6 +92,28 @@ export function applicationRewardFactories(create: (name: string, options: unkno
         })
         .strict(),
       stealthrl,
+    ),
+    ...(['speed', 'path'] as const).map((kind) =>
+      define(
+        `plan-${kind}`,
+        `AlphaDrive's ${kind}-planning reward: F1 of the <answer> plan's ${kind} meta-actions × their mean action weight, ±0.4 when no earlier completion of the group planned any of them`,
+        `AlphaDrive (#69, arXiv 2503.07608) plan_${kind}_reward; github.com/hustvl/AlphaDrive src/r1-v/src/open_r1/grpo.py (docs/paper-recipes.md)`,
+        z
+          .object({
+            solutionColumn: column.optional(),
+            diversityWeight: z.number().finite().min(0).optional(),
+            actionWeights: z.record(z.string().min(1), z.number().finite().min(0)).optional(),
+          })
+          .strict(),
+        kind === 'speed' ? planSpeed : planPath,
+      ),
+    ),
+    define(
+      'plan-format',
+      "AlphaDrive's planning format reward: 1 when the whole completion is <think>…</think> then <answer>…</answer>, else 0",
+      'AlphaDrive (#69, arXiv 2503.07608) plan_format_reward; github.com/hustvl/AlphaDrive src/r1-v/src/open_r1/grpo.py',
+      z.object({}).strict(),
+      planFormat,
     ),
   ];
 }

@@ -163,18 +163,19 @@ describe('a multi-turn GRPO step', () => {
     expect(maxDifference(clean, gradients(context.model))).toBe(0);
   });
 
-  it("gives every loss token of a turn that turn's advantage from algorithm.turnCredit", async () => {
-    const { prepared } = await agentStep({
-      algorithm: { turnCredit: { name: 'turn-rewards', options: { gamma: 0.5 } } },
-    });
+  it.each([
+    ['turn-rewards', { gamma: 0.5 }],
+    ['ui-s1', { gamma: 0.5, normalization: 'mean' }], // UI-S1 #96: turn scores 0–2, ≥ 0.9 counts as matched
+  ])("gives every loss token of a turn that turn's advantage from algorithm.turnCredit %s", async (name, options) => {
+    const { prepared } = await agentStep({ algorithm: { turnCredit: { name, options } } });
     const { batch, signal } = prepared;
-    const expected = turnCreditEstimators.get('turn-rewards')(
+    const expected = turnCreditEstimators.get(name)(
       {
         rewards: Float64Array.from(signal.rewards, (r, i) => (signal.keep[i] ? r : NaN)),
         groupSizes: batch.groupSizes,
         turnRewards: batch.samples.map((s) => s.episode!.turnRewards),
       },
-      { gamma: 0.5 },
+      options,
     ).turnAdvantages;
     expect(signal.turnAdvantages).toEqual(expected);
     let row = 0;

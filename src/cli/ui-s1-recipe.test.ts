@@ -1,0 +1,96 @@
+/**
+ * UI-S1's recipe (#96, recipes/papers/ui-s1.ts) end to end through `grpo train` at a tiny size:
+ * SFT on the teacher's whole episodes, two GRPO steps of multi-turn semi-online episodes with the
+ * `ui-s1` turn credit, the environment's reward logged. The teacher's episodes replayed through
+ * the recipe's environment: a right one scores 1 per turn and reward 1, a slip is patched (0.55,
+ * the next screen is the expert's) and the held-out check fails it.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { buildProgram } from './main.js';
+
+const root = new URL('../../', import.meta.url).pathname;
+const recipe = join(root, 'recipes/papers/ui-s1.ts');
+const runs = mkdtempSync(join(tmpdir(), 'grpo-ui-s1-'));
+afterAll(() => rmSync(runs, { recursive: true, force: true }));
+beforeAll(() => {
+  vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+  vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+});
+afterAll(() => vi.restoreAllMocks());
+
+const grpo = (...argv: string[]) =>
+  buildProgram()
+    .exitOverride()
+    .parseAsync(['node', 'grpo', ...argv]);
+const sets = (settings: Record<string, unknown>) =>
+  Object.entries(settings).flatMap(([key, value]) => ['--set', `${key}=${JSON.stringify(value)}`]);
+
+describe('recipes/papers/ui-s1.ts', () => {
+  it('runs SFT and two GRPO steps of semi-online episodes with ui-s1 turn credit through grpo train', async () => {
+    const tiny = sets({
+      'model.hiddenSize': 32,
+      'model.numLayers': 1,
+      'model.numHeads': 2,
+      'sft.steps': 20,
+      'grpo.steps': 2,
+      'grpo.promptsPerStep': 2,
+      'grpo.microBatchSize': 16,
+      'evaluation.examples': 4,
+      'checkpoint.every': 0,
+      'logging.runsDirectory': runs,
+    });
+    await grpo('train', recipe, '--run-name', 'ui-s1', ...tiny);
+    const steps = readFileSync(join(runs, 'ui-s1', 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => line.phase === 'grpo' && 'reward/mean' in line);
+    expect(steps).toHaveLength(2);
+    for (const step of steps) {
+      expect(step['reward/environment/invalid']).toBe(0);
+      expect(Number.isFinite(step['turnCredit/credit/turnAdvantage/absMean'])).toBe(true);
+      expect(step['turns/mean']).toBeGreaterThanOrEqual(1);
+    }
+    const config = JSON.parse(readFileSync(join(runs, 'ui-s1', 'config.json'), 'utf8'));
+    expect(config.algorithm.turnCredit).toEqual({
+      name: 'ui-s1',
+      options: { gamma: 0.5, stepWeight: 1, normalization: 'mean-std' },
+    });
+    expect(config.agent.maxTurns).toBeGreaterThanOrEqual(3);
+  });
+
+  it("replays the teacher's episodes through the environment: right ones match every step, slips are patched", async () => {
+    const { default: loaded, task } = await import(recipe);
+    const rows = task.trainExamples(30, 4);
+    let slips = 0;
+    for (const row of rows) {
+      for (const draw of [() => 0.999, () => 0]) {
+        const text: string = task.demonstration(row, draw);
+        const turns = text.split('<eos>\n').map((part: string) => part.split('\nA:').at(-1)!);
+        const environment = await loaded.environment(row, { seed: 0, episodeIndex: 0 });
+        const feedback = turns.map((turnText: string) => environment.respond(turnText));
+        const rewards = feedback.map((answer: { reward: number }) => answer.reward);
+        const right = draw() > 0.5;
+        expect(environment.done()).toBe(true);
+        if (right) {
+          expect(rewards.every((reward: number) => reward === 1)).toBe(true);
+          expect(environment.reward()).toBe(1);
+          expect(task.isCorrect(row, text)).toBe(true);
+        } else {
+          slips++;
+          expect(rewards.every((reward: number) => Math.abs(reward - 0.55) < 1e-12)).toBe(true); // right type, wrong id or word
+          expect(environment.reward()).toBe(0);
+          expect(task.isCorrect(row, text)).toBe(false);
+          if (rewards.length > 1)
+            expect(feedback[0].observation).toBe(`patched: ${row.steps[0].action}\n${row.steps[1].screen}`);
+        }
+      }
+    }
+    expect(slips).toBe(rows.length);
+    const longest = Math.max(...rows.map((row: { steps: unknown[] }) => task.demonstration(row, () => 0.999).length));
+    expect(longest).toBeLessThanOrEqual(loaded.config.agent.maxEpisodeTokens);
+  });
+});
