@@ -395,9 +395,16 @@ export function buildRewards(
   const taskCorrectness = rowsAreTheTasks
     ? async ({ row, completion }: RewardInput) => ((await task.isCorrect(row as Example, completion)) ? 1 : 0)
     : undefined;
-  return config.rewards.map(({ name, weight, options }) => {
+  return config.rewards.map(({ name, weight, options }, index) => {
     const fromTask = taskRewards.get(name);
-    if (fromTask) return { ...fromTask, weight };
+    if (fromTask) {
+      // The task's own function takes no options: dropping them silently would train on other settings.
+      if (Object.keys(options).length > 0)
+        throw new Error(
+          `invalid config:\n- rewards[${index}]: "${name}" is task "${task.name}"'s own reward, which takes no options (got ${Object.keys(options).join(', ')}); drop them, or name a built-in reward`,
+        );
+      return { ...fromTask, weight };
+    }
     if (name === ENVIRONMENT_REWARD && hasEnvironments) return environmentReward(weight);
     if (!rewardFactories.has(name)) {
       const known = [...taskRewards.keys(), ...rewardFactories.names()];

@@ -271,6 +271,12 @@ describe('config validation', () => {
     const config = resolveConfig({ rewards: [{ name: 'corect' }] });
     expect(() => createRunContext(config)).toThrow(/rewards: unknown reward "corect"; known: correct, format, /);
   });
+  it("options given to a task's own reward are refused, not dropped", () => {
+    const config = resolveConfig({ rewards: [{ name: 'format' }, { name: 'correct', options: { tolerance: 1 } }] });
+    expect(() => createRunContext(config)).toThrow(
+      /rewards\[1\]: "correct" is task "addition"'s own reward, which takes no options \(got tolerance\)/,
+    );
+  });
   it('a missing checkpoint folder is named', () => {
     const config = resolveConfig({ model: { checkpoint: '/nonexistent/model' } });
     expect(() => createRunContext(config)).toThrow(/\/nonexistent\/model/);
