@@ -129,9 +129,10 @@ const grpoSchema = z
     drawTogether: z
       .string()
       .min(1)
-      .optional()
+      .nullable()
+      .default(null)
       .describe(
-        'A dataset column: rows sharing its value are drawn into the same step, all of them (a question and its rephrasing, for the co-reward reward); promptsPerStep must be a multiple of the rows per value. Unset = each prompt drawn on its own.',
+        'A dataset column: rows sharing its value are drawn into the same step, all of them (a question and its rephrasing, for the co-reward reward); promptsPerStep must be a multiple of the rows per value. null = each prompt drawn on its own.',
       ),
   })
   .strict();

@@ -29,7 +29,7 @@ describe('drawTogetherSets', () => {
     ]);
   });
   it('is null when unset', () => {
-    expect(drawTogetherSets(undefined, examples, 3, true)).toBeNull();
+    expect(drawTogetherSets(null, examples, 3, true)).toBeNull();
   });
   it('refuses a missing column, uneven sets, no pairs, an odd promptsPerStep and a prompt selector', () => {
     expect(() => drawTogetherSets('question', examples, 4, false)).toThrow(

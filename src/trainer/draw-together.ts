@@ -34,7 +34,7 @@ function promptSets(examples: readonly Example[], column: string, promptsPerStep
   const uneven = [...byKey.entries()].find(([, set]) => set.indices.length !== size);
   if (uneven)
     throw new Error(
-      `grpo.drawTogether: "${column}" = ${JSON.stringify(uneven[0])} has ${uneven[1].indices.length} distinct rows, others ${size}; every set must have the same size`,
+      `grpo.drawTogether: "${column}" = ${JSON.stringify(uneven[0])} has ${uneven[1].indices.length} distinct rows, others ${size}; every set must have the same size (a held-out split can part a pair: give held-out rows in their own file, --eval-data)`,
     );
   if (size < 2) throw new Error(`grpo.drawTogether: no two rows share a "${column}" value; nothing to draw together`);
   if (promptsPerStep % size !== 0)
@@ -45,17 +45,17 @@ function promptSets(examples: readonly Example[], column: string, promptsPerStep
 }
 
 /**
- * The sets of `grpo.drawTogether` for a run, or null when it is unset; refused with a prompt
+ * The sets of `grpo.drawTogether` for a run, or null when it is null (unset); refused with a prompt
  * selector (which picks single rows). Called before any model loads (setup.ts) and again when the
  * step environment is built, on the same training list.
  */
 export function drawTogetherSets(
-  column: string | undefined,
+  column: string | null,
   examples: readonly Example[],
   promptsPerStep: number,
   hasPromptSelector: boolean,
 ): number[][] | null {
-  if (column === undefined) return null;
+  if (column === null) return null;
   if (hasPromptSelector)
     throw new Error(
       'grpo.drawTogether: cannot be combined with algorithm.promptSelector (the selector picks single rows)',

@@ -228,7 +228,7 @@ export function createRunContext(
   // Before any model is loaded: every part's options and needs against the data and the rollout.
   const algorithm = bindRunAlgorithm(config, task, rollout);
   // grpo.drawTogether's sets, checked on the training list the steps will draw from.
-  if (config.grpo.drawTogether !== undefined)
+  if (config.grpo.drawTogether !== null)
     drawTogetherSets(
       config.grpo.drawTogether,
       task.trainExamples(config.grpo.examples, config.seed + 2),
