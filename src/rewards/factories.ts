@@ -12,6 +12,7 @@ import { equationAnswer } from './equation.js';
 import { lengthAmongCorrect } from './group.js';
 import { majorityVote, voteFrequency } from './vote.js';
 import { coReward } from './co-reward.js';
+import { ttrvReward } from './ttrv.js';
 import { negativeSurprisal, unlikeliness } from './policy.js';
 import { toolEfficiency } from './tool-efficiency.js';
 import {
@@ -275,6 +276,13 @@ const builtIns: RewardFactory[] = [
     'TTRV frequency reward, papers.tsv 64',
     voteOptions,
     voteFrequency,
+  ),
+  define(
+    'ttrv',
+    "group, label-free: the share of the group giving this answer − w·(entropy of the group's answers / log distinct answers), w = 0.75; no answer is one more answer",
+    'TTRV, Singh et al. 2025, arXiv 2510.06783 (Akshit21112002/TTRV ttt_metrics.py rewards_en); papers.tsv 64',
+    voteOptions.extend({ entropyWeight: z.number().finite().min(0).optional() }).strict(),
+    ttrvReward,
   ),
   define(
     'unlikeliness',
