@@ -58,6 +58,7 @@ const builtInBefore = {
     warmupSteps: 0,
     schedule: 'constant',
     examples: 4096,
+    drawTogether: null, // added with grpo.drawTogether (Co-Reward pairs; off by default: the run is as before)
   },
   algorithm: {
     advantage: 'grpo',

@@ -2,7 +2,8 @@
  * `grpo train --task addition --reward majority-vote --reward vote-frequency`: the label-free rewards
  * compose with the trainer end to end (SFT, GRPO, evaluation): both are logged per step, every
  * sample carries both scores, and the run finishes. Whether they raise held-out accuracy is not
- * claimed here (see docs/algorithms.md, label-free rewards).
+ * claimed here (see docs/algorithms.md, label-free rewards). TTRV's `ttrv` reward likewise, each
+ * logged score recomputed from the logged texts.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -59,5 +60,42 @@ describe('label-free rewards through grpo train', () => {
         if (completion.rewards['majority-vote'] === 1) expect(completion.rewards['vote-frequency']).toBeGreaterThan(0);
       }
     expect(JSON.parse(readFileSync(join(run, 'summary.json'), 'utf8')).status).toBe('finished');
+  });
+
+  it('ttrv (TTRV, #64): every logged reward is the frequency minus 0.75 of the normalised answer entropy', async () => {
+    const set = [
+      'task=addition',
+      'model.hiddenSize=16',
+      'model.numLayers=1',
+      'model.numHeads=2',
+      'sft.steps=2',
+      'grpo.steps=2',
+      'grpo.promptsPerStep=2',
+      'grpo.microBatchSize=8',
+      'sampling.groupSize=4',
+      'sampling.maxNewTokens=4',
+      'evaluation.examples=4',
+      'checkpoint.every=0',
+      `logging.runsDirectory=${JSON.stringify(scratch)}`,
+    ];
+    const code = await runTrainCommand({ set, data: { rewards: ['ttrv'] }, runName: 'ttrv', quiet: true });
+    expect(code).toBe(0);
+    const run = join(scratch, 'ttrv');
+    expect(lines(join(run, 'metrics.jsonl')).filter((m) => 'train/samples' in m)).toHaveLength(2);
+    // Recomputed from the logged texts: each one's last number is its answer, none is one more answer.
+    const answerOf = (text: string) => text.match(/\d+/g)?.map(Number).at(-1) ?? 'none';
+    const records = lines(join(run, 'samples.jsonl')).filter((record) => record.phase === 'grpo');
+    expect(records.length).toBeGreaterThan(0);
+    for (const record of records) {
+      const answers = (record.completions as Array<{ text: string }>).map((c) => answerOf(c.text));
+      const counts = new Map<unknown, number>();
+      for (const answer of answers) counts.set(answer, (counts.get(answer) ?? 0) + 1);
+      const n = answers.length;
+      const entropy = -[...counts.values()].reduce((sum, count) => sum + (count / n) * Math.log(count / n), 0);
+      const term = counts.size > 1 ? (0.75 * entropy) / Math.log(counts.size) : 0;
+      record.completions.forEach((completion: { rewards: Record<string, number> }, index: number) =>
+        expect(completion.rewards.ttrv).toBeCloseTo(counts.get(answers[index])! / n - term, 5),
+      );
+    }
   });
 });

@@ -126,6 +126,14 @@ const grpoSchema = z
       .default('constant')
       .describe('GRPO learning-rate schedule after warmup.'),
     examples: boundedInteger(1, 1_000_000).default(4096).describe('Training prompts drawn from the task (cycled).'),
+    drawTogether: z
+      .string()
+      .min(1)
+      .nullable()
+      .default(null)
+      .describe(
+        'A dataset column: rows sharing its value are drawn into the same step, all of them (a question and its rephrasing, for the co-reward reward); promptsPerStep must be a multiple of the rows per value. null = each prompt drawn on its own.',
+      ),
   })
   .strict();
 

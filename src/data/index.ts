@@ -28,7 +28,13 @@ import type { NamedReward } from '../rewards/types.js';
 import { createNamedRegistry } from '../registry/registry.js';
 
 export { parseTaskOptions, type Example, type Task } from './task.js';
-export { additionOptionsSchema, additionTask, withoutCarry, type AdditionOptions } from './tasks/addition.js';
+export {
+  additionOptionsSchema,
+  additionTask,
+  isHeldOut,
+  withoutCarry,
+  type AdditionOptions,
+} from './tasks/addition.js';
 export { datasetFormatOf, readRowList, readRows, type DatasetRow, type ReadOptions } from './readers.js';
 export {
   dataOptionsSchema,

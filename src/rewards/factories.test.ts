@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { createReward, rewardFactories } from './factories.js';
 import { createRewardFactoryRegistry, UnknownRewardError } from './factory-registry.js';
-import { isGroupReward, makeRewardInput } from './types.js';
+import { isBatchReward, isGroupReward, makeRewardInput } from './types.js';
 
 /** Minimal options for the factories that require some. */
 const required: Record<string, unknown> = {
@@ -20,7 +20,7 @@ describe('rewardFactories', () => {
     expect(factory.description.length).toBeGreaterThan(10);
     expect(factory.citation.length).toBeGreaterThan(3);
     const reward = factory.create(required[name] ?? {});
-    expect(typeof reward === 'function' || isGroupReward(reward)).toBe(true);
+    expect(typeof reward === 'function' || isGroupReward(reward) || isBatchReward(reward)).toBe(true);
   });
 
   it('a built reward scores', async () => {

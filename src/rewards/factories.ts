@@ -11,6 +11,8 @@ import { codeTests } from './code.js';
 import { equationAnswer } from './equation.js';
 import { lengthAmongCorrect } from './group.js';
 import { majorityVote, voteFrequency } from './vote.js';
+import { coReward } from './co-reward.js';
+import { ttrvReward } from './ttrv.js';
 import { negativeSurprisal, unlikeliness } from './policy.js';
 import { toolEfficiency } from './tool-efficiency.js';
 import {
@@ -266,11 +268,25 @@ const builtIns: RewardFactory[] = [
     majorityVote,
   ),
   define(
+    'co-reward',
+    "step, label-free: 1 when the final answer matches the majority answer of the rephrased question's group (rows sharing pairColumn, default pair_id; draw them together with grpo.drawTogether), else 0",
+    'Co-Reward, Zhang et al. 2025, arXiv 2508.00410 (resistzzz/Co-Reward co_reward.py); papers.tsv 94',
+    voteOptions.extend({ pairColumn: column.optional() }).strict(),
+    coReward,
+  ),
+  define(
     'vote-frequency',
     'group, label-free: the share of the group whose final answer matches this one; no answer 0',
     'TTRV frequency reward, papers.tsv 64',
     voteOptions,
     voteFrequency,
+  ),
+  define(
+    'ttrv',
+    "group, label-free: the share of the group giving this answer − w·(entropy of the group's answers / log distinct answers), w = 0.75; no answer is one more answer",
+    'TTRV, Singh et al. 2025, arXiv 2510.06783 (Akshit21112002/TTRV ttt_metrics.py rewards_en); papers.tsv 64',
+    voteOptions.extend({ entropyWeight: z.number().finite().min(0).optional() }).strict(),
+    ttrvReward,
   ),
   define(
     'unlikeliness',
@@ -621,7 +637,14 @@ function perCompletionCheck(
   return reward;
 }
 
-/** Builds a built-in reward by name; unknown names and bad options throw with the details. */
+/**
+ * Builds a built-in reward by name; unknown names and bad options throw with the details. A reward
+ * that scores a whole step at once (`co-reward`) throws here: it is built by the trainer (setup.ts),
+ * never nested in another reward or run on one file's rows.
+ */
 export function createReward(name: string, options: unknown = {}): Reward {
-  return rewardFactories.get(name).create(options);
+  const reward = rewardFactories.get(name).create(options);
+  if (typeof reward !== 'function' && reward.scope === 'batch')
+    throw new Error(`reward "${name}" scores a whole training step at once; use it in grpo train, not here`);
+  return reward;
 }

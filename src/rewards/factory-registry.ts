@@ -7,7 +7,7 @@
  */
 import type { z } from 'zod';
 import { UnknownRegistryNameError, createNamedRegistry } from '../registry/registry.js';
-import type { Reward, RewardFn } from './types.js';
+import type { AnyReward, RewardFn } from './types.js';
 
 /**
  * What a training run knows beyond a reward's options. `taskCorrectness`: the run's task's own check
@@ -25,7 +25,7 @@ export interface RewardFactory {
   /** Paper or reference implementation. */
   citation: string;
   /** Builds the reward from JSON options (validated; unknown keys rejected) and the run's context. */
-  create(options?: unknown, context?: RewardContext): Reward;
+  create(options?: unknown, context?: RewardContext): AnyReward;
 }
 
 /** Thrown for an unknown reward name; lists the known ones (the shared registry's error, kind "reward"). */
@@ -52,7 +52,7 @@ export function define<Schema extends z.ZodType>(
   description: string,
   citation: string,
   schema: Schema,
-  build: (options: z.infer<Schema>, context: RewardContext) => Reward,
+  build: (options: z.infer<Schema>, context: RewardContext) => AnyReward,
 ): RewardFactory {
   return {
     name,

@@ -60,6 +60,7 @@ import type { NamedReward } from '../rewards/types.js';
 import type { RewardScorer } from '../rewards/run.js';
 import { padRows, type TokenSequence } from './completion-logprobs.js';
 import type { TextTokenizer } from '../model/tokenizer.js';
+import { drawSets, drawTogetherSets } from './draw-together.js';
 
 /** What a step needs from the run. */
 export interface StepEnvironment {
@@ -76,6 +77,8 @@ export interface StepEnvironment {
   referenceRows: <S extends TokenSequence>(rows: S[]) => S[]; // as the reference reads them (its own connector)
   promptsPerStep: number;
   groupSize: number;
+  /** `grpo.drawTogether`'s sets of rows (indices into `examples`), drawn whole; null = a uniform draw. */
+  promptSets: number[][] | null;
 }
 
 /** A step's batch, its signal and the rows the optimiser trains on. */
@@ -93,6 +96,7 @@ export interface PreparedStep {
 /** The environment the loop builds for a run (also used by tests to drive the same step). */
 export function createStepEnvironment(context: RunContext, referenceModel: Transformer | null): StepEnvironment {
   const { config, model, tokenizer, task } = context;
+  const examples = task.trainExamples(config.grpo.examples, config.seed + 2);
   return {
     bound: context.algorithm,
     settings: stepSettingsOf(config),
@@ -100,12 +104,18 @@ export function createStepEnvironment(context: RunContext, referenceModel: Trans
     rolloutContext: { model, tokenizer, chatTemplate: context.promptFormat.chatTemplate },
     rewards: context.rewards,
     scoreRewards: context.scoreRewards,
-    examples: task.trainExamples(config.grpo.examples, config.seed + 2),
+    examples,
     render: (example, where) => renderRunPrompt(context.promptFormat, context.vision, example, where),
     referenceModel,
     referenceRows: (rows) => rows, // a vision-language run's trainer replaces it (vision-run.ts withConnector)
     promptsPerStep: config.grpo.promptsPerStep,
     groupSize: config.sampling.groupSize,
+    promptSets: drawTogetherSets(
+      config.grpo.drawTogether,
+      examples,
+      config.grpo.promptsPerStep,
+      context.algorithm.promptSelector !== null,
+    ),
   };
 }
 
@@ -115,8 +125,16 @@ export function rolloutSettingsOf(context: RunContext, seed: number): RolloutSet
 }
 
 type Render = StepEnvironment['render'];
-async function draw(examples: readonly Example[], count: number, random: Random, render: Render) {
-  const indices = Array.from({ length: count }, () => random.integer(examples.length));
+async function draw(
+  examples: readonly Example[],
+  count: number,
+  random: Random,
+  render: Render,
+  sets: number[][] | null = null,
+) {
+  const indices = sets
+    ? drawSets(sets, count, random)
+    : Array.from({ length: count }, () => random.integer(examples.length));
   const prompts = indices.map(async (exampleIndex): Promise<RolloutPrompt> => {
     const { ids, ...rendered } = await render(examples[exampleIndex], `training row ${exampleIndex}`);
     return { ...rendered, example: examples[exampleIndex], promptIds: ids, exampleIndex };
@@ -133,7 +151,11 @@ export async function choosePrompts(
 ): Promise<{ prompts: RolloutPrompt[]; counts: number[] }> {
   const { bound, examples, render, promptsPerStep: P, groupSize: G } = environment;
   const selector = bound.promptSelector;
-  if (!selector) return { prompts: await draw(examples, P, random, render), counts: new Array<number>(P).fill(G) };
+  if (!selector)
+    return {
+      prompts: await draw(examples, P, random, render, environment.promptSets),
+      counts: new Array<number>(P).fill(G),
+    };
   const posteriors = (state.extra.promptPosteriors ?? {}) as PosteriorState;
   const plan = selector.entry.plan(selector.options, {
     promptsPerStep: P,
@@ -256,7 +278,13 @@ export async function prepareGrpoStep(
         round === 0
           ? first
           : {
-              prompts: await draw(environment.examples, environment.promptsPerStep, random, environment.render),
+              prompts: await draw(
+                environment.examples,
+                environment.promptsPerStep,
+                random,
+                environment.render,
+                environment.promptSets,
+              ),
               counts: new Array<number>(environment.promptsPerStep).fill(environment.groupSize),
             };
       const generated = await generateRound(

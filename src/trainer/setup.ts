@@ -45,6 +45,7 @@ import {
 import { isIdefics3Checkpoint } from '../model/vision/idefics3-config.js';
 import { refuseWithImages, type VisionRun } from './vision-run.js';
 import { createVisionModel, loadVisionModel } from './vision-setup.js';
+import { drawTogetherSets } from './draw-together.js';
 import type { Example } from '../data/task.js';
 import { renderPrompt } from '../config/prompt-format.js';
 import { RewardWorkerPool } from '../rewards/workers.js';
@@ -226,6 +227,14 @@ export function createRunContext(
   const rollout = runRollout(config, recipe);
   // Before any model is loaded: every part's options and needs against the data and the rollout.
   const algorithm = bindRunAlgorithm(config, task, rollout);
+  // grpo.drawTogether's sets, checked on the training list the steps will draw from.
+  if (config.grpo.drawTogether !== null)
+    drawTogetherSets(
+      config.grpo.drawTogether,
+      task.trainExamples(config.grpo.examples, config.seed + 2),
+      config.grpo.promptsPerStep,
+      algorithm.promptSelector !== null,
+    );
   const rewards = rewardsOf(config, task, recipe);
   let tokenizer: TextTokenizer;
   let tokenizerFiles: Record<string, string> = {};

@@ -29,7 +29,8 @@ function pairHash(a: number, b: number): number {
   return Math.imul(h, 0x85ebca77) >>> 0;
 }
 
-const isHeldOut = (a: number, b: number): boolean => pairHash(a, b) % 8 === 0;
+/** True for the pairs of the held-out split (never trained on). */
+export const isHeldOut = (a: number, b: number): boolean => pairHash(a, b) % 8 === 0;
 
 function makeExample(a: number, b: number): Example {
   return { prompt: `${a}+${b}=`, answer: String(a + b), a, b };
