@@ -19,6 +19,15 @@ const everyLoss: [string, PolicyLossFn, object][] = policyLosses
     entry.fn,
     entry.name === 'dispo' ? { positiveBounds: [0.2, 0.2], negativeBounds: [0.2, 0.2] } : {},
   ]);
+/** The reference log-probs a loss that declares the need gets (trpa), with `pad` at the padded token 2. */
+const needsReference = new Set(
+  policyLosses
+    .list()
+    .filter((entry) => entry.needs?.includes('referenceLogprobs'))
+    .map((entry) => entry.name),
+);
+const referenceFor = (name: string, pad: number) =>
+  needsReference.has(name) ? { refLogprobs: [-1.05, pad, -1.95, -1.1] } : {};
 
 describe('input errors and padding', () => {
   it('names the field with the wrong size', () => {
@@ -47,12 +56,18 @@ describe('input errors and padding', () => {
     const input = { oldLogprobs: [-1.1, 0, -1.9, -1], advantages: [1, -0.5], mask: [1, 0, 1, 1], groupSizes: 2 };
     for (const [name, loss, options] of everyLoss) {
       const clean = make(0);
-      const lossClean = loss({ ...input, logprobs: clean }, options).loss;
+      const lossClean = loss({ ...input, ...referenceFor(name, 0), logprobs: clean }, options).loss;
       lossClean.backward();
       for (const padValue of [60, -Infinity, NaN]) {
         const noisy = make(padValue);
         const lossNoisy = loss(
-          { ...input, logprobs: noisy, oldLogprobs: [-1.1, -Infinity, -1.9, -1], advantages: [1, -0.5] },
+          {
+            ...input,
+            ...referenceFor(name, padValue),
+            logprobs: noisy,
+            oldLogprobs: [-1.1, -Infinity, -1.9, -1],
+            advantages: [1, -0.5],
+          },
           options,
         ).loss;
         lossNoisy.backward();
@@ -66,7 +81,14 @@ describe('input errors and padding', () => {
     for (const [name, loss, options] of everyLoss) {
       const logprobs = tensor([-1, -2, -1.5, -0.5], [2, 2], { requiresGrad: true });
       const { loss: value } = loss(
-        { logprobs, oldLogprobs: [-1.1, -1.9, 0, 0], advantages: [0.8, -0.3], mask: [1, 1, 0, 0], groupSizes: 2 },
+        {
+          logprobs,
+          oldLogprobs: [-1.1, -1.9, 0, 0],
+          advantages: [0.8, -0.3],
+          mask: [1, 1, 0, 0],
+          groupSizes: 2,
+          ...(needsReference.has(name) ? { refLogprobs: [-1, -2, 0, 0] } : {}),
+        },
         options,
       );
       value.backward();

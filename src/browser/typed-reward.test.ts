@@ -62,7 +62,9 @@ describe('startTypedReward', () => {
   });
 
   it("passes on the reward worker's sentence for a reward that does not compile", async () => {
-    await expect(startTypedReward('(', 1000, inlineThread)).rejects.toThrow(/^the reward does not compile: /);
+    await expect(startTypedReward('(', 1000, inlineThread)).rejects.toThrow(
+      /^the reward does not compile as JavaScript \(.+\) nor as TypeScript \(.+\)$/,
+    );
   });
 
   it('ends a reward worker that runs past the time limit and stops the run with one sentence', async () => {
