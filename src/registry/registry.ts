@@ -8,6 +8,8 @@
  * (`advantageEstimators.get(name)` returns the function, `rewardFactories.get(name)` the factory).
  * Is not: a plugin loader — nothing registers itself through a side-effect import; each layer's
  * index lists its built-ins, and a recipe lists its own.
+ * Also keeps every registry's map in `everyRegistry`, so the test setup can put back what a test
+ * file added (checkpointRegistries) when test files share one process.
  */
 
 /** Thrown for an unknown name; carries the names that would have worked. */
@@ -20,6 +22,25 @@ export class UnknownRegistryNameError extends Error {
     super(`Unknown ${kind} "${requestedName}". Known ${kind}s: ${availableNames.join(', ') || '(none)'}.`);
     this.name = 'UnknownRegistryNameError';
   }
+}
+
+/** The entry maps of every registry this process created, for checkpointRegistries. */
+const everyRegistry = new Set<Map<string, unknown>>();
+
+/**
+ * Records every registry's entries now and returns a function that puts them back: entries added
+ * since are removed, removed ones return. Registries created after the checkpoint are left alone.
+ * Exists for the test setup (test/helpers/per-file-state.ts): test files that share a process must
+ * not see parts another file registered (a recipe's loss would join `policyLosses.names()`).
+ */
+export function checkpointRegistries(): () => void {
+  const saved = [...everyRegistry].map((entries) => ({ entries, copy: new Map(entries) }));
+  return () => {
+    for (const { entries, copy } of saved) {
+      entries.clear();
+      for (const [name, entry] of copy) entries.set(name, entry);
+    }
+  };
 }
 
 /** Entries of one kind by name, in registration order. */
@@ -44,6 +65,7 @@ export function createNamedRegistry<Entry extends { name: string }>(
   options: { sameEntry?: (existing: Entry, added: Entry) => boolean; what?: string } = {},
 ): NamedRegistry<Entry> {
   const entries = new Map<string, Entry>();
+  everyRegistry.add(entries);
   const sameEntry = options.sameEntry ?? ((existing, added) => existing === added);
   const entryOf = (name: string): Entry => {
     const entry = entries.get(name);
