@@ -6,39 +6,26 @@
  * lose the missed action's F1; within one group the same plan a second time loses the diversity
  * bonus (−0.4 instead of +0.4), as the group's order in a real step gives it.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { taskRegistry } from '../data/index.js';
 import { scoreRewards } from '../rewards/index.js';
 import { PATH_ACTION_WEIGHTS, SPEED_ACTION_WEIGHTS } from '../rewards/driving-plan.js';
 import { makeRewardInput } from '../rewards/types.js';
 import { buildRewards, resolveConfig } from '../trainer/setup.js';
-import { buildProgram } from './main.js';
 import { resolveServedRewards } from './serve-rewards-command.js';
+import { inProcessCli, settingFlags } from '../../test/helpers/cli-in-process.js';
 
 const root = new URL('../../', import.meta.url).pathname;
 const recipe = join(root, 'recipes/papers/alphadrive.ts');
-const runs = mkdtempSync(join(tmpdir(), 'grpo-alphadrive-'));
-afterAll(() => rmSync(runs, { recursive: true, force: true }));
-beforeAll(() => {
-  vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
-  vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-});
-afterAll(() => vi.restoreAllMocks());
+const { runs, grpo } = inProcessCli('grpo-alphadrive-');
 
-const grpo = (...argv: string[]) =>
-  buildProgram()
-    .exitOverride()
-    .parseAsync(['node', 'grpo', ...argv]);
-const sets = (settings: Record<string, unknown>) =>
-  Object.entries(settings).flatMap(([key, value]) => ['--set', `${key}=${JSON.stringify(value)}`]);
 const rewardNames = ['plan-speed', 'plan-path', 'plan-format'];
 
 describe('recipes/papers/alphadrive.ts', () => {
   it('runs SFT and two GRPO steps through grpo train, logging every planning reward', async () => {
-    const tiny = sets({
+    const tiny = settingFlags({
       'model.hiddenSize': 32,
       'model.numLayers': 1,
       'model.numHeads': 2,
@@ -123,7 +110,7 @@ describe('recipes/papers/alphadrive.ts', () => {
   });
 
   it('refuses a bad task option before any compute, naming it', async () => {
-    await expect(grpo('train', recipe, ...sets({ 'taskOptions.teacherErrorRate': 2 }))).rejects.toThrow(
+    await expect(grpo('train', recipe, ...settingFlags({ 'taskOptions.teacherErrorRate': 2 }))).rejects.toThrow(
       /taskOptions\.teacherErrorRate/,
     );
   });

@@ -5,32 +5,19 @@
  * checked on the task's own rows: the teacher's right demonstrations earn the main reward in full,
  * its wrong ones do not. The multi-domain run logs its per-domain metrics.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { taskRegistry } from '../data/index.js';
 import { createReward, scoreRewards } from '../rewards/index.js';
 import { makeRewardInput, type RewardFn } from '../rewards/types.js';
-import { buildProgram } from './main.js';
 import { resolveServedRewards } from './serve-rewards-command.js';
+import { inProcessCli, settingFlags } from '../../test/helpers/cli-in-process.js';
 
 const root = new URL('../../', import.meta.url).pathname;
-const runs = mkdtempSync(join(tmpdir(), 'grpo-application-recipes-'));
-afterAll(() => rmSync(runs, { recursive: true, force: true }));
-beforeAll(() => {
-  vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
-  vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-});
-afterAll(() => vi.restoreAllMocks());
+const { runs, grpo } = inProcessCli('grpo-application-recipes-');
 
-const grpo = (...argv: string[]) =>
-  buildProgram()
-    .exitOverride()
-    .parseAsync(['node', 'grpo', ...argv]);
-const sets = (settings: Record<string, unknown>) =>
-  Object.entries(settings).flatMap(([key, value]) => ['--set', `${key}=${JSON.stringify(value)}`]);
-const tiny = sets({
+const tiny = settingFlags({
   'model.hiddenSize': 32,
   'model.numLayers': 1,
   'model.numHeads': 2,

@@ -6,25 +6,17 @@
  * A config that draws without the pairing column's sets, or names a column the rows lack, is
  * refused naming the field.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildProgram } from './main.js';
+import { inProcessCli, settingFlags } from '../../test/helpers/cli-in-process.js';
 
 const root = new URL('../../', import.meta.url).pathname;
 const recipe = join(root, 'recipes/papers/co-reward.ts');
-const runs = mkdtempSync(join(tmpdir(), 'grpo-co-reward-recipe-'));
-afterAll(() => rmSync(runs, { recursive: true, force: true }));
-beforeAll(() => {
-  vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
-  vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-});
-afterAll(() => vi.restoreAllMocks());
+const { runs } = inProcessCli('grpo-co-reward-recipe-');
 
-const sets = (settings: Record<string, unknown>) =>
-  Object.entries(settings).flatMap(([key, value]) => ['--set', `${key}=${JSON.stringify(value)}`]);
-const tiny = sets({
+const tiny = settingFlags({
   'model.hiddenSize': 32,
   'model.numLayers': 1,
   'model.numHeads': 2,

@@ -6,32 +6,19 @@
  * has its own, as VeriReason's 2.1), its wrong ones do not. Bad task options and bad reward
  * options are refused before any compute, naming the field.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { taskRegistry } from '../data/index.js';
 import { scoreRewards } from '../rewards/index.js';
 import { makeRewardInput } from '../rewards/types.js';
-import { buildProgram } from './main.js';
 import { resolveServedRewards } from './serve-rewards-command.js';
+import { inProcessCli, settingFlags } from '../../test/helpers/cli-in-process.js';
 
 const root = new URL('../../', import.meta.url).pathname;
-const runs = mkdtempSync(join(tmpdir(), 'grpo-paper-recipes-'));
-afterAll(() => rmSync(runs, { recursive: true, force: true }));
-beforeAll(() => {
-  vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
-  vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-});
-afterAll(() => vi.restoreAllMocks());
+const { runs, grpo } = inProcessCli('grpo-paper-recipes-');
 
-const grpo = (...argv: string[]) =>
-  buildProgram()
-    .exitOverride()
-    .parseAsync(['node', 'grpo', ...argv]);
-const sets = (settings: Record<string, unknown>) =>
-  Object.entries(settings).flatMap(([key, value]) => ['--set', `${key}=${JSON.stringify(value)}`]);
-const tiny = sets({
+const tiny = settingFlags({
   'model.hiddenSize': 32,
   'model.numLayers': 1,
   'model.numHeads': 2,
@@ -123,7 +110,7 @@ describe('paper recipes refuse bad input before compute', () => {
         '--run-name',
         'bad-mode',
         ...tiny,
-        ...sets({ 'taskOptions.mode': 'listwise' }),
+        ...settingFlags({ 'taskOptions.mode': 'listwise' }),
       ),
     ).rejects.toThrow(/taskOptions\.mode/);
     noRun('bad-mode');
@@ -134,7 +121,7 @@ describe('paper recipes refuse bad input before compute', () => {
         '--run-name',
         'bad-rate',
         ...tiny,
-        ...sets({ 'taskOptions.teacherErrorRate': 2 }),
+        ...settingFlags({ 'taskOptions.teacherErrorRate': 2 }),
       ),
     ).rejects.toThrow(/taskOptions\.teacherErrorRate/);
     noRun('bad-rate');
@@ -160,7 +147,7 @@ describe('paper recipes refuse bad input before compute', () => {
 
   it('the Verilog recipe refuses a reward option of the wrong type, naming the reward and the field', async () => {
     const rewards = (options: Record<string, unknown>) =>
-      sets({ rewards: [{ name: 'verilog-testbench', weight: 1, options }] });
+      settingFlags({ rewards: [{ name: 'verilog-testbench', weight: 1, options }] });
     await expect(
       grpo('train', recipe('verireason'), '--run-name', 'bad-timeout', ...tiny, ...rewards({ timeoutMs: 'ten' })),
     ).rejects.toThrow(/reward "verilog-testbench": bad options: timeoutMs:/);

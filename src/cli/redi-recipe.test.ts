@@ -4,24 +4,16 @@
  * every GRPO completion is the right sum or the teacher's carry-dropped one, and every group the loss
  * sees (dynamic sampling) holds one right and one wrong trace, the authors' pairs.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { withoutCarry } from '../data/index.js';
 import { buildProgram } from './main.js';
+import { inProcessCli, settingFlags } from '../../test/helpers/cli-in-process.js';
 
 const root = new URL('../../', import.meta.url).pathname;
-const runs = mkdtempSync(join(tmpdir(), 'grpo-redi-recipe-'));
-afterAll(() => rmSync(runs, { recursive: true, force: true }));
-beforeAll(() => {
-  vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
-  vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-});
-afterAll(() => vi.restoreAllMocks());
+const { runs } = inProcessCli('grpo-redi-recipe-');
 
-const sets = (settings: Record<string, unknown>) =>
-  Object.entries(settings).flatMap(([key, value]) => ['--set', `${key}=${JSON.stringify(value)}`]);
 const readLines = (file: string) =>
   readFileSync(file, 'utf8')
     .trim()
@@ -36,7 +28,7 @@ interface LoggedCompletion {
 
 describe('recipes/papers/redi.ts', () => {
   it('trains the redi loss on teacher traces, one right and one wrong per kept problem', async () => {
-    const tiny = sets({
+    const tiny = settingFlags({
       'model.hiddenSize': 32,
       'model.numLayers': 1,
       'model.numHeads': 2,

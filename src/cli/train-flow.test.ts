@@ -4,34 +4,21 @@
  * pre-trains its own start. Every field a flow recipe offers is refused before compute when it
  * cannot run, naming the field.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { buildProgram } from './main.js';
+import { describe, expect, it } from 'vitest';
+import { inProcessCli, settingFlags } from '../../test/helpers/cli-in-process.js';
 
-const runs = mkdtempSync(join(tmpdir(), 'grpo-flow-recipes-'));
-afterAll(() => rmSync(runs, { recursive: true, force: true }));
-beforeAll(() => {
-  vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
-  vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-});
-afterAll(() => vi.restoreAllMocks());
+const { runs, grpo } = inProcessCli('grpo-flow-recipes-');
 
-const grpo = (...argv: string[]) =>
-  buildProgram()
-    .exitOverride()
-    .parseAsync(['node', 'grpo', ...argv]);
-const sets = (settings: Record<string, unknown>) =>
-  Object.entries(settings).flatMap(([key, value]) => ['--set', `${key}=${JSON.stringify(value)}`]);
-const tinyPretrain = sets({
+const tinyPretrain = settingFlags({
   'flow.pretrain.steps': 12,
   'flow.pretrain.hiddenSize': 8,
   'flow.pretrain.numBlocks': 1,
   'flow.pretrain.imageSize': 7,
   'flow.classifierTraining.epochs': 1,
 });
-const tinyRl = sets({
+const tinyRl = settingFlags({
   'flow.rl.steps': 2,
   'flow.rl.groupSize': 2,
   'flow.rl.promptsPerStep': 2,
@@ -102,36 +89,36 @@ describe('flow recipes through grpo train', () => {
       );
     };
     const refusals: [string[], RegExp][] = [
-      [sets({ 'flow.rl.stepz': 2 }), /flow.rl: not a setting of a flow recipe: stepz/],
-      [sets({ 'flow.rl.steps': 'many' }), /flow.rl.steps: .*number/],
-      [sets({ 'flow.rl.steps': 0 }), /flow.rl.steps must be a positive integer/],
-      [sets({ 'flow.rl.sampler': 'ode' }), /flow.rl.sampler must be a stochastic step/],
-      [sets({ 'flow.rl.rewards': { boldness: 1 } }), /flow.rl.rewards.boldness: unknown image reward/],
-      [sets({ 'flow.rl.advantageEstimator': 'nope' }), /flow.rl: .*nope/],
+      [settingFlags({ 'flow.rl.stepz': 2 }), /flow.rl: not a setting of a flow recipe: stepz/],
+      [settingFlags({ 'flow.rl.steps': 'many' }), /flow.rl.steps: .*number/],
+      [settingFlags({ 'flow.rl.steps': 0 }), /flow.rl.steps must be a positive integer/],
+      [settingFlags({ 'flow.rl.sampler': 'ode' }), /flow.rl.sampler must be a stochastic step/],
+      [settingFlags({ 'flow.rl.rewards': { boldness: 1 } }), /flow.rl.rewards.boldness: unknown image reward/],
+      [settingFlags({ 'flow.rl.advantageEstimator': 'nope' }), /flow.rl: .*nope/],
       // Text-only estimators need what an image rollout has not (token ids, clusters, baselines, serial exits).
       ...['tree', 'single-stream', 'seed-grpo', 's-grpo', 'stratified', 'gdpo'].map((name): [string[], RegExp] => [
-        sets({ 'flow.rl.advantageEstimator': name }),
+        settingFlags({ 'flow.rl.advantageEstimator': name }),
         new RegExp(`^flow\\.rl\\.advantageEstimator: "${name}" needs .* which a flow run does not supply`),
       ]),
-      [sets({ "flow.rl.window": { size: 4 } }), /flow.rl.window.size 4 is larger than the 3 sampler steps/],
-      [sets({ 'flow.rl.window': { size: 2, strid: 1 } }), /flow.rl.window: not a setting .*strid/],
-      [sets({ 'flow.rl.timestepSelection': 'dance', 'flow.rl.algorithm': 'nft' }), /flow.rl.timestepSelection "dance" applies to flow-grpo only/],
-      [sets({ 'flow.pretrain.imageSize': 5 }), /flow.pretrain.imageSize must divide 28/],
-      [sets({ 'flow.classifierTraining.epochs': 0.5 }), /flow.classifierTraining.epochs: must be a positive integer/],
-      [sets({ 'flow.classifier': '/nonexistent' }), /flow.classifierTraining: unused, flow.classifier is given/],
-      [sets({ 'flow.model': '/nonexistent', 'flow.pretrain.steps': 3 }), /flow.pretrain: unused, flow.model is given/],
+      [settingFlags({ "flow.rl.window": { size: 4 } }), /flow.rl.window.size 4 is larger than the 3 sampler steps/],
+      [settingFlags({ 'flow.rl.window': { size: 2, strid: 1 } }), /flow.rl.window: not a setting .*strid/],
+      [settingFlags({ 'flow.rl.timestepSelection': 'dance', 'flow.rl.algorithm': 'nft' }), /flow.rl.timestepSelection "dance" applies to flow-grpo only/],
+      [settingFlags({ 'flow.pretrain.imageSize': 5 }), /flow.pretrain.imageSize must divide 28/],
+      [settingFlags({ 'flow.classifierTraining.epochs': 0.5 }), /flow.classifierTraining.epochs: must be a positive integer/],
+      [settingFlags({ 'flow.classifier': '/nonexistent' }), /flow.classifierTraining: unused, flow.classifier is given/],
+      [settingFlags({ 'flow.model': '/nonexistent', 'flow.pretrain.steps': 3 }), /flow.pretrain: unused, flow.model is given/],
       [['--model', '/nonexistent'], /config.json is missing/],
-      [sets({ 'flow.job': 'sample' }), /flow.job: /],
-      [sets({ 'grpo.steps': 3 }), /not a setting of a flow recipe: grpo/],
-      [sets({ 'checkpoint.every': -1 }), /checkpoint.every: must be a whole number ≥ 0/],
-      [sets({ 'checkpoint.keepLast': 0 }), /checkpoint.keepLast: must be a positive integer/],
-      [sets({ 'checkpoint.evry': 1 }), /checkpoint: not a setting of a flow recipe: evry/],
+      [settingFlags({ 'flow.job': 'sample' }), /flow.job: /],
+      [settingFlags({ 'grpo.steps': 3 }), /not a setting of a flow recipe: grpo/],
+      [settingFlags({ 'checkpoint.every': -1 }), /checkpoint.every: must be a whole number ≥ 0/],
+      [settingFlags({ 'checkpoint.keepLast': 0 }), /checkpoint.keepLast: must be a positive integer/],
+      [settingFlags({ 'checkpoint.evry': 1 }), /checkpoint: not a setting of a flow recipe: evry/],
       [['--preset', 'dapo'], /not a setting of a flow recipe: preset/],
       [['--lora-rank', '4'], /not a setting of a flow recipe: lora/],
     ]; // prettier-ignore
     for (const [argv, error] of refusals) await expect(train(...argv), argv.join(' ')).rejects.toThrow(error);
     await expect(
-      grpo('train', 'recipes/flow-pretrain.ts', ...runsDirectory, ...sets({ 'flow.rl.steps': 3 })),
+      grpo('train', 'recipes/flow-pretrain.ts', ...runsDirectory, ...settingFlags({ 'flow.rl.steps': 3 })),
     ).rejects.toThrow(/flow.rl: only a job "rl" takes it/);
     await expect(grpo('sft', 'recipes/flow-grpo.ts', ...runsDirectory)).rejects.toThrow(/no SFT phase/);
     // A flow run folder of an older version (recipe.json, no checkpoints) is named as such, not misread as a text run.
@@ -155,7 +142,7 @@ describe('flow recipes through grpo train', () => {
       ...tinyPretrain,
       ...tinyRl,
     ];
-    await expect(grpo(...argv, ...sets({ 'flow.rl.rewards': { thickness: 1 } }))).rejects.toThrow(
+    await expect(grpo(...argv, ...settingFlags({ 'flow.rl.rewards': { thickness: 1 } }))).rejects.toThrow(
       /flow.classifierTraining: unused, no reward needs a classifier/,
     );
     expect(existsSync(join(runs, 'replaced'))).toBe(false);

@@ -5,32 +5,18 @@
  * the recipe's environment: a right one scores 1 per turn and reward 1, a slip is patched (0.55,
  * the next screen is the expert's) and the held-out check fails it.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { buildProgram } from './main.js';
+import { describe, expect, it } from 'vitest';
+import { inProcessCli, settingFlags } from '../../test/helpers/cli-in-process.js';
 
 const root = new URL('../../', import.meta.url).pathname;
 const recipe = join(root, 'recipes/papers/ui-s1.ts');
-const runs = mkdtempSync(join(tmpdir(), 'grpo-ui-s1-'));
-afterAll(() => rmSync(runs, { recursive: true, force: true }));
-beforeAll(() => {
-  vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
-  vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-});
-afterAll(() => vi.restoreAllMocks());
-
-const grpo = (...argv: string[]) =>
-  buildProgram()
-    .exitOverride()
-    .parseAsync(['node', 'grpo', ...argv]);
-const sets = (settings: Record<string, unknown>) =>
-  Object.entries(settings).flatMap(([key, value]) => ['--set', `${key}=${JSON.stringify(value)}`]);
+const { runs, grpo } = inProcessCli('grpo-ui-s1-');
 
 describe('recipes/papers/ui-s1.ts', () => {
   it('runs SFT and two GRPO steps of semi-online episodes with ui-s1 turn credit through grpo train', async () => {
-    const tiny = sets({
+    const tiny = settingFlags({
       'model.hiddenSize': 32,
       'model.numLayers': 1,
       'model.numHeads': 2,

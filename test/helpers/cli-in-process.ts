@@ -1,0 +1,35 @@
+/**
+ * Running `grpo` inside a test's own process, as the CLI's recipe tests do: `inProcessCli(prefix)`
+ * registers the file's hooks (a scratch runs folder, removed after the file; stdout and stderr
+ * silenced, put back after the file) and returns that folder and `grpo(...argv)`, which parses argv
+ * as the `grpo` command line does and throws where the CLI would exit non-zero. `settingFlags`
+ * turns settings into `--set key=<json>` flags.
+ *
+ * Is not: the CLI as a child process (cli.ts), for tests that kill the trainer or read its exit code.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, vi } from 'vitest';
+import { buildProgram } from '../../src/cli/main.js';
+
+/** `--set key=<value as JSON>` for each setting, in order. */
+export function settingFlags(settings: Record<string, unknown>): string[] {
+  return Object.entries(settings).flatMap(([key, value]) => ['--set', `${key}=${JSON.stringify(value)}`]);
+}
+
+/** Registers the hooks described above; call it once, at the top of a test file. */
+export function inProcessCli(prefix: string): { runs: string; grpo: (...argv: string[]) => Promise<unknown> } {
+  const runs = mkdtempSync(join(tmpdir(), prefix));
+  afterAll(() => rmSync(runs, { recursive: true, force: true }));
+  beforeAll(() => {
+    vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+  });
+  afterAll(() => vi.restoreAllMocks());
+  const grpo = (...argv: string[]) =>
+    buildProgram()
+      .exitOverride()
+      .parseAsync(['node', 'grpo', ...argv]);
+  return { runs, grpo };
+}
