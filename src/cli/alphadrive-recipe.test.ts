@@ -15,7 +15,7 @@ import { PATH_ACTION_WEIGHTS, SPEED_ACTION_WEIGHTS } from '../rewards/driving-pl
 import { makeRewardInput } from '../rewards/types.js';
 import { buildRewards, resolveConfig } from '../trainer/setup.js';
 import { resolveServedRewards } from './serve-rewards-command.js';
-import { inProcessCli, settingFlags } from '../../test/helpers/cli-in-process.js';
+import { grpoStepRecords, inProcessCli, settingFlags } from '../../test/helpers/cli-in-process.js';
 
 const root = new URL('../../', import.meta.url).pathname;
 const recipe = join(root, 'recipes/papers/alphadrive.ts');
@@ -38,11 +38,7 @@ describe('recipes/papers/alphadrive.ts', () => {
       'logging.runsDirectory': runs,
     });
     await grpo('train', recipe, '--run-name', 'alphadrive', ...tiny);
-    const steps = readFileSync(join(runs, 'alphadrive', 'metrics.jsonl'), 'utf8')
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as Record<string, unknown>)
-      .filter((line) => line.phase === 'grpo' && 'reward/mean' in line);
+    const steps = grpoStepRecords(runs, 'alphadrive');
     expect(steps).toHaveLength(2);
     for (const step of steps) {
       expect(Number.isFinite(step['reward/mean'])).toBe(true);

@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { inProcessCli, settingFlags } from '../../test/helpers/cli-in-process.js';
+import { grpoStepRecords, inProcessCli, settingFlags } from '../../test/helpers/cli-in-process.js';
 
 const root = new URL('../../', import.meta.url).pathname;
 const recipe = join(root, 'recipes/papers/ui-s1.ts');
@@ -29,11 +29,7 @@ describe('recipes/papers/ui-s1.ts', () => {
       'logging.runsDirectory': runs,
     });
     await grpo('train', recipe, '--run-name', 'ui-s1', ...tiny);
-    const steps = readFileSync(join(runs, 'ui-s1', 'metrics.jsonl'), 'utf8')
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line) as Record<string, unknown>)
-      .filter((line) => line.phase === 'grpo' && 'reward/mean' in line);
+    const steps = grpoStepRecords(runs, 'ui-s1');
     expect(steps).toHaveLength(2);
     for (const step of steps) {
       expect(step['reward/environment/invalid']).toBe(0);

@@ -3,11 +3,11 @@
  * registers the file's hooks (a scratch runs folder, removed after the file; stdout and stderr
  * silenced, put back after the file) and returns that folder and `grpo(...argv)`, which parses argv
  * as the `grpo` command line does and throws where the CLI would exit non-zero. `settingFlags`
- * turns settings into `--set key=<json>` flags.
+ * turns settings into `--set key=<json>` flags; `grpoStepRecords` reads a finished run's GRPO step metrics.
  *
  * Is not: the CLI as a child process (cli.ts), for tests that kill the trainer or read its exit code.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, vi } from 'vitest';
@@ -32,4 +32,13 @@ export function inProcessCli(prefix: string): { runs: string; grpo: (...argv: st
       .exitOverride()
       .parseAsync(['node', 'grpo', ...argv]);
   return { runs, grpo };
+}
+
+/** The GRPO step records (those with `reward/mean`) of run `runName`'s metrics.jsonl under `runs`. */
+export function grpoStepRecords(runs: string, runName: string): Record<string, unknown>[] {
+  return readFileSync(join(runs, runName, 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((line) => line.phase === 'grpo' && 'reward/mean' in line);
 }
