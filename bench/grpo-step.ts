@@ -50,7 +50,7 @@ import { AdamW } from '../src/nn/index.js';
 import { generate } from '../src/sampling/sampler.js';
 import { getBackend, Random, setBackend } from '../src/tensor/index.js';
 import { trainerConfigSchema } from '../src/config/config.js';
-import { optimizedParameters, policyStep, stepSettingsOf, type TrainingSample } from '../src/trainer/optimize.js';
+import { optimizedParameters, policyStep, stepSettingsOf, trainingBatch } from '../src/trainer/optimize.js';
 import { bindAlgorithm } from '../src/config/algorithm.js';
 import { QWEN25_05B_SHAPE, RANDOM_25M_SHAPE, SMOLLM2_135M_SHAPE } from './generate.js';
 import { measurePeak, type MachinePeak } from './peak/peak.js';
@@ -159,13 +159,15 @@ function grpoStep(model: Transformer, optimizer: AdamW, stepCase: StepCase, seed
   start = performance.now();
   const rewards = completions.map((c) => c.ids.filter((id) => id % 2 === 0).length / Math.max(1, c.ids.length));
   const { advantages } = advantageEstimators.get('grpo')({ rewards, groupSizes: stepCase.groupSize });
-  const samples: TrainingSample[] = completions.map((c, i) => ({
-    promptIds: prompts[c.promptIndex],
-    completionIds: c.ids,
-    oldLogprobs: c.logprobs,
-    advantage: advantages[i],
-    group: c.promptIndex,
-  }));
+  const samples = trainingBatch(
+    completions.map((c, i) => ({
+      promptIds: prompts[c.promptIndex],
+      completionIds: c.ids,
+      oldLogprobs: c.logprobs,
+      advantage: advantages[i],
+      group: c.promptIndex,
+    })),
+  );
   const rewardSeconds = (performance.now() - start) / 1000;
   start = performance.now();
   const bound = bindAlgorithm(config, { sampleRows: [], rolloutProvides: [] });
@@ -173,7 +175,7 @@ function grpoStep(model: Transformer, optimizer: AdamW, stepCase: StepCase, seed
   const trainSeconds = (performance.now() - start) / 1000;
   const cpu = process.cpuUsage(cpuStart);
   const rolloutTokens = completions.reduce((total, c) => total + c.ids.length, 0);
-  const trainTokens = samples.reduce((total, s) => total + s.promptIds.length + s.completionIds.length, 0);
+  const trainTokens = samples.rows.reduce((total, s) => total + s.promptIds.length + s.completionIds.length, 0);
   return {
     rolloutSeconds,
     rewardSeconds,

@@ -35,7 +35,7 @@ import { getBackend, Random, setBackend } from '../src/tensor/index.js';
 import { bindAlgorithm } from '../src/config/algorithm.js';
 import { trainerConfigSchema } from '../src/config/config.js';
 import { attachLora } from '../src/trainer/setup.js';
-import { optimizedParameters, policyStep, stepSettingsOf, type TrainingSample } from '../src/trainer/optimize.js';
+import { optimizedParameters, policyStep, stepSettingsOf, trainingBatch } from '../src/trainer/optimize.js';
 import { RANDOM_25M_SHAPE, SMOLLM2_135M_SHAPE } from './generate.js';
 import { readFlags } from './_flags.js';
 
@@ -113,13 +113,15 @@ function rollout(model: Transformer, benchCase: LoraCase, seed: number) {
   const seconds = (performance.now() - start) / 1000;
   const rewards = completions.map((c) => c.ids.filter((id) => id % 2 === 0).length / Math.max(1, c.ids.length));
   const { advantages } = advantageEstimators.get('grpo')({ rewards, groupSizes: benchCase.groupSize });
-  const samples: TrainingSample[] = completions.map((c, i) => ({
-    promptIds: prompts[c.promptIndex],
-    completionIds: c.ids,
-    oldLogprobs: c.logprobs,
-    advantage: advantages[i],
-    group: c.promptIndex,
-  }));
+  const samples = trainingBatch(
+    completions.map((c, i) => ({
+      promptIds: prompts[c.promptIndex],
+      completionIds: c.ids,
+      oldLogprobs: c.logprobs,
+      advantage: advantages[i],
+      group: c.promptIndex,
+    })),
+  );
   return { samples, seconds };
 }
 
@@ -178,7 +180,7 @@ function runCase(benchCase: LoraCase): void {
       parameters: baseParameters + adapterParameters,
       trainableParameters: trainable,
       stateMiB: mebibytes(stateBytes),
-      trainTokens: samples.reduce((total, s) => total + s.promptIds.length + s.completionIds.length, 0),
+      trainTokens: samples.rows.reduce((total, s) => total + s.promptIds.length + s.completionIds.length, 0),
       rolloutSeconds,
       stepSeconds: stepSeconds.reduce((a, b) => a + b, 0) / stepSeconds.length,
       stepSecondsEach: stepSeconds,

@@ -31,7 +31,8 @@ import { combineSeeds, stepSeed } from '../tensor/index.js';
 import { bindAlgorithm } from '../config/algorithm.js';
 import { validateConfig, type TrainerConfig } from '../config/config.js';
 import { evaluateRun } from '../trainer/evaluate.js';
-import { createStepEnvironment, prepareGrpoStep, recordStepState, rolloutSettingsOf } from '../trainer/grpo-step.js';
+import { createStepEnvironment, prepareGrpoStep, rolloutSettingsOf } from '../trainer/grpo-step.js';
+import { recordStepState } from '../trainer/step-signal.js';
 import { optimizedParameters, policyStep } from '../trainer/optimize.js';
 import { sftStep } from '../trainer/sft.js';
 import { mergeConfig } from '../config/presets.js';
@@ -250,13 +251,13 @@ export async function* grpoSteps(
     const trainStarted = performance.now();
     let stepMetrics: Record<string, number> = {};
     const passes: Record<string, number>[] = [];
-    for (let iteration = 0; iteration < config.grpo.iterations && prepared.samples.length > 0; iteration++) {
+    for (let iteration = 0; iteration < config.grpo.iterations && prepared.training.rows.length > 0; iteration++) {
       stepMetrics = policyStep(
         bound,
         environment.settings,
         model,
         optimizer,
-        prepared.samples,
+        prepared.training,
         combineSeeds(seed, iteration),
       ).metrics;
       passes.push(stepMetrics);
@@ -265,7 +266,7 @@ export async function* grpoSteps(
     const trainSeconds = (performance.now() - trainStarted) / 1000;
     state.step++;
     state.phaseStep++;
-    const tokens = prepared.samples.reduce((total, s) => total + s.promptIds.length + s.completionIds.length, 0);
+    const tokens = prepared.training.rows.reduce((total, s) => total + s.promptIds.length + s.completionIds.length, 0);
     yield {
       kind: 'step',
       step: state.step,

@@ -17,7 +17,7 @@ import type { Backend } from '../tensor/backend.js';
 import { createBackend, getBackend, setBackend } from '../tensor/backends/select.js';
 import type { WebGpuBackend } from '../tensor/backends/webgpu/webgpu-backend.js';
 import { webgpuUnderTest } from '../tensor/test-backends.js';
-import { accumulatePolicyGradients, stepSettingsOf, type TrainingSample } from '../trainer/optimize.js';
+import { accumulatePolicyGradients, stepSettingsOf, trainingBatch } from '../trainer/optimize.js';
 import { buildProgram } from './main.js';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -74,13 +74,15 @@ describe.runIf(webgpu)('grpo train on webgpu', () => {
     const checkpoint = loadCheckpoint(tinyStories);
     const config = trainerConfigSchema.parse({ grpo: { microBatchSize: 2 }, algorithm: { loss: 'ppo-clip' } });
     const bound = bindAlgorithm(config, { sampleRows: [], rolloutProvides: [] });
-    const samples: TrainingSample[] = [0, 1, 2, 3].map((i) => ({
-      promptIds: [1, 2 + i, 3],
-      completionIds: [4 + i, 5, 6],
-      oldLogprobs: [-1, -2, -1.5],
-      advantage: i % 2 === 0 ? 1 : -1,
-      group: Math.floor(i / 2),
-    }));
+    const samples = trainingBatch(
+      [0, 1, 2, 3].map((i) => ({
+        promptIds: [1, 2 + i, 3],
+        completionIds: [4 + i, 5, 6],
+        oldLogprobs: [-1, -2, -1.5],
+        advantage: i % 2 === 0 ? 1 : -1,
+        group: Math.floor(i / 2),
+      })),
+    );
     /** The gradients of one accumulation on `backend`, and the floats it sent to the device. */
     const run = (backend: Backend) => {
       const model = Transformer.fromTensors(checkpoint.config, checkpoint.tensors);

@@ -58,13 +58,16 @@ describe('the policy step', () => {
     const shape = { vocabSize: 12, hiddenSize: 16, numLayers: 1, numHeads: 2, bosTokenId: 1, eosTokenIds: [2] };
     const model = Transformer.random(createSmallConfig(shape), 3);
     const bound = bindAlgorithm(resolveConfig({}), { sampleRows: [], rolloutProvides: [] });
-    const samples = Array.from({ length: 5 }, (_, i) => ({
-      promptIds: [1, 3 + i],
-      completionIds: [4, 5, 6],
-      oldLogprobs: [-2, -2, -2],
-      advantage: i - 2,
-      group: i,
-    }));
+    const { trainingBatch } = await import('../trainer/optimize.js');
+    const samples = trainingBatch(
+      Array.from({ length: 5 }, (_, i) => ({
+        promptIds: [1, 3 + i],
+        completionIds: [4, 5, 6],
+        oldLogprobs: [-2, -2, -2],
+        advantage: i - 2,
+        group: i,
+      })),
+    );
     const settings = { microBatchSize: 2, temperature: 1, maxNewTokens: 3, maxGradNorm: 0 };
     accumulatePolicyGradients(bound, settings, model, samples);
     expect(events).toEqual(['release', 'forward', 'release', 'forward', 'release', 'forward', 'release']);

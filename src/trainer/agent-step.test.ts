@@ -6,6 +6,7 @@
  * slots cannot leak into the update. Also: turn credit is wired (every loss token of a turn gets its
  * turn's advantage), and impossible agent configurations are refused before any compute.
  */
+import { rowsOf } from '../../test/helpers/training-rows.js';
 import { describe, expect, it } from 'vitest';
 import { advantageEstimators, lossAggregations, policyLosses, turnCreditEstimators } from '../algorithms/index.js';
 import type { EnvironmentFactory, Tool } from '../agents/types.js';
@@ -81,7 +82,7 @@ describe('a multi-turn GRPO step', () => {
     expect(batch.samples.every((s) => (s.turns ?? 0) > 1)).toBe(true);
     expect(batch.samples.some((s) => s.lossMask.includes(0))).toBe(true);
     zeroGradients(context.model);
-    accumulatePolicyGradients(context.algorithm, stepSettingsOf(config), context.model, prepared.samples);
+    accumulatePolicyGradients(context.algorithm, stepSettingsOf(config), context.model, prepared.training);
     const fromStep = gradients(context.model);
 
     zeroGradients(context.model);
@@ -118,7 +119,7 @@ describe('a multi-turn GRPO step', () => {
 
   it('gives observation tokens exactly zero gradient, and their old-logprob slots cannot leak into the update', async () => {
     const { config, context, prepared } = await agentStep();
-    const samples = prepared.samples;
+    const samples = rowsOf(prepared.training);
     const Tc = Math.max(...samples.map((s) => s.completionIds.length));
     // d loss / d log π at every completion position, with the log-probs as a leaf.
     const forward = completionLogprobs(context.model, samples, config.sampling.temperature);
@@ -152,12 +153,14 @@ describe('a multi-turn GRPO step', () => {
     expect(trainedWithGradient).toBeGreaterThan(0);
     // Garbage in the masked slots (huge, NaN) changes nothing in the parameter gradient.
     zeroGradients(context.model);
-    accumulatePolicyGradients(context.algorithm, stepSettingsOf(config), context.model, samples);
+    accumulatePolicyGradients(context.algorithm, stepSettingsOf(config), context.model, prepared.training);
     const clean = gradients(context.model);
-    const poisoned = samples.map((s) => ({
-      ...s,
-      oldLogprobs: s.oldLogprobs.map((v, t) => (s.lossMask![t] === 0 ? (t % 2 ? 1e30 : NaN) : v)),
-    }));
+    const poisoned = { ...prepared.training, oldLogprobs: prepared.training.oldLogprobs.slice() };
+    samples.forEach((s, r) =>
+      s.lossMask!.forEach((mask, t) => {
+        if (mask === 0) poisoned.oldLogprobs[r * Tc + t] = t % 2 ? 1e30 : NaN;
+      }),
+    );
     zeroGradients(context.model);
     accumulatePolicyGradients(context.algorithm, stepSettingsOf(config), context.model, poisoned);
     expect(maxDifference(clean, gradients(context.model))).toBe(0);
@@ -182,11 +185,11 @@ describe('a multi-turn GRPO step', () => {
     batch.samples.forEach((sample, i) => {
       if (!signal.keep[i]) return;
       for (const sampleRow of sampleRows(batch, i)) {
-        const tokens = Array.from(prepared.samples[row++].tokenAdvantages!);
+        const tokens = Array.from(rowsOf(prepared.training)[row++].tokenAdvantages!);
         sampleRow.tokenTurns!.forEach((turn, t) => expect(tokens[t]).toBeCloseTo(turn >= 0 ? expected[i][turn] : 0, 6));
       }
     });
-    expect(new Set(prepared.samples.flatMap((s) => Array.from(s.tokenAdvantages!))).size).toBeGreaterThan(2);
+    expect(new Set(rowsOf(prepared.training).flatMap((s) => Array.from(s.tokenAdvantages!))).size).toBeGreaterThan(2);
   });
 });
 
@@ -416,7 +419,7 @@ describe('per-call rewards through the step (MatchTIR)', () => {
     loss.loss.backward();
     const direct = gradients(context.model);
     zeroGradients(context.model);
-    accumulatePolicyGradients(context.algorithm, stepSettingsOf(config), context.model, prepared.samples);
+    accumulatePolicyGradients(context.algorithm, stepSettingsOf(config), context.model, prepared.training);
     const fromStep = gradients(context.model);
     expect(Math.max(...[...direct.values()].map((g) => Math.max(...g.map(Math.abs))))).toBeGreaterThan(1e-6);
     expect(maxDifference(fromStep, direct)).toBeLessThan(1e-6);

@@ -21,7 +21,7 @@ import {
   noGrad,
   projectedLogSoftmaxGather,
   reshape,
-  type Tensor,
+  Tensor,
 } from '../tensor/index.js';
 
 export interface TokenSequence {
@@ -34,7 +34,7 @@ export interface TokenSequence {
 }
 
 export interface CompletionLogprobs {
-  /** [B, Tc] log π of each completion token (padding positions hold 0). */
+  /** [B, Tc] log π of each completion token (padding positions hold any finite value; `mask` is 0 there). */
   logprobs: Tensor;
   /** [B·Tc] 1 where a real, loss-carrying completion token sits. */
   mask: Float32Array;
@@ -56,6 +56,11 @@ export interface LayoutOptions {
   entropyWithGradient?: boolean;
   /** Seed of this training forward's LoRA dropout masks (Transformer's ForwardOptions); absent = no dropout. */
   dropoutSeed?: number;
+  /**
+   * Pad the completion axis to at least this length (a micro-batch of a training batch whose
+   * columns are [rows, Tc] reads them as views instead of re-padding them).
+   */
+  completionLength?: number;
 }
 
 interface RowLayout {
@@ -115,42 +120,64 @@ export function completionLogprobs(
   layout: LayoutOptions = {},
 ): CompletionLogprobs {
   const count = sequences.length;
-  const Tc = Math.max(1, ...sequences.map((s) => s.completionIds.length));
+  // The lm_head runs over [count, own] positions, `own` the longest completion here (as every
+  // forward always has: the same rows, so the same sums); `completionLength` only widens the output.
+  const own = Math.max(1, ...sequences.map((s) => s.completionIds.length));
+  const Tc = Math.max(own, layout.completionLength ?? 0);
   const { ids, B, positions, segmentIds, starts } = layoutRows(sequences, layout.packLength ?? 0);
   const imageFeatures = imageFeaturesOf(sequences, starts);
-  const rows = new Int32Array(count * Tc);
-  const targets = new Int32Array(count * Tc);
+  const rows = new Int32Array(count * own);
+  const targets = new Int32Array(count * own);
   const mask = new Float32Array(count * Tc);
   sequences.forEach((sequence, index) => {
     const start = starts[index] + sequence.promptIds.length;
-    for (let t = 0; t < Tc; t++) {
+    for (let t = 0; t < own; t++) {
       if (t < sequence.completionIds.length) {
-        rows[index * Tc + t] = start - 1 + t; // the position that predicts completion token t
-        targets[index * Tc + t] = sequence.completionIds[t];
+        rows[index * own + t] = start - 1 + t; // the position that predicts completion token t
+        targets[index * own + t] = sequence.completionIds[t];
         mask[index * Tc + t] = sequence.lossMask ? sequence.lossMask[t] : 1;
       } else {
-        rows[index * Tc + t] = starts[index]; // padding: any valid row; masked out by the caller
+        rows[index * own + t] = starts[index]; // padding: any valid row; masked out by the caller
       }
     }
   });
+  const widen = widening(count, own, Tc);
   if (!layout.entropyWithGradient) {
-    // The lm_head, log-softmax-gather and entropy in chunks of rows: no [count·Tc, V] tensor is kept.
+    // The lm_head, log-softmax-gather and entropy in chunks of rows: no [count·own, V] tensor is kept.
     const { dropoutSeed } = layout;
     const states = model.hiddenStates(ids, B, { positions, segmentIds, dropoutSeed, imageFeatures }); // [B, L, H]
     const hidden = reshape(states, [-1, model.config.hiddenSize]);
-    const selected = embedding(hidden, rows); // [count·Tc, H]
+    const selected = embedding(hidden, rows); // [count·own, H]
     const projected = projectedLogSoftmaxGather(selected, model.headWeight(), targets, {
       scale: 1 / temperature,
     });
-    return { logprobs: reshape(projected.logprobs, [count, Tc]), mask, entropies: projected.entropies, Tc };
+    return {
+      logprobs: widen.tensor(projected.logprobs),
+      mask,
+      entropies: widen.numbers(projected.entropies),
+      Tc,
+    };
   }
   const forwardOptions = { logitRows: rows, positions, segmentIds, dropoutSeed: layout.dropoutSeed, imageFeatures };
-  let logits = model.forward(ids, B, forwardOptions); // [count·Tc, V]
+  let logits = model.forward(ids, B, forwardOptions); // [count·own, V]
   if (temperature !== 1) logits = mul(logits, 1 / temperature);
-  const entropies = noGrad(() => entropyFromLogits(logits));
-  const logprobs = reshape(logSoftmaxGather(logits, targets), [count, Tc]); // [count, Tc]
-  const entropyTensor = layout.entropyWithGradient ? reshape(entropy(logits), [count, Tc]) : undefined;
-  return { logprobs, mask, entropies, entropyTensor, Tc };
+  const entropies = widen.numbers(noGrad(() => entropyFromLogits(logits)));
+  const logprobs = widen.tensor(logSoftmaxGather(logits, targets));
+  return { logprobs, mask, entropies, entropyTensor: widen.tensor(entropy(logits)), Tc };
+}
+
+/** [count·own] values → [count, Tc] (the extra columns 0; with gradient for tensors). */
+function widening(count: number, own: number, Tc: number) {
+  if (Tc === own)
+    return { tensor: (values: Tensor) => reshape(values, [count, Tc]), numbers: (values: Float32Array) => values };
+  const source = Int32Array.from({ length: count * Tc }, (_, i) =>
+    i % Tc < own ? Math.floor(i / Tc) * own + (i % Tc) : count * own,
+  );
+  const zero = new Tensor(new Float32Array(1), [1]);
+  return {
+    tensor: (values: Tensor) => reshape(indexSelect(concat([reshape(values, [-1]), zero], 0), source), [count, Tc]),
+    numbers: (values: Float32Array) => Float32Array.from(source, (k) => (k < values.length ? values[k] : 0)),
+  };
 }
 
 /**
@@ -191,8 +218,10 @@ function imageFeaturesOf(
 }
 
 /** Pads ragged per-token arrays to [B, Tc] row-major (missing positions = `fill`). */
-export function padRows(rows: readonly (readonly number[])[], Tc: number, fill = 0): Float32Array {
+export function padRows(rows: readonly ArrayLike<number>[], Tc: number, fill = 0): Float32Array {
   const out = new Float32Array(rows.length * Tc).fill(fill);
-  rows.forEach((row, b) => out.set(row.slice(0, Tc), b * Tc));
+  rows.forEach((row, b) => {
+    for (let t = 0; t < Math.min(Tc, row.length); t++) out[b * Tc + t] = row[t];
+  });
   return out;
 }

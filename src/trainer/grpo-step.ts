@@ -6,7 +6,7 @@
  * per-turn information gains, at the end of this file) → the
  * signal (advantages, loss mask) → the training rows, with what the loss needs attached (π_old
  * recomputed for mismatch correction, GTPO group token weights, reference logprobs for KL in the
- * loss). After the update, `recordStepState` moves the tracker and the posteriors forward.
+ * loss). After the update, step-signal.ts `recordStepState` moves the tracker and the posteriors forward.
  *
  * Is not: the loop, logging or checkpoints (trainer.ts), or any formula (algorithms/).
  */
@@ -14,8 +14,6 @@ import {
   klK1,
   klPenalizedRewards,
   refillKeptGroups,
-  updateBetaPosterior,
-  updateQuantileTracker,
   type GroupFilterFn,
   type QuantileTracker,
 } from '../algorithms/index.js';
@@ -25,13 +23,15 @@ import type { Random } from '../nn/index.js';
 import type { BoundAlgorithm } from '../config/algorithm.js';
 import { renderRunPrompt, type RenderedPrompt } from './vision-run.js';
 import {
-  UPDATE_ENTROPY_METRIC,
+  frozenColumn,
   frozenLogprobs,
   stepSettingsOf,
+  trainingBatch,
   withGroupTokenWeights,
   withReferenceLogprobs,
   type StepSettings,
-  type TrainingSample,
+  type TrainingBatch,
+  type TrainingRow,
 } from './optimize.js';
 import type { RunContext } from './setup.js';
 import type { RolloutContext, RolloutFn, RolloutPrompt, RolloutRow, RolloutSettings } from '../rollout/rollout.js';
@@ -49,11 +49,11 @@ import {
   posteriorOf,
   trackedBaseline,
   trackerDiscount,
-  updateTrackedValue,
   type PosteriorState,
   type ValueTrackerState,
   computeSignal,
   turnTokenAdvantages,
+  type SignalOutcome,
   type StepSignal,
 } from './step-signal.js';
 import type { NamedReward } from '../rewards/types.js';
@@ -82,14 +82,9 @@ export interface StepEnvironment {
 }
 
 /** A step's batch, its signal and the rows the optimiser trains on. */
-export interface PreparedStep {
-  batch: StepBatch;
-  /** The first generation round, before any filter (reward metrics are logged from it, as TRL does). */
-  firstRound: StepBatch;
-  signal: StepSignal;
-  samples: TrainingSample[];
-  /** Per group: the tracker discount ρ of this visit (single-stream). */
-  discounts?: number[];
+export interface PreparedStep extends SignalOutcome {
+  /** The rows the optimiser trains on, as columns. */
+  training: TrainingBatch;
   metrics: Record<string, number>;
 }
 
@@ -366,20 +361,20 @@ export async function prepareGrpoStep(
     previousEntropy,
   });
   for (const [key, value] of Object.entries(signal.turnCreditMetrics ?? {})) metrics[`turnCredit/${key}`] = value;
-  const samples = trainingRows(environment, batch, signal, metrics);
-  return { batch, firstRound: firstRound!, signal, samples, discounts: tracked?.discounts, metrics };
+  const training = trainingRows(environment, batch, signal, metrics);
+  return { batch, firstRound: firstRound!, signal, training, discounts: tracked?.discounts, metrics };
 }
 
-/** The samples that carry gradient, each with what the bound loss needs. */
+/** The training batch: the rows of the samples that carry gradient, with the columns the bound loss needs. */
 function trainingRows(
   environment: StepEnvironment,
   batch: StepBatch,
   signal: StepSignal,
   metrics: Record<string, number>,
-): TrainingSample[] {
+): TrainingBatch {
   const { bound, settings } = environment;
   const groupOf = groupIndexOf(batch.groupSizes); // a sample's images are its group prompt's
-  let rows: TrainingSample[] = batch.samples.flatMap((sample, i) =>
+  const rows: TrainingRow[] = batch.samples.flatMap((sample, i) =>
     signal.keep[i]
       ? sampleRows(batch, i).map((row, r) => ({
           promptIds: row.promptIds,
@@ -397,100 +392,32 @@ function trainingRows(
         }))
       : [],
   );
-  if (rows.length === 0) return rows;
+  const training = trainingBatch(rows);
+  if (rows.length === 0) return training;
+  const { Tc } = training;
   if (bound.mismatchCorrection) {
     // π_old as the trainer's own kernels compute it; the sampler's logprobs become the rollout's.
-    const recomputed = frozenLogprobs(environment.rolloutContext.model, rows, settings);
+    const recomputed = frozenColumn(environment.rolloutContext.model, training.rows, settings, Tc);
     let difference = 0;
     let tokens = 0;
-    rows = rows.map((row, i) => {
+    training.rows.forEach((row, r) => {
       // Over loss tokens only: tokens the policy did not produce (tool output) have no engine logprob.
-      row.oldLogprobs.forEach((value, t) => {
-        if (row.lossMask?.[t] === 0) return;
-        difference += Math.abs(value - recomputed[i][t]);
+      for (let t = 0; t < row.completionIds.length; t++) {
+        if (row.lossMask?.[t] === 0) continue;
+        difference += Math.abs(training.oldLogprobs[r * Tc + t] - recomputed[r * Tc + t]);
         tokens++;
-      });
-      return { ...row, rolloutLogprobs: row.oldLogprobs, oldLogprobs: Array.from(recomputed[i]) };
+      }
     });
+    training.rolloutLogprobs = training.oldLogprobs;
+    training.oldLogprobs = recomputed;
     metrics['rollout/logprob_diff'] = difference / Math.max(1, tokens);
   }
-  if (bound.needs.has('groupTokenWeights')) rows = withGroupTokenWeights(bound, rows);
+  if (bound.needs.has('groupTokenWeights')) withGroupTokenWeights(bound, training);
   const lossReadsReference =
     (bound.klPlacement === 'loss' && bound.klCoefficient > 0) || bound.needs.has('referenceLogprobs');
   if (environment.referenceModel && lossReadsReference)
-    rows = withReferenceLogprobs(settings, environment.referenceModel, rows, environment.referenceRows(rows));
-  return rows;
-}
-
-/**
- * Moves state forward after the step: the value tracker, the selectors' posteriors, RiskPO's
- * quantile tracker (on the samples its estimator returned, as the authors' trainer after each step)
- * and (need `previousEntropy`) the update's −mean logπ over its loss tokens, averaged over the μ
- * passes (`passes`: each pass's metrics, as `policyStep` returns them).
- */
-export function recordStepState(
-  bound: BoundAlgorithm,
-  state: TrainerState,
-  prepared: PreparedStep,
-  passes: readonly Record<string, number>[] = [],
-): void {
-  const { batch } = prepared;
-  if (bound.needs.has('trackedQuantiles') && prepared.signal.quantileSamples) {
-    const next = updateQuantileTracker(
-      state.extra.quantileTracker as QuantileTracker | undefined,
-      prepared.signal.quantileSamples,
-      bound.advantage.options as { quantileLearningRate?: number },
-    );
-    if (next) state.extra.quantileTracker = next;
-  }
-  const entropies = passes.map((metrics) => metrics[UPDATE_ENTROPY_METRIC]).filter(Number.isFinite);
-  if (bound.needs.has('previousEntropy') && entropies.length > 0)
-    state.extra.previousEntropy = entropies.reduce((a, b) => a + b, 0) / entropies.length;
-  const starts = groupStarts(batch.groupSizes);
-  if (bound.tracker && prepared.discounts) {
-    const tracker = { ...((state.extra.valueTracker ?? {}) as ValueTrackerState) };
-    batch.prompts.forEach((prompt, g) => {
-      const members = Array.from({ length: batch.groupSizes[g] }, (_, k) => starts[g] + k);
-      const visit = members.map((i) => prepared.signal.rewards[i]);
-      const firstScored = members.find((i) => Number.isFinite(prepared.signal.rewards[i]));
-      const completion =
-        firstScored === undefined
-          ? null
-          : {
-              promptIds: batch.samples[firstScored].promptIds ?? prompt.promptIds,
-              completionIds: batch.samples[firstScored].completionIds,
-              logprobs: batch.samples[firstScored].oldLogprobs,
-            };
-      tracker[String(prompt.exampleIndex)] = updateTrackedValue(
-        tracker[String(prompt.exampleIndex)],
-        prepared.discounts![g],
-        visit,
-        completion,
-      );
-    });
-    state.extra.valueTracker = tracker;
-  }
-  if (bound.promptSelector) {
-    // The selector's own choices (the first round, before any filter) are what its posteriors learn from.
-    const chosen = prepared.firstRound;
-    const chosenStarts = groupStarts(chosen.groupSizes);
-    const posteriors = { ...((state.extra.promptPosteriors ?? {}) as PosteriorState) };
-    const threshold = bound.promptSelector.options.successThreshold;
-    chosen.prompts.forEach((prompt, g) => {
-      const visit = Array.from(chosen.rewards.subarray(chosenStarts[g], chosenStarts[g] + chosen.groupSizes[g])).filter(
-        Number.isFinite,
-      );
-      const successes = visit.filter((r) => r >= threshold).length;
-      const next = updateBetaPosterior(
-        posteriorOf(posteriors, prompt.exampleIndex!),
-        successes,
-        visit.length - successes,
-        bound.promptSelector!.options.decay,
-      );
-      posteriors[String(prompt.exampleIndex)] = [next.alpha, next.beta];
-    });
-    state.extra.promptPosteriors = posteriors;
-  }
+    withReferenceLogprobs(settings, environment.referenceModel, training, environment.referenceRows(training.rows));
+  return training;
 }
 
 // IGPO's per-turn information gains, computed with the policy: before each model turn and after the

@@ -49,8 +49,10 @@ export {
   lossOptionsFor,
   policyStep,
   stepSettingsOf,
+  trainingBatch,
   type StepSettings,
-  type TrainingSample,
+  type TrainingBatch,
+  type TrainingRow,
 } from './optimize.js';
 export { sftStep } from './sft.js';
 export { bindAlgorithm, type BoundAlgorithm } from '../config/algorithm.js';

@@ -15,7 +15,9 @@ import {
   lossTokenCount,
   microBatches,
   type StepSettings,
-  type TrainingSample,
+  trainingBatch,
+  trainingRange,
+  type TrainingRow,
 } from './optimize.js';
 import { resolveConfig } from './setup.js';
 
@@ -24,7 +26,7 @@ const model = Transformer.random(
   3,
 );
 
-function samples(count: number, groupSize: number, seed: number): TrainingSample[] {
+function samples(count: number, groupSize: number, seed: number): TrainingRow[] {
   const random = new Random(seed);
   return Array.from({ length: count }, (_, i) => {
     const length = 1 + random.integer(5);
@@ -39,14 +41,14 @@ function samples(count: number, groupSize: number, seed: number): TrainingSample
   });
 }
 
-function run(algorithm: Record<string, unknown>, batch: TrainingSample[], microBatchSize: number) {
+function run(algorithm: Record<string, unknown>, batch: TrainingRow[], microBatchSize: number) {
   const bound = bindAlgorithm(
     resolveConfig({ algorithm, grpo: { microBatchSize: 4, promptsPerStep: 4 }, sampling: { groupSize: 4 } }),
     { sampleRows: [], rolloutProvides: [] },
   );
   const settings: StepSettings = { microBatchSize, temperature: 1, maxNewTokens: 5, maxGradNorm: 0 };
   for (const p of model.parameters.values()) p.grad = null;
-  const { lossTotal, metrics } = accumulatePolicyGradients(bound, settings, model, batch);
+  const { lossTotal, metrics } = accumulatePolicyGradients(bound, settings, model, trainingBatch(batch));
   const gradients = [...model.parameters].map(([name, p]) => [name, p.grad!.data.slice()] as const);
   for (const p of model.parameters.values()) p.grad = null;
   return { lossTotal, gradients, metrics };
@@ -126,7 +128,7 @@ describe('masks and padding', () => {
     const base = samples(4, 4, 2).map((s) => ({
       ...s,
       completionIds: [...s.completionIds, 5],
-      oldLogprobs: [...s.oldLogprobs, -2],
+      oldLogprobs: [...Array.from(s.oldLogprobs), -2],
       lossMask: [...s.lossMask!, 0],
     }));
     const changed = base.map((s) => ({ ...s, completionIds: [...s.completionIds.slice(0, -1), 9] }));
@@ -143,13 +145,33 @@ describe('masks and padding', () => {
     expect(lossTokenCount({ promptIds: [1], completionIds: [0, 5, 0], lossMask: [1, 0, 1] })).toBe(2);
   });
 
+  it("a micro-batch reads views of the batch's columns, not copies", () => {
+    const batch = trainingBatch(samples(6, 3, 4));
+    const micro = trainingRange(batch, 2, 5);
+    expect(micro.oldLogprobs.buffer).toBe(batch.oldLogprobs.buffer);
+    expect(micro.oldLogprobs.byteOffset).toBe(2 * batch.Tc * 4);
+    expect(micro.oldLogprobs.length).toBe(3 * batch.Tc);
+    expect(micro.advantage.buffer).toBe(batch.advantage.buffer);
+    expect(Array.from(micro.group)).toEqual([0, 1, 1]);
+    expect(micro.rows).toEqual(batch.rows.slice(2, 5));
+  });
+
   it('micro-batches keep groups whole when asked, and refuse a group larger than the micro-batch', () => {
-    const rows = [0, 0, 0, 1, 1, 2, 2, 2, 2].map((group) => ({ group }));
-    expect(microBatches(rows, 5, true).map((micro) => micro.map((r) => r.group))).toEqual([
-      [0, 0, 0, 1, 1],
-      [2, 2, 2, 2],
+    const rows = [0, 0, 0, 1, 1, 2, 2, 2, 2];
+    expect(microBatches(rows, 5, true)).toEqual([
+      { start: 0, end: 5 },
+      { start: 5, end: 9 },
     ]);
-    expect(microBatches(rows, 4, false).map((micro) => micro.length)).toEqual([4, 4, 1]);
+    expect(microBatches(rows, 4, true)).toEqual([
+      { start: 0, end: 3 },
+      { start: 3, end: 5 },
+      { start: 5, end: 9 },
+    ]);
+    expect(microBatches(rows, 4, false)).toEqual([
+      { start: 0, end: 4 },
+      { start: 4, end: 8 },
+      { start: 8, end: 9 },
+    ]);
     expect(() => microBatches(rows, 3, true)).toThrow(/group 2 has 4 samples, more than grpo.microBatchSize 3/);
   });
 });

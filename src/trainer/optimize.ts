@@ -15,20 +15,85 @@ import { releaseGarbage } from '../tensor/garbage.js';
 import type { TrainerState } from '../run/run-folder.js';
 import { completionLogprobs, padRows, type TokenSequence } from './completion-logprobs.js';
 
-export interface TrainingSample extends TokenSequence {
-  /** log π_old of each completion token: the sampler's, or the trainer's recomputation under mismatch correction. */
-  oldLogprobs: readonly number[];
-  /** The sampler's (rollout engine's) logprobs, when they differ in kind from `oldLogprobs` (mismatch correction). */
-  rolloutLogprobs?: readonly number[];
+/** One trained row as the step builds it (the input of `trainingBatch`). */
+export interface TrainingRow extends TokenSequence {
+  /** log π_old of each completion token (the sampler's). */
+  oldLogprobs: ArrayLike<number>;
   advantage: number;
-  /** Per-token advantages from a token-level estimator; overrides `advantage` when present. */
+  /** Per-token advantages from a token-level estimator; override `advantage` when present. */
   tokenAdvantages?: ArrayLike<number>;
-  /** log π_ref of each completion token, when the loss has a KL term (see withReferenceLogprobs). */
-  refLogprobs?: ArrayLike<number>;
-  /** Per-token weights computed from the whole group (GTPO conflict tokens). */
-  tokenWeights?: ArrayLike<number>;
   /** The sample's group in the step batch: micro-batches keep groups whole when the loss needs it. */
   group: number;
+}
+
+/**
+ * The rows the optimiser trains on, as columns built once per step: each row's tokens, and per
+ * completion token [R, Tc] row-major columns (padding 0). Model-side columns (reference logprobs,
+ * π_old recomputed, token weights) are added to it; a micro-batch is a row range that reads views of
+ * the columns, never a re-padded copy.
+ */
+export interface TrainingBatch {
+  /** [R] the token rows (prompt, completion, loss mask, images). */
+  rows: TokenSequence[];
+  /** The padded completion length of every per-token column. */
+  Tc: number;
+  /** [R] the row's group in the step batch. */
+  group: Int32Array;
+  /** [R] the row's advantage. */
+  advantage: Float32Array;
+  /** [R·Tc] log π_old: the sampler's, or the trainer's recomputation under mismatch correction. */
+  oldLogprobs: Float32Array;
+  /** [R·Tc] per-token advantages (rows without their own repeat `advantage`); absent = `advantage`. */
+  tokenAdvantages?: Float32Array;
+  /** [R·Tc] the sampler's logprobs, when `oldLogprobs` are the trainer's recomputation (mismatch correction). */
+  rolloutLogprobs?: Float32Array;
+  /** [R·Tc] log π_ref, when the loss reads it (KL in the loss; see withReferenceLogprobs). */
+  refLogprobs?: Float32Array;
+  /** [R·Tc] per-token weights computed from the whole group (GTPO conflict tokens). */
+  tokenWeights?: Float32Array;
+}
+
+/** The training batch of `rows`: the one copy of their per-token arrays into columns. */
+export function trainingBatch(rows: readonly TrainingRow[]): TrainingBatch {
+  const Tc = Math.max(1, ...rows.map((row) => row.completionIds.length));
+  const batch: TrainingBatch = {
+    rows: rows.map(({ promptIds, completionIds, lossMask, images }) => ({
+      promptIds,
+      completionIds,
+      lossMask,
+      images,
+    })),
+    Tc,
+    group: Int32Array.from(rows, (row) => row.group),
+    advantage: Float32Array.from(rows, (row) => row.advantage),
+    oldLogprobs: padRows(
+      rows.map((row) => row.oldLogprobs),
+      Tc,
+    ),
+  };
+  if (rows.some((row) => row.tokenAdvantages))
+    batch.tokenAdvantages = padRows(
+      rows.map((row) => row.tokenAdvantages ?? row.completionIds.map(() => row.advantage)),
+      Tc,
+    );
+  return batch;
+}
+
+/** The sub-batch of rows `[start, end)`: views of the same columns (tests and diagnostics). */
+export function trainingRange(batch: TrainingBatch, start: number, end: number): TrainingBatch {
+  const { Tc } = batch;
+  const view = (values?: Float32Array) => values?.subarray(start * Tc, end * Tc);
+  return {
+    rows: batch.rows.slice(start, end),
+    Tc,
+    group: batch.group.subarray(start, end),
+    advantage: batch.advantage.subarray(start, end),
+    oldLogprobs: view(batch.oldLogprobs)!,
+    tokenAdvantages: view(batch.tokenAdvantages),
+    rolloutLogprobs: view(batch.rolloutLogprobs),
+    refLogprobs: view(batch.refLogprobs),
+    tokenWeights: view(batch.tokenWeights),
+  };
 }
 
 /** The numbers of the step that are not part of the algorithm. */
@@ -58,83 +123,97 @@ export function lossTokenCount(sample: TokenSequence): number {
 }
 
 /**
- * Splits samples into micro-batches of at most `size`; with `wholeGroups`, a group is never split
- * (a micro-batch closes early rather than cut one), so group-level losses see every member.
+ * The micro-batches of a batch as row ranges of at most `size` rows; with `wholeGroups`, a group is
+ * never split (a micro-batch closes early rather than cut one), so group-level losses see every member.
  */
-export function microBatches<S extends { group: number }>(
-  samples: readonly S[],
+export function microBatches(
+  group: ArrayLike<number>,
   size: number,
   wholeGroups: boolean,
-): S[][] {
-  if (!wholeGroups)
-    return Array.from({ length: Math.ceil(samples.length / size) }, (_, k) => samples.slice(k * size, (k + 1) * size));
-  const batches: S[][] = [];
-  let current: S[] = [];
-  for (let start = 0; start < samples.length;) {
+): { start: number; end: number }[] {
+  const ranges: { start: number; end: number }[] = [];
+  if (!wholeGroups) {
+    for (let start = 0; start < group.length; start += size)
+      ranges.push({ start, end: Math.min(group.length, start + size) });
+    return ranges;
+  }
+  let current = { start: 0, end: 0 };
+  for (let start = 0; start < group.length;) {
     let end = start;
-    while (end < samples.length && samples[end].group === samples[start].group) end++;
+    while (end < group.length && group[end] === group[start]) end++;
     if (end - start > size)
       throw new Error(
-        `group ${samples[start].group} has ${end - start} samples, more than grpo.microBatchSize ${size}; the loss needs whole groups`,
+        `group ${group[start]} has ${end - start} samples, more than grpo.microBatchSize ${size}; the loss needs whole groups`,
       );
-    if (current.length + end - start > size) {
-      batches.push(current);
-      current = [];
+    if (end - current.start > size) {
+      ranges.push(current);
+      current = { start, end: start };
     }
-    current.push(...samples.slice(start, end));
+    current.end = end;
     start = end;
   }
-  if (current.length > 0) batches.push(current);
-  return batches;
+  if (current.end > current.start) ranges.push(current);
+  return ranges;
 }
 
-/** log π_ref (or any frozen model's logprobs) of every completion token, in micro-batches, without gradient. */
-export function frozenLogprobs(
+/**
+ * [R·Tc] log π of every row's completion tokens under a frozen model (the reference, or the policy
+ * before its update), in micro-batches, without gradient: each micro-batch's forward writes its rows.
+ */
+export function frozenColumn(
   model: Transformer,
-  samples: readonly TokenSequence[],
+  rows: readonly TokenSequence[],
   settings: Pick<StepSettings, 'microBatchSize' | 'temperature'>,
-): Float32Array[] {
-  const result: Float32Array[] = [];
+  Tc: number,
+): Float32Array {
+  const result = new Float32Array(rows.length * Tc);
   withTrainingWeights(model.parameters.values(), () => {
-    for (let start = 0; start < samples.length; start += settings.microBatchSize) {
-      const micro = samples.slice(start, start + settings.microBatchSize);
-      const { logprobs, Tc } = noGrad(() => completionLogprobs(model, micro, settings.temperature));
-      micro.forEach((sample, b) => result.push(logprobs.data.slice(b * Tc, b * Tc + sample.completionIds.length)));
+    for (let start = 0; start < rows.length; start += settings.microBatchSize) {
+      const micro = rows.slice(start, start + settings.microBatchSize);
+      const { logprobs } = noGrad(() =>
+        completionLogprobs(model, micro, settings.temperature, { completionLength: Tc }),
+      );
+      result.set(logprobs.data, start * Tc);
       releaseGarbage(); // this forward's intermediates, before the next one allocates its own
     }
   });
   return result;
 }
 
+/** log π of every completion token under a frozen model, one array per sequence (frozenColumn's rows). */
+export function frozenLogprobs(
+  model: Transformer,
+  samples: readonly TokenSequence[],
+  settings: Pick<StepSettings, 'microBatchSize' | 'temperature'>,
+): Float32Array[] {
+  const Tc = Math.max(1, ...samples.map((sample) => sample.completionIds.length));
+  const values = frozenColumn(model, samples, settings, Tc);
+  return samples.map((sample, r) => values.slice(r * Tc, r * Tc + sample.completionIds.length));
+}
+
 /**
- * The reference model's logprobs of every completion token, computed once per batch (μ passes
- * reuse them: the reference never changes), in the same micro-batches as training.
+ * The reference model's logprobs of every completion token as the batch's `refLogprobs` column,
+ * computed once per batch (μ passes reuse them: the reference never changes).
  */
 export function withReferenceLogprobs(
   settings: StepSettings,
   referenceModel: Transformer,
-  samples: readonly TrainingSample[],
+  batch: TrainingBatch,
   /** The same rows as the reference reads them (a vision-language reference's own connector). */
-  read: readonly TokenSequence[] = samples,
-): TrainingSample[] {
-  const reference = frozenLogprobs(referenceModel, read, settings);
-  return samples.map((sample, i) => ({ ...sample, refLogprobs: reference[i] }));
+  read: readonly TokenSequence[] = batch.rows,
+): void {
+  batch.refLogprobs = frozenColumn(referenceModel, read, settings, batch.Tc);
 }
 
-/** GTPO conflict-token weights of kept samples, computed over each group's kept members (before micro-batching). */
-export function withGroupTokenWeights(bound: BoundAlgorithm, samples: readonly TrainingSample[]): TrainingSample[] {
-  const sizes: number[] = [];
-  samples.forEach((sample, i) => {
-    if (i === 0 || sample.group !== samples[i - 1].group) sizes.push(0);
-    sizes[sizes.length - 1]++;
-  });
+/** GTPO conflict-token weights of the batch's rows, computed over each group's rows (before micro-batching). */
+export function withGroupTokenWeights(bound: BoundAlgorithm, batch: TrainingBatch): void {
   const weights = gtpoTokenWeights(
-    samples.map((s) => s.completionIds),
-    samples.map((s) => s.advantage),
-    sizes,
+    batch.rows.map((row) => row.completionIds),
+    Array.from(batch.advantage),
+    runLengths(batch.group),
     bound.loss.options,
   );
-  return samples.map((sample, i) => ({ ...sample, tokenWeights: weights[i] }));
+  batch.tokenWeights = padRows(weights, batch.Tc);
 }
 
 export interface StepOutcome {
@@ -188,13 +267,13 @@ export function applyUpdate(
   return { gradNorm, applied };
 }
 
-/** Groups with at least one sample of non-zero advantage (REAL's labelled groups), over the whole batch. */
-function labelledGroupCount(samples: readonly TrainingSample[]): number {
-  return new Set(samples.filter((s) => s.advantage !== 0).map((s) => s.group)).size;
+/** Groups with at least one row of non-zero advantage (REAL's labelled groups), over the whole batch. */
+function labelledGroupCount(batch: TrainingBatch): number {
+  return new Set(batch.group.filter((_, r) => batch.advantage[r] !== 0)).size;
 }
 
 /**
- * Runs the bound loss over `samples` in micro-batches and accumulates the parameter gradients
+ * Runs the bound loss over the batch in micro-batches and accumulates the parameter gradients
  * (it does not step). Global token, sequence and group counts make the accumulated gradient equal
  * the whole batch's in one pass; the entropy bonus is −λ_H·H aggregated like the policy loss.
  */
@@ -202,13 +281,13 @@ export function accumulatePolicyGradients(
   bound: BoundAlgorithm,
   settings: StepSettings,
   model: Transformer,
-  samples: readonly TrainingSample[],
+  batch: TrainingBatch,
   dropoutSeed?: number,
 ): { lossTotal: number; metrics: Record<string, number> } {
   // The weights change only in the optimiser step after this returns: a device backend keeps them there
   // for every micro-batch's forward and backward (a no-op on the CPU backends).
   return withTrainingWeights(model.parameters.values(), () =>
-    accumulateWithFixedWeights(bound, settings, model, samples, dropoutSeed),
+    accumulateWithFixedWeights(bound, settings, model, batch, dropoutSeed),
   );
 }
 
@@ -216,22 +295,25 @@ function accumulateWithFixedWeights(
   bound: BoundAlgorithm,
   settings: StepSettings,
   model: Transformer,
-  samples: readonly TrainingSample[],
+  batch: TrainingBatch,
   dropoutSeed: number | undefined,
 ): { lossTotal: number; metrics: Record<string, number> } {
   const globals = {
-    globalTokenCount: samples.reduce((total, s) => total + lossTokenCount(s), 0),
-    globalSequenceCount: samples.length,
-    globalGroupCount: labelledGroupCount(samples),
+    globalTokenCount: batch.rows.reduce((total, row) => total + lossTokenCount(row), 0),
+    globalSequenceCount: batch.rows.length,
+    globalGroupCount: labelledGroupCount(batch),
   };
   const options: PolicyLossOptions = { ...lossOptionsFor(bound, settings), ...globals };
   const wholeGroups = bound.needs.has('wholeGroups');
+  const ranges = microBatches(batch.group, settings.microBatchSize, wholeGroups);
   if (options.topEntropyQuantile !== undefined) {
     // The quantile is over the whole batch's tokens: one gradient-free pass over the same micro-batches first.
     const entropies: number[] = [];
     const masks: number[] = [];
-    for (const micro of microBatches(samples, settings.microBatchSize, wholeGroups)) {
-      const { entropies: values, mask } = noGrad(() => completionLogprobs(model, micro, settings.temperature));
+    for (const { start, end } of ranges) {
+      const { entropies: values, mask } = noGrad(() =>
+        completionLogprobs(model, batch.rows.slice(start, end), settings.temperature, { completionLength: batch.Tc }),
+      );
       entropies.push(...values);
       masks.push(...mask);
       releaseGarbage(); // this forward's intermediates
@@ -240,13 +322,21 @@ function accumulateWithFixedWeights(
   }
   const accumulator = new MetricAccumulator();
   let lossTotal = 0;
-  for (const [index, micro] of microBatches(samples, settings.microBatchSize, wholeGroups).entries()) {
+  for (const [index, range] of ranges.entries()) {
     // Each micro-batch its own LoRA dropout masks: the step's seed mixed with the micro-batch index.
     const seed = dropoutSeed === undefined ? undefined : combineSeeds(dropoutSeed, index);
     // The previous micro-batch's graph (unreachable once its call returned) or the rollout's arrays,
     // collected before this forward allocates its activations beside them.
     releaseGarbage();
-    const result = microBatchGradients(bound, settings, model, micro, options, wholeGroups, seed);
+    const result = microBatchGradients(
+      bound,
+      settings,
+      model,
+      trainingRange(batch, range.start, range.end),
+      options,
+      wholeGroups,
+      seed,
+    );
     lossTotal += result.loss;
     accumulator.add(result.metrics, result.tokens);
   }
@@ -262,46 +352,30 @@ function microBatchGradients(
   bound: BoundAlgorithm,
   settings: StepSettings,
   model: Transformer,
-  micro: readonly TrainingSample[],
+  micro: TrainingBatch,
   options: PolicyLossOptions,
   wholeGroups: boolean,
   dropoutSeed: number | undefined,
 ): { loss: number; metrics: Record<string, number>; tokens: number } {
   const lossNeedsEntropy = bound.needs.has('entropyWithGradient');
-  const forward = completionLogprobs(model, micro, settings.temperature, {
+  const forward = completionLogprobs(model, micro.rows, settings.temperature, {
     entropyWithGradient: bound.entropyCoefficient > 0 || lossNeedsEntropy,
     dropoutSeed,
+    completionLength: micro.Tc,
   });
-  const { logprobs, mask, entropies, Tc } = forward;
-  const column = (pick: (s: TrainingSample) => ArrayLike<number> | undefined) =>
-    micro.some((s) => pick(s))
-      ? padRows(
-          micro.map((s) => Array.from(pick(s) ?? [])),
-          Tc,
-        )
-      : undefined;
+  const { logprobs, mask, entropies } = forward;
   const result = bound.loss.fn(
     {
       logprobs,
-      oldLogprobs: padRows(
-        micro.map((s) => [...s.oldLogprobs]),
-        Tc,
-      ),
-      advantages: micro.some((s) => s.tokenAdvantages)
-        ? padRows(
-            micro.map((s) =>
-              s.tokenAdvantages ? Array.from(s.tokenAdvantages) : s.completionIds.map(() => s.advantage),
-            ),
-            Tc,
-          )
-        : Float32Array.from(micro, (s) => s.advantage),
+      oldLogprobs: micro.oldLogprobs,
+      advantages: micro.tokenAdvantages ?? micro.advantage,
       mask,
-      refLogprobs: column((s) => s.refLogprobs),
-      rolloutLogprobs: column((s) => s.rolloutLogprobs),
-      tokenWeights: column((s) => s.tokenWeights),
+      refLogprobs: micro.refLogprobs,
+      rolloutLogprobs: micro.rolloutLogprobs,
+      tokenWeights: micro.tokenWeights,
       entropies,
       entropyTensor: lossNeedsEntropy ? forward.entropyTensor : undefined,
-      groupSizes: wholeGroups ? runLengths(micro.map((s) => s.group)) : undefined,
+      groupSizes: wholeGroups ? runLengths(micro.group) : undefined,
     },
     options,
   );
@@ -338,26 +412,26 @@ function microBatchGradients(
 export const UPDATE_ENTROPY_METRIC = 'loss/sampledNegativeLogprob';
 
 /** Lengths of runs of equal values: [0,0,1,1,1] → [2,3]. */
-function runLengths(values: readonly number[]): number[] {
+function runLengths(values: ArrayLike<number>): number[] {
   const lengths: number[] = [];
-  values.forEach((value, i) => {
-    if (i === 0 || value !== values[i - 1]) lengths.push(0);
+  for (let i = 0; i < values.length; i++) {
+    if (i === 0 || values[i] !== values[i - 1]) lengths.push(0);
     lengths[lengths.length - 1]++;
-  });
+  }
   return lengths;
 }
 
-/** One policy-gradient update over `samples` (already filtered to those that carry gradient). */
+/** One policy-gradient update over the batch (its rows already those that carry gradient). */
 export function policyStep(
   bound: BoundAlgorithm,
   settings: StepSettings,
   model: Transformer,
   optimizer: AdamW,
-  samples: readonly TrainingSample[],
+  batch: TrainingBatch,
   dropoutSeed?: number,
 ): StepOutcome {
   optimizer.zeroGrad();
-  const { lossTotal, metrics } = accumulatePolicyGradients(bound, settings, model, samples, dropoutSeed);
+  const { lossTotal, metrics } = accumulatePolicyGradients(bound, settings, model, batch, dropoutSeed);
   const { gradNorm, applied } = applyUpdate(optimizer, settings.maxGradNorm, lossTotal);
   return { metrics: { ...metrics, 'loss/total': lossTotal, gradNorm }, applied };
 }

@@ -29,7 +29,8 @@ import { answersMatch, extractFinalAnswer, makeRewardInput, unlikeliness, type R
 import { Transformer } from '../model/transformer.js';
 import { Random, add, mul, noGrad, sub } from '../tensor/index.js';
 import type { NamedReward } from '../rewards/types.js';
-import { createStepEnvironment, prepareGrpoStep, recordStepState, rolloutSettingsOf } from './grpo-step.js';
+import { createStepEnvironment, prepareGrpoStep, rolloutSettingsOf } from './grpo-step.js';
+import { recordStepState } from './step-signal.js';
 import { accumulatePolicyGradients } from './optimize.js';
 import { mergeConfig } from '../config/presets.js';
 import type { TrainerState } from '../run/run-folder.js';
@@ -275,7 +276,7 @@ async function compare(testCase: Case): Promise<{ batch: StepBatch; state: Train
   const state = freshState(testCase.state?.extra);
   const prepared = await prepareGrpoStep(environment, state, new Random(7), rolloutSettingsOf(context, 7), 0);
   zeroGradients(context.model);
-  const trainer = accumulatePolicyGradients(context.algorithm, environment.settings, context.model, prepared.samples);
+  const trainer = accumulatePolicyGradients(context.algorithm, environment.settings, context.model, prepared.training);
   const trainerGradients = gradients(context.model);
   zeroGradients(context.model);
   const direct = directComposition(
@@ -286,7 +287,7 @@ async function compare(testCase: Case): Promise<{ batch: StepBatch; state: Train
     freshState(testCase.state?.extra),
   );
   const directGradients = gradients(context.model);
-  expect(prepared.samples.length).toBe(direct.keptCount);
+  expect(prepared.training.rows.length).toBe(direct.keptCount);
   expect(trainer.lossTotal).toBeCloseTo(direct.loss, 5);
   let largest = 0;
   for (const [name, expected] of directGradients) {

@@ -3,12 +3,20 @@
  * it needs (strata, semantic clusters, tracked baselines), KL in the reward, the advantages, and
  * which samples carry gradient (invalid rewards, the group filter's sample mask, truncation). And
  * the per-prompt state that outlives a step and travels in checkpoints (the single-stream value
- * tracker, the prompt selectors' posteriors), second half of the file.
+ * tracker, the prompt selectors' posteriors), second half of the file, moved forward after each
+ * update by `recordStepState`.
  *
  * Is not: generation (step-batch.ts), the reference or tracker forward passes (grpo-step.ts), or
  * the loss. The estimator functions themselves live in algorithms/.
  */
-import type { AdvantageInput, QuantileTracker } from '../algorithms/index.js';
+import {
+  updateBetaPosterior,
+  updateQuantileTracker,
+  type AdvantageInput,
+  type QuantileTracker,
+} from '../algorithms/index.js';
+import type { TrainerState } from '../run/run-folder.js';
+import { UPDATE_ENTROPY_METRIC } from './optimize.js';
 import { extractFinalAnswer } from '../rewards/math/extract.js';
 import { answersMatch } from '../rewards/math/verify.js';
 import type { RewardEpisode } from '../rewards/types.js';
@@ -276,4 +284,85 @@ export type PosteriorState = Record<string, [alpha: number, beta: number]>;
 export function posteriorOf(state: PosteriorState, exampleIndex: number): { alpha: number; beta: number } {
   const entry = state[String(exampleIndex)];
   return entry ? { alpha: entry[0], beta: entry[1] } : { alpha: 1, beta: 1 };
+}
+
+/** What a step leaves for `recordStepState` (grpo-step.ts PreparedStep carries it). */
+export interface SignalOutcome {
+  batch: StepBatch;
+  /** The first generation round, before any filter (reward metrics are logged from it, as TRL does). */
+  firstRound: StepBatch;
+  signal: StepSignal;
+  /** Per group: the tracker discount ρ of this visit (single-stream). */
+  discounts?: number[];
+}
+
+/**
+ * Moves state forward after the step: the value tracker, the selectors' posteriors, RiskPO's
+ * quantile tracker (on the samples its estimator returned, as the authors' trainer after each step)
+ * and (need `previousEntropy`) the update's −mean logπ over its loss tokens, averaged over the μ
+ * passes (`passes`: each pass's metrics, as `policyStep` returns them).
+ */
+export function recordStepState(
+  bound: BoundAlgorithm,
+  state: TrainerState,
+  prepared: SignalOutcome,
+  passes: readonly Record<string, number>[] = [],
+): void {
+  const { batch } = prepared;
+  if (bound.needs.has('trackedQuantiles') && prepared.signal.quantileSamples) {
+    const next = updateQuantileTracker(
+      state.extra.quantileTracker as QuantileTracker | undefined,
+      prepared.signal.quantileSamples,
+      bound.advantage.options as { quantileLearningRate?: number },
+    );
+    if (next) state.extra.quantileTracker = next;
+  }
+  const entropies = passes.map((metrics) => metrics[UPDATE_ENTROPY_METRIC]).filter(Number.isFinite);
+  if (bound.needs.has('previousEntropy') && entropies.length > 0)
+    state.extra.previousEntropy = entropies.reduce((a, b) => a + b, 0) / entropies.length;
+  const starts = groupStarts(batch.groupSizes);
+  if (bound.tracker && prepared.discounts) {
+    const tracker = { ...((state.extra.valueTracker ?? {}) as ValueTrackerState) };
+    batch.prompts.forEach((prompt, g) => {
+      const members = Array.from({ length: batch.groupSizes[g] }, (_, k) => starts[g] + k);
+      const visit = members.map((i) => prepared.signal.rewards[i]);
+      const firstScored = members.find((i) => Number.isFinite(prepared.signal.rewards[i]));
+      const completion =
+        firstScored === undefined
+          ? null
+          : {
+              promptIds: batch.samples[firstScored].promptIds ?? prompt.promptIds,
+              completionIds: batch.samples[firstScored].completionIds,
+              logprobs: batch.samples[firstScored].oldLogprobs,
+            };
+      tracker[String(prompt.exampleIndex)] = updateTrackedValue(
+        tracker[String(prompt.exampleIndex)],
+        prepared.discounts![g],
+        visit,
+        completion,
+      );
+    });
+    state.extra.valueTracker = tracker;
+  }
+  if (bound.promptSelector) {
+    // The selector's own choices (the first round, before any filter) are what its posteriors learn from.
+    const chosen = prepared.firstRound;
+    const chosenStarts = groupStarts(chosen.groupSizes);
+    const posteriors = { ...((state.extra.promptPosteriors ?? {}) as PosteriorState) };
+    const threshold = bound.promptSelector.options.successThreshold;
+    chosen.prompts.forEach((prompt, g) => {
+      const visit = Array.from(chosen.rewards.subarray(chosenStarts[g], chosenStarts[g] + chosen.groupSizes[g])).filter(
+        Number.isFinite,
+      );
+      const successes = visit.filter((r) => r >= threshold).length;
+      const next = updateBetaPosterior(
+        posteriorOf(posteriors, prompt.exampleIndex!),
+        successes,
+        visit.length - successes,
+        bound.promptSelector!.options.decay,
+      );
+      posteriors[String(prompt.exampleIndex)] = [next.alpha, next.beta];
+    });
+    state.extra.promptPosteriors = posteriors;
+  }
 }

@@ -18,7 +18,8 @@ import { combineSeeds, stepSeed } from '../tensor/index.js';
 import { evaluateRun, type EvaluationResult } from './evaluate.js';
 import { checkRunImages, withConnector } from './vision-run.js';
 import { writeVisionModelFiles } from './vision-setup.js';
-import { createStepEnvironment, prepareGrpoStep, recordStepState, rolloutSettingsOf } from './grpo-step.js';
+import { createStepEnvironment, prepareGrpoStep, rolloutSettingsOf } from './grpo-step.js';
+import { recordStepState } from './step-signal.js';
 import { publishAdapter } from '../rollout/openai-rollout.js';
 import { countSkippedStep, optimizedParameters, policyStep } from './optimize.js';
 import { runSft, type LoopHooks, type SftPlan, type StepRecord } from './sft.js';
@@ -357,9 +358,9 @@ async function runGrpo(
     let stepMetrics: Record<string, number> = {};
     let applied = true;
     const passes: Record<string, number>[] = [];
-    for (let iteration = 0; iteration < plan.grpo.iterations && prepared.samples.length > 0; iteration++) {
+    for (let iteration = 0; iteration < plan.grpo.iterations && prepared.training.rows.length > 0; iteration++) {
       // LoRA dropout masks from the step's seed and the pass, so each of the μ passes drops anew.
-      const outcome = policyStep(bound, settings, model, optimizer, prepared.samples, combineSeeds(seed, iteration));
+      const outcome = policyStep(bound, settings, model, optimizer, prepared.training, combineSeeds(seed, iteration));
       stepMetrics = outcome.metrics;
       passes.push(outcome.metrics);
       applied &&= outcome.applied;
@@ -372,7 +373,7 @@ async function runGrpo(
     state.step++;
     state.phaseStep++;
     // 5. Log, evaluate, checkpoint.
-    const tokens = prepared.samples.reduce((total, s) => total + s.promptIds.length + s.completionIds.length, 0);
+    const tokens = prepared.training.rows.reduce((total, s) => total + s.promptIds.length + s.completionIds.length, 0);
     const first = prepared.firstRound;
     const record: Record<string, number> = {
       ...rewardLogMetrics(first),
@@ -383,7 +384,7 @@ async function runGrpo(
       ...stepMetrics,
       lr: optimizer.learningRate,
       skippedSteps: applied ? 0 : 1,
-      'train/samples': prepared.samples.length,
+      'train/samples': prepared.training.rows.length,
       'train/groups': prepared.batch.prompts.length,
       'time/train': trainSeconds,
       ...(publish ? { 'time/publish_adapter': publishSeconds } : {}),

@@ -7,6 +7,7 @@
  * model's forward with those features, one sequence at a time → log-softmax → the PPO-clip
  * token-mean loss. Also: what does not combine with images is refused before compute, naming the field.
  */
+import { rowsOf } from '../../test/helpers/training-rows.js';
 import { describe, expect, it } from 'vitest';
 import type { TaskImage } from '../data/index.js';
 import { promptImagePositions } from '../model/vision/image-merge.js';
@@ -68,13 +69,18 @@ describe('a vision-language GRPO step', () => {
     const environment = createStepEnvironment(context, null);
     const seed = 11;
     const prepared = await prepareGrpoStep(environment, state, new Random(seed), rolloutSettingsOf(context, seed), 0);
-    const samples = prepared.samples;
+    const samples = rowsOf(prepared.training);
     expect(samples).toHaveLength(8);
     expect(samples.every((sample) => sample.images !== undefined)).toBe(true);
     const imageToken = model.config.imageTokenId;
     expect(samples[0].promptIds.filter((id) => id === imageToken)).toHaveLength(model.config.tokensPerImage);
 
-    const { lossTotal } = accumulatePolicyGradients(context.algorithm, environment.settings, context.model, samples);
+    const { lossTotal } = accumulatePolicyGradients(
+      context.algorithm,
+      environment.settings,
+      context.model,
+      prepared.training,
+    );
     const stepGradients = new Map([...model.parameters].map(([name, p]) => [name, p.grad?.data.slice() ?? null]));
     for (const p of model.parameters.values()) p.grad = null;
 
@@ -141,7 +147,7 @@ describe('a vision-language GRPO step', () => {
     const prepared = await prepareGrpoStep(environment, state, new Random(5), rolloutSettingsOf(context, 5), 0);
     const imageToken = reference.config.imageTokenId;
     let policyGap = 0;
-    prepared.samples.forEach((sample, i) => {
+    rowsOf(prepared.training).forEach((sample, i) => {
       const [image] = prepared.batch.prompts[Math.floor(i / 4)].example.images as TaskImage[];
       const { pixelValues, imageCount } = preprocessImage(image, context.vision!.processor);
       const ids = Int32Array.from([...sample.promptIds, ...sample.completionIds]);
