@@ -43,9 +43,12 @@ function sample(count: number, seed: number, heldOut: boolean): Example[] {
     state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
     return state;
   };
+  // The high bits: an LCG modulo 2^32 alternates its low bit, so `next() % 90` (90 even) gave a and b
+  // opposite parities and every sum was odd.
+  const operand = (): number => 10 + ((next() >>> 16) % 90);
   while (examples.length < count) {
-    const a = 10 + (next() % 90);
-    const b = 10 + (next() % 90);
+    const a = operand();
+    const b = operand();
     if (isHeldOut(a, b) === heldOut) examples.push(makeExample(a, b));
   }
   return examples;
