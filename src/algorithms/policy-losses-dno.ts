@@ -15,6 +15,7 @@
  * completion's token log-probs, the pairs are every two members of a group, the expectation is the
  * mean over a group's pairs, then over the batch's groups (`globalGroupCount`, so micro-batches add
  * up to the batch). η has no default: Algorithm 1 leaves it to the user.
+ * Followed: the paper's Algorithm 1 (no authors' code for it was found); docs/algorithms.md says how it was checked.
  * Is not: DNO-Prct (Algorithm 2: a GPT-4 judge, a gold response in each group, large-margin pair
  * filtering and a DPO loss), nor its uniform mixture of the iterates as the output policy.
  */
