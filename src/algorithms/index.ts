@@ -60,6 +60,7 @@ import { nftLossPart } from './policy-losses-nft.js';
 import { lldsLossPart } from './policy-losses-llds.js';
 import { rediLossPart } from './policy-losses-redi.js';
 import { trpaAdvantagePart, trpaLossPart } from './policy-losses-trpa.js';
+import { dnoAdvantagePart, dnoLossPart } from './policy-losses-dno.js';
 import {
   type Part,
   type PartKind,
@@ -102,6 +103,7 @@ export * from './policy-losses-nft.js';
 export * from './policy-losses-llds.js';
 export * from './policy-losses-redi.js';
 export * from './policy-losses-trpa.js';
+export * from './policy-losses-dno.js';
 export * from './option-schemas.js';
 export * from './flow-steps.js';
 export * from './turn-credit.js';
@@ -136,6 +138,7 @@ export const advantageEstimators = filled<AdvantageFn>('advantage estimator', [
   riskpoAdvantagePart,
   dcpoAdvantagePart,
   trpaAdvantagePart,
+  dnoAdvantagePart,
 ]);
 
 /** Policy losses by name (ALGORITHMS.md §2). */
@@ -156,6 +159,7 @@ export const policyLosses = filled<PolicyLossFn>('policy loss', [
   lldsLossPart,
   rediLossPart,
   trpaLossPart,
+  dnoLossPart,
 ]);
 
 /** Loss aggregation modes by name (ALGORITHMS.md §3). */

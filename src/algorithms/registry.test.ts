@@ -61,6 +61,7 @@ describe('built-in registries', () => {
       'riskpo',
       'dcpo',
       'trpa',
+      'dno',
     ]);
     expect(policyLosses.names()).toEqual([
       'ppo-clip',
@@ -79,6 +80,7 @@ describe('built-in registries', () => {
       'llds',
       'redi',
       'trpa',
+      'dno',
     ]);
     expect(lossAggregations.names()).toEqual([
       'token-mean',
@@ -96,8 +98,8 @@ describe('built-in registries', () => {
         expect(text).toContain(`  ${entry.name} `);
       }
     }
-    expect(text).toMatch(/^Advantage estimators \(17\)/);
-    expect(text).toContain('Policy losses (16)');
+    expect(text).toMatch(/^Advantage estimators \(18\)/);
+    expect(text).toContain('Policy losses (17)');
     expect(text).toContain('KL estimators (3)');
   });
   it('an advantage estimator that declares no needs runs on rewards and group sizes alone (all a flow run has)', () => {

@@ -41,6 +41,7 @@ const refused: Record<string, RegExp> = {
   'loss=dispo': /^- algorithm\.lossOptions\.(positiveBounds|negativeBounds): .*dispo/m,
   'loss=trpa':
     /^- algorithm\.advantage: the trpa loss reads each completion's raw reward .* use algorithm\.advantage "trpa"/m,
+  'loss=dno': /^- algorithm\.lossOptions\.eta: the dno loss needs η/m,
 };
 
 const cases: [string, string][] = [
@@ -98,6 +99,7 @@ describe('grpo train --set algorithm.<field>=NAME for every listed name', () => 
       ],
       // TRPA's loss reads the reference's log-probs at β = 0: the run builds the reference for it.
       ['trpa-ok', ['algorithm.advantage=trpa', 'algorithm.loss=trpa', 'algorithm.klCoefficient=0']],
+      ['dno-ok', ['algorithm.advantage=dno', 'algorithm.loss=dno', 'algorithm.lossOptions={"eta":1}']],
     ] as [string, string[]][]) {
       expect(await runTrainCommand({ set: [...tiny, ...extra], runName, quiet: true })).toBe(0);
     }

@@ -101,7 +101,9 @@ describe('masks and padding', () => {
     const options =
       name === 'dispo'
         ? { positiveBounds: [0.2, 0.2] as [number, number], negativeBounds: [0.2, 0.2] as [number, number] }
-        : {};
+        : name === 'dno'
+          ? { eta: 1 }
+          : {};
     const result = policyLosses.get(name)(
       {
         logprobs,

@@ -345,6 +345,7 @@ describe('every registered part, through a trainer step, equals the direct compo
     gtpo: { entropyThreshold: 10 },
     opmd: { tau: 0.5 },
     rec: { clipMode: 'ring', weight: 'importance-sampling', regularizer: 'k2', regularizerCoefficient: 0.1 },
+    dno: { eta: 1 },
   };
   // LLDS gates on logπ_old − logπ_θ, which on-policy is rounding noise (sampling vs training forward)
   // that differs between batchings: a stale π_old (+0.3 / −0.2 on alternate tokens) makes every gate clear.
@@ -357,6 +358,8 @@ describe('every registered part, through a trainer step, equals the direct compo
   // TRPA pairs raw rewards (its own advantage), its pair mean over one call: the whole batch in one micro-batch.
   const lossConfigs: Record<string, Record<string, unknown>> = {
     trpa: { algorithm: { advantage: 'trpa' }, grpo: { microBatchSize: 16 } },
+    // DNO regresses on its own win-rates; one group per micro-batch, summed over the batch's group count.
+    dno: { algorithm: { advantage: 'dno' } },
   };
   it.each(policyLosses.names())('loss %s', async (loss) => {
     await compare({
