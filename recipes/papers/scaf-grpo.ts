@@ -19,7 +19,8 @@
  *      \boxed{}.". Levels are numbered in that order, 1–8.
  *   3. When some hinted completion is right, the one at the lowest level (the first at that level)
  *      replaces the group's first completion, with its hinted prompt (replace_hint_prompt False: the
- *      whole sequence is replaced, so it is trained on the tokens it was sampled after). The group,
+ *      whole sequence is replaced, so it is trained on the tokens it was sampled after; their batch
+ *      is reordered for balancing first, so which wrong completion goes is arbitrary there). The group,
  *      now one right and G − 1 wrong, goes to the usual advantage (GRPO's by default).
  * The warm-up counts calls of this rollout: one per step unless a group filter refills
  * (`algorithm.maxRefills`) or a prompt selector gives prompts different group sizes, and a resumed
@@ -31,7 +32,8 @@
  * The recipe's data: GSM8K rows, with `solution_breakdown_parts` the lines of the reference
  * solution (calculator annotations and the #### line removed) and no knowledge parts; their
  * hints (hkuzxc/scaf-grpo-dataset, written by a strong model) are not here, nor their Qwen2.5-Math
- * models. Rows of your own with both columns (lists of strings) are used as they are.
+ * models. Rows of your own with both columns (lists of strings) are used as they are; rows without
+ * `solution_breakdown_parts` get the lines of their `answer` column (before any ####) instead.
  */
 import {
   singleTurnRollout,
