@@ -19,10 +19,12 @@
  * of an unknown id adds, DELETE removes), then the library is renumbered G0, G1, …; a failed LLM
  * call drops that item, as the authors' `except` does; the question template with the experiences
  * ("[id]. text" lines, "None" when empty); the defaults (1 epoch, batch 50, G = 5, rollout
- * temperature 0.7, one experience per query); each epoch shuffled, the rest of a batch dropped.
+ * temperature 0.7, one experience per query; evaluation at their agent's temperature 0.3); each
+ * epoch shuffled, the rest of a batch dropped; the agent's instructions (`--instructions`) as the
+ * system message.
  * The stage prompts ask for the same inputs and output formats as the authors' templates, in
- * shorter words of our own. Is not: their web-agent (ReAct with search) rollouts — the policy here
- * answers in one turn; nor their result caches and tracing.
+ * shorter words of our own. Is not: their agents' tools (the math agent's Python executor, the web
+ * agent's search) — the policy here answers in one turn; nor their result caches and tracing.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -276,6 +278,8 @@ export async function rollOut(options: {
   reward: RewardFn;
   groupSize: number;
   temperature: number;
+  /** The agent's instructions, sent as the system message (the authors' agent `instructions`). */
+  instructions?: string;
   concurrency?: number;
 }): Promise<Attempt[]> {
   const jobs = options.questions.flatMap((question) => Array.from({ length: options.groupSize }, () => question));
@@ -286,9 +290,9 @@ export async function rollOut(options: {
       const index = next++;
       const { question, answer, row } = jobs[index]!;
       const prompt = promptWithExperiences(question, options.experiences);
-      const completion = await options.policy([{ role: 'user', content: prompt }], {
-        temperature: options.temperature,
-      });
+      const messages: ChatMessage[] = [{ role: 'user', content: prompt }];
+      if (options.instructions) messages.unshift({ role: 'system', content: options.instructions });
+      const completion = await options.policy(messages, { temperature: options.temperature });
       const score = await options.reward(makeRewardInput({ prompt: question, completion, row }));
       answered[index] = { question, answer, prompt, completion, reward: score ?? 0 };
     }
@@ -320,6 +324,7 @@ export async function practice(options: {
   batchSize?: number;
   groupSize?: number;
   rolloutTemperature?: number;
+  instructions?: string;
   experiencesPerQuery?: number;
   concurrency?: number;
   seed?: number;
@@ -342,6 +347,7 @@ export async function practice(options: {
         reward: options.reward,
         groupSize,
         temperature: rolloutTemperature,
+        instructions: options.instructions,
         concurrency: options.concurrency,
       });
       const update = await updateExperiences({
@@ -403,7 +409,8 @@ const FLAGS = {
   'batch-size': { type: 'string', default: '50' },
   'group-size': { type: 'string', default: '5' },
   'rollout-temperature': { type: 'string', default: '0.7' },
-  'eval-temperature': { type: 'string', default: '0' },
+  'eval-temperature': { type: 'string', default: '0.3' },
+  instructions: { type: 'string' },
   'experiences-per-query': { type: 'string', default: '1' },
   concurrency: { type: 'string', default: '16' },
   seed: { type: 'string', default: '0' },
@@ -490,6 +497,7 @@ export async function main(argv: readonly string[], log: (line: string) => void 
       reward,
       groupSize: 1,
       temperature: numbers.evalTemperature,
+      instructions: values.instructions,
       concurrency: numbers.concurrency,
     });
     return attempts.reduce((sum, attempt) => sum + attempt.reward, 0) / attempts.length;
@@ -501,6 +509,7 @@ export async function main(argv: readonly string[], log: (line: string) => void 
     policy,
     llm,
     reward,
+    instructions: values.instructions,
     ...numbers,
     onStep: (step) =>
       log(

@@ -51,7 +51,7 @@ function stubLlm(calls: string[]): ChatFn {
 /** The policy stand-in: right every time once the carry experience is in its prompt, else every other time. */
 function stubPolicy(): ChatFn {
   let count = 0;
-  return async (messages) => (messages[0]!.content.includes(EXPERIENCE) || count++ % 2 === 0 ? '42' : '41');
+  return async (messages) => (messages.at(-1)!.content.includes(EXPERIENCE) || count++ % 2 === 0 ? '42' : '41');
 }
 
 const reward: RewardFn = ({ completion, row }) => (completion.trim() === String(row.answer) ? 1 : 0);
@@ -170,7 +170,7 @@ describe('Training-Free GRPO (recipes/papers/training-free-grpo.ts)', () => {
 describe('recipes/papers/training-free-grpo.ts on the command line', () => {
   let server: Server;
   let baseUrl = '';
-  const requests: { model: string; temperature?: number }[] = [];
+  const requests: { model: string; temperature?: number; firstRole: string }[] = [];
   const llm = stubLlm([]);
   const policy = stubPolicy();
   const folder = mkdtempSync(join(tmpdir(), 'training-free-grpo-'));
@@ -186,7 +186,7 @@ describe('recipes/papers/training-free-grpo.ts on the command line', () => {
       request.on('data', (chunk: Buffer) => (body += chunk.toString()));
       request.on('end', () => {
         const parsed = JSON.parse(body) as { model: string; messages: ChatMessage[]; temperature?: number };
-        requests.push({ model: parsed.model, temperature: parsed.temperature });
+        requests.push({ model: parsed.model, temperature: parsed.temperature, firstRole: parsed.messages[0]!.role });
         const answer = parsed.model === 'policy' ? policy(parsed.messages, {}) : llm(parsed.messages, {});
         void answer.then((content) => {
           response.setHeader('content-type', 'application/json');
@@ -206,6 +206,7 @@ describe('recipes/papers/training-free-grpo.ts on the command line', () => {
       [
         ...['--data', data, '--reward', 'exact-match', '--base-url', baseUrl, '--model', 'updater'],
         ...['--policy-model', 'policy', '--epochs', '2', '--batch-size', '4', '--group-size', '2', '--out', out],
+        ...['--eval-data', data, '--instructions', 'Answer with the number only.'],
       ],
       (line) => lines.push(line),
     );
@@ -215,9 +216,22 @@ describe('recipes/papers/training-free-grpo.ts on the command line', () => {
     };
     expect(written.experiences).toEqual({ G0: EXPERIENCE });
     expect(written.steps.map((step) => step.meanReward)).toEqual([0.5, 1]);
-    expect(lines[0]).toBe('step 0 (epoch 0): mean reward 0.5000, 4 mixed group(s), 4 operation(s), 1 experience(s)');
+    // The stub answers every other question right without the experience, every one with it.
+    expect(lines.slice(0, 4)).toEqual([
+      'eval mean reward without experiences: 0.5000',
+      'step 0 (epoch 0): mean reward 0.5000, 4 mixed group(s), 4 operation(s), 1 experience(s)',
+      'step 1 (epoch 1): mean reward 1.0000, 0 mixed group(s), 0 operation(s), 1 experience(s)',
+      'eval mean reward with experiences: 1.0000',
+    ]);
+    const policyCalls = requests.filter((request) => request.model === 'policy');
+    // 4 + 4 evaluation answers at the agent's temperature 0.3, 2 steps × 4 questions × 2 at the practice's 0.7.
+    expect(policyCalls.map((request) => request.temperature).sort()).toEqual([
+      ...new Array<number>(8).fill(0.3),
+      ...new Array<number>(16).fill(0.7),
+    ]);
+    expect(policyCalls.every((request) => request.firstRole === 'system')).toBe(true);
     expect(
-      requests.filter((request) => request.model === 'policy').every((request) => request.temperature === 0.7),
+      requests.filter((request) => request.model === 'updater').every((request) => request.firstRole === 'system'),
     ).toBe(true);
   });
 
