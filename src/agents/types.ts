@@ -125,5 +125,14 @@ export interface Environment {
 /** Creates the environment of one episode from its dataset row. */
 export type EnvironmentFactory = (
   row: Readonly<Record<string, unknown>>,
-  context: { seed: number; episodeIndex: number },
+  context: {
+    seed: number;
+    episodeIndex: number;
+    /**
+     * The same for the G episodes of one prompt in one rollout and different between groups, so an
+     * environment can start a whole group from one shared state (RLVER's simulated user opens once
+     * per group). Absent where a caller builds environments one by one.
+     */
+    groupSeed?: number;
+  },
 ) => Environment | Promise<Environment>;

@@ -171,6 +171,21 @@ describe('multiTurnRollout', () => {
     expect(reward(makeRewardInput({ completion: sample.text, episode: sample.episode }))).toBe(1);
   });
 
+  it('gives the episodes of one group the same groupSeed and other groups another', async () => {
+    const contexts: { seed: number; episodeIndex: number; groupSeed?: number }[] = [];
+    const environment: EnvironmentFactory = (_row, context) => (contexts.push(context), {});
+    const policy = new ScriptedPolicy(() => 'Fine.');
+    const rollout = multiTurnRollout(environment, agent, () => policy);
+    const context: RolloutContext = { model, tokenizer, chatTemplate: template(false) };
+    await rollout(context, [prompt('A?'), prompt('B?')], { ...settings, groupSize: 2 });
+    const byEpisode = [...contexts].sort((a, b) => a.episodeIndex - b.episodeIndex);
+    expect(new Set(byEpisode.map((c) => c.seed)).size).toBe(4);
+    const [a, b, c, d] = byEpisode.map((c) => c.groupSeed);
+    expect(a).toBe(b);
+    expect(c).toBe(d);
+    expect(a).not.toBe(c);
+  });
+
   it('times out a hanging tool and goes on with the episode', async () => {
     // The tool's promise never settles: the episode can only go on because the 50 ms limit fired.
     const { samples, policy } = await run(

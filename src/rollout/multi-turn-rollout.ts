@@ -141,7 +141,11 @@ async function startEpisode(
   const { settings, p, g } = options;
   const seed = settings.seed * 1_000_003 + p * 7919 + g;
   const environment = await inEnvironment('the environment factory', p, () =>
-    factory(prompt.example, { seed, episodeIndex: p * settings.groupSize + g }),
+    factory(prompt.example, {
+      seed,
+      episodeIndex: p * settings.groupSize + g,
+      groupSeed: settings.seed * 1_000_003 + p * 7919,
+    }),
   );
   const extra = (await inEnvironment('environment reset()', p, async () => environment.reset?.())) ?? undefined;
   const messages: AgentMessage[] = [...exampleMessages(prompt.example), ...(extra?.messages ?? [])];
