@@ -22,9 +22,8 @@
  *      whole sequence is replaced, so it is trained on the tokens it was sampled after; their batch
  *      is reordered for balancing first, so which wrong completion goes is arbitrary there). The group,
  *      now one right and G − 1 wrong, goes to the usual advantage (GRPO's by default).
- * The warm-up counts calls of this rollout: one per step unless a group filter refills
- * (`algorithm.maxRefills`) or a prompt selector gives prompts different group sizes, and a resumed
- * run counts from 0 again (the rollout is not told the step). The question is the row's `question`
+ * The warm-up counts GRPO steps (`settings.step`, kept across a resume and the same for a step's
+ * refill rounds); a caller outside a step (no `step`) counts this rollout's calls instead. The question is the row's `question`
  * column, as theirs, else the prompt text. Where the row lacks a stage's parts
  * (their data always has both) that stage is skipped: their code would prompt with an empty hint.
  * A hinted prompt that does not fit the model's positions with `sampling.maxNewTokens` is skipped;
@@ -92,7 +91,8 @@ export function scafRollout(options: ScafOptions = {}): RolloutFn {
   return async (context, prompts, settings) => {
     calls += 1;
     const samples = await singleTurnRollout(context, prompts, settings);
-    if (calls <= warmupSteps) return samples;
+    // `step` is 0-based: the first step after the warm-up is step warmupSteps.
+    if ((settings.step === undefined ? calls : settings.step + 1) <= warmupSteps) return samples;
     const G = settings.groupSize;
     const format = { tokenizer: context.tokenizer, chatTemplate: context.chatTemplate ?? null };
     const limit = context.model.config.maxPositionEmbeddings - settings.maxNewTokens;

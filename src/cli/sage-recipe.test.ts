@@ -6,6 +6,7 @@
  * rollout on the tinystories fixture and GSM8K rows: once with the policy's own hints (the recipe as
  * written) and once with a fixed hint source, so the hinted groups go through real trainer steps.
  */
+import { sharedData, tinyStoriesModel } from '../../test/helpers/fixtures.js';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -23,7 +24,7 @@ import {
 import { grpoStepRecords, inProcessCli, settingFlags } from '../../test/helpers/cli-in-process.js';
 
 const root = new URL('../../', import.meta.url).pathname;
-const fixture = '/work/shared/fixtures/models/tinystories-656k';
+const fixture = tinyStoriesModel;
 const { runs, grpo } = inProcessCli('grpo-sage-recipe-');
 
 describe('parseHintPayload (their _parse_hint_payload)', () => {
@@ -128,7 +129,7 @@ describe('sageRollout on a small random model', () => {
 
 describe('grpo train with the SAGE rollout (tinystories fixture, GSM8K rows)', () => {
   const tiny = settingFlags({
-    'taskOptions.dataDirectory': '/work/shared/data',
+    'taskOptions.dataDirectory': sharedData,
     'taskOptions.maxRows': 3,
     'grpo.examples': 3,
     'sft.steps': 0,

@@ -5,6 +5,7 @@
  * completion of the lowest level, trained on its hinted prompt; a group with a right completion is
  * left alone), and `grpo train` with the recipe on the tinystories fixture and GSM8K rows.
  */
+import { sharedData, tinyStoriesModel } from '../../test/helpers/fixtures.js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -17,7 +18,7 @@ import { ANSWER_SYSTEM_PROMPT } from '../../recipes/papers/sage.js';
 import { grpoStepRecords, inProcessCli, settingFlags } from '../../test/helpers/cli-in-process.js';
 
 const root = new URL('../../', import.meta.url).pathname;
-const fixture = '/work/shared/fixtures/models/tinystories-656k';
+const fixture = tinyStoriesModel;
 const { runs, grpo } = inProcessCli('grpo-scaf-recipe-');
 
 describe('hintContents (their build_new_message)', () => {
@@ -85,6 +86,19 @@ describe('scafRollout on a small random model', () => {
     expect(after[3].oldLogprobs).toHaveLength(after[3].completionIds.length);
   });
 
+  it('counts the warm-up in GRPO steps when the rollout is told the step (refill rounds, a resumed run)', async () => {
+    const judged: string[] = [];
+    const solves = (_: Record<string, unknown>, completion: string) => (judged.push(completion), false);
+    const rollout = scafRollout({ warmupSteps: 2, solves });
+    for (const round of [0, 1, 2]) {
+      await rollout(context, prompts, { ...settings, step: 1 }); // step 2 of 2 in the warm-up, 3 rounds
+      expect(judged, `round ${round}`).toHaveLength(0);
+    }
+    // A resumed run's first call is already past the warm-up: the plain completions are judged.
+    await scafRollout({ warmupSteps: 2, solves })(context, prompts, { ...settings, step: 2 });
+    expect(judged.length).toBeGreaterThanOrEqual(3 * settings.groupSize);
+  });
+
   it('keeps the group when no hinted completion is right', async () => {
     const never = (example: Record<string, unknown>) => example.prompt === '1+1=';
     const samples = await scafRollout({ warmupSteps: 0, solves: never })(context, prompts, settings);
@@ -94,7 +108,7 @@ describe('scafRollout on a small random model', () => {
 
 describe('grpo train with the Scaf-GRPO rollout (tinystories fixture, GSM8K rows)', () => {
   const tiny = settingFlags({
-    'taskOptions.dataDirectory': '/work/shared/data',
+    'taskOptions.dataDirectory': sharedData,
     'taskOptions.maxRows': 3,
     'grpo.examples': 3,
     'sft.steps': 0,

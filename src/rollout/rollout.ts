@@ -55,6 +55,11 @@ export interface RolloutSettings {
   minP: number;
   stopTokenIds: number[];
   seed: number;
+  /**
+   * The GRPO step this rollout serves (0-based within the phase, kept across a resume and the same
+   * for every refill round of the step), for rollouts that schedule by step; absent outside a step.
+   */
+  step?: number;
 }
 
 /** One trained row: a prompt and the completion tokens that extend it, with what the loss needs per token. */

@@ -66,7 +66,7 @@ export async function generateRound(
     const returned = await rollout(
       context,
       members.map((i) => prompts[i]),
-      { ...settings, groupSize: count },
+      { ...settings, groupSize: count, step },
     );
     if (returned.length !== members.length * count)
       throw new Error(
