@@ -1,0 +1,157 @@
+/**
+ * GRPO-Guard and TempFlow-GRPO against the float64 PyTorch reference (scripts/reference/flow_grpo_variants.py
+ * → test/fixtures/flow/grpo-variants.json, written from verl-omni's GRPOGuardLoss and TempFlow-GRPO's
+ * train_sd3_pr.py): pairObjective + ppo-clip give the per-step loss and its gradient in the velocity; the
+ * branch points; and a Guard and a TempFlow step through flowGrpoLoss equal the direct per-pair composition.
+ */
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { flowGrpoSdeStep, flowSigmas, flowSteps } from '../algorithms/flow-steps.js';
+import { ppoClipLoss } from '../algorithms/policy-losses.js';
+import { type FlowModel, flowVelocity, initFlowModel } from '../model/flow-mlp.js';
+import * as T from '../tensor/index.js';
+import { testFixture } from '../../test/helpers/fixtures.js';
+import { type FlowPolicyObjective, flowGrpoLoss, pairObjective } from './flow-grpo.js';
+import { sampleTrajectory } from './sample.js';
+import { tempFlowBranchSteps } from './tempflow-grpo.js';
+
+interface Result {
+  loss: number;
+  ratio: number[];
+  gradient: number[];
+  clipped: number;
+}
+interface Case {
+  index: number;
+  x: number[];
+  v: number[];
+  next: number[];
+  oldLogProb: number[];
+  oldMean: number[];
+  advantages: number[];
+  dt: number;
+  results: Record<FlowPolicyObjective, Result>;
+}
+const fixture = JSON.parse(readFileSync(testFixture('flow/grpo-variants.json'), 'utf8')) as {
+  B: number;
+  D: number;
+  noiseLevel: number;
+  clipRange: number;
+  sigmas: number[];
+  cases: Case[];
+};
+const { B, D, clipRange } = fixture;
+
+/** |actual − expected| ≤ 1e-4·max(1, |expected|): float32 arithmetic against float64. */
+const close = (actual: number, expected: number, what: string) =>
+  expect(Math.abs(actual - expected), what).toBeLessThan(1e-4 * Math.max(1, Math.abs(expected)));
+
+describe('GRPO-Guard and TempFlow-GRPO per-step loss = the PyTorch reference', () => {
+  for (const testCase of fixture.cases)
+    for (const algorithm of ['flow-grpo', 'grpo-guard', 'tempflow-grpo'] as const) {
+      it(`${algorithm}, step ${testCase.index}: loss, ratios and the gradient in the velocity`, () => {
+        const expected = testCase.results[algorithm];
+        const velocity = T.tensor(testCase.v, [B, D], { requiresGrad: true });
+        const step = flowGrpoSdeStep({
+          sample: T.tensor(testCase.x, [B, D]),
+          velocity,
+          sigmas: fixture.sigmas,
+          index: testCase.index,
+          noiseLevel: fixture.noiseLevel,
+          nextSample: T.tensor(testCase.next, [B, D]),
+        });
+        const old = { logProbs: Float32Array.from(testCase.oldLogProb), mean: T.tensor(testCase.oldMean, [B, D]) };
+        const { logRatio, weight } = pairObjective(algorithm, step, old, testCase.dt);
+        T.exp(logRatio)
+          .toArray()
+          .forEach((ratio, b) => close(ratio, expected.ratio[b], `ratio[${b}]`));
+        const { loss } = ppoClipLoss(
+          {
+            logprobs: T.reshape(logRatio, [1, B]),
+            oldLogprobs: new Float32Array(B),
+            advantages: Float32Array.from(testCase.advantages, (a) => a * weight),
+            mask: new Float32Array(B).fill(1),
+          },
+          { epsilonLow: clipRange, epsilonHigh: clipRange },
+        );
+        close(loss.item(), expected.loss, 'loss');
+        loss.backward();
+        velocity.grad!.toArray().forEach((g, i) => close(g, expected.gradient[i], `dLoss/dv[${i}]`));
+      });
+    }
+
+  it('the three objectives differ on the same step (the variants are not Flow-GRPO renamed)', () => {
+    const { results } = fixture.cases[0];
+    expect(Math.abs(results['grpo-guard'].loss - results['flow-grpo'].loss)).toBeGreaterThan(0.1);
+    expect(Math.abs(results['tempflow-grpo'].loss - results['flow-grpo'].loss)).toBeGreaterThan(0.1);
+    expect(fixture.cases.some((c) => c.results['grpo-guard'].clipped > 0)).toBe(true); // the clip binds somewhere
+  });
+});
+
+describe('TempFlow-GRPO branch points', () => {
+  it('the first ⌊N·f⌋ steps, never the last, at least one', () => {
+    expect(tempFlowBranchSteps(10, 0.6)).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(tempFlowBranchSteps(10, 1)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(tempFlowBranchSteps(4, 0.01)).toEqual([0]);
+    expect(() => tempFlowBranchSteps(1, 1)).toThrow(/at least 2 sampler steps/);
+  });
+});
+
+function randomModel(seed: number): FlowModel {
+  const config = { modelType: 'flow-mlp' as const, imageSize: 2, numClasses: 2, hiddenSize: 8, numBlocks: 1, timeFeatures: 4 }; // prettier-ignore
+  const model = initFlowModel(config, seed);
+  const random = new T.Random(seed + 1);
+  for (const value of model.parameters.values())
+    for (let i = 0; i < value.size; i++) value.data[i] = random.normal() * 0.4;
+  return model;
+}
+
+describe('flowGrpoLoss with a variant = the direct per-pair composition', () => {
+  for (const algorithm of ['grpo-guard', 'tempflow-grpo'] as const) {
+    it(`${algorithm}: loss and every parameter gradient after the rollout policy moved`, () => {
+      const sampler = { sigmas: flowSigmas(4, 2), steps: 'sde', noiseLevel: 0.7 };
+      const trajectory = sampleTrajectory(randomModel(4), [0, 0, 1, 1], sampler, new T.Random(5)); // π_old ≠ π_θ
+      const model = randomModel(3);
+      const advantages = Float32Array.from([1.5, -0.5, 0.7, -2]);
+      const steps = [0, 1, 2];
+      const options = { sampler, clipRange: 0.05, klCoefficient: 0, algorithm };
+      const batched = flowGrpoLoss(model, null, { trajectory, steps, advantages }, options);
+      batched.loss.backward();
+      const fromBatch = new Map([...model.parameters].map(([name, value]) => [name, value.grad!.toArray()]));
+      for (const value of model.parameters.values()) value.grad = null;
+
+      let total: T.Tensor = T.scalar(0);
+      for (const j of steps)
+        for (let b = 0; b < 4; b++) {
+          const sample = T.slice(trajectory.states[j], 0, b, b + 1);
+          const step = flowSteps.get('sde')({
+            sample,
+            velocity: flowVelocity(model, sample, [sampler.sigmas[j]], [trajectory.classes[b]]),
+            sigmas: sampler.sigmas,
+            index: j,
+            noiseLevel: 0.7,
+            nextSample: T.slice(trajectory.states[j + 1], 0, b, b + 1),
+          });
+          const s = step.std;
+          const dt = sampler.sigmas[j + 1] - sampler.sigmas[j];
+          const logRatio = T.sub(step.logProb!, trajectory.logProbs[j]![b]);
+          // GRPO-Guard: exp(s·(log ρ + mean (μ − μ_old)²/(2s²))), weight 1/(−dt); TempFlow: ρ, weight 2.25·s.
+          const meanDrift = T.mean(T.square(T.sub(step.mean, T.slice(trajectory.means[j], 0, b, b + 1))));
+          const ratio =
+            algorithm === 'grpo-guard'
+              ? T.exp(T.mul(T.add(logRatio, T.mul(meanDrift, 1 / (2 * s * s))), s))
+              : T.exp(logRatio);
+          const A = advantages[b] * (algorithm === 'grpo-guard' ? -1 / dt : 2.25 * s);
+          const surrogate = T.neg(T.minimum(T.mul(ratio, A), T.mul(T.clamp(ratio, 0.95, 1.05), A)));
+          total = T.add(total, T.mul(T.sum(surrogate), 1 / 12));
+        }
+      expect(batched.loss.item()).toBeCloseTo(total.item(), 5);
+      expect(batched.metrics.clipFraction).toBeGreaterThan(0); // the clip's branch is exercised
+      total.backward();
+      for (const [name, value] of model.parameters)
+        value.grad!.toArray().forEach((g, i) =>
+          expect(Math.abs(g - fromBatch.get(name)![i]), `${name}[${i}]`).toBeLessThan(1e-5 + 1e-4 * Math.abs(g)),
+        );
+    });
+  }
+});
