@@ -149,9 +149,11 @@ describe('flowGrpoLoss with a variant = the direct per-pair composition', () => 
       expect(batched.metrics.clipFraction).toBeGreaterThan(0); // the clip's branch is exercised
       total.backward();
       for (const [name, value] of model.parameters)
-        value.grad!.toArray().forEach((g, i) =>
-          expect(Math.abs(g - fromBatch.get(name)![i]), `${name}[${i}]`).toBeLessThan(1e-5 + 1e-4 * Math.abs(g)),
-        );
+        value
+          .grad!.toArray()
+          .forEach((g, i) =>
+            expect(Math.abs(g - fromBatch.get(name)![i]), `${name}[${i}]`).toBeLessThan(1e-5 + 1e-4 * Math.abs(g)),
+          );
     });
   }
 });
