@@ -18,6 +18,8 @@ import {
   turnCreditEstimators,
 } from '../algorithms/index.js';
 import { trainerConfigSchema } from '../config/config.js';
+import { type FlowRunOptions, defaultFlowRunOptions, validateFlowRunOptions } from '../flow/flow-run.js';
+import { flowRlFields } from '../flow/recipe.js';
 import { rewardFactories } from '../rewards/index.js';
 import { presetNames } from '../trainer/index.js';
 import { sharedDirectory } from '../../test/helpers/fixtures.js';
@@ -104,6 +106,18 @@ function configPathExists(path: string): boolean {
   return true;
 }
 
+/** A flow recipe's `--set flow.rl.FIELD=VALUE`: the field exists, and an algorithm is one the flow trainer runs. */
+function flowSettingProblems(field: string, value: string): string[] {
+  if (!flowRlFields.includes(field)) return [`--set flow.rl.${field}: no such flow recipe field`];
+  if (field !== 'algorithm') return [];
+  try {
+    validateFlowRunOptions({ ...defaultFlowRunOptions, algorithm: value as FlowRunOptions['algorithm'] });
+    return [];
+  } catch (error) {
+    return [`--set flow.rl.algorithm=${value}: ${(error as Error).message}`];
+  }
+}
+
 /** Problems with the names in one "how to run it" cell: unknown parts, options, fields, rewards, presets, files. */
 function nameProblems(how: string): string[] {
   const problems: string[] = [];
@@ -128,8 +142,9 @@ function nameProblems(how: string): string[] {
         problems.push(`algorithm.${field}.${option}: ${partField} "${partName}" has no such option`);
     }
   }
-  for (const [, path] of how.matchAll(/--set ([\w.]+)=/g))
-    if (!configPathExists(path)) problems.push(`--set ${path}: no such config field`);
+  for (const [, path, value] of how.matchAll(/--set ([\w.]+)=([\w-]*)/g))
+    if (path.startsWith('flow.rl.')) problems.push(...flowSettingProblems(path.slice('flow.rl.'.length), value));
+    else if (!configPathExists(path)) problems.push(`--set ${path}: no such config field`);
   for (const [, name] of how.matchAll(/--reward ([\w-]+)/g))
     if (!rewardFactories.has(name)) problems.push(`--reward ${name}: no such reward`);
   for (const [, name] of how.matchAll(/--preset ([\w-]+)/g))
@@ -219,6 +234,13 @@ describe('docs/papers.md', () => {
         /#162: algorithm\.turnCredit\.name: no estimator named "ipgo"/,
       ],
       [213, '--preset rloo', '--preset rlo', /#213: --preset rlo: no such preset/],
+      [
+        7,
+        'algorithm=grpo-guard',
+        'algorithm=grpo-gaurd',
+        /#7: --set flow\.rl\.algorithm=grpo-gaurd: algorithm must be/,
+      ],
+      [179, 'flow.rl.algorithm=', 'flow.rl.algorithmm=', /#179: --set flow\.rl\.algorithmm: no such flow recipe field/],
       [
         60,
         'entropyCoefficient=',
