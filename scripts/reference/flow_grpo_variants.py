@@ -1,5 +1,6 @@
 """Reference for src/flow/flow-grpo-variants.test.ts: the per-step policy loss of Flow-GRPO, GRPO-Guard and
-TempFlow-GRPO on one Flow-GRPO `sde` step, and its gradient in the current velocity, in float64 PyTorch.
+TempFlow-GRPO on one Flow-GRPO `sde` step, and its gradient in the current velocity, in float64 PyTorch;
+and BranchGRPO's tree advantages (end of file).
 Written from the semantics of the code the TypeScript follows:
 - GRPO-Guard (arXiv:2510.22319): verl-project/verl-omni `GRPOGuardLoss.compute_loss`
   (verl_omni/trainer/diffusion/diffusion_algos.py); its ratio is checked equal to X-GenGroup/Flow-Factory's
@@ -81,3 +82,35 @@ with open("test/fixtures/flow/grpo-variants.json", "w") as f:
     json.dump(out, f, indent=1)
 for case in cases:
     print(case["index"], {k: (round(r["loss"], 6), r["clipped"]) for k, r in case["results"].items()})
+
+# BranchGRPO's tree advantages (Fredreic1849/BranchGRPO train_branchgrpo_flux.py,
+# compute_node_rewards_from_leaves with mean fusion + compute_hierarchical_advantages_by_depth), for two
+# trees of 3 steps split at steps 0 and 2 (4 leaves each): parents[d][r] is node r's parent at depth d − 1.
+parents = [[], [0, 0, 1, 1], [0, 1, 2, 3], [0, 0, 1, 1, 2, 2, 3, 3]]
+trees = [[0, 1], [0, 0, 1, 1], [0, 0, 1, 1], [0, 0, 0, 0, 1, 1, 1, 1]]
+leaf_rewards = torch.tensor([0.9, 0.1, 0.4, 0.4, 0.3, 0.3, 0.3, 0.3], dtype=torch.float64)
+rewards = [None] * 4
+rewards[3] = leaf_rewards
+leaves_of = [[[r] for r in range(8)]]  # leaf descendants of each node, deepest depth first
+for d in [3, 2, 1]:
+    groups = [[] for _ in trees[d - 1]]
+    for r, parent in enumerate(parents[d]):
+        groups[parent].extend(leaves_of[0][r])
+    leaves_of.insert(0, groups)
+    rewards[d - 1] = torch.stack([leaf_rewards[g].mean() for g in groups])
+tree_advantages = []
+for d in [1, 2, 3]:
+    row = torch.zeros(len(trees[d]), dtype=torch.float64)
+    for t in set(trees[d]):
+        rows = [r for r, tt in enumerate(trees[d]) if tt == t]
+        if len(rows) <= 1:
+            continue
+        values = rewards[d][rows]
+        if values.std() < 1e-6:
+            continue
+        row[rows] = (values - values.mean()) / (values.std() + 1e-8)
+    tree_advantages.append(row.tolist())
+out["branch"] = {"parents": parents, "trees": trees, "leafRewards": leaf_rewards.tolist(), "advantages": tree_advantages}
+with open("test/fixtures/flow/grpo-variants.json", "w") as f:
+    json.dump(out, f, indent=1)
+print(tree_advantages)

@@ -2,7 +2,8 @@
  * GRPO-Guard and TempFlow-GRPO against the float64 PyTorch reference (scripts/reference/flow_grpo_variants.py
  * → test/fixtures/flow/grpo-variants.json, written from verl-omni's GRPOGuardLoss and TempFlow-GRPO's
  * train_sd3_pr.py): pairObjective + ppo-clip give the per-step loss and its gradient in the velocity; the
- * branch points; and a Guard and a TempFlow step through flowGrpoLoss equal the direct per-pair composition.
+ * branch points; a Guard and a TempFlow step through flowGrpoLoss equal the direct per-pair composition; and
+ * BranchGRPO's tree advantages (same reference, from the authors' code) and tree rollout.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -14,6 +15,7 @@ import { testFixture } from '../../test/helpers/fixtures.js';
 import { type FlowPolicyObjective, flowGrpoLoss, pairObjective } from './flow-grpo.js';
 import { sampleTrajectory } from './sample.js';
 import { tempFlowBranchSteps } from './tempflow-grpo.js';
+import { branchAdvantages, checkBranchTree, defaultBranchTree, growTrees } from './branch-grpo.js';
 
 interface Result {
   loss: number;
@@ -39,6 +41,7 @@ const fixture = JSON.parse(readFileSync(testFixture('flow/grpo-variants.json'), 
   clipRange: number;
   sigmas: number[];
   cases: Case[];
+  branch: { parents: number[][]; trees: number[][]; leafRewards: number[]; advantages: number[][] };
 };
 const { B, D, clipRange } = fixture;
 
@@ -156,4 +159,44 @@ describe('flowGrpoLoss with a variant = the direct per-pair composition', () => 
           );
     });
   }
+});
+
+describe('BranchGRPO', () => {
+  it('tree advantages = the reference: leaf means per node, normalised per depth within each tree', () => {
+    const { parents, trees, leafRewards, advantages } = fixture.branch;
+    const ours = branchAdvantages(Float32Array.from(leafRewards), parents, trees);
+    expect(ours[0]).toEqual(new Float32Array(2)); // the roots have no incoming edge
+    advantages.forEach((row, k) => row.forEach((a, r) => close(ours[k + 1][r], a, `depth ${k + 1} node ${r}`)));
+    // Tree 0, depth 1: nodes with leaves {0.9, 0.1} and {0.4, 0.4} have rewards 0.5 and 0.4 → ±1/√2.
+    close(ours[1][0], Math.SQRT1_2, 'hand value');
+  });
+
+  it('grows 2^k leaves per prompt from shared prefixes; split children share their parent and its mean', () => {
+    const model = randomModel(3);
+    const sampler = { sigmas: flowSigmas(4), steps: 'dance', noiseLevel: 0.3 };
+    const tree = { splitPoints: [0, 2], noiseScale: 1e-6, prunedDepths: [] };
+    const grown = growTrees(model, [0, 1], sampler, tree, new T.Random(2));
+    expect(grown.states.map((state) => state.shape[0])).toEqual([2, 4, 4, 8, 8]);
+    expect(grown.parents[1]).toEqual([0, 0, 1, 1]);
+    expect(grown.trees[4]).toEqual([0, 0, 0, 0, 1, 1, 1, 1]);
+    const rowOf = (x: T.Tensor, r: number) => Array.from(x.data.slice(r * 4, r * 4 + 4));
+    // With the split noise scaled to ~0 the two children of a split are its mean; non-split steps keep full noise.
+    rowOf(grown.states[1], 0).forEach((value, i) => close(value, rowOf(grown.means[1], 0)[i], `child ${i}`));
+    expect(rowOf(grown.means[1], 0)).toEqual(rowOf(grown.means[1], 1));
+    expect(rowOf(grown.states[2], 0)).not.toEqual(rowOf(grown.means[2], 0));
+  });
+
+  it('default tree and refusals name the field', () => {
+    expect(defaultBranchTree(20).splitPoints).toEqual([0, 5, 10, 15]);
+    expect(defaultBranchTree(3).splitPoints).toEqual([0]);
+    expect(() => checkBranchTree({ splitPoints: [0, 10], noiseScale: 1, prunedDepths: [] }, 10)).toThrow(
+      /branch\.splitPoints: 10 is not a step/,
+    );
+    expect(() => checkBranchTree({ splitPoints: [0], noiseScale: 0, prunedDepths: [] }, 10)).toThrow(
+      /branch\.noiseScale/,
+    );
+    expect(() => checkBranchTree({ splitPoints: [0], noiseScale: 1, prunedDepths: [0] }, 10)).toThrow(
+      /branch\.prunedDepths/,
+    );
+  });
 });

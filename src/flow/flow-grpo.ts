@@ -107,7 +107,7 @@ export interface FlowGrpoBatch {
 }
 
 /** Rows `rows` of a constant [B, D] tensor (the stored states need no gradient). [R, D] */
-function takeRows(x: Tensor, rows: readonly number[]): Tensor {
+export function takeRows(x: Tensor, rows: readonly number[]): Tensor {
   const D = x.shape[1];
   if (rows.length === x.shape[0] && rows.every((row, i) => row === i)) return x;
   const out = new Float32Array(rows.length * D);

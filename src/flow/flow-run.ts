@@ -26,6 +26,7 @@ import {
   savesCheckpointAt,
   writeFolderAtomically,
 } from './flow-checkpoint.js';
+import { type BranchTree, branchGrpoStep, checkBranchTree, defaultBranchTree } from './branch-grpo.js';
 import { type FlowGrpoOptions, type FlowPolicyObjective, flowGrpoStep } from './flow-grpo.js';
 import { checkRewardWeights, scoreImages } from './image-rewards.js';
 import { type SlidingWindow, checkSlidingWindow, slidingWindowAt } from './mix-grpo.js';
@@ -37,9 +38,10 @@ import { tempFlowStep } from './tempflow-grpo.js';
 export interface FlowRunOptions {
   /**
    * 'flow-grpo' (per-step log-probs, ppo-clip), its variants 'grpo-guard' (normalised ratio, steps reweighted)
-   * and 'tempflow-grpo' (branching rollouts, noise-aware weights; tempflow-grpo.ts), or 'nft' (DiffusionNFT).
+   * and 'tempflow-grpo' (branching rollouts, noise-aware weights; tempflow-grpo.ts), 'branch-grpo' (tree
+   * rollouts, depth-wise tree advantages; branch-grpo.ts), or 'nft' (DiffusionNFT).
    */
-  algorithm: FlowPolicyObjective | 'nft';
+  algorithm: FlowPolicyObjective | 'branch-grpo' | 'nft';
   /** DiffusionNFT's β of the implicit policies v± (the reference code's 1.0). */
   nftBeta: number;
   /** RL steps (rollout + update each). */
@@ -73,6 +75,8 @@ export interface FlowRunOptions {
   evalPerClass: number;
   /** MixGRPO: SDE and training only inside this sliding window of steps, ODE elsewhere; null = Flow-GRPO. */
   window: SlidingWindow | null;
+  /** BranchGRPO's tree (algorithm 'branch-grpo'); null = its default, defaultBranchTree(samplingSteps). */
+  branch: BranchTree | null;
 }
 
 /** Flow-GRPO's published choices where they apply; sizes small enough for minutes on a CPU. */
@@ -100,6 +104,7 @@ export const defaultFlowRunOptions: FlowRunOptions = {
   evalEvery: 10,
   evalPerClass: 8,
   window: null,
+  branch: null,
 };
 
 const positiveIntegers = [
@@ -124,9 +129,9 @@ export function validateFlowRunOptions(options: FlowRunOptions, numClasses = 10)
     throw new Error(`groupSize must be an integer ≥ 2 (a group needs a spread), got ${options.groupSize}`);
   if (options.promptsPerStep > numClasses)
     throw new Error(`promptsPerStep must be at most the ${numClasses} classes, got ${options.promptsPerStep}`);
-  if (!['flow-grpo', 'grpo-guard', 'tempflow-grpo', 'nft'].includes(options.algorithm))
+  if (!['flow-grpo', 'grpo-guard', 'tempflow-grpo', 'branch-grpo', 'nft'].includes(options.algorithm))
     throw new Error(
-      `algorithm must be "flow-grpo" or "nft" (or a Flow-GRPO variant: "grpo-guard", "tempflow-grpo"), got "${String(options.algorithm)}"`,
+      `algorithm must be "flow-grpo" or "nft" (or a Flow-GRPO variant: "grpo-guard", "tempflow-grpo", "branch-grpo"), got "${String(options.algorithm)}"`,
     );
   if (options.algorithm === 'nft') {
     if (!flowSteps.has(options.sampler))
@@ -155,9 +160,30 @@ export function validateFlowRunOptions(options: FlowRunOptions, numClasses = 10)
   if (options.window) checkSlidingWindow(options.window, options.samplingSteps);
 }
 
-/** GRPO-Guard and TempFlow-GRPO: their weights (and Guard's ratio) are defined for Flow-GRPO's `sde` step. */
+/**
+ * GRPO-Guard and TempFlow-GRPO: their weights (and Guard's ratio) are defined for Flow-GRPO's `sde` step;
+ * BranchGRPO grows DanceGRPO (`dance`) trees and chooses its own steps.
+ */
 function checkVariant(options: FlowRunOptions): void {
   const variant = options.algorithm;
+  if (options.branch && variant !== 'branch-grpo')
+    throw new Error(`branch applies to algorithm "branch-grpo" only, this run is "${variant}"`);
+  if (variant === 'branch-grpo') {
+    if (options.sampler !== 'dance')
+      throw new Error(
+        `sampler must be "dance" for algorithm "branch-grpo" (its tree grows with DanceGRPO's step), got "${options.sampler}"`,
+      );
+    if (options.window || options.timestepSelection !== 'first')
+      throw new Error(
+        'window and timestepSelection "dance" do not apply to algorithm "branch-grpo" (it trains every tree edge)',
+      );
+    if (options.advantageEstimator !== 'grpo')
+      throw new Error(
+        `advantageEstimator does not apply to algorithm "branch-grpo" (its advantages are the tree's), got "${options.advantageEstimator}"`,
+      );
+    checkBranchTree(options.branch ?? defaultBranchTree(options.samplingSteps), options.samplingSteps);
+    return;
+  }
   if (variant !== 'grpo-guard' && variant !== 'tempflow-grpo') return;
   if (options.sampler !== 'sde')
     throw new Error(
@@ -256,9 +282,10 @@ export async function runFlowGrpo(
     log(`eval step ${step}: reward ${result.reward.toFixed(4)} ${JSON.stringify(result.components)}`);
     return result.reward;
   };
+  const branch = options.branch ?? defaultBranchTree(options.samplingSteps);
   const grpoOptions: FlowGrpoOptions = {
     ...options,
-    algorithm: options.algorithm === 'nft' ? 'flow-grpo' : options.algorithm,
+    algorithm: options.algorithm === 'nft' || options.algorithm === 'branch-grpo' ? 'flow-grpo' : options.algorithm,
     sampler: {
       sigmas: flowSigmas(options.samplingSteps, options.shift),
       steps: options.sampler,
@@ -309,7 +336,9 @@ export async function runFlowGrpo(
         )
       : options.algorithm === 'tempflow-grpo'
         ? tempFlowStep({ model, reference, optimizer, score }, prompts, grpoOptions, random)
-        : flowGrpoStep({ model, reference, optimizer, score }, prompts, stepOptions, random, trained);
+        : options.algorithm === 'branch-grpo'
+          ? branchGrpoStep({ model, reference, optimizer, score }, prompts, { ...grpoOptions, branch }, random)
+          : flowGrpoStep({ model, reference, optimizer, score }, prompts, stepOptions, random, trained);
     folder.logMetrics({ step, ...metrics });
     log(`step ${step}: reward ${metrics['reward/mean'].toFixed(4)} loss ${metrics['loss/total'].toExponential(3)}`);
     if (step % options.evalEvery === 0 || step === options.steps) after = evaluate(step);

@@ -1,5 +1,5 @@
 /**
- * GRPO-Guard and TempFlow-GRPO end to end through `grpo train recipes/flow-grpo.ts --set flow.rl.algorithm=…`
+ * GRPO-Guard, TempFlow-GRPO and BranchGRPO end to end through `grpo train recipes/flow-grpo.ts --set flow.rl.algorithm=…`
  * on a tiny pre-trained digits model: each run finishes, records its algorithm in config.json, logs finite
  * losses and a first update whose gradient norm differs from Flow-GRPO's on the same rollout (the step
  * weights act); what cannot run is refused before compute, naming the field.
@@ -20,7 +20,7 @@ const tinyRl = settingFlags({
   'flow.rl.evalPerClass': 1,
 });
 
-describe('flow.rl.algorithm grpo-guard and tempflow-grpo through grpo train', () => {
+describe('flow.rl.algorithm grpo-guard, tempflow-grpo and branch-grpo through grpo train', () => {
   it('train from a pre-trained model; their first updates differ from Flow-GRPO', async () => {
     await grpo('train', 'recipes/flow-pretrain.ts', ...runsDirectory, '--run-name', 'pretrain',
       ...settingFlags({ 'flow.pretrain.steps': 12, 'flow.pretrain.hiddenSize': 8, 'flow.pretrain.numBlocks': 1,
@@ -28,9 +28,15 @@ describe('flow.rl.algorithm grpo-guard and tempflow-grpo through grpo train', ()
     const pretrain = join(runs, 'pretrain');
     const start = ['--model', join(pretrain, 'model'), '--set', `flow.classifier=${join(pretrain, 'classifier')}`];
     const gradNorms: Record<string, number> = {};
-    for (const algorithm of ['flow-grpo', 'grpo-guard', 'tempflow-grpo']) {
+    for (const algorithm of ['flow-grpo', 'grpo-guard', 'tempflow-grpo', 'branch-grpo']) {
+      // BranchGRPO grows DanceGRPO trees: its step, η = 0.3, and a tree split at steps 0 and 2 (4 leaves a prompt).
+      const branch = settingFlags({
+        'flow.rl.sampler': 'dance',
+        'flow.rl.noiseLevel': 0.3,
+        'flow.rl.branch': { splitPoints: [0, 2] },
+      });
       await grpo('train', 'recipes/flow-grpo.ts', ...runsDirectory, '--run-name', algorithm, ...start, ...tinyRl,
-        '--set', `flow.rl.algorithm=${algorithm}`); // prettier-ignore
+        '--set', `flow.rl.algorithm=${algorithm}`, ...(algorithm === 'branch-grpo' ? branch : [])); // prettier-ignore
       const run = join(runs, algorithm);
       expect(JSON.parse(readFileSync(join(run, 'config.json'), 'utf8')).flow.rl.algorithm).toBe(algorithm);
       expect(JSON.parse(readFileSync(join(run, 'summary.json'), 'utf8')).status).toBe('finished');
@@ -49,6 +55,11 @@ describe('flow.rl.algorithm grpo-guard and tempflow-grpo through grpo train', ()
     // gradient; TempFlow's rollout branches, so its whole batch differs.
     expect(Math.abs(gradNorms['grpo-guard'] - gradNorms['flow-grpo'])).toBeGreaterThan(1e-3 * gradNorms['flow-grpo']);
     expect(gradNorms['tempflow-grpo']).not.toBe(gradNorms['flow-grpo']);
+    expect(JSON.parse(readFileSync(join(runs, 'branch-grpo', 'config.json'), 'utf8')).flow.rl.branch).toEqual({
+      splitPoints: [0, 2],
+      noiseScale: 0.3,
+      prunedDepths: [],
+    });
   }, 180_000);
 
   it('refuses what cannot run before any compute, naming the field', async () => {
@@ -64,5 +75,18 @@ describe('flow.rl.algorithm grpo-guard and tempflow-grpo through grpo train', ()
       /flow\.rl\.timestepSelection "dance" does not apply to algorithm "tempflow-grpo"/,
     );
     await expect(train({ 'flow.rl.algorithm': 'tempo' })).rejects.toThrow(/flow\.rl\.algorithm/);
+    await expect(train({ 'flow.rl.algorithm': 'branch-grpo' })).rejects.toThrow(
+      /flow\.rl\.sampler must be "dance" for algorithm "branch-grpo"/,
+    );
+    await expect(train({ 'flow.rl.branch': { splitPoints: [0] } })).rejects.toThrow(
+      /flow\.rl\.branch applies to algorithm "branch-grpo" only/,
+    );
+    const branch = { 'flow.rl.algorithm': 'branch-grpo', 'flow.rl.sampler': 'dance' };
+    await expect(train({ ...branch, 'flow.rl.branch': { splitPoints: [0, 99] } })).rejects.toThrow(
+      /flow\.rl\.branch\.splitPoints: 99 is not a step/,
+    );
+    await expect(train({ ...branch, 'flow.rl.advantageEstimator': 'rloo' })).rejects.toThrow(
+      /flow\.rl\.advantageEstimator does not apply to algorithm "branch-grpo"/,
+    );
   });
 });

@@ -2,10 +2,11 @@
  * The issue's 2-D toy, seconds long: a flow pre-trained on four Gaussians in the plane (at (±0.7, ±0.7))
  * puts about a quarter of its samples in the rewarded region (the upper-right quadrant). Flow-GRPO (sde
  * steps, log-probs, ppo-clip), DanceGRPO (its step and per-sample timestep selection), GRPO-Guard (its
- * normalised ratio and step weights), TempFlow-GRPO (branching rollouts, noise-aware weights) and DiffusionNFT
- * (ODE rollouts, no log-probs) each raise that share; the
- * same runs with the advantage sign flipped (an estimator returning −A) lower it instead, so the rise
- * comes from following the advantages, not from any drift of training.
+ * normalised ratio and step weights), TempFlow-GRPO (branching rollouts, noise-aware weights), BranchGRPO
+ * (tree rollouts, tree advantages) and DiffusionNFT (ODE rollouts, no log-probs) each raise that share; the
+ * same runs with the advantage sign flipped (an estimator returning −A; for BranchGRPO, whose advantages are
+ * its tree's, the reward negated) lower it instead, so the rise comes from following the advantages, not
+ * from any drift of training.
  */
 import { describe, expect, it } from 'vitest';
 import { flowSigmas } from '../algorithms/flow-steps.js';
@@ -18,6 +19,7 @@ import { type FlowPolicyObjective, flowGrpoStep } from './flow-grpo.js';
 import { pretrainFlowModel } from './pretrain.js';
 import { type SamplerOptions, finalImages, sampleTrajectory } from './sample.js';
 import { tempFlowStep } from './tempflow-grpo.js';
+import { branchGrpoStep } from './branch-grpo.js';
 
 // −A of the grpo estimator: a deliberately wrong sign, to show the toy fails with it.
 advantageEstimators.register(
@@ -108,6 +110,32 @@ function flowGrpoShares(
   return { before, after: regionShare(model, sampler, random) };
 }
 
+function branchShares(advantageEstimator: string): { before: number; after: number } {
+  const { model, random } = pretrainedFourModes();
+  const sampler = { sigmas: flowSigmas(8), steps: 'dance', noiseLevel: 0.3 };
+  const sign = advantageEstimator === 'test-flipped-grpo' ? -1 : 1;
+  const signedScore = (points: Float32Array[]) => ({
+    ...score(points),
+    total: score(points).total.map((r) => sign * r),
+  });
+  const context = { model, reference: null, optimizer: optimizerFor(model), score: signedScore };
+  const options = {
+    groupSize: 16,
+    sampler,
+    trainFraction: 1,
+    clipRange: 0.2,
+    advantageClip: 5,
+    klCoefficient: 0,
+    advantageEstimator: 'grpo',
+    innerSteps: 2,
+    maxGradNorm: 1,
+    branch: { splitPoints: [0, 2, 4, 6], noiseScale: 1, prunedDepths: [] }, // 16 leaves per prompt
+  };
+  const before = regionShare(model, sampler, random);
+  for (let step = 0; step < 10; step++) branchGrpoStep(context, [0, 0, 0, 0], options, random);
+  return { before, after: regionShare(model, sampler, random) };
+}
+
 function nftShares(advantageEstimator: string): { before: number; after: number } {
   const { model, random } = pretrainedFourModes();
   const sampler = { sigmas: flowSigmas(8), steps: 'ode', noiseLevel: 0 };
@@ -140,6 +168,7 @@ describe('2-D toy: four Gaussians, a reward on the upper-right quadrant', () => 
     ['DanceGRPO (dance step and timestep selection)', (estimator: string) => flowGrpoShares(estimator, true)],
     ['GRPO-Guard (sde)', (estimator: string) => flowGrpoShares(estimator, false, 'grpo-guard')],
     ['TempFlow-GRPO (branching, sde)', (estimator: string) => flowGrpoShares(estimator, false, 'tempflow-grpo')],
+    ['BranchGRPO (tree, dance)', branchShares],
     ['DiffusionNFT (ode)', nftShares],
   ] as const) {
     it(`${name}: the share in the region rises from about ¼, and falls with the advantage sign flipped`, () => {
