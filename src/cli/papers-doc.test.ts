@@ -106,15 +106,18 @@ function configPathExists(path: string): boolean {
   return true;
 }
 
-/** A flow recipe's `--set flow.rl.FIELD=VALUE`: the field exists, and an algorithm is one the flow trainer runs. */
-function flowSettingProblems(field: string, value: string): string[] {
-  if (!flowRlFields.includes(field)) return [`--set flow.rl.${field}: no such flow recipe field`];
-  if (field !== 'algorithm') return [];
+/** A row's `--set flow.rl.FIELD=VALUE` settings: each field exists, and together they pass the flow run's checks. */
+function flowSettingProblems(settings: Record<string, string>): string[] {
+  const unknown = Object.keys(settings).filter((field) => !flowRlFields.includes(field));
+  if (unknown.length > 0) return unknown.map((field) => `--set flow.rl.${field}: no such flow recipe field`);
+  const values = Object.fromEntries(
+    Object.entries(settings).map(([field, value]) => [field, Number.isNaN(Number(value)) ? value : Number(value)]),
+  );
   try {
-    validateFlowRunOptions({ ...defaultFlowRunOptions, algorithm: value as FlowRunOptions['algorithm'] });
+    validateFlowRunOptions({ ...defaultFlowRunOptions, ...values } as FlowRunOptions);
     return [];
   } catch (error) {
-    return [`--set flow.rl.algorithm=${value}: ${(error as Error).message}`];
+    return [`--set flow.rl.${Object.keys(settings).join(', flow.rl.')}: ${(error as Error).message}`];
   }
 }
 
@@ -142,9 +145,11 @@ function nameProblems(how: string): string[] {
         problems.push(`algorithm.${field}.${option}: ${partField} "${partName}" has no such option`);
     }
   }
-  for (const [, path, value] of how.matchAll(/--set ([\w.]+)=([\w-]*)/g))
-    if (path.startsWith('flow.rl.')) problems.push(...flowSettingProblems(path.slice('flow.rl.'.length), value));
+  const flowSettings: Record<string, string> = {};
+  for (const [, path, value] of how.matchAll(/--set ([\w.]+)=([\w.-]*)/g))
+    if (path.startsWith('flow.rl.')) flowSettings[path.slice('flow.rl.'.length)] = value;
     else if (!configPathExists(path)) problems.push(`--set ${path}: no such config field`);
+  if (Object.keys(flowSettings).length > 0) problems.push(...flowSettingProblems(flowSettings));
   for (const [, name] of how.matchAll(/--reward ([\w-]+)/g))
     if (!rewardFactories.has(name)) problems.push(`--reward ${name}: no such reward`);
   for (const [, name] of how.matchAll(/--preset ([\w-]+)/g))
@@ -235,11 +240,12 @@ describe('docs/papers.md', () => {
       ],
       [213, '--preset rloo', '--preset rlo', /#213: --preset rlo: no such preset/],
       [
-        7,
-        'algorithm=grpo-guard',
-        'algorithm=grpo-gaurd',
-        /#7: --set flow\.rl\.algorithm=grpo-gaurd: algorithm must be/,
+        255,
+        'sampler=dance',
+        'sampler=sde',
+        /#255: --set flow\.rl\..*sampler must be "dance" for algorithm "branch-grpo"/,
       ],
+      [7, 'algorithm=grpo-guard', 'algorithm=grpo-gaurd', /#7: --set flow\.rl\.algorithm: algorithm must be/],
       [179, 'flow.rl.algorithm=', 'flow.rl.algorithmm=', /#179: --set flow\.rl\.algorithmm: no such flow recipe field/],
       [
         60,

@@ -4,7 +4,7 @@
  * Every option named here is a field of a flow recipe's `flow.rl` (catalog.test.ts checks it against
  * the schema), so what the list offers is what `grpo train` runs.
  *
- * Is: descriptions (the image rewards' come from their registry). Is not: the algorithms (flow-grpo.ts, mix-grpo.ts, tempflow-grpo.ts, diffusion-nft.ts, flow-steps.ts).
+ * Is: descriptions (the image rewards' come from their registry). Is not: the algorithms (flow-grpo.ts, mix-grpo.ts, tempflow-grpo.ts, branch-grpo.ts, diffusion-nft.ts, flow-steps.ts).
  */
 import { imageRewards } from './image-rewards.js';
 
@@ -63,6 +63,13 @@ export const flowTrainers: readonly FlowCatalogEntry[] = [
       'algorithm "tempflow-grpo" (sampler sde): per step j, G branches from one ODE trunk (SDE at j only) give step j its own rewards; surrogate × 2.25·s_j',
     citation: 'He et al. 2025, TempFlow-GRPO (arXiv:2508.04324), train_sd3_pr.py',
     options: ['algorithm', 'sampler', 'groupSize', 'trainFraction'],
+  },
+  {
+    name: 'branch-grpo',
+    description:
+      'algorithm "branch-grpo" (sampler dance): trees split in two at branch.splitPoints; node reward = mean of its leaves, normalised per depth within a tree; every edge trained',
+    citation: 'Li et al. 2025, BranchGRPO (arXiv:2509.06040), train_branchgrpo_flux.py',
+    options: ['algorithm', 'sampler', 'noiseLevel', 'branch.splitPoints', 'branch.noiseScale', 'branch.prunedDepths'],
   },
   {
     name: 'nft',
