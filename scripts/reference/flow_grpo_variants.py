@@ -110,7 +110,72 @@ for d in [1, 2, 3]:
             continue
         row[rows] = (values - values.mean()) / (values.std() + 1e-8)
     tree_advantages.append(row.tolist())
-out["branch"] = {"parents": parents, "trees": trees, "leafRewards": leaf_rewards.tolist(), "advantages": tree_advantages}
+
+# fusion 'probability' (tree_prob_weighted): a node's reward = softmax(alpha=1 · children's edge log-probs) ·
+# children's rewards, bottom up; edge log-probs given per depth (index d = the child's depth).
+edge_log_probs = [[], [-1.0, -1.5, -0.2, -0.2], [-0.3, -0.7, -0.1, -0.9], [-1.1, -0.4, -0.6, -0.6, -0.2, -0.8, -0.5, -0.5]]
+prob_rewards = [None] * 4
+prob_rewards[3] = leaf_rewards
+for d in [3, 2, 1]:
+    values = []
+    for parent in range(len(trees[d - 1])):
+        children = [r for r, p in enumerate(parents[d]) if p == parent]
+        if len(children) == 1:
+            values.append(prob_rewards[d][children[0]])
+            continue
+        weights = torch.softmax(torch.tensor([edge_log_probs[d][r] for r in children], dtype=torch.float64), dim=0)
+        values.append(torch.sum(weights * prob_rewards[d][children]))
+    prob_rewards[d - 1] = torch.stack(values)
+prob_advantages = []
+for d in [1, 2, 3]:
+    row = torch.zeros(len(trees[d]), dtype=torch.float64)
+    for t in set(trees[d]):
+        rows = [r for r, tt in enumerate(trees[d]) if tt == t]
+        values = prob_rewards[d][rows]
+        if len(rows) > 1 and values.std() >= 1e-6:
+            row[rows] = (values - values.mean()) / (values.std() + 1e-8)
+    prob_advantages.append(row.tolist())
+
+
+def width_pruned(mode, ratio, advantages_by_depth, last_split):
+    """The code's width pruning over training samples (parent step = child depth − 1), as (depth, row) kept."""
+    samples = [{"depth": d, "row": r, "step": d - 1, "advantage": advantages_by_depth[d - 1][r]}
+               for d in range(1, 4) for r in range(len(trees[d]))]
+    last = [x for x in samples if x["step"] > last_split]
+    other = [x for x in samples if x["step"] <= last_split]
+    if mode == 1:
+        def branch_of(x):  # the ancestor at depth last_split + 1 (the code's find_last_split_branch)
+            d, r = x["depth"] - 1, parents[x["depth"]][x["row"]]
+            while d > last_split + 1:
+                d, r = d - 1, parents[d][r]
+            return (d, r)
+        groups = {}
+        for x in last:
+            groups.setdefault(branch_of(x), []).append(x)
+        kept = []
+        for group in groups.values():
+            keep_count = max(1, int(len(group) * ratio))
+            kept.extend(sorted(group, key=lambda x: x["advantage"], reverse=True)[:keep_count])
+    else:
+        ordered = sorted(last, key=lambda x: x["advantage"], reverse=True)
+        keep_count = max(2, int(len(ordered) * ratio))
+        best = keep_count // 2
+        worst = keep_count - best
+        kept = ordered[:best] + (ordered[-worst:] if worst > 0 else [])
+    return sorted([x["depth"], x["row"]] for x in other + kept)
+
+
+# A tree split at step 0 only (so steps 1 and 2 come after the last split): 2 trees × 2 leaves.
+parents_w = [[], [0, 0, 1, 1], [0, 1, 2, 3], [0, 1, 2, 3]]
+trees_w = [[0, 1], [0, 0, 1, 1], [0, 0, 1, 1], [0, 0, 1, 1]]
+advantages_w = [[0.7, -0.7, 0.0, 0.0], [0.9, -0.9, 0.3, -0.3], [0.5, -0.5, -0.2, 0.2]]
+trees, parents_saved = trees_w, parents
+parents = parents_w
+width = {"parents": parents_w, "advantages": advantages_w,
+         "perBranch": width_pruned(1, 0.5, advantages_w, 0), "bestWorst": width_pruned(2, 0.5, advantages_w, 0)}
+parents, trees = parents_saved, [[0, 1], [0, 0, 1, 1], [0, 0, 1, 1], [0, 0, 0, 0, 1, 1, 1, 1]]
+out["branch"] = {"parents": parents, "trees": trees, "leafRewards": leaf_rewards.tolist(), "advantages": tree_advantages,
+                 "edgeLogProbs": edge_log_probs, "probabilityAdvantages": prob_advantages, "width": width}
 with open("test/fixtures/flow/grpo-variants.json", "w") as f:
     json.dump(out, f, indent=1)
-print(tree_advantages)
+print(tree_advantages, prob_advantages, width, sep='\n')

@@ -67,9 +67,9 @@ export const flowTrainers: readonly FlowCatalogEntry[] = [
   {
     name: 'branch-grpo',
     description:
-      'algorithm "branch-grpo" (sampler dance): trees split in two at branch.splitPoints; node reward = mean of its leaves, normalised per depth within a tree; every edge trained',
+      'algorithm "branch-grpo" (sampler dance): trees split in two at branch.splitPoints; node reward = mean of its leaves (or probability-weighted), normalised per depth within a tree; depth and width pruning',
     citation: 'Li et al. 2025, BranchGRPO (arXiv:2509.06040), train_branchgrpo_flux.py',
-    options: ['algorithm', 'sampler', 'noiseLevel', 'branch.splitPoints', 'branch.noiseScale', 'branch.prunedDepths'],
+    options: ['algorithm', 'sampler', 'noiseLevel', 'branch.splitPoints', 'branch.noiseScale', 'branch.fusion', 'branch.prunedDepths', 'branch.slideEvery', 'branch.slideStopDepth', 'branch.widthPruning', 'branch.widthRatio', 'branch.pruningStepFraction'], // prettier-ignore
   },
   {
     name: 'nft',

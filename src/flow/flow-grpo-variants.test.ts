@@ -15,7 +15,14 @@ import { testFixture } from '../../test/helpers/fixtures.js';
 import { type FlowPolicyObjective, flowGrpoLoss, pairObjective } from './flow-grpo.js';
 import { sampleTrajectory } from './sample.js';
 import { tempFlowBranchSteps } from './tempflow-grpo.js';
-import { branchAdvantages, checkBranchTree, defaultBranchTree, growTrees } from './branch-grpo.js';
+import {
+  branchAdvantages,
+  branchTreeDefaults,
+  checkBranchTree,
+  defaultBranchTree,
+  growTrees,
+  keptEdges,
+} from './branch-grpo.js';
 
 interface Result {
   loss: number;
@@ -41,7 +48,15 @@ const fixture = JSON.parse(readFileSync(testFixture('flow/grpo-variants.json'), 
   clipRange: number;
   sigmas: number[];
   cases: Case[];
-  branch: { parents: number[][]; trees: number[][]; leafRewards: number[]; advantages: number[][] };
+  branch: {
+    parents: number[][];
+    trees: number[][];
+    leafRewards: number[];
+    advantages: number[][];
+    edgeLogProbs: number[][];
+    probabilityAdvantages: number[][];
+    width: { parents: number[][]; advantages: number[][]; perBranch: number[][]; bestWorst: number[][] };
+  };
 };
 const { B, D, clipRange } = fixture;
 
@@ -171,10 +186,49 @@ describe('BranchGRPO', () => {
     close(ours[1][0], Math.SQRT1_2, 'hand value');
   });
 
+  it("fusion 'probability' = the reference: softmax of the children's edge log-probs weights their rewards", () => {
+    const { parents, trees, leafRewards, edgeLogProbs, probabilityAdvantages } = fixture.branch;
+    const logProbs = edgeLogProbs.map((row) => Float32Array.from(row));
+    const ours = branchAdvantages(Float32Array.from(leafRewards), parents, trees, logProbs);
+    probabilityAdvantages.forEach((row, k) =>
+      row.forEach((a, r) => close(ours[k + 1][r], a, `depth ${k + 1} node ${r}`)),
+    );
+  });
+
+  it('width pruning (per-branch, best-worst) = the reference; depth pruning slides and stops; pruning ends', () => {
+    const { parents, advantages, perBranch, bestWorst } = fixture.branch.width;
+    const byDepth = [new Float32Array(2), ...advantages.map((row) => Float32Array.from(row))];
+    const tree = { ...branchTreeDefaults, splitPoints: [0], prunedDepths: [] };
+    const pairs = (kept: number[][]) => kept.flatMap((rows, d) => rows.map((r) => [d, r]));
+    const progress = { step: 1, steps: 10 };
+    expect(pairs(keptEdges({ ...tree, widthPruning: 'per-branch' }, parents, byDepth, progress))).toEqual(perBranch);
+    expect(pairs(keptEdges({ ...tree, widthPruning: 'best-worst' }, parents, byDepth, progress))).toEqual(bestWorst);
+    // Depths 3 and 4 pruned, sliding one shallower every 2 steps down to the last split point (step 1 → depth 1).
+    const deep = [[], [0], [0], [0], [0], [0]];
+    const sliding = { ...branchTreeDefaults, splitPoints: [1], prunedDepths: [3, 4], slideEvery: 2 };
+    const prunedAt = (step: number, extra = {}) =>
+      keptEdges(
+        { ...sliding, ...extra },
+        deep,
+        deep.map(() => new Float32Array(1)),
+        { step, steps: 10 },
+      )
+        .map((rows, d) => (d > 0 && rows.length === 0 ? d : 0))
+        .filter(Boolean);
+    expect([1, 2, 4, 9].map((step) => prunedAt(step))).toEqual([
+      [3, 4],
+      [2, 3],
+      [1, 2],
+      [1, 2],
+    ]);
+    expect(prunedAt(9, { slideEvery: 0 })).toEqual([3, 4]); // fixed
+    expect(prunedAt(6, { pruningStepFraction: 0.5 })).toEqual([]); // step 6 > ⌊10·0.5⌋: no pruning
+  });
+
   it('grows 2^k leaves per prompt from shared prefixes; split children share their parent and its mean', () => {
     const model = randomModel(3);
     const sampler = { sigmas: flowSigmas(4), steps: 'dance', noiseLevel: 0.3 };
-    const tree = { splitPoints: [0, 2], noiseScale: 1e-6, prunedDepths: [] };
+    const tree = { ...branchTreeDefaults, splitPoints: [0, 2], noiseScale: 1e-6, prunedDepths: [] };
     const grown = growTrees(model, [0, 1], sampler, tree, new T.Random(2));
     expect(grown.states.map((state) => state.shape[0])).toEqual([2, 4, 4, 8, 8]);
     expect(grown.parents[1]).toEqual([0, 0, 1, 1]);
@@ -189,14 +243,14 @@ describe('BranchGRPO', () => {
   it('default tree and refusals name the field', () => {
     expect(defaultBranchTree(20).splitPoints).toEqual([0, 5, 10, 15]);
     expect(defaultBranchTree(3).splitPoints).toEqual([0]);
-    expect(() => checkBranchTree({ splitPoints: [0, 10], noiseScale: 1, prunedDepths: [] }, 10)).toThrow(
-      /branch\.splitPoints: 10 is not a step/,
-    );
-    expect(() => checkBranchTree({ splitPoints: [0], noiseScale: 0, prunedDepths: [] }, 10)).toThrow(
-      /branch\.noiseScale/,
-    );
-    expect(() => checkBranchTree({ splitPoints: [0], noiseScale: 1, prunedDepths: [0] }, 10)).toThrow(
-      /branch\.prunedDepths/,
-    );
+    expect(() =>
+      checkBranchTree({ ...branchTreeDefaults, splitPoints: [0, 10], noiseScale: 1, prunedDepths: [] }, 10),
+    ).toThrow(/branch\.splitPoints: 10 is not a step/);
+    expect(() =>
+      checkBranchTree({ ...branchTreeDefaults, splitPoints: [0], noiseScale: 0, prunedDepths: [] }, 10),
+    ).toThrow(/branch\.noiseScale/);
+    expect(() =>
+      checkBranchTree({ ...branchTreeDefaults, splitPoints: [0], noiseScale: 1, prunedDepths: [0] }, 10),
+    ).toThrow(/branch\.prunedDepths/);
   });
 });

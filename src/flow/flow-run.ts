@@ -337,7 +337,10 @@ export async function runFlowGrpo(
       : options.algorithm === 'tempflow-grpo'
         ? tempFlowStep({ model, reference, optimizer, score }, prompts, grpoOptions, random)
         : options.algorithm === 'branch-grpo'
-          ? branchGrpoStep({ model, reference, optimizer, score }, prompts, { ...grpoOptions, branch }, random)
+          ? branchGrpoStep({ model, reference, optimizer, score }, prompts, { ...grpoOptions, branch }, random, {
+              step,
+              steps: options.steps,
+            })
           : flowGrpoStep({ model, reference, optimizer, score }, prompts, stepOptions, random, trained);
     folder.logMetrics({ step, ...metrics });
     log(`step ${step}: reward ${metrics['reward/mean'].toFixed(4)} loss ${metrics['loss/total'].toExponential(3)}`);

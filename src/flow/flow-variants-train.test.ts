@@ -33,7 +33,7 @@ describe('flow.rl.algorithm grpo-guard, tempflow-grpo and branch-grpo through gr
       const branch = settingFlags({
         'flow.rl.sampler': 'dance',
         'flow.rl.noiseLevel': 0.3,
-        'flow.rl.branch': { splitPoints: [0, 2] },
+        'flow.rl.branch': { splitPoints: [0, 2], fusion: 'probability', widthPruning: 'best-worst' },
       });
       await grpo('train', 'recipes/flow-grpo.ts', ...runsDirectory, '--run-name', algorithm, ...start, ...tinyRl,
         '--set', `flow.rl.algorithm=${algorithm}`, ...(algorithm === 'branch-grpo' ? branch : [])); // prettier-ignore
@@ -55,10 +55,12 @@ describe('flow.rl.algorithm grpo-guard, tempflow-grpo and branch-grpo through gr
     // gradient; TempFlow's rollout branches, so its whole batch differs.
     expect(Math.abs(gradNorms['grpo-guard'] - gradNorms['flow-grpo'])).toBeGreaterThan(1e-3 * gradNorms['flow-grpo']);
     expect(gradNorms['tempflow-grpo']).not.toBe(gradNorms['flow-grpo']);
-    expect(JSON.parse(readFileSync(join(runs, 'branch-grpo', 'config.json'), 'utf8')).flow.rl.branch).toEqual({
+    expect(JSON.parse(readFileSync(join(runs, 'branch-grpo', 'config.json'), 'utf8')).flow.rl.branch).toMatchObject({
       splitPoints: [0, 2],
       noiseScale: 0.3,
-      prunedDepths: [],
+      fusion: 'probability',
+      widthPruning: 'best-worst',
+      widthRatio: 0.5,
     });
   }, 180_000);
 
@@ -84,6 +86,9 @@ describe('flow.rl.algorithm grpo-guard, tempflow-grpo and branch-grpo through gr
     const branch = { 'flow.rl.algorithm': 'branch-grpo', 'flow.rl.sampler': 'dance' };
     await expect(train({ ...branch, 'flow.rl.branch': { splitPoints: [0, 99] } })).rejects.toThrow(
       /flow\.rl\.branch\.splitPoints: 99 is not a step/,
+    );
+    await expect(train({ ...branch, 'flow.rl.branch': { splitPoints: [0], widthRatio: 2 } })).rejects.toThrow(
+      /flow\.rl\.branch\.widthRatio must be in \(0, 1\]/,
     );
     await expect(train({ ...branch, 'flow.rl.advantageEstimator': 'rloo' })).rejects.toThrow(
       /flow\.rl\.advantageEstimator does not apply to algorithm "branch-grpo"/,

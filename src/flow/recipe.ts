@@ -23,6 +23,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import type { RunFolder } from '../run/run-folder.js';
 import { markFailed, markInterrupted, markRunning, RunInterrupted } from '../run/run-status.js';
+import { branchTreeDefaults } from './branch-grpo.js';
 import { loadClassifier } from './digit-classifier.js';
 import type { FlowCheckpointing } from './flow-checkpoint.js';
 import {
@@ -84,7 +85,17 @@ const rlSchema = z
     evalPerClass: number,
     window: windowSchema.nullable(),
     branch: z
-      .object({ splitPoints: z.array(number), noiseScale: number.optional(), prunedDepths: z.array(number).optional() })
+      .object({
+        splitPoints: z.array(number),
+        noiseScale: number.optional(),
+        prunedDepths: z.array(number).optional(),
+        fusion: z.enum(['mean', 'probability']).optional(),
+        slideEvery: number.optional(),
+        slideStopDepth: number.nullable().optional(),
+        widthPruning: z.enum(['none', 'per-branch', 'best-worst']).optional(),
+        widthRatio: number.optional(),
+        pruningStepFraction: number.optional(),
+      })
       .strict()
       .nullable(),
   })
@@ -164,7 +175,7 @@ export function resolveFlowRecipe(config: Record<string, unknown>): ResolvedFlow
     ...defaultFlowRunOptions,
     ...flow.rl,
     window: window ? { shiftEvery: 25, stride: 1, rollBack: false, ...window } : null,
-    branch: flow.rl?.branch ? { noiseScale: 0.3, prunedDepths: [], ...flow.rl.branch } : null,
+    branch: flow.rl?.branch ? { ...branchTreeDefaults, prunedDepths: [], ...flow.rl.branch } : null,
   };
   const pretrain = { ...defaultFlowPretrainOptions, ...flow.pretrain };
   const classifierTraining = { epochs: 5, seed: 1, ...flow.classifierTraining };

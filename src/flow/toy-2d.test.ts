@@ -19,7 +19,7 @@ import { type FlowPolicyObjective, flowGrpoStep } from './flow-grpo.js';
 import { pretrainFlowModel } from './pretrain.js';
 import { type SamplerOptions, finalImages, sampleTrajectory } from './sample.js';
 import { tempFlowStep } from './tempflow-grpo.js';
-import { branchGrpoStep } from './branch-grpo.js';
+import { branchGrpoStep, branchTreeDefaults } from './branch-grpo.js';
 
 // −A of the grpo estimator: a deliberately wrong sign, to show the toy fails with it.
 advantageEstimators.register(
@@ -129,10 +129,10 @@ function branchShares(advantageEstimator: string): { before: number; after: numb
     advantageEstimator: 'grpo',
     innerSteps: 2,
     maxGradNorm: 1,
-    branch: { splitPoints: [0, 2, 4, 6], noiseScale: 1, prunedDepths: [] }, // 16 leaves per prompt
+    branch: { ...branchTreeDefaults, splitPoints: [0, 2, 4, 6], noiseScale: 1, prunedDepths: [] }, // 16 leaves per prompt
   };
   const before = regionShare(model, sampler, random);
-  for (let step = 0; step < 10; step++) branchGrpoStep(context, [0, 0, 0, 0], options, random);
+  for (let step = 1; step <= 10; step++) branchGrpoStep(context, [0, 0, 0, 0], options, random, { step, steps: 10 });
   return { before, after: regionShare(model, sampler, random) };
 }
 
