@@ -104,7 +104,11 @@ export function addFlowCommands(program: Command): void {
     .option('--seed <n>', 'seed', number, d.seed)
     .option('--eval-every <n>', 'evaluate (Euler sampler, fixed noise) every n steps', number, d.evalEvery)
     .option('--eval-per-class <n>', 'evaluation samples per class', number, d.evalPerClass)
-    .option('--algorithm <name>', 'flow-grpo, or nft (DiffusionNFT: no log-probs, any sampler incl. ode)', d.algorithm)
+    .option(
+      '--algorithm <name>',
+      'flow-grpo, grpo-guard or tempflow-grpo (Flow-GRPO variants, sampler sde), or nft (DiffusionNFT: no log-probs, any sampler incl. ode)',
+      d.algorithm,
+    )
     .option('--nft-beta <x>', 'DiffusionNFT: β of the implicit policies', number, d.nftBeta)
     .option('--window <size>', 'MixGRPO: SDE and training only in a sliding window of this many steps', number)
     .option('--window-shift-every <n>', 'MixGRPO: RL steps between window moves', number, 25)

@@ -18,6 +18,8 @@ import {
   turnCreditEstimators,
 } from '../algorithms/index.js';
 import { trainerConfigSchema } from '../config/config.js';
+import { type FlowRunOptions, defaultFlowRunOptions, validateFlowRunOptions } from '../flow/flow-run.js';
+import { flowRlFields } from '../flow/recipe.js';
 import { rewardFactories } from '../rewards/index.js';
 import { presetNames } from '../trainer/index.js';
 import { sharedDirectory } from '../../test/helpers/fixtures.js';
@@ -104,6 +106,21 @@ function configPathExists(path: string): boolean {
   return true;
 }
 
+/** A row's `--set flow.rl.FIELD=VALUE` settings: each field exists, and together they pass the flow run's checks. */
+function flowSettingProblems(settings: Record<string, string>): string[] {
+  const unknown = Object.keys(settings).filter((field) => !flowRlFields.includes(field));
+  if (unknown.length > 0) return unknown.map((field) => `--set flow.rl.${field}: no such flow recipe field`);
+  const values = Object.fromEntries(
+    Object.entries(settings).map(([field, value]) => [field, Number.isNaN(Number(value)) ? value : Number(value)]),
+  );
+  try {
+    validateFlowRunOptions({ ...defaultFlowRunOptions, ...values } as FlowRunOptions);
+    return [];
+  } catch (error) {
+    return [`--set flow.rl.${Object.keys(settings).join(', flow.rl.')}: ${(error as Error).message}`];
+  }
+}
+
 /** Problems with the names in one "how to run it" cell: unknown parts, options, fields, rewards, presets, files. */
 function nameProblems(how: string): string[] {
   const problems: string[] = [];
@@ -128,8 +145,11 @@ function nameProblems(how: string): string[] {
         problems.push(`algorithm.${field}.${option}: ${partField} "${partName}" has no such option`);
     }
   }
-  for (const [, path] of how.matchAll(/--set ([\w.]+)=/g))
-    if (!configPathExists(path)) problems.push(`--set ${path}: no such config field`);
+  const flowSettings: Record<string, string> = {};
+  for (const [, path, value] of how.matchAll(/--set ([\w.]+)=([\w.-]*)/g))
+    if (path.startsWith('flow.rl.')) flowSettings[path.slice('flow.rl.'.length)] = value;
+    else if (!configPathExists(path)) problems.push(`--set ${path}: no such config field`);
+  if (Object.keys(flowSettings).length > 0) problems.push(...flowSettingProblems(flowSettings));
   for (const [, name] of how.matchAll(/--reward ([\w-]+)/g))
     if (!rewardFactories.has(name)) problems.push(`--reward ${name}: no such reward`);
   for (const [, name] of how.matchAll(/--preset ([\w-]+)/g))
@@ -219,6 +239,14 @@ describe('docs/papers.md', () => {
         /#162: algorithm\.turnCredit\.name: no estimator named "ipgo"/,
       ],
       [213, '--preset rloo', '--preset rlo', /#213: --preset rlo: no such preset/],
+      [
+        255,
+        'sampler=dance',
+        'sampler=sde',
+        /#255: --set flow\.rl\..*sampler must be "dance" for algorithm "branch-grpo"/,
+      ],
+      [7, 'algorithm=grpo-guard', 'algorithm=grpo-gaurd', /#7: --set flow\.rl\.algorithm: algorithm must be/],
+      [179, 'flow.rl.algorithm=', 'flow.rl.algorithmm=', /#179: --set flow\.rl\.algorithmm: no such flow recipe field/],
       [
         60,
         'entropyCoefficient=',

@@ -4,7 +4,7 @@
  * Every option named here is a field of a flow recipe's `flow.rl` (catalog.test.ts checks it against
  * the schema), so what the list offers is what `grpo train` runs.
  *
- * Is: descriptions (the image rewards' come from their registry). Is not: the algorithms (flow-grpo.ts, mix-grpo.ts, diffusion-nft.ts, flow-steps.ts).
+ * Is: descriptions (the image rewards' come from their registry). Is not: the algorithms (flow-grpo.ts, mix-grpo.ts, tempflow-grpo.ts, branch-grpo.ts, diffusion-nft.ts, flow-steps.ts).
  */
 import { imageRewards } from './image-rewards.js';
 
@@ -49,6 +49,27 @@ export const flowTrainers: readonly FlowCatalogEntry[] = [
       'flow-grpo with sampler "dance" (η·√Δσ step) and timestepSelection "dance": per sample a random ⌊(N−1)·f⌋ of the steps, never the last',
     citation: 'Xue et al. 2025, DanceGRPO (arXiv:2505.07818), train_grpo_flux.py',
     options: ['sampler', 'noiseLevel', 'timestepSelection', 'trainFraction'],
+  },
+  {
+    name: 'grpo-guard',
+    description:
+      'algorithm "grpo-guard" (sampler sde): ratio exp(s·(log ρ + mean (μ_θ−μ_old)²/(2s²))) without its negative bias, each step\'s surrogate × 1/(−dt)',
+    citation: 'Wang et al. 2025, GRPO-Guard (arXiv:2510.22319); verl-omni GRPOGuardLoss',
+    options: ['algorithm', 'sampler', 'clipRange', 'innerSteps'],
+  },
+  {
+    name: 'tempflow-grpo',
+    description:
+      'algorithm "tempflow-grpo" (sampler sde): per step j, G branches from one ODE trunk (SDE at j only) give step j its own rewards; surrogate × 2.25·s_j',
+    citation: 'He et al. 2025, TempFlow-GRPO (arXiv:2508.04324), train_sd3_pr.py',
+    options: ['algorithm', 'sampler', 'groupSize', 'trainFraction'],
+  },
+  {
+    name: 'branch-grpo',
+    description:
+      'algorithm "branch-grpo" (sampler dance): trees split in two at branch.splitPoints; node reward = mean of its leaves (or probability-weighted), normalised per depth within a tree; depth and width pruning',
+    citation: 'Li et al. 2025, BranchGRPO (arXiv:2509.06040), train_branchgrpo_flux.py',
+    options: ['algorithm', 'sampler', 'noiseLevel', 'branch.splitPoints', 'branch.noiseScale', 'branch.fusion', 'branch.prunedDepths', 'branch.slideEvery', 'branch.slideStopDepth', 'branch.widthPruning', 'branch.widthRatio', 'branch.pruningStepFraction'], // prettier-ignore
   },
   {
     name: 'nft',

@@ -26,16 +26,22 @@ import {
   savesCheckpointAt,
   writeFolderAtomically,
 } from './flow-checkpoint.js';
-import { type FlowGrpoOptions, flowGrpoStep } from './flow-grpo.js';
+import { type BranchTree, branchGrpoStep, checkBranchTree, defaultBranchTree } from './branch-grpo.js';
+import { type FlowGrpoOptions, type FlowPolicyObjective, flowGrpoStep } from './flow-grpo.js';
 import { checkRewardWeights, scoreImages } from './image-rewards.js';
 import { type SlidingWindow, checkSlidingWindow, slidingWindowAt } from './mix-grpo.js';
 import { writeImageGrid } from './png.js';
 import { finalImages, sampleTrajectory } from './sample.js';
+import { tempFlowStep } from './tempflow-grpo.js';
 
 /** Everything a run needs besides the folders. */
 export interface FlowRunOptions {
-  /** 'flow-grpo' (per-step log-probs, ppo-clip) or 'nft' (DiffusionNFT: forward process, any sampler). */
-  algorithm: 'flow-grpo' | 'nft';
+  /**
+   * 'flow-grpo' (per-step log-probs, ppo-clip), its variants 'grpo-guard' (normalised ratio, steps reweighted)
+   * and 'tempflow-grpo' (branching rollouts, noise-aware weights; tempflow-grpo.ts), 'branch-grpo' (tree
+   * rollouts, depth-wise tree advantages; branch-grpo.ts), or 'nft' (DiffusionNFT).
+   */
+  algorithm: FlowPolicyObjective | 'branch-grpo' | 'nft';
   /** DiffusionNFT's β of the implicit policies v± (the reference code's 1.0). */
   nftBeta: number;
   /** RL steps (rollout + update each). */
@@ -69,6 +75,8 @@ export interface FlowRunOptions {
   evalPerClass: number;
   /** MixGRPO: SDE and training only inside this sliding window of steps, ODE elsewhere; null = Flow-GRPO. */
   window: SlidingWindow | null;
+  /** BranchGRPO's tree (algorithm 'branch-grpo'); null = its default, defaultBranchTree(samplingSteps). */
+  branch: BranchTree | null;
 }
 
 /** Flow-GRPO's published choices where they apply; sizes small enough for minutes on a CPU. */
@@ -96,6 +104,7 @@ export const defaultFlowRunOptions: FlowRunOptions = {
   evalEvery: 10,
   evalPerClass: 8,
   window: null,
+  branch: null,
 };
 
 const positiveIntegers = [
@@ -120,8 +129,10 @@ export function validateFlowRunOptions(options: FlowRunOptions, numClasses = 10)
     throw new Error(`groupSize must be an integer ≥ 2 (a group needs a spread), got ${options.groupSize}`);
   if (options.promptsPerStep > numClasses)
     throw new Error(`promptsPerStep must be at most the ${numClasses} classes, got ${options.promptsPerStep}`);
-  if (options.algorithm !== 'flow-grpo' && options.algorithm !== 'nft')
-    throw new Error(`algorithm must be "flow-grpo" or "nft", got "${String(options.algorithm)}"`);
+  if (!['flow-grpo', 'grpo-guard', 'tempflow-grpo', 'branch-grpo', 'nft'].includes(options.algorithm))
+    throw new Error(
+      `algorithm must be "flow-grpo" or "nft" (or a Flow-GRPO variant: "grpo-guard", "tempflow-grpo", "branch-grpo"), got "${String(options.algorithm)}"`,
+    );
   if (options.algorithm === 'nft') {
     if (!flowSteps.has(options.sampler))
       throw new Error(`sampler must be one of ${flowSteps.names().join(', ')}, got "${options.sampler}"`);
@@ -141,11 +152,54 @@ export function validateFlowRunOptions(options: FlowRunOptions, numClasses = 10)
         `timestepSelection "dance" needs samplingSteps ≥ 2 (it never trains the last), got ${options.samplingSteps}`,
       );
   }
+  checkVariant(options);
   if (!(options.trainFraction > 0 && options.trainFraction <= 1))
     throw new Error(`trainFraction must be in (0, 1], got ${options.trainFraction}`);
   if (!(options.klCoefficient >= 0)) throw new Error(`klCoefficient must be ≥ 0, got ${options.klCoefficient}`);
   checkFlowAdvantageEstimator(options.advantageEstimator);
   if (options.window) checkSlidingWindow(options.window, options.samplingSteps);
+}
+
+/**
+ * GRPO-Guard and TempFlow-GRPO: their weights (and Guard's ratio) are defined for Flow-GRPO's `sde` step;
+ * BranchGRPO grows DanceGRPO (`dance`) trees and chooses its own steps.
+ */
+function checkVariant(options: FlowRunOptions): void {
+  const variant = options.algorithm;
+  if (options.branch && variant !== 'branch-grpo')
+    throw new Error(`branch applies to algorithm "branch-grpo" only, this run is "${variant}"`);
+  if (variant === 'branch-grpo') {
+    if (options.sampler !== 'dance')
+      throw new Error(
+        `sampler must be "dance" for algorithm "branch-grpo" (its tree grows with DanceGRPO's step), got "${options.sampler}"`,
+      );
+    if (options.window || options.timestepSelection !== 'first')
+      throw new Error(
+        'window and timestepSelection "dance" do not apply to algorithm "branch-grpo" (it trains every tree edge)',
+      );
+    if (options.advantageEstimator !== 'grpo')
+      throw new Error(
+        `advantageEstimator does not apply to algorithm "branch-grpo" (its advantages are the tree's), got "${options.advantageEstimator}"`,
+      );
+    checkBranchTree(options.branch ?? defaultBranchTree(options.samplingSteps), options.samplingSteps);
+    return;
+  }
+  if (variant !== 'grpo-guard' && variant !== 'tempflow-grpo') return;
+  if (options.sampler !== 'sde')
+    throw new Error(
+      `sampler must be "sde" for algorithm "${variant}" (its formulas are the sde step's), got "${options.sampler}"`,
+    );
+  if (variant !== 'tempflow-grpo') return;
+  if (options.window)
+    throw new Error('window (MixGRPO) and algorithm "tempflow-grpo" both choose the SDE steps: give one');
+  if (options.timestepSelection !== 'first')
+    throw new Error(
+      'timestepSelection "dance" does not apply to algorithm "tempflow-grpo" (it branches at the first steps)',
+    );
+  if (options.samplingSteps < 2)
+    throw new Error(
+      `samplingSteps must be ≥ 2 for algorithm "tempflow-grpo" (it never branches at the last), got ${options.samplingSteps}`,
+    );
 }
 
 /**
@@ -228,8 +282,10 @@ export async function runFlowGrpo(
     log(`eval step ${step}: reward ${result.reward.toFixed(4)} ${JSON.stringify(result.components)}`);
     return result.reward;
   };
+  const branch = options.branch ?? defaultBranchTree(options.samplingSteps);
   const grpoOptions: FlowGrpoOptions = {
     ...options,
+    algorithm: options.algorithm === 'nft' || options.algorithm === 'branch-grpo' ? 'flow-grpo' : options.algorithm,
     sampler: {
       sigmas: flowSigmas(options.samplingSteps, options.shift),
       steps: options.sampler,
@@ -278,7 +334,14 @@ export async function runFlowGrpo(
           random,
           step,
         )
-      : flowGrpoStep({ model, reference, optimizer, score }, prompts, stepOptions, random, trained);
+      : options.algorithm === 'tempflow-grpo'
+        ? tempFlowStep({ model, reference, optimizer, score }, prompts, grpoOptions, random)
+        : options.algorithm === 'branch-grpo'
+          ? branchGrpoStep({ model, reference, optimizer, score }, prompts, { ...grpoOptions, branch }, random, {
+              step,
+              steps: options.steps,
+            })
+          : flowGrpoStep({ model, reference, optimizer, score }, prompts, stepOptions, random, trained);
     folder.logMetrics({ step, ...metrics });
     log(`step ${step}: reward ${metrics['reward/mean'].toFixed(4)} loss ${metrics['loss/total'].toExponential(3)}`);
     if (step % options.evalEvery === 0 || step === options.steps) after = evaluate(step);

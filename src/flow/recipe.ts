@@ -3,7 +3,7 @@
  * (docs/image-models.md). A flow recipe is one of two jobs:
  * - `pretrain`: flow matching on the digits → `<run>/model/` (with samples.png), and the digit
  *   classifier the `confidence` reward needs → `<run>/classifier/`; metrics.jsonl logs the loss;
- * - `rl`: Flow-GRPO / MixGRPO / DiffusionNFT (`flow.rl.algorithm`) from `flow.model`, or from a small
+ * - `rl`: Flow-GRPO / MixGRPO / GRPO-Guard / TempFlow-GRPO / BranchGRPO / DiffusionNFT (`flow.rl.algorithm`) from `flow.model`, or from a small
  *   model pre-trained first into `<run>/pretrained/` when none is given (and a classifier trained into
  *   `<run>/classifier/` when the rewards need one and `flow.classifier` is absent).
  * Every field is checked (types by a strict schema, values by the jobs' own validators) before any
@@ -23,6 +23,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import type { RunFolder } from '../run/run-folder.js';
 import { markFailed, markInterrupted, markRunning, RunInterrupted } from '../run/run-status.js';
+import { branchTreeDefaults } from './branch-grpo.js';
 import { loadClassifier } from './digit-classifier.js';
 import type { FlowCheckpointing } from './flow-checkpoint.js';
 import {
@@ -60,7 +61,7 @@ const windowSchema = z
   .strict();
 const rlSchema = z
   .object({
-    algorithm: z.enum(['flow-grpo', 'nft']),
+    algorithm: z.enum(['flow-grpo', 'grpo-guard', 'tempflow-grpo', 'branch-grpo', 'nft']),
     nftBeta: number,
     steps: number,
     promptsPerStep: number,
@@ -83,6 +84,20 @@ const rlSchema = z
     evalEvery: number,
     evalPerClass: number,
     window: windowSchema.nullable(),
+    branch: z
+      .object({
+        splitPoints: z.array(number),
+        noiseScale: number.optional(),
+        prunedDepths: z.array(number).optional(),
+        fusion: z.enum(['mean', 'probability']).optional(),
+        slideEvery: number.optional(),
+        slideStopDepth: number.nullable().optional(),
+        widthPruning: z.enum(['none', 'per-branch', 'best-worst']).optional(),
+        widthRatio: number.optional(),
+        pruningStepFraction: number.optional(),
+      })
+      .strict()
+      .nullable(),
   })
   .partial()
   .strict();
@@ -160,6 +175,7 @@ export function resolveFlowRecipe(config: Record<string, unknown>): ResolvedFlow
     ...defaultFlowRunOptions,
     ...flow.rl,
     window: window ? { shiftEvery: 25, stride: 1, rollBack: false, ...window } : null,
+    branch: flow.rl?.branch ? { ...branchTreeDefaults, prunedDepths: [], ...flow.rl.branch } : null,
   };
   const pretrain = { ...defaultFlowPretrainOptions, ...flow.pretrain };
   const classifierTraining = { epochs: 5, seed: 1, ...flow.classifierTraining };

@@ -30,6 +30,8 @@ export interface Trajectory {
   states: Tensor[];
   /** Per step: log p(x_{i+1} | x_i) [B] under the sampling policy, or null for an ODE step. */
   logProbs: (Float32Array | null)[];
+  /** Per step: the step's Gaussian mean μ under the sampling policy [B, D] (GRPO-Guard's ratio needs μ_old). */
+  means: Tensor[];
   /** The classes sampled for, one per row. */
   classes: number[];
 }
@@ -42,20 +44,25 @@ export function stepsAt(options: SamplerOptions): FlowStepFn[] {
   return names.map((name) => flowSteps.get(name));
 }
 
-/** Draws B = classes.length samples, one per class entry. */
+/**
+ * Draws B = classes.length samples, one per class entry, from `initialNoise` [B, D] when given (TempFlow-GRPO's
+ * branches of one prompt share theirs) or from fresh Gaussian noise.
+ */
 export function sampleTrajectory(
   model: FlowModel,
   classes: readonly number[],
   options: SamplerOptions,
   random: Random,
+  initialNoise?: Tensor,
 ): Trajectory {
   const stepFns = stepsAt(options);
   const D = flowDimensions(model.config);
   const B = classes.length;
   return noGrad(() => {
-    let x = randomNormal([B, D], random); // x at σ = 1 [B, D]
+    let x = initialNoise ?? randomNormal([B, D], random); // x at σ = 1 [B, D]
     const states = [x];
     const logProbs: (Float32Array | null)[] = [];
+    const means: Tensor[] = [];
     stepFns.forEach((step, index) => {
       const velocity = flowVelocity(model, x, Array<number>(B).fill(options.sigmas[index]), classes); // [B, D]
       const noise = randomNormal([B, D], random);
@@ -70,8 +77,9 @@ export function sampleTrajectory(
       x = result.nextSample;
       states.push(x);
       logProbs.push(result.logProb ? result.logProb.data.slice() : null);
+      means.push(result.mean);
     });
-    return { states, logProbs, classes: [...classes] };
+    return { states, logProbs, means, classes: [...classes] };
   });
 }
 

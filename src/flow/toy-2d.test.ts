@@ -1,10 +1,12 @@
 /**
  * The issue's 2-D toy, seconds long: a flow pre-trained on four Gaussians in the plane (at (±0.7, ±0.7))
  * puts about a quarter of its samples in the rewarded region (the upper-right quadrant). Flow-GRPO (sde
- * steps, log-probs, ppo-clip), DanceGRPO (its step and per-sample timestep selection) and DiffusionNFT
- * (ODE rollouts, no log-probs) each raise that share; the
- * same runs with the advantage sign flipped (an estimator returning −A) lower it instead, so the rise
- * comes from following the advantages, not from any drift of training.
+ * steps, log-probs, ppo-clip), DanceGRPO (its step and per-sample timestep selection), GRPO-Guard (its
+ * normalised ratio and step weights), TempFlow-GRPO (branching rollouts, noise-aware weights), BranchGRPO
+ * (tree rollouts, tree advantages) and DiffusionNFT (ODE rollouts, no log-probs) each raise that share; the
+ * same runs with the advantage sign flipped (an estimator returning −A; for BranchGRPO, whose advantages are
+ * its tree's, the reward negated) lower it instead, so the rise comes from following the advantages, not
+ * from any drift of training.
  */
 import { describe, expect, it } from 'vitest';
 import { flowSigmas } from '../algorithms/flow-steps.js';
@@ -13,9 +15,11 @@ import { type FlowModel, type FlowModelConfig, copyFlowModel, initFlowModel } fr
 import { AdamW } from '../nn/optimizer.js';
 import * as T from '../tensor/index.js';
 import { nftStep } from './diffusion-nft.js';
-import { flowGrpoStep } from './flow-grpo.js';
+import { type FlowPolicyObjective, flowGrpoStep } from './flow-grpo.js';
 import { pretrainFlowModel } from './pretrain.js';
 import { type SamplerOptions, finalImages, sampleTrajectory } from './sample.js';
+import { tempFlowStep } from './tempflow-grpo.js';
+import { branchGrpoStep, branchTreeDefaults } from './branch-grpo.js';
 
 // −A of the grpo estimator: a deliberately wrong sign, to show the toy fails with it.
 advantageEstimators.register(
@@ -76,7 +80,11 @@ const optimizerFor = (model: FlowModel) =>
     { learningRate: 3e-3, weightDecay: 0 },
   );
 
-function flowGrpoShares(advantageEstimator: string, dance = false): { before: number; after: number } {
+function flowGrpoShares(
+  advantageEstimator: string,
+  dance = false,
+  algorithm: FlowPolicyObjective = 'flow-grpo',
+): { before: number; after: number } {
   const { model, random } = pretrainedFourModes();
   // DanceGRPO: its step (η = 0.3 as its code) and its per-sample timestep selection.
   const sampler = { sigmas: flowSigmas(8), steps: dance ? 'dance' : 'sde', noiseLevel: dance ? 0.3 : 0.7 };
@@ -93,9 +101,38 @@ function flowGrpoShares(advantageEstimator: string, dance = false): { before: nu
     maxGradNorm: 1,
     timestepSelection: dance ? ('dance' as const) : ('first' as const),
     ...(dance ? { trainFraction: 0.6 } : {}),
+    algorithm,
   };
   const before = regionShare(model, sampler, random);
-  for (let step = 0; step < 10; step++) flowGrpoStep(context, [0, 0, 0, 0], options, random);
+  for (let step = 0; step < 10; step++)
+    if (algorithm === 'tempflow-grpo') tempFlowStep(context, [0, 0, 0, 0], options, random);
+    else flowGrpoStep(context, [0, 0, 0, 0], options, random);
+  return { before, after: regionShare(model, sampler, random) };
+}
+
+function branchShares(advantageEstimator: string): { before: number; after: number } {
+  const { model, random } = pretrainedFourModes();
+  const sampler = { sigmas: flowSigmas(8), steps: 'dance', noiseLevel: 0.3 };
+  const sign = advantageEstimator === 'test-flipped-grpo' ? -1 : 1;
+  const signedScore = (points: Float32Array[]) => ({
+    ...score(points),
+    total: score(points).total.map((r) => sign * r),
+  });
+  const context = { model, reference: null, optimizer: optimizerFor(model), score: signedScore };
+  const options = {
+    groupSize: 16,
+    sampler,
+    trainFraction: 1,
+    clipRange: 0.2,
+    advantageClip: 5,
+    klCoefficient: 0,
+    advantageEstimator: 'grpo',
+    innerSteps: 2,
+    maxGradNorm: 1,
+    branch: { ...branchTreeDefaults, splitPoints: [0, 2, 4, 6], noiseScale: 1, prunedDepths: [] }, // 16 leaves per prompt
+  };
+  const before = regionShare(model, sampler, random);
+  for (let step = 1; step <= 10; step++) branchGrpoStep(context, [0, 0, 0, 0], options, random, { step, steps: 10 });
   return { before, after: regionShare(model, sampler, random) };
 }
 
@@ -129,6 +166,9 @@ describe('2-D toy: four Gaussians, a reward on the upper-right quadrant', () => 
   for (const [name, run] of [
     ['Flow-GRPO (sde)', (estimator: string) => flowGrpoShares(estimator)],
     ['DanceGRPO (dance step and timestep selection)', (estimator: string) => flowGrpoShares(estimator, true)],
+    ['GRPO-Guard (sde)', (estimator: string) => flowGrpoShares(estimator, false, 'grpo-guard')],
+    ['TempFlow-GRPO (branching, sde)', (estimator: string) => flowGrpoShares(estimator, false, 'tempflow-grpo')],
+    ['BranchGRPO (tree, dance)', branchShares],
     ['DiffusionNFT (ode)', nftShares],
   ] as const) {
     it(`${name}: the share in the region rises from about ¼, and falls with the advantage sign flipped`, () => {
