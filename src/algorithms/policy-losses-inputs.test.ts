@@ -3,6 +3,7 @@
  * padded tokens changes nothing, empty and all-masked rows give no NaN, and per-token (tree)
  * advantages drive a per-token gradient. The formula vectors are in policy-losses.test.ts.
  */
+import { runnableLossOptions } from '../../test/helpers/loss-options.js';
 import { describe, expect, it } from 'vitest';
 import { type Tensor, tensor } from '../tensor/index.js';
 import type { PolicyLossFn } from './policy-losses-common.js';
@@ -14,11 +15,7 @@ import { padTokenAdvantages } from './advantages-groups.js';
 /** Every registered loss with options that make it runnable on a generic batch. */
 const everyLoss: [string, PolicyLossFn, object][] = policyLosses
   .list()
-  .map((entry) => [
-    entry.name,
-    entry.fn,
-    entry.name === 'dispo' ? { positiveBounds: [0.2, 0.2], negativeBounds: [0.2, 0.2] } : {},
-  ]);
+  .map((entry) => [entry.name, entry.fn, runnableLossOptions(entry.name)]);
 /** The reference log-probs a loss that declares the need gets (trpa), with `pad` at the padded token 2. */
 const needsReference = new Set(
   policyLosses

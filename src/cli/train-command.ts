@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, extname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { threadId } from 'node:worker_threads';
 import YAML from 'yaml';
 import {
   createRunContext,
@@ -92,7 +93,7 @@ function selfReferenceTsconfig(recipePath: string): string | undefined {
   const extension = extname(here);
   const entry = (folder: string) => join(root, folder, `index${extension}`);
   const paths = { grpo: [entry('.')], 'grpo/tensor': [entry('tensor')], 'grpo/testing': [entry('testing')] };
-  const file = join(tmpdir(), `grpo-recipe-tsconfig-${process.pid}.json`);
+  const file = join(tmpdir(), `grpo-recipe-tsconfig-${process.pid}-${threadId}.json`); // one per thread
   writeJsonAtomically(file, { compilerOptions: { paths } });
   process.env.TSX_TSCONFIG_PATH = file;
   return file;

@@ -94,10 +94,12 @@ describe('RunFolder checkpoints', () => {
     mkdirSync(join(checkpoints, '.step-0.deleting-123-1'));
     mkdirSync(join(checkpoints, '.reference.tmp-123-1'));
     writeFileSync(join(folder.directory, 'summary.json.tmp-123'), '{"sta');
+    writeFileSync(join(folder.directory, 'config.json.tmp-123-2-7'), '{"co'); // process 123, thread 2, 7th write
     const notes = folder.recover();
     expect(notes).toContain('restored step-4 from .step-4.old-123-456');
     expect(readdirSync(checkpoints).sort()).toEqual(['step-2', 'step-4']);
     expect(existsSync(join(folder.directory, 'summary.json.tmp-123'))).toBe(false);
+    expect(existsSync(join(folder.directory, 'config.json.tmp-123-2-7'))).toBe(false);
     expect(folder.checkpointSteps()).toEqual([2, 4]);
     expect(folder.recover()).toEqual([]); // nothing left to do
   });

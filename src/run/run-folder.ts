@@ -26,6 +26,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { basename, dirname, join, relative } from 'node:path';
+import { threadId } from 'node:worker_threads';
 import { writeAdapterFiles } from '../model/adapter-files.js';
 import { publishFolder, writeCheckpointFiles } from '../model/checkpoint.js';
 import type { LoraAdapters } from '../model/lora.js';
@@ -83,9 +84,15 @@ export interface RunFolderOptions {
 const OPTIMIZER_FOLDER = 'training-state';
 const OPTIMIZER_FILE = join(OPTIMIZER_FOLDER, 'optimizer.safetensors');
 
-/** Replaces `file` with the JSON of `value` by write, fsync, rename and fsync of the folder. */
+let temporaryFiles = 0;
+
+/**
+ * Replaces `file` with the JSON of `value` by write, fsync, rename and fsync of the folder. The
+ * temporary name is this write's own (process, thread, count): two threads of one process (worker
+ * threads, vitest's shared workers) writing the same file never rename each other's half.
+ */
 export function writeJsonAtomically(file: string, value: unknown): void {
-  const temporary = `${file}.tmp-${process.pid}`;
+  const temporary = `${file}.tmp-${process.pid}-${threadId}-${++temporaryFiles}`;
   writeFileDurably(temporary, `${JSON.stringify(value, null, 2)}\n`);
   renamePath(temporary, file);
   syncDirectory(dirname(file));
@@ -176,7 +183,7 @@ export class RunFolder {
   recover(): string[] {
     const notes: string[] = [];
     for (const name of readdirSync(this.directory)) {
-      if (!/\.tmp-\d+$/.test(name)) continue;
+      if (!/\.tmp-\d+(-\d+)*$/.test(name)) continue;
       removeTree(join(this.directory, name));
       notes.push(`removed ${name}`);
     }

@@ -4,6 +4,7 @@
  * aggregation and the group-level REAL loss, and the logged entropy bonus is the whole batch's; a lossMask-0 token gets exactly zero gradient; a
  * completion token with id 0 is a token, not padding; micro-batches keep groups whole on request.
  */
+import { runnableLossOptions } from '../../test/helpers/loss-options.js';
 import { describe, expect, it } from 'vitest';
 import { lossAggregations, policyLosses } from '../algorithms/index.js';
 import { createSmallConfig } from '../model/config.js';
@@ -98,12 +99,7 @@ describe('masks and padding', () => {
       [B, T],
     );
     const mask = Float32Array.from({ length: B * T }, (_, i) => (i % T === 1 ? 0 : 1));
-    const options =
-      name === 'dispo'
-        ? { positiveBounds: [0.2, 0.2] as [number, number], negativeBounds: [0.2, 0.2] as [number, number] }
-        : name === 'dno'
-          ? { eta: 1 }
-          : {};
+    const options = runnableLossOptions(name);
     const result = policyLosses.get(name)(
       {
         logprobs,

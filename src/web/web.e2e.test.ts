@@ -2,7 +2,7 @@
  * End-to-end test of `grpo web`: the command builds and serves the page, headless Chromium (Debian's
  * `chromium`, driven by playwright-core, as the dashboard test does) opens it, and the page trains the
  * built-in addition task in its Web Worker on the js backend with the page's `?preset=quick` settings
- * (seed 0, a 32-wide model, 600 SFT steps then 15 GRPO steps, 200 held-out sums evaluated at step 0,
+ * (seed 0, a 48-wide model, 600 SFT steps then 15 GRPO steps, 200 held-out sums evaluated at step 0,
  * after SFT and every 5 GRPO steps). It asserts that the form shows exactly those settings, that GRPO
  * itself lifts the held-out accuracy by at least 5 points over the accuracy after SFT, that
  * the page is cross-origin isolated (COOP/COEP), that a completion table with rewards and advantages is
@@ -54,14 +54,14 @@ const QUICK = {
   grpoSteps: '15',
   evalExamples: '200',
   evaluateEvery: '5',
-  hiddenSize: '32',
+  hiddenSize: '48',
   sftBatchSize: '32',
   sftLearningRate: '0.003',
-  grpoLearningRate: '0.001',
+  grpoLearningRate: '0.0001',
   promptsPerStep: '16',
 };
 const GRPO_STEPS = Number(QUICK.grpoSteps);
-/** Accuracy after GRPO minus accuracy after SFT must reach this (measured: 0.145 → 0.245). */
+/** Accuracy after GRPO minus accuracy after SFT must reach this (measured in Node on js: 0.425 → 0.51). */
 const MARGIN = 0.05;
 
 async function findBrowserProblem(): Promise<string | null> {
