@@ -27,12 +27,56 @@ import {
   writeFolderAtomically,
 } from './flow-checkpoint.js';
 import { type BranchTree, branchGrpoStep, checkBranchTree, defaultBranchTree } from './branch-grpo.js';
-import { type FlowGrpoOptions, type FlowPolicyObjective, flowGrpoStep } from './flow-grpo.js';
+import { type FlowGrpoContext, type FlowGrpoOptions, type FlowPolicyObjective, flowGrpoStep } from './flow-grpo.js';
 import { checkRewardWeights, scoreImages } from './image-rewards.js';
 import { type SlidingWindow, checkSlidingWindow, slidingWindowAt } from './mix-grpo.js';
 import { writeImageGrid } from './png.js';
 import { finalImages, sampleTrajectory } from './sample.js';
 import { tempFlowStep } from './tempflow-grpo.js';
+
+/** What the loop hands one RL step; each algorithm's entry in `flowRlSteps` reads what it needs. */
+interface FlowStepInputs {
+  context: FlowGrpoContext;
+  /** DiffusionNFT's sampling policy (nft only). */
+  old: FlowModel | null;
+  prompts: readonly number[];
+  grpoOptions: FlowGrpoOptions;
+  /** `grpoOptions` with this step's MixGRPO window, and the window's trained steps. */
+  stepOptions: FlowGrpoOptions;
+  trained: number[] | undefined;
+  random: Random;
+  progress: { step: number; steps: number };
+  branch: BranchTree;
+  nftBeta: number;
+}
+
+/** One RL step of each `flow.rl.algorithm`: the loop looks its algorithm up here, never compares names. */
+const flowRlSteps: Record<
+  FlowRunOptions['algorithm'],
+  (inputs: FlowStepInputs) => { metrics: Record<string, number> }
+> = {
+  'flow-grpo': (inputs) =>
+    flowGrpoStep(inputs.context, inputs.prompts, inputs.stepOptions, inputs.random, inputs.trained),
+  'grpo-guard': (inputs) =>
+    flowGrpoStep(inputs.context, inputs.prompts, inputs.stepOptions, inputs.random, inputs.trained),
+  'tempflow-grpo': (inputs) => tempFlowStep(inputs.context, inputs.prompts, inputs.grpoOptions, inputs.random),
+  'branch-grpo': (inputs) =>
+    branchGrpoStep(
+      inputs.context,
+      inputs.prompts,
+      { ...inputs.grpoOptions, branch: inputs.branch },
+      inputs.random,
+      inputs.progress,
+    ),
+  nft: (inputs) =>
+    nftStep(
+      { ...inputs.context, old: inputs.old! },
+      inputs.prompts,
+      { ...inputs.grpoOptions, nftBeta: inputs.nftBeta },
+      inputs.random,
+      inputs.progress.step,
+    ),
+};
 
 /** Everything a run needs besides the folders. */
 export interface FlowRunOptions {
@@ -326,22 +370,18 @@ export async function runFlowGrpo(
       stepOptions = { ...grpoOptions, sampler: { ...grpoOptions.sampler, steps: window.steps } };
       trained = window.trained;
     }
-    const { metrics } = old
-      ? nftStep(
-          { model, old, reference, optimizer, score },
-          prompts,
-          { ...grpoOptions, nftBeta: options.nftBeta },
-          random,
-          step,
-        )
-      : options.algorithm === 'tempflow-grpo'
-        ? tempFlowStep({ model, reference, optimizer, score }, prompts, grpoOptions, random)
-        : options.algorithm === 'branch-grpo'
-          ? branchGrpoStep({ model, reference, optimizer, score }, prompts, { ...grpoOptions, branch }, random, {
-              step,
-              steps: options.steps,
-            })
-          : flowGrpoStep({ model, reference, optimizer, score }, prompts, stepOptions, random, trained);
+    const { metrics } = flowRlSteps[options.algorithm]({
+      context: { model, reference, optimizer, score },
+      old,
+      prompts,
+      grpoOptions,
+      stepOptions,
+      trained,
+      random,
+      progress: { step, steps: options.steps },
+      branch,
+      nftBeta: options.nftBeta,
+    });
     folder.logMetrics({ step, ...metrics });
     log(`step ${step}: reward ${metrics['reward/mean'].toFixed(4)} loss ${metrics['loss/total'].toExponential(3)}`);
     if (step % options.evalEvery === 0 || step === options.steps) after = evaluate(step);
