@@ -26,10 +26,12 @@
  * (here the wrong turn stays in the conversation and the next observation names the expert's action).
  */
 import {
+  generatedSplit,
   parseAction,
   semiOnlineEnvironment,
   type Example,
   type ExpertStep,
+  type Pick,
   type Recipe,
   type Task,
 } from '../../src/index.js';
@@ -58,8 +60,6 @@ const MENUS: Record<string, string[]> = {
   mail: ['new', 'inbox'],
 };
 const WORDS = ['hi', 'yes', 'no', 'ok', 'later', 'thanks'];
-
-type Pick = (n: number) => number;
 
 /** A screen listing `items` under shuffled ids; returns the text and each item's id. */
 function screen(items: readonly string[], pick: Pick): { text: string; ids: Map<string, number> } {
@@ -97,25 +97,8 @@ function makeRow(pick: Pick): Example {
   };
 }
 
-function hash(text: string): number {
-  let h = 2166136261;
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619) >>> 0;
-  return h;
-}
-
-function sample(count: number, seed: number, heldOut: boolean): Example[] {
-  let state = (seed * 2654435761 + (heldOut ? 17 : 0)) >>> 0 || 1;
-  const pick: Pick = (n) => {
-    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
-    return (state >>> 8) % n;
-  };
-  const rows: Example[] = [];
-  while (rows.length < count) {
-    const row = makeRow(pick);
-    if ((hash(String(row.prompt)) % 8 === 0) === heldOut) rows.push(row);
-  }
-  return rows;
-}
+const sample = (count: number, seed: number, heldOut: boolean): Example[] =>
+  generatedSplit('ui-s1', count, seed, heldOut, makeRow);
 
 /** What the expert's turn says: the item or word it looks for, then the action. */
 function expertTurn(row: Example, index: number, action: string): string {

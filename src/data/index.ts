@@ -28,6 +28,7 @@ import type { NamedReward } from '../rewards/types.js';
 import { createNamedRegistry } from '../registry/registry.js';
 
 export { parseTaskOptions, type Example, type Task } from './task.js';
+export { generatedSplit, textHash, type Pick } from './generated-split.js';
 export {
   additionOptionsSchema,
   additionTask,

@@ -34,6 +34,7 @@ import {
   planSpeed,
 } from '../../rewards/driving-plan.js';
 import type { NamedReward } from '../../rewards/types.js';
+import { generatedSplit, type Pick } from '../generated-split.js';
 import { parseTaskOptions, type Example, type Task } from '../task.js';
 
 /** The options `drivingPlanningTask` accepts (config `taskOptions`); unknown keys are refused. */
@@ -120,7 +121,6 @@ export function scenePrompt(scene: DrivingScene): string {
   return `speed ${scene.speed}m/s nav ${navigation} light ${light} car ${car} lanes ${lanes}\nplan:`;
 }
 
-type Pick = (n: number) => number;
 const DISTANCES = [10, 20, 30, 40, 60, 80];
 
 function drawScene(pick: Pick): DrivingScene {
@@ -138,27 +138,17 @@ function drawScene(pick: Pick): DrivingScene {
   };
 }
 
-function hash(text: string): number {
-  let h = 2166136261;
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619) >>> 0;
-  return h;
-}
-
 function sample(count: number, seed: number, heldOut: boolean): Example[] {
-  let state = (seed * 2654435761 + (heldOut ? 17 : 0)) >>> 0 || 1;
-  const pick: Pick = (n) => {
-    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
-    return (state >>> 8) % n;
-  };
-  const rows: Example[] = [];
-  while (rows.length < count) {
+  return generatedSplit('driving-planning', count, seed, heldOut, (pick) => {
     const scene = drawScene(pick);
-    const prompt = scenePrompt(scene);
-    if ((hash(prompt) % 8 === 0) !== heldOut) continue;
     const plan = goldPlan(scene);
-    rows.push({ prompt, scene, solution: answer(plan.speed, plan.path), answer: `${plan.speed}, ${plan.path}` });
-  }
-  return rows;
+    return {
+      prompt: scenePrompt(scene),
+      scene,
+      solution: answer(plan.speed, plan.path),
+      answer: `${plan.speed}, ${plan.path}`,
+    };
+  });
 }
 
 /** The teacher's slip: keep the speed where it should slow or stop, or go straight where it should turn or change lane. */

@@ -25,6 +25,7 @@ import {
   type StealthMeaning,
 } from '../../rewards/stealthrl.js';
 import type { NamedReward } from '../../rewards/types.js';
+import { textHash } from '../generated-split.js';
 import { parseTaskOptions, type Example, type Task } from '../task.js';
 
 /** The options `paraphraseEvasionTask` accepts (config `taskOptions`); unknown keys are refused. */
@@ -37,19 +38,13 @@ export const paraphraseEvasionOptionsSchema = z
 
 const meaningKey = (meaning: StealthMeaning) => Object.values(meaning).join(' ');
 
-function hash(text: string): number {
-  let h = 2166136261;
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619) >>> 0;
-  return h;
-}
-
 function sample(count: number, seed: number, heldOut: boolean): Example[] {
   const pick = seededPick(seed * 2654435761 + (heldOut ? 17 : 0));
   const rows: Example[] = [];
   while (rows.length < count) {
     const meaning = stealthMeaning(pick);
     // About one meaning in eight is held out, so no held-out meaning is ever trained on.
-    if ((hash(meaningKey(meaning)) % 8 === 0) !== heldOut) continue;
+    if ((textHash(meaningKey(meaning)) % 8 === 0) !== heldOut) continue;
     const source = machineSentence(meaning, pick);
     rows.push({ prompt: `paraphrase: ${source}\n`, source, meaning });
   }

@@ -19,6 +19,7 @@
 import { z } from 'zod';
 import { BLANK_SEPARATOR, wirelessMath } from '../../rewards/wireless-math.js';
 import { makeRewardInput, type NamedReward } from '../../rewards/types.js';
+import { generatedSplit, type Pick } from '../generated-split.js';
 import { parseTaskOptions, type Example, type Task } from '../task.js';
 
 /** The options `wirelessMathTask` accepts (config `taskOptions`); unknown keys are refused. */
@@ -131,7 +132,6 @@ const FORMULAS: Formula[] = [
 ];
 
 type Kind = 'multiple_choice' | 'fill_blank' | 'full_equation';
-type Pick = (n: number) => number;
 
 const join = (terms: readonly string[]) => terms.join('');
 const rightSide = (formula: Formula) => join(formula.terms.map((term) => term.right));
@@ -139,12 +139,6 @@ const rightSide = (formula: Formula) => join(formula.terms.map((term) => term.ri
 const withSlips = (formula: Formula, slips: readonly number[]) =>
   join(formula.terms.map((term, i) => (slips.includes(i) ? term.wrong! : term.right)));
 const slippable = (formula: Formula) => formula.terms.flatMap((term, i) => (term.wrong !== undefined ? [i] : []));
-
-function hash(text: string): number {
-  let h = 2166136261;
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619) >>> 0;
-  return h;
-}
 
 function makeRow(formula: Formula, kind: Kind, pick: Pick): Example {
   const background = `${formula.quantity}; ${formula.symbols}`;
@@ -196,20 +190,10 @@ function makeRow(formula: Formula, kind: Kind, pick: Pick): Example {
   };
 }
 
-function sample(kinds: readonly Kind[], count: number, seed: number, heldOut: boolean): Example[] {
-  let state = (seed * 2654435761 + (heldOut ? 17 : 0)) >>> 0 || 1;
-  const pick: Pick = (n) => {
-    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
-    return (state >>> 8) % n;
-  };
-  const rows: Example[] = [];
-  for (let tries = 0; rows.length < count; tries++) {
-    if (tries > count * 1000) throw new Error('wireless-math: could not draw enough rows');
-    const row = makeRow(FORMULAS[pick(FORMULAS.length)]!, kinds[pick(kinds.length)]!, pick);
-    if ((hash(String(row.prompt)) % 8 === 0) === heldOut) rows.push(row);
-  }
-  return rows;
-}
+const sample = (kinds: readonly Kind[], count: number, seed: number, heldOut: boolean): Example[] =>
+  generatedSplit('wireless-math', count, seed, heldOut, (pick) =>
+    makeRow(FORMULAS[pick(FORMULAS.length)]!, kinds[pick(kinds.length)]!, pick),
+  );
 
 const goldCompletion = (row: Example) =>
   row.type === 'multiple_choice'
