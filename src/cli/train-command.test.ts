@@ -27,6 +27,13 @@ describe('loadRecipe', () => {
     ['null.mjs', 'export default null;\n', 'not null'],
     ['config-number.ts', 'export default { config: 42 };\n', 'its config must be an object, not the number 42'],
     ['rewards-object.mjs', 'export default { config: {}, rewards: {} };\n', 'its rewards must be an array'],
+    ['task-number.mjs', 'export default { config: {}, task: 3 };\n', 'its task must be an object (a Task)'],
+    ['task-nameless.mjs', 'export default { config: {}, task: {} };\n', 'its task needs a name'],
+    [
+      'task-no-check.mjs',
+      'const f = () => [];\nexport default { config: {}, task: { name: "t", trainExamples: f, evalExamples: f, rewards: f } };\n',
+      'its task "t" needs isCorrect, a function (row, completion) => boolean',
+    ],
     ['number.json', '42\n', 'must hold a config object (field: value pairs), not the number 42'],
     ['array.json', '[]\n', 'not an array'],
     ['null.json', 'null\n', 'not null'],

@@ -167,6 +167,7 @@ async function readRecipe(file: string): Promise<Recipe> {
       `recipe ${path}: its rewards must be an array of { name, reward, weight }, not ${describeValue(exported.rewards)}`,
     );
   }
+  if (exported.task !== undefined) checkRecipeTask(exported.task, path);
   if (exported.parts !== undefined) {
     if (!Array.isArray(exported.parts))
       throw new Error(
@@ -176,6 +177,26 @@ async function readRecipe(file: string): Promise<Recipe> {
     registerParts(exported.parts as Part<unknown>[], `recipe ${path}: parts`, { 'image reward': registerImageReward });
   }
   return exported as unknown as Recipe;
+}
+
+/** The members a recipe's own task must have, each a function, with what it is for. */
+const TASK_FUNCTIONS: [string, string][] = [
+  ['trainExamples', '(count, seed) => rows'],
+  ['evalExamples', '(count, seed) => held-out rows'],
+  ['rewards', '() => [{ name, reward, weight }]'],
+  ['isCorrect', '(row, completion) => boolean, for held-out accuracy'],
+];
+
+/** Refuses a recipe's task that lacks a name or one of the functions a run calls, before anything loads. */
+function checkRecipeTask(value: unknown, path: string): void {
+  const task = value as Record<string, unknown>;
+  if (typeof value !== 'object' || value === null)
+    throw new Error(`recipe ${path}: its task must be an object (a Task), not ${describeValue(value)}`);
+  if (typeof task.name !== 'string' || task.name === '')
+    throw new Error(`recipe ${path}: its task needs a name (a non-empty string)`);
+  for (const [member, what] of TASK_FUNCTIONS)
+    if (typeof task[member] !== 'function')
+      throw new Error(`recipe ${path}: its task "${task.name}" needs ${member}, a function ${what}`);
 }
 
 /**
