@@ -2,14 +2,16 @@
  * loadRecipe's refusals: a recipe whose export, config or file content is not an object, and a
  * JSON/YAML file that does not parse, each fail naming the file instead of running the default
  * config. The .ts files are written outside any ESM package, where tsx loads them as CommonJS.
- * applyOverrides: each --set replaces the value at its path and keeps the fields beside it.
+ * applyOverrides: each --set replaces the value at its path and keeps the fields beside it. A
+ * recipe's own task names the run's task (config.json says which task ran), and a config naming
+ * another task is refused before anything loads.
  * Not here: the training run itself (src/trainer tests).
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { applyOverrides, loadRecipe } from './train-command.js';
+import { applyOverrides, loadRecipe, runTrainCommand } from './train-command.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'grpo-recipe-'));
 const recipeFile = (name: string, text: string): string => {
@@ -89,5 +91,37 @@ describe('applyOverrides (--set)', () => {
       e: 'not json',
     });
     expect(() => applyOverrides({}, ['=1'])).toThrow(/--set =1: expected key.path=value/);
+  });
+});
+
+describe("a recipe's own task", () => {
+  const rows = JSON.stringify([
+    { prompt: '1+1=', answer: '2' },
+    { prompt: '2+2=', answer: '4' },
+  ]);
+  const recipe = (config: Record<string, unknown>) =>
+    recipeFile(
+      `own-task-${Object.keys(config).length}.mjs`,
+      `const rows = () => ${rows};
+export default {
+  config: ${JSON.stringify({ sft: { steps: 0 }, grpo: { steps: 0 }, evaluation: { examples: 2 }, logging: { runsDirectory: folder }, ...config })},
+  task: { name: 'sums', description: '', alphabet: '0123456789+=', trainExamples: rows, evalExamples: rows,
+    demonstration: (row) => row.answer, rewards: () => [{ name: 'one', weight: 1, reward: () => 1 }],
+    isCorrect: (row, completion) => completion === row.answer },
+};
+`,
+    );
+
+  it("names the run's task in config.json when the config names none", async () => {
+    expect(await runTrainCommand({ recipe: recipe({}), runName: 'own-task', quiet: true })).toBe(0);
+    expect(JSON.parse(readFileSync(join(folder, 'own-task', 'config.json'), 'utf8')).task).toBe('sums');
+  });
+
+  it('is refused, naming task, when the config names another one', async () => {
+    const attempt = runTrainCommand({ recipe: recipe({ task: 'addition' }), runName: 'other-task', quiet: true });
+    await expect(attempt).rejects.toThrow(
+      /^task: the config names task "addition" but the recipe's own task is "sums"/,
+    );
+    expect(existsSync(join(folder, 'other-task'))).toBe(false);
   });
 });

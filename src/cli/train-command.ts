@@ -179,6 +179,19 @@ async function readRecipe(file: string): Promise<Recipe> {
   return exported as unknown as Recipe;
 }
 
+/**
+ * The config with `task` naming the recipe's own task (which the run uses), so config.json, the
+ * run folder's name and the summary say which task ran; a config naming another task is refused.
+ */
+function withRecipeTaskName(raw: Record<string, unknown>, name: string): Record<string, unknown> {
+  if (raw.task === undefined) return { ...raw, task: name };
+  if (raw.task !== name)
+    throw new Error(
+      `task: the config names task ${JSON.stringify(raw.task)} but the recipe's own task is "${name}", which the run would use; drop the config's task or name "${name}"`,
+    );
+  return raw;
+}
+
 /** The members a recipe's own task must have, each a function, with what it is for. */
 const TASK_FUNCTIONS: [string, string][] = [
   ['trainExamples', '(count, seed) => rows'],
@@ -414,6 +427,8 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
   if (options.runName) raw = mergeConfig(raw, { logging: { runName: options.runName } });
   if (isFlowRecipe(raw)) return runFlowTrainCommand(raw, options);
   if (options.sftOnly) raw = mergeConfig(raw, { grpo: { steps: 0 } });
+  // A resumed run keeps the config it started with (runs from before this check may name another task).
+  if (recipe.task && !options.resume) raw = withRecipeTaskName(raw, recipe.task.name);
   const task = await loadRunTask(raw, recipe.task, recipe.rewards);
   // A --reward name is one of the task's rewards, a built-in one or 'environment' (with --data, checked above).
   if (task && options.data?.data === undefined)
