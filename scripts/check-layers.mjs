@@ -104,10 +104,10 @@ const allowed = {
   ],
 };
 // A sprawl alarm, not a target: raised by hand, with a reason in the commit, when planned work needs
-// the room (50,000: the paper methods still to land, each one small file with its entry; 46,700 after
-// the session that added RiskPO, DCPO, LLDS, Graph-R1, RESTL, Guru, WirelessMathLM, RLPrompt, the vision
-// answer rewards, the page's model picker and typed rewards).
-const maxSourceLines = 50_000;
+// the room (53,000: the reward, sampling, agent and flow paper methods of issues 31-33 still to land,
+// each one small file with its entry; 49,944 after the session that added DNO, SAGE, Scaf-GRPO, RLVER,
+// GRPO-Guard, TempFlow-GRPO and BranchGRPO). Recipes and their glue live in recipes/, outside it.
+const maxSourceLines = 53_000;
 
 const problems = [];
 let sourceLines = 0;
