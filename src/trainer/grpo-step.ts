@@ -60,7 +60,7 @@ import type { NamedReward } from '../rewards/types.js';
 import type { RewardScorer } from '../rewards/run.js';
 import { padRows, type TokenSequence } from './completion-logprobs.js';
 import type { TextTokenizer } from '../model/tokenizer.js';
-import { drawSets, drawTogetherSets } from './draw-together.js';
+import { drawSets, drawTogetherSets } from '../data/draw-together.js';
 
 /** What a step needs from the run. */
 export interface StepEnvironment {

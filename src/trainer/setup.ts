@@ -45,7 +45,7 @@ import {
 import { isIdefics3Checkpoint } from '../model/vision/idefics3-config.js';
 import { refuseWithImages, type VisionRun } from './vision-run.js';
 import { createVisionModel, loadVisionModel } from './vision-setup.js';
-import { drawTogetherSets } from './draw-together.js';
+import { drawTogetherSets } from '../data/draw-together.js';
 import type { Example } from '../data/task.js';
 import { renderPrompt } from '../config/prompt-format.js';
 import { RewardWorkerPool } from '../rewards/workers.js';

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Random } from '../tensor/random.js';
-import type { Example } from '../data/task.js';
+import type { Example } from './task.js';
 import { drawSets, drawTogetherSets } from './draw-together.js';
 
 const row = (prompt: string, pair: unknown): Example => ({ prompt, pair_id: pair });

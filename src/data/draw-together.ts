@@ -6,8 +6,12 @@
  *
  * Is not: the uniform draw of every other run (grpo-step.ts `draw`), or any reward.
  */
-import type { Example } from '../data/task.js';
-import type { Random } from '../nn/index.js';
+import type { Example } from './task.js';
+
+/** The seeded draw it needs (nn/ `Random`; data/ sits below nn/, so only its shape is named here). */
+interface IntegerDraw {
+  integer(n: number): number;
+}
 
 /**
  * The sets of training rows sharing `column`'s value, as indices into `examples` (the first
@@ -64,7 +68,7 @@ export function drawTogetherSets(
 }
 
 /** The example indices of one step: `count / k` sets, without replacement while there are enough sets. */
-export function drawSets(sets: readonly number[][], count: number, random: Random): number[] {
+export function drawSets(sets: readonly number[][], count: number, random: IntegerDraw): number[] {
   const wanted = count / sets[0]!.length;
   const order = sets.map((_, index) => index);
   const chosen: number[] = [];
