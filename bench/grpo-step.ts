@@ -170,7 +170,7 @@ function grpoStep(model: Transformer, optimizer: AdamW, stepCase: StepCase, seed
   );
   const rewardSeconds = (performance.now() - start) / 1000;
   start = performance.now();
-  const bound = bindAlgorithm(config, { sampleRows: [], rolloutProvides: [] });
+  const bound = bindAlgorithm(config, { sampleRows: [], rolloutProvides: [], rewardNames: [] });
   const outcome = policyStep(bound, stepSettingsOf(config), model, optimizer, samples);
   const trainSeconds = (performance.now() - start) / 1000;
   const cpu = process.cpuUsage(cpuStart);

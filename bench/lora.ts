@@ -161,7 +161,7 @@ function runCase(benchCase: LoraCase): void {
 
   generate(model, { prompts: [[1, 2, 3]], numSamples: 2, maxNewTokens: 4, stopTokenIds: [], seed: 1 }); // JIT warm-up
   const { samples, seconds: rolloutSeconds } = rollout(model, benchCase, 2);
-  const bound = bindAlgorithm(config, { sampleRows: [], rolloutProvides: [] });
+  const bound = bindAlgorithm(config, { sampleRows: [], rolloutProvides: [], rewardNames: [] });
   const settings = stepSettingsOf(config);
   policyStep(bound, settings, model, optimizer, samples); // warm-up: first AdamW step, JIT
   const stepSeconds: number[] = [];

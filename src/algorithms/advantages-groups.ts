@@ -22,6 +22,10 @@ export interface AdvantageInput {
   rewardComponents?: readonly RewardValues[];
   /** GDPO: [K] weight per reward component (default all 1). */
   rewardWeights?: readonly number[];
+  /** [K] the reward functions' names, the columns of `rewardComponents` (Trust-GRPO picks its thinking reward by name). */
+  rewardNames?: readonly string[];
+  /** The training step (0 = the first), for estimators whose weights anneal (Trust-GRPO). */
+  step?: number;
   /** Stratified GRPO: [N] stratum key per sample (e.g. the number of tool calls). */
   strata?: ArrayLike<number | string>;
   /** SEED-GRPO: [N] semantic cluster id of each sample's answer. */

@@ -54,6 +54,8 @@ export interface RunSettings {
   loss: { name: string; needs: readonly AlgorithmNeed[] };
   groupFilter: string | null;
   promptSelector: string | null;
+  /** The run's reward names, in order (a part that reads a reward's column by name checks it here). */
+  rewardNames: readonly string[];
 }
 
 /** The registries a part can join, by the kind its file declares. */

@@ -124,6 +124,7 @@ function browserRunContext(config: TrainerConfig): RunContext {
   const algorithm = bindAlgorithm(config, {
     sampleRows: task.trainExamples(Math.min(16, config.grpo.examples), config.seed + 2),
     rolloutProvides: singleTurnRollout.provides ?? [],
+    rewardNames: rewards.map((reward) => reward.name),
   });
   return {
     config,

@@ -179,6 +179,7 @@ export async function* modelRun(
     algorithm: bindAlgorithm(config, {
       sampleRows: task.trainExamples(16, 0),
       rolloutProvides: singleTurnRollout.provides ?? [],
+      rewardNames: ['reward'],
     }),
     promptFormat: promptFormatFor('auto', tokenizer),
     rollout: singleTurnRollout,

@@ -73,7 +73,7 @@ describe.runIf(webgpu)('grpo train on webgpu', () => {
     const gpu = webgpu!.backend as WebGpuBackend;
     const checkpoint = loadCheckpoint(tinyStories);
     const config = trainerConfigSchema.parse({ grpo: { microBatchSize: 2 }, algorithm: { loss: 'ppo-clip' } });
-    const bound = bindAlgorithm(config, { sampleRows: [], rolloutProvides: [] });
+    const bound = bindAlgorithm(config, { sampleRows: [], rolloutProvides: [], rewardNames: [] });
     const samples = trainingBatch(
       [0, 1, 2, 3].map((i) => ({
         promptIds: [1, 2 + i, 3],

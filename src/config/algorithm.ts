@@ -107,6 +107,8 @@ export interface BindingContext {
   /** A few training rows (columns are checked on these). */
   sampleRows: readonly Example[];
   rolloutProvides: readonly RolloutProvision[];
+  /** The names of the rewards the run scores with, in order (the columns of the reward matrix). */
+  rewardNames: readonly string[];
 }
 
 function bindPart<Fn, Options, Entry extends RegistryEntry<Fn> = RegistryEntry<Fn>>(
@@ -256,7 +258,7 @@ function checkTurnCredit(
 type Chosen = Pick<BoundAlgorithm, 'advantage' | 'loss' | 'needs' | 'strata' | 'promptSelector'>;
 
 /** The run settings a part's `refuses` sees, read once from the config. */
-function runSettings(config: TrainerConfig, chosen: Chosen): RunSettings {
+function runSettings(config: TrainerConfig, chosen: Chosen, context: BindingContext): RunSettings {
   return {
     groupSize: config.sampling.groupSize,
     promptsPerStep: config.grpo.promptsPerStep,
@@ -268,6 +270,7 @@ function runSettings(config: TrainerConfig, chosen: Chosen): RunSettings {
     loss: { name: chosen.loss.name, needs: chosen.loss.needs },
     groupFilter: config.algorithm.groupFilter,
     promptSelector: chosen.promptSelector?.name ?? null,
+    rewardNames: context.rewardNames,
   };
 }
 
@@ -279,7 +282,7 @@ function refusals(part: BoundPart<unknown, unknown, RegistryEntry<unknown>> | nu
 /** One problem line per need the data, the rollout or the other settings cannot meet. */
 function checkNeeds(config: TrainerConfig, chosen: Chosen, context: BindingContext, problems: string[]): void {
   const { advantage, loss, needs, strata, promptSelector } = chosen;
-  const settings = runSettings(config, chosen);
+  const settings = runSettings(config, chosen, context);
   if (strata?.kind === 'row') {
     const missing = context.sampleRows.findIndex(
       (row) => row[strata.column] === undefined || row[strata.column] === null,

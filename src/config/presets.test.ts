@@ -109,7 +109,7 @@ describe('presets are compositions of the named functions', () => {
     ).advantages;
     const direct = want.advantage({ rewards, groupSizes: 3 }).advantages;
     expect(Array.from(viaConfig)).toEqual(Array.from(direct));
-    const bound = bindAlgorithm(config, { sampleRows: [], rolloutProvides: [] });
+    const bound = bindAlgorithm(config, { sampleRows: [], rolloutProvides: [], rewardNames: [] });
     const trainerPath = run(bound.loss.fn, viaConfig, lossOptionsFor(bound, { maxNewTokens: T }));
     const composed = run(want.loss, direct, want.options);
     expect(trainerPath.value).toBe(composed.value);

@@ -359,6 +359,7 @@ export async function prepareGrpoStep(
       : undefined,
     temperatureLogprobs,
     previousEntropy,
+    step,
   });
   for (const [key, value] of Object.entries(signal.turnCreditMetrics ?? {})) metrics[`turnCredit/${key}`] = value;
   const training = trainingRows(environment, batch, signal, metrics);

@@ -45,7 +45,7 @@ function samples(count: number, groupSize: number, seed: number): TrainingRow[] 
 function run(algorithm: Record<string, unknown>, batch: TrainingRow[], microBatchSize: number) {
   const bound = bindAlgorithm(
     resolveConfig({ algorithm, grpo: { microBatchSize: 4, promptsPerStep: 4 }, sampling: { groupSize: 4 } }),
-    { sampleRows: [], rolloutProvides: [] },
+    { sampleRows: [], rolloutProvides: [], rewardNames: [] },
   );
   const settings: StepSettings = { microBatchSize, temperature: 1, maxNewTokens: 5, maxGradNorm: 0 };
   for (const p of model.parameters.values()) p.grad = null;

@@ -149,12 +149,18 @@ export async function loadRunTask(
 
 /**
  * The bound algorithm of a run: its parts' options and needs checked against the first training
- * rows (the same draw the GRPO loop makes) and what `rollout` provides. Runs before any model loads.
+ * rows (the same draw the GRPO loop makes), what `rollout` provides and the run's reward names. Runs before any model loads.
  */
-export function bindRunAlgorithm(config: TrainerConfig, task: Task, rollout: RolloutFn): BoundAlgorithm {
+export function bindRunAlgorithm(
+  config: TrainerConfig,
+  task: Task,
+  rollout: RolloutFn,
+  rewards: readonly NamedReward[],
+): BoundAlgorithm {
   return bindAlgorithm(config, {
     sampleRows: task.trainExamples(Math.min(16, config.grpo.examples), config.seed + 2),
     rolloutProvides: rollout.provides ?? [],
+    rewardNames: rewards.map((reward) => reward.name),
   });
 }
 
@@ -225,8 +231,9 @@ export function createRunContext(
       'invalid config:\n- rewardWorkers.threads: reward workers rebuild the rewards in each thread, and rewards passed as functions cannot cross threads; name the rewards (config `rewards`) or write them in a recipe file and run it with `grpo train --recipe`, or set rewardWorkers.threads to 0',
     );
   const rollout = runRollout(config, recipe);
-  // Before any model is loaded: every part's options and needs against the data and the rollout.
-  const algorithm = bindRunAlgorithm(config, task, rollout);
+  const rewards = rewardsOf(config, task, recipe);
+  // Before any model is loaded: every part's options and needs against the data, the rollout and the rewards.
+  const algorithm = bindRunAlgorithm(config, task, rollout, rewards);
   // grpo.drawTogether's sets, checked on the training list the steps will draw from.
   if (config.grpo.drawTogether !== null)
     drawTogetherSets(
@@ -235,7 +242,6 @@ export function createRunContext(
       config.grpo.promptsPerStep,
       algorithm.promptSelector !== null,
     );
-  const rewards = rewardsOf(config, task, recipe);
   let tokenizer: TextTokenizer;
   let tokenizerFiles: Record<string, string> = {};
   let model: Transformer;

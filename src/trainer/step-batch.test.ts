@@ -46,6 +46,7 @@ const bound = (algorithm: Record<string, unknown>) =>
   bindAlgorithm(resolveConfig({ algorithm }), {
     sampleRows: [{ prompt: 'x', level: 'easy' }],
     rolloutProvides: ['toolCalls'],
+    rewardNames: [],
   });
 
 describe('step batch', () => {

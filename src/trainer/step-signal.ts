@@ -39,6 +39,8 @@ export interface SignalInputs {
   temperatureLogprobs?: Float32Array[];
   /** The previous update's −mean logπ over its loss tokens, NaN before the first (DCPO). */
   previousEntropy?: number;
+  /** The training step (0 = the first; estimators that anneal read it, Trust-GRPO). */
+  step?: number;
 }
 
 export interface StepSignal {
@@ -100,6 +102,8 @@ export function computeSignal(bound: BoundAlgorithm, batch: StepBatch, inputs: S
     groupSizes: batch.groupSizes,
     rewardComponents: rewardColumns(batch),
     rewardWeights: batch.rewardWeights,
+    rewardNames: batch.rewardNames,
+    step: inputs.step,
     completionIds: batch.samples.map((sample) => sample.completionIds),
   };
   if (bound.strata) estimatorInput.strata = strataOf(batch, bound.strata);

@@ -145,7 +145,7 @@ export async function train(runContext: RunContext, options: TrainOptions): Prom
       ? {
           ...runContext,
           rollout: options.rollout,
-          algorithm: bindRunAlgorithm(runContext.config, runContext.task, options.rollout),
+          algorithm: bindRunAlgorithm(runContext.config, runContext.task, options.rollout, runContext.rewards),
         }
       : runContext;
   const folder = new RunFolder(options.runDirectory, {
