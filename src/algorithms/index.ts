@@ -29,6 +29,7 @@ import { opmdAdvantagePart } from './advantages-opmd.js';
 import { asymreAdvantagePart } from './advantages-asymre.js';
 import { riskpoAdvantagePart } from './advantages-riskpo.js';
 import { dcpoAdvantagePart } from './advantages-dcpo.js';
+import { trustAdvantagePart } from './advantages-trust.js';
 import {
   type AggregationFn,
   seqMeanTokenMeanWeightsPart,
@@ -87,6 +88,7 @@ export * from './advantages-opmd.js';
 export * from './advantages-asymre.js';
 export * from './advantages-riskpo.js';
 export * from './advantages-dcpo.js';
+export * from './advantages-trust.js';
 export * from './aggregate.js';
 export * from './kl.js';
 export * from './filters.js';
@@ -139,6 +141,7 @@ export const advantageEstimators = filled<AdvantageFn>('advantage estimator', [
   dcpoAdvantagePart,
   trpaAdvantagePart,
   dnoAdvantagePart,
+  trustAdvantagePart,
 ]);
 
 /** Policy losses by name (ALGORITHMS.md §2). */

@@ -62,6 +62,7 @@ describe('built-in registries', () => {
       'dcpo',
       'trpa',
       'dno',
+      'trust-grpo',
     ]);
     expect(policyLosses.names()).toEqual([
       'ppo-clip',

@@ -42,6 +42,8 @@ const refused: Record<string, RegExp> = {
   'loss=trpa':
     /^- algorithm\.advantage: the trpa loss reads each completion's raw reward .* use algorithm\.advantage "trpa"/m,
   'loss=dno': /^- algorithm\.lossOptions\.eta: the dno loss needs η/m,
+  'advantage=trust-grpo':
+    /^- algorithm\.advantageOptions\.thinkingReward: trust-grpo needs the name of the run reward/m,
 };
 
 const cases: [string, string][] = [
@@ -100,6 +102,8 @@ describe('grpo train --set algorithm.<field>=NAME for every listed name', () => 
       // TRPA's loss reads the reference's log-probs at β = 0: the run builds the reference for it.
       ['trpa-ok', ['algorithm.advantage=trpa', 'algorithm.loss=trpa', 'algorithm.klCoefficient=0']],
       ['dno-ok', ['algorithm.advantage=dno', 'algorithm.loss=dno', 'algorithm.lossOptions={"eta":1}']],
+      // The addition task's format reward as the thinking reward (the paper's is a judge).
+      ['trust-ok', ['algorithm.advantage=trust-grpo', 'algorithm.advantageOptions={"thinkingReward":"format"}']],
     ] as [string, string[]][]) {
       expect(await runTrainCommand({ set: [...tiny, ...extra], runName, quiet: true })).toBe(0);
     }

@@ -119,6 +119,8 @@ function directComposition(
     rewardComponents: batch.rewardNames.map((_, k) =>
       batch.samples.map((_, i) => (Number.isFinite(batch.scores[i * K + k]) ? batch.scores[i * K + k] : null)),
     ),
+    rewardNames: batch.rewardNames,
+    step: 0,
   };
   const options = algorithm.advantageOptions as Record<string, unknown>;
   if (typeof options.strataFrom === 'string')
@@ -309,6 +311,7 @@ describe('every registered part, through a trainer step, equals the direct compo
     'mc-grpo': { madFloor: 0.1 },
     opmd: { baseline: 'logavgexp', tau: 0.5 }, // the default 'mean' is dr-grpo's path
     riskpo: { bundleSize: 2, creditAssignment: 'std' }, // two bundles of the step's four groups
+    'trust-grpo': { thinkingReward: 'lead' }, // digits is the outcome; lead (weight 0.5) scores the "thinking"
   };
   const serialRollout: RolloutFn = Object.assign(
     (async (context, prompts, settings) => {
