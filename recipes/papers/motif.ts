@@ -21,7 +21,9 @@
  * `sampling.maxNewTokens` (a small model's positions are few), and a round prompt that does not fit
  * the model's positions stops the run with an error naming it (vLLM refuses it there too). The
  * 4-trajectory outcome reaches the reward as the sample's episode (`environmentReward`), so
- * samples.jsonl shows the first trajectory's rounds. Not here: their LoRA on Qwen2.5-3B-Instruct,
+ * samples.jsonl shows the first trajectory's rounds. Held-out accuracy is the task's check of one
+ * greedy first round; their evaluation runs all 3 rounds greedily and looks for \boxed{a} in the last
+ * (the trainer's evaluation samples single completions). Not here: their LoRA on Qwen2.5-3B-Instruct,
  * the GSM8K train split (the shared data has the test split) and their learning rate (5e-6 for LoRA).
  */
 import {
