@@ -50,6 +50,8 @@ import { numericAnswerFactory } from './numeric-answer.js';
 import { pointInBoxFactory } from './point-in-box.js';
 import { thinkAnswerConsistencyFactory } from './think-answer-consistency.js';
 import { transformationCreditFactory } from './transformation-credit.js';
+import { outcomeGatedProcessFactory } from './posterior-gated.js';
+import { refineTrustFactory } from './refine-trust.js';
 
 const column = z.string().min(1);
 const tagName = z.string().regex(/^[\w-]+$/, 'a tag name: letters, digits, _ or -');
@@ -594,6 +596,9 @@ for (const factory of [...builtIns, ...applicationRewardFactories(createReward)]
 // Vision answer rewards, each with its entry in its own file (docs/vision.md).
 const visionAnswers = [numericAnswerFactory, pointInBoxFactory, maskIouFactory, transformationCreditFactory];
 for (const factory of [...visionAnswers, thinkAnswerConsistencyFactory(createReward)])
+  rewardFactories.register(factory);
+// Reward-design papers of issue 31, each with its entry in its own file (docs/algorithms.md).
+for (const factory of [outcomeGatedProcessFactory(createReward), refineTrustFactory(createReward)])
   rewardFactories.register(factory);
 
 /**
