@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runTrainCommand } from './train-command.js';
+import { extractMasaPrediction, masaMetaScore } from '../rewards/masa.js';
 import { refineTrust } from '../rewards/refine-trust.js';
 import { makeRewardInput } from '../rewards/types.js';
 
@@ -62,8 +63,10 @@ const additionRun = [
 ];
 
 interface Group {
+  step: number;
+  prompt: string;
   answer: string;
-  completions: Array<{ text: string; rewards: Record<string, number | null>; advantage: number }>;
+  completions: Array<{ text: string; rewards: Record<string, number | null>; advantage: number; length: number }>;
 }
 
 const readLines = <T>(file: string): T[] =>
@@ -105,7 +108,7 @@ describe('reward-design papers trained through grpo train --reward', () => {
         const expected = await refineTrust({ correctness: () => (isRight(text, group.answer) ? 1 : 0) })(
           makeRewardInput({ completion: text }),
         );
-        expect(scores[index]).toBeCloseTo(expected, 6);
+        expect(scores[index]).toBeCloseTo(expected!, 6);
       }
     }
   }, 240_000);
@@ -123,5 +126,52 @@ describe('reward-design papers trained through grpo train --reward', () => {
         expect(scores[index]).toBeCloseTo(expected, 6);
       });
     }
+  }, 240_000);
+
+  it("MASA: recipes/papers/masa.ts scores each meta group against its problem's solution group of the step", async () => {
+    // A small model and a short SFT (about 30 s): enough for some meta completions to be the JSON form.
+    const set = [
+      'model.hiddenSize=32',
+      'model.numLayers=1',
+      'sft.steps=300',
+      'sft.batchSize=32',
+      'grpo.steps=2',
+      'grpo.promptsPerStep=4',
+      'grpo.microBatchSize=16',
+      'sampling.groupSize=4',
+      'logging.samplesPerStep=4', // every group of the step
+      'evaluation.examples=2',
+      'checkpoint.every=0',
+      `logging.runsDirectory=${JSON.stringify(scratch)}`,
+    ];
+    expect(await runTrainCommand({ recipe: 'recipes/papers/masa.ts', set, runName: 'masa', quiet: true })).toBe(0);
+    const config = JSON.parse(readFileSync(join(scratch, 'masa', 'config.json'), 'utf8'));
+    expect(config.grpo.drawTogether).toBe('pair_id');
+    const groups = readLines<Group>(join(scratch, 'masa', 'samples.jsonl'));
+    const steps = new Set(groups.map((group) => group.step));
+    expect(steps.size).toBe(2);
+    let metaScores = 0;
+    for (const step of steps) {
+      const ofStep = groups.filter((group) => group.step === step);
+      const metas = ofStep.filter((group) => group.prompt.startsWith('?'));
+      expect(metas.length, 'half the groups are meta rows').toBe(ofStep.length / 2);
+      for (const meta of metas) {
+        const solution = ofStep.find((group) => `?${group.prompt}` === meta.prompt)!;
+        expect(solution, 'its problem is in the same step').toBeDefined();
+        const right = solution.completions.map(({ text }) => (isRight(text, solution.answer) ? 1 : 0));
+        solution.completions.forEach((completion, index) => expect(completion.rewards.masa).toBe(right[index]));
+        const stats = {
+          problem: meta.prompt,
+          responses: solution.completions.map(({ text }) => text),
+          scores: right,
+          lengths: solution.completions.map(({ length }) => length),
+        };
+        for (const { text, rewards } of meta.completions) {
+          expect(rewards.masa).toBeCloseTo(masaMetaScore(extractMasaPrediction(text), stats).score, 9);
+          if (rewards.masa! > 0) metaScores++;
+        }
+      }
+    }
+    expect(metaScores, 'some meta predictions parse and score').toBeGreaterThan(0);
   }, 240_000);
 });

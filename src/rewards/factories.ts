@@ -52,6 +52,7 @@ import { thinkAnswerConsistencyFactory } from './think-answer-consistency.js';
 import { transformationCreditFactory } from './transformation-credit.js';
 import { outcomeGatedProcessFactory } from './posterior-gated.js';
 import { refineTrustFactory } from './refine-trust.js';
+import { masaFactory } from './masa.js';
 
 const column = z.string().min(1);
 const tagName = z.string().regex(/^[\w-]+$/, 'a tag name: letters, digits, _ or -');
@@ -598,7 +599,11 @@ const visionAnswers = [numericAnswerFactory, pointInBoxFactory, maskIouFactory, 
 for (const factory of [...visionAnswers, thinkAnswerConsistencyFactory(createReward)])
   rewardFactories.register(factory);
 // Reward-design papers of issue 31, each with its entry in its own file (docs/algorithms.md).
-for (const factory of [outcomeGatedProcessFactory(createReward), refineTrustFactory(createReward)])
+for (const factory of [
+  outcomeGatedProcessFactory(createReward),
+  refineTrustFactory(createReward),
+  masaFactory(createReward),
+])
   rewardFactories.register(factory);
 
 /**

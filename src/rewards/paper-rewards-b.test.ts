@@ -2,15 +2,21 @@
  * Tests of the issue-31 reward-design entries: `refine-trust` (ReFIne #235) on values computed by
  * running the authors' `reward_fn` (train/grpo_ReFIne.py) with its correctness set per case, and
  * `outcome-gated-process` (Posterior-GRPO #234) on ALGORITHMS.md §5.7's vector and Eq. (1)'s format
- * term, both also built by name from the registry.
+ * term, and `masa` (MASA #253) on values computed by running the authors' `compute_score` and
+ * `extract_last_json_object`; each also built by name from the registry.
  *
  * Not here: training with them (src/cli/train-paper-rewards-b.test.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { createReward } from './factories.js';
+import { createReward, rewardFactories } from './factories.js';
+import { extractMasaPrediction, masaMetaScore } from './masa.js';
 import { outcomeGatedProcess } from './posterior-gated.js';
 import { refineConfidence, refineReferences, refineStructure, refineTrust } from './refine-trust.js';
-import { makeRewardInput, type RewardFn, type RewardInput } from './types.js';
+import { makeRewardInput, type BatchReward, type RewardFn, type RewardInput } from './types.js';
+
+/** A step-scoped reward by name (createReward refuses those: they run only inside grpo train). */
+const createRewardForStep = (name: string, options: unknown = {}) =>
+  rewardFactories.get(name).create(options) as BatchReward;
 
 const structured =
   '<understanding>u</understanding><facts>f</facts><plan>p</plan>' +
@@ -109,6 +115,119 @@ describe('outcome-gated-process (Posterior-GRPO Eq. (1))', () => {
     ).toThrow(/processWeight/);
     expect(() => createReward('outcome-gated-process', { process: { name: 'length-among-correct' } })).toThrow(
       /process "length-among-correct" is a group reward/,
+    );
+  });
+});
+
+describe('masa (MASA meta-prediction reward)', () => {
+  const problem = 'Predict for: Each of 3 boxes holds 12 apples; the boxes are filled with apples. How many apples?';
+  const solutions = {
+    responses: [
+      '3 boxes times 12 is multiplication: 36',
+      'adding 12+12+12 by addition = 36',
+      'multiplication gives 35',
+      'I guess 40',
+      'multiplications and carries: 36',
+      '36',
+    ],
+    scores: [1, 1, 0, 0, 1, 1],
+    lengths: [40, 30, 25, 10, 33, 2],
+  };
+  // [meta completion, the authors' compute_score(extract_last_json_object(completion), stats) terms]
+  const cases: Array<[string, { score: number; notion: number; passRate: number; length: number }]> = [
+    [
+      '<meta>think</meta>{"math_notion": ["multiplications", "addition", "apples", "carries"], "pass_rate": 5, "solution_length": 20}',
+      { score: 0.8306902839782285, notion: 2 / 3, passRate: 0.8254041852680186, length: 1 },
+    ],
+    [
+      '<meta>x</meta>{"math_notion": "multiplication, [addition]", "pass_rate": 8, "solution_length": 40}',
+      { score: 0.4051478230010628, notion: 1, passRate: 0.21544346900318834, length: 0 },
+    ],
+    [
+      '{"math_notion": ["boxes"], "pass_rate": 4.0, "solution_length": 31}',
+      { score: 1 / 3, notion: 0, passRate: 0, length: 1 },
+    ],
+    [
+      '{"math_notion": ["guess", "guess"], "pass_rate": true, "solution_length": 1e1}',
+      { score: 0.027513472842267284, notion: 0, passRate: 0.08254041852680186, length: 0 },
+    ],
+    [
+      'no json at all, math_notion: [division, "carry"] and solution_length: 35',
+      { score: 0, notion: 0, passRate: 0, length: 0 },
+    ],
+    [
+      '{"math_notion": [",", "addition"], "pass_rate": 0, "solution_length": 3}',
+      { score: 0.34880529611204264, notion: 0, passRate: 0.046415888336127795, length: 1 },
+    ],
+    [
+      '{"math_notion": ["a"], "pass_rate": 2} then {"math_notion": "series", "pass_rate": 6, "solution_length": 35}',
+      { score: 0.5604306896859871, notion: 0, passRate: 0.6812920690579611, length: 1 },
+    ],
+    ["{'math_notion': ['x'], 'pass_rate': 3}", { score: 0, notion: 0, passRate: 0, length: 0 }],
+    [
+      '{"math_notion": ["identities", "boxes", "matches"], "pass_rate": 12, "solution_length": 39}',
+      { score: 0.3405147823001063, notion: 0, passRate: 0.021544346900318832, length: 1 },
+    ],
+  ];
+  it.each(cases)('%#: matches the authors’ compute_score', (completion, expected) => {
+    const scored = masaMetaScore(extractMasaPrediction(completion), { ...solutions, problem });
+    for (const key of ['score', 'notion', 'passRate', 'length'] as const)
+      expect(scored[key], key).toBeCloseTo(expected[key], 12);
+  });
+
+  it('the fallback reads an unquoted math_notion list; its solution_length is always dropped', () => {
+    expect(extractMasaPrediction('math_notion: [division, "carry"], solution_length: 35')).toEqual({
+      math_notion: ['division', 'carry'],
+      solution_length: null,
+    });
+    expect(extractMasaPrediction('{"math_notion": ["a"], "pass_rate": 4.0}')).toEqual({
+      math_notion: ['a'],
+      pass_rate: null,
+    });
+  });
+
+  it('by name, over a step: solution rows score correctness, meta rows their prediction against their own problem', async () => {
+    const reward = createRewardForStep('masa');
+    const rows = (pair: string, role?: string) => ({
+      pair_id: pair,
+      answer: '36',
+      ...(role ? { masa_role: role } : {}),
+    });
+    const group = (prompt: string, row: Record<string, unknown>, completions: string[]) =>
+      completions.map((completion, indexInGroup) =>
+        makeRewardInput({
+          prompt,
+          completion,
+          completionIds: Array(completion.length).fill(1),
+          row,
+          group: completions,
+          indexInGroup,
+        }),
+      );
+    const inputs = [
+      ...group(problem, rows('p1'), solutions.responses),
+      ...group(problem, rows('p1', 'meta'), [cases[0]![0], cases[1]![0]]),
+      ...group('other', rows('p2', 'meta'), [cases[0]![0]]), // its solutions are not in the step
+      ...group('3+4=', rows('p3'), ['7', 'multiplication: 8']), // another problem's solutions
+      ...group('?3+4=', rows('p3', 'meta'), [cases[0]![0]]),
+    ];
+    const scores = await reward.scoreBatch(inputs);
+    // math-answer on the answer column: the last number equals 36
+    expect(scores.slice(0, 6)).toEqual([1, 1, 0, 0, 1, 1]);
+    // lengths are the completions' token counts (one id per character here)
+    const lengths = solutions.responses.map((text) => text.length);
+    const expected = [cases[0]![0], cases[1]![0]].map(
+      (completion) => masaMetaScore(extractMasaPrediction(completion), { ...solutions, lengths, problem }).score,
+    );
+    expect(scores.slice(6, 8)).toEqual(expected);
+    expect(scores[8]).toBeNull();
+    // p3's meta row is scored against p3's solutions only, not p1's
+    const p3 = { responses: ['7', 'multiplication: 8'], scores: [0, 0], lengths: [1, 17], problem: '?3+4=' };
+    expect(scores.slice(9, 11)).toEqual([0, 0]); // answer column 36: both wrong
+    expect(scores[11]).toBe(masaMetaScore(extractMasaPrediction(cases[0]![0]), p3).score);
+    expect(scores[11]).not.toBe(scores[6]);
+    expect(() => createRewardForStep('masa', { passRateScale: 0 })).toThrow(
+      /reward "masa": bad options: passRateScale/,
     );
   });
 });
