@@ -12,6 +12,7 @@ const required: Record<string, unknown> = {
   'score-distribution': { maxScore: 2 },
   'llm-judge': { baseUrl: 'http://127.0.0.1:9/v1', model: 'm' },
   'domain-router': { routes: { math: { name: 'math-answer' } } },
+  'outcome-gated-process': { process: { name: 'think-format' } },
 };
 
 describe('rewardFactories', () => {

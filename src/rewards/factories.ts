@@ -50,6 +50,9 @@ import { numericAnswerFactory } from './numeric-answer.js';
 import { pointInBoxFactory } from './point-in-box.js';
 import { thinkAnswerConsistencyFactory } from './think-answer-consistency.js';
 import { transformationCreditFactory } from './transformation-credit.js';
+import { outcomeGatedProcessFactory } from './posterior-gated.js';
+import { refineTrustFactory } from './refine-trust.js';
+import { masaFactory } from './masa.js';
 
 const column = z.string().min(1);
 const tagName = z.string().regex(/^[\w-]+$/, 'a tag name: letters, digits, _ or -');
@@ -594,6 +597,13 @@ for (const factory of [...builtIns, ...applicationRewardFactories(createReward)]
 // Vision answer rewards, each with its entry in its own file (docs/vision.md).
 const visionAnswers = [numericAnswerFactory, pointInBoxFactory, maskIouFactory, transformationCreditFactory];
 for (const factory of [...visionAnswers, thinkAnswerConsistencyFactory(createReward)])
+  rewardFactories.register(factory);
+// Reward-design papers of issue 31, each with its entry in its own file (docs/algorithms.md).
+for (const factory of [
+  outcomeGatedProcessFactory(createReward),
+  refineTrustFactory(createReward),
+  masaFactory(createReward),
+])
   rewardFactories.register(factory);
 
 /**

@@ -34,6 +34,16 @@ export * from './mask-iou.js';
 export * from './transformation-credit.js';
 export * from './think-answer-consistency.js';
 export * from './factories.js';
+export { outcomeGatedProcess, type OutcomeGatedProcessOptions } from './posterior-gated.js';
+export {
+  extractMasaPrediction,
+  masaMetaScore,
+  masaReward,
+  type MasaOptions,
+  type MasaPrediction,
+  type MasaSolutionStats,
+} from './masa.js';
+export { refineConfidence, refineReferences, refineStructure, refineTrust } from './refine-trust.js';
 export {
   createRewardFactoryRegistry,
   UnknownRewardError,
