@@ -34,6 +34,7 @@ export * from './mask-iou.js';
 export * from './transformation-credit.js';
 export * from './think-answer-consistency.js';
 export * from './factories.js';
+export { checkRewardColumns, describeMissingColumn, missingRewardColumns } from './row-columns.js';
 export {
   createRewardFactoryRegistry,
   UnknownRewardError,
