@@ -35,7 +35,10 @@ describe('grpo train refuses a reward whose column the rows lack', () => {
 
   it('one line per missing column; an option naming a column the rows have passes the check', async () => {
     const attempt = runTrainCommand({
-      set: [...settings, 'rewards=[{"name":"equation","weight":1},{"name":"char-f1","options":{"referenceColumn":"answer"}}]'],
+      set: [
+        ...settings,
+        'rewards=[{"name":"equation","weight":1},{"name":"char-f1","options":{"referenceColumn":"answer"}}]',
+      ],
       runName: 'equation',
       quiet: true,
     });

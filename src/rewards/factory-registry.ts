@@ -38,8 +38,7 @@ export interface RewardFactory {
  * when given, is the column read), or a function of the parsed options for columns that depend on them.
  */
 export type ColumnDeclaration<Options> =
-  | Partial<Record<keyof Options & string, string>>
-  | ((options: Options, context: RewardContext) => RewardColumn[]);
+  Partial<Record<keyof Options & string, string>> | ((options: Options, context: RewardContext) => RewardColumn[]);
 
 /** Thrown for an unknown reward name; lists the known ones (the shared registry's error, kind "reward"). */
 export const UnknownRewardError = UnknownRegistryNameError;

@@ -85,7 +85,11 @@ const cases: Record<string, Case> = {
   equation: { completion: '1 + 2' },
   'sql-execution': { completion: 'SELECT x FROM t', values: { answer: 'SELECT x FROM t', gold: 'SELECT x FROM t' } },
   'sql-syntax': { completion: 'SELECT x FROM t' },
-  'sql-schema-linking': { options: { goldColumn: 'gold' }, completion: 'SELECT x FROM t', values: { answer: 'SELECT x FROM t', gold: 'SELECT x FROM t' } },
+  'sql-schema-linking': {
+    options: { goldColumn: 'gold' },
+    completion: 'SELECT x FROM t',
+    values: { answer: 'SELECT x FROM t', gold: 'SELECT x FROM t' },
+  },
   'sql-ngram': { completion: 'SELECT x FROM t' },
   'verilog-testbench': { completion: 'module m(input a); wire b; assign b = a; endmodule' },
   'verilog-structure': { completion: 'module m(input a); endmodule' },
@@ -111,7 +115,10 @@ const cases: Record<string, Case> = {
   'point-in-box': { completion: '(5, 5)' },
   'mask-iou': { completion: '[[0, 0], [10, 0], [10, 10]]' },
   'transformation-credit': { completion: '<answer>(1, color, red)</answer>' },
-  'think-answer-consistency': { options: { correctness: { name: 'math-answer' } }, completion: '<think>3</think><answer>3</answer>' },
+  'think-answer-consistency': {
+    options: { correctness: { name: 'math-answer' } },
+    completion: '<think>3</think><answer>3</answer>',
+  },
 };
 
 const episode = { messages: [], toolCalls: [], turns: 1, turnRewards: [], stopReason: 'stop' } satisfies RewardEpisode;
@@ -140,22 +147,29 @@ describe('the columns each built-in reward declares', () => {
     expect(rewardFactories.names().filter((name) => !(name in cases))).toEqual([]);
   });
 
-  it.each(Object.keys(cases))('%s scores on its declared columns alone and fails without any one', async (name) => {
-    const { options = {}, failsWith } = cases[name]!;
-    const columnValues = { ...values, ...cases[name]!.values };
-    const declared = rewardFactories.get(name).columns(options).map(({ column }) => column);
-    for (const column of declared) expect(columnValues, `a value for column "${column}"`).toHaveProperty([column]);
-    const row = Object.fromEntries(declared.map((column) => [column, columnValues[column]]));
-    const failures = await failuresOn(name, row);
-    if (failsWith) for (const message of failures) expect(message).toMatch(failsWith);
-    else expect(failures.join('\n')).toBe('');
-    for (const column of declared) {
-      const { [column]: _, ...without } = row;
-      const failuresWithout = await failuresOn(name, without);
-      expect(failuresWithout.length, `"${name}" without column "${column}"`).toBeGreaterThan(0);
-      if (failsWith) expect(failuresWithout.join('\n')).not.toMatch(failsWith);
-    }
-  }, 60_000);
+  it.each(Object.keys(cases))(
+    '%s scores on its declared columns alone and fails without any one',
+    async (name) => {
+      const { options = {}, failsWith } = cases[name]!;
+      const columnValues = { ...values, ...cases[name]!.values };
+      const declared = rewardFactories
+        .get(name)
+        .columns(options)
+        .map(({ column }) => column);
+      for (const column of declared) expect(columnValues, `a value for column "${column}"`).toHaveProperty([column]);
+      const row = Object.fromEntries(declared.map((column) => [column, columnValues[column]]));
+      const failures = await failuresOn(name, row);
+      if (failsWith) for (const message of failures) expect(message).toMatch(failsWith);
+      else expect(failures.join('\n')).toBe('');
+      for (const column of declared) {
+        const { [column]: _, ...without } = row;
+        const failuresWithout = await failuresOn(name, without);
+        expect(failuresWithout.length, `"${name}" without column "${column}"`).toBeGreaterThan(0);
+        if (failsWith) expect(failuresWithout.join('\n')).not.toMatch(failsWith);
+      }
+    },
+    60_000,
+  );
 
   it('columns follow the options that name them, and a column read only when named is not required', () => {
     expect(rewardFactories.get('char-f1').columns({ referenceColumn: 'gold' })).toEqual([
