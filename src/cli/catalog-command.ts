@@ -3,8 +3,19 @@
  * Is not: the algorithms listing (list-command.ts).
  */
 import { taskRegistry } from '../data/index.js';
-import { rewardFactories } from '../rewards/index.js';
+import { rewardFactories, type RewardFactory } from '../rewards/index.js';
 import { presetList } from '../trainer/index.js';
+
+/** The row columns a reward reads with its default options (an option such as answerColumn renames them). */
+function reads(factory: RewardFactory): string {
+  let columns: string[];
+  try {
+    columns = factory.columns().map(({ column }) => column);
+  } catch {
+    return ''; // it needs options first (regex's pattern); its columns follow them
+  }
+  return columns.length > 0 ? `; reads ${columns.join(', ')}` : '';
+}
 
 export function runCatalogCommand(): string {
   const lines: string[] = [];
@@ -14,7 +25,10 @@ export function runCatalogCommand(): string {
       lines.push(`  ${row.name.padEnd(24)} ${row.description}${row.citation ? ` [${row.citation}]` : ''}`);
     lines.push('');
   };
-  section('rewards', rewardFactories.list());
+  section(
+    'rewards',
+    rewardFactories.list().map((factory) => ({ ...factory, description: factory.description + reads(factory) })),
+  );
   section('tasks', taskRegistry.list());
   section('presets', presetList());
   return `${lines.join('\n')}`;

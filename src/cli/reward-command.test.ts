@@ -39,7 +39,12 @@ describe('grpo reward', () => {
       { line: 1, score: 1 }, // right answer
       { line: 2, score: 0 }, // wrong answer
       { line: 4, error: expect.stringMatching(/not valid JSON/) }, // blank line 3 skipped
-      { line: 5, error: expect.stringMatching(/column "answer"/) }, // the reward threw: an error, not 0
+      // No answer column: refused before scoring, as grpo train refuses it (an error, not 0).
+      {
+        line: 5,
+        error:
+          '"math-answer" reads column "answer" (its answerColumn), which this row does not have (columns: completion)',
+      },
     ]);
     expect(code).toBe(1);
     expect(stderr).toContain('4 rows, 2 errors');

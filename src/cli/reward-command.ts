@@ -16,7 +16,10 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import {
+  columnsOfReward,
   createReward,
+  describeMissingColumn,
+  missingRewardColumns,
   scoreRewards,
   weightedSum,
   weightsAt,
@@ -88,6 +91,14 @@ function parseLine(text: string, line: number): ParsedLine {
   return { line, input, group: fields.group };
 }
 
+/** A row without a column the rewards read is that row's error, worded as `grpo train` refuses it. */
+function withColumns(parsed: ParsedLine, rewards: readonly NamedReward[]): ParsedLine {
+  if (!('input' in parsed)) return parsed;
+  const missing = missingRewardColumns(rewards, [parsed.input.row]);
+  if (missing.length === 0) return parsed;
+  return { line: parsed.line, error: missing.map((entry) => describeMissingColumn(entry, 'this row')).join('; ') };
+}
+
 /** Consecutive rows with equal `group` values form one group; rows without one stand alone. */
 function groupRows(rows: Array<{ line: number; input: RewardInput; group: unknown }>): Array<typeof rows> {
   const groups: Array<typeof rows> = [];
@@ -123,6 +134,7 @@ async function recipeRewards(file: string): Promise<NamedReward[]> {
     name: entry.name,
     reward: createReward(entry.name, entry.options ?? {}),
     weight: entry.weight ?? 1,
+    columns: columnsOfReward(entry.name, entry.options ?? {}),
   }));
 }
 
@@ -136,7 +148,10 @@ async function commandRewards(options: RewardCommandOptions): Promise<NamedRewar
     } catch (error) {
       throw new Error(`--options is not valid JSON: ${(error as Error).message}`);
     }
-    return [{ name: options.name, reward: createReward(options.name, parsedOptions), weight: 1 }];
+    const { name } = options;
+    return [
+      { name, reward: createReward(name, parsedOptions), weight: 1, columns: columnsOfReward(name, parsedOptions) },
+    ];
   }
   if (options.options !== undefined)
     throw new Error("--options applies to a built-in reward by name; a recipe's rewards carry their own options");
@@ -181,7 +196,7 @@ export async function runRewardCommand(
     .split('\n')
     .map((line, index) => ({ line, number: index + 1 }))
     .filter(({ line }) => line.trim() !== '')
-    .map(({ line, number }) => parseLine(line, number));
+    .map(({ line, number }) => withColumns(parseLine(line, number), rewards));
   const valid = parsed.filter((row): row is Extract<ParsedLine, { input: RewardInput }> => 'input' in row);
   const groups = groupRows(valid);
   const matrix = await scoreRewards(

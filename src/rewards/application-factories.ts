@@ -47,6 +47,8 @@ export function applicationRewardFactories(create: (name: string, options: unkno
             }),
           ),
         }),
+      // A route's columns are not required: rows of other domains need not have them.
+      { domainColumn: 'domain' },
     ),
     define(
       'wireless-math',
@@ -54,6 +56,7 @@ export function applicationRewardFactories(create: (name: string, options: unkno
       'WirelessMathLM (#221) binary verification reward; WirelessMATHBench-XL format (docs/paper-recipes.md)',
       z.object({ answerColumn: column.optional(), typeColumn: column.optional() }).strict(),
       wirelessMath,
+      { answerColumn: 'answer', typeColumn: 'type' },
     ),
     define(
       'rlprompt-classification',
@@ -69,6 +72,7 @@ export function applicationRewardFactories(create: (name: string, options: unkno
         })
         .strict(),
       rlpromptClassification,
+      { modelColumn: 'taskModel', examplesColumn: 'examples' },
     ),
     define(
       'stealthrl',
@@ -92,6 +96,7 @@ export function applicationRewardFactories(create: (name: string, options: unkno
         })
         .strict(),
       stealthrl,
+      { sourceColumn: 'source' },
     ),
     ...(['speed', 'path'] as const).map((kind) =>
       define(
@@ -106,6 +111,7 @@ export function applicationRewardFactories(create: (name: string, options: unkno
           })
           .strict(),
         kind === 'speed' ? planSpeed : planPath,
+        { solutionColumn: 'solution' },
       ),
     ),
     define(

@@ -41,9 +41,9 @@ import { rankingNdcg, rankingRecall, scoreDistribution } from './ranking.js';
 import { graphSolution } from './graph-problems.js';
 import { stlPropositions, stlSuccinctness, stlSymbols, stlTemplatedNl, stlTraceAgreement } from './stl.js';
 import { verilogFormat, verilogStructure, verilogTestbench } from './verilog.js';
-import { isGroupReward, type Reward, type RewardFn } from './types.js';
+import { isGroupReward, type Reward, type RewardColumn, type RewardFn } from './types.js';
 import { boxIou, countAnswer } from './visual.js';
-import { createRewardFactoryRegistry, define, type RewardFactory } from './factory-registry.js';
+import { createRewardFactoryRegistry, define, optionColumn, type RewardFactory } from './factory-registry.js';
 import { applicationRewardFactories } from './application-factories.js';
 import { maskIouFactory } from './mask-iou.js';
 import { numericAnswerFactory } from './numeric-answer.js';
@@ -111,6 +111,7 @@ const builtIns: RewardFactory[] = [
       })
       .strict(),
     mathAnswer,
+    { answerColumn: 'answer' },
   ),
   define(
     'think-format',
@@ -159,6 +160,7 @@ const builtIns: RewardFactory[] = [
       })
       .strict(),
     jsonSchema,
+    (options) => (options.schema ? [] : [optionColumn(options, 'schemaColumn', 'schema')]),
   ),
   define(
     'exact-match',
@@ -168,6 +170,7 @@ const builtIns: RewardFactory[] = [
       .object({ answerColumn: column.optional(), normalise: z.boolean().optional(), tag: z.string().optional() })
       .strict(),
     exactMatch,
+    { answerColumn: 'answer' },
   ),
   define(
     'multiple-choice',
@@ -175,6 +178,7 @@ const builtIns: RewardFactory[] = [
     'multiple-choice QA rewards',
     z.object({ answerColumn: column.optional(), letters: z.string().min(1).optional() }).strict(),
     multipleChoice,
+    { answerColumn: 'answer' },
   ),
   define(
     'box-iou',
@@ -182,6 +186,7 @@ const builtIns: RewardFactory[] = [
     'VLM-R1 REC reward (IoU > 0.5); R1-V',
     z.object({ boxColumn: column.optional(), threshold: z.number().gt(0).max(1).optional() }).strict(),
     boxIou,
+    { boxColumn: 'box' },
   ),
   define(
     'count-answer',
@@ -189,6 +194,7 @@ const builtIns: RewardFactory[] = [
     'R1-V counting accuracy reward (CLEVR)',
     z.object({ answerColumn: column.optional() }).strict(),
     countAnswer,
+    { answerColumn: 'answer' },
   ),
   define(
     'soft-overlong',
@@ -244,6 +250,7 @@ const builtIns: RewardFactory[] = [
     'TruthRL, Wei et al. 2025, arXiv 2509.25760 (#61); ALGORITHMS.md §5.3',
     z.object({ answerColumn: column.optional() }).strict(),
     ternaryTruthfulness,
+    { answerColumn: 'answer' },
   ),
   define(
     'length-among-correct',
@@ -262,6 +269,8 @@ const builtIns: RewardFactory[] = [
         correctness: answerColumn === undefined && taskCorrectness ? taskCorrectness : mathAnswer({ answerColumn }),
         ...rest,
       }),
+    (options, { taskCorrectness }) =>
+      options.answerColumn === undefined && taskCorrectness ? [] : [optionColumn(options, 'answerColumn', 'answer')],
   ),
   define(
     'majority-vote',
@@ -276,6 +285,7 @@ const builtIns: RewardFactory[] = [
     'Co-Reward, Zhang et al. 2025, arXiv 2508.00410 (resistzzz/Co-Reward co_reward.py); papers.tsv 94',
     voteOptions.extend({ pairColumn: column.optional() }).strict(),
     coReward,
+    { pairColumn: 'pair_id' },
   ),
   define(
     'vote-frequency',
@@ -310,6 +320,8 @@ const builtIns: RewardFactory[] = [
         correctness: perCompletionCheck('unlikeliness', correctness, answerColumn, taskCorrectness),
         rankPenalty,
       }),
+    ({ answerColumn, correctness }, { taskCorrectness }) =>
+      checkColumns(correctness, { name: 'math-answer' }, answerColumn, taskCorrectness),
   ),
   define(
     'negative-surprisal',
@@ -336,6 +348,8 @@ const builtIns: RewardFactory[] = [
       .strict(),
     ({ answerColumn, correctness, ...rest }, { taskCorrectness }) =>
       toolEfficiency({ correctness: toolCorrectness(correctness, answerColumn, taskCorrectness), ...rest }),
+    ({ answerColumn, correctness }, { taskCorrectness }) =>
+      checkColumns(correctness, { name: 'exact-match', options: { tag: 'answer' } }, answerColumn, taskCorrectness),
   ),
   define(
     'bleu',
@@ -352,6 +366,7 @@ const builtIns: RewardFactory[] = [
       })
       .strict(),
     bleu,
+    { referenceColumn: 'reference' },
   ),
   define(
     'rouge-l',
@@ -359,6 +374,7 @@ const builtIns: RewardFactory[] = [
     'Lin 2004',
     z.object({ referenceColumn: column.optional(), beta: z.number().positive().optional() }).strict(),
     rougeL,
+    { referenceColumn: 'reference' },
   ),
   define(
     'char-f1',
@@ -366,6 +382,7 @@ const builtIns: RewardFactory[] = [
     'SQuAD F1 at character level',
     z.object({ referenceColumn: column.optional() }).strict(),
     charF1,
+    { referenceColumn: 'reference' },
   ),
   define(
     'code-tests',
@@ -382,6 +399,7 @@ const builtIns: RewardFactory[] = [
       })
       .strict(),
     codeTests,
+    { testsColumn: 'tests' }, // setupColumn and prefixColumn are read only when named, and may be missing
   ),
   define(
     'equation',
@@ -389,6 +407,7 @@ const builtIns: RewardFactory[] = [
     'Countdown (TinyZero, d1); Game of 24 (Tree of Thoughts)',
     z.object({ numbersColumn: column.optional(), targetColumn: column.optional() }).strict(),
     equationAnswer,
+    { numbersColumn: 'numbers', targetColumn: 'target' },
   ),
   define(
     'sql-execution',
@@ -406,6 +425,7 @@ const builtIns: RewardFactory[] = [
       })
       .strict(),
     sqlExecution,
+    { databaseColumn: 'schema', goldColumn: 'answer' },
   ),
   define(
     'sql-syntax',
@@ -419,6 +439,7 @@ const builtIns: RewardFactory[] = [
       })
       .strict(),
     sqlSyntax,
+    { databaseColumn: 'schema' },
   ),
   define(
     'sql-schema-linking',
@@ -433,6 +454,7 @@ const builtIns: RewardFactory[] = [
       })
       .strict(),
     sqlSchemaLinking,
+    { databaseColumn: 'schema', goldColumn: 'answer' },
   ),
   define(
     'sql-ngram',
@@ -442,6 +464,7 @@ const builtIns: RewardFactory[] = [
       .object({ goldColumn: column.optional(), tag: tagName.optional(), n: z.number().int().min(1).max(8).optional() })
       .strict(),
     sqlNgram,
+    { goldColumn: 'answer' },
   ),
   define(
     'verilog-testbench',
@@ -461,6 +484,13 @@ const builtIns: RewardFactory[] = [
       })
       .strict(),
     verilogTestbench,
+    // The gold module is read for the structure score of a design that compiles and fails the bench.
+    (options) => [
+      optionColumn(options, 'testbenchColumn', 'testbench'),
+      ...(options.scoring !== 'pass-fraction' && (options.structureWeight ?? 1) > 0
+        ? [optionColumn(options, 'goldColumn', 'answer')]
+        : []),
+    ],
   ),
   define(
     'verilog-structure',
@@ -468,6 +498,7 @@ const builtIns: RewardFactory[] = [
     'VeriReason (#1) run_ast_comparison, github.com/NellyW8/VeriReason GRPO/verilog_rewards_tb.py (docs/paper-recipes.md)',
     z.object({ goldColumn: column.optional() }).strict(),
     verilogStructure,
+    { goldColumn: 'answer' },
   ),
   define(
     'verilog-format',
@@ -481,6 +512,10 @@ const builtIns: RewardFactory[] = [
       })
       .strict(),
     verilogFormat,
+    (options) =>
+      options.style === 'module'
+        ? [optionColumn(options, 'moduleColumn', 'module'), optionColumn(options, 'portsColumn', 'ports')]
+        : [],
   ),
   define(
     'ranking-ndcg',
@@ -494,6 +529,7 @@ const builtIns: RewardFactory[] = [
       })
       .strict(),
     rankingNdcg,
+    { relevanceColumn: 'relevance' },
   ),
   define(
     'ranking-recall',
@@ -507,6 +543,7 @@ const builtIns: RewardFactory[] = [
       })
       .strict(),
     rankingRecall,
+    { relevanceColumn: 'relevance' },
   ),
   define(
     'score-distribution',
@@ -514,6 +551,7 @@ const builtIns: RewardFactory[] = [
     'GroupRank (#51) distribution reward (substitute form, docs/paper-recipes.md)',
     z.object({ ...rankingInput, maxScore: z.number().positive() }).strict(),
     scoreDistribution,
+    { relevanceColumn: 'relevance' },
   ),
   define(
     'graph-solution',
@@ -530,6 +568,12 @@ const builtIns: RewardFactory[] = [
       })
       .strict(),
     graphSolution,
+    // source and target are read only on distance rows.
+    (options) => [
+      optionColumn(options, 'problemColumn', 'problem'),
+      { column: 'graph' },
+      optionColumn(options, 'optimumColumn', 'optimum'),
+    ],
   ),
   define(
     'stl-propositions',
@@ -537,6 +581,7 @@ const builtIns: RewardFactory[] = [
     restl('atomic proposition consistency'),
     z.object(stlInput).strict(),
     stlPropositions,
+    { goldColumn: 'answer' },
   ),
   define(
     'stl-templated-nl',
@@ -544,6 +589,7 @@ const builtIns: RewardFactory[] = [
     restl('templated NL similarity'),
     z.object({ ...stlInput, textColumn: column.optional() }).strict(),
     stlTemplatedNl,
+    { goldColumn: 'answer', textColumn: 'nl' },
   ),
   define(
     'stl-succinctness',
@@ -551,6 +597,7 @@ const builtIns: RewardFactory[] = [
     restl('formula succinctness'),
     z.object(stlInput).strict(),
     stlSuccinctness,
+    { goldColumn: 'answer' },
   ),
   define(
     'stl-symbols',
@@ -558,6 +605,7 @@ const builtIns: RewardFactory[] = [
     restl('STL-level symbol matching'),
     z.object(stlInput).strict(),
     stlSymbols,
+    { goldColumn: 'answer' },
   ),
   define(
     'stl-traces',
@@ -571,6 +619,7 @@ const builtIns: RewardFactory[] = [
       })
       .strict(),
     stlTraceAgreement,
+    { goldColumn: 'answer' },
   ),
   define(
     'llm-judge',
@@ -591,18 +640,19 @@ const builtIns: RewardFactory[] = [
       })
       .strict(),
     llmJudge,
+    (options) => (options.referenceColumn ? [{ column: options.referenceColumn, option: 'referenceColumn' }] : []),
   ),
 ];
 for (const factory of [...builtIns, ...applicationRewardFactories(createReward)]) rewardFactories.register(factory);
 // Vision answer rewards, each with its entry in its own file (docs/vision.md).
 const visionAnswers = [numericAnswerFactory, pointInBoxFactory, maskIouFactory, transformationCreditFactory];
-for (const factory of [...visionAnswers, thinkAnswerConsistencyFactory(createReward)])
+for (const factory of [...visionAnswers, thinkAnswerConsistencyFactory(createReward, columnsOfReward)])
   rewardFactories.register(factory);
 // Reward-design papers of issue 31, each with its entry in its own file (docs/algorithms.md).
 for (const factory of [
-  outcomeGatedProcessFactory(createReward),
-  refineTrustFactory(createReward),
-  masaFactory(createReward),
+  outcomeGatedProcessFactory(createReward, columnsOfReward),
+  refineTrustFactory(createReward, columnsOfReward),
+  masaFactory(createReward, columnsOfReward),
 ])
   rewardFactories.register(factory);
 
@@ -645,6 +695,28 @@ function perCompletionCheck(
   if (isGroupReward(reward))
     throw new Error(`reward "${rewardName}": correctness "${name}" is a group reward; it must score one completion`);
   return reward;
+}
+
+/** The columns built-in reward `name` needs with these options (its entry's declaration). */
+export function columnsOfReward(name: string, options: unknown = {}): RewardColumn[] {
+  return rewardFactories.get(name).columns(options);
+}
+
+/**
+ * The columns of tool-efficiency's and unlikeliness's correctness check, picked as toolCorrectness
+ * and perCompletionCheck pick it: none for the run's task check, else the named check's.
+ */
+function checkColumns(
+  choice: { name: string; options?: Record<string, unknown> } | undefined,
+  fallback: { name: string; options?: Record<string, unknown> },
+  answerColumn: string | undefined,
+  taskCorrectness: RewardFn | undefined,
+): RewardColumn[] {
+  if (choice === undefined && answerColumn === undefined && taskCorrectness) return [];
+  const { name, options = {} } = choice ?? fallback;
+  const columns = columnsOfReward(name, answerColumn === undefined ? options : { answerColumn, ...options });
+  if (choice === undefined) return columns; // the default check's answerColumn is this reward's
+  return columns.map(({ column, option }) => ({ column, option: `correctness "${name}"'s ${option ?? 'column'}` }));
 }
 
 /**

@@ -44,6 +44,7 @@ export {
   type MasaSolutionStats,
 } from './masa.js';
 export { refineConfidence, refineReferences, refineStructure, refineTrust } from './refine-trust.js';
+export { checkRewardColumns, describeMissingColumn, missingRewardColumns } from './row-columns.js';
 export {
   createRewardFactoryRegistry,
   UnknownRewardError,

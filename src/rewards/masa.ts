@@ -30,8 +30,14 @@
  * prompt; response lengths are the completions' token counts, as theirs.
  */
 import { z } from 'zod';
-import { define, type RewardFactory } from './factory-registry.js';
-import { namedReward, perCompletionReward, type CreateReward } from './posterior-gated.js';
+import { define, optionColumn, type RewardFactory } from './factory-registry.js';
+import {
+  namedReward,
+  perCompletionColumns,
+  perCompletionReward,
+  type ColumnsOfReward,
+  type CreateReward,
+} from './posterior-gated.js';
 import { promptText, type BatchReward, type RewardFn, type RewardInput, type RewardValue } from './types.js';
 
 /** What the meta prediction's terms are scored against: the problem's solution rollouts in the step. */
@@ -217,8 +223,8 @@ export function masaReward({
   };
 }
 
-/** The registry entry; `correctness` by name is built with `createReward` (default: the run's task check). */
-export function masaFactory(createReward: CreateReward): RewardFactory {
+/** The registry entry; `correctness` by name is built with `createReward` (default: the run's task check), its columns are `columnsOfReward`'s. */
+export function masaFactory(createReward: CreateReward, columnsOfReward: ColumnsOfReward): RewardFactory {
   const name = 'masa';
   const column = z.string().min(1);
   return define(
@@ -238,5 +244,10 @@ export function masaFactory(createReward: CreateReward): RewardFactory {
         correctness: perCompletionReward(createReward, name, 'correctness', correctness, context),
         ...rest,
       }),
+    // The role column may be absent (a row without it is a solution row); the pairing may not.
+    (options, context) => [
+      optionColumn(options, 'pairColumn', 'pair_id'),
+      ...perCompletionColumns(columnsOfReward, 'correctness', options.correctness, context),
+    ],
   );
 }

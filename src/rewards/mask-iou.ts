@@ -122,4 +122,5 @@ export const maskIouFactory = define(
   'segmentation IoU (PASCAL VOC); the mask drawn from the answer’s polygon',
   z.object({ maskColumn: z.string().min(1).optional(), threshold: z.number().gt(0).max(1).optional() }).strict(),
   maskIou,
+  { maskColumn: 'mask' },
 );

@@ -70,4 +70,5 @@ export const numericAnswerFactory = define(
     })
     .strict(),
   numericAnswer,
+  { answerColumn: 'answer' },
 );

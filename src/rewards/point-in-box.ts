@@ -67,4 +67,5 @@ export const pointInBoxFactory = define(
   'UI-R1 / GUI-R1 click-in-box reward; VLM pointing',
   z.object({ boxColumn: z.string().min(1).optional(), boxAsCentre: z.boolean().optional() }).strict(),
   pointInBox,
+  { boxColumn: 'box' },
 );

@@ -15,10 +15,13 @@
 import { z } from 'zod';
 import { outcomeGatedProcessReward } from './combine.js';
 import { define, type RewardContext, type RewardFactory } from './factory-registry.js';
-import { isGroupReward, type Reward, type RewardFn } from './types.js';
+import { isGroupReward, type Reward, type RewardColumn, type RewardFn } from './types.js';
 
 /** Builds a reward by name from its JSON options (the registry's `createReward`, passed in to avoid an import cycle). */
 export type CreateReward = (name: string, options?: unknown) => Reward;
+
+/** The row columns a built-in reads with these options (the registry's `columnsOfReward`, passed in likewise). */
+export type ColumnsOfReward = (name: string, options?: unknown) => RewardColumn[];
 
 /** A reward named in another reward's options: `{ name, options }`. */
 export const namedReward = z
@@ -42,6 +45,24 @@ export function perCompletionReward(
   if (isGroupReward(reward))
     throw new Error(`reward "${rewardName}": ${field} "${name}" is a group reward; it must score one completion`);
   return reward;
+}
+
+/**
+ * The row columns of the reward `perCompletionReward` picks: none for the run's task check, else the
+ * named (or default `math-answer`) reward's, each named as this reward's `field` option.
+ */
+export function perCompletionColumns(
+  columnsOfReward: ColumnsOfReward,
+  field: string,
+  choice: z.infer<typeof namedReward> | undefined,
+  context: RewardContext,
+): RewardColumn[] {
+  if (choice === undefined && context.taskCorrectness) return [];
+  const { name, options } = choice ?? { name: 'math-answer', options: {} };
+  return columnsOfReward(name, options).map(({ column, option }) => ({
+    column,
+    option: `${field} "${name}"'s ${option ?? 'column'}`,
+  }));
 }
 
 /** Options of {@link outcomeGatedProcess}. */
@@ -77,8 +98,11 @@ export function outcomeGatedProcess({
   };
 }
 
-/** The registry entry; the three parts by name are built with `createReward`. */
-export function outcomeGatedProcessFactory(createReward: CreateReward): RewardFactory {
+/** The registry entry; the three parts by name are built with `createReward`, their columns are `columnsOfReward`'s. */
+export function outcomeGatedProcessFactory(
+  createReward: CreateReward,
+  columnsOfReward: ColumnsOfReward,
+): RewardFactory {
   const name = 'outcome-gated-process';
   return define(
     name,
@@ -99,5 +123,10 @@ export function outcomeGatedProcessFactory(createReward: CreateReward): RewardFa
         format: options.format && perCompletionReward(createReward, name, 'format', options.format, {}),
         processWeight: options.processWeight,
       }),
+    (options, context) => [
+      ...perCompletionColumns(columnsOfReward, 'outcome', options.outcome, context),
+      ...perCompletionColumns(columnsOfReward, 'process', options.process, {}),
+      ...(options.format ? perCompletionColumns(columnsOfReward, 'format', options.format, {}) : []),
+    ],
   );
 }

@@ -19,7 +19,13 @@
  */
 import { z } from 'zod';
 import { define, type RewardFactory } from './factory-registry.js';
-import { namedReward, perCompletionReward, type CreateReward } from './posterior-gated.js';
+import {
+  namedReward,
+  perCompletionColumns,
+  perCompletionReward,
+  type ColumnsOfReward,
+  type CreateReward,
+} from './posterior-gated.js';
 import type { RewardFn } from './types.js';
 
 /** The tags ReFIne's answer format opens and closes, in order. */
@@ -69,8 +75,8 @@ export function refineTrust({ correctness }: { correctness: RewardFn }): RewardF
   };
 }
 
-/** The registry entry; `correctness` by name is built with `createReward`. */
-export function refineTrustFactory(createReward: CreateReward): RewardFactory {
+/** The registry entry; `correctness` by name is built with `createReward`, its columns are `columnsOfReward`'s. */
+export function refineTrustFactory(createReward: CreateReward, columnsOfReward: ColumnsOfReward): RewardFactory {
   const name = 'refine-trust';
   return define(
     name,
@@ -79,5 +85,6 @@ export function refineTrustFactory(createReward: CreateReward): RewardFactory {
     z.object({ correctness: namedReward.optional() }).strict(),
     ({ correctness }, context) =>
       refineTrust({ correctness: perCompletionReward(createReward, name, 'correctness', correctness, context) }),
+    ({ correctness }, context) => perCompletionColumns(columnsOfReward, 'correctness', correctness, context),
   );
 }

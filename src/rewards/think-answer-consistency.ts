@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { define, type RewardFactory } from './factory-registry.js';
 import { tagContent } from './format.js';
 import { extractFinalNumber } from './numeric-answer.js';
-import { isGroupReward, type Reward, type RewardFn } from './types.js';
+import { isGroupReward, type Reward, type RewardColumn, type RewardFn } from './types.js';
 import { boxIntersectionOverUnion, extractBox } from './visual.js';
 
 /** What the think's conclusion and the answer are compared as. */
@@ -70,9 +70,13 @@ export function thinkAnswerConsistency({
   };
 }
 
-/** The registry entry; `correctness` by name is built with `createReward` (passed in, so this file does not import the registry). */
+/**
+ * The registry entry; `correctness` by name is built with `createReward` and its columns are
+ * `columnsOfReward`'s (both passed in, so this file does not import the registry).
+ */
 export function thinkAnswerConsistencyFactory(
   createReward: (name: string, options?: unknown) => Reward,
+  columnsOfReward: (name: string, options?: unknown) => RewardColumn[],
 ): RewardFactory {
   return define(
     'think-answer-consistency',
@@ -97,5 +101,10 @@ export function thinkAnswerConsistencyFactory(
         );
       return thinkAnswerConsistency({ ...rest, correctness: reward });
     },
+    ({ correctness }) =>
+      (correctness ? columnsOfReward(correctness.name, correctness.options) : []).map(({ column, option }) => ({
+        column,
+        option: `correctness "${correctness!.name}"'s ${option ?? 'column'}`,
+      })),
   );
 }

@@ -107,4 +107,5 @@ export const transformationCreditFactory = define(
     })
     .strict(),
   transformationCredit,
+  { transformationsColumn: 'transformations' },
 );

@@ -144,6 +144,14 @@ export interface NamedReward {
   name: string;
   reward: AnyReward;
   weight: RewardWeight;
+  /** The row columns it cannot score without (a built-in declares them); checked against the rows before scoring. */
+  columns?: readonly RewardColumn[];
+}
+
+/** A row column a reward reads; `option`: the option that named it (for the error message), if any. */
+export interface RewardColumn {
+  column: string;
+  option?: string;
 }
 
 /** Fills the fields a caller often does not have (ids, group, step) for a single completion. */
