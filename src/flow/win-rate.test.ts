@@ -13,7 +13,11 @@ import { pairwiseWinRates } from './image-rewards/win-rate.js';
 
 /** A judge consistent with hidden scores: the higher wins, equal ties. */
 const byScore = (scores: readonly number[]) => (first: number, second: number) =>
-  scores[first] > scores[second] ? ('first' as const) : scores[second] > scores[first] ? ('second' as const) : ('tie' as const);
+  scores[first] > scores[second]
+    ? ('first' as const)
+    : scores[second] > scores[first]
+      ? ('second' as const)
+      : ('tie' as const);
 
 describe('pairwiseWinRates', () => {
   it('§5.10: judgements consistent with [0.71, 0.70, 0.50, 0.20] give [1, 0.667, 0.333, 0], z-scores ±1.16, ±0.39', () => {

@@ -38,8 +38,10 @@ export function pairwiseWinRates(
       compared[second]++;
       if (verdict === 'first') wins[first]++;
       else if (verdict === 'second') wins[second]++;
-      else if (verdict === 'tie') (wins[first] += 0.5), (wins[second] += 0.5);
-      else throw new Error(`win-rate judge: verdict ${String(verdict)} is not 'first', 'second' or 'tie'`);
+      else if (verdict === 'tie') {
+        wins[first] += 0.5;
+        wins[second] += 0.5;
+      } else throw new Error(`win-rate judge: verdict ${String(verdict)} is not 'first', 'second' or 'tie'`);
     }
   return Float32Array.from(wins, (won, index) =>
     compared[index] > 0 ? Math.round((won / compared[index]) * 1000) / 1000 : 0,
