@@ -8,12 +8,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { rotateCounterClockwise, rotationTask, ssl4rlScore } from '../../recipes/papers/ssl4rl.js';
-import type { RewardInput } from '../rewards/types.js';
+import { makeRewardInput } from '../rewards/types.js';
 import { runTrainCommand } from './train-command.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-ssl4rl-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
-const score = (completion: string, answer: string) => ssl4rlScore({ completion, row: { answer } } as RewardInput);
+const score = (completion: string, answer: string) =>
+  ssl4rlScore(makeRewardInput({ completion, row: { prompt: '', answer } }));
 
 describe('SSL4RL RotationQA', () => {
   it('turns counter-clockwise as PIL rotate: [[a, b], [c, d]] by 90° is [[b, d], [a, c]]', () => {
