@@ -33,7 +33,9 @@ export default {
       promptsPerStep: 4,
       groupSize: 8, // --num_generations 8: the win rate compares each image with the other 7
       learningRate: 5e-4,
-      rewards: { 'win-rate': 1 },
+      // A group's win rates always average ½, so eval/reward/mean stays 0.5: the judge's own score,
+      // weight 0 (logged, not trained on), shows whether the images got better.
+      rewards: { 'win-rate': 1, confidence: 0 },
       evalEvery: 20,
       evalPerClass: 8,
     },

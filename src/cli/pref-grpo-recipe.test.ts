@@ -34,13 +34,19 @@ describe('recipes/papers/pref-grpo.ts through grpo train', () => {
     await grpo('train', 'recipes/papers/pref-grpo.ts', '--run-name', 'pref', ...tiny);
     const run = join(runs, 'pref');
     expect(existsSync(join(run, 'classifier/model.safetensors')), 'the judge was trained').toBe(true);
-    expect(JSON.parse(readFileSync(join(run, 'config.json'), 'utf8')).flow.rl.rewards).toEqual({ 'win-rate': 1 });
+    expect(JSON.parse(readFileSync(join(run, 'config.json'), 'utf8')).flow.rl.rewards).toEqual({
+      'win-rate': 1,
+      confidence: 0,
+    });
     const steps = readLines(join(run, 'metrics.jsonl')).filter((line) => 'reward/win-rate/mean' in line);
     expect(steps.map((line) => line.step)).toEqual([1, 2]);
     for (const line of steps) {
       expect(line['reward/win-rate/mean']).toBeCloseTo(0.5, 2);
+      expect(line['reward/mean']).toBeCloseTo(line['reward/win-rate/mean'], 6); // confidence is logged only
       expect(Number.isFinite(line['loss/policy'])).toBe(true);
     }
+    const evaluations = readLines(join(run, 'metrics.jsonl')).filter((line) => 'eval/reward/confidence/mean' in line);
+    expect(evaluations.length).toBe(3); // before, after step 1, after step 2: the judge's score, logged
     expect(JSON.parse(readFileSync(join(run, 'summary.json'), 'utf8')).status).toBe('finished');
   }, 120_000);
 });
