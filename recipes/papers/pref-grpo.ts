@@ -11,7 +11,7 @@
  * advantage clip 5, no KL. Differs: the judge is the digit classifier (which image is more likely its
  * asked digit), not the UnifiedReward-Think VLM; 10 sampling steps, not 25; each image starts from its
  * own noise (the code's --init_same_noise shares one per batch); no --rationorm (an option of their later
- * train_flux.py, not of the Pref-GRPO script).
+ * train_flux.py, not of the Pref-GRPO script); the z-score's ε is the estimator's 1e-6, theirs 1e-8.
  */
 import type { FlowRecipeConfig } from '../../src/index.js';
 
