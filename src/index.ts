@@ -63,3 +63,4 @@ export { AdamW, learningRateAt, clipGradNorm, globalGradNorm, type ScheduleConfi
 export { getBackend, setBackend, createBackend, noGrad, Tensor, tensor, Random } from './tensor/index.js';
 export type { FlowRecipeConfig } from './flow/recipe.js';
 export { defineImageReward, type ImageBatch, type ImageReward } from './flow/image-reward.js';
+export { pairwiseWinRates, type PairVerdict } from './flow/image-rewards/win-rate.js';

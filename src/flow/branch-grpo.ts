@@ -268,7 +268,7 @@ export function branchGrpoStep(
   const leafClasses = grown.trees[N].map((p) => prompts[p]);
   const leaves = grown.states[N];
   const images = leafClasses.map((_, r) => leaves.data.slice(r * leaves.shape[1], (r + 1) * leaves.shape[1]));
-  const rewards = context.score(images, leafClasses);
+  const rewards = context.score(images, leafClasses, grown.trees[N]); // a tree's leaves are one group
   const fusion = options.branch.fusion === 'probability' ? grown.logProbs : undefined;
   const advantages = branchAdvantages(rewards.total, grown.parents, grown.trees, fusion);
   const kept = keptEdges(options.branch, grown.parents, advantages, progress);

@@ -26,7 +26,7 @@ import { add, mul, square, sub } from '../tensor/elementwise.js';
 import { mean } from '../tensor/ops.js';
 import type { Random } from '../tensor/random.js';
 import { type Tensor, tensor } from '../tensor/tensor.js';
-import type { ScoreImagesFn } from './flow-grpo.js';
+import { promptGroups, type ScoreImagesFn } from './flow-grpo.js';
 import { type SamplerOptions, finalImages, sampleTrajectory } from './sample.js';
 
 /** DiffusionNFT's knobs. */
@@ -121,7 +121,7 @@ export function nftStep(
 ): { metrics: Record<string, number>; images: Float32Array[]; classes: number[] } {
   const classes = prompts.flatMap((label) => Array<number>(options.groupSize).fill(label));
   const images = finalImages(sampleTrajectory(context.old, classes, options.sampler, random));
-  const rewards = context.score(images, classes);
+  const rewards = context.score(images, classes, promptGroups(classes.length, options.groupSize));
   const estimate = advantageEstimators.get(options.advantageEstimator)({
     rewards: rewards.total,
     groupSizes: options.groupSize,

@@ -222,11 +222,19 @@ export function flowGrpoLoss(
   };
 }
 
-/** Rewards for final images, one per sample (B), with named components for logging. */
+/**
+ * Rewards for final images, one per sample (B), with named components for logging; `groups` gives each
+ * image its prompt's id, for group-relative rewards (`win-rate`).
+ */
 export type ScoreImagesFn = (
   images: Float32Array[],
   classes: number[],
+  groups: number[],
 ) => { total: Float32Array; components: Record<string, Float32Array> };
+
+/** The group id of each of `count` samples drawn `groupSize` per prompt, prompt by prompt: [0,0,…,1,1,…]. */
+export const promptGroups = (count: number, groupSize: number): number[] =>
+  Array.from({ length: count }, (_, index) => Math.floor(index / groupSize));
 
 /** The model, its frozen reference (or null), the optimizer and the image rewards of one flow run. */
 export interface FlowGrpoContext {
@@ -305,7 +313,7 @@ export function flowGrpoStep(
   const classes = prompts.flatMap((label) => Array<number>(options.groupSize).fill(label));
   const trajectory = sampleTrajectory(context.model, classes, options.sampler, random);
   const images = finalImages(trajectory);
-  const rewards = context.score(images, classes);
+  const rewards = context.score(images, classes, promptGroups(classes.length, options.groupSize));
   const { advantages, stdIsZero } = clippedAdvantages(rewards.total, options);
   const stepCount = options.sampler.sigmas.length - 1;
   const selection =

@@ -341,8 +341,8 @@ export async function runFlowGrpo(
     { learningRate: options.learningRate, weightDecay: 0 },
   );
   const training = { model, optimizer, companions: old ? { 'old-policy': old } : undefined };
-  const score = (images: Float32Array[], classes: number[]) =>
-    scoreImages(images, classes, model.config.imageSize, options.rewards, classifier);
+  const score = (images: Float32Array[], classes: number[], groups: number[]) =>
+    scoreImages(images, classes, model.config.imageSize, options.rewards, classifier, groups);
   const restored = checkpointing?.resume
     ? restoreFlowCheckpoint(checkpointing.folder, training, { warn: checkpointing.warn, message: log }, checkpointing)
     : null;

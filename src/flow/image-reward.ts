@@ -16,6 +16,11 @@ export interface ImageBatch {
   /** The model's pixels, row-major, in its data range (−1 background … 1 ink); `toInk` maps them to [0, 1]. */
   images: readonly Float32Array[];
   labels: readonly number[];
+  /**
+   * The group each image was drawn in (one prompt's samples share an id): group-relative rewards such
+   * as `win-rate` compare only images of one group. Evaluation batches group by class.
+   */
+  groups: readonly number[];
   size: number;
   /** The run's digit classifier, or null when the recipe has none. */
   classifier: DigitClassifier | null;

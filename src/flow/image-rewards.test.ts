@@ -31,7 +31,7 @@ const recipe = testFixture('recipes/own-image-reward.ts');
 describe('image rewards', () => {
   it('has each built-in in its own file under image-rewards/, registered by name', () => {
     const files = readdirSync(join(import.meta.dirname, 'image-rewards')).map((file) => file.replace(/\.ts$/, ''));
-    expect(imageRewards.names().slice(0, 5).sort()).toEqual(files.filter((file) => !file.endsWith('.test')).sort());
+    expect(imageRewards.names().slice(0, 6).sort()).toEqual(files.filter((file) => !file.endsWith('.test')).sort());
   });
 
   it('reads whether a classifier is needed from the entries, so a new learned reward needs no name switch', () => {

@@ -15,13 +15,21 @@ import { compressibilityReward } from './image-rewards/compressibility.js';
 import { confidenceReward } from './image-rewards/confidence.js';
 import { symmetryReward } from './image-rewards/symmetry.js';
 import { thicknessReward } from './image-rewards/thickness.js';
+import { winRateImageReward } from './image-rewards/win-rate.js';
 
 /** The image rewards by name, in `grpo list` order (re-adding the same scoring function is a no-op). */
 export const imageRewards = createNamedRegistry<ImageReward>('image reward', {
   sameEntry: (existing, added) => existing.score === added.score,
   what: 'scoring function',
 });
-for (const reward of [confidenceReward, thicknessReward, centrednessReward, symmetryReward, compressibilityReward])
+for (const reward of [
+  confidenceReward,
+  thicknessReward,
+  centrednessReward,
+  symmetryReward,
+  compressibilityReward,
+  winRateImageReward,
+])
   imageRewards.add(reward);
 
 /**
@@ -65,18 +73,24 @@ export function rewardsNeedClassifier(weights: Record<string, number>): boolean 
   return Object.keys(weights).some((name) => imageRewards.has(name) && imageRewards.entry(name).needsClassifier);
 }
 
-/** Per-image total (weighted sum) and each named reward's scores; a reward's non-finite or missing score throws. */
+/**
+ * Per-image total (weighted sum) and each named reward's scores; a reward's non-finite or missing score
+ * throws. `groups` (one id per image, images of one prompt share it) defaults to the labels.
+ */
 export function scoreImages(
   images: readonly Float32Array[],
   labels: readonly number[],
   size: number,
   weights: Record<string, number>,
   classifier: DigitClassifier | null,
+  groups: readonly number[] = labels,
 ): { total: Float32Array; components: Record<string, Float32Array> } {
   checkRewardWeights(weights, classifier !== null);
+  if (groups.length !== images.length)
+    throw new Error(`scoreImages: ${groups.length} group ids for ${images.length} images`);
   const components: Record<string, Float32Array> = {};
   for (const name of Object.keys(weights)) {
-    const scores = imageRewards.entry(name).score({ images, labels, size, classifier });
+    const scores = imageRewards.entry(name).score({ images, labels, groups, size, classifier });
     // A recipe's own reward is code we did not write: a wrong length or a NaN would corrupt every advantage.
     if (scores.length !== images.length)
       throw new Error(`image reward "${name}": returned ${scores.length} scores for ${images.length} images`);

@@ -24,6 +24,7 @@ import {
   type ScoreImagesFn,
   clippedAdvantages,
   flowGrpoUpdate,
+  promptGroups,
   rewardMetrics,
   trainedSteps,
 } from './flow-grpo.js';
@@ -62,7 +63,7 @@ export function tempFlowStep(
     const steps = Array.from({ length: stepCount }, (_, index) => (index === j ? 'sde' : 'ode'));
     const sampler = { ...options.sampler, steps };
     const trajectory = sampleTrajectory(context.model, classes, sampler, random, initialNoise);
-    const rewards = context.score(finalImages(trajectory), classes);
+    const rewards = context.score(finalImages(trajectory), classes, promptGroups(classes.length, G));
     const estimate = clippedAdvantages(rewards.total, options);
     batches.push({ trajectory, steps: [j], advantages: estimate.advantages });
     scores.push(rewards);
