@@ -324,4 +324,22 @@ function checkNeeds(config: TrainerConfig, chosen: Chosen, context: BindingConte
     );
   }
   problems.push(...refusals(promptSelector, settings));
+  checkReferenceSync(config, needs, problems);
+}
+
+/**
+ * algorithm.referenceSync moves a reference model, so the run must have one (β > 0, or a part that
+ * reads the reference), and it must be a copy: a LoRA run's reference is the base model with the
+ * adapters off, which TRL's sync_ref_model refuses too.
+ */
+function checkReferenceSync(config: TrainerConfig, needs: ReadonlySet<AlgorithmNeed>, problems: string[]): void {
+  if (config.algorithm.referenceSync === null) return;
+  if (config.algorithm.klCoefficient === 0 && !needs.has('referenceLogprobs'))
+    problems.push(
+      'algorithm.referenceSync: set, but this run has no reference model to move (algorithm.klCoefficient is 0 and no chosen part reads the reference)',
+    );
+  if (config.lora)
+    problems.push(
+      "algorithm.referenceSync: a LoRA run's reference is the base model with the adapters off, which cannot move apart from the policy; set lora to null or referenceSync to null",
+    );
 }

@@ -151,6 +151,23 @@ const mismatchCorrectionSchema = z
   })
   .strict();
 
+const referenceSyncSchema = z
+  .object({
+    every: z
+      .number()
+      .int()
+      .positive()
+      .default(512)
+      .describe('Mix the policy into the reference after every this many GRPO steps (TRL ref_model_sync_steps).'),
+    mixupAlpha: z
+      .number()
+      .gt(0)
+      .max(1)
+      .default(0.6)
+      .describe('α of π_ref ← (1 − α)·π_ref + α·π_θ (TRL ref_model_mixup_alpha; 1 copies the policy).'),
+  })
+  .strict();
+
 const algorithmSchema = z
   .object({
     advantage: z.string().default('grpo').describe('Registered advantage estimator (see `grpo list`).'),
@@ -213,6 +230,12 @@ const algorithmSchema = z
       .record(z.string(), z.unknown())
       .default({})
       .describe("The prompt selector's options, checked against its schema."),
+    referenceSync: referenceSyncSchema
+      .nullable()
+      .default(null)
+      .describe(
+        'Move the reference model toward the policy during GRPO (TRL sync_ref_model, TR-DPO): every `every` steps π_ref ← (1 − α)·π_ref + α·π_θ; checkpoints keep the moved reference. null = the reference stays the policy at GRPO start.',
+      ),
     mismatchCorrection: mismatchCorrectionSchema
       .nullable()
       .default(null)

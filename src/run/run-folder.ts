@@ -83,6 +83,8 @@ export interface RunFolderOptions {
 /** The optimiser moments' subfolder and file inside a checkpoint folder. */
 const OPTIMIZER_FOLDER = 'training-state';
 const OPTIMIZER_FILE = join(OPTIMIZER_FOLDER, 'optimizer.safetensors');
+/** A moving reference model's weights at the checkpoint (algorithm.referenceSync), beside the optimiser's. */
+export const MOVED_REFERENCE_FILE = join(OPTIMIZER_FOLDER, 'reference.safetensors');
 
 let temporaryFiles = 0;
 
@@ -225,6 +227,8 @@ export class RunFolder {
      * config + tensors; files it puts under training-state/ are listed and summed like the rest.
      */
     writeModel?: (folder: string) => void;
+    /** A reference model that moves during training (algorithm.referenceSync): its weights now. */
+    movedReference?: Map<string, StoredTensor>;
   }): string {
     if (!existsSync(this.checkpointsDirectory)) makeDirectory(this.checkpointsDirectory);
     const name = `step-${input.state.step}`;
@@ -253,6 +257,7 @@ export class RunFolder {
       // inference servers load as is (vLLM loads every top-level *.safetensors file as weights).
       makeDirectory(join(partial, OPTIMIZER_FOLDER));
       writeSafetensors(join(partial, OPTIMIZER_FILE), optimizerTensors(input.optimizer.getState()));
+      if (input.movedReference) writeSafetensors(join(partial, MOVED_REFERENCE_FILE), input.movedReference);
       syncDirectory(join(partial, OPTIMIZER_FOLDER));
       const names = readdirSync(partial, { recursive: true, withFileTypes: true })
         .filter((entry) => entry.isFile())

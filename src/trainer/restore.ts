@@ -1,7 +1,8 @@
 /**
  * What a run restores or rebuilds before it continues: the weights, optimiser state and counters of
- * the last sound checkpoint (with the logs cut back to what that checkpoint had seen), the frozen
- * KL reference model saved at GRPO start, and the base model a LoRA run's adapters name.
+ * the last sound checkpoint (with the logs cut back to what that checkpoint had seen), the KL
+ * reference model saved at GRPO start (or, when algorithm.referenceSync moves it, as the checkpoint
+ * saved it), and the base model a LoRA run's adapters name.
  *
  * Which checkpoint is sound, and what happens when none is, is run/sound-checkpoint.ts's (shared with
  * flow runs).
@@ -16,7 +17,7 @@ import { readSafetensors, type StoredTensor } from '../model/safetensors.js';
 import { Transformer } from '../model/transformer.js';
 import type { AdamW } from '../nn/index.js';
 import type { ProgressReporter } from '../run/progress.js';
-import type { RunFolder, TrainerState } from '../run/run-folder.js';
+import { MOVED_REFERENCE_FILE, type RunFolder, type TrainerState } from '../run/run-folder.js';
 import { type ResumeOptions, soundCheckpoint } from '../run/sound-checkpoint.js';
 import type { RunContext } from './setup.js';
 import type { VisionRun } from './vision-run.js';
@@ -94,9 +95,20 @@ function referenceTensors(
   return tensors;
 }
 
-/** The KL reference: the policy at GRPO start (referenceTensors), frozen. */
+/**
+ * The KL reference: the policy at GRPO start (referenceTensors), frozen. With algorithm.referenceSync
+ * a resumed run takes it as the checkpoint it resumes from saved it (the reference has moved since).
+ */
 export function referenceFor(context: RunContext, folder: RunFolder, state: TrainerState): Transformer {
   const { config } = context.model;
+  const moved = join(folder.checkpointsDirectory, `step-${state.step}`, MOVED_REFERENCE_FILE);
+  if (context.config.algorithm.referenceSync && state.phaseStep > 0) {
+    if (!existsSync(moved))
+      throw new Error(
+        `${moved}: missing, but algorithm.referenceSync moves the reference and the run is resuming at GRPO step ${state.phaseStep}; resume with the run's own referenceSync setting`,
+      );
+    return frozen(Transformer.fromTensors(config, readSafetensors(moved)));
+  }
   const tensors = referenceTensors(folder, state, {
     current: () => context.model.toStoredTensors(),
     save: (directory, weights) =>
@@ -108,9 +120,26 @@ export function referenceFor(context: RunContext, folder: RunFolder, state: Trai
       }),
     load: (directory) => loadCheckpoint(directory).tensors,
   });
-  const reference = Transformer.fromTensors(config, tensors);
+  return frozen(Transformer.fromTensors(config, tensors));
+}
+
+function frozen(reference: Transformer): Transformer {
   for (const parameter of reference.parameters.values()) parameter.requiresGrad = false;
   return reference;
+}
+
+/**
+ * algorithm.referenceSync's step (TRL's SyncRefModelCallback, from TR-DPO): π_ref ← (1 − α)·π_ref + α·π_θ,
+ * parameter by parameter (each in float32, as `mul_(1 − α).add_(θ, alpha=α)` computes it).
+ */
+export function moveReference(reference: Transformer, policy: Transformer, alpha: number): void {
+  const keep = Math.fround(1 - alpha);
+  const take = Math.fround(alpha);
+  for (const [name, parameter] of reference.parameters) {
+    const target = parameter.data;
+    const source = policy.parameters.get(name)!.data;
+    for (let i = 0; i < target.length; i++) target[i] = Math.fround(target[i] * keep) + Math.fround(source[i] * take);
+  }
 }
 
 /**

@@ -144,6 +144,28 @@ describe('kill and resume', () => {
   }, 180_000);
 });
 
+describe('kill and resume with a moving reference (algorithm.referenceSync)', () => {
+  // Every GRPO step moves the KL reference halfway to the policy; the checkpoint keeps the moved one.
+  const sync = ['--set', 'algorithm.referenceSync={"every":1,"mixupAlpha":0.5}'];
+  it('a run killed with SIGKILL and resumed ends exactly like its uninterrupted run', async () => {
+    const alone = await finished(startTrain([...sync, '--run-name', 'sync-uninterrupted']));
+    expect(alone.code, alone.stderr).toBe(0);
+    const victim = startTrain([...sync, '--run-name', 'sync-killed']);
+    const exit = finished(victim);
+    const killedRun = join(scratch, 'sync-killed');
+    await signalAtCheckpoint(victim, killedRun, 'step-8', 'SIGKILL');
+    expect((await exit).signal).toBe('SIGKILL');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(existsSync(join(killedRun, 'checkpoints', 'step-8', 'training-state', 'reference.safetensors'))).toBe(true);
+    const resumed = await finished(startTrain([...sync, '--resume', killedRun]));
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(metricsWithoutTiming(killedRun)).toEqual(metricsWithoutTiming(join(scratch, 'sync-uninterrupted')));
+    const final = (run: string, file: string) => readFileSync(join(scratch, run, 'checkpoints', 'step-14', file));
+    for (const file of ['model.safetensors', 'training-state/reference.safetensors'])
+      expect(final('sync-killed', file).equals(final('sync-uninterrupted', file)), file).toBe(true);
+  }, 180_000);
+});
+
 // Asked for here only to know whether an adapter opens; the runs are child processes of their own.
 const webgpuOpens = (() => {
   const found = webgpuUnderTest();

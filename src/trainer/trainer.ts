@@ -23,12 +23,13 @@ import { recordStepState } from './step-signal.js';
 import { publishAdapter } from '../rollout/openai-rollout.js';
 import { countSkippedStep, optimizedParameters, policyStep } from './optimize.js';
 import { runSft, type LoopHooks, type SftPlan, type StepRecord } from './sft.js';
+import type { Transformer } from '../model/transformer.js';
 import type { BoundAlgorithm } from '../config/algorithm.js';
 import { createProgressReporter, type ProgressReporter } from '../run/progress.js';
 import type { RolloutFn, RolloutSettings } from '../rollout/rollout.js';
 import { RunFolder, type TrainerState } from '../run/run-folder.js';
 import { agentMetrics, completionMetrics, domainMetrics, rewardLogMetrics, sampleRecords } from './step-metrics.js';
-import { adapterBaseFor, referenceFor, resumeFrom, visionReferenceFor } from './restore.js';
+import { adapterBaseFor, moveReference, referenceFor, resumeFrom, visionReferenceFor } from './restore.js';
 import { markFailed, markInterrupted, markRunning, RunInterrupted, stopIfAborted } from '../run/run-status.js';
 import { bindRunAlgorithm, withRewardWorkers, type RunContext } from './setup.js';
 import type { StepBatch } from './step-batch.js';
@@ -89,6 +90,13 @@ interface LoopPlan {
   /** Log sample groups every this many GRPO steps (0: never), this many per step. */
   samplesEvery: number;
   samplesPerStep: number;
+  /** algorithm.referenceSync: move the reference toward the policy every `every` GRPO steps, or null. */
+  referenceSync: { every: number; mixupAlpha: number } | null;
+}
+
+/** The loops' hooks, and the reference a GRPO loop moves (its checkpoints keep it; null = none moves). */
+interface GrpoLoopHooks extends LoopHooks {
+  movedReference: { model: Transformer | null };
 }
 
 /** The loops' plan of a run: every setting either loop reads, taken from the config once. */
@@ -130,6 +138,7 @@ function planLoops(context: RunContext): LoopPlan {
     checkpointEvery: config.checkpoint.every,
     samplesEvery: config.logging.samplesEvery,
     samplesPerStep: config.logging.samplesPerStep,
+    referenceSync: config.algorithm.referenceSync,
   };
 }
 
@@ -255,10 +264,12 @@ async function trainInFolder(context: RunContext, options: TrainOptions, folder:
       extraFiles: context.tokenizerFiles,
       sourceDirectory: context.sourceDirectory,
       keepLast: config.checkpoint.keepLast,
+      movedReference: movedReference.model?.toStoredTensors(),
     });
     await options.onCheckpoint?.(path);
   };
-  const loop = { save, checkStop, onStep, stop };
+  const movedReference: GrpoLoopHooks['movedReference'] = { model: null };
+  const loop = { save, checkStop, onStep, stop, movedReference };
   if (state.phase === 'sft') {
     await runSft(context, folder, optimizer, state, progress, loop, plan.sft);
     // A stop asked for during SFT skips GRPO: the run ends as 'done' after SFT.
@@ -317,7 +328,7 @@ async function runGrpo(
   runEval: () => Promise<EvaluationResult>,
   rollout: RolloutFn,
   publish: (() => Promise<void>) | null,
-  loop: LoopHooks,
+  loop: GrpoLoopHooks,
   plan: LoopPlan,
 ): Promise<void> {
   const { model, algorithm: bound } = context;
@@ -331,6 +342,7 @@ async function runGrpo(
   const needsReference = bound.klCoefficient > 0 || bound.needs.has('referenceLogprobs');
   const visionReference = needsReference && context.vision ? visionReferenceFor(context, folder, state) : null;
   const referenceModel = needsReference ? (visionReference?.language ?? reference()) : null;
+  if (plan.referenceSync) loop.movedReference.model = referenceModel; // checkpoints keep it as it moves
   const environment = createStepEnvironment({ ...context, rollout }, referenceModel);
   if (visionReference) environment.referenceRows = (rows) => withConnector(rows, visionReference);
   const settings = environment.settings;
@@ -372,6 +384,8 @@ async function runGrpo(
     const trainSeconds = (Date.now() - trainStart) / 1000;
     state.step++;
     state.phaseStep++;
+    if (plan.referenceSync && referenceModel && state.phaseStep % plan.referenceSync.every === 0)
+      moveReference(referenceModel, model, plan.referenceSync.mixupAlpha);
     // 5. Log, evaluate, checkpoint.
     const tokens = prepared.training.rows.reduce((total, s) => total + s.promptIds.length + s.completionIds.length, 0);
     const first = prepared.firstRound;

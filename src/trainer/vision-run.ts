@@ -55,6 +55,10 @@ export function refuseWithImages(
     );
   if (config.sft.packLength > 0)
     problems.push('- sft.packLength: packing is not supported with images yet; set it to 0');
+  if (config.algorithm.referenceSync)
+    problems.push(
+      '- algorithm.referenceSync: moving the reference is not built for a vision-language model yet; set it to null',
+    );
   if (problems.length > 0)
     throw new Error(`invalid config (a vision-language model is being trained):\n${problems.join('\n')}`);
 }
