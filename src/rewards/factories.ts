@@ -49,6 +49,7 @@ import { maskIouFactory } from './mask-iou.js';
 import { numericAnswerFactory } from './numeric-answer.js';
 import { pointInBoxFactory } from './point-in-box.js';
 import { thinkAnswerConsistencyFactory } from './think-answer-consistency.js';
+import { smartSearchFactory } from './smartsearch.js';
 import { transformationCreditFactory } from './transformation-credit.js';
 
 const column = z.string().min(1);
@@ -593,7 +594,7 @@ const builtIns: RewardFactory[] = [
 for (const factory of [...builtIns, ...applicationRewardFactories(createReward)]) rewardFactories.register(factory);
 // Vision answer rewards, each with its entry in its own file (docs/vision.md).
 const visionAnswers = [numericAnswerFactory, pointInBoxFactory, maskIouFactory, transformationCreditFactory];
-for (const factory of [...visionAnswers, thinkAnswerConsistencyFactory(createReward)])
+for (const factory of [...visionAnswers, thinkAnswerConsistencyFactory(createReward), smartSearchFactory(createReward)])
   rewardFactories.register(factory);
 
 /**
