@@ -6,7 +6,12 @@
 import { describe, expect, it } from 'vitest';
 import { searchTool } from '../tools/search.js';
 import type { ToolCallRecord } from '../types.js';
-import { queryNovelty, searchResultDocuments, smartSearchEnvironment } from './smartsearch.js';
+import {
+  queryNovelty,
+  searchResultDocuments,
+  smartSearchEnvironment,
+  type SmartSearchEnvironmentOptions,
+} from './smartsearch.js';
 
 const documents = [
   { title: 'Kevin McCarthy (actor)', text: 'Kevin McCarthy the actor was born in 1914.' },
@@ -23,10 +28,14 @@ function call(query: string, turn: number, name = 'search'): ToolCallRecord {
 }
 
 /** Useful when the result holds the row's supporting document (a rule standing in for LLM_eval). */
-const usefulWhenSupported = ({ call: scored, row }: { call: ToolCallRecord; row: Record<string, unknown> }) =>
+const usefulWhenSupported: SmartSearchEnvironmentOptions['usefulness'] = ({ call: scored, row }) =>
   scored.result.includes(String(row.support));
 
-async function scores(calls: ToolCallRecord[], overlapThreshold = 0, usefulness = usefulWhenSupported) {
+async function scores(
+  calls: ToolCallRecord[],
+  overlapThreshold = 0,
+  usefulness: SmartSearchEnvironmentOptions['usefulness'] = usefulWhenSupported,
+) {
   const factory = smartSearchEnvironment({ search, overlapThreshold, usefulness });
   const environment = await factory({ support: 'born in 1914' }, { seed: 0, episodeIndex: 0 });
   return environment.scoreToolCalls!(calls);

@@ -1,0 +1,95 @@
+/**
+ * SmartSearch's recipe (#164, recipes/papers/smartsearch.ts) end to end through `grpo train` at a
+ * tiny size: SFT on the teacher's episodes, two GRPO steps of multi-turn search episodes whose calls
+ * the environment scores, with the `smartsearch` reward logged. And the teacher's episodes scored
+ * through the recipe's environment and reward: a clean episode gets 1, one with a bare-name or
+ * repeated first query gets one query scored 0 and 1 − γ.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { grpoStepRecords, inProcessCli, settingFlags } from '../../test/helpers/cli-in-process.js';
+import type { ToolCallRecord } from '../agents/types.js';
+import { createReward } from '../rewards/factories.js';
+import { makeRewardInput, type RewardFn } from '../rewards/types.js';
+
+const root = new URL('../../', import.meta.url).pathname;
+const recipe = join(root, 'recipes/papers/smartsearch.ts');
+const { runs, grpo } = inProcessCli('grpo-smartsearch-');
+
+describe('recipes/papers/smartsearch.ts', () => {
+  it('runs SFT and two GRPO steps of scored search episodes with the smartsearch reward through grpo train', async () => {
+    const tiny = settingFlags({
+      'model.hiddenSize': 32,
+      'model.numLayers': 1,
+      'model.numHeads': 2,
+      'sft.steps': 20,
+      'grpo.steps': 2,
+      'grpo.promptsPerStep': 2,
+      'sampling.groupSize': 4,
+      'grpo.microBatchSize': 8,
+      'evaluation.examples': 4,
+      'checkpoint.every': 0,
+      'logging.runsDirectory': runs,
+    });
+    await grpo('train', recipe, '--run-name', 'smartsearch', ...tiny);
+    const steps = grpoStepRecords(runs, 'smartsearch');
+    expect(steps).toHaveLength(2);
+    for (const step of steps) {
+      expect(step['reward/smartsearch/invalid']).toBe(0);
+      const mean = step['reward/smartsearch/mean'] as number;
+      // Eq. 17 with γ 0.2, φ_min 0.5, φ_max 0.3 keeps every score in [0, 1].
+      expect(mean).toBeGreaterThanOrEqual(0);
+      expect(mean).toBeLessThanOrEqual(1);
+      expect(step['turns/mean']).toBeGreaterThanOrEqual(1);
+    }
+    const config = JSON.parse(readFileSync(join(runs, 'smartsearch', 'config.json'), 'utf8'));
+    expect(config.rewards[0]).toEqual({
+      name: 'smartsearch',
+      weight: 1,
+      options: { gamma: 0.2, phiMin: 0.5, phiMax: 0.3 },
+    });
+  });
+
+  it("scores the teacher's episodes: clean 1, a bare-name or repeated first query 1 − γ = 0.8", async () => {
+    const { default: loaded, task } = await import(recipe);
+    const reward = createReward('smartsearch', { gamma: 0.2, phiMin: 0.5, phiMax: 0.3 }) as RewardFn;
+    const search = (await loaded.environment({}, { seed: 0, episodeIndex: 0 })).tools[0];
+    const signal = new AbortController().signal;
+    const scored: number[] = [];
+    for (const row of task.trainExamples(40, 2)) {
+      for (const draws of [[0.9], [0.1, 0.9], [0.1, 0.1]]) {
+        const queue = [...draws];
+        const text: string = task.demonstration(row, () => queue.shift() ?? 0.9);
+        const queries = [...text.matchAll(/"query": "([^"]+)"/g)].map((match) => match[1]!);
+        const calls: ToolCallRecord[] = queries.map((query, turn) => ({
+          name: 'search',
+          arguments: { query },
+          turn,
+          result: String(search.run({ query }, { signal })),
+          milliseconds: 0,
+        }));
+        const environment = await loaded.environment(row, { seed: 0, episodeIndex: 0 });
+        const scores = await environment.scoreToolCalls(calls);
+        const toolCalls = calls.map((call, index) => ({ ...call, reward: scores[index] }));
+        const episode = { messages: [], toolCalls, turns: calls.length + 1, turnRewards: [], stopReason: 'stop' };
+        const value = await reward(
+          makeRewardInput({ completion: `<answer>${String(row.answer)}</answer>`, row, episode }),
+        );
+        expect(task.isCorrect(row, text)).toBe(true);
+        if (queries.length === 1) {
+          expect(scores).toEqual([1]);
+          expect(value).toBe(1);
+        } else {
+          // The bare name found the other person ([0, 1]), or the right one, so the good query after it
+          // retrieved the same document again ([1, 0], redundant); a repeated query is redundant too.
+          expect(scores[0]! + scores[1]!).toBe(1);
+          if (queries[0] === queries[1]) expect(scores).toEqual([1, 0]);
+          expect(value).toBeCloseTo(0.8, 12);
+        }
+        scored.push(value as number);
+      }
+    }
+    expect(scored.filter((value) => value === 1)).toHaveLength(40);
+  });
+});
