@@ -56,6 +56,16 @@ describe('smartSearchReward', () => {
       /must be 0 or 1, got 0.5/,
     );
     expect(() => smartSearchReward({ correctness: byCompletion, ...numbers, gamma: Number.NaN })).toThrow(/gamma/);
+    // Calls never scored (an environment without scoreToolCalls) would silently give the bare outcome.
+    const unscored: RewardEpisode = {
+      ...episode([]),
+      toolCalls: [{ name: 'search', arguments: {}, turn: 0, result: '' }],
+    };
+    await expect(async () => reward(makeRewardInput({ completion: 'right', episode: unscored }))).rejects.toThrow(
+      /carry no scores/,
+    );
+    // An episode without calls is scored: the outcome alone.
+    expect(await reward(makeRewardInput({ completion: 'right', episode: episode([]) }))).toBe(1);
   });
 });
 

@@ -44,9 +44,15 @@ function queryCounts(input: RewardInput): { highQuality: number; lowQuality: num
     throw new Error(
       'smartsearch: the input has no episode (input.episode.toolCalls); it needs a multi-turn agent rollout.',
     );
+  const calls = input.episode.toolCalls;
+  // Calls whose reward is absent (not null) were never scored: the environment has no scoreToolCalls.
+  if (calls.length > 0 && calls.every((call) => call.reward === undefined))
+    throw new Error(
+      "smartsearch: the episode's tool calls carry no scores; the environment must score them (scoreToolCalls), e.g. smartSearchEnvironment.",
+    );
   let highQuality = 0;
   let lowQuality = 0;
-  for (const call of input.episode.toolCalls) {
+  for (const call of calls) {
     if (call.reward === undefined || call.reward === null) continue;
     if (call.reward !== 0 && call.reward !== 1)
       throw new Error(`smartsearch: a query score S_t must be 0 or 1, got ${call.reward} (call "${call.name}").`);
