@@ -245,7 +245,7 @@ export default {
     task: 'phone-online',
     model: { hiddenSize: 64, numLayers: 2, numHeads: 4, chatTemplate: CHAT_TEMPLATE },
     sft: { steps: 400, batchSize: 16, learningRate: 3e-3, warmupSteps: 20, schedule: 'cosine' },
-    sampling: { groupSize: 8, maxNewTokens: 24, temperature: 1 },
+    sampling: { groupSize: 8, maxNewTokens: 32, temperature: 1 },
     grpo: { steps: 60, promptsPerStep: 4, microBatchSize: 32, learningRate: 1e-4 },
     // Â_τ on every token (the group's z-score standing in for the running one), 1/N over the batch's tokens.
     algorithm: { advantage: 'grpo', aggregation: 'token-mean' },
