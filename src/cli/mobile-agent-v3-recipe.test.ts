@@ -71,6 +71,17 @@ describe('the phone (R(τ) = accuracy + format)', () => {
   });
 });
 
+describe("the teacher's episodes", () => {
+  it('fit the recipe: every turn within sampling.maxNewTokens, every episode within the agent budget', async () => {
+    const { default: loaded } = await import(recipe);
+    const texts = task.trainExamples(300, 1).map((row) => task.demonstration(row, () => 0.9));
+    const turns = texts.flatMap((text) => text.split(/<eos>\n[^\n]*\nA:/));
+    // One character per token; the end-of-turn token is one more.
+    expect(Math.max(...turns.map((turn) => turn.length)) + 1).toBeLessThanOrEqual(loaded.config.sampling.maxNewTokens);
+    expect(Math.max(...texts.map((text) => text.length))).toBeLessThanOrEqual(200);
+  });
+});
+
 describe('trpoReplayRollout', () => {
   it('replaces one failing trajectory of an all-failed group with a stored success of the same task', async () => {
     const recomputed: number[] = [];
