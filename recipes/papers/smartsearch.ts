@@ -162,7 +162,7 @@ export default {
     task: 'ambiguous-birth-years',
     model: { hiddenSize: 64, numLayers: 2, numHeads: 4, chatTemplate: CHAT_TEMPLATE },
     sft: { steps: 300, batchSize: 16, learningRate: 3e-3, warmupSteps: 20, schedule: 'cosine' },
-    sampling: { groupSize: 8, maxNewTokens: 80, temperature: 1 },
+    sampling: { groupSize: 8, maxNewTokens: 96, temperature: 1 },
     grpo: { steps: 30, promptsPerStep: 6, microBatchSize: 48, learningRate: 2e-4 },
     agent: { maxTurns: 3, toolCallFormat: 'hermes', maxEpisodeTokens: 320 },
     // r = r_composite + λ·r_format (Eq. 16): smartsearch with weight 1, the task's format reward with λ = 0.1.

@@ -51,6 +51,17 @@ describe('recipes/papers/smartsearch.ts', () => {
     });
   });
 
+  it("fits the teacher's episodes: every turn within sampling.maxNewTokens, every episode within the agent budget", async () => {
+    const { default: loaded, task } = await import(recipe);
+    const texts: string[] = task
+      .trainExamples(300, 1)
+      .flatMap((row: unknown) => [0.1, 0.9].map((d) => task.demonstration(row, () => d)));
+    const turns = texts.flatMap((text) => text.split(/<eos>\nR:[^\n]*\n[^\n]*\nA:/));
+    // One character per token; the end-of-turn token is one more.
+    expect(Math.max(...turns.map((turn) => turn.length)) + 1).toBeLessThanOrEqual(loaded.config.sampling.maxNewTokens);
+    expect(Math.max(...texts.map((text) => text.length))).toBeLessThanOrEqual(loaded.config.agent.maxEpisodeTokens);
+  });
+
   it("scores the teacher's episodes: clean 1, a bare-name or repeated first query 1 − γ = 0.8", async () => {
     const { default: loaded, task } = await import(recipe);
     const reward = createReward('smartsearch', { gamma: 0.2, phiMin: 0.5, phiMax: 0.3 }) as RewardFn;
