@@ -6,6 +6,7 @@
  * repeated first query gets one query scored 0 and 1 − γ.
  */
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { grpoStepRecords, inProcessCli, settingFlags } from '../../test/helpers/cli-in-process.js';
@@ -102,5 +103,38 @@ describe('recipes/papers/smartsearch.ts', () => {
       }
     }
     expect(scored.filter((value) => value === 1)).toHaveLength(40);
+  });
+
+  it("usefulnessJudge sends the paper's scoring prompt to an endpoint and reads <answer>0|1</answer>", async () => {
+    const { usefulnessJudge, parseUsefulness, task } = await import(recipe);
+    const prompts: string[] = [];
+    const replies = ['<answer> 1 </answer> <explanation>the actor</explanation>', 'Score: 1', '<answer>0</answer>'];
+    const server = createServer((request, response) => {
+      let raw = '';
+      request.on('data', (chunk) => (raw += chunk));
+      request.on('end', () => {
+        prompts.push(JSON.parse(raw).messages[0].content);
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: replies.shift() } }] }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const baseUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}/v1`;
+      const judge = usefulnessJudge({ baseUrl, model: 'judge', backoffMs: 1 });
+      const [row] = task.trainExamples(1, 2);
+      const call = { name: 'search', arguments: { query: 'Mira actor' }, turn: 0, result: '[1] x', milliseconds: 0 };
+      expect(await judge({ row, call, history: [call] })).toBe(1);
+      // A reply without <answer>0|1</answer> is refused and asked again.
+      expect(await judge({ row, call, history: [call] })).toBe(0);
+      expect(prompts).toHaveLength(3);
+      expect(prompts[0]).toContain(`### User's question ${String(row.prompt)}`);
+      expect(prompts[0]).toContain(`### Golden answer ${String(row.answer)}`);
+      expect(prompts[0]).toContain('<search> Mira actor </search> <result> [1] x </result>');
+      expect(prompts[0]).toContain('the score for the query should be 0');
+      expect(() => parseUsefulness('<answer>2</answer>')).toThrow(/no <answer>0\|1<\/answer>/);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
