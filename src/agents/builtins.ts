@@ -19,6 +19,13 @@ export {
   type ExpertStep,
   type SemiOnlineOptions,
 } from './environments/semi-online.js';
+export {
+  queryNovelty,
+  searchResultDocuments,
+  smartSearchEnvironment,
+  type QueryUsefulnessInput,
+  type SmartSearchEnvironmentOptions,
+} from './environments/smartsearch.js';
 export { openEnvEnvironment, type OpenEnvOptions, type OpenEnvResult } from './environments/remote.js';
 export {
   callSimilarity,

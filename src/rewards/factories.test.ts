@@ -13,6 +13,7 @@ const required: Record<string, unknown> = {
   'llm-judge': { baseUrl: 'http://127.0.0.1:9/v1', model: 'm' },
   'domain-router': { routes: { math: { name: 'math-answer' } } },
   'outcome-gated-process': { process: { name: 'think-format' } },
+  smartsearch: { gamma: 0.1, phiMin: 0.5, phiMax: 0.3 },
 };
 
 describe('rewardFactories', () => {

@@ -49,6 +49,7 @@ import { maskIouFactory } from './mask-iou.js';
 import { numericAnswerFactory } from './numeric-answer.js';
 import { pointInBoxFactory } from './point-in-box.js';
 import { thinkAnswerConsistencyFactory } from './think-answer-consistency.js';
+import { smartSearchFactory } from './smartsearch.js';
 import { transformationCreditFactory } from './transformation-credit.js';
 import { outcomeGatedProcessFactory } from './posterior-gated.js';
 import { refineTrustFactory } from './refine-trust.js';
@@ -646,7 +647,11 @@ const builtIns: RewardFactory[] = [
 for (const factory of [...builtIns, ...applicationRewardFactories(createReward)]) rewardFactories.register(factory);
 // Vision answer rewards, each with its entry in its own file (docs/vision.md).
 const visionAnswers = [numericAnswerFactory, pointInBoxFactory, maskIouFactory, transformationCreditFactory];
-for (const factory of [...visionAnswers, thinkAnswerConsistencyFactory(createReward, columnsOfReward)])
+for (const factory of [
+  ...visionAnswers,
+  thinkAnswerConsistencyFactory(createReward, columnsOfReward),
+  smartSearchFactory(createReward, columnsOfReward),
+])
   rewardFactories.register(factory);
 // Reward-design papers of issue 31, each with its entry in its own file (docs/algorithms.md).
 for (const factory of [

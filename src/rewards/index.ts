@@ -11,6 +11,7 @@ export * from './format.js';
 export * from './length.js';
 export * from './group.js';
 export * from './tool-efficiency.js';
+export { smartSearchComposite, smartSearchReward, type SmartSearchRewardOptions } from './smartsearch.js';
 export * from './similarity.js';
 export * from './code.js';
 export * from './equation.js';
