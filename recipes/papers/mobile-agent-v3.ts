@@ -135,22 +135,6 @@ function logprobsNow(context: RolloutContext, sample: RolloutSample, temperature
 }
 
 /**
- * Runs a rollout with the model's weights marked as needing no gradient. A recipe is loaded as its
- * own copy of the library (tsx), so the decoder's `noGrad` switches that copy's flag, not the one the
- * trainer's model reads; with no weight requiring a gradient no graph is built either way.
- */
-async function withFrozenWeights<T>(context: RolloutContext, run: () => Promise<T>): Promise<T> {
-  const weights = [...context.model.parameters.values()];
-  const before = weights.map((weight) => weight.requiresGrad);
-  for (const weight of weights) weight.requiresGrad = false;
-  try {
-    return await run();
-  } finally {
-    weights.forEach((weight, index) => (weight.requiresGrad = before[index]!));
-  }
-}
-
-/**
  * TRPO's replay buffer around a rollout: stores every successful trajectory by task, and in a group
  * where all fail replaces one failing trajectory (at random) with a stored success of the same task,
  * its π_old recomputed now. Groups with a success, and tasks with nothing stored, are left as they are.
@@ -162,7 +146,7 @@ export function trpoReplayRollout(inner: RolloutFn, options: TrpoReplayOptions =
   const buffer = new Map<string, RolloutSample[]>();
   let calls = 0;
   const rollout: RolloutFn = async (context, prompts, settings) => {
-    const samples = await withFrozenWeights(context, () => inner(context, prompts, settings));
+    const samples = await inner(context, prompts, settings);
     const pick = seededPick(settings.seed * 7919 + calls++);
     const G = settings.groupSize;
     for (const [promptIndex, prompt] of prompts.entries()) {

@@ -17,37 +17,43 @@ export interface GradNode {
   readonly backward: (gradOutput: Float32Array) => (Float32Array | null)[];
 }
 
-let gradEnabled = true;
+// One switch for every copy of this module in the process, kept on globalThis: `grpo train` loads a
+// recipe file through tsx (its own copy of the library, or the source beside the CLI's compiled
+// build), and a rollout the recipe builds from that copy turns recording off for a model the
+// trainer's copy runs. A module-local flag left it on: the rollout recorded graphs it never used.
+const gradMode = ((globalThis as Record<symbol, unknown>)[Symbol.for('grpo.autograd.gradMode')] ??= {
+  enabled: true,
+}) as { enabled: boolean };
 
 /** Runs `fn` without recording the graph (sampling, evaluation, reference-model passes). */
 export function noGrad<T>(fn: () => T): T {
-  const previous = gradEnabled;
-  gradEnabled = false;
+  const previous = gradMode.enabled;
+  gradMode.enabled = false;
   try {
     return fn();
   } finally {
-    gradEnabled = previous;
+    gradMode.enabled = previous;
   }
 }
 
 /** Runs `fn` recording the graph even inside a noGrad scope (recompute.ts reruns a forward in backward). */
 export function withGrad<T>(fn: () => T): T {
-  const previous = gradEnabled;
-  gradEnabled = true;
+  const previous = gradMode.enabled;
+  gradMode.enabled = true;
   try {
     return fn();
   } finally {
-    gradEnabled = previous;
+    gradMode.enabled = previous;
   }
 }
 
 export function isGradEnabled(): boolean {
-  return gradEnabled;
+  return gradMode.enabled;
 }
 
 /** True when an op on these inputs must record a node. */
 export function needsGrad(inputs: readonly Tensor[]): boolean {
-  return gradEnabled && inputs.some((input) => input.requiresGrad);
+  return gradMode.enabled && inputs.some((input) => input.requiresGrad);
 }
 
 /** Marks `result` as the output of `opName` on `inputs` when gradients flow (see needsGrad); returns it. */
