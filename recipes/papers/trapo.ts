@@ -313,6 +313,6 @@ export default {
     logging: { printEvery: 10 },
   },
   task: trapoAddition,
-  rewards: [{ name: 'trapo', reward: trapoReward(), weight: 1 }],
+  rewards: [{ name: 'trapo', reward: trapoReward(), weight: 1, columns: [{ column: 'labeled' }] }],
   parts: [trapoAdvantagePart],
 } satisfies Recipe;
