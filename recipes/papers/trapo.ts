@@ -28,12 +28,16 @@
  *   5. GRPO over the groups kept: labeled ones with the true reward, unlabeled ones with the
  *      majority-vote reward. A group left out scores null under the `trapo` reward, and the
  *      recipe's `trapo-grpo` estimator (GRPO's) gives it keep = 0, as their `select_idxs` drops it.
- * Where this differs, and why: their trajectories have one point per epoch, every prompt visited
- * once an epoch; this trainer draws prompts uniformly, so a point is one visit of the prompt. Their
- * code raises when an unlabeled trajectory is shorter than L; here that prompt is not chosen this
- * step, and with L < 2 (z-scores undefined) none is. Their unlabeled rows carry a hidden answer for
- * logging only; this reward never reads an unlabeled row's answer. Not here: their Qwen3 models,
- * their 1K/3K OpenR1 splits and their 15 epochs.
+ * Epochs: their trajectories gain one point per epoch, every prompt visited once an epoch. The
+ * recipe draws its whole pool once a step (`grpo.drawTogether: epoch`, every row sharing the
+ * column's value, promptsPerStep = the pool), so one step is one epoch and `warmUpSteps` counts
+ * epochs, as theirs; recipes/papers/trapo-data.ts does the same for `--data` rows.
+ * Where this differs, and why: under any other draw a point is one visit of the prompt. Their code
+ * raises when an unlabeled trajectory is shorter than L; here that prompt is not chosen this step,
+ * and with L < 2 (z-scores undefined) none is. Their unlabeled rows carry a hidden answer for
+ * logging only; this reward never reads an unlabeled row's answer. The trajectories live in the
+ * reward for the run (a `--resume`d run starts them afresh). Not here: their Qwen3 models, their
+ * 1K/3K OpenR1 splits, 128 prompts a step and 15 epochs.
  */
 import { z } from 'zod';
 import {
@@ -272,7 +276,7 @@ export const trapoAdvantagePart = defineAdvantageEstimator({
 const addition = additionTask({ teacherCarryErrorRate: 0.3 });
 
 /** Rows in the recipe's training set; every step draws all of them once (one step = one epoch). */
-export const TRAPO_POOL_SIZE = 32;
+export const TRAPO_POOL_SIZE = 128;
 
 /** Whether "a+b=" is a labeled row: about one problem in four (the paper's 1K labeled beside 3K unlabeled). */
 export const isLabeledProblem = (a: number, b: number): boolean => (a * 7 + b) % 4 === 0;
@@ -305,7 +309,7 @@ export default {
   config: {
     model: { hiddenSize: 64, numLayers: 2, numHeads: 4 },
     sft: { steps: 600, batchSize: 64, learningRate: 3e-3, warmupSteps: 20, schedule: 'cosine' },
-    sampling: { groupSize: 8, maxNewTokens: 6, temperature: 1 },
+    sampling: { groupSize: 4, maxNewTokens: 6, temperature: 1 },
     algorithm: { advantage: 'trapo-grpo' },
     grpo: { steps: 60, promptsPerStep: TRAPO_POOL_SIZE, learningRate: 1e-4, drawTogether: 'epoch' },
     evaluation: { examples: 300, every: 20 },
