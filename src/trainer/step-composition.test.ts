@@ -33,6 +33,7 @@ import { createStepEnvironment, prepareGrpoStep, rolloutSettingsOf } from './grp
 import { recordStepState } from './step-signal.js';
 import { accumulatePolicyGradients } from './optimize.js';
 import { mergeConfig } from '../config/presets.js';
+import { trapoAdvantagePart } from '../../recipes/papers/trapo.js';
 import type { TrainerState } from '../run/run-folder.js';
 import type { RolloutFn } from '../rollout/rollout.js';
 import { completionLogprobs, padRows } from './completion-logprobs.js';
@@ -427,6 +428,22 @@ describe('every registered part, through a trainer step, equals the direct compo
       });
     });
     expect(new Set(batch.scores).size, 'the rewards differ, so the loss moves').toBeGreaterThan(1);
+  });
+  it('a recipe estimator that drops the groups its reward left unscored (trapo-grpo, recipes/papers/trapo.ts)', async () => {
+    registerParts([trapoAdvantagePart], 'step-composition.test');
+    // "trapo" scores prompts with an even second operand only; the others' combined reward is 0, not unscored.
+    const trapo: NamedReward = {
+      name: 'trapo',
+      weight: 1,
+      reward: ({ completion, row }) => (Number(row.b) % 2 ? null : /^\d/.test(completion) ? 1 : 0),
+    };
+    const { batch } = await compare({
+      config: { algorithm: { advantage: 'trapo-grpo' } },
+      rewards: [digitShare, trapo],
+    });
+    const odd = batch.prompts.map((prompt) => Number(prompt.example.b) % 2 === 1);
+    expect(odd, 'both kinds of group in the step').toContain(true);
+    expect(odd).toContain(false);
   });
   it('a loss that needs the entropy with gradient gets it (a recipe part: REINFORCE + a squared entropy target)', async () => {
     registerParts([entropyTargetLossPart], 'step-composition.test');
