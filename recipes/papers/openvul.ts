@@ -51,8 +51,11 @@ import {
 export const OPENVUL_LEVELS = ['detection', 'prediction', 'specification'] as const;
 export type OpenVulLevel = (typeof OPENVUL_LEVELS)[number];
 
-/** Share of SFT demonstrations whose verdict is the wrong one. */
-const TEACHER_ERROR_RATE = 0.3;
+/**
+ * Share of SFT demonstrations whose verdict is the wrong one: a coin flip, so SFT teaches the format,
+ * the evidence and the reasoning, and GRPO the verdict (at 0.3 the SFT model was already 100% right).
+ */
+const TEACHER_ERROR_RATE = 0.5;
 const QUESTION = '\nHAS_VUL or NO_VUL?';
 
 /** Direct parents and children of each CWE here (MITRE CWE-1000), standing in for their `cwe_map`. */
@@ -457,7 +460,7 @@ export function openvulRewards(level: OpenVulLevel, judge?: JudgeCall): Recipe['
 export default {
   config: {
     model: { hiddenSize: 64, numLayers: 2, numHeads: 4 },
-    sft: { steps: 600, batchSize: 32, learningRate: 3e-3, warmupSteps: 20, schedule: 'cosine' },
+    sft: { steps: 300, batchSize: 32, learningRate: 3e-3, warmupSteps: 20, schedule: 'cosine' },
     sampling: { groupSize: 8, maxNewTokens: 160, temperature: 1 }, // num_generations 8
     grpo: { steps: 100, promptsPerStep: 8, microBatchSize: 64, learningRate: 1e-4 },
     algorithm: { advantage: 'dr-grpo', klCoefficient: 0 }, // scale_rewards none, beta 0
