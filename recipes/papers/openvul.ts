@@ -36,6 +36,9 @@
  * (a judge against the CVE description and patch) is not here. The model is a small character model
  * from scratch whose SFT teacher states the wrong verdict on `TEACHER_ERROR_RATE` of its
  * demonstrations, so the run shows the mechanism (paper: Qwen3-4B after rejection-sampled SFT).
+ * Measured at `OPENVUL_LEVEL=detection`, seed 0, as written: held-out accuracy 44.0% after SFT and
+ * 57.0% after 100 GRPO steps (100 rows; 44, 45, 52, 36, 57% every 25 steps), a noisy rise rather
+ * than a clear one (docs/paper-recipes.md, "Measured").
  */
 import {
   chatCompletion,
