@@ -32,10 +32,11 @@
  * checklist written from the pattern. Their `cwe_map` is MITRE's whole hierarchy; here a short map
  * of these five. The row says whether it is vulnerable (`vulnerable`), where theirs reads it from
  * the key's `_vul` suffix. Their judge (gpt-oss-120b, reasoning effort high) is any OpenAI-compatible
- * chat endpoint here, its system prompt sent as `system` (theirs `developer`). Their reasoning level
- * (a judge against the CVE description and patch) is not here. The model is a small character model
- * from scratch whose SFT teacher states the wrong verdict on `TEACHER_ERROR_RATE` of its
- * demonstrations, so the run shows the mechanism (paper: Qwen3-4B after rejection-sampled SFT).
+ * chat endpoint here, its system prompt sent as `system` (theirs `developer`); the three judged
+ * dimensions are one logged reward (one judge call), theirs three columns of weight 1: the same
+ * sum. Their reasoning level (a judge against the CVE description and patch) is not here. The model
+ * is a small character model from scratch whose SFT teacher states a coin-flip verdict
+ * (`TEACHER_ERROR_RATE`), so GRPO has the verdict to learn (paper: Qwen3-4B after rejection-sampled SFT).
  * Measured at `OPENVUL_LEVEL=detection`, seed 0, as written: held-out accuracy 44.0% after SFT and
  * 57.0% after 100 GRPO steps (100 rows; 44, 45, 52, 36, 57% every 25 steps), a noisy rise rather
  * than a clear one (docs/paper-recipes.md, "Measured").
