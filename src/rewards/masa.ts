@@ -37,7 +37,7 @@ import {
   perCompletionReward,
   type ColumnsOfReward,
   type CreateReward,
-} from './posterior-gated.js';
+} from './named-reward.js';
 import { promptText, type BatchReward, type RewardFn, type RewardInput, type RewardValue } from './types.js';
 
 /** What the meta prediction's terms are scored against: the problem's solution rollouts in the step. */

@@ -4,7 +4,6 @@
  * R = R_fmt + R_out + 𝟙[R_out = 1]·R_proc. The process (reasoning-quality) reward counts only for a
  * completion whose outcome is a success, so the policy cannot raise its reward by reasoning that reads
  * well but ends wrong, and a group that is all correct still differs by its reasoning quality.
- * Also the small helper both issue-31 reward entries use to build a per-completion reward by name.
  *
  * Is not: the paper's reasoning reward model (a 7B model trained on optimized/degraded reasoning
  * pairs, not available here); `process` is any per-completion reward by name, e.g. `llm-judge`
@@ -14,56 +13,15 @@
  */
 import { z } from 'zod';
 import { outcomeGatedProcessReward } from './combine.js';
-import { define, type RewardContext, type RewardFactory } from './factory-registry.js';
-import { isGroupReward, type Reward, type RewardColumn, type RewardFn } from './types.js';
-
-/** Builds a reward by name from its JSON options (the registry's `createReward`, passed in to avoid an import cycle). */
-export type CreateReward = (name: string, options?: unknown) => Reward;
-
-/** The row columns a built-in reads with these options (the registry's `columnsOfReward`, passed in likewise). */
-export type ColumnsOfReward = (name: string, options?: unknown) => RewardColumn[];
-
-/** A reward named in another reward's options: `{ name, options }`. */
-export const namedReward = z
-  .object({ name: z.string().min(1), options: z.record(z.string(), z.unknown()).optional() })
-  .strict();
-
-/**
- * The per-completion reward `choice` names; unnamed, the run's task check when training (`fallback`
- * 'task'), else `math-answer`. A group reward is refused, naming the reward and the option.
- */
-export function perCompletionReward(
-  createReward: CreateReward,
-  rewardName: string,
-  field: string,
-  choice: z.infer<typeof namedReward> | undefined,
-  context: RewardContext,
-): RewardFn {
-  if (choice === undefined && context.taskCorrectness) return context.taskCorrectness;
-  const { name, options } = choice ?? { name: 'math-answer', options: {} };
-  const reward = createReward(name, options);
-  if (isGroupReward(reward))
-    throw new Error(`reward "${rewardName}": ${field} "${name}" is a group reward; it must score one completion`);
-  return reward;
-}
-
-/**
- * The row columns of the reward `perCompletionReward` picks: none for the run's task check, else the
- * named (or default `math-answer`) reward's, each named as this reward's `field` option.
- */
-export function perCompletionColumns(
-  columnsOfReward: ColumnsOfReward,
-  field: string,
-  choice: z.infer<typeof namedReward> | undefined,
-  context: RewardContext,
-): RewardColumn[] {
-  if (choice === undefined && context.taskCorrectness) return [];
-  const { name, options } = choice ?? { name: 'math-answer', options: {} };
-  return columnsOfReward(name, options).map(({ column, option }) => ({
-    column,
-    option: `${field} "${name}"'s ${option ?? 'column'}`,
-  }));
-}
+import { define, type RewardFactory } from './factory-registry.js';
+import type { RewardFn } from './types.js';
+import {
+  namedReward,
+  perCompletionColumns,
+  perCompletionReward,
+  type ColumnsOfReward,
+  type CreateReward,
+} from './named-reward.js';
 
 /** Options of {@link outcomeGatedProcess}. */
 export interface OutcomeGatedProcessOptions {

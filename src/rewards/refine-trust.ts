@@ -25,7 +25,7 @@ import {
   perCompletionReward,
   type ColumnsOfReward,
   type CreateReward,
-} from './posterior-gated.js';
+} from './named-reward.js';
 import type { RewardFn } from './types.js';
 
 /** The tags ReFIne's answer format opens and closes, in order. */

@@ -11,7 +11,14 @@
  */
 import { z } from 'zod';
 import { define, type RewardFactory } from './factory-registry.js';
-import { isGroupReward, type Reward, type RewardColumn, type RewardFn, type RewardInput } from './types.js';
+import type { RewardFn, RewardInput } from './types.js';
+import {
+  namedReward,
+  perCompletionColumns,
+  perCompletionReward,
+  type ColumnsOfReward,
+  type CreateReward,
+} from './named-reward.js';
 
 /** Options of {@link smartSearchReward}. */
 export interface SmartSearchRewardOptions {
@@ -77,15 +84,15 @@ export function smartSearchReward(options: SmartSearchRewardOptions): RewardFn {
   };
 }
 
+/** The default check: exact match on the `<answer>` content (as tool-efficiency). */
+const exactAnswer = { name: 'exact-match', options: { tag: 'answer' } };
+
 /**
  * The registry entry. γ, φ_min and φ_max have no published values, so they are required. The
  * correctness is a reward by name; unnamed, the run's task check when training, else `exact-match`
  * on the `<answer>` content (as `tool-efficiency`).
  */
-export function smartSearchFactory(
-  createReward: (name: string, options: unknown) => Reward,
-  columnsOfReward: (name: string, options?: unknown) => RewardColumn[],
-): RewardFactory {
+export function smartSearchFactory(createReward: CreateReward, columnsOfReward: ColumnsOfReward): RewardFactory {
   return define(
     'smartsearch',
     "SmartSearch r_composite: right answer max(1 − γ·n_wrong, φ_min), wrong min(γ·n_correct, φ_max), n over the episode's search calls scored 0/1 by the environment (smartSearchEnvironment)",
@@ -95,31 +102,15 @@ export function smartSearchFactory(
         gamma: z.number().finite(),
         phiMin: z.number().finite(),
         phiMax: z.number().finite(),
-        correctness: z
-          .object({ name: z.string(), options: z.record(z.string(), z.unknown()).optional() })
-          .strict()
-          .optional(),
+        correctness: namedReward.optional(),
       })
       .strict(),
-    ({ correctness, ...numbers }, { taskCorrectness }) => {
-      let check: RewardFn | undefined = correctness === undefined ? taskCorrectness : undefined;
-      if (check === undefined) {
-        const { name, options } = correctness ?? { name: 'exact-match', options: { tag: 'answer' } };
-        const reward = createReward(name, options);
-        if (isGroupReward(reward))
-          throw new Error(`reward "smartsearch": correctness "${name}" is a group reward; it must score one episode`);
-        check = reward;
-      }
-      return smartSearchReward({ correctness: check, ...numbers });
-    },
-    // The check's columns, picked as above: none for the run's task check.
-    ({ correctness }, { taskCorrectness }) => {
-      if (correctness === undefined && taskCorrectness) return [];
-      const { name, options } = correctness ?? { name: 'exact-match', options: { tag: 'answer' } };
-      return columnsOfReward(name, options).map(({ column, option }) => ({
-        column,
-        option: `correctness "${name}"'s ${option ?? 'column'}`,
-      }));
-    },
+    ({ correctness, ...numbers }, context) =>
+      smartSearchReward({
+        correctness: perCompletionReward(createReward, 'smartsearch', 'correctness', correctness, context, exactAnswer),
+        ...numbers,
+      }),
+    ({ correctness }, context) =>
+      perCompletionColumns(columnsOfReward, 'correctness', correctness, context, exactAnswer),
   );
 }
