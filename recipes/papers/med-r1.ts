@@ -141,8 +141,8 @@ export function medR1Recipe(think: boolean): Recipe {
         numHeads: 4,
         vision: { imageSize: 16, patchSize: 8, scaleFactor: 2, hiddenSize: 32, numLayers: 1, numHeads: 2 },
       },
-      sft: { steps: 1000, batchSize: 32, learningRate: 1e-2, warmupSteps: 20, schedule: 'cosine' },
-      sampling: { groupSize: 4, maxNewTokens: 24, temperature: 1 }, // --num_generations 4
+      sft: { steps: 400, batchSize: 32, learningRate: 1e-2, warmupSteps: 20, schedule: 'cosine' },
+      sampling: { groupSize: 4, maxNewTokens: 40, temperature: 1 }, // --num_generations 4
       grpo: { steps: 100, promptsPerStep: 16, microBatchSize: 64, learningRate: 1e-3 },
       algorithm: {
         advantage: 'grpo',

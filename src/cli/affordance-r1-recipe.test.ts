@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
+import recipe, {
   affordanceR1Accuracy,
   affordanceR1BoxCount,
   affordanceR1Format,
@@ -110,6 +110,14 @@ describe('Affordance-R1 rewards', () => {
           affordanceR1Task.demonstration(withDistractor, () => 0),
         ),
       ).toBe(false);
+  });
+
+  it('every demonstration and its stop token fit the recipe sampling.maxNewTokens (a character per token)', () => {
+    for (const row of affordanceR1Task.trainExamples(50, 5))
+      for (const draw of [0, 0.99])
+        expect(affordanceR1Task.demonstration(row, () => draw).length + 1).toBeLessThanOrEqual(
+          (recipe.config as { sampling: { maxNewTokens: number } }).sampling.maxNewTokens,
+        );
   });
 
   it('trains through grpo train: SFT, then GRPO on the five rewards', async () => {

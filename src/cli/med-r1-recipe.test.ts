@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { medR1Accuracy, medR1Format, medR1Task } from '../../recipes/papers/med-r1.js';
+import { medR1Accuracy, medR1Format, medR1Recipe, medR1Task } from '../../recipes/papers/med-r1.js';
 import { runTrainCommand } from './train-command.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-med-r1-'));
@@ -65,6 +65,18 @@ describe('Med-R1 rewards', () => {
     const right = task.demonstration(blind, () => 0.99);
     expect(task.isCorrect(blind, right)).toBe(true);
     expect(medR1Task(false).demonstration(blind, () => 0.99)).toMatch(/^<answer>[A-D]<\/answer>$/);
+  });
+
+  it('every demonstration and its stop token fit the recipe sampling.maxNewTokens (a character per token)', () => {
+    for (const think of [true, false]) {
+      const recipe = medR1Recipe(think);
+      const task = medR1Task(think);
+      for (const row of task.trainExamples(50, 5))
+        for (const draw of [0, 0.99])
+          expect(task.demonstration(row, () => draw).length + 1).toBeLessThanOrEqual(
+            (recipe.config as { sampling: { maxNewTokens: number } }).sampling.maxNewTokens,
+          );
+    }
   });
 
   it.each([
