@@ -322,7 +322,9 @@ export const affordanceR1Task: Task = {
   ...locating,
   name: 'affordance-r1-locating',
   description: 'shape-locating as Affordance-R1: think, rethink, then a JSON box, point and affordance name',
-  alphabet: [...new Set(`${locating.alphabet}${INSTRUCTION}0123456789[]{}":,.<>/ squareplus`)].join(''),
+  alphabet: [
+    ...new Set(`${locating.alphabet}${INSTRUCTION}0123456789[]{}":,.<>/ bbox_2d point_2d affordance square plus ok`),
+  ].join(''),
   trainExamples: (count, seed) => locating.trainExamples(count, seed).map(asAffordanceRow),
   evalExamples: (count, seed) => locating.evalExamples(count, seed).map(asAffordanceRow),
   demonstration: (example, draw) => {

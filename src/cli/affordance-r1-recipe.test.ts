@@ -112,6 +112,14 @@ describe('Affordance-R1 rewards', () => {
       ).toBe(false);
   });
 
+  it('every character of a demonstration is in the task alphabet (the tokenizer drops others)', () => {
+    const alphabet = new Set(affordanceR1Task.alphabet);
+    for (const row of affordanceR1Task.trainExamples(50, 5))
+      for (const draw of [0, 0.99])
+        for (const character of affordanceR1Task.demonstration(row, () => draw))
+          expect(alphabet.has(character)).toBe(true);
+  });
+
   it('every demonstration and its stop token fit the recipe sampling.maxNewTokens (a character per token)', () => {
     for (const row of affordanceR1Task.trainExamples(50, 5))
       for (const draw of [0, 0.99])

@@ -67,6 +67,16 @@ describe('Med-R1 rewards', () => {
     expect(medR1Task(false).demonstration(blind, () => 0.99)).toMatch(/^<answer>[A-D]<\/answer>$/);
   });
 
+  it('every character of a demonstration is in the task alphabet (the tokenizer drops others)', () => {
+    for (const think of [true, false]) {
+      const task = medR1Task(think);
+      const alphabet = new Set(task.alphabet);
+      for (const row of task.trainExamples(50, 5))
+        for (const draw of [0, 0.99])
+          for (const character of task.demonstration(row, () => draw)) expect(alphabet.has(character)).toBe(true);
+    }
+  });
+
   it('every demonstration and its stop token fit the recipe sampling.maxNewTokens (a character per token)', () => {
     for (const think of [true, false]) {
       const recipe = medR1Recipe(think);
