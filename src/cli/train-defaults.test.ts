@@ -76,6 +76,7 @@ const builtInBefore = {
     maskTruncated: false,
     promptSelector: null,
     promptSelectorOptions: {},
+    referenceSync: null, // added later, off: the reference stays the policy at GRPO start, as before
     mismatchCorrection: null,
     turnCredit: null,
   },
