@@ -54,4 +54,20 @@ describe('grpo train refuses a reward whose column the rows lack', () => {
       }),
     ).rejects.toThrow(/model\.checkpoint/);
   });
+
+  it('a reward that scores tool calls is refused on a single-turn run, before the model, naming it', async () => {
+    const attempt = runTrainCommand({
+      set: [
+        ...settings,
+        'rewards=[{"name":"think-format","weight":0},{"name":"tool-efficiency","weight":1},{"name":"smartsearch","options":{"gamma":0.1,"phiMin":0.5,"phiMax":0.3}}]',
+      ],
+      runName: 'tool-calls',
+      quiet: true,
+    });
+    await expect(attempt).rejects.toThrow(
+      /^- rewards\[1\]: "tool-efficiency" scores an agent episode's tool calls, and this run's rollout is single-turn/m,
+    );
+    await expect(attempt).rejects.toThrow(/^- rewards\[2\]: "smartsearch" scores an agent episode's tool calls/m);
+    await expect(attempt).rejects.not.toThrow(/nonexistent|think-format/);
+  });
 });

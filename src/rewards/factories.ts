@@ -331,27 +331,30 @@ const builtIns: RewardFactory[] = [
     z.object({}).strict(),
     negativeSurprisal,
   ),
-  define(
-    'tool-efficiency',
-    "group: α·r_tool(m, n)·correctness (a reward by name; default the run's task check, else exact-match on <answer>), r_tool peaking at the optimal tool-call count n",
-    'OTC-PO, Wang et al. 2025, arXiv 2504.14870; docs/turn-credit.md §5',
-    z
-      .object({
-        answerColumn: column.optional(),
-        correctness: z
-          .object({ name: z.string(), options: z.record(z.string(), z.unknown()).optional() })
-          .strict()
-          .optional(),
-        mode: z.enum(['grpo', 'ppo']).optional(),
-        smoothing: z.number().positive().optional(),
-        alpha: z.number().optional(),
-      })
-      .strict(),
-    ({ answerColumn, correctness, ...rest }, { taskCorrectness }) =>
-      toolEfficiency({ correctness: toolCorrectness(correctness, answerColumn, taskCorrectness), ...rest }),
-    ({ answerColumn, correctness }, { taskCorrectness }) =>
-      checkColumns(correctness, { name: 'exact-match', options: { tag: 'answer' } }, answerColumn, taskCorrectness),
-  ),
+  {
+    ...define(
+      'tool-efficiency',
+      "group: α·r_tool(m, n)·correctness (a reward by name; default the run's task check, else exact-match on <answer>), r_tool peaking at the optimal tool-call count n",
+      'OTC-PO, Wang et al. 2025, arXiv 2504.14870; docs/turn-credit.md §5',
+      z
+        .object({
+          answerColumn: column.optional(),
+          correctness: z
+            .object({ name: z.string(), options: z.record(z.string(), z.unknown()).optional() })
+            .strict()
+            .optional(),
+          mode: z.enum(['grpo', 'ppo']).optional(),
+          smoothing: z.number().positive().optional(),
+          alpha: z.number().optional(),
+        })
+        .strict(),
+      ({ answerColumn, correctness, ...rest }, { taskCorrectness }) =>
+        toolEfficiency({ correctness: toolCorrectness(correctness, answerColumn, taskCorrectness), ...rest }),
+      ({ answerColumn, correctness }, { taskCorrectness }) =>
+        checkColumns(correctness, { name: 'exact-match', options: { tag: 'answer' } }, answerColumn, taskCorrectness),
+    ),
+    needsToolCalls: true,
+  },
   define(
     'bleu',
     'group-vectorised per-sentence BLEU against a reference column (words or token ids)',

@@ -31,6 +31,8 @@ export interface RewardFactory {
    * first training rows for them before any model loads). Columns it can do without are not listed.
    */
   columns(options?: unknown, context?: RewardContext): RewardColumn[];
+  /** True for a reward that scores an agent episode's tool calls (a run refuses it without a multi-turn rollout). */
+  needsToolCalls?: boolean;
 }
 
 /**

@@ -45,7 +45,12 @@ export {
   type MasaSolutionStats,
 } from './masa.js';
 export { refineConfidence, refineReferences, refineStructure, refineTrust } from './refine-trust.js';
-export { checkRewardColumns, describeMissingColumn, missingRewardColumns } from './row-columns.js';
+export {
+  checkRewardColumns,
+  checkRewardToolCalls,
+  describeMissingColumn,
+  missingRewardColumns,
+} from './row-columns.js';
 export {
   createRewardFactoryRegistry,
   UnknownRewardError,

@@ -43,6 +43,22 @@ export function describeMissingColumn(missing: MissingRewardColumn, row: string)
   return `"${missing.reward}" reads column "${missing.column}"${option}, which ${row} does not have (columns: ${missing.rowColumns.join(', ')})`;
 }
 
+/**
+ * Throws one `rewards[i]: …` line per reward that scores an agent episode's tool calls when the run's
+ * rollout makes none (a single-turn run): every sample would fail at the first step, after SFT.
+ */
+export function checkRewardToolCalls(rewards: readonly NamedReward[], rolloutMakesToolCalls: boolean): void {
+  if (rolloutMakesToolCalls) return;
+  const problems = rewards.flatMap((reward, position) =>
+    reward.needsToolCalls
+      ? [
+          `- rewards[${position}]: "${reward.name}" scores an agent episode's tool calls, and this run's rollout is single-turn (set agent, or run a recipe with an environment)`,
+        ]
+      : [],
+  );
+  if (problems.length > 0) throw new Error(`invalid config:\n${problems.join('\n')}`);
+}
+
 /** Throws one `rewards[i]: …` line per missing column, naming the training row, when the rows lack any. */
 export function checkRewardColumns(
   rewards: readonly NamedReward[],

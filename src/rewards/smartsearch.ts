@@ -93,7 +93,7 @@ const exactAnswer = { name: 'exact-match', options: { tag: 'answer' } };
  * on the `<answer>` content (as `tool-efficiency`).
  */
 export function smartSearchFactory(createReward: CreateReward, columnsOfReward: ColumnsOfReward): RewardFactory {
-  return define(
+  const factory = define(
     'smartsearch',
     "SmartSearch r_composite: right answer max(1 − γ·n_wrong, φ_min), wrong min(γ·n_correct, φ_max), n over the episode's search calls scored 0/1 by the environment (smartSearchEnvironment)",
     'SmartSearch, Wen et al. 2026, arXiv 2601.04888 Eq. 16–17 (#164); docs/paper-recipes.md "SmartSearch"',
@@ -113,4 +113,5 @@ export function smartSearchFactory(createReward: CreateReward, columnsOfReward: 
     ({ correctness }, context) =>
       perCompletionColumns(columnsOfReward, 'correctness', correctness, context, exactAnswer),
   );
+  return { ...factory, needsToolCalls: true };
 }

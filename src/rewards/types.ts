@@ -146,6 +146,8 @@ export interface NamedReward {
   weight: RewardWeight;
   /** The row columns it cannot score without (a built-in declares them); checked against the rows before scoring. */
   columns?: readonly RewardColumn[];
+  /** It scores an agent episode's tool calls (a built-in declares it); refused before scoring on a single-turn run. */
+  needsToolCalls?: boolean;
 }
 
 /** A row column a reward reads; `option`: the option that named it (for the error message), if any. */

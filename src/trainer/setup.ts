@@ -25,7 +25,13 @@ import { CharTokenizer } from '../model/char-tokenizer.js';
 import { checkTokenizerFitsModel, loadTokenizer, type TextTokenizer } from '../model/tokenizer.js';
 import { Transformer } from '../model/transformer.js';
 import { LoraAdapters, resolveTargetModules } from '../model/lora.js';
-import { checkRewardColumns, rewardFactories, scoreRewards, type RewardScorer } from '../rewards/index.js';
+import {
+  checkRewardColumns,
+  checkRewardToolCalls,
+  rewardFactories,
+  scoreRewards,
+  type RewardScorer,
+} from '../rewards/index.js';
 import type { NamedReward, RewardInput } from '../rewards/types.js';
 import type { RewardSource } from '../rewards/workers.js';
 import { trainerConfigSchema, validateConfig, type KnownNames, type TrainerConfig } from '../config/config.js';
@@ -234,6 +240,7 @@ export function createRunContext(
   const rewards = rewardsOf(config, task, recipe);
   // Before any model is loaded: the columns the rewards read, on the rows the GRPO loop draws first.
   checkRewardColumns(rewards, task.trainExamples(Math.min(16, config.grpo.examples), config.seed + 2));
+  checkRewardToolCalls(rewards, (rollout.provides ?? []).includes('toolCalls'));
   // Before any model is loaded: every part's options and needs against the data, the rollout and the rewards.
   const algorithm = bindRunAlgorithm(config, task, rollout, rewards);
   // grpo.drawTogether's sets, checked on the training list the steps will draw from.
@@ -429,7 +436,13 @@ export function buildRewards(
     }
     const factory = rewardFactories.get(name);
     const columns = factory.columns(options, { taskCorrectness });
-    return { name, reward: factory.create(options, { taskCorrectness }), weight, columns };
+    return {
+      name,
+      reward: factory.create(options, { taskCorrectness }),
+      weight,
+      columns,
+      needsToolCalls: factory.needsToolCalls,
+    };
   });
 }
 
