@@ -12,6 +12,7 @@
  */
 import { availableParallelism } from 'node:os';
 import type { AdamWStep, Backend, MatmulShape, PrefixAttentionDims, TrainingAttentionDims } from '../../backend.js';
+import { keepCollectorOffWorkerThreads } from '../../garbage.js';
 import { ISAS, loadAddon, type Addon, type NativeIsa } from './native-addon.js';
 
 export { nativeAddonStatus, nativeExp, type NativeAddonStatus, type NativeIsa } from './native-addon.js';
@@ -81,6 +82,20 @@ function retainFreedMemory(addon: Addon): void {
   addon.retainFreedMemory();
 }
 
+/**
+ * Unless GRPO_NATIVE_SERIAL_GC=0: when the pool takes every core, V8 collects on the JS thread only
+ * (garbage.ts says why: its helper threads slowed the products they overlapped by up to 4x).
+ */
+function keepCollectorOffCores(threads: number): void {
+  const setting = process.env.GRPO_NATIVE_SERIAL_GC;
+  if (setting !== undefined && setting !== '' && setting !== '0' && setting !== '1')
+    throw new Error(
+      `native backend: GRPO_NATIVE_SERIAL_GC must be 0 (V8's own collector threads) or 1, got '${setting}'`,
+    );
+  if (setting === '0' || threads < availableParallelism()) return;
+  keepCollectorOffWorkerThreads();
+}
+
 /** Elements an operand must hold: the last batch block's offset plus one block (0 if there are none). */
 function operandLength(batch: number, stride: number, block: number): number {
   return batch === 0 || block === 0 ? 0 : (batch - 1) * stride + block;
@@ -128,6 +143,7 @@ export function loadNativeBackend(options: NativeBackendOptions = {}): NativeBac
   const { addon } = loadAddon();
   if (!addon) return null;
   retainFreedMemory(addon);
+  keepCollectorOffCores(threads);
   let handle: object | null = addon.createContext(threads, isa);
   const info = addon.contextInfo(handle);
   const live = (op: string): object => {
