@@ -38,7 +38,10 @@ describe('the policy step', () => {
     const events: string[] = [];
     vi.doMock('./garbage.js', async (importOriginal) => {
       const actual = await importOriginal<typeof import('./garbage.js')>();
-      return { ...actual, releaseGarbage: (threshold?: number) => (events.push('release'), actual.releaseGarbage(threshold)) };
+      return {
+        ...actual,
+        releaseGarbage: (threshold?: number) => (events.push('release'), actual.releaseGarbage(threshold)),
+      };
     });
     vi.doMock('../trainer/completion-logprobs.js', async (importOriginal) => {
       const actual = await importOriginal<typeof import('../trainer/completion-logprobs.js')>();
