@@ -40,6 +40,10 @@ export interface AdvantageInput {
   temperatureLogprobs?: readonly ArrayLike<number>[];
   /** DCPO: the previous update's −mean logπ over its loss tokens; NaN before the first (need `previousEntropy`). */
   previousEntropy?: number;
+  /** GRPO-CARE: [N] per completion token, log π_ref (need `referenceTokenLogprobs`). */
+  referenceLogprobs?: readonly ArrayLike<number>[];
+  /** GRPO-CARE: [N] per completion token, its decoded text (need `tokenTexts`). */
+  tokenTexts?: readonly (readonly string[])[];
   /** RiskPO: the quantiles tracked over earlier steps (absent on the first step); `trackedQuantiles` need. */
   quantileTracker?: QuantileTracker;
 }

@@ -110,7 +110,12 @@ export function definePart<Fn, Extra extends object = object>(
  * - `previousEntropy`: an advantage estimator needs the previous update's −mean logπ over its loss
  *   tokens, kept in trainer state and checkpoints (DCPO);
  * - `referenceLogprobs`: a loss needs the reference model's log-probs of every completion token
- *   (`input.refLogprobs`) without a KL term in the loss (TRPA's preference log-ratios).
+ *   (`input.refLogprobs`) without a KL term in the loss (TRPA's preference log-ratios);
+ * - `referenceTokenLogprobs`: an advantage estimator needs the reference model's log-prob of every
+ *   completion token before advantages (`input.referenceLogprobs`; GRPO-CARE's answer likelihood);
+ *   the run then keeps a reference model at β = 0 too;
+ * - `tokenTexts`: an advantage estimator needs each completion token's decoded text (`input.tokenTexts`),
+ *   to find a span of the completion by its text (GRPO-CARE's `<answer>`).
  */
 export type AlgorithmNeed =
   | 'strata'
@@ -127,7 +132,9 @@ export type AlgorithmNeed =
   | 'trackedQuantiles'
   | 'temperatureLogprobs'
   | 'previousEntropy'
-  | 'referenceLogprobs';
+  | 'referenceLogprobs'
+  | 'referenceTokenLogprobs'
+  | 'tokenTexts';
 
 /** One registered function with its name and metadata. */
 export interface RegistryEntry<Fn> extends RegistryEntryInfo {

@@ -228,6 +228,8 @@ export async function* grpoSteps(
   if (bound.klCoefficient > 0) throw new Error('the browser run trains without a KL reference (algorithm.beta = 0)');
   if (bound.needs.has('referenceLogprobs'))
     throw new Error(`the browser run has no reference model, which the ${bound.loss.name} loss reads`);
+  if (bound.needs.has('referenceTokenLogprobs'))
+    throw new Error(`the browser run has no reference model, which the ${bound.advantage.name} estimator reads`);
   const environment = createStepEnvironment(context, null);
   const state: TrainerState = {
     step: firstStep,

@@ -334,7 +334,7 @@ function checkNeeds(config: TrainerConfig, chosen: Chosen, context: BindingConte
  */
 function checkReferenceSync(config: TrainerConfig, needs: ReadonlySet<AlgorithmNeed>, problems: string[]): void {
   if (config.algorithm.referenceSync === null) return;
-  if (config.algorithm.klCoefficient === 0 && !needs.has('referenceLogprobs'))
+  if (config.algorithm.klCoefficient === 0 && !needs.has('referenceLogprobs') && !needs.has('referenceTokenLogprobs'))
     problems.push(
       'algorithm.referenceSync: set, but this run has no reference model to move (algorithm.klCoefficient is 0 and no chosen part reads the reference)',
     );

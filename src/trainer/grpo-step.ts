@@ -350,6 +350,19 @@ export async function prepareGrpoStep(
     bound.needs.has('temperatureLogprobs') && batch.samples.length > 0
       ? logprobsAtTemperature(environment, batch, previousEntropy, metrics)
       : undefined;
+  // GRPO-CARE's inputs, per sample's first row (with its prompt's images, as the reference reads them).
+  const firstRows = () => {
+    const groupOf = groupIndexOf(batch.groupSizes);
+    return batch.samples.map((_, i) => ({ ...sampleRows(batch, i)[0], images: batch.prompts[groupOf[i]].images }));
+  };
+  const referenceLogprobs =
+    bound.needs.has('referenceTokenLogprobs') && batch.samples.length > 0
+      ? frozenLogprobs(environment.referenceModel!, environment.referenceRows(firstRows()), environment.settings)
+      : undefined;
+  const tokenizer = environment.rolloutContext.tokenizer;
+  const tokenTexts = bound.needs.has('tokenTexts')
+    ? firstRows().map((row) => row.completionIds.map((id) => tokenizer.decode([id])))
+    : undefined;
   const signal = computeSignal(bound, batch, {
     klPenalties: penalties,
     baselines: tracked?.baselines,
@@ -360,6 +373,8 @@ export async function prepareGrpoStep(
     temperatureLogprobs,
     previousEntropy,
     step,
+    referenceLogprobs,
+    tokenTexts,
   });
   for (const [key, value] of Object.entries(signal.turnCreditMetrics ?? {})) metrics[`turnCredit/${key}`] = value;
   const training = trainingRows(environment, batch, signal, metrics);

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import {
   advantageEstimators,
   aggregateLoss,
+  defineAdvantageEstimator,
   definePolicyLoss,
   groupFilters,
   gtpoTokenWeights,
@@ -86,6 +87,7 @@ function directComposition(
   model: Transformer,
   reference: Transformer | null,
   state: TrainerState,
+  decode: (id: number) => string,
 ) {
   const config = resolveConfig(configInput);
   const algorithm = config.algorithm;
@@ -153,6 +155,15 @@ function directComposition(
       atTemperature.logprobs.data.slice(i * atTemperature.Tc, i * atTemperature.Tc + s.completionIds.length),
     );
   }
+  if (estimator.needs?.includes('referenceTokenLogprobs'))
+    input.referenceLogprobs = batch.samples.map((s, i) =>
+      referenceLogprobs!.logprobs.data.slice(
+        i * referenceLogprobs!.Tc,
+        i * referenceLogprobs!.Tc + s.completionIds.length,
+      ),
+    );
+  if (estimator.needs?.includes('tokenTexts'))
+    input.tokenTexts = batch.samples.map((s) => Array.from(s.completionIds, decode));
   const advantage = advantageEstimators.get(algorithm.advantage)(input, options);
   const keep = Array.from(advantage.keep, Boolean);
   if (algorithm.groupFilter)
@@ -273,7 +284,8 @@ async function compare(testCase: Case): Promise<{ batch: StepBatch; state: Train
   });
   const needsReference =
     config.algorithm.klCoefficient > 0 ||
-    policyLosses.entry(config.algorithm.loss).needs?.includes('referenceLogprobs');
+    policyLosses.entry(config.algorithm.loss).needs?.includes('referenceLogprobs') ||
+    advantageEstimators.entry(config.algorithm.advantage).needs?.includes('referenceTokenLogprobs');
   const reference = needsReference ? Transformer.random(context.model.config, 99, 0.05) : null;
   const environment = createStepEnvironment(context, reference);
   const state = freshState(testCase.state?.extra);
@@ -288,6 +300,7 @@ async function compare(testCase: Case): Promise<{ batch: StepBatch; state: Train
     context.model,
     reference,
     freshState(testCase.state?.extra),
+    (id) => context.tokenizer.decode([id]),
   );
   const directGradients = gradients(context.model);
   expect(prepared.training.rows.length).toBe(direct.keptCount);
@@ -313,6 +326,8 @@ describe('every registered part, through a trainer step, equals the direct compo
     opmd: { baseline: 'logavgexp', tau: 0.5 }, // the default 'mean' is dr-grpo's path
     riskpo: { bundleSize: 2, creditAssignment: 'std' }, // two bundles of the step's four groups
     'trust-grpo': { thinkingReward: 'lead' }, // digits is the outcome; lead (weight 0.5) scores the "thinking"
+    // A random model writes no <answer>: tags that its completions hold make the reference likelihoods count.
+    'grpo-care': { answerTags: ['1', '2'] },
   };
   const serialRollout: RolloutFn = Object.assign(
     (async (context, prompts, settings) => {
@@ -445,12 +460,38 @@ describe('every registered part, through a trainer step, equals the direct compo
     expect(odd, 'both kinds of group in the step').toContain(true);
     expect(odd).toContain(false);
   });
+  it('an estimator that reads the reference log-probs and token texts before advantages gets the reference’s (grpo-care’s inputs)', async () => {
+    registerParts([referenceProbePart], 'step-composition.test');
+    await compare({ config: { algorithm: { advantage: 'test-reference-probe' } } });
+  });
   it('a loss that needs the entropy with gradient gets it (a recipe part: REINFORCE + a squared entropy target)', async () => {
     registerParts([entropyTargetLossPart], 'step-composition.test');
     await compare({ config: { algorithm: { loss: 'test-entropy-target' } } });
     // Alone with the entropy bonus, each term stays its own: the bonus is not handed to the loss twice.
     await compare({ config: { algorithm: { loss: 'test-entropy-target', entropyCoefficient: 0.05 } } });
   });
+});
+
+/**
+ * An estimator whose advantage is each sample's mean reference log-prob plus 0.1 per digit token: a
+ * trainer that handed it the policy's log-probs, or another token's text, gives other advantages.
+ */
+const referenceProbePart = defineAdvantageEstimator({
+  name: 'test-reference-probe',
+  fn: (input) => {
+    const advantages = Float32Array.from(input.referenceLogprobs!, (logprobs, i) => {
+      const mean = Array.from(logprobs).reduce((a, b) => a + b, 0) / Math.max(1, logprobs.length);
+      return mean + 0.1 * input.tokenTexts![i].filter((text) => /^\d$/.test(text)).length;
+    });
+    return {
+      advantages,
+      keep: new Uint8Array(advantages.length).fill(1),
+      stdIsZero: new Uint8Array(advantages.length),
+    };
+  },
+  description: 'mean reference log-prob + 0.1 per digit token (test only)',
+  citation: 'step-composition.test.ts',
+  needs: ['referenceTokenLogprobs', 'tokenTexts'],
 });
 
 /**

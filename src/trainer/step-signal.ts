@@ -41,6 +41,10 @@ export interface SignalInputs {
   previousEntropy?: number;
   /** The training step (0 = the first; estimators that anneal read it, Trust-GRPO). */
   step?: number;
+  /** [N] per completion token, the reference model's log-probs (`referenceTokenLogprobs`, GRPO-CARE). */
+  referenceLogprobs?: Float32Array[];
+  /** [N] per completion token, its decoded text (`tokenTexts`). */
+  tokenTexts?: string[][];
 }
 
 export interface StepSignal {
@@ -123,6 +127,15 @@ export function computeSignal(bound: BoundAlgorithm, batch: StepBatch, inputs: S
     estimatorInput.temperatureLogprobs = inputs.temperatureLogprobs;
   }
   if (bound.needs.has('previousEntropy')) estimatorInput.previousEntropy = inputs.previousEntropy ?? Number.NaN;
+  if (bound.needs.has('referenceTokenLogprobs')) {
+    if (!inputs.referenceLogprobs)
+      throw new Error(`${bound.advantage.name} needs the reference model's log-probs (grpo-step computes them)`);
+    estimatorInput.referenceLogprobs = inputs.referenceLogprobs;
+  }
+  if (bound.needs.has('tokenTexts')) {
+    if (!inputs.tokenTexts) throw new Error(`${bound.advantage.name} needs each token's text (grpo-step decodes them)`);
+    estimatorInput.tokenTexts = inputs.tokenTexts;
+  }
   const result = bound.advantage.fn(estimatorInput, bound.advantage.options);
   const keep = Uint8Array.from(result.keep);
   if (bound.groupFilter) {

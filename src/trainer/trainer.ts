@@ -338,8 +338,10 @@ async function runGrpo(
   // is the base model, i.e. the policy with its adapters off: the same weights, no second copy.
   const reference = () => (model.adapters ? model.withoutAdapters() : referenceFor(context, folder, state));
   // A vision-language reference is the whole model (its connector too), its language model the reference.
-  // A loss that reads the reference's log-probs itself (need `referenceLogprobs`, TRPA) needs one at β = 0 too.
-  const needsReference = bound.klCoefficient > 0 || bound.needs.has('referenceLogprobs');
+  // A part that reads the reference's log-probs itself (`referenceLogprobs`, TRPA; `referenceTokenLogprobs`,
+  // GRPO-CARE) needs one at β = 0 too.
+  const needsReference =
+    bound.klCoefficient > 0 || bound.needs.has('referenceLogprobs') || bound.needs.has('referenceTokenLogprobs');
   const visionReference = needsReference && context.vision ? visionReferenceFor(context, folder, state) : null;
   const referenceModel = needsReference ? (visionReference?.language ?? reference()) : null;
   if (plan.referenceSync) loop.movedReference.model = referenceModel; // checkpoints keep it as it moves
