@@ -83,10 +83,21 @@ describe("a recipe's own advantage estimator and policy loss", () => {
     expect(JSON.parse(readFileSync(join(scratch, 'own', 'source.json'), 'utf8')).recipe).toBe(recipe);
   });
 
+  it('the same recipe file loads to the same parts again in one process, and trains again', async () => {
+    // tsx's tsImport gives a fresh copy of a module on every call: without the cache by file, the second
+    // load's parts were new functions under taken names, "already registered to a different function".
+    const [first, second] = [await loadRecipe(recipe), await loadRecipe(recipe)];
+    expect(first.parts?.length).toBe(2);
+    first.parts!.forEach((part, i) => expect(second.parts![i]).toBe(part));
+    expect(await runTrainCommand({ recipe, set: [...small, 'grpo.steps=1'], runName: 'own-again', quiet: true })).toBe(
+      0,
+    );
+  });
+
   it('a bad part is refused when the recipe loads, naming the recipe and the part', async () => {
     let written = 0;
     let bad = '';
-    // A new file each time: an imported module is cached by its path.
+    // A new file each time: a loaded recipe is kept by its path (and size and time).
     const write = (parts: string) => {
       bad = join(scratch, `bad-parts-${written++}.mjs`);
       writeFileSync(bad, `export default { config: {}, parts: ${parts} };\n`);

@@ -4,7 +4,7 @@
  * before compute, pick the run folder (or resume one), and run the trainer.
  * Is not: the loop (src/trainer) — it only turns files and flags into a config.
  */
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, extname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -133,6 +133,35 @@ export async function loadRecipe(file: string): Promise<Recipe> {
   return { ...recipe, config: recipeRelativePaths(recipe.config as Record<string, unknown>, dirname(resolve(file))) };
 }
 
+/**
+ * Recipe modules loaded in this process, by path and the file's size and time: tsx's tsImport loads
+ * a fresh copy on every call, whose parts are new objects, so a second `grpo train` of the same
+ * recipe in one process (a script, a test, the web UI) was refused with "already registered to a
+ * different function". The same unchanged file now gives the same module; an edited one loads again
+ * (and a part whose name it keeps is refused, naming it: the registries cannot swap a function).
+ */
+const loadedRecipes = new Map<string, { stamp: string; loaded: Promise<Record<string, unknown>> }>();
+
+function importRecipe(path: string, extension: string): Promise<Record<string, unknown>> {
+  const { size, mtimeMs } = statSync(path);
+  const stamp = `${size}:${mtimeMs}`;
+  const cached = loadedRecipes.get(path);
+  if (cached?.stamp === stamp) return cached.loaded;
+  const tsconfig = selfReferenceTsconfig(path);
+  const loaded: Promise<Record<string, unknown>> =
+    extension.endsWith('ts') || tsconfig
+      ? import('tsx/esm/api').then(({ tsImport }) =>
+          tsImport(pathToFileURL(path).href, { parentURL: import.meta.url, tsconfig }),
+        )
+      : import(pathToFileURL(path).href);
+  loadedRecipes.set(path, { stamp, loaded });
+  // A failed load is not kept: the next attempt (after the user fixes the file) tries again.
+  loaded.catch(() => {
+    if (loadedRecipes.get(path)?.loaded === loaded) loadedRecipes.delete(path);
+  });
+  return loaded;
+}
+
 async function readRecipe(file: string): Promise<Recipe> {
   const path = resolve(file);
   if (!existsSync(path)) throw new Error(`recipe ${path} does not exist`);
@@ -140,11 +169,7 @@ async function readRecipe(file: string): Promise<Recipe> {
   if (['.json', '.yaml', '.yml'].includes(extension)) return { config: readConfigFile(path) };
   if (!['.ts', '.mts', '.js', '.mjs'].includes(extension))
     throw new Error(`recipe ${path}: use a .ts, .js, .json or .yaml file`);
-  const tsconfig = selfReferenceTsconfig(path);
-  const loaded =
-    extension.endsWith('ts') || tsconfig
-      ? await (await import('tsx/esm/api')).tsImport(pathToFileURL(path).href, { parentURL: import.meta.url, tsconfig })
-      : await import(pathToFileURL(path).href);
+  const loaded = await importRecipe(path, extension);
   // tsx loads a .ts file outside an ESM package as CommonJS: its exports then sit one level down,
   // under `default`, marked __esModule (without this, `export default { config }` read as a config
   // with a field named "default").
