@@ -25,7 +25,7 @@ export interface MissingRewardColumn {
 
 /** Each reward's declared column that some row lacks (undefined or null), with the first such row. */
 export function missingRewardColumns(
-  rewards: readonly NamedReward[],
+  rewards: readonly Pick<NamedReward, 'name' | 'columns'>[],
   rows: readonly Readonly<Record<string, unknown>>[],
 ): MissingRewardColumn[] {
   return rewards.flatMap((reward, position) =>

@@ -40,6 +40,7 @@ export async function runRewardWorker(): Promise<void> {
     weights: weightsAt(rewards, 0),
     // A batched (TRL-shaped) reward sees a request's rows together, as a group reward sees its group.
     group: rewards.map(({ reward }) => isGroupReward(reward) || isBatchReward(reward)),
+    columns: rewards.map(({ columns }) => [...(columns ?? [])]),
   } satisfies WorkerHello);
   port.on('message', (call: RewardCall) => {
     void scoreRewards([rewards[call.column]!], [call.inputs as RewardInput[]], {

@@ -17,7 +17,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { CellStatus, RewardFailure, RewardMatrix } from './run.js';
-import type { RewardInput } from './types.js';
+import type { RewardColumn, RewardInput } from './types.js';
 
 /** Where a worker gets its rewards: `module`'s export `exportName`, called with `args` (plain data). */
 export interface RewardSource {
@@ -44,7 +44,8 @@ export interface RewardWorkerOptions {
 
 /** What a worker says once its rewards are built. */
 export type WorkerHello =
-  { type: 'ready'; names: string[]; weights: number[]; group: boolean[] } | { type: 'failed'; message: string };
+  | { type: 'ready'; names: string[]; weights: number[]; group: boolean[]; columns: RewardColumn[][] }
+  | { type: 'failed'; message: string };
 
 /** One reward call: the reward's column and the inputs it scores (one sample, or a whole group). */
 export interface RewardCall {
@@ -114,6 +115,8 @@ export class RewardWorkerPool {
     readonly names: readonly string[],
     readonly weights: readonly number[],
     private readonly group: readonly boolean[],
+    /** The row columns each reward declares (`NamedReward.columns`). */
+    readonly columns: readonly (readonly RewardColumn[])[],
   ) {
     this.threads = Math.max(1, options.threads ?? 2);
     this.timeoutMs = options.timeoutMs ?? 30_000;
@@ -131,7 +134,7 @@ export class RewardWorkerPool {
         `the reward workers could not build the rewards: ${failed?.type === 'failed' ? failed.message : ''}`,
       );
     }
-    const pool = new RewardWorkerPool(options, ready.names, ready.weights, ready.group);
+    const pool = new RewardWorkerPool(options, ready.names, ready.weights, ready.group, ready.columns);
     for (const { worker } of started) pool.adopt(worker);
     return pool;
   }

@@ -69,6 +69,20 @@ describe('malformed requests', () => {
     if (message.includes('fields') || message.includes('empty')) expect(error).toContain('"query"');
   });
 
+  it('a row without a column a reward reads → 400 naming the reward, its option, the column and the row', async () => {
+    const factory = rewardFactories.get('char-f1');
+    const options = { referenceColumn: 'reference' };
+    const charF1 = { name: 'char-f1', reward: factory.create(options), weight: 1, columns: factory.columns(options) };
+    const url = await serve([correct, charF1]);
+    const { status, text } = await post(`${url}/get_reward`, '{"prompt": "p", "response": "5", "label": "5"}');
+    expect(status).toBe(400);
+    expect((JSON.parse(text) as { error: string }).error).toBe(
+      'rewards[1]: "char-f1" reads column "reference" (its referenceColumn), which request row 0 does not have (columns: answer)',
+    );
+    const labelled = '{"prompt": "p", "response": "5", "label": {"answer": "5", "reference": "5"}}';
+    expect(await post(`${url}/get_reward`, labelled)).toEqual({ status: 200, text: '2' });
+  });
+
   it('a body over the limit → 413', async () => {
     const server = await startRewardServer({ rewards: [correct], port: 0, maxBodyBytes: 1000 });
     servers.push(server);

@@ -14,7 +14,14 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { scoreRewards, weightedSum, weightsAt, type NamedReward } from '../rewards/index.js';
+import {
+  describeMissingColumn,
+  missingRewardColumns,
+  scoreRewards,
+  weightedSum,
+  weightsAt,
+  type NamedReward,
+} from '../rewards/index.js';
 import { BodyError, readJsonBody } from './json-body.js';
 import {
   groupByPrompt,
@@ -22,6 +29,7 @@ import {
   parseRewardRequest,
   RequestError,
   scoresByRow,
+  type ServedRow,
 } from './reward-protocols.js';
 import type { RewardWorkerPool } from '../rewards/workers.js';
 
@@ -70,6 +78,26 @@ function send(response: ServerResponse, status: number, body: string): void {
 const sendError = (response: ServerResponse, status: number, message: string): void =>
   send(response, status, JSON.stringify({ error: message }));
 
+/**
+ * A 400 naming each reward column (`NamedReward.columns`) some row of the request lacks, before any
+ * reward runs, as `grpo train` checks its rows: otherwise each reward failed row by row, in its own words.
+ */
+function checkColumns(rows: readonly ServedRow[], options: RewardServerOptions): void {
+  const served = options.workers
+    ? options.workers.names.map((name, i) => ({ name, columns: options.workers!.columns[i] }))
+    : options.rewards!;
+  const missing = missingRewardColumns(
+    served,
+    rows.map((row) => row.columns),
+  );
+  if (missing.length === 0) return;
+  throw new RequestError(
+    missing
+      .map((each) => `rewards[${each.position}]: ${describeMissingColumn(each, `request row ${each.rowIndex}`)}`)
+      .join('; '),
+  );
+}
+
 /** Scores one parsed request body; returns the HTTP status and the body to send. */
 async function answer(body: unknown, options: RewardServerOptions): Promise<{ status: number; body: string }> {
   const request = parseRewardRequest(body, options.maxJsonDepth ?? MAX_JSON_DEPTH);
@@ -77,6 +105,7 @@ async function answer(body: unknown, options: RewardServerOptions): Promise<{ st
     const suffix = options.stripSuffixes?.find((text) => text !== '' && row.completion.endsWith(text));
     if (suffix !== undefined) row.completion = row.completion.slice(0, -suffix.length);
   }
+  checkColumns(request.rows, options);
   const { groups, rowOfSample } = groupByPrompt(request.rows);
   const matrix = options.workers
     ? await options.workers.score(groups)

@@ -29,6 +29,7 @@ writeFileSync(
         if (completion === 'hog') for (const kept = []; ; ) kept.push(new Array(1e6).fill(completion));
         return completion === row.answer ? 1 : 0;
       },
+      columns: [{ column: 'answer' }],
     },
     { name: 'length', weight: 0, reward: ({ completion }) => completion.length },
   ];
@@ -63,6 +64,15 @@ describe('rewards in stoppable workers', () => {
   it('the workers built the rewards from the source: names and weights', () => {
     expect(pool.names).toEqual(['check', 'length']);
     expect(pool.weights).toEqual([2, 0]);
+    expect(pool.columns).toEqual([[{ column: 'answer' }], []]);
+  });
+
+  it('a request row without a column a reward declares is a 400 naming the reward, the column and the row', async () => {
+    const { status, json } = await post({ query: ['4', '5'], labels: ['4', '{"reference": "5"}'] });
+    expect(status).toBe(400);
+    expect(json.error).toBe(
+      'rewards[0]: "check" reads column "answer", which request row 1 does not have (columns: reference)',
+    );
   });
 
   it('a reward that never returns is a timeout (null reward), and another client is answered meanwhile', async () => {
