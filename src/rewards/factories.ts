@@ -13,7 +13,7 @@ import { lengthAmongCorrect } from './group.js';
 import { majorityVote, voteFrequency } from './vote.js';
 import { coReward } from './co-reward.js';
 import { ttrvReward } from './ttrv.js';
-import { negativeSurprisal, unlikeliness } from './policy.js';
+import { negativeSurprisal, selfAlignedReward, unlikeliness } from './policy.js';
 import { toolEfficiency } from './tool-efficiency.js';
 import {
   exactMatch,
@@ -330,6 +330,13 @@ const builtIns: RewardFactory[] = [
     'issue 31 low-output-entropy reward; one-sample estimate of minus the token entropy',
     z.object({}).strict(),
     negativeSurprisal,
+  ),
+  define(
+    'self-aligned',
+    "label-free, needs the policy (grpo train only): SAR, max((ppl(a) − ppl(a|q))/ppl(a), −1), the completion's perplexity without its question (system prompt, empty user turn) against with it; weight it beside the verifiable reward (the authors: 0.2)",
+    'SAR, Han et al. 2025, arXiv 2509.05489 (amazon-science/Self-Aligned-Reward-Towards_Effective_and_Efficient_Reasoners); papers.tsv 153',
+    z.object({}).strict(),
+    selfAlignedReward,
   ),
   {
     ...define(

@@ -5,7 +5,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createReward, rewardFactories } from './factories.js';
-import { ascendingRanks, meanPolicyLogprob, negativeSurprisal, unlikeliness } from './policy.js';
+import {
+  ascendingRanks,
+  meanPolicyLogprob,
+  negativeSurprisal,
+  promptWithoutQuestion,
+  selfAlignedReward,
+  unlikeliness,
+} from './policy.js';
 import { scoreRewards } from './run.js';
 import { isGroupReward, makeRewardInput, type RewardFn, type RewardInput } from './types.js';
 
@@ -99,5 +106,58 @@ describe('negative-surprisal', () => {
     expect(await reward(group(['a'], [[]])[0]!)).toBe(0);
     expect(createReward('negative-surprisal')).toBeTypeOf('function');
     expect(() => reward(makeRewardInput({ completion: 'a' }))).toThrow(/negative-surprisal" needs/);
+  });
+});
+
+describe('self-aligned (SAR, the authors’ compute_ppl_qa_log with use_denominator)', () => {
+  /** A completion with per-token logprobs after its prompt, and `after` the policy's logprobs after another. */
+  function input(withQuestion: number[], withoutQuestion: number[], prompt: RewardInput['prompt'] = 'What is 2+2?') {
+    const asked: RewardInput['prompt'][] = [];
+    const made = makeRewardInput({
+      completion: 'a',
+      prompt,
+      completionIds: withQuestion.map((_, t) => t + 1),
+      policyLogprobs: withQuestion,
+      policyLogprobsAfter: async (other) => (asked.push(other), withoutQuestion),
+    });
+    return { made, asked };
+  }
+
+  it('is (ppl(a) − ppl(a|q))/ppl(a), at least −1, with the question taken out of the prompt', async () => {
+    const reward = selfAlignedReward();
+    // ppl(a|q) = e^0.5, ppl(a) = e^1: (e − e^0.5)/e = 1 − e^−0.5
+    const likelier = input([-0.5, -0.5], [-1, -1]);
+    expect(await reward(likelier.made)).toBeCloseTo(1 - Math.exp(-0.5), 8);
+    expect(likelier.asked).toEqual(['']);
+    // ppl(a) = e^0.1 < ppl(a|q) = e^0.5: negative
+    expect(await reward(input([-0.5, -0.5], [-0.1, -0.1]).made)).toBeCloseTo(
+      (Math.exp(0.1) - Math.exp(0.5)) / Math.exp(0.1),
+      8,
+    );
+    // far less likely with the question: clipped at −1
+    expect(await reward(input([-3, -3], [-0.1, -0.1]).made)).toBe(-1);
+    // the mean is over the tokens the policy produced (tool output, NaN, left out of both)
+    expect(await reward(input([-0.5, Number.NaN, -0.5], [-1, -7, -1]).made)).toBeCloseTo(1 - Math.exp(-0.5), 8);
+    expect(await reward(input([], []).made)).toBeNull();
+  });
+
+  it('a chat prompt keeps its system messages and gets an empty user turn', async () => {
+    const system = { role: 'system' as const, content: 'Think step by step.' };
+    const chat = input([-0.5], [-1], [system, { role: 'user', content: 'What is 2+2?' }]);
+    await selfAlignedReward()(chat.made);
+    expect(chat.asked).toEqual([[system, { role: 'user', content: '' }]]);
+    expect(promptWithoutQuestion([{ role: 'user', content: 'q' }])).toEqual([{ role: 'user', content: '' }]);
+  });
+
+  it('names what it needs where the caller cannot score under the policy', async () => {
+    const reward = createReward('self-aligned') as RewardFn;
+    await expect(async () => reward(makeRewardInput({ completion: 'a' }))).rejects.toThrow(
+      /self-aligned" needs the completion's logprobs/,
+    );
+    const noForward = makeRewardInput({ completion: 'a', completionIds: [1], policyLogprobs: [-1] });
+    await expect(async () => reward(noForward)).rejects.toThrow(
+      /needs the policy's log-probs of the completion after another prompt/,
+    );
+    expect(rewardFactories.get('self-aligned').citation).toContain('2509.05489');
   });
 });

@@ -10,11 +10,24 @@
  *   `_compute_advantages`, option `lean.rank_penalty`, 0.25 in `examples/lean/grpo.sh`).
  * - `negativeSurprisal`: the mean log-probability of the completion's own tokens, a label-free
  *   "low output entropy" reward (its expectation over samples is minus the mean token entropy).
+ * - `selfAlignedReward` (SAR, Han et al. 2025, arXiv 2509.05489; papers.tsv 153): how much more
+ *   likely the completion is with its question than without, (ppl(a) − ppl(a|q))/ppl(a), at least −1.
+ *   Follows the authors' code (amazon-science/Self-Aligned-Reward-Towards_Effective_and_Efficient_Reasoners,
+ *   `verl/utils/reward_score/efficiency_reward.py` `compute_ppl_qa_log` with the defaults of
+ *   `verl/trainer/config/ppo_trainer.yaml` `ppl_qa`, and `create_ans_only_batch` in
+ *   `verl/trainer/ppo/ray_trainer.py`: the question replaced by an empty user turn after the system prompt).
  *
- * Is not: scoring other text under the policy (that needs a forward pass the reward layer cannot
- * make), nor logprobs under the reference model (computed after rewards, in the trainer).
+ * Is not: the forward pass that scores the completion under another prompt (`RewardInput.policyLogprobsAfter`,
+ * which the trainer supplies), nor logprobs under the reference model (computed after rewards, in the trainer).
  */
-import { groupReward, type GroupReward, type RewardFn, type RewardInput, type RewardValue } from './types.js';
+import {
+  groupReward,
+  type ChatMessage,
+  type GroupReward,
+  type RewardFn,
+  type RewardInput,
+  type RewardValue,
+} from './types.js';
 
 /**
  * The completion's per-token policy logprobs; throws one sentence naming the reward when the caller
@@ -98,4 +111,41 @@ export function unlikeliness({ correctness, rankPenalty = 0.25 }: UnlikelinessOp
  */
 export function negativeSurprisal(): RewardFn {
   return (input) => meanPolicyLogprob(input, 'negative-surprisal');
+}
+
+/** Perplexity of a completion from its per-token log-probs, exp(−mean), NaN entries (tool output) left out. */
+function perplexity(logprobs: readonly number[]): number {
+  const produced = logprobs.filter((logprob) => !Number.isNaN(logprob));
+  return Math.exp(-produced.reduce((total, logprob) => total + logprob, 0) / produced.length);
+}
+
+/**
+ * The prompt without its question, as SAR's `create_ans_only_batch` builds it: a chat prompt keeps its
+ * system messages and gets an empty user turn; a plain-text prompt becomes empty.
+ */
+export function promptWithoutQuestion(prompt: RewardInput['prompt']): string | ChatMessage[] {
+  if (typeof prompt === 'string') return '';
+  return [...prompt.filter((message) => message.role === 'system'), { role: 'user', content: '' }];
+}
+
+/**
+ * SAR's self-aligned reward: max((ppl(a) − ppl(a|q)) / (ppl(a) + 1e-9), −1), with ppl(a|q) from the
+ * sampled completion's own policy log-probs and ppl(a) from the policy's log-probs of the same tokens
+ * after the prompt without its question. Weighted beside the verifiable reward (the authors: 0.2).
+ * Null for an empty completion (no tokens to average).
+ */
+export function selfAlignedReward(): RewardFn {
+  return async (input) => {
+    const withQuestion = policyLogprobsOf(input, 'self-aligned');
+    if (!input.policyLogprobsAfter)
+      throw new Error(
+        'reward "self-aligned" needs the policy\'s log-probs of the completion after another prompt (RewardInput.policyLogprobsAfter: set by grpo train on this thread; grpo reward, grpo serve-rewards and reward worker threads have none)',
+      );
+    if (withQuestion.every((logprob) => Number.isNaN(logprob))) return null;
+    const withoutQuestion = await input.policyLogprobsAfter(promptWithoutQuestion(input.prompt));
+    // Tokens the policy did not produce (tool output) stay out of both means.
+    const aligned = withoutQuestion.map((logprob, t) => (Number.isNaN(withQuestion[t]!) ? Number.NaN : logprob));
+    const answerOnly = perplexity(aligned);
+    return Math.max((answerOnly - perplexity(withQuestion)) / (answerOnly + 1e-9), -1);
+  };
 }

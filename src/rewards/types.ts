@@ -75,6 +75,19 @@ export interface RewardInput {
    * with `policyLogprobsOf`'s error.
    */
   policyLogprobs?: readonly number[];
+  /**
+   * Per token of `completionIds` (default: this completion's), its log-probability after `prompt`
+   * under the policy that sampled this step, at the sampling temperature, without gradient — what
+   * `policyLogprobs` are for the row's own prompt. `prompt` takes the row's prompt's place and is
+   * rendered as the run renders its prompts (chat template, images). For rewards that compare the
+   * completion under another context (SAR: without the question). Set by `grpo train`; absent
+   * from `grpo reward`, `grpo serve-rewards` and reward worker threads, where a reward that needs it
+   * fails with `policyLogprobsAfterOf`'s error.
+   */
+  policyLogprobsAfter?: (
+    prompt: string | readonly ChatMessage[],
+    completionIds?: readonly number[],
+  ) => Promise<number[]>;
 }
 
 /** A reward score: a finite number, or `null` when the reward does not apply to this sample. */
@@ -170,6 +183,7 @@ export function makeRewardInput(partial: Partial<RewardInput> & { completion: st
     signal: partial.signal,
     episode: partial.episode,
     policyLogprobs: partial.policyLogprobs,
+    policyLogprobsAfter: partial.policyLogprobsAfter,
   };
 }
 

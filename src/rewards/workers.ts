@@ -153,7 +153,12 @@ export class RewardWorkerPool {
         new Promise((resolve) =>
           queue.waiting.push({
             // The signal of a RewardInput is the worker's own; functions cannot cross threads.
-            call: { column, inputs: inputs.map(({ signal: _, ...input }) => input), timeoutMs: this.timeoutMs },
+            call: {
+              column,
+              // Functions cannot cross to a worker: a reward there that needs policyLogprobsAfter fails, naming it.
+              inputs: inputs.map(({ signal: _, policyLogprobsAfter: __, ...input }) => input),
+              timeoutMs: this.timeoutMs,
+            },
             done: (result) => {
               result.status.forEach((cell, index) => {
                 status[(firstSample + index) * width + column] = cell;

@@ -56,7 +56,7 @@ import {
   type SignalOutcome,
   type StepSignal,
 } from './step-signal.js';
-import type { NamedReward } from '../rewards/types.js';
+import type { NamedReward, RewardInput } from '../rewards/types.js';
 import type { RewardScorer } from '../rewards/run.js';
 import { padRows, type TokenSequence } from './completion-logprobs.js';
 import type { TextTokenizer } from '../model/tokenizer.js';
@@ -254,6 +254,25 @@ function trackerInputs(
   return { baselines, discounts };
 }
 
+/**
+ * RewardInput.policyLogprobsAfter: the row rendered with `prompt` in its prompt's place, and the
+ * completion's log-probs after it under the policy that sampled (this step's weights, before the
+ * update), at the sampling temperature — as the rollout's own log-probs.
+ */
+async function policyLogprobsAfter(
+  environment: StepEnvironment,
+  example: Example,
+  prompt: RewardInput['prompt'],
+  completionIds: readonly number[],
+): Promise<number[]> {
+  const rendered = await environment.render(
+    { ...example, prompt: typeof prompt === 'string' ? prompt : [...prompt] },
+    "a reward's policyLogprobsAfter prompt",
+  );
+  const row = { promptIds: rendered.ids, completionIds: [...completionIds], images: rendered.images };
+  return Array.from(frozenLogprobs(environment.rolloutContext.model, [row], environment.settings)[0]);
+}
+
 /** Rollout, scoring, refill, signal and training rows of one step. */
 export async function prepareGrpoStep(
   environment: StepEnvironment,
@@ -291,6 +310,7 @@ export async function prepareGrpoStep(
         rewards,
         scoreRewards,
         step,
+        (example, prompt, completionIds) => policyLogprobsAfter(environment, example, prompt, completionIds),
       );
       rolloutSeconds += generated.rolloutSeconds;
       rewardSeconds += generated.rewardSeconds;

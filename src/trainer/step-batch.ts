@@ -9,6 +9,7 @@
 import type { RewardInput, NamedReward } from '../rewards/types.js';
 import { weightedSum, weightsAt } from '../rewards/combine.js';
 import type { RewardScorer } from '../rewards/run.js';
+import type { Example } from '../data/task.js';
 import type {
   RolloutContext,
   RolloutFn,
@@ -54,6 +55,8 @@ export async function generateRound(
   rewards: readonly NamedReward[],
   scoreRewards: RewardScorer,
   step: number,
+  /** RewardInput.policyLogprobsAfter for a row (absent: rewards get none). */
+  scoreAfter?: (example: Example, prompt: RewardInput['prompt'], completionIds: readonly number[]) => Promise<number[]>,
 ): Promise<{ batch: StepBatch; rolloutSeconds: number; rewardSeconds: number }> {
   const rolloutStart = Date.now();
   // Each call's samples go straight to their group's rows: groups contiguous, in prompt order.
@@ -93,6 +96,10 @@ export async function generateRound(
       episode: sample.episode,
       // what the sampler saw; tokens the policy did not produce (tool output, lossMask 0) have none
       policyLogprobs: sample.oldLogprobs.map((logprob, t) => (sample.lossMask[t] ? logprob : Number.NaN)),
+      policyLogprobsAfter: scoreAfter
+        ? (other: RewardInput['prompt'], ids: readonly number[] = sample.completionIds) =>
+            scoreAfter(prompt.example, other, ids)
+        : undefined,
     }));
   });
   const matrix = await scoreRewards(groups);

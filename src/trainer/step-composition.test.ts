@@ -26,7 +26,14 @@ import {
   type QuantileTracker,
   type RiskpoAdvantageOptions,
 } from '../algorithms/index.js';
-import { answersMatch, extractFinalAnswer, makeRewardInput, unlikeliness, type RewardFn } from '../rewards/index.js';
+import {
+  answersMatch,
+  extractFinalAnswer,
+  makeRewardInput,
+  selfAlignedReward,
+  unlikeliness,
+  type RewardFn,
+} from '../rewards/index.js';
 import { Transformer } from '../model/transformer.js';
 import { Random, add, mul, noGrad, sub } from '../tensor/index.js';
 import type { NamedReward } from '../rewards/types.js';
@@ -38,7 +45,7 @@ import { trapoAdvantagePart } from '../../recipes/papers/trapo.js';
 import type { TrainerState } from '../run/run-folder.js';
 import type { RolloutFn } from '../rollout/rollout.js';
 import { completionLogprobs, padRows } from './completion-logprobs.js';
-import { createRunContext, resolveConfig } from './setup.js';
+import { createRunContext, resolveConfig, type RunContext } from './setup.js';
 import { groupStarts, type StepBatch } from './step-batch.js';
 import { gradients, zeroGradients } from '../../test/helpers/gradients.js';
 
@@ -275,7 +282,7 @@ function directClusters(batch: StepBatch): number[] {
   return ids;
 }
 
-async function compare(testCase: Case): Promise<{ batch: StepBatch; state: TrainerState }> {
+async function compare(testCase: Case): Promise<{ batch: StepBatch; state: TrainerState; context: RunContext }> {
   const configInput = mergeConfig(base, testCase.config);
   const config = resolveConfig(configInput);
   const context = createRunContext(config, {
@@ -315,7 +322,7 @@ async function compare(testCase: Case): Promise<{ batch: StepBatch; state: Train
   }
   expect(largest, 'the step moved the parameters').toBeGreaterThan(1e-6);
   recordStepState(context.algorithm, state, prepared);
-  return { batch: prepared.batch, state };
+  return { batch: prepared.batch, state, context };
 }
 
 describe('every registered part, through a trainer step, equals the direct composition', () => {
@@ -441,6 +448,30 @@ describe('every registered part, through a trainer step, equals the direct compo
         const correct = share(makeRewardInput({ completion: s.text })) as number;
         expect(batch.scores[start + k]).toBeCloseTo(correct * (1 - (0.5 * rank) / size), 12);
       });
+    });
+    expect(new Set(batch.scores).size, 'the rewards differ, so the loss moves').toBeGreaterThan(1);
+  });
+  it('a reward that scores the completion after another prompt (self-aligned, SAR) gets the policy’s log-probs there', async () => {
+    const { batch, context } = await compare({
+      config: {},
+      rewards: [{ name: 'self-aligned', weight: 1, reward: selfAlignedReward() }],
+    });
+    // The addition prompts are plain text, so the prompt without its question is empty: BOS alone.
+    const withoutQuestion = context.tokenizer.encode('', { addSpecialTokens: true });
+    expect(withoutQuestion.length).toBe(1);
+    const perplexity = (logprobs: ArrayLike<number>) =>
+      Math.exp(-Array.from(logprobs).reduce((a, b) => a + b, 0) / logprobs.length);
+    batch.samples.forEach((sample, i) => {
+      const after = noGrad(() =>
+        completionLogprobs(
+          context.model,
+          [{ promptIds: withoutQuestion, completionIds: sample.completionIds }],
+          context.config.sampling.temperature,
+        ),
+      );
+      const answerOnly = perplexity(after.logprobs.data.slice(0, sample.completionIds.length));
+      const expected = Math.max((answerOnly - perplexity(sample.oldLogprobs)) / (answerOnly + 1e-9), -1);
+      expect(batch.scores[i]).toBeCloseTo(expected, 5);
     });
     expect(new Set(batch.scores).size, 'the rewards differ, so the loss moves').toBeGreaterThan(1);
   });
