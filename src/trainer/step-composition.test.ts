@@ -313,7 +313,10 @@ describe('every registered part, through a trainer step, equals the direct compo
     opmd: { baseline: 'logavgexp', tau: 0.5 }, // the default 'mean' is dr-grpo's path
     riskpo: { bundleSize: 2, creditAssignment: 'std' }, // two bundles of the step's four groups
     'trust-grpo': { thinkingReward: 'lead' }, // digits is the outcome; lead (weight 0.5) scores the "thinking"
+    prof: { processReward: 'digits', removePerGroup: 1 }, // lead is the 1/0 outcome; digits (weight 0) the "PRM"
   };
+  // PROF ranks 1/0 outcomes by a process score: lead (binary) is the outcome, digits the process reward.
+  const advantageRewards: Record<string, NamedReward[]> = { prof: [binary, { ...digitShare, weight: 0 }] };
   const serialRollout: RolloutFn = Object.assign(
     (async (context, prompts, settings) => {
       // Serial exits of one sampled chain: exit k keeps the first k+1 tokens (a stand-in for "truncate the CoT, answer").
@@ -339,7 +342,7 @@ describe('every registered part, through a trainer step, equals the direct compo
     await compare({
       config: { algorithm: { advantage, advantageOptions: advantageOptions[advantage] ?? {} } },
       rollout: serial ? serialRollout : undefined,
-      rewards: serial ? [binary] : undefined,
+      rewards: serial ? [binary] : advantageRewards[advantage],
     });
   });
   // GTPO's entropy filter zeroes every advantage of a random model (mean entropy ≈ ln V > 0.7), so the
