@@ -1,7 +1,8 @@
 /**
  * Tests of PROF's filter and advantage (#126): the kept responses and advantages against the float64
  * port of the authors' prof_ray_trainer.py (scripts/reference/prof.py → test/fixtures/prof.json: eight
- * groups, five filter settings, step scores as a PRM would give them), small hand-worked groups, the
+ * groups, five filter settings, step scores as a PRM would give them), the split of the paper's Figure 1
+ * (README of Chenluye99/PROF), small hand-worked groups, the Correct variant, the
  * process reward's weight taken out of the outcome, unscored responses, and the errors and refusals
  * that name what is missing.
  */
@@ -45,6 +46,14 @@ describe('prof against the port of the authors’ prof_ray_trainer.py', () => {
 });
 
 describe('prof', () => {
+  it('splits the removals as the paper’s Figure 1: n = 8, 5 correct, 3 wrong, 4 kept → 3 correct and 1 wrong leave', () => {
+    const outcomes = [1, 0, 1, 0, 0, 1, 1, 1];
+    const { keep } = profSelection(input(outcomes, [0.9, 0.1, 0.7, 0.2, 0.5, 0.4, 0.8, 0.3], [8]), {
+      processReward: 'prm',
+      removePerGroup: 4,
+    });
+    expect(Array.from(keep)).toEqual([1, 1, 0, 1, 0, 0, 1, 0]); // correct 0.9, 0.8 and wrong 0.1, 0.2 stay
+  });
   it('drops the correct responses the PRM scores lowest when correct ones outnumber the rest', () => {
     // P = 3, N = 1, remove 2: round((2 + 2)/2) = 2 correct ones leave (PRM 0.2 and 0.6)
     const { keep } = profSelection(input([1, 1, 1, 0], [0.9, 0.2, 0.6, 0.8], [4]), {
