@@ -31,6 +31,7 @@ import { riskpoAdvantagePart } from './advantages-riskpo.js';
 import { dcpoAdvantagePart } from './advantages-dcpo.js';
 import { trustAdvantagePart } from './advantages-trust.js';
 import { careAdvantagePart } from './advantages-care.js';
+import { profAdvantagePart } from './advantages-prof.js';
 import {
   type AggregationFn,
   seqMeanTokenMeanWeightsPart,
@@ -91,6 +92,7 @@ export * from './advantages-riskpo.js';
 export * from './advantages-dcpo.js';
 export * from './advantages-trust.js';
 export * from './advantages-care.js';
+export * from './advantages-prof.js';
 export * from './aggregate.js';
 export * from './kl.js';
 export * from './filters.js';
@@ -145,6 +147,7 @@ export const advantageEstimators = filled<AdvantageFn>('advantage estimator', [
   dnoAdvantagePart,
   trustAdvantagePart,
   careAdvantagePart,
+  profAdvantagePart,
 ]);
 
 /** Policy losses by name (ALGORITHMS.md §2). */

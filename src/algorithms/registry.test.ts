@@ -64,6 +64,7 @@ describe('built-in registries', () => {
       'dno',
       'trust-grpo',
       'grpo-care',
+      'prof',
     ]);
     expect(policyLosses.names()).toEqual([
       'ppo-clip',
@@ -100,7 +101,7 @@ describe('built-in registries', () => {
         expect(text).toContain(`  ${entry.name} `);
       }
     }
-    expect(text).toMatch(/^Advantage estimators \(20\)/);
+    expect(text).toMatch(/^Advantage estimators \(21\)/);
     expect(text).toContain('Policy losses (17)');
     expect(text).toContain('KL estimators (3)');
   });

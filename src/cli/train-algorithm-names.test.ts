@@ -44,6 +44,7 @@ const refused: Record<string, RegExp> = {
   'loss=dno': /^- algorithm\.lossOptions\.eta: the dno loss needs η/m,
   'advantage=trust-grpo':
     /^- algorithm\.advantageOptions\.thinkingReward: trust-grpo needs the name of the run reward/m,
+  'advantage=prof': /^- algorithm\.advantageOptions\.(processReward|removePerGroup): .*prof/m,
 };
 
 const cases: [string, string][] = [
@@ -104,6 +105,11 @@ describe('grpo train --set algorithm.<field>=NAME for every listed name', () => 
       ['dno-ok', ['algorithm.advantage=dno', 'algorithm.loss=dno', 'algorithm.lossOptions={"eta":1}']],
       // The addition task's format reward as the thinking reward (the paper's is a judge).
       ['trust-ok', ['algorithm.advantage=trust-grpo', 'algorithm.advantageOptions={"thinkingReward":"format"}']],
+      // PROF filters on the task's 1/0 check with the format reward standing in for the PRM.
+      [
+        'prof-ok',
+        ['algorithm.advantage=prof', 'algorithm.advantageOptions={"processReward":"format","removePerGroup":1}'],
+      ],
     ] as [string, string[]][]) {
       expect(await runTrainCommand({ set: [...tiny, ...extra], runName, quiet: true })).toBe(0);
     }

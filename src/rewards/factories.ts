@@ -54,6 +54,7 @@ import { transformationCreditFactory } from './transformation-credit.js';
 import { outcomeGatedProcessFactory } from './posterior-gated.js';
 import { refineTrustFactory } from './refine-trust.js';
 import { masaFactory } from './masa.js';
+import { stepCountFactory } from './step-count.js';
 
 const column = z.string().min(1);
 const tagName = z.string().regex(/^[\w-]+$/, 'a tag name: letters, digits, _ or -');
@@ -668,6 +669,7 @@ for (const factory of [
   outcomeGatedProcessFactory(createReward, columnsOfReward),
   refineTrustFactory(createReward, columnsOfReward),
   masaFactory(createReward, columnsOfReward),
+  stepCountFactory,
 ])
   rewardFactories.register(factory);
 

@@ -45,6 +45,7 @@ export {
   type MasaSolutionStats,
 } from './masa.js';
 export { refineConfidence, refineReferences, refineStructure, refineTrust } from './refine-trust.js';
+export { stepCount } from './step-count.js';
 export {
   checkRewardColumns,
   checkRewardToolCalls,

@@ -122,6 +122,7 @@ const cases: Record<string, Case> = {
   },
   'outcome-gated-process': { options: { process: { name: 'think-format' } }, completion: '\\boxed{3}' },
   'refine-trust': { completion: '\\boxed{3}' },
+  'step-count': {},
   masa: { completion: '\\boxed{3}' },
   smartsearch: { options: { gamma: 0.1, phiMin: 0.5, phiMax: 0.3 } },
 };

@@ -335,7 +335,10 @@ describe('every registered part, through a trainer step, equals the direct compo
     'trust-grpo': { thinkingReward: 'lead' }, // digits is the outcome; lead (weight 0.5) scores the "thinking"
     // A random model writes no <answer>: tags that its completions hold make the reference likelihoods count.
     'grpo-care': { answerTags: ['1', '2'] },
+    prof: { processReward: 'digits', removePerGroup: 1 }, // lead is the 1/0 outcome; digits (weight 0) the "PRM"
   };
+  // PROF ranks 1/0 outcomes by a process score: lead (binary) is the outcome, digits the process reward.
+  const advantageRewards: Record<string, NamedReward[]> = { prof: [binary, { ...digitShare, weight: 0 }] };
   const serialRollout: RolloutFn = Object.assign(
     (async (context, prompts, settings) => {
       // Serial exits of one sampled chain: exit k keeps the first k+1 tokens (a stand-in for "truncate the CoT, answer").
@@ -361,7 +364,7 @@ describe('every registered part, through a trainer step, equals the direct compo
     await compare({
       config: { algorithm: { advantage, advantageOptions: advantageOptions[advantage] ?? {} } },
       rollout: serial ? serialRollout : undefined,
-      rewards: serial ? [binary] : undefined,
+      rewards: serial ? [binary] : advantageRewards[advantage],
     });
   });
   // GTPO's entropy filter zeroes every advantage of a random model (mean entropy ≈ ln V > 0.7), so the
