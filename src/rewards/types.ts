@@ -75,6 +75,8 @@ export interface RewardInput {
    * with `policyLogprobsOf`'s error.
    */
   policyLogprobs?: readonly number[];
+  /** Per completion token (aligned with `completionIds`): its text alone. Set by `grpo train`; `scope` finds reasoning steps with it. */
+  completionTokenTexts?: readonly string[];
 }
 
 /** A reward score: a finite number, or `null` when the reward does not apply to this sample. */
@@ -170,6 +172,7 @@ export function makeRewardInput(partial: Partial<RewardInput> & { completion: st
     signal: partial.signal,
     episode: partial.episode,
     policyLogprobs: partial.policyLogprobs,
+    completionTokenTexts: partial.completionTokenTexts,
   };
 }
 

@@ -81,6 +81,7 @@ export async function generateRound(
   const groups: RewardInput[][] = prompts.map((prompt, g) => {
     const members = samples.slice(starts[g], starts[g] + counts[g]);
     const texts = members.map((member) => member.text);
+    const tokenTexts: (string[] | undefined)[] = [];
     return members.map((sample, indexInGroup) => ({
       prompt: prompt.example.prompt,
       completion: sample.text,
@@ -93,6 +94,10 @@ export async function generateRound(
       episode: sample.episode,
       // what the sampler saw; tokens the policy did not produce (tool output, lossMask 0) have none
       policyLogprobs: sample.oldLogprobs.map((logprob, t) => (sample.lossMask[t] ? logprob : Number.NaN)),
+      // decoded only when a reward reads it (scope), once
+      get completionTokenTexts() {
+        return (tokenTexts[indexInGroup] ??= sample.completionIds.map((id) => context.tokenizer.decode([id])));
+      },
     }));
   });
   const matrix = await scoreRewards(groups);
