@@ -2,10 +2,12 @@
  * Tests of the structured advantage estimators (GDPO, stratified, SEED-GRPO, S-GRPO,
  * single-stream, tree) against the ALGORITHMS.md §1.7–§1.13 vectors, plus their input checks.
  */
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { grpoAdvantage } from './advantages.js';
 import {
   gdpoAdvantage,
+  mrnAdvantage,
   seedGrpoAdvantage,
   semanticEntropy,
   serialGroupAdvantage,
@@ -65,6 +67,32 @@ describe('§1.7 GDPO', () => {
     expect(() =>
       gdpoAdvantage({ rewards: [1, 0], groupSizes: 2, rewardComponents: [[1, 0]], rewardWeights: [1, 2] }),
     ).toThrow(/rewardWeights has 2/);
+  });
+});
+
+describe('MRN (ReFine-RFT #141): per-reward group z-scores, weighted, no batch normalisation', () => {
+  const fixture = JSON.parse(readFileSync(new URL('../../test/fixtures/refine-rft-mrn.json', import.meta.url), 'utf8'));
+  it("equals the authors' compute_loss lines in float64 torch (five rewards, weights 1, 1, 1, 0.1, 0.1)", () => {
+    const { rewardComponents, rewardWeights, groupSize, advantages } = fixture;
+    const result = mrnAdvantage({
+      rewards: rewardComponents[0],
+      groupSizes: groupSize,
+      rewardComponents,
+      rewardWeights,
+    });
+    expectCloseWithin(1e-5)(result.advantages, advantages); // float32 advantages, as every estimator returns
+  });
+  it('is GDPO before its batch z-score: the §1.7 pair sums to [1.3658, −0.6338, −0.3660, −0.3660]', () => {
+    const input = {
+      rewards: [1, 1, 0, 0],
+      groupSizes: 4,
+      rewardComponents: [
+        [1, 1, 0, 0],
+        [1, 0, 1, 1],
+      ],
+    };
+    expectClose(mrnAdvantage(input).advantages, [1.3658, -0.6338, -0.366, -0.366]);
+    expect(() => mrnAdvantage({ rewards: [1, 0], groupSizes: 2 })).toThrow(/mrn advantage estimator needs/);
   });
 });
 

@@ -1,5 +1,5 @@
 /**
- * Advantage estimators that need more than one scalar reward per sample: GDPO (several reward
+ * Advantage estimators that need more than one scalar reward per sample: GDPO and MRN (several reward
  * functions), Stratified GRPO (a stratum key), SEED-GRPO (semantic clusters), S-GRPO (serial
  * early-exit groups) and the single-stream baseline (a tracked per-prompt value).
  *
@@ -52,17 +52,15 @@ function segmentZScore(
 }
 
 /**
- * GDPO: each reward k is z-scored within its group, (r^k − mean_g) / (sstd_g + ε); the weighted sum
- * (NaN treated as 0, like `nansum`) is z-scored again over the whole batch. ε = 1e-4 (the GDPO code).
- * A sample is unscored (keep = 0) only when every component is NaN/null; `rewards` is used for that
- * check only when no component is given. GDPO: Group reward-Decoupled Normalization Policy Optimization (#189; code NVlabs/GDPO).
+ * Σ_k w_k·(r^k − mean_g r^k) / (sstd_g r^k + ε), each reward z-scored within its group (NaN treated
+ * as 0, like `nansum`), and whether each sample has any scored component: GDPO's and MRN's first step.
  */
-export function gdpoAdvantage(input: AdvantageInput, options: AdvantageOptions = {}): AdvantageResult {
+function decoupledSum(input: AdvantageInput, options: AdvantageOptions, estimator: string) {
   const sampleCount = input.rewards.length;
   const layout = resolveGroups(sampleCount, input.groupSizes);
   const components = input.rewardComponents;
   if (components === undefined || components.length === 0)
-    throw new Error('The gdpo advantage estimator needs input.rewardComponents ([K][N] per-reward scores).');
+    throw new Error(`The ${estimator} advantage estimator needs input.rewardComponents ([K][N] per-reward scores).`);
   const weights = input.rewardWeights ?? components.map(() => 1);
   if (weights.length !== components.length)
     throw new RangeError(
@@ -85,14 +83,46 @@ export function gdpoAdvantage(input: AdvantageInput, options: AdvantageOptions =
     });
   });
   for (let i = 0; i < sampleCount; i++) if (!anyScored[i]) combined[i] = NaN;
+  const groupStats = segmentStats(combined, layout.groupOf, layout.groupCount, 'sample');
+  return { combined, anyScored, epsilon, stdIsZero: zeroStdFlags(groupStats) };
+}
+
+/**
+ * GDPO: each reward k is z-scored within its group, (r^k − mean_g) / (sstd_g + ε); the weighted sum
+ * (NaN treated as 0, like `nansum`) is z-scored again over the whole batch. ε = 1e-4 (the GDPO code).
+ * A sample is unscored (keep = 0) only when every component is NaN/null; `rewards` is used for that
+ * check only when no component is given. GDPO: Group reward-Decoupled Normalization Policy Optimization (#189; code NVlabs/GDPO).
+ */
+export function gdpoAdvantage(input: AdvantageInput, options: AdvantageOptions = {}): AdvantageResult {
+  const { combined, anyScored, epsilon, stdIsZero } = decoupledSum(input, options, 'gdpo');
   const batch = batchStats(combined, 'sample');
   const degenerate = batch.count < 2 || batch.std < zeroStdThreshold;
   const advantages = combined.map((v) =>
     degenerate ? (Number.isNaN(v) ? NaN : 0) : (v - batch.mean) / (batch.std + epsilon),
   );
-  const groupStats = segmentStats(combined, layout.groupOf, layout.groupCount, 'sample');
-  return { advantages: finishAdvantages(advantages), keep: anyScored, stdIsZero: zeroStdFlags(groupStats) };
+  return { advantages: finishAdvantages(advantages), keep: anyScored, stdIsZero };
 }
+
+/**
+ * MRN, ReFine-RFT's multi-reward normalisation (#141, Zhu, Su & Liu 2026, arXiv 2601.06993), exact to
+ * the authors' `MRPOTrainer.compute_loss` (jiezhu23/ReFine-RFT `src/refinerft/trainer/mrpo_trainer.py`):
+ * A = Σ_k w_k·(r^k − mean_g r^k) / (sstd_g r^k + 1e-4), GDPO's per-reward group z-scores without its
+ * batch z-score. A group of one gets 0 where torch's std gives NaN.
+ */
+export function mrnAdvantage(input: AdvantageInput, options: AdvantageOptions = {}): AdvantageResult {
+  const { combined, anyScored, stdIsZero } = decoupledSum(input, options, 'mrn');
+  return { advantages: finishAdvantages(combined), keep: anyScored, stdIsZero };
+}
+
+/** `algorithm.advantage: mrn`: the entry `grpo list` prints and configs name. */
+export const mrnAdvantagePart = defineAdvantageEstimator({
+  name: 'mrn',
+  fn: mrnAdvantage,
+  description: 'z-score each reward per group (ε = 1e-4), weighted sum; no batch normalisation',
+  citation: 'ReFine-RFT MRN (#141, arXiv 2601.06993), jiezhu23/ReFine-RFT mrpo_trainer.py',
+  needs: ['rewardComponents'],
+  options: z.object({ epsilon: epsilonOption }).partial().strict(),
+});
 
 /** `algorithm.advantage: gdpo`: the entry `grpo list` prints and configs name. */
 export const gdpoAdvantagePart = defineAdvantageEstimator({

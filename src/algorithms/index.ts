@@ -19,6 +19,7 @@ import {
 } from './advantages.js';
 import {
   gdpoAdvantagePart,
+  mrnAdvantagePart,
   seedGrpoAdvantagePart,
   serialGroupAdvantagePart,
   singleStreamAdvantagePart,
@@ -134,6 +135,7 @@ export const advantageEstimators = filled<AdvantageFn>('advantage estimator', [
   mcGrpoAdvantagePart,
   ngrpoAdvantagePart,
   gdpoAdvantagePart,
+  mrnAdvantagePart,
   stratifiedAdvantagePart,
   seedGrpoAdvantagePart,
   serialGroupAdvantagePart,

@@ -51,6 +51,7 @@ describe('built-in registries', () => {
       'mc-grpo',
       'ngrpo',
       'gdpo',
+      'mrn',
       'stratified',
       'seed-grpo',
       's-grpo',
@@ -101,7 +102,7 @@ describe('built-in registries', () => {
         expect(text).toContain(`  ${entry.name} `);
       }
     }
-    expect(text).toMatch(/^Advantage estimators \(21\)/);
+    expect(text).toMatch(/^Advantage estimators \(22\)/);
     expect(text).toContain('Policy losses (17)');
     expect(text).toContain('KL estimators (3)');
   });

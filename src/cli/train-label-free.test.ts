@@ -3,7 +3,7 @@
  * compose with the trainer end to end (SFT, GRPO, evaluation): both are logged per step, every
  * sample carries both scores, and the run finishes. Whether they raise held-out accuracy is not
  * claimed here (see docs/algorithms.md, label-free rewards). TTRV's `ttrv` reward likewise, each
- * logged score recomputed from the logged texts.
+ * logged score recomputed from the logged texts, and SCOPE's `scope`, which reads the token texts.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -97,5 +97,38 @@ describe('label-free rewards through grpo train', () => {
         expect(completion.rewards.ttrv).toBeCloseTo(counts.get(answers[index])! / n - term, 5),
       );
     }
+  });
+
+  it('scope (SCOPE, #136): the step-wise confidence reads the token texts and logprobs grpo train gives; every sample scores 0 or 1', async () => {
+    const set = [
+      'task=addition',
+      'model.hiddenSize=16',
+      'model.numLayers=1',
+      'model.numHeads=2',
+      'sft.steps=2',
+      'grpo.steps=2',
+      'grpo.promptsPerStep=2',
+      'grpo.microBatchSize=8',
+      'sampling.groupSize=8',
+      'sampling.maxNewTokens=4',
+      'evaluation.examples=4',
+      'checkpoint.every=0',
+      `logging.runsDirectory=${JSON.stringify(scratch)}`,
+    ];
+    const code = await runTrainCommand({ set, data: { rewards: ['scope'] }, runName: 'scope', quiet: true });
+    expect(code).toBe(0);
+    const run = join(scratch, 'scope');
+    const steps = lines(join(run, 'metrics.jsonl')).filter((m) => 'train/samples' in m);
+    expect(steps).toHaveLength(2);
+    // a reward that threw (no token texts, no logprobs) would leave its samples out: none may be
+    for (const m of steps) expect(m['reward/scope/invalid']).toBe(0);
+    const records = lines(join(run, 'samples.jsonl')).filter((record) => record.phase === 'grpo');
+    const answers = records.flatMap((record) =>
+      record.completions.map((c: { text: string }) => c.text.match(/\d+/)?.[0]),
+    );
+    // the untrained model's groups disagree, so some vote weighed confidences
+    expect(new Set(answers).size).toBeGreaterThan(2);
+    for (const record of records)
+      for (const completion of record.completions) expect([0, 1]).toContain(completion.rewards.scope);
   });
 });

@@ -12,6 +12,7 @@ import { equationAnswer } from './equation.js';
 import { lengthAmongCorrect } from './group.js';
 import { majorityVote, voteFrequency } from './vote.js';
 import { coReward } from './co-reward.js';
+import { scopeReward } from './scope.js';
 import { ttrvReward } from './ttrv.js';
 import { negativeSurprisal, selfAlignedReward, unlikeliness } from './policy.js';
 import { toolEfficiency } from './tool-efficiency.js';
@@ -288,6 +289,20 @@ const builtIns: RewardFactory[] = [
     voteOptions.extend({ pairColumn: column.optional() }).strict(),
     coReward,
     { pairColumn: 'pair_id' },
+  ),
+  define(
+    'scope',
+    "step, label-free: 1 when the final answer matches its subgroup's pseudo-label, a vote weighted by step-wise confidence (mean −log π per blank-line step), the subgroup size picked per step on the Pareto front of reward rate and label diversity",
+    'SCOPE, Wang et al. 2025, arXiv 2512.15146 (szu-tera/SCOPE grouputils.py, myutils.py, ray_trainer.py); papers.tsv 136',
+    voteOptions
+      .extend({
+        votesPerSubgroup: z.number().int().positive().optional(),
+        lambda: z.number().min(0).max(1).optional(),
+        stepSeparator: z.string().min(1).optional(),
+        seed: z.number().int().nonnegative().optional(),
+      })
+      .strict(),
+    scopeReward,
   ),
   define(
     'vote-frequency',

@@ -73,6 +73,7 @@ const cases: Record<string, Case> = {
   'length-among-correct': {},
   'majority-vote': {},
   'co-reward': {},
+  scope: {},
   'vote-frequency': {},
   ttrv: {},
   unlikeliness: {},

@@ -82,12 +82,14 @@ export interface RewardInput {
    * rendered as the run renders its prompts (chat template, images). For rewards that compare the
    * completion under another context (SAR: without the question). Set by `grpo train`; absent
    * from `grpo reward`, `grpo serve-rewards` and reward worker threads, where a reward that needs it
-   * fails with `policyLogprobsAfterOf`'s error.
+   * throws one sentence naming itself (`self-aligned`).
    */
   policyLogprobsAfter?: (
     prompt: string | readonly ChatMessage[],
     completionIds?: readonly number[],
   ) => Promise<number[]>;
+  /** Per completion token (aligned with `completionIds`): its text alone. Set by `grpo train`; `scope` finds reasoning steps with it. */
+  completionTokenTexts?: readonly string[];
 }
 
 /** A reward score: a finite number, or `null` when the reward does not apply to this sample. */
@@ -184,6 +186,7 @@ export function makeRewardInput(partial: Partial<RewardInput> & { completion: st
     episode: partial.episode,
     policyLogprobs: partial.policyLogprobs,
     policyLogprobsAfter: partial.policyLogprobsAfter,
+    completionTokenTexts: partial.completionTokenTexts,
   };
 }
 

@@ -84,6 +84,7 @@ export async function generateRound(
   const groups: RewardInput[][] = prompts.map((prompt, g) => {
     const members = samples.slice(starts[g], starts[g] + counts[g]);
     const texts = members.map((member) => member.text);
+    const tokenTexts: (string[] | undefined)[] = [];
     return members.map((sample, indexInGroup) => ({
       prompt: prompt.example.prompt,
       completion: sample.text,
@@ -100,6 +101,10 @@ export async function generateRound(
         ? (other: RewardInput['prompt'], ids: readonly number[] = sample.completionIds) =>
             scoreAfter(prompt.example, other, ids)
         : undefined,
+      // decoded only when a reward reads it (scope), once
+      get completionTokenTexts() {
+        return (tokenTexts[indexInGroup] ??= sample.completionIds.map((id) => context.tokenizer.decode([id])));
+      },
     }));
   });
   const matrix = await scoreRewards(groups);
