@@ -30,6 +30,7 @@ import { asymreAdvantagePart } from './advantages-asymre.js';
 import { riskpoAdvantagePart } from './advantages-riskpo.js';
 import { dcpoAdvantagePart } from './advantages-dcpo.js';
 import { trustAdvantagePart } from './advantages-trust.js';
+import { zoomZeroAdvantagePart } from './advantages-zoom-zero.js';
 import {
   type AggregationFn,
   seqMeanTokenMeanWeightsPart,
@@ -89,6 +90,7 @@ export * from './advantages-asymre.js';
 export * from './advantages-riskpo.js';
 export * from './advantages-dcpo.js';
 export * from './advantages-trust.js';
+export * from './advantages-zoom-zero.js';
 export * from './aggregate.js';
 export * from './kl.js';
 export * from './filters.js';
@@ -142,6 +144,7 @@ export const advantageEstimators = filled<AdvantageFn>('advantage estimator', [
   trpaAdvantagePart,
   dnoAdvantagePart,
   trustAdvantagePart,
+  zoomZeroAdvantagePart,
 ]);
 
 /** Policy losses by name (ALGORITHMS.md §2). */

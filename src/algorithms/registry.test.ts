@@ -63,6 +63,7 @@ describe('built-in registries', () => {
       'trpa',
       'dno',
       'trust-grpo',
+      'zoom-zero',
     ]);
     expect(policyLosses.names()).toEqual([
       'ppo-clip',
