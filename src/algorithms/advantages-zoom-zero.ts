@@ -55,7 +55,9 @@ function column(input: AdvantageInput, name: string | null, count: number): Floa
   const index = input.rewardNames?.indexOf(name) ?? -1;
   if (index < 0 || !input.rewardComponents)
     throw new Error(`zoom-zero: reward "${name}" is not among the rewards (${(input.rewardNames ?? []).join(', ')})`);
-  return toRewardArray(input.rewardComponents[index], `rewardComponents[${index}]`).map((v) => (Number.isNaN(v) ? 0 : v));
+  return toRewardArray(input.rewardComponents[index], `rewardComponents[${index}]`).map((v) =>
+    Number.isNaN(v) ? 0 : v,
+  );
 }
 
 /**
@@ -123,7 +125,8 @@ export const zoomZeroAdvantagePart = defineAdvantageEstimator({
   fn: zoomZeroAdvantage,
   description:
     'token-selective credit: score_t = (format + zoom + iou on thinking/span tokens or answer on the answer tokens)/3, z-scored over the group’s tokens',
-  citation: 'Zoom-Zero (#148, arXiv 2512.14273), xiaoqian-shen/Zoom-Zero core_algos.py compute_grpo_select_outcome_advantage',
+  citation:
+    'Zoom-Zero (#148, arXiv 2512.14273), xiaoqian-shen/Zoom-Zero core_algos.py compute_grpo_select_outcome_advantage',
   needs: ['completionIds', 'rewardComponents'],
   options: z
     .object({

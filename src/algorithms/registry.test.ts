@@ -100,7 +100,7 @@ describe('built-in registries', () => {
         expect(text).toContain(`  ${entry.name} `);
       }
     }
-    expect(text).toMatch(/^Advantage estimators \(19\)/);
+    expect(text).toMatch(/^Advantage estimators \(20\)/);
     expect(text).toContain('Policy losses (17)');
     expect(text).toContain('KL estimators (3)');
   });

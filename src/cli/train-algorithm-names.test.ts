@@ -44,6 +44,8 @@ const refused: Record<string, RegExp> = {
   'loss=dno': /^- algorithm\.lossOptions\.eta: the dno loss needs η/m,
   'advantage=trust-grpo':
     /^- algorithm\.advantageOptions\.thinkingReward: trust-grpo needs the name of the run reward/m,
+  'advantage=zoom-zero':
+    /^- algorithm\.advantageOptions\.markerIds: zoom-zero needs the token ids of the grounding span marker/m,
 };
 
 const cases: [string, string][] = [
@@ -104,6 +106,14 @@ describe('grpo train --set algorithm.<field>=NAME for every listed name', () => 
       ['dno-ok', ['algorithm.advantage=dno', 'algorithm.loss=dno', 'algorithm.lossOptions={"eta":1}']],
       // The addition task's format reward as the thinking reward (the paper's is a judge).
       ['trust-ok', ['algorithm.advantage=trust-grpo', 'algorithm.advantageOptions={"thinkingReward":"format"}']],
+      // Zoom-Zero's scores from the addition task's two rewards; marker id 5 (one character) splits the completions.
+      [
+        'zoom-ok',
+        [
+          'algorithm.advantage=zoom-zero',
+          'algorithm.advantageOptions={"markerIds":[5],"formatReward":"format","iouReward":"correct","answerReward":"correct","zoomReward":null}',
+        ],
+      ],
     ] as [string, string[]][]) {
       expect(await runTrainCommand({ set: [...tiny, ...extra], runName, quiet: true })).toBe(0);
     }

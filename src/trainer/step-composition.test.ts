@@ -313,6 +313,15 @@ describe('every registered part, through a trainer step, equals the direct compo
     opmd: { baseline: 'logavgexp', tau: 0.5 }, // the default 'mean' is dr-grpo's path
     riskpo: { bundleSize: 2, creditAssignment: 'std' }, // two bundles of the step's four groups
     'trust-grpo': { thinkingReward: 'lead' }, // digits is the outcome; lead (weight 0.5) scores the "thinking"
+    // Zoom-Zero's four scores from the two rewards (no zoom); marker id 20 and 2 answer tokens split each completion.
+    'zoom-zero': {
+      formatReward: 'lead',
+      iouReward: 'digits',
+      answerReward: 'lead',
+      zoomReward: null,
+      markerIds: [20],
+      answerTokens: 2,
+    },
   };
   const serialRollout: RolloutFn = Object.assign(
     (async (context, prompts, settings) => {
