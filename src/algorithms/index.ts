@@ -33,6 +33,7 @@ import { dcpoAdvantagePart } from './advantages-dcpo.js';
 import { trustAdvantagePart } from './advantages-trust.js';
 import { careAdvantagePart } from './advantages-care.js';
 import { profAdvantagePart } from './advantages-prof.js';
+import { zoomZeroAdvantagePart } from './advantages-zoom-zero.js';
 import {
   type AggregationFn,
   seqMeanTokenMeanWeightsPart,
@@ -94,6 +95,7 @@ export * from './advantages-dcpo.js';
 export * from './advantages-trust.js';
 export * from './advantages-care.js';
 export * from './advantages-prof.js';
+export * from './advantages-zoom-zero.js';
 export * from './aggregate.js';
 export * from './kl.js';
 export * from './filters.js';
@@ -150,6 +152,7 @@ export const advantageEstimators = filled<AdvantageFn>('advantage estimator', [
   trustAdvantagePart,
   careAdvantagePart,
   profAdvantagePart,
+  zoomZeroAdvantagePart,
 ]);
 
 /** Policy losses by name (ALGORITHMS.md §2). */

@@ -66,6 +66,7 @@ describe('built-in registries', () => {
       'trust-grpo',
       'grpo-care',
       'prof',
+      'zoom-zero',
     ]);
     expect(policyLosses.names()).toEqual([
       'ppo-clip',
@@ -102,7 +103,7 @@ describe('built-in registries', () => {
         expect(text).toContain(`  ${entry.name} `);
       }
     }
-    expect(text).toMatch(/^Advantage estimators \(22\)/);
+    expect(text).toMatch(/^Advantage estimators \(23\)/);
     expect(text).toContain('Policy losses (17)');
     expect(text).toContain('KL estimators (3)');
   });

@@ -45,6 +45,8 @@ const refused: Record<string, RegExp> = {
   'advantage=trust-grpo':
     /^- algorithm\.advantageOptions\.thinkingReward: trust-grpo needs the name of the run reward/m,
   'advantage=prof': /^- algorithm\.advantageOptions\.(processReward|removePerGroup): .*prof/m,
+  'advantage=zoom-zero':
+    /^- algorithm\.advantageOptions\.markerIds: zoom-zero needs the token ids of the grounding span marker/m,
 };
 
 const cases: [string, string][] = [
@@ -109,6 +111,14 @@ describe('grpo train --set algorithm.<field>=NAME for every listed name', () => 
       [
         'prof-ok',
         ['algorithm.advantage=prof', 'algorithm.advantageOptions={"processReward":"format","removePerGroup":1}'],
+      ],
+      // Zoom-Zero's scores from the addition task's two rewards; marker id 5 (one character) splits the completions.
+      [
+        'zoom-ok',
+        [
+          'algorithm.advantage=zoom-zero',
+          'algorithm.advantageOptions={"markerIds":[5],"formatReward":"format","iouReward":"correct","answerReward":"correct","zoomReward":null}',
+        ],
       ],
     ] as [string, string[]][]) {
       expect(await runTrainCommand({ set: [...tiny, ...extra], runName, quiet: true })).toBe(0);

@@ -336,6 +336,15 @@ describe('every registered part, through a trainer step, equals the direct compo
     // A random model writes no <answer>: tags that its completions hold make the reference likelihoods count.
     'grpo-care': { answerTags: ['1', '2'] },
     prof: { processReward: 'digits', removePerGroup: 1 }, // lead is the 1/0 outcome; digits (weight 0) the "PRM"
+    // Zoom-Zero's four scores from the two rewards (no zoom); marker id 20 and 2 answer tokens split each completion.
+    'zoom-zero': {
+      formatReward: 'lead',
+      iouReward: 'digits',
+      answerReward: 'lead',
+      zoomReward: null,
+      markerIds: [20],
+      answerTokens: 2,
+    },
   };
   // PROF ranks 1/0 outcomes by a process score: lead (binary) is the outcome, digits the process reward.
   const advantageRewards: Record<string, NamedReward[]> = { prof: [binary, { ...digitShare, weight: 0 }] };
