@@ -26,8 +26,9 @@
  * question and `build_chat_example`'s prompt are shortened (the toy model has 256 positions) and the
  * greedy output is capped by the positions left; an SFT teacher that swaps the two objects' boxes on
  * `TEACHER_MISTAKE_RATE` of its demonstrations teaches the format first; the think-to-answer reward
- * reads a greedy output this recipe's rollout makes for each distinct think text of the step (outside
- * that rollout it is null: left out), and the toy model, never taught that prompt, scores about 0.
+ * reads a greedy output this recipe's rollout makes for each distinct think text of the step (a think
+ * that step did not read, e.g. in held-out scoring, is null: left out), and the toy model, never
+ * taught that prompt, scores about 0.
  */
 import {
   drawShapes,
