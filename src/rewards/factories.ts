@@ -48,6 +48,7 @@ import { createRewardFactoryRegistry, define, optionColumn, type RewardFactory }
 import { applicationRewardFactories } from './application-factories.js';
 import { maskIouFactory } from './mask-iou.js';
 import { numericAnswerFactory } from './numeric-answer.js';
+import { cermFactory } from './cerm.js';
 import { pointInBoxFactory } from './point-in-box.js';
 import { thinkAnswerConsistencyFactory } from './think-answer-consistency.js';
 import { smartSearchFactory } from './smartsearch.js';
@@ -687,6 +688,8 @@ for (const factory of [
   stepCountFactory,
 ])
   rewardFactories.register(factory);
+// BigCharts-R1's chart reward (docs/vision.md).
+rewardFactories.register(cermFactory);
 
 /**
  * tool-efficiency's r_φ: the check named by `choice`; unnamed, the run's task check when training

@@ -30,6 +30,7 @@ export * from './judge.js';
 export * from './policy.js';
 export * from './visual.js';
 export * from './numeric-answer.js';
+export { cerm, cermScore, errorMagnitudeScore, percentFloat, pythonFloat } from './cerm.js';
 export * from './point-in-box.js';
 export * from './mask-iou.js';
 export * from './transformation-credit.js';

@@ -114,6 +114,7 @@ const cases: Record<string, Case> = {
   'plan-path': { completion: '<answer> STOP, STRAIGHT </answer>' },
   'plan-format': {},
   'numeric-answer': {},
+  cerm: { completion: '<answer>3</answer>' },
   'point-in-box': { completion: '(5, 5)' },
   'mask-iou': { completion: '[[0, 0], [10, 0], [10, 10]]' },
   'transformation-credit': { completion: '<answer>(1, color, red)</answer>' },
