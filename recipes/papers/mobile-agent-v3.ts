@@ -11,14 +11,17 @@
  *     number of tokens in the batch (`token-mean`);
  *   - the replay buffer (`trpoReplayRollout`): successful trajectories are stored by task; when every
  *     trajectory of a task's group fails, one failing trajectory, at random, is replaced by a
- *     successful one of the same task from the buffer.
- * Differs from the paper: Â_τ = (R(τ) − R̄)/(σ_R + ε) uses "the running mean and standard deviation of
- * rewards observed across multiple trajectories"; a running statistic kept across steps needs trainer
- * state an advantage estimator cannot have today, so the group's mean and std (`grpo`) stand in.
- * Our choices where the paper says nothing: which stored trajectory replays (uniform, seeded) and that
- * a replayed trajectory's π_old is recomputed under the current policy, as verl's trainer recomputes
- * old log-probs; a malformed action ends the episode, so a trajectory is penalised at most once. The
- * buffer lives in the rollout: a resumed run starts with it empty.
+ *     successful one of the same task from the buffer;
+ *   - Â_τ = (R(τ) − R̄)/(σ_R + ε) with "the running mean and standard deviation of rewards observed
+ *     across multiple trajectories": the recipe's advantage estimator `trpo` (`trpoAdvantages`) keeps
+ *     them over every trajectory reward of the run so far, this step's included.
+ * Our choices where the paper says nothing: the running statistics are cumulative (Welford: not a
+ * window or a decay), take in the step's rewards before normalising, use the sample std and ε = 1e-6,
+ * and live in the part, so they start again at step 0 (and on --resume); which stored trajectory
+ * replays (uniform, seeded) and that a replayed trajectory's π_old is recomputed under the current
+ * policy, as verl's trainer recomputes old log-probs; a malformed action ends the episode, so a
+ * trajectory is penalised at most once. The buffer lives in the rollout: a resumed run starts with it
+ * empty.
  *
  * Task (defined here): a small phone (UI-S1's menus) driven online: each screen lists items by id, the
  * instruction names a path (`settings>sound>mute`), and clicking the wrong item ends the episode
@@ -26,10 +29,12 @@
  * steps, so many groups start all-failed and the buffer has work.
  */
 import {
+  defineAdvantageEstimator,
   generatedSplit,
   multiTurnRollout,
   noGrad,
   parseAction,
+  type AdvantageFn,
   type AgentSettings,
   type Environment,
   type EnvironmentFactory,
@@ -172,6 +177,66 @@ export function trpoReplayRollout(inner: RolloutFn, options: TrpoReplayOptions =
   return rollout;
 }
 
+/** Running count, mean and sum of squared deviations (Welford) of every trajectory reward seen. */
+export interface RunningRewards {
+  count: number;
+  mean: number;
+  squares: number;
+}
+
+/** Adds ε to σ_R before dividing (the GRPO convention of this repository; the paper gives no value). */
+const TRPO_EPSILON = 1e-6;
+
+/**
+ * TRPO's Â_τ = (R(τ) − R̄)/(σ_R + ε): the running statistics first take in this step's scored rewards
+ * (Welford), then every trajectory is normalised by them; σ_R is the sample std over every reward seen
+ * (1 while only one has been). Unscored trajectories (null or NaN) get 0 and leave the loss.
+ */
+export function trpoAdvantages(running: RunningRewards, rewards: ArrayLike<number | null>): Float32Array {
+  for (const reward of Array.from(rewards)) {
+    if (reward === null || Number.isNaN(reward)) continue;
+    running.count += 1;
+    const delta = reward - running.mean;
+    running.mean += delta / running.count;
+    running.squares += delta * (reward - running.mean);
+  }
+  const std = running.count > 1 ? Math.sqrt(running.squares / (running.count - 1)) : 1;
+  return Float32Array.from(rewards, (reward) =>
+    reward === null || Number.isNaN(reward) ? 0 : (reward - running.mean) / (std + TRPO_EPSILON),
+  );
+}
+
+/** `algorithm.advantage: trpo`: the running statistics live in this part and start again at step 0. */
+function trpoAdvantagePart() {
+  const running: RunningRewards = { count: 0, mean: 0, squares: 0 };
+  const fn: AdvantageFn = (input) => {
+    if (input.step === 0) Object.assign(running, { count: 0, mean: 0, squares: 0 });
+    const rewards = Array.from(input.rewards, (reward) => (reward === null ? Number.NaN : reward));
+    const sizes =
+      typeof input.groupSizes === 'number'
+        ? new Array<number>(rewards.length / input.groupSizes).fill(input.groupSizes)
+        : input.groupSizes;
+    let start = 0;
+    const stdIsZero = Uint8Array.from(sizes, (size) => {
+      const scored = rewards.slice(start, (start += size)).filter((reward) => !Number.isNaN(reward));
+      return scored.every((reward) => reward === scored[0]) ? 1 : 0;
+    });
+    return {
+      advantages: trpoAdvantages(running, rewards),
+      keep: Uint8Array.from(rewards, (reward) => (Number.isNaN(reward) ? 0 : 1)),
+      stdIsZero,
+    };
+  };
+  return defineAdvantageEstimator({
+    name: 'trpo',
+    fn,
+    description: "Â_τ = (R(τ) − R̄)/(σ_R + 1e-6) with the run's running mean and std of every trajectory reward so far",
+    citation: 'Mobile-Agent-v3 TRPO (#225), Ye et al. 2025, arXiv 2508.15144v2 §3.1.2',
+  });
+}
+
+export const trpoAdvantage = trpoAdvantagePart();
+
 const CHAT_TEMPLATE = [
   '{% for message in messages %}',
   "{% if message.role == 'user' %}{{ message.content }}\n",
@@ -231,12 +296,13 @@ export default {
     sft: { steps: 400, batchSize: 16, learningRate: 3e-3, warmupSteps: 20, schedule: 'cosine' },
     sampling: { groupSize: 8, maxNewTokens: 32, temperature: 1 },
     grpo: { steps: 60, promptsPerStep: 4, microBatchSize: 32, learningRate: 1e-4 },
-    // Â_τ on every token (the group's z-score standing in for the running one), 1/N over the batch's tokens.
-    algorithm: { advantage: 'grpo', aggregation: 'token-mean' },
+    // Â_τ from the running statistics on every token, 1/N over the batch's tokens.
+    algorithm: { advantage: 'trpo', aggregation: 'token-mean' },
     evaluation: { examples: 40 },
     checkpoint: { every: 1000 },
     logging: { printEvery: 10 },
   },
   task,
   rollout: trpoReplayRollout(multiTurnRollout(phoneEnvironment, AGENT)),
+  parts: [trpoAdvantage],
 } satisfies Recipe;

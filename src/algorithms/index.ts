@@ -82,6 +82,7 @@ import {
   turnRewardsCreditPart,
 } from './turn-credit.js';
 import { uis1CreditPart } from './turn-credit-uis1.js';
+import { proragCreditPart } from './turn-credit-prorag.js';
 
 export * from './registry.js';
 export * from './advantages-groups.js';
@@ -117,6 +118,7 @@ export * from './option-schemas.js';
 export * from './flow-steps.js';
 export * from './turn-credit.js';
 export * from './turn-credit-uis1.js';
+export * from './turn-credit-prorag.js';
 
 /** A registry holding `parts`, in the order given (the order `grpo list` prints). */
 function filled<Fn, Entry extends RegistryEntry<Fn> = RegistryEntry<Fn>>(
@@ -207,6 +209,7 @@ export const turnCreditEstimators = filled<TurnCreditFn>('turn-credit estimator'
   gigpoCreditPart,
   matchtirCreditPart,
   uis1CreditPart,
+  proragCreditPart,
 ]);
 
 /** Options of the step rather than registry members, by the config field that selects them, for `grpo list`. */

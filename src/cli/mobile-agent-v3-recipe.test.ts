@@ -2,14 +2,22 @@
  * Mobile-Agent-v3's TRPO recipe (#225, recipes/papers/mobile-agent-v3.ts): the trajectory reward
  * R(τ) = accuracy + format (−0.5 for a malformed action) of its phone, the replay buffer
  * (an all-failed group gets one failing trajectory replaced by a stored success of the same task, its
- * π_old recomputed; a group with a success is stored and left alone), and the recipe end to end
- * through `grpo train` at a tiny size.
+ * π_old recomputed; a group with a success is stored and left alone), the running advantage `trpo`
+ * (statistics over every trajectory reward so far), and the recipe end to end through `grpo train` at
+ * a tiny size.
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { grpoStepRecords, inProcessCli, settingFlags } from '../../test/helpers/cli-in-process.js';
 import type { RolloutFn, RolloutSample } from '../rollout/rollout.js';
-import { MALFORMED_PENALTY, PhoneEpisode, task, trpoReplayRollout } from '../../recipes/papers/mobile-agent-v3.js';
+import {
+  MALFORMED_PENALTY,
+  PhoneEpisode,
+  task,
+  trpoAdvantage,
+  trpoAdvantages,
+  trpoReplayRollout,
+} from '../../recipes/papers/mobile-agent-v3.js';
 
 const root = new URL('../../', import.meta.url).pathname;
 const recipe = join(root, 'recipes/papers/mobile-agent-v3.ts');
@@ -130,6 +138,32 @@ describe('trpoReplayRollout', () => {
     const second = await rollout(context, prompts, settings);
     expect(second.slice(0, 3).filter((sample) => sample.completionIds[0]! < 200)).toHaveLength(1);
     expect(second.slice(3).every((sample) => sample.completionIds[0]! >= 200)).toBe(true);
+  });
+});
+
+describe('the running advantage (trpo)', () => {
+  it('normalises by the mean and sample std of every trajectory reward seen so far, this step included', () => {
+    const running = { count: 0, mean: 0, squares: 0 };
+    // Step 1: rewards {1, 0, 0, −0.5}: mean 0.125, sample std √(1.1875/3) = 0.629153; null → 0.
+    expect(Array.from(trpoAdvantages(running, [1, 0, 0, -0.5, null]))).toEqual(
+      [1.390754, -0.198679, -0.198679, -0.993399, 0].map((value) => expect.closeTo(value, 5)),
+    );
+    // Step 2 (an all-success group): six rewards seen, mean 2.5/6, sample std √(2.208333/5) = 0.664580.
+    expect(Array.from(trpoAdvantages(running, [1, 1]))).toEqual([0.877745, 0.877745].map((v) => expect.closeTo(v, 5)));
+    expect(running.count).toBe(6);
+  });
+
+  it('is the recipe’s advantage estimator: it keeps its statistics across steps and starts again at step 0', () => {
+    const step = (rewards: number[], index: number) =>
+      Array.from(trpoAdvantage.fn({ rewards, groupSizes: 2, step: index }).advantages);
+    const first = step([1, 0], 0);
+    expect(first).toEqual([0.707106, -0.707106].map((value) => expect.closeTo(value, 5)));
+    // An all-failed group at step 1 gets a negative advantage from the running mean (the group's own z-score would give 0).
+    expect(step([0, 0], 1)).toEqual([-0.5, -0.5].map((value) => expect.closeTo(value, 5)));
+    expect(step([1, 0], 0)).toEqual(first);
+    expect(Array.from(trpoAdvantage.fn({ rewards: [1, null, 0, 0], groupSizes: [2, 2], step: 0 }).keep)).toEqual([
+      1, 0, 1, 1,
+    ]);
   });
 });
 

@@ -169,6 +169,7 @@ describe('a multi-turn GRPO step', () => {
   it.each([
     ['turn-rewards', { gamma: 0.5 }],
     ['ui-s1', { gamma: 0.5, normalization: 'mean' }], // UI-S1 #96: turn scores 0–2, ≥ 0.9 counts as matched
+    ['prorag', { beta: 0.5 }], // ProRAG #100: outcome z-score plus β × the pooled step-score z-score
   ])("gives every loss token of a turn that turn's advantage from algorithm.turnCredit %s", async (name, options) => {
     const { prepared } = await agentStep({ algorithm: { turnCredit: { name, options } } });
     const { batch, signal } = prepared;
