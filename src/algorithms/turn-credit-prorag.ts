@@ -16,8 +16,8 @@
  *
  * Our choices where the code has no case [I]: a turn whose reward is null has no step score — it
  * enters no pool and its step part is 0; a group with one scored episode has A^out = 0 (torch.std of
- * one value is NaN there). Without `turnTokenCounts` every turn weighs 1: the trainer does not pass
- * token counts to turn credit today, so a run pools per turn, not per token (docs/turn-credit.md §7).
+ * one value is NaN there). The trainer passes each turn's loss-token count (`turnTokenCounts`, over
+ * the episode's rows); an input without them weighs every turn 1.
  *
  * Is not: the PRM (its MCTS data construction and training), the ProRAG rollout or its rewards.
  */
@@ -47,10 +47,7 @@ function outcomeStats(values: readonly number[]): { mean: number; std: number } 
  * 'prorag': A_{i,t} = A^out_i + β·A^step_{i,t} — the group z-score of the episode reward plus β times
  * the turn's step score normalised over the group's token-weighted pool of step scores (file header).
  */
-export function proragCredit(
-  input: TurnCreditInput & { turnTokenCounts?: readonly (readonly number[])[] },
-  options: Record<string, unknown>,
-): TurnCreditResult {
+export function proragCredit(input: TurnCreditInput, options: Record<string, unknown>): TurnCreditResult {
   const beta = (options.beta as number | undefined) ?? 0.3;
   const total = input.groupSizes.reduce((sum, size) => sum + size, 0);
   if (total !== input.rewards.length || input.turnRewards.length !== input.rewards.length)

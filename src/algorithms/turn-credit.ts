@@ -34,6 +34,8 @@ export interface TurnCreditInput {
   stateKeys?: readonly (readonly string[])[];
   /** Per episode, per model turn: information gain of that turn (IGPO), computed by the trainer with the policy. */
   informationGains?: readonly (readonly number[])[];
+  /** Per episode, per model turn: how many loss tokens the turn has over the episode's rows (ProRAG pools by token). */
+  turnTokenCounts?: readonly (readonly number[])[];
 }
 
 /** What every turn-credit estimator returns. */

@@ -178,6 +178,15 @@ describe('a multi-turn GRPO step', () => {
         rewards: Float64Array.from(signal.rewards, (r, i) => (signal.keep[i] ? r : NaN)),
         groupSizes: batch.groupSizes,
         turnRewards: batch.samples.map((s) => s.episode!.turnRewards),
+        // each turn's loss tokens over the episode's rows (ProRAG pools step scores by token)
+        turnTokenCounts: batch.samples.map((s, i) =>
+          s.episode!.turnRewards.map(
+            (_, turn) =>
+              sampleRows(batch, i).flatMap((row) =>
+                row.tokenTurns!.filter((tokenTurn, t) => tokenTurn === turn && row.lossMask![t] !== 0),
+              ).length,
+          ),
+        ),
       },
       options,
     ).turnAdvantages;

@@ -22,7 +22,7 @@ import { answersMatch } from '../rewards/math/verify.js';
 import type { RewardEpisode } from '../rewards/types.js';
 import type { BoundAlgorithm, StrataSource } from '../config/algorithm.js';
 import type { RolloutRow } from '../rollout/rollout.js';
-import { groupStarts, rewardColumns, scoredRewards, type StepBatch } from './step-batch.js';
+import { groupStarts, rewardColumns, sampleRows, scoredRewards, type StepBatch } from './step-batch.js';
 import type { TrackerOptions } from '../config/algorithm.js';
 
 /** Per-sample numbers the caller computed with a model: KL penalties and tracked baselines. */
@@ -188,9 +188,20 @@ function turnCredit(
       toolCallTurns: batch.samples.map((sample) => toolCallTurns(sample.episode)),
       stateKeys: needs.includes('stateKeys') ? batch.samples.map((sample) => sample.stateKeys ?? []) : undefined,
       informationGains: inputs.informationGains,
+      turnTokenCounts: batch.samples.map((sample, i) => turnTokenCounts(sampleRows(batch, i), sample.episode)),
     },
     options,
   );
+}
+
+/** Per model turn of an episode: its loss tokens over the episode's rows (observation tokens, turn −1, are none). */
+function turnTokenCounts(rows: readonly RolloutRow[], episode: RewardEpisode | undefined): number[] {
+  const counts = (episode?.turnRewards ?? []).map(() => 0);
+  for (const row of rows)
+    row.tokenTurns?.forEach((turn, t) => {
+      if (turn >= 0 && turn < counts.length && row.lossMask?.[t] !== 0) counts[turn]++;
+    });
+  return counts;
 }
 
 /** Per model turn of an episode: whether it made tool calls (a turn with a malformed call counts). */
