@@ -5,7 +5,7 @@
  * hold the special tokens (not their spelling), BOS is not doubled, and SFT trains the assistant
  * turn up to its end-of-turn marker.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -64,6 +64,35 @@ describe('grpo train --data', () => {
     const [group] = lines(join(scratch, runName, 'samples.jsonl'));
     expect(group.prompt.startsWith(promptStart)).toBe(true); // the base model has no chat template: plain text
     expect(group.completions[0].rewards).toHaveProperty('math-answer');
+  });
+});
+
+describe('grpo train --data refuses before any model loads', () => {
+  it('a --reward whose column the rows lack, naming the reward, the column and the row', async () => {
+    const attempt = runTrainCommand({
+      set: short,
+      runName: 'data-no-column',
+      quiet: true,
+      data: { model: tinyStoriesModel, data: rowsFile, promptColumn: 'question', rewards: ['char-f1'] },
+    });
+    await expect(attempt).rejects.toThrow(
+      'rewards[0]: "char-f1" reads column "reference" (its referenceColumn), which training row 0 does not have (columns: question, answer, prompt)',
+    );
+    expect(existsSync(join(scratch, 'data-no-column'))).toBe(false);
+  });
+
+  it('a model made from scratch on rows without demonstrations, saying what to add', async () => {
+    const bare = join(scratch, 'bare.jsonl');
+    writeFileSync(bare, '{"question": "1+1=", "solution": "2"}\n{"question": "2+2=", "solution": "4"}\n');
+    const attempt = runTrainCommand({
+      set: short,
+      runName: 'data-scratch',
+      quiet: true,
+      data: { data: bare, promptColumn: 'question', rewards: ['think-format'] },
+    });
+    await expect(attempt).rejects.toThrow(
+      /no completion or answer column .* add a completion or answer column, or train a checkpoint with --model DIR/,
+    );
   });
 });
 

@@ -89,7 +89,14 @@ function alphabetOf(examples: readonly Example[], demonstration: (example: Examp
     if (typeof example.prompt === 'string') add(example.prompt);
     else for (const message of example.prompt) add(message.content);
     if (typeof example.system === 'string') add(example.system);
-    add(demonstration(example));
+    try {
+      add(demonstration(example));
+    } catch (error) {
+      // Only a model made from scratch reads the alphabet: say what it needs, and the other way.
+      throw new Error(
+        `${(error as Error).message}: a model made from scratch (no --model) takes its character vocabulary from the prompts and the demonstrations; add a completion or answer column, or train a checkpoint with --model DIR`,
+      );
+    }
   }
   return [...characters].sort().join('');
 }
@@ -171,6 +178,9 @@ export async function loadDatasetTask(
       name: rewardName,
       reward: rewardFactories.get(rewardName).create(rewardOptions ?? {}),
       weight: weight ?? 1,
+      // What the run checks on its first rows before any model loads (rewards/row-columns.ts).
+      columns: rewardFactories.get(rewardName).columns(rewardOptions ?? {}),
+      needsToolCalls: rewardFactories.get(rewardName).needsToolCalls,
     }));
   if (data.rewards.length === 0 && suppliedRewards.length === 0)
     throw new Error(
