@@ -120,3 +120,20 @@ describe('scoreRewards', () => {
     await expect(scoreRewards([reward, reward], [group('a')])).rejects.toThrow(/duplicate reward names/);
   });
 });
+
+describe('a per-completion reward call', () => {
+  it("keeps the input's accessors lazy: a getter (the trainer's token texts) runs only for a reward that reads it", async () => {
+    let decoded = 0;
+    const input = Object.defineProperty(makeRewardInput({ completion: 'ab' }), 'completionTokenTexts', {
+      get: () => (decoded++, ['a', 'b']),
+      enumerable: true,
+      configurable: true,
+    });
+    const plain: NamedReward = { name: 'plain', weight: 1, reward: ({ completion }) => completion.length };
+    await scoreRewards([plain], [[input]], { timeoutMs: 5_000 });
+    expect(decoded).toBe(0);
+    const reading: NamedReward = { name: 'reading', weight: 1, reward: (i) => i.completionTokenTexts!.length };
+    const matrix = await scoreRewards([reading], [[input]], { timeoutMs: 5_000 });
+    expect([decoded, matrix.scores[0]]).toEqual([1, 2]);
+  });
+});

@@ -98,6 +98,16 @@ function checkValue(value: unknown): RewardValue {
   return value;
 }
 
+/**
+ * The input with this call's abort signal, its accessors kept as accessors: a spread would read them,
+ * and the trainer's `completionTokenTexts` is a getter that decodes every token when first read.
+ */
+function withSignal(input: RewardInput, signal: AbortSignal): RewardInput {
+  const copy = Object.defineProperties({}, Object.getOwnPropertyDescriptors(input)) as RewardInput;
+  copy.signal = signal;
+  return copy;
+}
+
 /** Scores every sample of every group with every reward. */
 export async function scoreRewards(
   rewards: readonly NamedReward[],
@@ -177,7 +187,7 @@ export async function scoreRewards(
         group.forEach((input, index) => {
           tasks.push(async () => {
             try {
-              const value = await withTimeout((signal) => reward({ ...input, signal }), timeoutMs);
+              const value = await withTimeout((signal) => reward(withSignal(input, signal)), timeoutMs);
               record(start + index, column, { value });
             } catch (error) {
               record(start + index, column, { error });
