@@ -149,7 +149,7 @@ describe('matchtir (docs/turn-credit.md §4)', () => {
 
 describe('registry', () => {
   it('registers the estimators with their needs and strict options', () => {
-    expect(turnCreditEstimators.names()).toEqual(['turn-rewards', 'igpo', 'gigpo', 'matchtir', 'ui-s1']);
+    expect(turnCreditEstimators.names()).toEqual(['turn-rewards', 'igpo', 'gigpo', 'matchtir', 'ui-s1', 'prorag']);
     const needs = Object.fromEntries(turnCreditEstimators.list().map((entry) => [entry.name, entry.needs]));
     expect(needs).toEqual({
       'turn-rewards': [],
@@ -157,6 +157,7 @@ describe('registry', () => {
       gigpo: ['stateKeys'],
       matchtir: [],
       'ui-s1': [],
+      prorag: [],
     });
     const gigpoOptions = turnCreditEstimators.list().find((entry) => entry.name === 'gigpo')!.options!;
     expect(gigpoOptions.safeParse({ omega: 0.5 }).success).toBe(true);
