@@ -35,6 +35,7 @@ import {
   type TaskImage,
 } from '../../src/index.js';
 import { medR1Accuracy } from './med-r1.js';
+import { trlGrpoAlgorithm } from './trl-grpo-settings.js';
 
 const SAMPLE_RATE = 8000;
 const CLIP_SAMPLES = 4000; // 0.5 s
@@ -191,14 +192,7 @@ export default {
     sft: { steps: 300, batchSize: 32, learningRate: 1e-2, warmupSteps: 20, schedule: 'cosine' },
     sampling: { groupSize: 8, maxNewTokens: 40, temperature: 1 }, // num_generations=8, temperature=1.0
     grpo: { steps: 100, promptsPerStep: 16, microBatchSize: 64, learningRate: 1e-3 },
-    algorithm: {
-      advantage: 'grpo',
-      advantageOptions: { epsilon: 1e-4 }, // (r − mean)/(std + 1e-4), std over G − 1 as torch's
-      loss: 'ppo-clip', // one update per batch: the ratio is 1, the code's exp(logp − logp.detach())·A
-      aggregation: 'seq-mean-token-mean',
-      klCoefficient: 0.04,
-      klEstimator: 'k3',
-    },
+    algorithm: trlGrpoAlgorithm, // their trainer's: ε 1e-4, seq-mean-token-mean, k3 KL β 0.04 (trl-grpo-settings.ts)
     evaluation: { examples: 200, every: 25 },
     checkpoint: { every: 0 },
     logging: { printEvery: 10, samplesEvery: 10, samplesPerStep: 2 },

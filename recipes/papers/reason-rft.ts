@@ -27,6 +27,7 @@ import {
   type RewardFn,
   type Task,
 } from '../../src/index.js';
+import { trlGrpoAlgorithm } from './trl-grpo-settings.js';
 
 /** CLEVR_MATH_QUESTION_PROMPT's instruction, after the question (and its image). */
 const QUESTION_SUFFIX =
@@ -88,14 +89,7 @@ export default {
     sft: { steps: 1000, batchSize: 32, learningRate: 1e-2, warmupSteps: 20, schedule: 'cosine' },
     sampling: { groupSize: 8, maxNewTokens: 32, temperature: 1 }, // --num_generations 8
     grpo: { steps: 100, promptsPerStep: 16, microBatchSize: 128, learningRate: 1e-3 },
-    algorithm: {
-      advantage: 'grpo',
-      advantageOptions: { epsilon: 1e-4 }, // (r − mean)/(std + 1e-4), std over G − 1 as torch's
-      loss: 'ppo-clip', // one update per batch: the ratio is 1, the code's exp(logp − logp.detach())·A
-      aggregation: 'seq-mean-token-mean',
-      klCoefficient: 0.04,
-      klEstimator: 'k3',
-    },
+    algorithm: trlGrpoAlgorithm, // their trainer's: ε 1e-4, seq-mean-token-mean, k3 KL β 0.04 (trl-grpo-settings.ts)
     evaluation: { examples: 200, every: 25 },
     checkpoint: { every: 0 },
     logging: { printEvery: 10, samplesEvery: 10, samplesPerStep: 2 },
