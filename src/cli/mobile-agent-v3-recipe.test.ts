@@ -8,7 +8,7 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { grpoStepRecords, inProcessCli, settingFlags } from '../../test/helpers/cli-in-process.js';
+import { grpoStepRecords, inProcessCli, tinyRunFlags } from '../../test/helpers/cli-in-process.js';
 import type { RolloutFn, RolloutSample } from '../rollout/rollout.js';
 import {
   MALFORMED_PENALTY,
@@ -169,18 +169,7 @@ describe('the running advantage (trpo)', () => {
 
 describe('recipes/papers/mobile-agent-v3.ts', () => {
   it('runs SFT and two GRPO steps of online phone episodes with the replay rollout through grpo train', async () => {
-    const tiny = settingFlags({
-      'model.hiddenSize': 32,
-      'model.numLayers': 1,
-      'model.numHeads': 2,
-      'sft.steps': 20,
-      'grpo.steps': 2,
-      'grpo.promptsPerStep': 2,
-      'sampling.groupSize': 4,
-      'grpo.microBatchSize': 8,
-      'checkpoint.every': 0,
-      'logging.runsDirectory': runs,
-    });
+    const tiny = tinyRunFlags(runs, { 'evaluation.examples': undefined });
     await grpo('train', recipe, '--run-name', 'trpo', ...tiny);
     const steps = grpoStepRecords(runs, 'trpo');
     expect(steps).toHaveLength(2);

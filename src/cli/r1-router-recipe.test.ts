@@ -7,7 +7,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { grpoStepRecords, inProcessCli, settingFlags } from '../../test/helpers/cli-in-process.js';
+import { grpoStepRecords, inProcessCli, tinyRunFlags } from '../../test/helpers/cli-in-process.js';
 import {
   answerReward,
   embeddingSimilarity,
@@ -141,19 +141,7 @@ describe('step rows and the teacher', () => {
 
 describe('recipes/papers/r1-router.ts', () => {
   it('runs SFT and two Step-GRPO steps through grpo train, scoring every step row', async () => {
-    const tiny = settingFlags({
-      'model.hiddenSize': 32,
-      'model.numLayers': 1,
-      'model.numHeads': 2,
-      'sft.steps': 20,
-      'grpo.steps': 2,
-      'grpo.promptsPerStep': 2,
-      'sampling.groupSize': 4,
-      'grpo.microBatchSize': 8,
-      'evaluation.examples': 4,
-      'checkpoint.every': 0,
-      'logging.runsDirectory': runs,
-    });
+    const tiny = tinyRunFlags(runs);
     await grpo('train', recipe, '--run-name', 'step-grpo', ...tiny);
     const steps = grpoStepRecords(runs, 'step-grpo');
     expect(steps).toHaveLength(2);

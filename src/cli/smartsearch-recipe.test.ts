@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { grpoStepRecords, inProcessCli, settingFlags } from '../../test/helpers/cli-in-process.js';
+import { grpoStepRecords, inProcessCli, tinyRunFlags } from '../../test/helpers/cli-in-process.js';
 import type { ToolCallRecord } from '../agents/types.js';
 import { createReward } from '../rewards/factories.js';
 import { makeRewardInput, type RewardFn } from '../rewards/types.js';
@@ -20,19 +20,7 @@ const { runs, grpo } = inProcessCli('grpo-smartsearch-');
 
 describe('recipes/papers/smartsearch.ts', () => {
   it('runs SFT and two GRPO steps of scored search episodes with the smartsearch reward through grpo train', async () => {
-    const tiny = settingFlags({
-      'model.hiddenSize': 32,
-      'model.numLayers': 1,
-      'model.numHeads': 2,
-      'sft.steps': 20,
-      'grpo.steps': 2,
-      'grpo.promptsPerStep': 2,
-      'sampling.groupSize': 4,
-      'grpo.microBatchSize': 8,
-      'evaluation.examples': 4,
-      'checkpoint.every': 0,
-      'logging.runsDirectory': runs,
-    });
+    const tiny = tinyRunFlags(runs);
     await grpo('train', recipe, '--run-name', 'smartsearch', ...tiny);
     const steps = grpoStepRecords(runs, 'smartsearch');
     expect(steps).toHaveLength(2);

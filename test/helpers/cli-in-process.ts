@@ -3,7 +3,8 @@
  * registers the file's hooks (a scratch runs folder, removed after the file; stdout and stderr
  * silenced, put back after the file) and returns that folder and `grpo(...argv)`, which parses argv
  * as the `grpo` command line does and throws where the CLI would exit non-zero. `settingFlags`
- * turns settings into `--set key=<json>` flags; `grpoStepRecords` reads a finished run's GRPO step metrics.
+ * turns settings into `--set key=<json>` flags; `tinyRunFlags` are those of a recipe's smoke run (a
+ * tiny model, 20 SFT steps, 2 GRPO steps); `grpoStepRecords` reads a finished run's GRPO step metrics.
  *
  * Is not: the CLI as a child process (cli.ts), for tests that kill the trainer or read its exit code.
  */
@@ -16,6 +17,29 @@ import { buildProgram } from '../../src/cli/main.js';
 /** `--set key=<value as JSON>` for each setting, in order. */
 export function settingFlags(settings: Record<string, unknown>): string[] {
   return Object.entries(settings).flatMap(([key, value]) => ['--set', `${key}=${JSON.stringify(value)}`]);
+}
+
+/**
+ * The flags of a recipe's smoke run into `runs`: a 32-wide one-layer model, 20 SFT steps, then 2 GRPO
+ * steps of 2 prompts × 4 samples, no checkpoints; `settings` add to or replace them (undefined: leave
+ * that setting at the recipe's value).
+ */
+export function tinyRunFlags(runs: string, settings: Record<string, unknown> = {}): string[] {
+  const all: Record<string, unknown> = {
+    'model.hiddenSize': 32,
+    'model.numLayers': 1,
+    'model.numHeads': 2,
+    'sft.steps': 20,
+    'grpo.steps': 2,
+    'grpo.promptsPerStep': 2,
+    'sampling.groupSize': 4,
+    'grpo.microBatchSize': 8,
+    'evaluation.examples': 4,
+    'checkpoint.every': 0,
+    'logging.runsDirectory': runs,
+    ...settings,
+  };
+  return settingFlags(Object.fromEntries(Object.entries(all).filter(([, value]) => value !== undefined)));
 }
 
 /** Registers the hooks described above; call it once, at the top of a test file. */
