@@ -22,7 +22,7 @@
  * Is not: the PRM (its MCTS data construction and training), the ProRAG rollout or its rewards.
  */
 import { z } from 'zod';
-import { defineTurnCredit, type TurnCreditInput, type TurnCreditResult } from './turn-credit.js';
+import { defineTurnCredit, type TurnCreditInput, type TurnCreditResult, turnMetrics } from './turn-credit.js';
 
 /** The outcome z-score's ε (the authors' `std_rewards + 1e-4`). */
 const OUTCOME_EPSILON = 1e-4;
@@ -92,15 +92,7 @@ export function proragCredit(input: TurnCreditInput, options: Record<string, unk
       );
     }
   }
-  const values = turnAdvantages.filter((_, episode) => !Number.isNaN(input.rewards[episode])).flat();
-  const metrics: Record<string, number> =
-    values.length === 0
-      ? {}
-      : {
-          'credit/turnAdvantage/mean': values.reduce((sum, value) => sum + value, 0) / values.length,
-          'credit/turnAdvantage/absMean': values.reduce((sum, value) => sum + Math.abs(value), 0) / values.length,
-        };
-  return { turnAdvantages, metrics };
+  return { turnAdvantages, metrics: turnMetrics(turnAdvantages, input) };
 }
 
 /** `algorithm.turnCredit: prorag`: the entry `grpo list` prints and configs name. */

@@ -25,7 +25,7 @@
  */
 import { z } from 'zod';
 import { gammaOption, turnNormalizationOption } from './option-schemas.js';
-import { defineTurnCredit, type TurnCreditInput, type TurnCreditResult } from './turn-credit.js';
+import { defineTurnCredit, type TurnCreditInput, type TurnCreditResult, turnMetrics } from './turn-credit.js';
 
 const EPSILON = 1e-6;
 
@@ -106,15 +106,7 @@ export function uis1Credit(input: TurnCreditInput, options: Record<string, unkno
       );
     });
   }
-  const values = turnAdvantages.filter((_, episode) => !Number.isNaN(input.rewards[episode])).flat();
-  const metrics: Record<string, number> =
-    values.length === 0
-      ? {}
-      : {
-          'credit/turnAdvantage/mean': values.reduce((sum, value) => sum + value, 0) / values.length,
-          'credit/turnAdvantage/absMean': values.reduce((sum, value) => sum + Math.abs(value), 0) / values.length,
-        };
-  return { turnAdvantages, metrics };
+  return { turnAdvantages, metrics: turnMetrics(turnAdvantages, input) };
 }
 
 /** `algorithm.turnCredit: ui-s1`: the entry `grpo list` prints and configs name. */

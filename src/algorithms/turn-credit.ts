@@ -383,8 +383,8 @@ export const matchtirCreditPart = defineTurnCredit({
   options: z.object({ gamma: gammaOption }).partial().strict(),
 });
 
-/** The mean and spread of the scored episodes' turn advantages. */
-function turnMetrics(turnAdvantages: number[][], input: TurnCreditInput): Record<string, number> {
+/** The mean and spread of the scored episodes' turn advantages (every estimator's `credit/` metrics). */
+export function turnMetrics(turnAdvantages: number[][], input: TurnCreditInput): Record<string, number> {
   const values = turnAdvantages.filter((_, episode) => !Number.isNaN(input.rewards[episode])).flat();
   if (values.length === 0) return {};
   const mean = values.reduce((sum, value) => sum + value, 0) / values.length;
