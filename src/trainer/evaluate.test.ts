@@ -113,3 +113,45 @@ describe('a correctness check that fails', () => {
     }
   });
 });
+
+describe('a reward that scores the greedy answer after another prompt (self-aligned)', () => {
+  it('gets the model’s log-probs there, as in training: every held-out answer is scored', async () => {
+    const { Transformer: Model } = await import('../model/transformer.js');
+    const { createSmallConfig } = await import('../model/config.js');
+    const { selfAlignedReward } = await import('../rewards/policy.js');
+    const model = Model.random(
+      createSmallConfig({
+        vocabSize: tokenizer.vocabSize,
+        hiddenSize: 16,
+        numLayers: 1,
+        numHeads: 2,
+        bosTokenId: tokenizer.bosTokenId,
+        eosTokenIds: [tokenizer.eosTokenId],
+      }),
+      5,
+    );
+    const rewards: (number | null)[] = [];
+    const result = await evaluate(
+      model,
+      { tokenizer, chatTemplate: null },
+      task,
+      examples,
+      [{ name: 'self-aligned', reward: selfAlignedReward(), weight: 1 }],
+      {
+        maxNewTokens: 4,
+        stopTokenIds: [],
+        passAtK: 0,
+        temperature: 0,
+        seed: 1,
+        onCompletion: ({ reward }) => rewards.push(reward),
+      },
+    );
+    expect(rewards).toHaveLength(2);
+    for (const reward of rewards) {
+      expect(reward).not.toBeNull();
+      expect(reward!).toBeGreaterThanOrEqual(-1);
+      expect(reward!).toBeLessThan(1);
+    }
+    expect(result['eval/meanReward']).toBeCloseTo((rewards[0]! + rewards[1]!) / 2, 12);
+  });
+});

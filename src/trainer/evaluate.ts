@@ -8,7 +8,8 @@ import type { Example, Task } from '../data/task.js';
 import type { Transformer } from '../model/transformer.js';
 import { weightedSum, weightsAt } from '../rewards/combine.js';
 import { scoreRewards, type RewardScorer } from '../rewards/run.js';
-import type { NamedReward, RewardEpisode } from '../rewards/types.js';
+import type { NamedReward, RewardEpisode, RewardInput } from '../rewards/types.js';
+import { frozenLogprobs } from './optimize.js';
 import { generate } from '../sampling/index.js';
 import type { PromptFormat } from '../config/prompt-format.js';
 import type { RunContext } from './setup.js';
@@ -113,6 +114,13 @@ export async function evaluate(
       truncated: greedy[i].truncated,
       episode: greedy[i].episode,
       policyLogprobs: greedy[i].logprobs,
+      // As the greedy answer's own log-probs: the raw logits (temperature 1), after another prompt.
+      policyLogprobsAfter: async (other: RewardInput['prompt'], ids: readonly number[] = greedy[i].ids) => {
+        const example = { ...examples[i], prompt: typeof other === 'string' ? other : [...other] };
+        const rendered = await renderRunPrompt(format, settings.vision ?? null, example, `held-out row ${i}`);
+        const row = { promptIds: rendered.ids, completionIds: [...ids], images: rendered.images };
+        return Array.from(frozenLogprobs(model, [row], { microBatchSize: 1, temperature: 1 })[0]);
+      },
     },
   ]);
   const matrix = await (settings.scoreRewards ?? ((all) => scoreRewards(rewards, all)))(groups);
