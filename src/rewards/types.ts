@@ -80,7 +80,8 @@ export interface RewardInput {
    * under the policy that sampled this step, at the sampling temperature, without gradient — what
    * `policyLogprobs` are for the row's own prompt. `prompt` takes the row's prompt's place and is
    * rendered as the run renders its prompts (chat template, images). For rewards that compare the
-   * completion under another context (SAR: without the question). Set by `grpo train`; absent
+   * completion under another context (SAR: without the question). Set by `grpo train` (and its held-out
+   * evaluation, at temperature 1 as the greedy answers' own); absent
    * from `grpo reward`, `grpo serve-rewards` and reward worker threads, where a reward that needs it
    * throws one sentence naming itself (`self-aligned`).
    */
