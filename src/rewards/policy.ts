@@ -50,9 +50,14 @@ export function policyLogprobsOf(input: RewardInput, rewardName: string): readon
  * 0 for a completion without such tokens, as the authors' `masked_mean` gives.
  */
 export function meanPolicyLogprob(input: RewardInput, rewardName: string): number {
+  return meanProduced(policyLogprobsOf(input, rewardName));
+}
+
+/** Mean of the logprobs the policy produced (NaN entries left out); 0 when there are none. */
+function meanProduced(logprobs: readonly number[]): number {
   let sum = 0;
   let count = 0;
-  for (const logprob of policyLogprobsOf(input, rewardName)) {
+  for (const logprob of logprobs) {
     if (Number.isNaN(logprob)) continue;
     sum += logprob;
     count++;
@@ -115,8 +120,7 @@ export function negativeSurprisal(): RewardFn {
 
 /** Perplexity of a completion from its per-token log-probs, exp(−mean), NaN entries (tool output) left out. */
 function perplexity(logprobs: readonly number[]): number {
-  const produced = logprobs.filter((logprob) => !Number.isNaN(logprob));
-  return Math.exp(-produced.reduce((total, logprob) => total + logprob, 0) / produced.length);
+  return Math.exp(-meanProduced(logprobs));
 }
 
 /**

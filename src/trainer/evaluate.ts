@@ -9,7 +9,7 @@ import type { Transformer } from '../model/transformer.js';
 import { weightedSum, weightsAt } from '../rewards/combine.js';
 import { scoreRewards, type RewardScorer } from '../rewards/run.js';
 import type { NamedReward, RewardEpisode, RewardInput } from '../rewards/types.js';
-import { frozenLogprobs } from './optimize.js';
+import { frozenLogprobsAfter } from './optimize.js';
 import { generate } from '../sampling/index.js';
 import type { PromptFormat } from '../config/prompt-format.js';
 import type { RunContext } from './setup.js';
@@ -115,12 +115,15 @@ export async function evaluate(
       episode: greedy[i].episode,
       policyLogprobs: greedy[i].logprobs,
       // As the greedy answer's own log-probs: the raw logits (temperature 1), after another prompt.
-      policyLogprobsAfter: async (other: RewardInput['prompt'], ids: readonly number[] = greedy[i].ids) => {
-        const example = { ...examples[i], prompt: typeof other === 'string' ? other : [...other] };
-        const rendered = await renderRunPrompt(format, settings.vision ?? null, example, `held-out row ${i}`);
-        const row = { promptIds: rendered.ids, completionIds: [...ids], images: rendered.images };
-        return Array.from(frozenLogprobs(model, [row], { microBatchSize: 1, temperature: 1 })[0]);
-      },
+      policyLogprobsAfter: (other: RewardInput['prompt'], ids: readonly number[] = greedy[i].ids) =>
+        frozenLogprobsAfter(
+          model,
+          (example, where) => renderRunPrompt(format, settings.vision ?? null, example, where),
+          examples[i],
+          other,
+          ids,
+          { microBatchSize: 1, temperature: 1 },
+        ),
     },
   ]);
   const matrix = await (settings.scoreRewards ?? ((all) => scoreRewards(rewards, all)))(groups);

@@ -25,6 +25,7 @@ import { renderRunPrompt, type RenderedPrompt } from './vision-run.js';
 import {
   frozenColumn,
   frozenLogprobs,
+  frozenLogprobsAfter,
   stepSettingsOf,
   trainingBatch,
   withGroupTokenWeights,
@@ -56,7 +57,7 @@ import {
   type SignalOutcome,
   type StepSignal,
 } from './step-signal.js';
-import type { NamedReward, RewardInput } from '../rewards/types.js';
+import type { NamedReward } from '../rewards/types.js';
 import type { RewardScorer } from '../rewards/run.js';
 import { padRows, type TokenSequence } from './completion-logprobs.js';
 import type { TextTokenizer } from '../model/tokenizer.js';
@@ -219,12 +220,16 @@ function logprobsAtTemperature(
     previousEntropy,
   );
   metrics['advantage/logprobTemperature'] = temperature;
-  const groupOf = groupIndexOf(batch.groupSizes);
-  const rows = batch.samples.map((_, i) => ({ ...sampleRows(batch, i)[0], images: batch.prompts[groupOf[i]].images }));
-  return frozenLogprobs(environment.rolloutContext.model, rows, {
+  return frozenLogprobs(environment.rolloutContext.model, firstRows(batch), {
     microBatchSize: environment.settings.microBatchSize,
     temperature,
   });
+}
+
+/** Each sample's first row with its prompt's images: the completion as an estimator's side input reads it. */
+function firstRows(batch: StepBatch) {
+  const groupOf = groupIndexOf(batch.groupSizes);
+  return batch.samples.map((_, i) => ({ ...sampleRows(batch, i)[0], images: batch.prompts[groupOf[i]].images }));
 }
 
 /** Single-stream baselines of every sample and this visit's discount per group. */
@@ -252,25 +257,6 @@ function trackerInputs(
     baselines.fill(trackedBaseline(entries[g], visit), start, start + batch.groupSizes[g]);
   });
   return { baselines, discounts };
-}
-
-/**
- * RewardInput.policyLogprobsAfter: the row rendered with `prompt` in its prompt's place, and the
- * completion's log-probs after it under the policy that sampled (this step's weights, before the
- * update), at the sampling temperature — as the rollout's own log-probs.
- */
-async function policyLogprobsAfter(
-  environment: StepEnvironment,
-  example: Example,
-  prompt: RewardInput['prompt'],
-  completionIds: readonly number[],
-): Promise<number[]> {
-  const rendered = await environment.render(
-    { ...example, prompt: typeof prompt === 'string' ? prompt : [...prompt] },
-    "a reward's policyLogprobsAfter prompt",
-  );
-  const row = { promptIds: rendered.ids, completionIds: [...completionIds], images: rendered.images };
-  return Array.from(frozenLogprobs(environment.rolloutContext.model, [row], environment.settings)[0]);
 }
 
 /** Rollout, scoring, refill, signal and training rows of one step. */
@@ -310,7 +296,16 @@ export async function prepareGrpoStep(
         rewards,
         scoreRewards,
         step,
-        (example, prompt, completionIds) => policyLogprobsAfter(environment, example, prompt, completionIds),
+        // as the rollout's own log-probs: this step's policy, before the update, at the sampling temperature
+        (example, prompt, completionIds) =>
+          frozenLogprobsAfter(
+            rolloutContext.model,
+            environment.render,
+            example,
+            prompt,
+            completionIds,
+            environment.settings,
+          ),
       );
       rolloutSeconds += generated.rolloutSeconds;
       rewardSeconds += generated.rewardSeconds;
@@ -370,18 +365,14 @@ export async function prepareGrpoStep(
     bound.needs.has('temperatureLogprobs') && batch.samples.length > 0
       ? logprobsAtTemperature(environment, batch, previousEntropy, metrics)
       : undefined;
-  // GRPO-CARE's inputs, per sample's first row (with its prompt's images, as the reference reads them).
-  const firstRows = () => {
-    const groupOf = groupIndexOf(batch.groupSizes);
-    return batch.samples.map((_, i) => ({ ...sampleRows(batch, i)[0], images: batch.prompts[groupOf[i]].images }));
-  };
+  // GRPO-CARE's inputs, per sample's first row.
   const referenceLogprobs =
     bound.needs.has('referenceTokenLogprobs') && batch.samples.length > 0
-      ? frozenLogprobs(environment.referenceModel!, environment.referenceRows(firstRows()), environment.settings)
+      ? frozenLogprobs(environment.referenceModel!, environment.referenceRows(firstRows(batch)), environment.settings)
       : undefined;
   const tokenizer = environment.rolloutContext.tokenizer;
   const tokenTexts = bound.needs.has('tokenTexts')
-    ? firstRows().map((row) => row.completionIds.map((id) => tokenizer.decode([id])))
+    ? batch.samples.map((sample) => sample.completionIds.map((id) => tokenizer.decode([id])))
     : undefined;
   const signal = computeSignal(bound, batch, {
     klPenalties: penalties,

@@ -13,6 +13,9 @@ import type { BoundAlgorithm } from '../config/algorithm.js';
 import type { TrainerConfig } from '../config/config.js';
 import { releaseGarbage } from '../tensor/garbage.js';
 import type { TrainerState } from '../run/run-folder.js';
+import type { Example } from '../data/task.js';
+import type { RewardInput } from '../rewards/types.js';
+import type { RenderedPrompt } from './vision-run.js';
 import { completionLogprobs, padRows, type TokenSequence } from './completion-logprobs.js';
 
 /** One trained row as the step builds it (the input of `trainingBatch`). */
@@ -189,6 +192,26 @@ export function frozenLogprobs(
   const Tc = Math.max(1, ...samples.map((sample) => sample.completionIds.length));
   const values = frozenColumn(model, samples, settings, Tc);
   return samples.map((sample, r) => values.slice(r * Tc, r * Tc + sample.completionIds.length));
+}
+
+/**
+ * RewardInput.policyLogprobsAfter: the row rendered (`render`: the run's own prompt rendering) with
+ * `prompt` in its prompt's place, and log π of `completionIds` after it, one frozen forward.
+ */
+export async function frozenLogprobsAfter(
+  model: Transformer,
+  render: (example: Example, where: string) => Promise<RenderedPrompt>,
+  example: Example,
+  prompt: RewardInput['prompt'],
+  completionIds: readonly number[],
+  settings: Pick<StepSettings, 'microBatchSize' | 'temperature'>,
+): Promise<number[]> {
+  const rendered = await render(
+    { ...example, prompt: typeof prompt === 'string' ? prompt : [...prompt] },
+    "a reward's policyLogprobsAfter prompt",
+  );
+  const row = { promptIds: rendered.ids, completionIds: [...completionIds], images: rendered.images };
+  return Array.from(frozenLogprobs(model, [row], settings)[0]);
 }
 
 /**
