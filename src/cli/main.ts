@@ -422,7 +422,7 @@ verl: scripts/verl_compute_score.py (custom_reward_function.path / name=compute_
     )
     .option('--recipe <file>', "also list the recipe's own parts (its `parts`: losses, estimators, image rewards, …)")
     .action(async (options: { recipe?: string }) => {
-      if (options.recipe) await (await import('./train-command.js')).loadRecipe(options.recipe); // registers its parts
+      if (options.recipe) await (await import('./recipe-file.js')).loadRecipe(options.recipe); // registers its parts
       const { runCatalogCommand } = await import('./catalog-command.js');
       process.stdout.write(`${runListCommand()}\n${runCatalogCommand()}`);
     });

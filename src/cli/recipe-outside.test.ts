@@ -10,7 +10,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadRecipe, runTrainCommand } from './train-command.js';
+import { loadRecipe } from './recipe-file.js';
+import { runTrainCommand } from './train-command.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-recipe-outside-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));

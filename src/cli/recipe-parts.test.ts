@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { advantageEstimators, policyLosses } from '../algorithms/index.js';
-import { loadRecipe, runTrainCommand } from './train-command.js';
+import { loadRecipe } from './recipe-file.js';
+import { runTrainCommand } from './train-command.js';
 import { testFixture } from '../../test/helpers/fixtures.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'grpo-recipe-parts-'));

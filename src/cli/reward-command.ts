@@ -26,7 +26,7 @@ import {
   type NamedReward,
   type RewardInput,
 } from '../rewards/index.js';
-import { loadRecipe } from './train-command.js';
+import { loadRecipe } from './recipe-file.js';
 
 /** Where the command writes; the CLI passes process streams, tests pass collectors. */
 export interface RewardCommandOutput {

@@ -13,7 +13,8 @@ import { buildRewards, loadRunTask, mergeConfig, resolveConfig, type Recipe } fr
 import type { NamedReward } from '../rewards/index.js';
 import { startRewardServer, type RunningRewardServer } from '../serve/reward-server.js';
 import { RewardWorkerPool } from '../rewards/workers.js';
-import { dataFlagOverrides, loadRecipe } from './train-command.js';
+import { loadRecipe } from './recipe-file.js';
+import { dataFlagOverrides } from './train-command.js';
 
 export interface ServeRewardsOptions {
   /** A recipe file (.ts/.js with code rewards, or a .json/.yaml config). */

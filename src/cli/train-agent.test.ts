@@ -8,7 +8,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadRecipe, runTrainCommand } from './train-command.js';
+import { loadRecipe } from './recipe-file.js';
+import { runTrainCommand } from './train-command.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'grpo-agent-'));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));

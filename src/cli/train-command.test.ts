@@ -11,7 +11,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { applyOverrides, loadRecipe, runTrainCommand } from './train-command.js';
+import { loadRecipe } from './recipe-file.js';
+import { applyOverrides, runTrainCommand } from './train-command.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'grpo-recipe-'));
 const recipeFile = (name: string, text: string): string => {
