@@ -71,7 +71,7 @@ let collectorKeptOffWorkers = false;
  * ~64 MiB of them ("external memory pressure"), every 5–30 ms here; with incremental marking its
  * marking threads then ran beside the products, and a product that takes 6.4 ms took 10–25 ms when
  * one overlapped it (the 25M model's 32x32 step, AVX-512, 2 cores: 24 input-gradient products 6.1–25.5
- * ms; 6.4–7.1 ms with this). Peak memory is unchanged (measured): turning off only concurrent marking
+ * ms; with this, 23 of them 6.2–7.1 ms and one 14.1). Peak memory is unchanged (measured): turning off only concurrent marking
  * left marking to the JS thread's few allocation steps, and freed arrays so late that the peak doubled.
  * The flag is read at each collection and is safe to turn off while one runs (checked by flipping it at
  * random times under heavy allocation, 40 runs).
