@@ -106,8 +106,10 @@ const allowed = {
 // A sprawl alarm, not a target: raised by hand, with a reason in the commit, when planned work needs
 // the room (53,000: the reward, sampling, agent and flow paper methods of issues 31-33 still to land,
 // each one small file with its entry; 49,944 after the session that added DNO, SAGE, Scaf-GRPO, RLVER,
-// GRPO-Guard, TempFlow-GRPO and BranchGRPO). Recipes and their glue live in recipes/, outside it.
-const maxSourceLines = 53_000;
+// GRPO-Guard, TempFlow-GRPO and BranchGRPO; 54,500: 52,645 after the session that added GRPO-CARE,
+// SAR, PROF, SCOPE and eight more, with off-policy guidance rows and five helpers' papers to come).
+// Recipes and their glue live in recipes/, outside it.
+const maxSourceLines = 54_500;
 
 const problems = [];
 let sourceLines = 0;
