@@ -134,6 +134,15 @@ const grpoSchema = z
       .describe(
         'A dataset column: rows sharing its value are drawn into the same step, all of them (a question and its rephrasing, for the co-reward reward); promptsPerStep must be a multiple of the rows per value. null = each prompt drawn on its own.',
       ),
+    groundTruthCompletion: z
+      .string()
+      .min(1)
+      .max(100_000)
+      .nullable()
+      .default(null)
+      .describe(
+        "TempSamp-R1's ground-truth injection: the last completion of every group is replaced by this text, with each {column} filled from the row (e.g. '<answer> {answer} </answer>'), its old log-probs the policy's before the update; it is scored and normalised with its group. Single-turn rollouts only. null = off.",
+      ),
   })
   .strict();
 

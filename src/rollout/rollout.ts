@@ -104,6 +104,8 @@ export interface RolloutSample {
   episode?: RewardEpisode;
   /** Per model turn: the environment's anchor-state key before that turn (environments with stateKey()). */
   stateKeys?: string[];
+  /** The row's ground truth put in the group's place (rollout/ground-truth.ts), not a sample of the policy. */
+  groundTruth?: boolean;
 }
 
 export interface RolloutContext {

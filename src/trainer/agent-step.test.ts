@@ -271,6 +271,12 @@ describe('agent configuration is refused before any compute', () => {
       game,
       /agent: multi-turn episodes render tool results through a chat template/,
     ],
+    [
+      'a ground-truth completion (single-turn only)',
+      { grpo: { groundTruthCompletion: '{answer}' } },
+      game,
+      /grpo\.groundTruthCompletion: a ground-truth completion replaces a single-turn sample/,
+    ],
   ])('%s', (_, overrides, environment, message) => {
     expect(context(overrides, environment)).toThrow(message);
   });

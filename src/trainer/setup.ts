@@ -41,6 +41,8 @@ import { bindAlgorithm, type BoundAlgorithm } from '../config/algorithm.js';
 import { promptFormatFor, type PromptFormat } from '../config/prompt-format.js';
 import { openaiRollout } from '../rollout/openai-rollout.js';
 import { singleTurnRollout, type RolloutFn } from '../rollout/rollout.js';
+import { groundTruthIds, groundTruthRollout, groundTruthText } from '../rollout/ground-truth.js';
+import { frozenLogprobs, stepSettingsOf } from './optimize.js';
 import type { EnvironmentFactory } from '../agents/types.js';
 import {
   ENVIRONMENT_REWARD,
@@ -239,7 +241,10 @@ export function createRunContext(
   const rollout = runRollout(config, recipe);
   const rewards = rewardsOf(config, task, recipe);
   // Before any model is loaded: the columns the rewards read, on the rows the GRPO loop draws first.
-  checkRewardColumns(rewards, task.trainExamples(Math.min(16, config.grpo.examples), config.seed + 2));
+  const firstRows = task.trainExamples(Math.min(16, config.grpo.examples), config.seed + 2);
+  checkRewardColumns(rewards, firstRows);
+  if (config.grpo.groundTruthCompletion !== null)
+    firstRows.forEach((row, i) => groundTruthText(config.grpo.groundTruthCompletion!, row, `training row ${i}`));
   checkRewardToolCalls(rewards, (rollout.provides ?? []).includes('toolCalls'));
   // Before any model is loaded: every part's options and needs against the data, the rollout and the rewards.
   const algorithm = bindRunAlgorithm(config, task, rollout, rewards);
@@ -293,6 +298,7 @@ export function createRunContext(
     stopTokenIds = [charTokenizer.eosTokenId];
   }
   if (!vision) refuseImagesWithTextModel(config, task);
+  checkGroundTruth(config, firstRows, tokenizer, stopTokenIds);
   // Seeded by model.initSeed, like a from-scratch model: the same config gives the same adapters.
   if (config.lora) attachLora(model, config.lora, config.model.initSeed, checkpointFiles);
   model.recompute = config.model.recomputeActivations;
@@ -368,8 +374,42 @@ function runRollout(config: TrainerConfig, recipe: Omit<Recipe, 'config'>): Roll
     throw new Error(
       "invalid config:\n- rollout.engine: 'openai' generates single-turn rollouts itself; a recipe's own rollout or environment cannot run on it (leave rollout.engine 'local')",
     );
+  const template = config.grpo.groundTruthCompletion;
+  if (template !== null && recipe.environment)
+    throw new Error(
+      'invalid config:\n- grpo.groundTruthCompletion: a ground-truth completion replaces a single-turn sample; multi-turn episodes (agent) have no such text, so leave it null',
+    );
   if (recipe.environment) return multiTurnRollout(checkedEnvironments(config, recipe.environment), config.agent!);
-  return recipe.rollout ?? (config.rollout.engine === 'openai' ? openaiRollout(config.rollout) : singleTurnRollout);
+  const rollout =
+    recipe.rollout ?? (config.rollout.engine === 'openai' ? openaiRollout(config.rollout) : singleTurnRollout);
+  if (template === null) return rollout;
+  if ((rollout.provides ?? []).length > 0 || config.sampling.groupSize < 2)
+    throw new Error(
+      `invalid config:\n- grpo.groundTruthCompletion: the ground truth takes the last place of a group of independent single-turn samples, so it needs sampling.groupSize ≥ 2 (it is ${config.sampling.groupSize}) and a rollout that provides nothing more (this one provides ${JSON.stringify(rollout.provides ?? [])})`,
+    );
+  const { microBatchSize } = stepSettingsOf(config);
+  return groundTruthRollout(rollout, template, ({ model }, rows, temperature) =>
+    frozenLogprobs(model, rows, { microBatchSize, temperature }),
+  );
+}
+
+/** Before any compute: the ground-truth template's columns and token count on the rows the loop draws first. */
+function checkGroundTruth(
+  config: TrainerConfig,
+  rows: readonly Example[],
+  tokenizer: TextTokenizer,
+  stopIds: number[],
+) {
+  const template = config.grpo.groundTruthCompletion;
+  if (template === null) return;
+  rows.forEach((row, i) => {
+    groundTruthText(template, row, `training row ${i}`);
+    const length = groundTruthIds(tokenizer, template, row, stopIds, `training row ${i}`).length;
+    if (length > config.sampling.maxNewTokens)
+      throw new Error(
+        `invalid config:\n- grpo.groundTruthCompletion: the ground truth of training row ${i} is ${length} tokens, over sampling.maxNewTokens (${config.sampling.maxNewTokens})`,
+      );
+  });
 }
 
 /**

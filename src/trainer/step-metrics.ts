@@ -20,9 +20,15 @@ function meanAndStd(values: readonly number[]): { mean: number; std: number } {
   return { mean, std: Math.sqrt(variance) };
 }
 
-/** reward/mean, reward/std, reward/fracZeroStd, reward/invalidSamples and reward/<name>/{mean,std,invalid}. */
+/**
+ * reward/mean, reward/std, reward/fracZeroStd, reward/invalidSamples and reward/<name>/{mean,std,invalid}.
+ * The means and deviations are the policy's: an injected ground truth (grpo.groundTruthCompletion)
+ * is left out of them, as TempSamp-R1's `gt_log_exclude`, and counted in train/groundTruthRows;
+ * fracZeroStd counts the groups as the estimator sees them, the ground truth in.
+ */
 export function rewardLogMetrics(batch: StepBatch): Record<string, number> {
-  const overall = meanAndStd(Array.from(batch.rewards).filter(Number.isFinite));
+  const sampled = (_: unknown, i: number) => !batch.samples[i].groundTruth;
+  const overall = meanAndStd(Array.from(batch.rewards).filter((r, i) => sampled(r, i) && Number.isFinite(r)));
   let zeroStdGroups = 0;
   groupStarts(batch.groupSizes).forEach((start, g) => {
     const scored = Array.from(batch.rewards.subarray(start, start + batch.groupSizes[g])).filter(Number.isFinite);
@@ -36,12 +42,16 @@ export function rewardLogMetrics(batch: StepBatch): Record<string, number> {
   };
   const K = batch.rewardNames.length;
   batch.rewardNames.forEach((name, k) => {
-    const column = batch.samples.map((_, i) => batch.scores[i * K + k]).filter(Number.isFinite);
+    const column = batch.samples
+      .flatMap((_, i) => (sampled(_, i) ? [batch.scores[i * K + k]] : []))
+      .filter(Number.isFinite);
     const stats = column.length > 0 ? meanAndStd(column) : { mean: NaN, std: NaN }; // logged as null
     metrics[`reward/${name}/mean`] = stats.mean;
     metrics[`reward/${name}/std`] = stats.std;
     metrics[`reward/${name}/invalid`] = batch.failures[name] ?? 0;
   });
+  const injected = batch.samples.filter((sample) => sample.groundTruth).length;
+  if (injected > 0) metrics['train/groundTruthRows'] = injected;
   return metrics;
 }
 
@@ -112,6 +122,7 @@ export function sampleRecords(
         length: batch.samples[i].completionIds.length,
         finishReason: batch.samples[i].episode?.stopReason ?? (batch.samples[i].truncated ? 'length' : 'stop'),
         inLoss: signal.keep[i] === 1,
+        ...(batch.samples[i].groundTruth ? { groundTruth: true } : {}),
         ...(batch.errors[i] ? { errors: batch.errors[i] } : {}),
         ...(tokenizer && batch.samples[i].episode
           ? { episode: episodeRecord(batch.samples[i], sampleRows(batch, i), tokenizer) }
