@@ -49,6 +49,7 @@ import { applicationRewardFactories } from './application-factories.js';
 import { maskIouFactory } from './mask-iou.js';
 import { numericAnswerFactory } from './numeric-answer.js';
 import { cermFactory } from './cerm.js';
+import { temporalFormatFactory, temporalIouFactory } from './temporal-grounding.js';
 import { pointInBoxFactory } from './point-in-box.js';
 import { thinkAnswerConsistencyFactory } from './think-answer-consistency.js';
 import { smartSearchFactory } from './smartsearch.js';
@@ -690,6 +691,9 @@ for (const factory of [
   rewardFactories.register(factory);
 // BigCharts-R1's chart reward (docs/vision.md).
 rewardFactories.register(cermFactory);
+// TempSamp-R1's temporal grounding rewards (docs/rewards.md).
+rewardFactories.register(temporalIouFactory);
+rewardFactories.register(temporalFormatFactory);
 
 /**
  * tool-efficiency's r_φ: the check named by `choice`; unnamed, the run's task check when training

@@ -31,6 +31,7 @@ export * from './policy.js';
 export * from './visual.js';
 export * from './numeric-answer.js';
 export { cerm, cermScore, errorMagnitudeScore, percentFloat, pythonFloat } from './cerm.js';
+export { parseSpan, shapeIou, temporalIou, temporalIouReward, temporalFormatReward } from './temporal-grounding.js';
 export * from './point-in-box.js';
 export * from './mask-iou.js';
 export * from './transformation-credit.js';

@@ -115,6 +115,8 @@ const cases: Record<string, Case> = {
   'plan-format': {},
   'numeric-answer': {},
   cerm: { completion: '<answer>3</answer>' },
+  'temporal-iou': { completion: '<answer> 1 to 3 </answer>', values: { answer: '1 to 3' } },
+  'temporal-format': { completion: '<answer> 1 to 3 </answer>' },
   'point-in-box': { completion: '(5, 5)' },
   'mask-iou': { completion: '[[0, 0], [10, 0], [10, 10]]' },
   'transformation-credit': { completion: '<answer>(1, color, red)</answer>' },
