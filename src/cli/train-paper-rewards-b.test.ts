@@ -2,7 +2,7 @@
  * The reward-design papers of issue 31 trained through `grpo train --reward NAME` (docs/papers.md):
  * ReFIne's `refine-trust` (#235) and Posterior-GRPO's `outcome-gated-process` (#234, its process
  * reward an `llm-judge` over a scripted OpenAI-compatible server on 127.0.0.1, standing in for the
- * paper's reasoning reward model). Each run's metrics.jsonl must log `reward/<name>/mean` within the
+ * paper's reasoning reward model), MASA's `masa` (#253) and GRPO-λ's `grpo-lambda` (#30). Each run's metrics.jsonl must log `reward/<name>/mean` within the
  * reward's range with no failed call, its samples.jsonl must show every logged score is the reward's
  * for that completion, and some group's scores (and so advantages) differ.
  *
@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runTrainCommand } from './train-command.js';
+import { grpoLambdaScores } from '../rewards/grpo-lambda.js';
 import { extractMasaPrediction, masaMetaScore } from '../rewards/masa.js';
 import { refineTrust } from '../rewards/refine-trust.js';
 import { makeRewardInput } from '../rewards/types.js';
@@ -126,6 +127,35 @@ describe('reward-design papers trained through grpo train --reward', () => {
         expect(scores[index]).toBeCloseTo(expected, 6);
       });
     }
+  }, 240_000);
+
+  it("GRPO-λ: grpo-lambda penalises length only in the step's top-λ groups by correctness ratio", async () => {
+    const { groups, scoresOf } = await train('grpo-lambda', 'grpo-lambda:{"topFraction":0.25}', [0, 1]);
+    // topFraction 0.25 of 4 groups: the top one. Right answers in a group that another group outranks
+    // score 1 whatever their length; right answers in the top group score 1 − 0.6·σ(z) < 1.
+    let plainRight = 0;
+    let penalised = 0;
+    for (const step of new Set(groups.map((group) => group.step))) {
+      const ofStep = groups.filter((group) => group.step === step);
+      expect(ofStep, 'every group of the step is logged, in batch order').toHaveLength(4);
+      const asSeen = ofStep.map((group) => ({
+        correct: group.completions.map(({ text }) => isRight(text, group.answer)),
+        lengths: group.completions.map(({ length }) => length),
+      }));
+      const expected = grpoLambdaScores(asSeen, { topFraction: 0.25, alpha: 0.6 });
+      ofStep.forEach((group, g) => {
+        scoresOf(group).forEach((score, index) => expect(score).toBeCloseTo(expected[g]![index]!, 9));
+        const ratio = asSeen[g]!.correct.filter(Boolean).length / 4;
+        const higher = asSeen.filter((other) => other.correct.filter(Boolean).length / 4 > ratio).length;
+        scoresOf(group).forEach((score, index) => {
+          if (!asSeen[g]!.correct[index]) return;
+          if (higher >= 1) plainRight += score === 1 ? 1 : 0;
+          else if (score < 1) penalised++;
+        });
+      });
+    }
+    expect(penalised, 'right answers in top groups are penalised by length').toBeGreaterThan(0);
+    expect(plainRight, 'right answers below the top groups keep 1').toBeGreaterThan(0);
   }, 240_000);
 
   it("MASA: recipes/papers/masa.ts scores each meta group against its problem's solution group of the step", async () => {

@@ -57,6 +57,7 @@ import { transformationCreditFactory } from './transformation-credit.js';
 import { outcomeGatedProcessFactory } from './posterior-gated.js';
 import { refineTrustFactory } from './refine-trust.js';
 import { masaFactory } from './masa.js';
+import { grpoLambdaFactory } from './grpo-lambda.js';
 import { stepCountFactory } from './step-count.js';
 
 const column = z.string().min(1);
@@ -686,6 +687,7 @@ for (const factory of [
   outcomeGatedProcessFactory(createReward, columnsOfReward),
   refineTrustFactory(createReward, columnsOfReward),
   masaFactory(createReward, columnsOfReward),
+  grpoLambdaFactory(createReward, columnsOfReward),
   stepCountFactory,
 ])
   rewardFactories.register(factory);

@@ -48,6 +48,7 @@ export {
 } from './masa.js';
 export { refineConfidence, refineReferences, refineStructure, refineTrust } from './refine-trust.js';
 export { stepCount } from './step-count.js';
+export { grpoLambda, grpoLambdaScores, type GrpoLambdaGroup, type GrpoLambdaOptions } from './grpo-lambda.js';
 export {
   checkRewardColumns,
   checkRewardToolCalls,

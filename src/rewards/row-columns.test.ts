@@ -71,6 +71,7 @@ const cases: Record<string, Case> = {
   'repetition-penalty': {},
   'ternary-truthfulness': {},
   'length-among-correct': {},
+  'grpo-lambda': {},
   'majority-vote': {},
   'co-reward': {},
   scope: {},
