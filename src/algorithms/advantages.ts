@@ -10,6 +10,7 @@
 import { z } from 'zod';
 import { epsilonOption, singletonGroupOption, stdOption } from './option-schemas.js';
 import { defineAdvantageEstimator } from './advantages-groups.js';
+import type { RunSettings } from './registry.js';
 import {
   type AdvantageInput,
   type AdvantageOptions,
@@ -70,6 +71,16 @@ export function grpoAdvantage(input: AdvantageInput, options: AdvantageOptions =
   return centerAndDivide(prepare(input), options, (_g, std) => std + epsilon);
 }
 
+/** Refuses groups of one: `name` compares completions within a group, and one has nothing to compare. */
+function comparesWithinGroups(name: string) {
+  return (_options: unknown, settings: RunSettings) =>
+    settings.groupSize < 2
+      ? [
+          `sampling.groupSize: ${name} compares completions within a group, so it needs at least 2 (got ${settings.groupSize})`,
+        ]
+      : [];
+}
+
 /** `algorithm.advantage: grpo`: the entry `grpo list` prints and configs name. */
 export const grpoAdvantagePart = defineAdvantageEstimator({
   name: 'grpo',
@@ -80,6 +91,7 @@ export const grpoAdvantagePart = defineAdvantageEstimator({
     .object({ epsilon: epsilonOption, std: stdOption, singletonGroup: singletonGroupOption })
     .partial()
     .strict(),
+  refuses: comparesWithinGroups('grpo'),
 });
 
 /**
@@ -98,6 +110,7 @@ export const drGrpoAdvantagePart = defineAdvantageEstimator({
   description: 'r − mean_g, no std division (pair with seq-mean-token-sum-norm)',
   citation: 'Dr. GRPO, arXiv 2503.20783',
   options: z.object({ singletonGroup: singletonGroupOption, std: stdOption }).partial().strict(),
+  refuses: comparesWithinGroups('dr-grpo'),
 });
 
 /**
@@ -118,6 +131,7 @@ export const rlooAdvantagePart = defineAdvantageEstimator({
   description: 'leave-one-out baseline: r_i − mean_{j≠i} r_j',
   citation: 'RLOO, Ahmadian et al. 2024, arXiv 2402.14740',
   options: z.object({ singletonGroup: singletonGroupOption, std: stdOption }).partial().strict(),
+  refuses: comparesWithinGroups('rloo'),
 });
 
 /**

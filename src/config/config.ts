@@ -504,11 +504,6 @@ export function validateConfig(input: unknown, known: KnownNames): TrainerConfig
       `- model.hiddenSize: ${config.model.hiddenSize} is not a multiple of model.numHeads ${config.model.numHeads}`,
     );
   }
-  if (config.sampling.groupSize < 2 && ['grpo', 'rloo', 'dr-grpo'].includes(config.algorithm.advantage)) {
-    problems.push(
-      `- sampling.groupSize: ${config.algorithm.advantage} compares completions within a group, so it needs at least 2 (got ${config.sampling.groupSize})`,
-    );
-  }
   problems.push(
     ...rolloutEngineProblems(config),
     ...visionProblems(config.model.vision, config.model.checkpoint),

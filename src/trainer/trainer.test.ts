@@ -250,7 +250,6 @@ describe('config validation', () => {
       { grpo: { promptsPerStep: 3, microBatchSize: 5 }, sampling: { groupSize: 4 } },
       /grpo\.microBatchSize: 5 does not divide the 12 completions/,
     ],
-    [{ sampling: { groupSize: 1 } }, /sampling\.groupSize: grpo compares completions within a group/],
     [{ grpo: { steps: -1 } }, /grpo\.steps: /],
     [{ grpo: { stpes: 3 } }, /grpo: Unrecognized key/],
     [{ model: { hiddenSize: 30, numHeads: 4 } }, /model\.hiddenSize: 30 is not a multiple of model\.numHeads 4/],
@@ -266,6 +265,18 @@ describe('config validation', () => {
     ],
   ])('%j is refused with a message naming the field', (input, message) => {
     expect(() => resolveConfig(input)).toThrow(message);
+  });
+  it.each(['grpo', 'dr-grpo', 'rloo'])('%s refuses a group of one, before any model loads', (advantage) => {
+    const config = resolveConfig({
+      sampling: { groupSize: 1 },
+      grpo: { microBatchSize: 16 },
+      algorithm: { advantage },
+    });
+    expect(() => createRunContext(config)).toThrow(
+      new RegExp(
+        `sampling\\.groupSize: ${advantage} compares completions within a group, so it needs at least 2 \\(got 1\\)`,
+      ),
+    );
   });
   it('an unknown reward name lists the known ones', () => {
     const config = resolveConfig({ rewards: [{ name: 'corect' }] });
