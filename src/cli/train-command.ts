@@ -18,6 +18,7 @@ import {
   type TrainerConfig,
 } from '../trainer/index.js';
 import { writeJsonAtomically } from '../run/run-folder.js';
+import { getBackend } from '../tensor/index.js';
 import { isFlowRecipe } from '../flow/recipe.js';
 import { runFlowTrainCommand } from './train-flow.js';
 import { rewardFactories, type NamedReward } from '../rewards/index.js';
@@ -268,6 +269,8 @@ export async function runTrainCommand(options: TrainCommandOptions): Promise<num
   );
   // A resume with --set changes the run's config from here on (e.g. more grpo.steps): record it.
   if (options.resume && (options.set ?? []).length > 0) writeJsonAtomically(join(runDirectory, 'config.json'), config);
+  // The backend now: a bad GRPO_BACKEND, GRPO_THREADS or GRPO_NATIVE_* is refused before a run folder exists.
+  getBackend();
   if (!options.resume) {
     if (existsSync(join(runDirectory, 'config.json')))
       throw new Error(`run folder ${runDirectory} already exists; use --resume ${runDirectory} or another --run-name`);
