@@ -16,7 +16,9 @@
  * logged reward). Differs: the "video" is six seconds told in text (what shows each second), not
  * TimeLens frames, and the spans are whole seconds ("2 to 4"); an SFT teacher that is off by a
  * second on half its demonstrations teaches the format first; learning rates are the toy model's
- * (theirs 1e-6).
+ * (theirs 1e-6). The toy does not learn to place spans in a short run: with sft.steps 600,
+ * grpo.learningRate 1e-3 and 40 steps, held-out accuracy (IoU ≥ 0.8) went 30% → 25% with the
+ * ground truth and 30% → 29% without it (measured here, one seed each).
  */
 import { generatedSplit, type Example, type Pick, type Recipe, type Task } from '../../src/index.js';
 import { parseSpan, temporalIou } from '../../src/rewards/index.js';
