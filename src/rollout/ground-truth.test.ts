@@ -11,7 +11,7 @@ import { Transformer } from '../model/transformer.js';
 import { noGrad } from '../tensor/index.js';
 import { completionLogprobs } from '../trainer/completion-logprobs.js';
 import { frozenLogprobs } from '../trainer/optimize.js';
-import { groundTruthRollout, groundTruthText } from './ground-truth.js';
+import { groundTruthProblems, groundTruthRollout, groundTruthText } from './ground-truth.js';
 import { singleTurnRollout, type RolloutPrompt, type RolloutSettings } from './rollout.js';
 
 const tokenizer = new CharTokenizer({ alphabet: 'abcdefgh<>/ 0123456789to' });
@@ -83,5 +83,18 @@ describe('groundTruthRollout', () => {
       /training row 4 has no text or number in column "solution"/,
     );
     expect(groundTruthText('{a}-{b}', { prompt: 'x', a: 'one', b: 2 }, 'row')).toBe('one-2');
+  });
+
+  it('lists, before any compute, each first row whose truth cannot be written or is too long', () => {
+    const rows = [{ prompt: 'x', answer: '1 to 2' }, { prompt: 'y' }, { prompt: 'z', answer: '1 to 22222222' }];
+    expect(groundTruthProblems('<a>{answer}</a>', rows, 14)).toEqual([
+      '- grpo.groundTruthCompletion: training row 1 has no text or number in column "answer" (the template reads {answer})',
+    ]);
+    expect(
+      groundTruthProblems('<a>{answer}</a>', rows, 14, { tokenizer, stopTokenIds: [tokenizer.eosTokenId] }),
+    ).toEqual([
+      '- grpo.groundTruthCompletion: training row 1 has no text or number in column "answer" (the template reads {answer})',
+      '- grpo.groundTruthCompletion: the ground truth of training row 2 is 21 tokens, over sampling.maxNewTokens (14)',
+    ]);
   });
 });

@@ -45,6 +45,33 @@ export function groundTruthIds(
   return stopTokenIds.length > 0 && ids[ids.length - 1] !== stopTokenIds[0] ? [...ids, stopTokenIds[0]] : ids;
 }
 
+/**
+ * Before any compute: one `- grpo.groundTruthCompletion: …` line per row (of those a run draws
+ * first) whose ground truth cannot be written, or, given the tokenizer, is longer than `maxNewTokens`.
+ */
+export function groundTruthProblems(
+  template: string,
+  rows: readonly Example[],
+  maxNewTokens: number,
+  tokens?: { tokenizer: TextTokenizer; stopTokenIds: readonly number[] },
+): string[] {
+  return rows.flatMap((row, i) => {
+    const where = `training row ${i}`;
+    try {
+      groundTruthText(template, row, where);
+    } catch (error) {
+      return [`- ${(error as Error).message}`];
+    }
+    if (!tokens) return [];
+    const length = groundTruthIds(tokens.tokenizer, template, row, tokens.stopTokenIds, where).length;
+    return length > maxNewTokens
+      ? [
+          `- grpo.groundTruthCompletion: the ground truth of ${where} is ${length} tokens, over sampling.maxNewTokens (${maxNewTokens})`,
+        ]
+      : [];
+  });
+}
+
 /** log π_old of each row's completion after its prompt under the context's model, at `temperature`, without gradient. */
 export type FrozenLogprobs = (
   context: RolloutContext,

@@ -41,7 +41,7 @@ import { bindAlgorithm, type BoundAlgorithm } from '../config/algorithm.js';
 import { promptFormatFor, type PromptFormat } from '../config/prompt-format.js';
 import { openaiRollout } from '../rollout/openai-rollout.js';
 import { singleTurnRollout, type RolloutFn } from '../rollout/rollout.js';
-import { groundTruthIds, groundTruthRollout, groundTruthText } from '../rollout/ground-truth.js';
+import { groundTruthProblems, groundTruthRollout } from '../rollout/ground-truth.js';
 import { frozenLogprobs, stepSettingsOf } from './optimize.js';
 import type { EnvironmentFactory } from '../agents/types.js';
 import {
@@ -243,8 +243,7 @@ export function createRunContext(
   // Before any model is loaded: the columns the rewards read, on the rows the GRPO loop draws first.
   const firstRows = task.trainExamples(Math.min(16, config.grpo.examples), config.seed + 2);
   checkRewardColumns(rewards, firstRows);
-  if (config.grpo.groundTruthCompletion !== null)
-    firstRows.forEach((row, i) => groundTruthText(config.grpo.groundTruthCompletion!, row, `training row ${i}`));
+  checkGroundTruth(config, firstRows);
   checkRewardToolCalls(rewards, (rollout.provides ?? []).includes('toolCalls'));
   // Before any model is loaded: every part's options and needs against the data, the rollout and the rewards.
   const algorithm = bindRunAlgorithm(config, task, rollout, rewards);
@@ -298,7 +297,7 @@ export function createRunContext(
     stopTokenIds = [charTokenizer.eosTokenId];
   }
   if (!vision) refuseImagesWithTextModel(config, task);
-  checkGroundTruth(config, firstRows, tokenizer, stopTokenIds);
+  checkGroundTruth(config, firstRows, { tokenizer, stopTokenIds });
   // Seeded by model.initSeed, like a from-scratch model: the same config gives the same adapters.
   if (config.lora) attachLora(model, config.lora, config.model.initSeed, checkpointFiles);
   model.recompute = config.model.recomputeActivations;
@@ -393,23 +392,15 @@ function runRollout(config: TrainerConfig, recipe: Omit<Recipe, 'config'>): Roll
   );
 }
 
-/** Before any compute: the ground-truth template's columns and token count on the rows the loop draws first. */
+/** Before any compute: the ground-truth template on the rows the loop draws first (rollout/ground-truth.ts). */
 function checkGroundTruth(
   config: TrainerConfig,
   rows: readonly Example[],
-  tokenizer: TextTokenizer,
-  stopIds: number[],
+  tokens?: Parameters<typeof groundTruthProblems>[3],
 ) {
   const template = config.grpo.groundTruthCompletion;
-  if (template === null) return;
-  rows.forEach((row, i) => {
-    groundTruthText(template, row, `training row ${i}`);
-    const length = groundTruthIds(tokenizer, template, row, stopIds, `training row ${i}`).length;
-    if (length > config.sampling.maxNewTokens)
-      throw new Error(
-        `invalid config:\n- grpo.groundTruthCompletion: the ground truth of training row ${i} is ${length} tokens, over sampling.maxNewTokens (${config.sampling.maxNewTokens})`,
-      );
-  });
+  const problems = template === null ? [] : groundTruthProblems(template, rows, config.sampling.maxNewTokens, tokens);
+  if (problems.length > 0) throw new Error(`invalid config:\n${problems.join('\n')}`);
 }
 
 /**
