@@ -40,6 +40,10 @@
  * here: the rows are cases told in words (the study's wording gives the modality, its finding the
  * diagnosis), and the model is a small character model from scratch whose SFT teacher names the wrong
  * modality or a neighbouring diagnosis on `TEACHER_ERROR_RATE` of its answers, so GRPO has both to learn.
+ * Measured (seed 0, as written, no endpoints, 2 shared cores): held-out accuracy (60 rows: the right
+ * modality and the exact diagnosis) 81.7% after SFT, then 81.7, 100, 100, 100% at GRPO steps 20, 40,
+ * 60, 80; held-out mean reward (their overall) 0.843 → 1.000. At learning rate 2e-4 for 60 steps
+ * it swung: 81.7, 78.3, 100, 75.0%.
  */
 import {
   chatCompletion,
@@ -289,8 +293,8 @@ export default {
     sampling: { groupSize: 5, maxNewTokens: 112, temperature: 1 },
     algorithm: { advantage: 'grpo', klCoefficient: 0.01, klEstimator: 'k3' },
     optimizer: { maxGradNorm: 1 },
-    grpo: { steps: 60, promptsPerStep: 8, microBatchSize: 40, learningRate: 2e-4 },
-    evaluation: { examples: 60 },
+    grpo: { steps: 80, promptsPerStep: 8, microBatchSize: 40, learningRate: 1e-4 },
+    evaluation: { examples: 60, every: 20 },
     checkpoint: { every: 1000 },
     logging: { printEvery: 10 },
   },
