@@ -65,7 +65,7 @@ const tagName = z.string().regex(/^[\w-]+$/, 'a tag name: letters, digits, _ or 
 const rankingInput = { relevanceColumn: column.optional(), tag: z.union([tagName, z.literal('')]).optional() };
 const stlInput = { goldColumn: column.optional(), tag: z.union([tagName, z.literal('')]).optional() };
 const restl = (aspect: string) =>
-  `RESTL (#145) ${aspect} reward, rule-based stand-in for its trained reward model (arXiv 2511.08555; docs/paper-recipes.md)`;
+  `RESTL (#145) ${aspect} reward: the paper's metric, which its trained reward model learns (arXiv 2511.08555; docs/paper-recipes.md)`;
 const unit = z.enum(['tokens', 'characters']);
 const language = z.enum(['python', 'javascript']);
 const judgeEndpoint = {
@@ -607,33 +607,33 @@ const builtIns: RewardFactory[] = [
   ),
   define(
     'stl-propositions',
-    'F1 between the atomic propositions (x>3) of the predicted and gold STL formulas; 0 when it does not parse',
+    "F1 (score: gold-recall, RESTL's m_a: the share of gold atoms) between the atomic propositions (x>3) of the predicted and gold STL formulas; 0 when it does not parse",
     restl('atomic proposition consistency'),
-    z.object(stlInput).strict(),
+    z.object({ ...stlInput, score: z.enum(['f1', 'gold-recall']).optional() }).strict(),
     stlPropositions,
     { goldColumn: 'answer' },
   ),
   define(
     'stl-templated-nl',
     "the predicted STL formula rendered to templated English, ROUGE-L F1 against the row's sentence (column nl)",
-    restl('templated NL similarity'),
+    "RESTL (#145) templated NL similarity reward: its m_t is a BERT-like encoder's cosine, ROUGE-L stands in (arXiv 2511.08555; docs/paper-recipes.md)",
     z.object({ ...stlInput, textColumn: column.optional() }).strict(),
     stlTemplatedNl,
     { goldColumn: 'answer', textColumn: 'nl' },
   ),
   define(
     'stl-succinctness',
-    'min(1, size of gold / size of predicted STL formula) in operators and atoms',
+    "min(1, size of gold / size of predicted STL formula) in operators and atoms (measure: characters, RESTL's m_l = 1 − ||y*| − |ŷ|| / |y*|)",
     restl('formula succinctness'),
-    z.object(stlInput).strict(),
+    z.object({ ...stlInput, measure: z.enum(['size', 'characters']).optional() }).strict(),
     stlSuccinctness,
     { goldColumn: 'answer' },
   ),
   define(
     'stl-symbols',
-    'F1 over the tokens of the predicted and gold STL formulas, canonically printed',
+    "F1 over the tokens of the predicted and gold STL formulas, canonically printed (measure: rouge-l, RESTL's m_s: ROUGE-L F1 of the tokens as written)",
     restl('STL-level symbol matching'),
-    z.object(stlInput).strict(),
+    z.object({ ...stlInput, measure: z.enum(['token-f1', 'rouge-l']).optional() }).strict(),
     stlSymbols,
     { goldColumn: 'answer' },
   ),

@@ -104,6 +104,30 @@ describe('RESTL rewards', () => {
     expect(run(rewards.templated, 'G[0,5] x>3', row)).toBe((2 * 8) / 26);
   });
 
+  it("the paper's metrics (m_a gold recall, m_l over characters, m_s ROUGE-L over tokens), hand-computed", () => {
+    const paper = {
+      propositions: stlPropositions({ score: 'gold-recall' }),
+      succinct: stlSuccinctness({ measure: 'characters' }),
+      symbols: stlSymbols({ measure: 'rouge-l' }),
+    };
+    const metrics = (completion: string) => Object.values(paper).map((reward) => run(reward, completion, row));
+    // gold: 26 characters, 21 tokens (G [ 0 , 5 ] ( x > 3 -> F [ 0 , 2 ] y < 1 )).
+    expect(gold.length).toBe(26);
+    expect(metrics(gold)).toEqual([1, 1, 1]);
+    // One of the two gold atoms (y<1 kept, x>3 → x<3); 26 characters; 20 of 21 tokens in common.
+    expect(metrics('G[0,5] (x<3 -> F[0,2] y<1)')).toEqual([0.5, 1, (2 * 20) / 42]);
+    // An extra atom costs nothing in m_a (a recall), unlike F1 (0.8); 32 characters: 1 − 6/26;
+    // tokens: the gold's 21 are a subsequence of its 25.
+    const extra = 'G[0,5] (x>3 & z>1 -> F[0,2] y<1)';
+    expect(run(rewards.propositions, extra, row)).toBeCloseTo(0.8, 12);
+    expect(metrics(extra)).toEqual([1, 1 - 6 / 26, (2 * 21) / 46]);
+    // Spacing counts in m_l, as the paper counts characters: 22 characters written without spaces.
+    expect(run(paper.succinct, 'G[0,5](x>3->F[0,2]y<1)', row)).toBe(1 - 4 / 26);
+    // Past twice the gold's length m_l goes below 0, as the formula gives.
+    expect(run(paper.succinct, `!!!!!!!!!!!!!!!!!!!!!!!!!!!!${gold}`, row)).toBe(1 - 28 / 26);
+    expect(metrics('G[0,5] (x>3 ->')).toEqual([0, 0, 0]); // does not parse
+  });
+
   it('registered with options; bad options and rows are refused by name', () => {
     for (const name of ['stl-propositions', 'stl-templated-nl', 'stl-succinctness', 'stl-symbols', 'stl-traces'])
       expect(rewardFactories.get(name).citation).toMatch(/RESTL \(#145\)/);

@@ -15,11 +15,13 @@
  * max_{t'∈[t+a,t+b]} min(ρψ(t'), min_{t''∈[t,t')} ρφ(t'')). A window past the trace's end is cut
  * at the end (traces here are generated long enough: {@link formulaHorizon}).
  *
- * The rewards are rule-based stand-ins: RESTL trains four reward models (atomic proposition
- * consistency, templated-NL semantic alignment, formula succinctness, STL-level symbol matching)
- * with a curriculum and aggregates their outputs for PPO; neither the models nor the exact
- * aggregation could be read here (docs/paper-recipes.md). Each stand-in computes, exactly, the
- * quantity the paper's model is trained to estimate against the gold formula.
+ * The rewards compute RESTL's metrics directly: RESTL trains four reward models (atomic proposition
+ * alignment m_a, templated-NL similarity m_t, formula succinctness m_l, STL-level similarity m_s)
+ * on preference pairs ranked by these metrics, with a curriculum, and sums their outputs with
+ * weights 0.2, 0.25, 0.35, 0.2 for PPO (the paper, AAAI 2026 version: "Multi-aspect Metric",
+ * "Implementation Details"); feeding the metrics themselves is its "metric supervision" variant
+ * (its Figure 4). The options `score: 'gold-recall'`, `measure: 'characters'` and `measure: 'rouge-l'`
+ * give its m_a, m_l and m_s exactly; m_t (a BERT-like encoder's cosine) is a ROUGE-L stand-in here.
  * Is not: a dense-time monitor (traces are integer-indexed) or an equivalence prover (the trace
  * check samples; two formulas that agree on every sampled trace may still differ).
  */
@@ -295,7 +297,7 @@ function formulas(
   row: Readonly<Record<string, unknown>>,
   { goldColumn = 'answer', tag = '' }: StlInputOptions,
   rewardName: string,
-): { gold: StlFormula; predicted: StlFormula | null } {
+): { gold: StlFormula; predicted: StlFormula | null; goldText: string; predictedText: string } {
   const goldText = row[goldColumn];
   if (typeof goldText !== 'string')
     throw new Error(`${rewardName}: dataset row has no column "${goldColumn}" holding the gold STL formula`);
@@ -306,7 +308,7 @@ function formulas(
     throw new Error(`${rewardName}: column "${goldColumn}" is not an STL formula: ${(error as Error).message}`);
   }
   const text = tag === '' ? completion : tagContent(completion, tag);
-  return { gold, predicted: text === null ? null : tryParseStl(text) };
+  return { gold, predicted: text === null ? null : tryParseStl(text), goldText, predictedText: text?.trim() ?? '' };
 }
 
 const f1 = (predicted: ReadonlySet<string> | readonly string[], gold: ReadonlySet<string> | readonly string[]) => {
@@ -324,15 +326,24 @@ const f1 = (predicted: ReadonlySet<string> | readonly string[], gold: ReadonlySe
   return left.length + right.length === 0 ? 1 : (2 * overlap) / (left.length + right.length);
 };
 
+/** Options of {@link stlPropositions}. */
+export interface StlPropositionsOptions extends StlInputOptions {
+  /** `f1` (default), or `gold-recall`: RESTL's m_a = |A(ŷ) ∩ A(y*)| / |A(y*)| (its eq. for m_a). */
+  score?: 'f1' | 'gold-recall';
+}
+
 /**
  * Atomic proposition alignment: F1 between the predicted and gold formulas' sets of atomic
- * propositions (signal, comparison and threshold all must match). 0 when the formula does not parse.
+ * propositions (signal, comparison and threshold all must match), or with `score: 'gold-recall'`
+ * RESTL's m_a, the share of the gold atoms the prediction has. 0 when the formula does not parse.
  * @example stlPropositions() // gold "G[0,5] x>3", "G[0,5] x>4" → 0; "F[0,5] x>3" → 1
  */
-export function stlPropositions(options: StlInputOptions = {}): RewardFn {
+export function stlPropositions({ score = 'f1', ...options }: StlPropositionsOptions = {}): RewardFn {
   return ({ completion, row }) => {
     const { gold, predicted } = formulas(completion, row, options, 'stl-propositions');
-    return predicted ? f1(atomicPropositions(predicted), atomicPropositions(gold)) : 0;
+    if (!predicted) return 0;
+    const [ours, theirs] = [atomicPropositions(predicted), atomicPropositions(gold)];
+    return score === 'f1' ? f1(ours, theirs) : [...theirs].filter((atom) => ours.has(atom)).length / theirs.size;
   };
 }
 
@@ -376,22 +387,46 @@ export function stlTemplatedNl({ textColumn = 'nl', ...options }: StlTemplatedNl
   };
 }
 
+/** Options of {@link stlSuccinctness}. */
+export interface StlSuccinctnessOptions extends StlInputOptions {
+  /** `size` (default): in operators and atoms; `characters`: RESTL's m_l = 1 − ||y*| − |ŷ|| / |y*|. */
+  measure?: 'size' | 'characters';
+}
+
 /**
  * Formula succinctness: min(1, size(gold) / size(predicted)) in operators and atoms, so a formula
- * padded with redundant operators (`!!φ`, `φ & φ`) scores below 1. 0 when it does not parse.
+ * padded with redundant operators (`!!φ`, `φ & φ`) scores below 1; or with `measure: 'characters'`
+ * RESTL's m_l = 1 − ||y*| − |ŷ|| / |y*| over the two formulas' characters as written (below 0 past
+ * twice the gold length, as the formula gives). 0 when it does not parse.
  */
-export function stlSuccinctness(options: StlInputOptions = {}): RewardFn {
+export function stlSuccinctness({ measure = 'size', ...options }: StlSuccinctnessOptions = {}): RewardFn {
   return ({ completion, row }) => {
-    const { gold, predicted } = formulas(completion, row, options, 'stl-succinctness');
-    return predicted ? Math.min(1, formulaSize(gold) / formulaSize(predicted)) : 0;
+    const { gold, predicted, goldText, predictedText } = formulas(completion, row, options, 'stl-succinctness');
+    if (!predicted) return 0;
+    if (measure === 'size') return Math.min(1, formulaSize(gold) / formulaSize(predicted));
+    const [reference, own] = [[...goldText.trim()].length, [...predictedText].length];
+    return 1 - Math.abs(reference - own) / reference;
   };
 }
 
-/** STL-level symbol matching: F1 over the multiset of the two formulas' tokens (operators, intervals, atoms), as printed canonically. */
-export function stlSymbols(options: StlInputOptions = {}): RewardFn {
+/** Options of {@link stlSymbols}. */
+export interface StlSymbolsOptions extends StlInputOptions {
+  /** `token-f1` (default): F1 over canonical tokens; `rouge-l`: RESTL's m_s, ROUGE-L F1 over the tokens as written. */
+  measure?: 'token-f1' | 'rouge-l';
+}
+
+/**
+ * STL-level symbol matching: F1 over the multiset of the two formulas' tokens (operators, intervals,
+ * atoms), as printed canonically; or with `measure: 'rouge-l'` RESTL's m_s = ROUGE-L(y*, ŷ), the F1
+ * of the longest common subsequence of the two formulas' tokens as written: 2·LCS / (|ŷ| + |y*|).
+ */
+export function stlSymbols({ measure = 'token-f1', ...options }: StlSymbolsOptions = {}): RewardFn {
   return ({ completion, row }) => {
-    const { gold, predicted } = formulas(completion, row, options, 'stl-symbols');
-    return predicted ? f1(stlTokens(printStl(predicted)), stlTokens(printStl(gold))) : 0;
+    const { gold, predicted, goldText, predictedText } = formulas(completion, row, options, 'stl-symbols');
+    if (!predicted) return 0;
+    if (measure === 'token-f1') return f1(stlTokens(printStl(predicted)), stlTokens(printStl(gold)));
+    const [ours, theirs] = [stlTokens(predictedText), stlTokens(goldText)];
+    return (2 * lcs(ours, theirs)) / (ours.length + theirs.length);
   };
 }
 
