@@ -115,11 +115,16 @@ describe('R1-AQA rewards and rows', () => {
   });
 
   it('trains through grpo train: SFT, then GRPO on accuracy + format with the authors settings', async () => {
+    // The pools hold what the steps use (2 × 4 demonstrations, 2 × 2 prompts): each generated row
+    // synthesizes a clip and its spectrogram, and the trainer draws its pools several times, so the
+    // default 4096 rows per pool were most of this test's time.
     const set = [
       'sft.steps=2',
       'sft.batchSize=4',
+      'sft.examples=8',
       'grpo.steps=2',
       'grpo.promptsPerStep=2',
+      'grpo.examples=4',
       'grpo.microBatchSize=16',
       'evaluation.examples=2',
       'evaluation.every=0',
