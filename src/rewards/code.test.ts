@@ -149,7 +149,9 @@ describe('sandbox containment', () => {
   it('caps live processes and kills background children when the program exits', async () => {
     const spawner =
       'import os, time\nn = 0\nfor i in range(100):\n    try:\n        if os.fork() == 0:\n            time.sleep(30)\n            os._exit(0)\n        n += 1\n    except OSError:\n        break\nprint(n)';
-    const result = await runSandboxed(spawner, { language: 'python', maxProcesses: 16, timeoutMs: 3000 });
+    // 20 s, still short of the children's 30 s sleep: a busy machine (load 9 here, two test files at a
+    // time) took 3 s to start the 15, and the limit is only a backstop for a sandbox that waits on them.
+    const result = await runSandboxed(spawner, { language: 'python', maxProcesses: 16, timeoutMs: 20_000 });
     expect(result.timedOut).toBe(false); // it exits at once; the sleeping children must not keep it alive
     if (capabilities.separateUser) expect(Number(result.stdout.trim())).toBe(15); // 16 processes including itself
     expect(sandboxProcesses()).toEqual([]); // the 30 s sleepers are gone
