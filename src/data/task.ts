@@ -58,6 +58,27 @@ export interface Task {
 }
 
 /**
+ * `task`, drawing each (count, seed) set of rows once: a run asks for the same training and held-out
+ * lists in several places (the step's pool, the SFT pool, the checks before compute, evaluation),
+ * and a generated row can be costly (a clip and its spectrogram). Each call gets its own array of
+ * the same row objects; everything else is the task's own (its prototype).
+ */
+export function drawOnce(task: Task): Task {
+  const memo = (draw: (count: number, seed: number) => Example[]) => {
+    const drawn = new Map<string, Example[]>();
+    return (count: number, seed: number) => {
+      const key = `${count}:${seed}`;
+      if (!drawn.has(key)) drawn.set(key, draw.call(task, count, seed));
+      return [...drawn.get(key)!];
+    };
+  };
+  return Object.assign(Object.create(task) as Task, {
+    trainExamples: memo(task.trainExamples),
+    evalExamples: memo(task.evalExamples),
+  });
+}
+
+/**
  * Checks `options` (the config's `taskOptions`) against a task's strict zod object schema; throws one
  * sentence per problem naming `taskOptions.<key>`, followed by the options the task knows.
  */

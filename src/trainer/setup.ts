@@ -16,7 +16,7 @@ import {
   turnCreditEstimators,
   type Part,
 } from '../algorithms/index.js';
-import type { Task } from '../data/task.js';
+import { drawOnce, type Task } from '../data/task.js';
 import { taskRegistry } from '../data/index.js';
 import { loadCheckpoint, resolveStopTokenIds } from '../model/checkpoint.js';
 import { readSafetensorsHeader } from '../model/safetensors.js';
@@ -206,7 +206,7 @@ function runTask(config: TrainerConfig, recipe: Omit<Recipe, 'config'>): Task {
       `task "${config.task}" reads data files: load it first and pass it (createRunContext(config, { task: await loadRunTask(input) }))`,
     );
   }
-  return recipe.task ?? taskRegistry.get(config.task)(config.taskOptions);
+  return drawOnce(recipe.task ?? taskRegistry.get(config.task)(config.taskOptions));
 }
 
 /**
