@@ -26,6 +26,7 @@ import {
   stratifiedAdvantagePart,
 } from './advantages-structured.js';
 import { treeAdvantagePart } from './advantages-tree.js';
+import { tempoAdvantagePart } from './advantages-tempo.js';
 import { opmdAdvantagePart } from './advantages-opmd.js';
 import { asymreAdvantagePart } from './advantages-asymre.js';
 import { riskpoAdvantagePart } from './advantages-riskpo.js';
@@ -66,6 +67,7 @@ import { lldsLossPart } from './policy-losses-llds.js';
 import { rediLossPart } from './policy-losses-redi.js';
 import { trpaAdvantagePart, trpaLossPart } from './policy-losses-trpa.js';
 import { dnoAdvantagePart, dnoLossPart } from './policy-losses-dno.js';
+import { regGrpoLossPart } from './policy-losses-reg-grpo.js';
 import {
   type Part,
   type PartKind,
@@ -89,6 +91,7 @@ export * from './advantages-groups.js';
 export * from './advantages.js';
 export * from './advantages-structured.js';
 export * from './advantages-tree.js';
+export * from './advantages-tempo.js';
 export * from './advantages-opmd.js';
 export * from './advantages-asymre.js';
 export * from './advantages-riskpo.js';
@@ -114,6 +117,7 @@ export * from './policy-losses-llds.js';
 export * from './policy-losses-redi.js';
 export * from './policy-losses-trpa.js';
 export * from './policy-losses-dno.js';
+export * from './policy-losses-reg-grpo.js';
 export * from './option-schemas.js';
 export * from './flow-steps.js';
 export * from './turn-credit.js';
@@ -144,6 +148,7 @@ export const advantageEstimators = filled<AdvantageFn>('advantage estimator', [
   seedGrpoAdvantagePart,
   serialGroupAdvantagePart,
   treeAdvantagePart,
+  tempoAdvantagePart,
   singleStreamAdvantagePart,
   opmdAdvantagePart,
   asymreAdvantagePart,
@@ -176,6 +181,7 @@ export const policyLosses = filled<PolicyLossFn>('policy loss', [
   rediLossPart,
   trpaLossPart,
   dnoLossPart,
+  regGrpoLossPart,
 ]);
 
 /** Loss aggregation modes by name (ALGORITHMS.md §3). */

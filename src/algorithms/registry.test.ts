@@ -56,6 +56,7 @@ describe('built-in registries', () => {
       'seed-grpo',
       's-grpo',
       'tree',
+      'tempo',
       'single-stream',
       'opmd',
       'asymre',
@@ -86,6 +87,7 @@ describe('built-in registries', () => {
       'redi',
       'trpa',
       'dno',
+      'reg-grpo',
     ]);
     expect(lossAggregations.names()).toEqual([
       'token-mean',
@@ -103,8 +105,8 @@ describe('built-in registries', () => {
         expect(text).toContain(`  ${entry.name} `);
       }
     }
-    expect(text).toMatch(/^Advantage estimators \(23\)/);
-    expect(text).toContain('Policy losses (17)');
+    expect(text).toMatch(/^Advantage estimators \(24\)/);
+    expect(text).toContain('Policy losses (18)');
     expect(text).toContain('KL estimators (3)');
   });
   it('an advantage estimator that declares no needs runs on rewards and group sizes alone (all a flow run has)', () => {

@@ -392,7 +392,9 @@ describe('every registered part, through a trainer step, equals the direct compo
     const samples = await singleTurnRollout(context, prompts, settings);
     return samples.map((s) => ({ ...s, oldLogprobs: s.oldLogprobs.map((l, t) => l + (t % 2 ? -0.2 : 0.3)) }));
   };
-  const lossRollouts: Record<string, RolloutFn> = { llds: staleRollout };
+  // Reg-GRPO z-scores the sequence log-ratios: on-policy those are that same rounding noise, so it
+  // too is compared at a stale π_old (at π_θ = π_old it is the GRPO direction, tested in its own file).
+  const lossRollouts: Record<string, RolloutFn> = { llds: staleRollout, 'reg-grpo': staleRollout };
   // TRPA pairs raw rewards (its own advantage), its pair mean over one call: the whole batch in one micro-batch.
   const lossConfigs: Record<string, Record<string, unknown>> = {
     trpa: { algorithm: { advantage: 'trpa' }, grpo: { microBatchSize: 16 } },
