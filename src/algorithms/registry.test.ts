@@ -2,6 +2,7 @@
  * Tests of the registry contract and of the built-in registries: unknown names list the known ones,
  * a taken name cannot be claimed by a different function, and every built-in is listed by `grpo list`.
  */
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { runListCommand } from '../cli/list-command.js';
 import { advantageEstimators, algorithmRegistries, grpoAdvantage, lossAggregations, policyLosses } from './index.js';
@@ -108,6 +109,26 @@ describe('built-in registries', () => {
     expect(text).toMatch(/^Advantage estimators \(24\)/);
     expect(text).toContain('Policy losses (18)');
     expect(text).toContain('KL estimators (3)');
+  });
+  it("docs/algorithms.md's registry table lists every member of each registry, in registration order", () => {
+    const lines = readFileSync('docs/algorithms.md', 'utf8').split('\n');
+    const tableNames = [
+      'advantageEstimators',
+      'policyLosses',
+      'lossAggregations',
+      'klEstimators',
+      'groupFilters',
+      'promptSelectors',
+      'turnCreditEstimators',
+    ];
+    algorithmRegistries.forEach((registry, i) => {
+      const row = lines.find((line) => line.startsWith(`| \`${tableNames[i]}\``));
+      const members = row
+        ?.split('|')[3]
+        .trim()
+        .replace(/\s*\(.*\)$/, '');
+      expect(members, tableNames[i]).toBe(registry.names().join(', '));
+    });
   });
   it('an advantage estimator that declares no needs runs on rewards and group sizes alone (all a flow run has)', () => {
     // Flow runs accept exactly these estimators; an undeclared need would fail there after step 0.
