@@ -12,6 +12,8 @@
  * Measured (2 shared cores, native backend, this config): held-out accuracy (60 problems) 60.0%
  * after SFT → 83.3% after 300 GRPO steps; the whole run 6 min 57 s (SFT 2.5 min, GRPO 4.3 min),
  * on a machine other jobs were also using. Shorter GRPO gave 68.3% (40 steps) and 75.0% (150).
+ * On a 2-core AMD EPYC (2026-11-28, same config and seed): 41.7% → 80.0%, the run 3 min 26 s; the
+ * SFT model differs with the CPU's floating-point rounding, and so does everything after it.
  *
  * Episode shape (the chat template below, Llama-3 JSON tool calls, a character tokenizer):
  *   Q:123*45\nA:{"name": "c", "parameters": {"e": "123*45"}}<eos>\nR:5535\nA:5535<eos>\n
