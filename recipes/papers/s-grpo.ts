@@ -21,7 +21,8 @@
  * the paper's O_i. Their Qwen3/DeepSeek-distill models, learning rate 1e-6 and batch are not here.
  *
  * Task (defined here): two-digit addition whose teacher thinks digit by digit, writes the sum, then
- * checks it by subtraction before closing the thought: `<think>7+5=12,3+4+1=8,82;82-45=37</think>\n82`.
+ * on 80% of its demonstrations checks it by subtraction before closing the thought:
+ * `<think>7+5=12,3+4+1=8,82;82-45=37</think>\n82` (else `<think>7+5=12,3+4+1=8,82</think>\n82`).
  * Exits after the sum are right, so the decaying reward favours closing the thought there; held-out
  * `completions/meanLength` falls as the check is dropped.
  */
@@ -39,6 +40,9 @@ import {
   type Task,
 } from '../../src/index.js';
 import { completionLogprobs } from '../../src/trainer/completion-logprobs.js';
+
+/** Fraction of the teacher's thoughts that check the sum before closing (the rest close right after it). */
+const TEACHER_CHECK_RATE = 0.8;
 
 /** The paper's answer inducer, appended after the truncated thought of a chat model. */
 export const PAPER_ANSWER_INDUCER = 'Time is limited, stop thinking and start answering.\n</think>\n\n';
@@ -157,12 +161,13 @@ function makeRow(pick: Pick): Example {
   return { prompt: `${a}+${b}`, a, b, answer: String(a + b) };
 }
 
-/** The teacher's thought: the sum digit by digit, then a redundant check by subtraction. */
-export function teacherThought(a: number, b: number): string {
+/** The teacher's thought: the sum digit by digit, then (with `check`) a redundant check by subtraction. */
+export function teacherThought(a: number, b: number, check = true): string {
   const units = (a % 10) + (b % 10);
   const tens = Math.floor(a / 10) + Math.floor(b / 10) + Math.floor(units / 10);
   const carry = units >= 10 ? '+1' : '';
-  return `${a % 10}+${b % 10}=${units},${Math.floor(a / 10)}+${Math.floor(b / 10)}${carry}=${tens},${a + b};${a + b}-${b}=${a}`;
+  const sum = `${a % 10}+${b % 10}=${units},${Math.floor(a / 10)}+${Math.floor(b / 10)}${carry}=${tens},${a + b}`;
+  return check ? `${sum};${a + b}-${b}=${a}` : sum;
 }
 
 /** The answer: the text after the last end-of-thinking marker, trimmed; null without one. */
@@ -177,7 +182,8 @@ export const task: Task = {
   alphabet: '0123456789+-=,;<think>/\n',
   trainExamples: (count, seed) => generatedSplit('addition-with-check', count, seed, false, makeRow),
   evalExamples: (count, seed) => generatedSplit('addition-with-check', count, seed, true, makeRow),
-  demonstration: (row) => `<think>${teacherThought(Number(row.a), Number(row.b))}</think>\n${row.answer}`,
+  demonstration: (row, draw) =>
+    `<think>${teacherThought(Number(row.a), Number(row.b), draw() < TEACHER_CHECK_RATE)}</think>\n${row.answer}`,
   rewards: () => [{ name: 'correct', reward: correct, weight: 1 }],
   isCorrect: (row, completion) => answerOf(completion) === row.answer,
 };
@@ -188,7 +194,7 @@ export default {
     model: { hiddenSize: 64, numLayers: 2, numHeads: 4 },
     sft: { steps: 400, batchSize: 32, learningRate: 3e-3, warmupSteps: 20, schedule: 'cosine' },
     sampling: { groupSize: 8, maxNewTokens: 48, temperature: 1 },
-    grpo: { steps: 100, promptsPerStep: 8, microBatchSize: 64, learningRate: 2e-4 },
+    grpo: { steps: 100, promptsPerStep: 8, microBatchSize: 64, learningRate: 5e-5 },
     algorithm: { advantage: 's-grpo', loss: 'ppo-clip', aggregation: 'seq-mean-token-mean', klCoefficient: 0 },
     evaluation: { examples: 60 },
     checkpoint: { every: 1000 },
