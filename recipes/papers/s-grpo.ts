@@ -23,8 +23,9 @@
  * Task (defined here): two-digit addition whose teacher thinks digit by digit, writes the sum, then
  * on 80% of its demonstrations checks it by subtraction before closing the thought:
  * `<think>7+5=12,3+4+1=8,82;82-45=37</think>\n82` (else `<think>7+5=12,3+4+1=8,82</think>\n82`).
- * Exits after the sum are right, so the decaying reward favours closing the thought there; held-out
- * `completions/meanLength` falls as the check is dropped.
+ * Exits after the sum can be right, so the decaying reward favours closing the thought there. Not
+ * seen at this size: 100 steps left the thought's length and accuracy as they were
+ * (docs/paper-recipes.md, "Measured").
  */
 import {
   Random,
@@ -193,8 +194,8 @@ export default {
     task: 'addition-with-check',
     model: { hiddenSize: 64, numLayers: 2, numHeads: 4 },
     sft: { steps: 400, batchSize: 32, learningRate: 3e-3, warmupSteps: 20, schedule: 'cosine' },
-    sampling: { groupSize: 8, maxNewTokens: 48, temperature: 1 },
-    grpo: { steps: 100, promptsPerStep: 8, microBatchSize: 64, learningRate: 5e-5 },
+    sampling: { groupSize: 16, maxNewTokens: 48, temperature: 1 },
+    grpo: { steps: 100, promptsPerStep: 4, microBatchSize: 64, learningRate: 2e-5 },
     algorithm: { advantage: 's-grpo', loss: 'ppo-clip', aggregation: 'seq-mean-token-mean', klCoefficient: 0 },
     evaluation: { examples: 60 },
     checkpoint: { every: 1000 },

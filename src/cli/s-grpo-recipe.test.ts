@@ -21,7 +21,7 @@ interface Group {
 
 describe('recipes/papers/s-grpo.ts', () => {
   it('trains two GRPO steps of serial early-exit groups with s-grpo through grpo train', async () => {
-    // groupSize stays the recipe's 8: 7 exits and the full completion.
+    // groupSize stays the recipe's 16: 15 exits and the full completion.
     await grpo(
       'train',
       recipe,
@@ -38,7 +38,7 @@ describe('recipes/papers/s-grpo.ts', () => {
       .filter((group) => group.phase === 'grpo');
     expect(groups.length).toBeGreaterThanOrEqual(2);
     for (const group of groups) {
-      expect(group.completions).toHaveLength(8);
+      expect(group.completions).toHaveLength(16);
       const full = group.completions.at(-1)!.text;
       const marker = full.indexOf('</think>');
       const thought = marker >= 0 ? marker : full.length;
