@@ -40,7 +40,7 @@ import {
 } from '../../src/index.js';
 
 /** Fraction of the teacher's products it gets by calling the calculator. */
-const TOOL_RATE = 0.4;
+const TOOL_RATE = 0.7;
 
 const CHAT_TEMPLATE = [
   '{% for message in messages %}',
@@ -116,7 +116,7 @@ export default {
   config: {
     task: 'matched-products',
     model: { hiddenSize: 64, numLayers: 2, numHeads: 4, chatTemplate: CHAT_TEMPLATE },
-    sft: { steps: 600, batchSize: 16, learningRate: 3e-3, warmupSteps: 20, schedule: 'cosine' },
+    sft: { steps: 1200, batchSize: 16, learningRate: 3e-3, warmupSteps: 20, schedule: 'cosine' },
     sampling: { groupSize: 8, maxNewTokens: 60, temperature: 1 },
     grpo: { steps: 200, promptsPerStep: 6, microBatchSize: 48, learningRate: 2e-4 },
     agent: { maxTurns: 3, toolCallFormat: 'llama3', maxEpisodeTokens: 170 },
