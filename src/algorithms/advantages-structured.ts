@@ -239,7 +239,8 @@ export const seedGrpoAdvantagePart = defineAdvantageEstimator({
 /**
  * S-GRPO serial-group reward and advantage: `rewards` holds each exit's correctness (0/1) in exit
  * order per group; r_k = 1/2^(n_k − 1) when correct (n_k = correct exits so far), else 0;
- * A_k = r_k − mean(r), no std (formula recalled [R], not verified). S-GRPO: Early Exit via RL in Reasoning Models (#25, arXiv 2505.07686).
+ * A_k = r_k − mean(r), no std (no authors' code; the paper's formula as four summaries of it agree, [P]).
+ * S-GRPO: Early Exit via RL in Reasoning Models (#25, arXiv 2505.07686); the rollout: recipes/papers/s-grpo.ts.
  */
 export function serialGroupAdvantage(input: AdvantageInput, options: AdvantageOptions = {}): AdvantageResult {
   const correctness = toRewardArray(input.rewards);
