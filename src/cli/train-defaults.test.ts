@@ -59,6 +59,7 @@ const builtInBefore = {
     schedule: 'constant',
     examples: 4096,
     drawTogether: null, // added with grpo.drawTogether (Co-Reward pairs; off by default: the run is as before)
+    groundTruthCompletion: null, // added with TempSamp-R1's injection (off by default: the run is as before)
   },
   algorithm: {
     advantage: 'grpo',
