@@ -35,7 +35,8 @@ import {
 /** Fraction of SFT demonstrations that call the calculator. */
 const TOOL_RATE = 0.4;
 
-const CHAT_TEMPLATE = [
+/** The episode's chat template (Q:, A:, R: lines); recipes/papers/matchtir.ts shares it. */
+export const CHAT_TEMPLATE = [
   '{% for message in messages %}',
   "{% if message.role == 'user' %}Q:{{ message.content }}\n",
   "{% elif message.role == 'assistant' %}A:{{ message.content }}{{ eos_token }}\n",
@@ -44,11 +45,11 @@ const CHAT_TEMPLATE = [
   '{% if add_generation_prompt %}A:{% endif %}',
 ].join('');
 
-const toolCall = (expression: string) => `{"name": "c", "parameters": {"e": "${expression}"}}`;
+export const toolCall = (expression: string) => `{"name": "c", "parameters": {"e": "${expression}"}}`;
 
 const parameters = z.object({ e: z.string().min(1).max(40).describe('an arithmetic expression, e.g. "123*45"') });
 /** The calculator (the built-in `calculatorTool`'s evaluator) as `c(e)`. */
-const calculator: Tool = {
+export const calculator: Tool = {
   name: 'c',
   description: 'calculator: evaluates an arithmetic expression',
   parameters,

@@ -26,7 +26,6 @@
  * turn's credit even when the other product is wrong. Episode shape (Llama-3 JSON tool calls):
  *   Q:123*45,67*89\nA:{"name": "c", "parameters": {"e": "123*45"}}<eos>\nR:5535\nA:…\nA:<answer>5535 5963</answer><eos>\n
  */
-import { z } from 'zod';
 import {
   evaluateArithmetic,
   generatedSplit,
@@ -36,32 +35,11 @@ import {
   type Recipe,
   type RewardFn,
   type Task,
-  type Tool,
 } from '../../src/index.js';
+import { CHAT_TEMPLATE, calculator, toolCall } from '../tool-calculator.js';
 
 /** Fraction of the teacher's products it gets by calling the calculator. */
 const TOOL_RATE = 0.7;
-
-const CHAT_TEMPLATE = [
-  '{% for message in messages %}',
-  "{% if message.role == 'user' %}Q:{{ message.content }}\n",
-  "{% elif message.role == 'assistant' %}A:{{ message.content }}{{ eos_token }}\n",
-  "{% elif message.role == 'tool' %}R:{{ message.content }}\n",
-  '{% endif %}{% endfor %}',
-  '{% if add_generation_prompt %}A:{% endif %}',
-].join('');
-
-const toolCall = (expression: string) => `{"name": "c", "parameters": {"e": "${expression}"}}`;
-
-const parameters = z.object({ e: z.string().min(1).max(40).describe('an arithmetic expression, e.g. "123*45"') });
-/** The calculator (the built-in `calculatorTool`'s evaluator) as `c(e)`. */
-const calculator: Tool = {
-  name: 'c',
-  description: 'calculator: evaluates an arithmetic expression',
-  parameters,
-  timeoutMs: 1000,
-  run: (args) => evaluateArithmetic(parameters.parse(args).e),
-};
 
 function makeRow(pick: Pick): Example {
   const products = [0, 1].map(() => `${100 + pick(900)}*${10 + pick(90)}`);
